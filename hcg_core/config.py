@@ -1,0 +1,74 @@
+"""Typed settings for each stage; every default is a named constant, the paper's value where it has one.
+
+Paper values (Table 4 and Appendix B of the paper, restated in shared/docs/METHOD.md) are marked
+"paper"; values the paper leaves open are marked "project" and documented in docs/configuration.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from .errors import ConfigError
+
+# Stage 3, per-metric node matching (Definition 2) -- paper.
+DEFAULT_TAU_MIN = 0.35
+DEFAULT_TOP_METRICS = 5  # K
+DEFAULT_BAND = 0.20  # beta
+DEFAULT_PER_METRIC = 3  # P
+# Stage 3, bounded BFS (Definition 3) and outcome cones (Definition 4) -- paper.
+DEFAULT_MAX_HOPS = 4  # h_max
+DEFAULT_MAX_CONES = 6  # C_max
+# Stage 2, evidence linking (Appendix B) -- paper.
+DEFAULT_EVIDENCE_TAU = 0.78  # tau_e
+DEFAULT_EVIDENCE_PER_EDGE = 2
+DEFAULT_EVIDENCE_PREFIX_CHARS = 200
+# Where the paper is silent -- project.
+DEFAULT_TOP_K = 10
+DEFAULT_BFS_FALLBACK = True
+DEFAULT_VECTOR_FILL = True
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """Stage 3 settings.
+
+    Attributes:
+        tau_min: admission floor on a metric's best variable similarity (paper 0.35).
+        top_metrics: K, the most metrics kept per query (paper 5).
+        band: beta, the relative band below a metric's best match (paper 0.20).
+        per_metric: P, the most variables admitted per kept metric (paper 3).
+        max_hops: h_max, forward BFS depth from the matched variables (paper 4).
+        max_cones: C_max, outcome cones kept after merging by metric (paper 6).
+        top_k: chunks returned when the caller gives no k (project).
+        word_budget: if set, stop adding chunks once this many words are returned (project).
+        bfs_fallback: when no outcome is reached, use the whole BFS subgraph's evidence (project).
+        vector_fill: fill up to k with plain vector top-k, marked "fallback" (project).
+    """
+
+    tau_min: float = DEFAULT_TAU_MIN
+    top_metrics: int = DEFAULT_TOP_METRICS
+    band: float = DEFAULT_BAND
+    per_metric: int = DEFAULT_PER_METRIC
+    max_hops: int = DEFAULT_MAX_HOPS
+    max_cones: int = DEFAULT_MAX_CONES
+    top_k: int = DEFAULT_TOP_K
+    word_budget: int | None = None
+    bfs_fallback: bool = DEFAULT_BFS_FALLBACK
+    vector_fill: bool = DEFAULT_VECTOR_FILL
+
+    def __post_init__(self) -> None:
+        if not -1.0 <= self.tau_min <= 1.0:
+            raise ConfigError(f"tau_min must be a cosine in [-1, 1], got {self.tau_min}")
+        if not 0.0 <= self.band < 1.0:
+            raise ConfigError(f"band (beta) must be in [0, 1), got {self.band}")
+        for name in ("top_metrics", "per_metric", "max_cones", "top_k"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.max_hops < 0:
+            raise ConfigError(f"max_hops must be >= 0, got {self.max_hops}")
+        if self.word_budget is not None and self.word_budget < 1:
+            raise ConfigError(f"word_budget must be positive or None, got {self.word_budget}")
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))

@@ -1,0 +1,72 @@
+"""One rooted error hierarchy, so callers can catch ``HCGError`` or one precise failure.
+
+Every message says what was wrong and, where there is one, what to pass instead; errors about a
+file carry its path in ``.path``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class HCGError(Exception):
+    """Root of every error hcg-rag raises on purpose."""
+
+
+class ConfigError(HCGError, ValueError):
+    """A setting is out of range or inconsistent."""
+
+
+class SpecError(HCGError, ValueError):
+    """A domain spec is invalid: the message names the offending entry."""
+
+    def __init__(self, message: str, *, entry: str | None = None, path: Path | str | None = None):
+        self.entry = entry
+        self.path = Path(path) if path is not None else None
+        where = f"{self.path}: " if self.path is not None else ""
+        super().__init__(f"{where}{message}")
+
+
+class InputError(HCGError, ValueError):
+    """Corpus input that cannot be used: empty, unreadable, binary, not UTF-8, too large."""
+
+    def __init__(self, message: str, *, path: Path | str | None = None):
+        self.path = Path(path) if path is not None else None
+        super().__init__(message)
+
+
+class StoreError(HCGError):
+    """A graph directory cannot be read or written."""
+
+    def __init__(self, message: str, *, path: Path | str | None = None):
+        self.path = Path(path) if path is not None else None
+        where = f"{self.path}: " if self.path is not None else ""
+        super().__init__(f"{where}{message}")
+
+
+class MissingFileError(StoreError, FileNotFoundError):
+    """A file the graph directory needs is absent."""
+
+
+class CorruptFileError(StoreError):
+    """A file of the graph directory exists but cannot be parsed or does not fit the format."""
+
+
+class FormatVersionError(StoreError):
+    """The directory was written by an incompatible version of the format."""
+
+
+class EmbedderError(HCGError):
+    """The embedder failed, returned a wrong shape, or does not match the stored embeddings."""
+
+
+class BuildError(HCGError):
+    """Graph building could not proceed."""
+
+
+class LLMError(HCGError):
+    """A call to the LLM failed after its retries."""
+
+
+class LLMOutputError(LLMError, ValueError):
+    """The LLM's reply did not validate against the response schema after the re-asks."""

@@ -1,0 +1,133 @@
+"""Validation of a domain spec and a causal graph against it (pure; errors name the entry)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..errors import SpecError
+from ..types import GRAPH_ROLES, CausalEdge, DomainSpec, Variable
+
+
+def _no_duplicates(names: Iterable[str], kind: str) -> None:
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise SpecError(f"duplicate {kind} name {n!r}", entry=n)
+        seen.add(n)
+
+
+def validate_variable(spec_metrics: dict, spec_dims: dict, v: Variable) -> None:
+    """Check one variable against the fixed vocabulary (metric, signature, dimension entities)."""
+    metric = spec_metrics.get(v.metric)
+    if metric is None:
+        raise SpecError(
+            f"variable {v.name!r} uses undefined metric {v.metric!r}; define it under 'metrics'",
+            entry=v.name,
+        )
+    if len(v.entities) != len(metric.signature):
+        raise SpecError(
+            f"variable {v.name!r} binds {len(v.entities)} entities but metric {metric.name!r} has "
+            f"signature ({', '.join(metric.signature)})",
+            entry=v.name,
+        )
+    for dim_name, entity in zip(metric.signature, v.entities):
+        dim = spec_dims[dim_name]
+        if entity not in dim.entities:
+            raise SpecError(
+                f"variable {v.name!r}: entity {entity!r} is not in dimension {dim_name!r}; "
+                f"add it to that dimension's entities",
+                entry=v.name,
+            )
+
+
+def validate_spec(spec: DomainSpec) -> DomainSpec:
+    """Raise SpecError naming the first offending entry; return the spec unchanged when valid.
+
+    Checks: duplicate names, metric signatures over undefined dimensions, unknown graph roles,
+    outcome names that are not metrics, variables outside the vocabulary, relations between
+    undefined variables, and relations out of a terminal.
+    """
+    _no_duplicates((d.name for d in spec.dimensions), "dimension")
+    _no_duplicates((m.name for m in spec.metrics), "metric")
+    for d in spec.dimensions:
+        _no_duplicates(d.entities, f"entity in dimension {d.name!r}:")
+    dims = {d.name: d for d in spec.dimensions}
+    metrics = {m.name: m for m in spec.metrics}
+    for m in spec.metrics:
+        if m.role not in GRAPH_ROLES:
+            raise SpecError(
+                f"metric {m.name!r} has graph_role {m.role!r}; use one of {', '.join(GRAPH_ROLES)}",
+                entry=m.name,
+            )
+        for dim_name in m.signature:
+            if dim_name not in dims:
+                raise SpecError(
+                    f"metric {m.name!r} uses undefined dimension {dim_name!r} in its signature",
+                    entry=m.name,
+                )
+    for name in (*spec.outcome.outcomes, *spec.outcome.terminals):
+        if name not in metrics:
+            raise SpecError(f"outcome configuration names undefined metric {name!r}", entry=name)
+    _no_duplicates((v.name for v in spec.variables), "variable")
+    for v in spec.variables:
+        validate_variable(metrics, dims, v)
+    names = {v.name for v in spec.variables}
+    for r in spec.relations:
+        _check_link(r.source, r.target, names, spec, metrics, kind="relation")
+    return spec
+
+
+def _check_link(source, target, names, spec, metrics, *, kind: str) -> None:
+    label = f"{kind} {source!r} -> {target!r}"
+    for end in (source, target):
+        if end not in names:
+            raise SpecError(f"{label} refers to undefined variable {end!r}", entry=label)
+    if source == target:
+        raise SpecError(f"{label} is a self-loop", entry=label)
+    src_metric = metric_of(source, spec)
+    if metrics[src_metric].role == "terminal":
+        raise SpecError(
+            f"{label} leaves a terminal: metric {src_metric!r} has graph_role terminal, which "
+            "receives edges but emits none",
+            entry=label,
+        )
+
+
+def metric_of(variable: str, spec: DomainSpec) -> str:
+    for v in spec.variables:
+        if v.name == variable:
+            return v.metric
+    raise KeyError(variable)
+
+
+def validate_graph(
+    spec: DomainSpec, variables: tuple[Variable, ...], edges: tuple[CausalEdge, ...],
+    chunk_ids: set[str] | None = None,
+) -> None:
+    """Check a graph's variables and edges against its spec; chunk ids too when given."""
+    validate_spec(spec)
+    _no_duplicates((v.name for v in variables), "variable")
+    dims = {d.name: d for d in spec.dimensions}
+    metrics = {m.name: m for m in spec.metrics}
+    var_metric = {}
+    for v in variables:
+        validate_variable(metrics, dims, v)
+        var_metric[v.name] = v.metric
+    _no_duplicates((e.id for e in edges), "edge id")
+    for e in edges:
+        label = f"edge {e.id!r} ({e.source} -> {e.target})"
+        for end in (e.source, e.target):
+            if end not in var_metric:
+                raise SpecError(f"{label} refers to undefined variable {end!r}", entry=e.id)
+        if e.source == e.target:
+            raise SpecError(f"{label} is a self-loop", entry=e.id)
+        if metrics[var_metric[e.source]].role == "terminal":
+            raise SpecError(
+                f"{label} leaves terminal metric {var_metric[e.source]!r}", entry=e.id
+            )
+        if not 0.0 <= e.confidence <= 1.0:
+            raise SpecError(f"{label} has confidence {e.confidence}, outside [0, 1]", entry=e.id)
+        if chunk_ids is not None:
+            for c in e.evidence:
+                if c not in chunk_ids:
+                    raise SpecError(f"{label} cites unknown chunk id {c!r}", entry=e.id)

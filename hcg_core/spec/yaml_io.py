@@ -1,0 +1,183 @@
+"""The human-editable ``spec.yaml`` shape: parse it into a DomainSpec and write it back (pure text).
+
+Shape (see docs/format.md)::
+
+    domain: oncology
+    outcome: {outcomes: [SurvivalRate], terminals: [PatientOutcome]}
+    dimensions:
+      disease: {description: ..., entities: [NSCLC, BCC]}
+    metrics:
+      Efficacy(treatment, disease): {description: ..., category: treatment, graph_role: intermediate}
+    variables:
+      - Efficacy(chemotherapy, NSCLC)
+      - {name: SurvivalRate(NSCLC), description: five-year survival}
+    relations:
+      - {source: Efficacy(chemotherapy, NSCLC), target: SurvivalRate(NSCLC), mechanism: ...}
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from ..errors import SpecError
+from ..types import Dimension, DomainSpec, Metric, OutcomeConfig, Relation, Variable
+from .validate import validate_spec
+
+_CALL = re.compile(r"^\s*([^()]+?)\s*(?:\((.*)\))?\s*$", re.S)
+
+
+def parse_call(text: str, *, what: str) -> tuple[str, tuple[str, ...]]:
+    """Split ``Name(a, b)`` into ``("Name", ("a", "b"))``; ``Name`` alone has no arguments.
+
+    >>> parse_call("Efficacy(chemotherapy, NSCLC)", what="variable")
+    ('Efficacy', ('chemotherapy', 'NSCLC'))
+    """
+    m = _CALL.match(str(text))
+    if not m or "(" in m.group(1) or ")" in m.group(1):
+        raise SpecError(f"cannot read {what} {text!r}; write it as Name(a, b)", entry=str(text))
+    args = m.group(2)
+    parts = tuple(a.strip() for a in args.split(",")) if args and args.strip() else ()
+    if any(not p for p in parts):
+        raise SpecError(f"{what} {text!r} has an empty argument", entry=str(text))
+    return m.group(1), parts
+
+
+def _mapping(value: Any, where: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SpecError(f"'{where}' must be a mapping, got {type(value).__name__}", entry=where)
+    return value
+
+
+def _list(value: Any, where: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise SpecError(f"'{where}' must be a list, got {type(value).__name__}", entry=where)
+    return value
+
+
+def _str_tuple(value: Any, where: str) -> tuple[str, ...]:
+    return tuple(str(x) for x in _list(value, where))
+
+
+def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
+    """Build a DomainSpec from the parsed YAML mapping; raise SpecError naming the bad entry."""
+    data = _mapping(data, "spec")
+    unknown = set(data) - {"domain", "outcome", "dimensions", "metrics", "variables", "relations"}
+    if unknown:
+        raise SpecError(f"unknown top-level keys {sorted(unknown)}", entry=sorted(unknown)[0])
+    dims = []
+    for name, body in _mapping(data.get("dimensions"), "dimensions").items():
+        if isinstance(body, list):  # short form: name: [entities]
+            body = {"entities": body}
+        body = _mapping(body, f"dimensions.{name}")
+        dims.append(
+            Dimension(str(name), _str_tuple(body.get("entities"), f"dimensions.{name}.entities"),
+                      str(body.get("description", "") or ""))
+        )
+    metrics = []
+    for key, body in _mapping(data.get("metrics"), "metrics").items():
+        name, signature = parse_call(key, what="metric")
+        body = _mapping(body, f"metrics.{key}")
+        metrics.append(
+            Metric(
+                name, signature, str(body.get("description", "") or ""),
+                str(body.get("category", "general") or "general"),
+                str(body.get("graph_role", "intermediate") or "intermediate"),  # type: ignore[arg-type]
+            )
+        )
+    variables = []
+    for i, item in enumerate(_list(data.get("variables"), "variables")):
+        if isinstance(item, str):
+            metric, ents = parse_call(item, what="variable")
+            variables.append(Variable(metric, ents))
+        elif isinstance(item, dict):
+            if "metric" in item:
+                variables.append(Variable(str(item["metric"]),
+                                          _str_tuple(item.get("entities"), f"variables[{i}]"),
+                                          str(item.get("description", "") or "")))
+            elif "name" in item:
+                metric, ents = parse_call(item["name"], what="variable")
+                variables.append(Variable(metric, ents, str(item.get("description", "") or "")))
+            else:
+                raise SpecError(f"variables[{i}] needs 'name' or 'metric'", entry=f"variables[{i}]")
+        else:
+            raise SpecError(f"variables[{i}] must be a string or a mapping", entry=f"variables[{i}]")
+    relations = []
+    for i, item in enumerate(_list(data.get("relations"), "relations")):
+        item = _mapping(item, f"relations[{i}]")
+        if "source" not in item or "target" not in item:
+            raise SpecError(f"relations[{i}] needs 'source' and 'target'", entry=f"relations[{i}]")
+        relations.append(Relation(str(item["source"]), str(item["target"]),
+                                  str(item.get("mechanism", "") or "")))
+    out = _mapping(data.get("outcome"), "outcome")
+    outcome = OutcomeConfig(_str_tuple(out.get("outcomes"), "outcome.outcomes"),
+                            _str_tuple(out.get("terminals"), "outcome.terminals"),
+                            str(out.get("description", "") or ""))
+    spec = DomainSpec(tuple(dims), tuple(apply_outcome_roles(metrics, outcome)), tuple(variables),
+                      tuple(relations), outcome, str(data.get("domain", "") or ""))
+    return validate_spec(spec) if validate else spec
+
+
+def apply_outcome_roles(metrics: list[Metric], outcome: OutcomeConfig) -> list[Metric]:
+    """Tag metrics named in the outcome configuration with their role (the config wins)."""
+    from dataclasses import replace
+
+    roles = {n: "outcome" for n in outcome.outcomes} | {n: "terminal" for n in outcome.terminals}
+    return [replace(m, role=roles[m.name]) if m.name in roles else m for m in metrics]
+
+
+def _entity_safe(e: str) -> bool:
+    return not any(c in e for c in ",()") and e == e.strip() and e != ""
+
+
+def spec_to_dict(spec: DomainSpec) -> dict:
+    """The inverse of ``spec_from_dict``: plain data in the documented shape."""
+    def var_item(v: Variable) -> Any:
+        if all(_entity_safe(e) for e in v.entities):
+            return {"name": v.name, "description": v.description} if v.description else v.name
+        item: dict[str, Any] = {"metric": v.metric, "entities": list(v.entities)}
+        if v.description:
+            item["description"] = v.description
+        return item
+
+    data: dict[str, Any] = {}
+    if spec.domain:
+        data["domain"] = spec.domain
+    out: dict[str, Any] = {"outcomes": list(spec.outcome.outcomes),
+                           "terminals": list(spec.outcome.terminals)}
+    if spec.outcome.description:
+        out["description"] = spec.outcome.description
+    data["outcome"] = out
+    data["dimensions"] = {
+        d.name: {"description": d.description, "entities": list(d.entities)} for d in spec.dimensions
+    }
+    data["metrics"] = {
+        (f"{m.name}({', '.join(m.signature)})" if m.signature else m.name): {
+            "description": m.description, "category": m.category, "graph_role": m.role,
+        }
+        for m in spec.metrics
+    }
+    data["variables"] = [var_item(v) for v in spec.variables]
+    data["relations"] = [
+        {"source": r.source, "target": r.target, "mechanism": r.mechanism} for r in spec.relations
+    ]
+    return data
+
+
+def spec_from_yaml(text: str) -> DomainSpec:
+    """Parse spec.yaml text (``yaml.safe_load`` only)."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SpecError(f"invalid YAML: {exc}") from exc
+    return spec_from_dict(data)
+
+
+def spec_to_yaml(spec: DomainSpec) -> str:
+    return yaml.safe_dump(spec_to_dict(spec), sort_keys=False, allow_unicode=True, width=100)

@@ -1,0 +1,192 @@
+"""Plain, frozen data passed between the pipeline's stages (the paper's Definition 1 and Stage 3).
+
+Data flows one way: documents -> chunks -> DomainSpec -> CausalGraph -> RetrievalResult.
+Nothing here does I/O; validation of a spec lives in ``hcg_core.spec``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+GraphRole = Literal["terminal", "outcome", "intermediate"]
+GRAPH_ROLES: tuple[str, ...] = ("terminal", "outcome", "intermediate")
+Route = Literal["graph", "fallback"]
+
+
+def variable_name(metric: str, entities: tuple[str, ...]) -> str:
+    """The canonical, human-readable key of a variable: ``Metric(entity, entity)``.
+
+    >>> variable_name("Efficacy", ("chemotherapy", "NSCLC"))
+    'Efficacy(chemotherapy, NSCLC)'
+    >>> variable_name("PatientOutcome", ())
+    'PatientOutcome'
+    """
+    return f"{metric}({', '.join(entities)})" if entities else metric
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """A categorical axis of the domain; the name is fixed, the entity list extensible."""
+
+    name: str
+    entities: tuple[str, ...] = ()
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A fixed, typed quantity with a dimension signature and a graph role."""
+
+    name: str
+    signature: tuple[str, ...] = ()
+    description: str = ""
+    category: str = "general"
+    role: GraphRole = "intermediate"
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A metric bound to one entity per dimension of its signature.
+
+    ``description`` is optional free text (aliases, a defining sentence) that is embedded with the
+    name so a query can match it by meaning, not only by its name.
+    """
+
+    metric: str
+    entities: tuple[str, ...] = ()
+    description: str = ""
+
+    @property
+    def name(self) -> str:
+        return variable_name(self.metric, self.entities)
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A causal seed relation of the spec: variable names and the mechanism that links them."""
+
+    source: str
+    target: str
+    mechanism: str = ""
+
+
+@dataclass(frozen=True)
+class OutcomeConfig:
+    """The causal sinks the graph builds toward: metric names per role, given by the user."""
+
+    outcomes: tuple[str, ...] = ()
+    terminals: tuple[str, ...] = ()
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class DomainSpec:
+    """Definition 1: S = (A, M, V0, R0), plus the outcome configuration that anchored it."""
+
+    dimensions: tuple[Dimension, ...]
+    metrics: tuple[Metric, ...]
+    variables: tuple[Variable, ...] = ()
+    relations: tuple[Relation, ...] = ()
+    outcome: OutcomeConfig = field(default_factory=OutcomeConfig)
+    domain: str = ""
+
+    def metric(self, name: str) -> Metric:
+        for m in self.metrics:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+    def dimension(self, name: str) -> Dimension:
+        for d in self.dimensions:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class CausalEdge:
+    """A directed causal edge between two variables (by name), with its evidence chunk ids."""
+
+    id: str
+    source: str
+    target: str
+    mechanism: str = ""
+    confidence: float = 1.0
+    evidence: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A passage of the corpus: the unit that retrieval returns."""
+
+    id: str
+    text: str
+    doc_id: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CausalGraph:
+    """G = (V, E, phi): the spec, its variables (V0 extended), edges, and the chunks they cite."""
+
+    spec: DomainSpec
+    variables: tuple[Variable, ...]
+    edges: tuple[CausalEdge, ...]
+    chunks: tuple[Chunk, ...]
+
+    @property
+    def evidence_links(self) -> int:
+        return sum(len(e.evidence) for e in self.edges)
+
+
+@dataclass(frozen=True)
+class CausalPath:
+    """One causal chain that selected a chunk: variable names and the edges between them."""
+
+    variables: tuple[str, ...]
+    edge_ids: tuple[str, ...]
+    mechanisms: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return " -> ".join(self.variables)
+
+
+@dataclass(frozen=True)
+class RetrievedChunk:
+    """A chunk with why it came back: its score, the route, and the causal paths behind it.
+
+    ``score`` is higher-is-better and comparable within one result; for the paper route it is the
+    query-chunk cosine similarity, the order is the route's own ranking (cone rank first).
+    """
+
+    chunk: Chunk
+    score: float
+    route: Route
+    paths: tuple[CausalPath, ...] = ()
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def edge_ids(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for p in self.paths:
+            for e in p.edge_ids:
+                seen.setdefault(e, None)
+        return tuple(seen)
+
+
+@dataclass(frozen=True)
+class RetrievalResult:
+    """What one query returned, best first, and which path of the method served it.
+
+    ``served_by`` is one of ``"cones"`` (the paper's route), ``"bfs"`` (no outcome reached: the
+    BFS subgraph's evidence), ``"vector"`` (no match or no evidence: plain vector top-k), or a
+    mode-specific name such as ``"hybrid"``.
+    """
+
+    query: str
+    chunks: tuple[RetrievedChunk, ...]
+    matched: tuple[str, ...] = ()
+    served_by: str = "cones"
+    diagnostics: Mapping[str, Any] = field(default_factory=dict)
