@@ -72,3 +72,31 @@ class RetrievalConfig:
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in fields(cls))
+
+
+@dataclass(frozen=True)
+class TierCaps:
+    """A scaling tier: caps on the spec's metrics and dimensions (paper section 4.4).
+
+    The paper names the tiers and their resulting node counts (medical: XS 333, S 902, M 1,064,
+    L 1,583 nodes; 173 metrics at most) but not the caps themselves; these are the project's.
+    """
+
+    max_metrics: int
+    max_dimensions: int
+
+
+TIERS: dict[str, TierCaps] = {
+    "XS": TierCaps(max_metrics=40, max_dimensions=6),
+    "S": TierCaps(max_metrics=80, max_dimensions=8),
+    "M": TierCaps(max_metrics=120, max_dimensions=10),
+    "L": TierCaps(max_metrics=173, max_dimensions=12),
+}
+DEFAULT_TIER = "M"
+
+
+def tier_caps(tier: str) -> TierCaps:
+    try:
+        return TIERS[tier.upper()]
+    except KeyError:
+        raise ConfigError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}") from None

@@ -118,6 +118,15 @@ class CausalEdge:
 
 
 @dataclass(frozen=True)
+class Document:
+    """A source document before chunking; ``id`` is stable (a path or a content hash)."""
+
+    id: str
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Chunk:
     """A passage of the corpus: the unit that retrieval returns."""
 
