@@ -70,3 +70,7 @@ class LLMError(HCGError):
 
 class LLMOutputError(LLMError, ValueError):
     """The LLM's reply did not validate against the response schema after the re-asks."""
+
+
+class LLMUnavailableError(LLMError):
+    """The LLM server kept failing (429, 5xx, timeouts) after every retry; rerun to resume."""

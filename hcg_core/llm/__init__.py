@@ -1,0 +1,28 @@
+"""The LLM seam's implementations and plumbing: the OpenAI-compatible client, structured-output
+parsing with re-asks, the on-disk reply cache, per-stage accounting, and the sync bridge.
+
+Nothing here imports LlamaIndex or LangChain; the adapters wrap their models with
+``complete_validated`` / ``parse_reply`` (see docs/llm.md).
+"""
+
+from .accounting import COUNTERS, Ledger, current_stage, stage
+from .bridge import run_sync
+from .cache import ResponseCache, cache_key
+from .openai_compat import OpenAIStructuredLLM, llm_from_cli
+from .structured import complete_validated, extract_json, parse_reply, schema_for
+
+__all__ = [
+    "COUNTERS",
+    "Ledger",
+    "OpenAIStructuredLLM",
+    "ResponseCache",
+    "cache_key",
+    "complete_validated",
+    "current_stage",
+    "extract_json",
+    "llm_from_cli",
+    "parse_reply",
+    "run_sync",
+    "schema_for",
+    "stage",
+]

@@ -1,0 +1,338 @@
+"""Deterministic fakes that ship with the library, for tests and offline demos.
+
+- ``ScriptedLLM``: a StructuredLLM whose replies come from a responder function (no network).
+- ``StubLLMServer``: a small OpenAI-compatible HTTP server on 127.0.0.1 (port 0) whose replies come
+  from the same kind of responder, with fault injection (429 + Retry-After, 500/503, slow replies,
+  malformed JSON, json_schema rejection) and a count of every request it saw.
+
+A responder is ``f(request: LLMRequest) -> dict | str``: a dict is sent as JSON, a str verbatim.
+Responders should depend only on the request's content, so replies are reproducible.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from .llm.accounting import Ledger
+from .llm.structured import DEFAULT_MAX_REASKS, complete_validated, schema_for
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """What a responder sees: the schema's name, the schema, and the chat messages."""
+
+    schema_name: str
+    schema: dict[str, Any]
+    messages: tuple[dict[str, str], ...]
+
+    @property
+    def prompt(self) -> str:
+        """The first user message: the original question, also inside a re-ask."""
+        for m in self.messages:
+            if m.get("role") == "user":
+                return m.get("content", "")
+        return ""
+
+    @property
+    def is_reask(self) -> bool:
+        return sum(1 for m in self.messages if m.get("role") == "user") > 1
+
+    def enum(self, *path: str) -> list[str]:
+        """The allowed values of a Literal field, found by property names through ``$defs``.
+
+        ``request.enum("links", "target")`` follows ``properties.links -> items -> $ref ->
+        properties.target`` and returns its ``enum`` (or ``[const]``).
+        """
+        node: Any = self.schema
+        defs = self.schema.get("$defs", {})
+        for key in path:
+            node = _resolve(node, defs)
+            if node.get("type") == "array":
+                node = _resolve(node.get("items", {}), defs)
+            node = node.get("properties", {}).get(key, {})
+        node = _resolve(node, defs)
+        if node.get("type") == "array":
+            node = _resolve(node.get("items", {}), defs)
+        if "enum" in node:
+            return list(node["enum"])
+        if "const" in node:
+            return [node["const"]]
+        return []
+
+
+def _resolve(node: Any, defs: dict) -> Any:
+    if isinstance(node, dict) and "$ref" in node:
+        return defs.get(node["$ref"].rsplit("/", 1)[-1], {})
+    if isinstance(node, dict) and "anyOf" in node:
+        for alt in node["anyOf"]:
+            if alt.get("type") != "null":
+                return _resolve(alt, defs)
+    return node
+
+
+Responder = Callable[[LLMRequest], "dict[str, Any] | str"]
+
+
+class ScriptedLLM:
+    """A StructuredLLM answered by ``responder``; counts calls in ``ledger`` like the real client.
+
+    >>> from pydantic import BaseModel
+    >>> class Yes(BaseModel):
+    ...     ok: bool
+    >>> llm = ScriptedLLM(lambda req: {"ok": True})
+    >>> llm.complete([{"role": "user", "content": "?"}], Yes).ok, llm.ledger.total("calls")
+    (True, 1)
+    """
+
+    def __init__(self, responder: Responder, *, name: str = "scripted",
+                 max_reasks: int = DEFAULT_MAX_REASKS, ledger: Ledger | None = None) -> None:
+        self.responder = responder
+        self.name = name
+        self.max_reasks = max_reasks
+        self.ledger = ledger if ledger is not None else Ledger()
+        self.requests: list[LLMRequest] = []
+
+    async def acomplete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
+        schema = schema_for(response_model)
+
+        async def send(msgs: list[dict[str, str]]) -> str:
+            req = LLMRequest(response_model.__name__, schema, tuple(dict(m) for m in msgs))
+            self.requests.append(req)
+            self.ledger.add(calls=1)
+            reply = self.responder(req)
+            return reply if isinstance(reply, str) else json.dumps(reply)
+
+        return await complete_validated(
+            send, messages, response_model, max_reasks=self.max_reasks,
+            on_reask=lambda exc: self.ledger.add(reasks=1),
+        )
+
+    def complete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
+        from .llm.bridge import run_sync
+
+        return run_sync(lambda: self.acomplete(messages, response_model))
+
+
+# -- the stub server ------------------------------------------------------------------------------
+
+FAULTS = ("rate_limit", "server_error", "unavailable", "slow", "malformed")
+
+
+@dataclass
+class FaultPlan:
+    """Deterministic faults by request number n (1-based, in arrival order): every k-th request.
+
+    ``script`` maps exact request numbers to a fault and wins over the ``*_every`` rules. A fault
+    never repeats on consecutive requests, so a retried request eventually gets through.
+    """
+
+    rate_limit_every: int = 0
+    server_error_every: int = 0
+    unavailable_every: int = 0
+    slow_every: int = 0
+    malformed_every: int = 0
+    slow_seconds: float = 0.5
+    retry_after: str = "0.01"
+    reject_json_schema: bool = False
+    script: dict[int, str] = field(default_factory=dict)
+
+    def fault_for(self, n: int) -> str | None:
+        if n in self.script:
+            return self.script[n]
+        for name, every in (
+            ("rate_limit", self.rate_limit_every), ("server_error", self.server_error_every),
+            ("unavailable", self.unavailable_every), ("slow", self.slow_every),
+            ("malformed", self.malformed_every),
+        ):
+            if every and n % every == 0:
+                return name
+        return None
+
+
+def _tokens(text: str) -> int:
+    # A fixed, documented approximation (4 characters a token), so tests can recompute it.
+    return math.ceil(len(text) / 4) if text else 0
+
+
+class StubLLMServer:
+    """An OpenAI-compatible ``/v1/chat/completions`` server on 127.0.0.1 for tests.
+
+    Use as a context manager; ``base_url`` is ready once entered. Counters (thread-safe):
+    ``calls`` (every completions request received), ``ok`` (200 replies), ``by_schema``,
+    ``by_fault``, ``prompt_tokens`` / ``completion_tokens`` (summed over 200 replies).
+
+    Example::
+
+        with StubLLMServer(lambda req: {"ok": True}, faults=FaultPlan(rate_limit_every=3)) as srv:
+            llm = OpenAIStructuredLLM("stub", base_url=srv.base_url, api_key="x")
+    """
+
+    def __init__(self, responder: Responder, *, faults: FaultPlan | None = None,
+                 delay: float = 0.0, model: str = "stub-model") -> None:
+        self.responder = responder
+        self.faults = faults or FaultPlan()
+        self.delay = delay
+        self.model = model
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.reset_counts()
+
+    def reset_counts(self) -> None:
+        with getattr(self, "_lock", threading.Lock()):
+            self.calls = 0
+            self.ok = 0
+            self.prompt_tokens = 0
+            self.completion_tokens = 0
+            self.by_schema: Counter[str] = Counter()
+            self.by_fault: Counter[str] = Counter()
+            self._last_fault_n = -10
+
+    # lifecycle
+    def start(self) -> StubLLMServer:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_GET(self) -> None:
+                self._send(200, {"object": "list", "data": [{"id": stub.model, "object": "model"}]})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                except ValueError:
+                    self._send(400, {"error": {"message": "request body is not JSON"}})
+                    return
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                status, payload, headers, raw = stub._handle(body)
+                self._send(status, payload, headers, raw)
+
+            def _send(self, status: int, payload: Any, headers: dict | None = None,
+                      raw: bytes | None = None) -> None:
+                data = raw if raw is not None else json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and hung up: that is the point of a slow reply
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
+                                        name="stub-llm-server")
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> StubLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("StubLLMServer is not started; use it as a context manager")
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    # one request
+    def _handle(self, body: dict) -> tuple[int, Any, dict, bytes | None]:
+        fmt = body.get("response_format") or {}
+        schema_block = fmt.get("json_schema") or {}
+        schema = schema_block.get("schema") or {}
+        name = schema_block.get("name") or ""
+        messages = tuple(body.get("messages") or ())
+        if not name:
+            # json_object mode: the schema is not in the request; recognise it from the prompt.
+            name = _schema_name_from_messages(messages)
+        with self._lock:
+            self.calls += 1
+            n = self.calls
+            self.by_schema[name] += 1
+            fault = self.faults.fault_for(n)
+            if fault is not None and fault != "slow" and self._last_fault_n == n - 1:
+                fault = None  # never two faults in a row: a retry gets through
+            if fault is not None:
+                self._last_fault_n = n
+                self.by_fault[fault] += 1
+        if self.delay:
+            time.sleep(self.delay)
+        if self.faults.reject_json_schema and fmt.get("type") == "json_schema":
+            return 400, {"error": {"message": "response_format json_schema is not supported",
+                                   "type": "invalid_request_error"}}, {}, None
+        if fault == "rate_limit":
+            return 429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {
+                "retry-after": self.faults.retry_after}, None
+        if fault == "server_error":
+            return 500, {"error": {"message": "internal error"}}, {}, None
+        if fault == "unavailable":
+            return 503, {"error": {"message": "overloaded"}}, {
+                "retry-after": self.faults.retry_after}, None
+        if fault == "slow":
+            time.sleep(self.faults.slow_seconds)
+        request = LLMRequest(name, schema, tuple(dict(m) for m in messages))
+        if fault == "malformed":
+            content = '{"this is": not json'
+        else:
+            reply = self.responder(request)
+            content = reply if isinstance(reply, str) else json.dumps(reply)
+        prompt_tokens = _tokens("".join(str(m.get("content", "")) for m in messages))
+        completion_tokens = _tokens(content)
+        with self._lock:
+            self.ok += 1
+            self.prompt_tokens += prompt_tokens
+            self.completion_tokens += completion_tokens
+        return 200, {
+            "id": f"stub-{n}", "object": "chat.completion", "created": 0,
+            "model": body.get("model") or self.model,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        }, {}, None
+
+
+SCHEMA_MARKER = "Response schema name:"
+
+
+def _schema_name_from_messages(messages: Sequence[dict]) -> str:
+    # The pipeline's prompts state the schema name, so json_object mode can still be scripted.
+    for m in messages:
+        text = str(m.get("content", ""))
+        if SCHEMA_MARKER in text:
+            return text.split(SCHEMA_MARKER, 1)[1].split()[0].strip()
+    return ""
+
+
+__all__ = ["FAULTS", "FaultPlan", "LLMRequest", "Responder", "ScriptedLLM", "StubLLMServer"]
