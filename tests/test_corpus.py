@@ -1,0 +1,199 @@
+"""Corpus loading (every bad-input case, JSON shapes) and chunking (ids, overlap, boundaries)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hcg_core.corpus import chunk_documents, chunk_id, load_inputs
+from hcg_core.errors import ConfigError, InputError
+from hcg_core.types import Document
+
+
+def write(path: Path, data: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data, encoding="utf-8")
+    return path
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def test_txt_and_md_are_one_document_each(tmp_path):
+    a = write(tmp_path / "a.txt", "Smoking causes cancer.")
+    b = write(tmp_path / "b.md", "# Title\nInflammation raises risk.")
+    docs, bad = load_inputs([a, b])
+    assert bad == []
+    assert [d.id for d in docs] == ["a.txt", "b.md"]
+    assert docs[1].text.startswith("# Title")
+    assert docs[0].metadata["source"].endswith("a.txt")
+
+
+def test_utf8_bom_is_accepted(tmp_path):
+    f = write(tmp_path / "bom.txt", b"\xef\xbb\xbfHello world")
+    docs, _ = load_inputs([f])
+    assert docs[0].text == "Hello world"
+
+
+def test_json_list_of_strings(tmp_path):
+    f = write(tmp_path / "c.json", json.dumps(["first text", "second text"]))
+    docs, bad = load_inputs([f])
+    assert [d.id for d in docs] == ["c.json#0", "c.json#1"]
+    assert [d.text for d in docs] == ["first text", "second text"]
+    assert bad == []
+
+
+@pytest.mark.parametrize("key", ["text", "content", "context"])
+def test_json_list_of_objects_reads_text_field_and_metadata(tmp_path, key):
+    f = write(tmp_path / "c.json", json.dumps([{"title": "T", key: "body here"}]))
+    docs, _ = load_inputs([f])
+    assert docs[0].text == "body here"
+    assert docs[0].metadata["title"] == "T"
+
+
+def test_json_single_object(tmp_path):
+    f = write(tmp_path / "one.json", json.dumps({"corpus_name": "X", "context": "the text"}))
+    docs, _ = load_inputs([f])
+    assert len(docs) == 1 and docs[0].id == "one.json" and docs[0].text == "the text"
+    assert docs[0].metadata["corpus_name"] == "X"
+
+
+def test_json_object_without_text_field_is_bad(tmp_path):
+    bad_json = write(tmp_path / "x.json", json.dumps([{"title": "no text"}]))
+    good = write(tmp_path / "g.txt", "fine")
+    docs, bad = load_inputs([bad_json, good])
+    assert [d.id for d in docs] == ["g.txt"]
+    assert bad[0][0] == bad_json and "no non-empty text field" in bad[0][1]
+
+
+def test_jsonl_lines_and_bad_line(tmp_path):
+    f = write(tmp_path / "d.jsonl", '{"text": "one"}\n\n"two"\n')
+    docs, _ = load_inputs([f])
+    assert [d.text for d in docs] == ["one", "two"]
+    broken = write(tmp_path / "e.jsonl", '{"text": "one"}\n{oops\n')
+    with pytest.raises(InputError, match="line 2"):
+        load_inputs([broken])
+
+
+def test_invalid_json_reports_position(tmp_path):
+    f = write(tmp_path / "bad.json", "[1, 2")
+    with pytest.raises(InputError, match="invalid JSON"):
+        load_inputs([f])
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"", "empty"),
+        (b"   \n\t ", "empty"),
+        (b"abc\x00def", "binary"),
+        (bytes(range(1, 9)) * 20 + b"text", "binary"),
+        (b"caf\xe9 au lait", "byte offset 3"),
+    ],
+)
+def test_bad_single_file_raises_with_reason(tmp_path, data, reason):
+    f = write(tmp_path / "bad.txt", data)
+    with pytest.raises(InputError, match=reason) as info:
+        load_inputs([f])
+    assert "bad.txt" in str(info.value)
+
+
+def test_huge_file_is_rejected(tmp_path):
+    f = write(tmp_path / "big.txt", "word " * 100)
+    with pytest.raises(InputError, match="over the 50-byte limit"):
+        load_inputs([f], max_bytes=50)
+
+
+def test_missing_path_and_no_paths(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        load_inputs([tmp_path / "nope.txt"])
+    with pytest.raises(InputError, match="no input paths"):
+        load_inputs([])
+
+
+def test_folder_builds_good_files_and_lists_bad_ones(tmp_path):
+    root = tmp_path / "corpus"
+    write(root / "b" / "two.txt", "second")
+    write(root / "a.md", "first")
+    write(root / "empty.txt", "")
+    write(root / "latin1.txt", b"\xff\xfe bad")
+    write(root / "image.png", b"\x89PNG")
+    write(root / ".hidden" / "x.txt", "skipped")
+    docs, bad = load_inputs([root])
+    assert [d.id for d in docs] == ["a.md", "b/two.txt"]  # sorted, relative, deterministic
+    reasons = {p.name: r for p, r in bad}
+    assert set(reasons) == {"empty.txt", "latin1.txt", "image.png"}
+    assert "empty" in reasons["empty.txt"]
+    assert "not UTF-8" in reasons["latin1.txt"]
+    assert "unsupported file type" in reasons["image.png"]
+
+
+def test_folder_with_only_bad_files_lists_every_reason(tmp_path):
+    write(tmp_path / "e.txt", "")
+    write(tmp_path / "n.txt", b"\x00\x00")
+    with pytest.raises(InputError) as info:
+        load_inputs([tmp_path])
+    msg = str(info.value)
+    assert "e.txt" in msg and "n.txt" in msg and "empty" in msg and "binary" in msg
+
+
+# ----------------------------------------------------------------------------- chunking
+
+
+def words(n: int, sentence_every: int = 0) -> str:
+    out = []
+    for i in range(n):
+        w = f"w{i}"
+        if sentence_every and (i + 1) % sentence_every == 0:
+            w += "."
+        out.append(w)
+    return " ".join(out)
+
+
+def test_windows_overlap_by_the_requested_words():
+    doc = Document("d", words(100))
+    chunks = chunk_documents([doc], chunk_words=30, overlap_words=10)
+    starts = [c.metadata["start_word"] for c in chunks]
+    ends = [c.metadata["end_word"] for c in chunks]
+    assert starts == [0, 20, 40, 60, 80]
+    assert all(e - s == 30 for s, e in zip(starts[:-1], ends[:-1], strict=True))
+    assert ends[-1] == 100
+    # The overlap is real text: the last 10 words of one chunk open the next.
+    assert chunks[0].text.split()[-10:] == chunks[1].text.split()[:10]
+
+
+def test_windows_prefer_a_near_sentence_end():
+    doc = Document("d", words(100, sentence_every=27))  # sentence ends after w26, w53, w80
+    chunks = chunk_documents([doc], chunk_words=30, overlap_words=5)
+    assert chunks[0].text.endswith("w26.")
+    assert chunks[0].metadata["end_word"] == 27
+    assert chunks[1].metadata["start_word"] == 22
+
+
+def test_chunk_ids_are_stable_and_content_addressed():
+    docs = [Document("a", words(50)), Document("b", words(50))]
+    first = chunk_documents(docs, chunk_words=20, overlap_words=5)
+    second = chunk_documents(docs, chunk_words=20, overlap_words=5)
+    assert [c.id for c in first] == [c.id for c in second]
+    assert len({c.id for c in first}) == len(first)  # same text in two docs -> different ids
+    c = first[0]
+    assert c.id == chunk_id("a", 0, c.text) and c.id.startswith("c_") and len(c.id) == 14
+    assert c.doc_id == "a" and c.metadata["index"] == 0
+
+
+def test_short_document_is_one_chunk_and_metadata_is_carried():
+    doc = Document("d", "Just   a few\nwords.", metadata={"source": "x.txt"})
+    (c,) = chunk_documents([doc])
+    assert c.text == "Just   a few\nwords."
+    assert c.metadata["source"] == "x.txt" and c.metadata["end_word"] == 4
+
+
+@pytest.mark.parametrize(("size", "overlap"), [(0, 0), (10, 10), (10, -1)])
+def test_bad_chunk_settings(size, overlap):
+    with pytest.raises(ConfigError):
+        chunk_documents([Document("d", "x")], chunk_words=size, overlap_words=overlap)
