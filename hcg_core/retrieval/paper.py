@@ -1,0 +1,183 @@
+"""Stage 3 of the paper as pure array functions: node matching, bounded BFS, outcome cones, evidence.
+
+Each function takes arrays (see ``CompiledGraph``) and returns arrays; none does I/O or keeps
+state, so they are safe to call from many threads on one compiled graph. Definitions 2-4 of the
+paper are restated in shared/docs/METHOD.md; the choices the paper leaves open are marked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .compiled import gather
+
+
+def match_nodes(
+    sims: np.ndarray, metric_starts: np.ndarray, *, tau_min: float, top_metrics: int,
+    band: float, per_metric: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Definition 2, per-metric node matching. Returns (rows, similarities), best first.
+
+    ``sims`` holds cos(q, v) for variables laid out grouped by metric (groups start at
+    ``metric_starts``). A metric is kept when its best similarity sigma* >= tau_min; the top
+    ``top_metrics`` (K) by sigma* are kept; within each, variables with similarity >=
+    min(tau_min, sigma* (1 - band)) are admitted, at most ``per_metric`` (P), by similarity.
+
+    >>> sims = np.array([0.9, 0.5, 0.2,  0.4, 0.33,  0.1])
+    >>> starts = np.array([0, 3, 5, 6])
+    >>> rows, s = match_nodes(sims, starts, tau_min=0.35, top_metrics=5, band=0.2, per_metric=3)
+    >>> rows.tolist()
+    [0, 1, 3, 4]
+    """
+    if sims.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, sims.dtype)
+    best = np.maximum.reduceat(sims, metric_starts[:-1])
+    kept = np.flatnonzero(best >= tau_min)
+    if kept.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, sims.dtype)
+    # Ties broken by metric order (stable sort), so matching is deterministic.
+    kept = kept[np.argsort(-best[kept], kind="stable")[:top_metrics]]
+    rows: list[np.ndarray] = []
+    for g in kept:
+        lo, hi = metric_starts[g], metric_starts[g + 1]
+        tau_j = min(tau_min, float(best[g]) * (1.0 - band))
+        local = sims[lo:hi]
+        ok = np.flatnonzero(local >= tau_j)
+        ok = ok[np.argsort(-local[ok], kind="stable")[:per_metric]]
+        rows.append(ok + lo)
+    out = np.concatenate(rows)
+    order = np.argsort(-sims[out], kind="stable")
+    return out[order], sims[out[order]]
+
+
+def bounded_bfs(
+    out_ptr: np.ndarray, out_dst: np.ndarray, out_eid: np.ndarray, sources: np.ndarray,
+    max_hops: int, *, stop: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Definition 3: forward BFS from ``sources`` for at most ``max_hops`` hops.
+
+    Returns ``(dist, parent_edge)`` over all variables: hop distance (-1 when not reached) and the
+    edge through which each reached node was first found (-1 for sources), for path provenance.
+    Nodes flagged in ``stop`` are reached but not expanded further (outcome and terminal nodes:
+    METHOD.md, "BFS treats reaching it as reaching an end"), except when they are sources.
+
+    >>> ptr = np.array([0, 1, 2, 3, 3]); dst = np.array([1, 2, 3]); eid = np.array([0, 1, 2])
+    >>> bounded_bfs(ptr, dst, eid, np.array([0]), 2)[0].tolist()
+    [0, 1, 2, -1]
+    """
+    n = out_ptr.size - 1
+    dist = np.full(n, -1, dtype=np.int64)
+    parent = np.full(n, -1, dtype=np.int64)
+    frontier = np.unique(sources)
+    dist[frontier] = 0
+    for hop in range(1, max_hops + 1):
+        if stop is not None and hop > 1:
+            frontier = frontier[~stop[frontier]]
+        if frontier.size == 0:
+            break
+        pos, _ = gather(out_ptr, frontier)
+        if pos.size == 0:
+            break
+        dst = out_dst[pos]
+        fresh = dist[dst] < 0
+        dst, pos = dst[fresh], pos[fresh]
+        frontier, first = np.unique(dst, return_index=True)
+        dist[frontier] = hop
+        parent[frontier] = out_eid[pos[first]]
+    return dist, parent
+
+
+@dataclass(frozen=True)
+class Cones:
+    """Outcome cones after merging by metric and ranking (Definition 4).
+
+    ``groups``: end-metric group of each kept cone, best first; ``convergence``: |K ∩ V_q| per
+    kept cone; ``bits``: (n, words) uint64 membership bitsets over all end groups present in the
+    BFS subgraph (bit ``slot[g]``); ``slot``: group -> bit index.
+    """
+
+    groups: np.ndarray
+    convergence: np.ndarray
+    bits: np.ndarray
+    slot: dict[int, int]
+
+    def member(self, group: int) -> np.ndarray:
+        """Boolean mask of the nodes in the (merged) cone of ``group``."""
+        s = self.slot[group]
+        return (self.bits[:, s // 64] >> np.uint64(s % 64)) & np.uint64(1) == 1
+
+
+def outcome_cones(
+    reached: np.ndarray, sub_src: np.ndarray, sub_dst: np.ndarray, end_group: np.ndarray,
+    matched: np.ndarray, match_sims: np.ndarray, max_cones: int,
+) -> Cones:
+    """Definition 4: reverse reachability to each end node inside the BFS subgraph G_q.
+
+    Cones of end nodes that share a metric are merged (one bit per end metric), ranked by
+    convergence |K ∩ V_q|; ties go to the cone holding the better-matched query node, then to
+    metric order (the paper is silent on ties). At most ``max_cones`` are kept.
+    """
+    n = reached.size
+    ends = np.flatnonzero(reached & (end_group >= 0))
+    present = np.unique(end_group[ends])
+    slot = {int(g): i for i, g in enumerate(present)}
+    words = max(1, (present.size + 63) // 64)
+    bits = np.zeros((n, words), dtype=np.uint64)
+    if present.size == 0:
+        return Cones(np.zeros(0, np.int64), np.zeros(0, np.int64), bits, slot)
+    bit_index = np.searchsorted(present, end_group[ends])
+    np.bitwise_or.at(bits, (ends, bit_index // 64),
+                     np.left_shift(np.uint64(1), (bit_index % 64).astype(np.uint64)))
+    # Propagate membership backwards along G_q's edges until nothing changes: after i rounds
+    # every node within i reverse hops of an end node carries its bit.
+    for _ in range(n):
+        before = bits[sub_src].copy()
+        np.bitwise_or.at(bits, sub_src, bits[sub_dst])
+        if np.array_equal(before, bits[sub_src]):
+            break
+    matched_bits = bits[matched]
+    counts = np.zeros(present.size, dtype=np.int64)
+    best_sim = np.full(present.size, -np.inf)
+    for i in range(present.size):
+        has = (matched_bits[:, i // 64] >> np.uint64(i % 64)) & np.uint64(1) == 1
+        counts[i] = int(has.sum())
+        if counts[i]:
+            best_sim[i] = float(match_sims[has].max())
+    order = np.lexsort((np.arange(present.size), -best_sim, -counts))
+    order = order[counts[order] > 0][:max_cones]
+    return Cones(present[order], counts[order], bits, slot)
+
+
+def rank_evidence(
+    edges: np.ndarray, edge_rank: np.ndarray, edge_conf: np.ndarray, ev_ptr: np.ndarray,
+    ev_chunk: np.ndarray, chunk_sims_of,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Deduplicate the chunks cited by ``edges`` and rank them (the paper only deduplicates).
+
+    Order: the best (lowest) ``edge_rank`` of an edge citing the chunk (cone rank), then that
+    edge's confidence, then query-chunk similarity (``chunk_sims_of(rows) -> sims``).
+    Returns ``(chunk rows, their similarity, entry edges)`` where entry edges lists, per chunk
+    entry, the citing edge (all of them, for provenance: ``entry_chunk``/``entry_edge`` pairs
+    sorted by rank) -- returned as a (k, 2) array of (chunk row, edge).
+
+    >>> ptr = np.array([0, 2, 3]); chunks = np.array([5, 6, 6])
+    >>> rows, sims, pairs = rank_evidence(np.array([0, 1]), np.array([1, 0]),
+    ...     np.array([0.9, 0.5]), ptr, chunks, lambda r: np.zeros(r.size))
+    >>> rows.tolist()
+    [6, 5]
+    """
+    pos, owner = gather(ev_ptr, edges)
+    if pos.size == 0:
+        empty = np.zeros(0, np.int64)
+        return empty, np.zeros(0), np.zeros((0, 2), np.int64)
+    chunk = ev_chunk[pos]
+    edge = edges[owner]
+    uniq, inverse = np.unique(chunk, return_inverse=True)
+    sims = np.asarray(chunk_sims_of(uniq), dtype=np.float64)
+    order = np.lexsort((-sims[inverse], -edge_conf[edge], edge_rank[owner]))
+    pairs = np.stack([chunk[order], edge[order]], axis=1)
+    _, first = np.unique(pairs[:, 0], return_index=True)
+    ranked = pairs[np.sort(first), 0]
+    return ranked, sims[np.searchsorted(uniq, ranked)], pairs

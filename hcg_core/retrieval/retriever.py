@@ -1,0 +1,281 @@
+"""The core retriever: a loaded graph plus an embedder, answering queries with provenance.
+
+It compiles the graph once (``CompiledGraph``) and then serves each query with the pure Stage 3
+functions of ``paper.py``. It keeps no per-query state, so one instance is safe to share across
+threads. The LlamaIndex and LangChain adapters are thin wrappers around this class.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..config import RetrievalConfig
+from ..errors import ConfigError, EmbedderError
+from ..ports import Embedder, as_matrix
+from ..store import StoredGraph, load_graph, save_graph, variable_text
+from ..types import CausalGraph, CausalPath, Chunk, RetrievalResult, RetrievedChunk
+from .compiled import CompiledGraph
+from .paper import bounded_bfs, match_nodes, outcome_cones, rank_evidence
+
+MAX_PATHS_PER_CHUNK = 3  # provenance: the best few causal paths behind each graph chunk
+
+
+def embed_texts(embedder: Embedder, texts: Sequence[str], *, what: str) -> np.ndarray:
+    """Embed ``texts`` and check the result (shape, finiteness, normalisation)."""
+    if not texts:
+        return np.zeros((0, int(getattr(embedder, "dim", 0) or 0)), dtype=np.float32)
+    try:
+        vecs = embedder.embed_documents(list(texts))
+    except EmbedderError:
+        raise
+    except Exception as exc:  # a user's embedder may raise anything; say which step failed
+        raise EmbedderError(f"embedder {getattr(embedder, 'name', embedder)!r} failed on "
+                            f"{what}: {exc}") from exc
+    return as_matrix(vecs, len(texts), who=f"embedder {getattr(embedder, 'name', '?')!r}")
+
+
+class HCGRetriever:
+    """Graph-guided retrieval over one causal graph.
+
+    Setup::
+
+        from hcg_core.retrieval import HCGRetriever
+        retriever = HCGRetriever.load("graph_dir")          # the embedder named in the manifest
+        result = retriever.retrieve("What raises stroke risk?", k=5)
+        for rc in result.chunks:
+            print(rc.route, round(rc.score, 3), [str(p) for p in rc.paths], rc.chunk.text[:80])
+    """
+
+    def __init__(
+        self,
+        graph: CausalGraph,
+        embedder: Embedder,
+        config: RetrievalConfig | None = None,
+        *,
+        variable_embeddings: np.ndarray | None = None,
+        chunk_embeddings: np.ndarray | None = None,
+    ) -> None:
+        self.graph = graph
+        self.embedder = embedder
+        self.config = config or RetrievalConfig()
+        if variable_embeddings is None:
+            variable_embeddings = embed_texts(
+                embedder, [variable_text(v) for v in graph.variables], what="variables")
+        if chunk_embeddings is None:
+            chunk_embeddings = embed_texts(embedder, [c.text for c in graph.chunks], what="chunks")
+        self.variable_embeddings = variable_embeddings
+        self.chunk_embeddings = chunk_embeddings
+        self.compiled = CompiledGraph.compile(graph, variable_embeddings, chunk_embeddings)
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_graph(cls, graph: CausalGraph, embedder: Embedder,
+                   config: RetrievalConfig | None = None, **kwargs: Any) -> HCGRetriever:
+        return cls(graph, embedder, config, **kwargs)
+
+    @classmethod
+    def from_stored(cls, stored: StoredGraph, embedder: Embedder | None = None,
+                    config: RetrievalConfig | None = None) -> HCGRetriever:
+        """Use a loaded directory; its vectors are reused only if ``embedder`` made them."""
+        if embedder is None:
+            from ..embedders import embedder_from_name
+
+            if not stored.embedder_name:
+                raise ConfigError(f"{stored.path}: the manifest names no embedder; pass one")
+            embedder = embedder_from_name(stored.embedder_name)
+        same = stored.embedder_name == getattr(embedder, "name", None)
+        return cls(stored.graph, embedder, config,
+                   variable_embeddings=stored.variable_embeddings if same else None,
+                   chunk_embeddings=stored.chunk_embeddings if same else None)
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike, embedder: Embedder | None = None,
+             config: RetrievalConfig | None = None) -> HCGRetriever:
+        """Load a graph directory (see docs/format.md); embeddings missing on disk are computed."""
+        return cls.from_stored(load_graph(directory), embedder, config)
+
+    def save(self, directory: str | os.PathLike, *, report: dict | None = None) -> None:
+        save_graph(self.graph, directory, embedder_name=self.embedder.name,
+                   variable_embeddings=self.variable_embeddings,
+                   chunk_embeddings=self.chunk_embeddings, report=report)
+
+    def with_config(self, **changes: Any) -> HCGRetriever:
+        """A retriever sharing this one's compiled arrays, with some settings changed."""
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone.config = replace(self.config, **changes)
+        return clone
+
+    # ------------------------------------------------------------------ querying
+
+    def embed_query(self, query: str) -> np.ndarray:
+        vec = np.asarray(self.embedder.embed_query(query), dtype=np.float32).reshape(-1)
+        if vec.shape[0] != self.compiled.chunk_emb.shape[1] and self.graph.chunks:
+            raise EmbedderError(f"query vector has dimension {vec.shape[0]}, the graph's "
+                                f"vectors {self.compiled.chunk_emb.shape[1]}")
+        norm = float(np.linalg.norm(vec))
+        return vec / norm if norm > 0 else vec
+
+    def retrieve(self, query: str, k: int | None = None) -> RetrievalResult:
+        """Return the chunks for ``query``: graph evidence first, then vector fill to ``k``."""
+        return self.retrieve_by_vector(query, self.embed_query(query), k)
+
+    def retrieve_by_vector(self, query: str, qvec: np.ndarray, k: int | None = None
+                           ) -> RetrievalResult:
+        """Stage 3 for an already embedded query (the part the latency benchmark times)."""
+        cfg, g = self.config, self.compiled
+        k = cfg.top_k if k is None else int(k)
+        if k < 1:
+            raise ConfigError(f"k must be at least 1, got {k}")
+        diag: dict[str, Any] = {}
+        rows, sims = match_nodes(g.var_emb @ qvec, g.metric_starts, tau_min=cfg.tau_min,
+                                 top_metrics=cfg.top_metrics, band=cfg.band,
+                                 per_metric=cfg.per_metric)
+        matched = tuple(g.var_names[r] for r in rows)
+        diag["matched"] = len(rows)
+        chunk_rows = np.zeros(0, np.int64)
+        pairs = np.zeros((0, 2), np.int64)
+        served_by = "vector"
+        dist = parent = None
+        cones = None
+        if rows.size:
+            dist, parent = bounded_bfs(g.out_ptr, g.out_dst, g.out_eid, rows, cfg.max_hops,
+                                       stop=g.is_end)
+            reached = dist >= 0
+            sub = np.flatnonzero(reached[g.edge_src] & reached[g.edge_dst])
+            diag.update(reached=int(reached.sum()), subgraph_edges=int(sub.size))
+            cones = outcome_cones(reached, g.edge_src[sub], g.edge_dst[sub], g.end_group,
+                                  rows, sims, cfg.max_cones)
+            diag["cones"] = int(cones.groups.size)
+
+            def sims_of(r: np.ndarray) -> np.ndarray:
+                return g.chunk_emb[r] @ qvec
+
+            if cones.groups.size:
+                edge_rank = np.full(sub.size, cones.groups.size, dtype=np.int64)
+                dst_of = g.edge_dst[sub]
+                for rank in range(cones.groups.size - 1, -1, -1):
+                    edge_rank[cones.member(int(cones.groups[rank]))[dst_of]] = rank
+                keep = edge_rank < cones.groups.size
+                chunk_rows, _, pairs = rank_evidence(sub[keep], edge_rank[keep], g.edge_conf,
+                                                     g.ev_ptr, g.ev_chunk, sims_of)
+                served_by = "cones"
+            if chunk_rows.size == 0 and cfg.bfs_fallback and sub.size:
+                # No outcome reached, or cones without evidence: the BFS subgraph's evidence,
+                # nearer hops first (METHOD.md, "fall back gracefully").
+                chunk_rows, _, pairs = rank_evidence(sub, dist[g.edge_src[sub]], g.edge_conf,
+                                                     g.ev_ptr, g.ev_chunk, sims_of)
+                served_by = "bfs"
+                cones = None
+            if chunk_rows.size == 0:
+                served_by = "vector"
+        picked = self._pack(chunk_rows, k)
+        out = [self._graph_chunk(int(r), qvec, pairs, dist, parent, cones) for r in picked]
+        if len(out) < k and cfg.vector_fill and self._budget_left(out):
+            out.extend(self._vector_fill(qvec, k - len(out), {int(r) for r in picked}, out))
+        diag["graph_chunks"] = sum(rc.route == "graph" for rc in out)
+        return RetrievalResult(query, tuple(out), matched, served_by, diag)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _budget_left(self, chosen: list[RetrievedChunk]) -> bool:
+        budget = self.config.word_budget
+        return budget is None or sum(len(c.chunk.text.split()) for c in chosen) < budget
+
+    def _pack(self, rows: np.ndarray, k: int) -> np.ndarray:
+        """Keep the first ``k`` ranked rows, also stopping at the word budget when one is set."""
+        rows = rows[:k]
+        budget = self.config.word_budget
+        if budget is None or rows.size == 0:
+            return rows
+        cum = np.cumsum(self.compiled.chunk_words[rows])
+        return rows[: max(1, int(np.searchsorted(cum, budget, side="right")))]
+
+    def _vector_fill(self, qvec: np.ndarray, need: int, taken: set[int],
+                     chosen: list[RetrievedChunk]) -> list[RetrievedChunk]:
+        g = self.compiled
+        n = g.chunk_emb.shape[0]
+        if n == 0:
+            return []
+        sims = g.chunk_emb @ qvec
+        want = min(n, need + len(taken))
+        top = np.argpartition(-sims, want - 1)[:want] if want < n else np.arange(n)
+        top = top[np.lexsort((top, -sims[top]))]
+        rows = np.array([r for r in top if int(r) not in taken][:need], dtype=np.int64)
+        if self.config.word_budget is not None and rows.size:
+            used = sum(len(c.chunk.text.split()) for c in chosen)
+            cum = used + np.cumsum(g.chunk_words[rows])
+            rows = rows[: max(1, int(np.searchsorted(cum, self.config.word_budget,
+                                                     side="right")))]
+        chunks = self.graph.chunks
+        return [RetrievedChunk(chunks[r], float(sims[r]), "fallback") for r in rows]
+
+    def _graph_chunk(self, row: int, qvec: np.ndarray, pairs: np.ndarray, dist, parent,
+                     cones) -> RetrievedChunk:
+        g = self.compiled
+        edges = pairs[pairs[:, 0] == row, 1]
+        _, first = np.unique(edges, return_index=True)
+        edges = edges[np.sort(first)][:MAX_PATHS_PER_CHUNK]
+        paths = tuple(self._path(int(e), parent, cones) for e in edges)
+        return RetrievedChunk(self.graph.chunks[row], float(g.chunk_emb[row] @ qvec), "graph",
+                              paths, {"edges": len(edges)})
+
+    def _path(self, edge: int, parent: np.ndarray, cones) -> CausalPath:
+        """Matched node -> ... -> edge -> ... -> outcome, through BFS parents and the cone."""
+        g = self.compiled
+        edges: list[int] = [edge]
+        node = int(g.edge_src[edge])
+        seen = {node}
+        while parent[node] >= 0:  # back to the matched node that reached it
+            e = int(parent[node])
+            edges.insert(0, e)
+            node = int(g.edge_src[e])
+            if node in seen:
+                break
+            seen.add(node)
+        tail = int(g.edge_dst[edge])
+        if cones is not None and cones.groups.size and not g.is_end[tail]:
+            edges.extend(self._to_outcome(tail, cones))
+        nodes = [int(g.edge_src[edges[0]])] + [int(g.edge_dst[e]) for e in edges]
+        return CausalPath(tuple(g.var_names[v] for v in nodes),
+                          tuple(g.edge_ids[e] for e in edges),
+                          tuple(g.mechanisms[e] for e in edges))
+
+    def _to_outcome(self, start: int, cones) -> list[int]:
+        """Shortest forward edge path from ``start`` to an end node inside a kept cone."""
+        g = self.compiled
+        inside = np.zeros(g.n_vars, dtype=bool)
+        for grp in cones.groups:
+            inside |= cones.member(int(grp))
+        prev: dict[int, int] = {start: -1}
+        queue = [start]
+        while queue:
+            nxt = []
+            for u in queue:
+                for p in range(g.out_ptr[u], g.out_ptr[u + 1]):
+                    v = int(g.out_dst[p])
+                    if v in prev or not inside[v]:
+                        continue
+                    prev[v] = int(g.out_eid[p])
+                    if g.is_end[v]:
+                        path = []
+                        while prev[v] >= 0:
+                            e = prev[v]
+                            path.insert(0, e)
+                            v = int(g.edge_src[e])
+                        return path
+                    nxt.append(v)
+            queue = nxt
+        return []
+
+    def chunk_by_id(self, chunk_id: str) -> Chunk:
+        for c in self.graph.chunks:
+            if c.id == chunk_id:
+                return c
+        raise KeyError(chunk_id)
