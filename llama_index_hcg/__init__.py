@@ -1,0 +1,33 @@
+"""LlamaIndex adapter for HCG-RAG: ``HCGIndex`` (a ``BaseIndex``) and ``HCGRetriever``.
+
+Install with ``pip install "hcg-rag[llamaindex]"``. Importing this package registers the index
+struct type, so ``load_index_from_storage`` can rebuild a persisted ``HCGIndex``.
+"""
+
+try:
+    import llama_index.core  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        'llama_index_hcg needs LlamaIndex; install it with: pip install "hcg-rag[llamaindex]"'
+    ) from exc
+
+from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS
+from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
+
+from ._models import HCGDefaultEmbedding, LlamaIndexStructuredLLM, to_core_embedder
+from .index import INDEX_STRUCT_TYPE, HCGIndex, HCGIndexStruct
+from .retriever import DEFAULT_SIMILARITY_TOP_K, HCGRetriever
+
+# load_index_from_storage looks both tables up by the persisted type string.
+INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS[INDEX_STRUCT_TYPE] = HCGIndexStruct  # type: ignore[index]
+INDEX_STRUCT_TYPE_TO_INDEX_CLASS[INDEX_STRUCT_TYPE] = HCGIndex  # type: ignore[index]
+
+__all__ = [
+    "DEFAULT_SIMILARITY_TOP_K",
+    "HCGDefaultEmbedding",
+    "HCGIndex",
+    "HCGIndexStruct",
+    "HCGRetriever",
+    "LlamaIndexStructuredLLM",
+    "to_core_embedder",
+]

@@ -1,0 +1,73 @@
+"""Pure conversions between LlamaIndex nodes and hcg_core types (no models, no I/O).
+
+Provenance choice: a retrieved node is a *shallow copy* of the docstore node (same ``node_id``,
+relationships and text) whose metadata gains ``hcg_*`` keys; those keys are added to
+``excluded_llm_metadata_keys`` and ``excluded_embed_metadata_keys`` so the answer LLM sees only the
+passage text, as the paper prescribes. The docstore's own object is never mutated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
+
+from hcg_core.types import Chunk, RetrievedChunk
+
+PROVENANCE_KEYS: tuple[str, ...] = (
+    "hcg_route",
+    "hcg_served_by",
+    "hcg_paths",
+    "hcg_mechanisms",
+    "hcg_edge_ids",
+)
+
+
+def _json_safe(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    # The core store writes chunk metadata as JSON; LlamaIndex allows only flat scalars anyway,
+    # but a reader may have put something odd there.
+    return {
+        str(k): v for k, v in metadata.items() if v is None or isinstance(v, (str, int, float, bool))
+    }
+
+
+def node_to_chunk(node: BaseNode) -> Chunk:
+    """A docstore node as a core Chunk: same id, plain text (no metadata header), its ref doc."""
+    return Chunk(
+        id=node.node_id,
+        text=node.get_content(metadata_mode=MetadataMode.NONE),
+        doc_id=node.ref_doc_id or "",
+        metadata=_json_safe(node.metadata),
+    )
+
+
+def provenance(rc: RetrievedChunk, served_by: str) -> dict[str, Any]:
+    """Why a chunk came back, as flat JSON-ready metadata (lists of str for paths/mechanisms)."""
+    mechanisms: dict[str, None] = {}
+    for p in rc.paths:
+        for m in p.mechanisms:
+            if m:
+                mechanisms.setdefault(m, None)
+    return {
+        "hcg_route": rc.route,
+        "hcg_served_by": served_by,
+        "hcg_paths": [str(p) for p in rc.paths],
+        "hcg_mechanisms": list(mechanisms),
+        "hcg_edge_ids": list(rc.edge_ids),
+    }
+
+
+def with_provenance(node: BaseNode, rc: RetrievedChunk, served_by: str) -> NodeWithScore:
+    """Wrap a docstore node for a result; see the module docstring for why it is a copy."""
+    extra = provenance(rc, served_by)
+    hidden = [k for k in PROVENANCE_KEYS if k not in node.excluded_llm_metadata_keys]
+    hidden_embed = [k for k in PROVENANCE_KEYS if k not in node.excluded_embed_metadata_keys]
+    copy = node.model_copy(
+        update={
+            "metadata": {**node.metadata, **extra},
+            "excluded_llm_metadata_keys": [*node.excluded_llm_metadata_keys, *hidden],
+            "excluded_embed_metadata_keys": [*node.excluded_embed_metadata_keys, *hidden_embed],
+        }
+    )
+    return NodeWithScore(node=copy, score=float(rc.score))

@@ -1,0 +1,165 @@
+"""Model seams between LlamaIndex and hcg_core, both ways.
+
+- :func:`to_core_embedder` wraps any LlamaIndex ``BaseEmbedding`` as a core ``Embedder``;
+- :class:`HCGDefaultEmbedding` exposes a core embedder (by default the bundled offline MiniLM) as a
+  ``BaseEmbedding``, so a ``VectorStoreIndex`` can run on the very same vectors as the HCG index;
+- :class:`LlamaIndexStructuredLLM` wraps any LlamaIndex ``LLM`` as a core ``StructuredLLM``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.llms.llm import LLM
+from llama_index.core.prompts import ChatPromptTemplate
+from pydantic import BaseModel, PrivateAttr, ValidationError
+
+from hcg_core.embedders import CallableEmbedder, default_embedder
+from hcg_core.errors import ConfigError, LLMError
+from hcg_core.llm.structured import complete_validated
+from hcg_core.ports import Embedder, StructuredLLM
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _is_core_embedder(obj: Any) -> bool:
+    return all(hasattr(obj, a) for a in ("name", "dim", "embed_documents", "embed_query"))
+
+
+class HCGDefaultEmbedding(BaseEmbedding):
+    """A core embedder as a LlamaIndex ``BaseEmbedding``; by default the offline MiniLM.
+
+    Setup::
+
+        from llama_index.core import Settings, VectorStoreIndex
+        from llama_index_hcg import HCGDefaultEmbedding, HCGIndex
+
+        embed = HCGDefaultEmbedding()          # or HCGDefaultEmbedding(embedder=HashingEmbedder())
+        hcg = HCGIndex.from_documents(docs, embed_model=embed)
+        vec = VectorStoreIndex.from_documents(docs, embed_model=embed)   # same vectors
+    """
+
+    _embedder: Any = PrivateAttr()
+
+    def __init__(self, embedder: Embedder | None = None, **kwargs: Any) -> None:
+        embedder = embedder if embedder is not None else default_embedder()
+        if not _is_core_embedder(embedder):
+            raise ConfigError(
+                f"embedder must be an hcg_core Embedder (name, dim, embed_documents, embed_query), "
+                f"got {type(embedder).__name__}"
+            )
+        kwargs.setdefault("model_name", embedder.name)
+        super().__init__(**kwargs)
+        self._embedder = embedder
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "HCGDefaultEmbedding"
+
+    @property
+    def core_embedder(self) -> Embedder:
+        """The wrapped core embedder (used directly by HCGIndex: no round trip through lists)."""
+        return self._embedder
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._embedder.embed_query(query).tolist()
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._embedder.embed_documents([text])[0].tolist()
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._embedder.embed_documents(texts).tolist()
+
+
+def to_core_embedder(embed_model: Any) -> Embedder:
+    """Any LlamaIndex ``BaseEmbedding`` (or a core Embedder, returned as is) as a core Embedder.
+
+    Queries go through ``get_query_embedding`` so models with query instructions stay correct.
+    The name, stored with the vectors, is ``llamaindex:<class>:<model_name>``.
+    """
+    if isinstance(embed_model, HCGDefaultEmbedding):
+        return embed_model.core_embedder
+    if not isinstance(embed_model, BaseEmbedding):
+        if _is_core_embedder(embed_model):
+            return embed_model
+        raise ConfigError(
+            f"embed_model must be a LlamaIndex BaseEmbedding or an hcg_core Embedder, "
+            f"got {type(embed_model).__name__}"
+        )
+    return CallableEmbedder(
+        embed_model.get_text_embedding_batch,
+        name=f"llamaindex:{embed_model.class_name()}:{embed_model.model_name}",
+        query_fn=embed_model.get_query_embedding,
+    )
+
+
+def resolve_embedder(embed_model: Any | None) -> Embedder:
+    """The explicit model, else the one the user set on ``Settings``, else the offline default."""
+    if embed_model is not None:
+        return to_core_embedder(embed_model)
+    from llama_index.core import Settings
+
+    # Never read Settings.embed_model: its getter builds an OpenAI embedding (ImportError when that
+    # integration is absent). The private field is None unless the user set one.
+    user_model = getattr(Settings, "_embed_model", None)
+    if user_model is not None:
+        return to_core_embedder(user_model)
+    return default_embedder()
+
+
+class LlamaIndexStructuredLLM:
+    """Any LlamaIndex ``LLM`` as a core ``StructuredLLM``.
+
+    First ``astructured_predict`` (function calling where the model has it, else the framework's
+    JSON text program); when that cannot produce a valid object, the core's re-ask loop over
+    ``achat`` text, so re-ask behaviour matches the other providers.
+    """
+
+    def __init__(self, llm: LLM):
+        if not isinstance(llm, LLM):
+            raise ConfigError(f"llm must be a LlamaIndex LLM, got {type(llm).__name__}")
+        self.llm = llm
+        self.name = f"llamaindex:{llm.class_name()}:{llm.metadata.model_name}"
+
+    async def acomplete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
+        # Contents go in as template *values*, never as template text: prompts carry JSON schemas
+        # whose braces the template engine would otherwise read as variables.
+        values = {f"m{i}": m["content"] for i, m in enumerate(messages)}
+        prompt = ChatPromptTemplate(
+            message_templates=[
+                ChatMessage(role=m["role"], content=f"{{m{i}}}") for i, m in enumerate(messages)
+            ]
+        )
+        try:
+            out = await self.llm.astructured_predict(response_model, prompt, **values)
+            if isinstance(out, response_model):
+                return out
+            return response_model.model_validate(out)
+        except (ValueError, ValidationError, NotImplementedError, TypeError, KeyError):
+            pass
+
+        async def send(msgs: list[dict[str, str]]) -> str:
+            reply = await self.llm.achat([ChatMessage(role=m["role"], content=m["content"]) for m in msgs])
+            return reply.message.content or ""
+
+        try:
+            return await complete_validated(send, messages, response_model)
+        except LLMError:
+            raise
+        except Exception as exc:  # a transport or provider error: keep it, typed
+            raise LLMError(f"{self.name} failed: {exc}") from exc
+
+
+def to_structured_llm(llm: Any | None) -> StructuredLLM | None:
+    """``None`` stays ``None`` (offline builder); a core StructuredLLM passes; a LlamaIndex LLM is wrapped."""
+    if llm is None:
+        return None
+    if not isinstance(llm, LLM) and hasattr(llm, "acomplete") and hasattr(llm, "name"):
+        return llm
+    return LlamaIndexStructuredLLM(llm)

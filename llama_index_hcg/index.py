@@ -1,0 +1,347 @@
+"""``HCGIndex``: the causal graph as a LlamaIndex ``BaseIndex`` (build, insert, delete, persist).
+
+The nodes live in the storage context's docstore like any index's; the graph (spec, variables,
+edges, evidence links by node id) and its vectors live in the JSON index struct, so
+``storage_context.persist`` / ``load_index_from_storage`` round-trip with no pickle and no extra
+files. Models are never persisted: pass ``embed_model`` (and ``llm``) again on load.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from llama_index.core.callbacks.base import CallbackManager
+from llama_index.core.data_structs.data_structs import IndexStruct
+from llama_index.core.indices.base import BaseIndex
+from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.storage.docstore.types import RefDocInfo
+from llama_index.core.storage.storage_context import StorageContext
+
+from hcg_core.build import build_graph
+from hcg_core.config import (
+    DEFAULT_EVIDENCE_PER_EDGE,
+    DEFAULT_EVIDENCE_TAU,
+    DEFAULT_TIER,
+    RetrievalConfig,
+)
+from hcg_core.errors import BuildError, StoreError
+from hcg_core.ports import Embedder
+from hcg_core.retrieval import HCGRetriever as CoreRetriever
+from hcg_core.retrieval.retriever import embed_texts
+from hcg_core.store import load_graph
+from hcg_core.types import CausalGraph, DomainSpec, OutcomeConfig
+
+from ._convert import node_to_chunk
+from ._graph import (
+    add_chunks,
+    decode_matrix,
+    edge_text,
+    encode_matrix,
+    graph_from_dict,
+    graph_to_dict,
+    remove_chunks,
+)
+from ._models import resolve_embedder, to_structured_llm
+from .retriever import HCGRetriever
+
+INDEX_STRUCT_TYPE = "hcg_causal_graph"
+
+
+@dataclass
+class HCGIndexStruct(IndexStruct):
+    """The JSON-persisted state of an HCGIndex: the graph as plain data and base64 float32 vectors.
+
+    ``variable_embeddings`` rows follow ``graph["variables"]``, ``chunk_embeddings`` rows follow
+    ``graph["chunk_ids"]``; both were made by the embedder named ``embedder_name`` and are reused on
+    load only with that same embedder (otherwise recomputed).
+    """
+
+    graph: dict[str, Any] = field(default_factory=dict)
+    embedder_name: str = ""
+    dim: int = 0
+    variable_embeddings: str = ""
+    chunk_embeddings: str = ""
+    dropped_edges: list[str] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def get_type(cls) -> str:  # type: ignore[override]  # a str key works like IndexStructType
+        return INDEX_STRUCT_TYPE
+
+
+class HCGIndex(BaseIndex[HCGIndexStruct]):
+    """A schema-constrained causal graph over your nodes, queried by graph-guided retrieval.
+
+    Setup::
+
+        from llama_index.core import SimpleDirectoryReader
+        from llama_index_hcg import HCGIndex
+
+        docs = SimpleDirectoryReader("data").load_data()
+        index = HCGIndex.from_documents(docs)                 # offline builder, offline embedder
+        index = HCGIndex.from_documents(docs, llm=my_llm)     # the paper's LLM pipeline
+
+    Use::
+
+        retriever = index.as_retriever(similarity_top_k=5)
+        answer = index.as_query_engine(llm=my_llm).query("What drives readmissions?")
+        index.storage_context.persist(persist_dir="storage")
+
+    Args:
+        nodes: chunks to build from (``from_documents`` makes them with the transformations).
+        llm: any LlamaIndex LLM (or a core StructuredLLM) for the LLM build pipeline; ``None``
+            builds offline. Used only while building.
+        embed_model: any ``BaseEmbedding`` (or a core Embedder); default the model set on
+            ``Settings`` if any, else the bundled offline MiniLM. Pass it again when loading.
+        tier, outcome, spec: build settings, see ``hcg_core.build.build_graph``.
+        config: stage 3 settings for retrievers made by ``as_retriever``.
+        build_options: further builder options, passed through to ``build_graph``.
+        evidence_tau, evidence_per_edge: how ``insert`` links new chunks to existing edges.
+    """
+
+    index_struct_cls = HCGIndexStruct
+
+    def __init__(
+        self,
+        nodes: Sequence[BaseNode] | None = None,
+        index_struct: HCGIndexStruct | None = None,
+        storage_context: StorageContext | None = None,
+        callback_manager: CallbackManager | None = None,
+        show_progress: bool = False,
+        *,
+        llm: Any | None = None,
+        embed_model: Any | None = None,
+        tier: str = DEFAULT_TIER,
+        outcome: OutcomeConfig | None = None,
+        spec: DomainSpec | None = None,
+        config: RetrievalConfig | None = None,
+        build_options: dict[str, Any] | None = None,
+        evidence_tau: float = DEFAULT_EVIDENCE_TAU,
+        evidence_per_edge: int = DEFAULT_EVIDENCE_PER_EDGE,
+        **kwargs: Any,
+    ) -> None:
+        # Consumed here, before BaseIndex builds: the same kwargs also reach the transformations.
+        self._embedder: Embedder = resolve_embedder(embed_model)
+        self._llm = to_structured_llm(llm)
+        self._tier = tier
+        self._outcome = outcome
+        self._spec = spec
+        self._config = config or RetrievalConfig()
+        self._build_options = dict(build_options or {})
+        self._evidence_tau = evidence_tau
+        self._evidence_per_edge = evidence_per_edge
+        self._graph: CausalGraph | None = None
+        self._variable_emb: np.ndarray | None = None
+        self._chunk_emb: np.ndarray | None = None
+        self._core: CoreRetriever | None = None
+        super().__init__(
+            nodes=nodes,
+            index_struct=index_struct,
+            storage_context=storage_context,
+            callback_manager=callback_manager,
+            show_progress=show_progress,
+            **kwargs,
+        )
+        if self._graph is None:  # loaded from an existing struct
+            self._restore(self._index_struct)
+
+    # ------------------------------------------------------------------ build and state
+
+    def _build_index_from_nodes(self, nodes: Sequence[BaseNode], **build_kwargs: Any) -> HCGIndexStruct:
+        chunks = [node_to_chunk(n) for n in nodes]
+        if not chunks:
+            raise BuildError("HCGIndex needs at least one node with text to build a graph from")
+        result = build_graph(
+            chunks,
+            embedder=self._embedder,
+            llm=self._llm,
+            tier=self._tier,
+            outcome=self._outcome,
+            spec=self._spec,
+            progress=self._show_progress,
+            **self._build_options,
+        )
+        self._set_state(result.graph, result.variable_embeddings, result.chunk_embeddings)
+        struct = HCGIndexStruct(report=_json_report(result.report))
+        self._write_struct(struct)
+        return struct
+
+    def _set_state(
+        self, graph: CausalGraph, variable_emb: np.ndarray | None, chunk_emb: np.ndarray | None
+    ) -> None:
+        # The core retriever computes any missing or misaligned vectors; keep its arrays after.
+        if variable_emb is not None and len(variable_emb) != len(graph.variables):
+            variable_emb = None
+        if chunk_emb is not None and len(chunk_emb) != len(graph.chunks):
+            chunk_emb = None
+        core = CoreRetriever.from_graph(
+            graph, self._embedder, self._config,
+            variable_embeddings=variable_emb, chunk_embeddings=chunk_emb,
+        )
+        self._graph = graph
+        self._variable_emb = core.variable_embeddings
+        self._chunk_emb = core.chunk_embeddings
+        self._core = core
+
+    def _write_struct(self, struct: HCGIndexStruct) -> None:
+        assert self._graph is not None  # internal invariant, not user input
+        struct.graph = graph_to_dict(self._graph)
+        struct.embedder_name = self._embedder.name
+        struct.dim = int(self._chunk_emb.shape[1]) if self._chunk_emb is not None and self._chunk_emb.size else int(self._embedder.dim)
+        struct.variable_embeddings = encode_matrix(self._variable_emb)
+        struct.chunk_embeddings = encode_matrix(self._chunk_emb)
+
+    def _restore(self, struct: HCGIndexStruct) -> None:
+        chunk_ids = struct.graph.get("chunk_ids", [])
+        nodes = self._docstore.get_nodes(chunk_ids, raise_error=False)
+        if len(nodes) != len(chunk_ids):
+            found = {n.node_id for n in nodes}
+            missing = [c for c in chunk_ids if c not in found]
+            raise StoreError(
+                f"the docstore lacks {len(missing)} of the graph's nodes (first: {missing[0]!r}); "
+                "load with the storage context the index was persisted with"
+            )
+        graph = graph_from_dict(struct.graph, [node_to_chunk(n) for n in nodes])
+        same = struct.embedder_name == self._embedder.name
+        self._set_state(
+            graph,
+            decode_matrix(struct.variable_embeddings, struct.dim) if same else None,
+            decode_matrix(struct.chunk_embeddings, struct.dim) if same else None,
+        )
+        if not same:  # re-embedded with the new model: store what retrieval now uses
+            self._write_struct(struct)
+
+    @property
+    def graph(self) -> CausalGraph:
+        """The current causal graph (its chunks are this index's nodes, by node id)."""
+        assert self._graph is not None
+        return self._graph
+
+    @property
+    def embedder(self) -> Embedder:
+        """The core embedder every vector of this index was made with."""
+        return self._embedder
+
+    @property
+    def core_retriever(self) -> CoreRetriever:
+        """The framework-free retriever over the current graph (rebuilt after edits)."""
+        if self._core is None:
+            self._set_state(self.graph, self._variable_emb, self._chunk_emb)
+        assert self._core is not None
+        return self._core
+
+    # ------------------------------------------------------------------ edits
+
+    def _insert(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
+        """Add nodes as chunks and link them as evidence to the edges they support.
+
+        Insertion does not discover new variables or edges (that needs the builder): a new chunk
+        is reachable through the edges it is linked to, and through the vector fill otherwise.
+        """
+        graph = self.graph
+        chunks = [node_to_chunk(n) for n in nodes]
+        known = {c.id for c in graph.chunks}
+        chunks = [c for c in chunks if c.id not in known]
+        if not chunks:
+            return
+        new_emb = embed_texts(self._embedder, [c.text for c in chunks], what="inserted chunks")
+        similarity = None
+        if graph.edges:
+            edge_emb = embed_texts(self._embedder, [edge_text(e) for e in graph.edges], what="edges")
+            similarity = edge_emb @ new_emb.T
+        graph = add_chunks(graph, chunks, similarity, tau=self._evidence_tau,
+                           per_edge=self._evidence_per_edge)
+        chunk_emb = new_emb if self._chunk_emb is None or not len(self._chunk_emb) else np.vstack([self._chunk_emb, new_emb])
+        self._set_state(graph, self._variable_emb, chunk_emb)
+        self._write_struct(self._index_struct)
+
+    def _delete_node(self, node_id: str, **delete_kwargs: Any) -> None:
+        """Remove a chunk and its evidence links; edges left with no evidence are dropped."""
+        graph, chunk_emb, dropped = remove_chunks(self.graph, [node_id], self._chunk_emb)
+        if graph.chunks == self.graph.chunks:
+            return
+        self._index_struct.dropped_edges.extend(dropped)
+        self._set_state(graph, self._variable_emb, chunk_emb)
+        self._write_struct(self._index_struct)
+
+    @property
+    def ref_doc_info(self) -> dict[str, RefDocInfo]:
+        """Ingested documents and their nodes, as the docstore records them."""
+        out: dict[str, RefDocInfo] = {}
+        for node in self._docstore.get_nodes([c.id for c in self.graph.chunks], raise_error=False):
+            ref = node.source_node
+            if ref is None or ref.node_id in out:
+                continue
+            info = self._docstore.get_ref_doc_info(ref.node_id)
+            if info is not None:
+                out[ref.node_id] = info
+        return out
+
+    # ------------------------------------------------------------------ querying
+
+    def as_retriever(self, **kwargs: Any) -> HCGRetriever:
+        """An :class:`HCGRetriever`; ``similarity_top_k`` and ``config`` are read, the rest ignored."""
+        return HCGRetriever(
+            self,
+            similarity_top_k=kwargs.get("similarity_top_k"),
+            config=kwargs.get("config"),
+            callback_manager=kwargs.get("callback_manager"),
+            object_map=self._object_map,
+            verbose=bool(kwargs.get("verbose", False)),
+        )
+
+    # ------------------------------------------------------------------ core graph directories
+
+    def save_graph_dir(self, directory: str | os.PathLike) -> None:
+        """Write the graph as a core graph directory (readable by ``hcg_core`` and the CLI)."""
+        self.core_retriever.save(directory, report=self._index_struct.report or None)
+
+    @classmethod
+    def from_graph_dir(
+        cls,
+        directory: str | os.PathLike,
+        *,
+        embed_model: Any | None = None,
+        storage_context: StorageContext | None = None,
+        **kwargs: Any,
+    ) -> HCGIndex:
+        """Wrap a core graph directory (``hcg build`` output) as an index; nodes keep chunk ids.
+
+        With no ``embed_model``, the embedder named in the directory's manifest is rebuilt.
+        """
+        stored = load_graph(directory)
+        if embed_model is None and stored.embedder_name:
+            from hcg_core.embedders import embedder_from_name
+
+            embed_model = embedder_from_name(stored.embedder_name)
+        storage_context = storage_context or StorageContext.from_defaults()
+        nodes = []
+        for c in stored.graph.chunks:
+            node = TextNode(id_=c.id, text=c.text, metadata=dict(c.metadata))
+            if c.doc_id:
+                node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=c.doc_id)
+            nodes.append(node)
+        storage_context.docstore.add_documents(nodes, allow_update=True)
+        struct = HCGIndexStruct(
+            graph=graph_to_dict(stored.graph),
+            embedder_name=stored.embedder_name or "",
+            dim=int(stored.chunk_embeddings.shape[1]) if stored.chunk_embeddings is not None else 0,
+            variable_embeddings=encode_matrix(stored.variable_embeddings),
+            chunk_embeddings=encode_matrix(stored.chunk_embeddings),
+            report=_json_report(stored.report or {}),
+        )
+        if stored.variable_embeddings is None or stored.chunk_embeddings is None:
+            struct.embedder_name = ""  # force recomputation of what is missing
+        return cls(index_struct=struct, storage_context=storage_context,
+                   embed_model=embed_model, **kwargs)
+
+
+def _json_report(report: dict[str, Any]) -> dict[str, Any]:
+    """The build report as JSON-safe data (the struct is JSON; numpy scalars are not)."""
+    import json
+
+    return json.loads(json.dumps(report, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
