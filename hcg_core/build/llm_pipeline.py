@@ -1,0 +1,355 @@
+"""The paper's LLM pipeline end to end: Stage 1 (unless a spec is given), Tier 1, Tier 2, evidence.
+
+``build_with_llm`` is the sync entry the dispatcher calls; ``abuild_with_llm`` is the async core.
+``estimate_build`` says, before anything is spent, how many calls the build can make (Remark 1).
+The report records per stage: calls, prompt and completion tokens, retries, re-asks, cache hits,
+failed items and seconds, taken from the same ledger the LLM client counts requests in.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..config import (
+    DEFAULT_EVIDENCE_PER_EDGE,
+    DEFAULT_EVIDENCE_PREFIX_CHARS,
+    DEFAULT_EVIDENCE_TAU,
+    DEFAULT_TIER,
+    tier_caps,
+)
+from ..errors import ConfigError
+from ..llm.accounting import COUNTERS, Ledger, stage
+from ..llm.bridge import run_sync
+from ..llm.runner import Failures, StageTimer, metered
+from ..ports import Embedder, StructuredLLM, as_matrix
+from ..prompts import PROMPTS, Prompt
+from ..spec.generate import (
+    DEFAULT_CHUNKS_PER_CALL,
+    DEFAULT_EXCERPT_CHARS,
+    DEFAULT_SPEC_SAMPLE_CHUNKS,
+    agenerate_spec,
+    stage1_calls,
+)
+from ..spec.validate import validate_graph, validate_spec
+from ..types import CausalEdge, CausalGraph, Chunk, DomainSpec, OutcomeConfig, Variable
+from . import BuildResult
+from .evidence import link_evidence
+from .llm_tiers import (
+    DEFAULT_MAX_BATCH_PAIRS,
+    DEFAULT_SNIPPET_CHARS,
+    DEFAULT_SNIPPETS,
+    Stage2Context,
+    edge_id,
+    metric_text,
+    run_tier1,
+    run_tier2,
+    tier1_sources,
+)
+
+LLM_STAGES = ("stage1", "tier1", "tier2")
+SEED_CONFIDENCE = 1.0  # a relation written in the spec is taken as given
+OPTIONS = {
+    "max_batch_pairs": DEFAULT_MAX_BATCH_PAIRS,
+    "snippets": DEFAULT_SNIPPETS,
+    "snippet_chars": DEFAULT_SNIPPET_CHARS,
+    "spec_sample_chunks": DEFAULT_SPEC_SAMPLE_CHUNKS,
+    "chunks_per_call": DEFAULT_CHUNKS_PER_CALL,
+    "excerpt_chars": DEFAULT_EXCERPT_CHARS,
+    "evidence_tau": DEFAULT_EVIDENCE_TAU,
+    "evidence_per_edge": DEFAULT_EVIDENCE_PER_EDGE,
+    "evidence_prefix_chars": DEFAULT_EVIDENCE_PREFIX_CHARS,
+    "min_confidence": 0.0,
+    "domain": "",
+    "prompts": None,
+}
+
+
+def _options(options: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = set(options) - set(OPTIONS)
+    if unknown:
+        raise ConfigError(f"unknown LLM-build options {sorted(unknown)}; known: {sorted(OPTIONS)}")
+    opts = {**OPTIONS, **options}
+    if not 1 <= int(opts["max_batch_pairs"]) <= DEFAULT_MAX_BATCH_PAIRS:
+        raise ConfigError(f"max_batch_pairs must be in 1..{DEFAULT_MAX_BATCH_PAIRS}, "
+                          f"got {opts['max_batch_pairs']}")
+    for key in ("spec_sample_chunks", "chunks_per_call", "evidence_per_edge"):
+        if int(opts[key]) < 1:
+            raise ConfigError(f"{key} must be at least 1, got {opts[key]}")
+    return opts
+
+
+def variable_text(v: Variable) -> str:
+    """The text embedded for a variable: its name, then its description when it has one."""
+    return f"{v.name}: {v.description}" if v.description else v.name
+
+
+def build_with_llm(chunks: Sequence[Chunk], *, embedder: Embedder, llm: StructuredLLM,
+                   tier: str = DEFAULT_TIER, outcome: OutcomeConfig | None = None,
+                   spec: DomainSpec | None = None, progress: bool | None = None,
+                   **options: Any) -> BuildResult:
+    """Sync entry (safe inside a running event loop); see ``abuild_with_llm``."""
+    return run_sync(lambda: abuild_with_llm(chunks, embedder=embedder, llm=llm, tier=tier,
+                                            outcome=outcome, spec=spec, progress=progress,
+                                            **options))
+
+
+async def abuild_with_llm(chunks: Sequence[Chunk], *, embedder: Embedder, llm: StructuredLLM,
+                          tier: str = DEFAULT_TIER, outcome: OutcomeConfig | None = None,
+                          spec: DomainSpec | None = None, progress: bool | None = None,
+                          **options: Any) -> BuildResult:
+    """Build the causal graph with an LLM.
+
+    Items that fail (a reply that never validates, a server down for that request) are counted
+    as ``failed`` per stage and listed in ``report["failures"]``; the build goes on. Rerun with
+    the same arguments and a cached LLM to retry only those.
+
+    Options (all optional): ``max_batch_pairs`` (50), ``snippets`` (3) and ``snippet_chars``
+    (400) of embedding-searched evidence per call, Stage 1's ``spec_sample_chunks`` (12),
+    ``chunks_per_call`` (4) and ``excerpt_chars`` (1500), the paper's evidence settings
+    ``evidence_tau`` (0.78), ``evidence_per_edge`` (2), ``evidence_prefix_chars`` (200),
+    ``min_confidence`` (0.0), ``domain`` and ``prompts`` (overrides of hcg_core.prompts).
+    """
+    del progress  # calls are few and batched; the report carries the timings
+    opts = _options(options)
+    caps = tier_caps(tier)  # validates the tier name early
+    llm, ledger = metered(llm)
+    before = ledger.snapshot()
+    failures = Failures()
+    dropped: Counter[str] = Counter()
+    t_start = time.perf_counter()
+    chunks = list(chunks)
+
+    chunk_embeddings = as_matrix(embedder.embed_documents([c.text for c in chunks]), len(chunks),
+                                 who="embedder")
+    stage1_info: dict[str, Any]
+    if spec is None:
+        spec, stage1_info = await agenerate_spec(
+            chunks, llm, ledger=ledger, failures=failures, tier=tier, outcome=outcome,
+            domain=opts["domain"], sample_size=opts["spec_sample_chunks"],
+            chunks_per_call=opts["chunks_per_call"], excerpt_chars=opts["excerpt_chars"],
+            prompts=opts["prompts"],
+        )
+        stage1_info["skipped"] = False
+    else:
+        spec = validate_spec(spec)
+        if outcome is not None and outcome != spec.outcome:
+            raise ConfigError("both a spec and an outcome configuration were given and they "
+                              "differ; edit the spec's 'outcome' section instead")
+        stage1_info = {"skipped": True, "reason": "spec given"}
+
+    metric_vectors = dict(zip(
+        [m.name for m in spec.metrics],
+        as_matrix(embedder.embed_documents([metric_text(m) for m in spec.metrics]),
+                  len(spec.metrics), who="embedder"),
+        strict=True,
+    ))
+    ctx = Stage2Context(spec, chunks, chunk_embeddings, metric_vectors, llm, ledger, failures,
+                        dropped, opts["prompts"], opts["snippets"], opts["snippet_chars"])
+    with stage("tier1"), StageTimer(ledger, "tier1"):
+        templates = await run_tier1(ctx)
+    with stage("tier2"), StageTimer(ledger, "tier2"):
+        drafts, new_vars, t2_counts = await run_tier2(ctx, templates, opts["max_batch_pairs"])
+
+    with StageTimer(ledger, "evidence"):
+        edges: dict[tuple[str, str], CausalEdge] = {}
+        quotes: dict[str, str] = {}
+        for r in spec.relations:
+            edges[(r.source, r.target)] = CausalEdge(edge_id(r.source, r.target), r.source,
+                                                     r.target, r.mechanism, SEED_CONFIDENCE)
+        for d in drafts:
+            if d.confidence < opts["min_confidence"]:
+                dropped["tier2_below_min_confidence"] += 1
+                continue
+            eid = edge_id(d.source, d.target)
+            edges[(d.source, d.target)] = CausalEdge(eid, d.source, d.target, d.mechanism,
+                                                     round(float(d.confidence), 4))
+            if d.quote:
+                quotes[eid] = d.quote
+        ordered = [edges[k] for k in sorted(edges)]
+        linked = link_evidence(ordered, chunks, chunk_embeddings, embedder, quotes=quotes,
+                               tau=opts["evidence_tau"], per_edge=opts["evidence_per_edge"],
+                               prefix_chars=opts["evidence_prefix_chars"])
+        variables = (*spec.variables, *new_vars)
+        validate_graph(spec, variables, linked, {c.id for c in chunks})
+        graph = CausalGraph(spec=spec, variables=variables, edges=linked, chunks=tuple(chunks))
+        variable_embeddings = as_matrix(
+            embedder.embed_documents([variable_text(v) for v in variables]), len(variables),
+            who="embedder",
+        )
+
+    report = _report(ledger, before, llm_name=llm.name, tier=tier, caps=caps, graph=graph,
+                     stage1=stage1_info, templates=len(templates), tier1_items=len(
+                         tier1_sources(spec)), tier2=t2_counts, dropped=dropped,
+                     failures=failures, seconds=time.perf_counter() - t_start)
+    return BuildResult(graph, variable_embeddings, chunk_embeddings, report)
+
+
+def _delta(after: dict, before: dict, name: str) -> dict[str, float]:
+    a, b = after.get(name, {}), before.get(name, {})
+    return {k: a.get(k, 0) - b.get(k, 0) for k in (*COUNTERS, "seconds")}
+
+
+def _report(ledger: Ledger, before: dict, *, llm_name: str, tier: str, caps: Any,
+            graph: CausalGraph, stage1: dict, templates: int, tier1_items: int,
+            tier2: dict, dropped: Counter, failures: Failures, seconds: float) -> dict[str, Any]:
+    after = ledger.snapshot()
+    stages = {name: _delta(after, before, name) for name in (*LLM_STAGES, "evidence")}
+    stages["stage1"].update(stage1)
+    stages["tier1"].update({"items": tier1_items, "templates": templates})
+    stages["tier2"].update({"items": tier2["batches"], **tier2})
+    stages["evidence"].update({"links": graph.evidence_links,
+                               "edges_without_evidence": sum(1 for e in graph.edges
+                                                             if not e.evidence)})
+    for name in stages:
+        stages[name]["seconds"] = round(stages[name]["seconds"], 3)
+    totals = {k: sum(stages[s][k] for s in LLM_STAGES) for k in COUNTERS}
+    return {
+        "builder": "llm",
+        "llm": llm_name,
+        "tier": tier,
+        "caps": {"max_metrics": caps.max_metrics, "max_dimensions": caps.max_dimensions},
+        "stages": stages,
+        "totals": totals,
+        "seconds": round(seconds, 3),
+        "counts": {"dimensions": len(graph.spec.dimensions), "metrics": len(graph.spec.metrics),
+                   "variables": len(graph.variables), "edges": len(graph.edges),
+                   "seed_relations": len(graph.spec.relations)},
+        "dropped": dict(sorted(dropped.items())),
+        "failures": failures.records,
+    }
+
+
+# -- the estimate (Remark 1) ----------------------------------------------------------------------
+
+CHARS_PER_TOKEN = 4  # the estimate's stated approximation
+COMPLETION_TOKENS_PER_JUDGEMENT = 60  # a judged candidate: names, a sentence, a number
+COMPLETION_TOKENS_STAGE1 = 800
+
+
+def estimate_build(
+    chunks: Sequence[Chunk],
+    spec: DomainSpec | None = None,
+    tier: str = DEFAULT_TIER,
+    *,
+    max_batch_pairs: int = DEFAULT_MAX_BATCH_PAIRS,
+    spec_sample_chunks: int = DEFAULT_SPEC_SAMPLE_CHUNKS,
+    chunks_per_call: int = DEFAULT_CHUNKS_PER_CALL,
+    excerpt_chars: int = DEFAULT_EXCERPT_CHARS,
+    snippets: int = DEFAULT_SNIPPETS,
+    snippet_chars: int = DEFAULT_SNIPPET_CHARS,
+    assumed_variables_per_metric: float = 4.0,
+) -> dict[str, Any]:
+    """How many calls (and about how many tokens) a build makes at most, before spending anything.
+
+    Calls are the number of items (one request each when nothing is retried or re-asked; fewer
+    when the cache answers). Stage 1 and Tier 1 are exact; Tier 2 is Remark 1's bound, every
+    ordered metric pair taken as a template: ``sum ceil(|V_s| |V_t| / max_batch_pairs)``. Without
+    a spec, |M| is the tier's cap and each metric is assumed to get
+    ``assumed_variables_per_metric`` variables (k). Tokens are approximate (4 characters a token).
+    """
+    caps = tier_caps(tier)
+    overhead = sum(len(p.user) + len(p.system) for p in PROMPTS.values()) // len(PROMPTS)
+    out: dict[str, Any] = {"tier": tier, "exact": {}, "bound": {}}
+    s1 = 0
+    s1_prompt = 0
+    if spec is None:
+        s1 = stage1_calls(len(chunks), sample_size=spec_sample_chunks,
+                          chunks_per_call=chunks_per_call)
+        per_call = overhead + chunks_per_call * excerpt_chars + 40 * caps.max_metrics
+        s1_prompt = s1 * per_call // CHARS_PER_TOKEN
+        n_metrics = caps.max_metrics
+        k = assumed_variables_per_metric
+        t1 = n_metrics
+        pair_sizes = [k * k] * (n_metrics * (n_metrics - 1))
+        desc_chars = 400 * n_metrics
+    else:
+        sources = tier1_sources(spec)
+        t1 = len(sources)
+        n_metrics = len(spec.metrics)
+        count = Counter(v.metric for v in spec.variables)
+        pair_sizes = [count[s.name] * count[t.name] for s, ts in sources for t in ts]
+        k = len(spec.variables) / max(1, n_metrics)
+        desc_chars = sum(len(metric_text(m)) + 3 for m in spec.metrics)
+    t2 = sum(math.ceil(p / max_batch_pairs) for p in pair_sizes if p)
+    candidates = n_metrics * (n_metrics - 1) + int(sum(pair_sizes))
+    snip = snippets * snippet_chars
+    t1_prompt = t1 * (overhead + desc_chars + snip) // CHARS_PER_TOKEN
+    t2_prompt = (t2 * (overhead + snip + 800) + int(sum(pair_sizes)) * 80) // CHARS_PER_TOKEN
+    out["stages"] = {
+        "stage1": {"calls": s1, "prompt_tokens": s1_prompt,
+                   "completion_tokens": s1 * COMPLETION_TOKENS_STAGE1, "exact": True},
+        "tier1": {"calls": t1, "prompt_tokens": t1_prompt,
+                  "completion_tokens": t1 * n_metrics * COMPLETION_TOKENS_PER_JUDGEMENT // 2,
+                  "exact": spec is not None},
+        "tier2": {"calls_max": t2, "prompt_tokens_max": t2_prompt,
+                  "completion_tokens_max": int(sum(pair_sizes)) * COMPLETION_TOKENS_PER_JUDGEMENT,
+                  "exact": False},
+    }
+    out["calls_max"] = s1 + t1 + t2
+    out["prompt_tokens_max"] = s1_prompt + t1_prompt + t2_prompt
+    out["completion_tokens_max"] = sum(
+        v.get("completion_tokens", v.get("completion_tokens_max", 0))
+        for v in out["stages"].values())
+    out["remark1"] = {"metrics": n_metrics, "mean_variables_per_metric": round(k, 2),
+                      "candidates_max": candidates,
+                      "naive_pairs": int((n_metrics * k) ** 2)}
+    del out["exact"], out["bound"]
+    return out
+
+
+def format_estimate(est: Mapping[str, Any]) -> str:
+    """Human-readable lines for ``hcg build --estimate``."""
+    st = est["stages"]
+    r = est["remark1"]
+    return "\n".join([
+        f"LLM build estimate (tier {est['tier']}), before any call:",
+        f"  stage 1 (spec)    {st['stage1']['calls']:>7} calls"
+        + ("  (skipped: spec given)" if st["stage1"]["calls"] == 0 else ""),
+        f"  tier 1 (metrics)  {st['tier1']['calls']:>7} calls, one per non-terminal metric",
+        f"  tier 2 (edges)  <={st['tier2']['calls_max']:>7} calls, at most "
+        f"{DEFAULT_MAX_BATCH_PAIRS} pairs each",
+        f"  total           <={est['calls_max']:>7} calls, about {est['prompt_tokens_max']:,} "
+        f"prompt + {est['completion_tokens_max']:,} completion tokens at most",
+        f"  Remark 1: <= {r['candidates_max']:,} candidates for {r['metrics']} metrics "
+        f"(k = {r['mean_variables_per_metric']}); naive |V|^2 = {r['naive_pairs']:,}",
+        "  (retries, re-asks and cache hits change the count of requests; see the report)",
+    ])
+
+
+def format_report(report: Mapping[str, Any]) -> str:
+    """The per-stage table ``hcg inspect`` can print for an LLM build."""
+    cols = ("calls", "prompt_tokens", "completion_tokens", "retries", "reasks", "cache_hits",
+            "failed", "seconds")
+    lines = ["stage    " + " ".join(f"{c:>17}" for c in cols)]
+    for name, row in report.get("stages", {}).items():
+        lines.append(f"{name:<8} " + " ".join(f"{row.get(c, 0):>17}" for c in cols))
+    if report.get("failures"):
+        lines.append(f"failed items (first {len(report['failures'])}):")
+        lines += [f"  [{f['stage']}] {f['item']}: {f['error']}" for f in report["failures"]]
+    if report.get("dropped"):
+        lines.append("dropped by vocabulary checks: " + ", ".join(
+            f"{k}={v}" for k, v in report["dropped"].items()))
+    return "\n".join(lines)
+
+
+def spec_variables(spec: DomainSpec, extra: Sequence[Variable]) -> DomainSpec:
+    """The spec with Tier 2's admitted variables appended (for writing back an extended V0)."""
+    names = {v.name for v in spec.variables}
+    return replace(spec, variables=(*spec.variables, *(v for v in extra if v.name not in names)))
+
+
+__all__ = [
+    "OPTIONS",
+    "Prompt",
+    "abuild_with_llm",
+    "build_with_llm",
+    "estimate_build",
+    "format_estimate",
+    "format_report",
+    "variable_text",
+]
