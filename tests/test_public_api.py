@@ -1,0 +1,135 @@
+"""The public surface is explicit: each package's ``__all__`` is pinned, and the core stays
+framework-free (importing it loads neither LlamaIndex nor LangChain)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HCG_CORE_ALL = {
+    "BuildError",
+    "CausalEdge",
+    "CausalGraph",
+    "CausalPath",
+    "Chunk",
+    "ConfigError",
+    "CorruptFileError",
+    "Dimension",
+    "DomainSpec",
+    "Embedder",
+    "EmbedderError",
+    "FormatVersionError",
+    "HCGError",
+    "InputError",
+    "LLMError",
+    "LLMOutputError",
+    "Metric",
+    "MissingFileError",
+    "OutcomeConfig",
+    "Relation",
+    "RetrievalConfig",
+    "RetrievalResult",
+    "RetrievedChunk",
+    "SpecError",
+    "StoreError",
+    "StructuredLLM",
+    "Variable",
+    "__version__",
+}
+LLAMA_INDEX_HCG_ALL = {
+    "DEFAULT_SIMILARITY_TOP_K",
+    "HCGDefaultEmbedding",
+    "HCGIndex",
+    "HCGIndexStruct",
+    "HCGRetriever",
+    "LlamaIndexStructuredLLM",
+    "to_core_embedder",
+}
+LANGCHAIN_HCG_ALL = {
+    "DEFAULT_K",
+    "HCGDefaultEmbeddings",
+    "HCGRetriever",
+    "LangChainStructuredLLM",
+    "to_core_embedder",
+}
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "expected"),
+    [
+        ("hcg_core", HCG_CORE_ALL),
+        ("llama_index_hcg", LLAMA_INDEX_HCG_ALL),
+        ("langchain_hcg", LANGCHAIN_HCG_ALL),
+    ],
+)
+def test_all_is_pinned(module: str, expected: set[str]) -> None:
+    mod = __import__(module)
+    # hcg_core's surface grows as stages land; it may add names but never lose the pinned ones.
+    names = set(mod.__all__)
+    if module == "hcg_core":
+        assert expected <= names, sorted(expected - names)
+    else:
+        assert names == expected
+    for name in names:
+        assert hasattr(mod, name), f"{module}.__all__ names {name!r}, which it does not define"
+
+
+def test_core_imports_no_framework() -> None:
+    out = _run(
+        """
+        import json, sys
+        import hcg_core, hcg_core.retrieval, hcg_core.store, hcg_core.build, hcg_core.embedders
+        print(json.dumps(sorted(m for m in sys.modules
+                                if m.split('.')[0] in ('llama_index', 'langchain_core', 'langchain'))))
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+BLOCK = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] == {top!r}:
+            raise ImportError(f"No module named {{name!r}}")
+        return None
+sys.meta_path.insert(0, Block())
+try:
+    import {adapter}
+except ImportError as exc:
+    print("IMPORT-ERROR:", exc)
+else:
+    print("IMPORTED")
+"""
+
+
+@pytest.mark.parametrize(
+    ("adapter", "top", "extra"),
+    [
+        ("llama_index_hcg", "llama_index", 'pip install "hcg-rag[llamaindex]"'),
+        ("langchain_hcg", "langchain_core", 'pip install "hcg-rag[langchain]"'),
+    ],
+)
+def test_adapter_without_framework_names_the_extra(adapter: str, top: str, extra: str) -> None:
+    out = _run(BLOCK.format(adapter=adapter, top=top))
+    assert out.returncode == 0, out.stderr
+    assert "IMPORT-ERROR:" in out.stdout
+    assert extra in out.stdout
