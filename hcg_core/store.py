@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -60,9 +61,17 @@ class StoredGraph:
 # ---------------------------------------------------------------- text the vectors are made of
 
 
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
 def variable_text(v: Variable) -> str:
-    """What a variable's embedding is computed from: its readable name, then its description."""
-    readable = v.name.replace("_", " ")
+    """What a variable's embedding is computed from: its readable name, then its description.
+
+    >>> variable_text(Variable("StrokeRisk", ("tobacco smoking",)))
+    'Stroke Risk: tobacco smoking'
+    """
+    metric = _CAMEL.sub(" ", v.metric).replace("_", " ")
+    readable = f"{metric}: {', '.join(v.entities)}" if v.entities else metric
     return f"{readable}. {v.description}" if v.description else readable
 
 

@@ -1,0 +1,279 @@
+"""The ``hcg`` console script: build a graph directory, inspect it, query it, evaluate it.
+
+    hcg build INPUT... --out DIR [--tier M] [--outcome FILE] [--spec FILE] [--llm-base-url URL]
+    hcg inspect DIR [--json]
+    hcg query DIR QUESTION [--k N] [--json]
+    hcg eval DIR --questions FILE [--json]
+
+Errors of the library (``HCGError``) are printed as one line and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import HCGError
+
+EXIT_USAGE = 2
+
+
+def _embedder(name: str | None):
+    from .embedders import HashingEmbedder, default_embedder, embedder_from_name
+
+    if name in (None, "", "default"):
+        return default_embedder()
+    if name == "hashing":
+        return HashingEmbedder()
+    return embedder_from_name(name)
+
+
+# ---------------------------------------------------------------- build
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from .build import build_graph
+    from .corpus import chunk_documents, load_inputs
+    from .store import read_spec_file, save_graph
+
+    t0 = time.perf_counter()
+    docs, bad = load_inputs(args.inputs)
+    for path, reason in bad:
+        print(f"skipped {path}: {reason}", file=sys.stderr)
+    chunks = chunk_documents(docs, chunk_words=args.chunk_words, overlap_words=args.chunk_overlap)
+    words = sum(len(d.text.split()) for d in docs)
+    print(f"read {len(docs)} documents ({words:,} words) -> {len(chunks)} chunks of "
+          f"{args.chunk_words} words ({args.chunk_overlap} overlap)", file=sys.stderr)
+    spec = read_spec_file(args.spec) if args.spec else None
+    outcome = _read_outcome(args.outcome) if args.outcome else None
+    llm = None
+    if args.llm_model or args.llm_base_url:
+        from .llm import llm_from_cli
+
+        if not args.llm_model:
+            raise HCGError("--llm-base-url needs --llm-model NAME")
+        cache_dir = args.llm_cache or str(Path(args.out) / ".llm_cache")
+        llm = llm_from_cli(base_url=args.llm_base_url, model=args.llm_model,
+                           max_concurrency=args.max_concurrency, timeout=args.timeout,
+                           max_retries=args.max_retries, cache_dir=cache_dir)
+    if args.estimate:
+        if llm is None:
+            print("the offline builder makes no LLM calls: 0 calls, 0 tokens")
+            return 0
+        from .build.llm_pipeline import estimate_build, format_estimate
+
+        print(format_estimate(estimate_build(chunks, spec, args.tier)))
+        return 0
+    embedder = _embedder(args.embedder)
+    progress = None if not args.quiet else False
+    result = build_graph(chunks, embedder=embedder, llm=llm, tier=args.tier, outcome=outcome,
+                         spec=spec, progress=progress)
+    report = dict(result.report)
+    report.setdefault("input", {})
+    report["input"].update({"documents": len(docs), "words": words, "chunks": len(chunks),
+                            "skipped": [[str(p), r] for p, r in bad],
+                            "chunk_words": args.chunk_words, "chunk_overlap": args.chunk_overlap})
+    report["embedder"] = embedder.name
+    report["total_seconds"] = round(time.perf_counter() - t0, 2)
+    save_graph(result.graph, args.out, embedder_name=embedder.name,
+               variable_embeddings=result.variable_embeddings,
+               chunk_embeddings=result.chunk_embeddings, report=report)
+    g = result.graph
+    print(f"built {args.out}: {len(g.variables)} variables, {len(g.edges)} edges, "
+          f"{len(g.spec.metrics)} metrics, {len(g.chunks)} chunks in "
+          f"{report['total_seconds']:.1f} s")
+    return 0
+
+
+def _read_outcome(path: str):
+    """An outcome configuration file: YAML ``{outcomes: [...], terminals: [...]}``."""
+    import yaml
+
+    from .errors import CorruptFileError
+    from .types import OutcomeConfig
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise CorruptFileError(f"cannot read the outcome configuration: {exc}", path=path) from exc
+    if not isinstance(data, dict):
+        raise CorruptFileError("must be a mapping with 'outcomes' and/or 'terminals'", path=path)
+    return OutcomeConfig(tuple(str(x) for x in data.get("outcomes") or ()),
+                         tuple(str(x) for x in data.get("terminals") or ()),
+                         str(data.get("description", "") or ""))
+
+
+# ---------------------------------------------------------------- inspect
+
+
+def inspect_summary(directory: str) -> dict[str, Any]:
+    from .store import load_graph
+
+    stored = load_graph(directory)
+    g = stored.graph
+    per_metric = Counter(v.metric for v in g.variables)
+    roles = Counter(m.role for m in g.spec.metrics)
+    summary: dict[str, Any] = {
+        "directory": str(directory),
+        "embedder": stored.embedder_name,
+        "counts": {"dimensions": len(g.spec.dimensions), "metrics": len(g.spec.metrics),
+                   "variables": len(g.variables), "edges": len(g.edges),
+                   "chunks": len(g.chunks), "evidence_links": g.evidence_links},
+        "metric_roles": dict(roles),
+        "variables_per_metric": {m.name: per_metric.get(m.name, 0) for m in g.spec.metrics},
+        "notes": list(stored.notes),
+    }
+    try:
+        from .build.health import graph_health
+    except ImportError:  # pragma: no cover - health arrives with the offline builder
+        pass
+    else:
+        summary["health"] = graph_health(g)
+    if stored.report is not None:
+        summary["build_report"] = stored.report
+    return summary
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    s = inspect_summary(args.dir)
+    if args.json:
+        print(json.dumps(s, indent=1, default=str))
+        return 0
+    c = s["counts"]
+    print(f"{s['directory']}  (embedder: {s['embedder']})")
+    for key in ("dimensions", "metrics", "variables", "edges", "chunks", "evidence_links"):
+        print(f"  {key:<16}{c[key]:>8,}")
+    print("  metric roles    " + ", ".join(f"{k} {v}" for k, v in sorted(s["metric_roles"].items())))
+    if "health" in s:
+        print("graph health:")
+        for key, value in s["health"].items():
+            print(f"  {key:<28}{value:>10.3f}" if isinstance(value, float) else
+                  f"  {key:<28}{value!s:>10}")
+    print("variables per metric:")
+    for name, n in sorted(s["variables_per_metric"].items(), key=lambda kv: (-kv[1], kv[0])):
+        print(f"  {n:>5}  {name}")
+    if "build_report" in s:
+        print("build report:")
+        print("  " + json.dumps(s["build_report"], indent=1, default=str).replace("\n", "\n  "))
+    for note in s["notes"]:
+        print(f"note: {note}")
+    return 0
+
+
+# ---------------------------------------------------------------- query
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    from .config import RetrievalConfig
+    from .retrieval import HCGRetriever
+
+    embedder = _embedder(args.embedder) if args.embedder else None
+    retriever = HCGRetriever.load(args.dir, embedder=embedder, config=RetrievalConfig())
+    result = retriever.retrieve(args.question, k=args.k)
+    if args.json:
+        print(json.dumps(result_to_dict(result), indent=1))
+        return 0
+    print(f"served by: {result.served_by}; matched: {', '.join(result.matched) or '-'}")
+    for i, rc in enumerate(result.chunks, 1):
+        print(f"\n[{i}] {rc.route:<8} score {rc.score:.3f}  chunk {rc.chunk.id}")
+        for p in rc.paths:
+            print(f"    path: {p}")
+            for eid, mech in zip(p.edge_ids, p.mechanisms):
+                if mech:
+                    print(f"      {eid}: {mech[:160]}")
+        text = " ".join(rc.chunk.text.split())
+        print(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
+    return 0
+
+
+def result_to_dict(result) -> dict[str, Any]:
+    return {
+        "query": result.query, "served_by": result.served_by, "matched": list(result.matched),
+        "diagnostics": dict(result.diagnostics),
+        "chunks": [
+            {"id": rc.chunk.id, "doc_id": rc.chunk.doc_id, "score": rc.score, "route": rc.route,
+             "paths": [{"variables": list(p.variables), "edge_ids": list(p.edge_ids),
+                        "mechanisms": list(p.mechanisms)} for p in rc.paths],
+             "text": rc.chunk.text}
+            for rc in result.chunks
+        ],
+    }
+
+
+# ---------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .config import DEFAULT_TIER, TIERS
+
+    p = argparse.ArgumentParser(prog="hcg", description="HCG-RAG: causal-graph retrieval.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    b = sub.add_parser("build", help="build a graph directory from text/markdown/JSON files")
+    b.add_argument("inputs", nargs="+", help=".txt, .md, .json, .jsonl files or folders of them")
+    b.add_argument("--out", required=True, help="the graph directory to write")
+    b.add_argument("--tier", default=DEFAULT_TIER, choices=sorted(TIERS),
+                   help="scaling tier: caps metrics and dimensions (default %(default)s)")
+    b.add_argument("--outcome", help="outcome configuration YAML {outcomes: [...], terminals: [...]}")
+    b.add_argument("--spec", help="build from this (possibly hand-edited) spec.yaml; skips Stage 1")
+    b.add_argument("--chunk-words", type=int, default=200, help="words per chunk (default 200)")
+    b.add_argument("--chunk-overlap", type=int, default=40, help="overlap words (default 40)")
+    b.add_argument("--embedder", default=None,
+                   help="'default' (MiniLM int8, offline), 'hashing', or a stored embedder name")
+    b.add_argument("--quiet", action="store_true", help="no progress bars")
+    b.add_argument("--llm-base-url", help="OpenAI-compatible base URL (key from OPENAI_API_KEY)")
+    b.add_argument("--llm-model", help="model name; selects the LLM pipeline")
+    b.add_argument("--llm-cache", help="reply cache folder (default DIR/.llm_cache)")
+    b.add_argument("--max-concurrency", type=int, default=8)
+    b.add_argument("--timeout", type=float, default=60.0)
+    b.add_argument("--max-retries", type=int, default=5)
+    b.add_argument("--estimate", action="store_true",
+                   help="print the calls and tokens the build would make, and stop")
+    b.set_defaults(func=cmd_build)
+
+    i = sub.add_parser("inspect", help="counts, graph health, variables per metric, build report")
+    i.add_argument("dir")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(func=cmd_inspect)
+
+    q = sub.add_parser("query", help="retrieve chunks for a question, with route, score, paths")
+    q.add_argument("dir")
+    q.add_argument("question")
+    q.add_argument("--k", type=int, default=5)
+    q.add_argument("--json", action="store_true")
+    q.add_argument("--embedder", default=None, help="override the embedder named in the manifest")
+    q.set_defaults(func=cmd_query)
+
+    try:
+        from .eval.cli import add_eval_arguments, run_eval
+    except ImportError:  # pragma: no cover - eval arrives with the evaluation module
+        pass
+    else:
+        e = sub.add_parser("eval", help="compare HCG with vector top-k and BM25 on a QA file")
+        add_eval_arguments(e)
+        e.set_defaults(func=run_eval)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except HCGError as exc:
+        print(f"hcg {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"hcg {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
