@@ -127,15 +127,17 @@ class ScriptedLLM:
 
 # -- the stub server ------------------------------------------------------------------------------
 
-FAULTS = ("rate_limit", "server_error", "unavailable", "slow", "malformed")
+FAULTS = ("rate_limit", "server_error", "unavailable", "slow", "malformed", "unauthorized")
 
 
 @dataclass
 class FaultPlan:
     """Deterministic faults by request number n (1-based, in arrival order): every k-th request.
 
-    ``script`` maps exact request numbers to a fault and wins over the ``*_every`` rules. A fault
-    never repeats on consecutive requests, so a retried request eventually gets through.
+    ``script`` maps exact request numbers to a fault and wins over the ``*_every`` rules. Unless
+    ``allow_consecutive``, a fault never hits two requests in a row, so a retry gets through.
+    Faults: rate_limit (429 + Retry-After), server_error (500), unavailable (503 + Retry-After),
+    slow (reply after ``slow_seconds``), malformed (200 with broken JSON), unauthorized (401).
     """
 
     rate_limit_every: int = 0
@@ -146,6 +148,7 @@ class FaultPlan:
     slow_seconds: float = 0.5
     retry_after: str = "0.01"
     reject_json_schema: bool = False
+    allow_consecutive: bool = False
     script: dict[int, str] = field(default_factory=dict)
 
     def fault_for(self, n: int) -> str | None:
@@ -281,7 +284,8 @@ class StubLLMServer:
             n = self.calls
             self.by_schema[name] += 1
             fault = self.faults.fault_for(n)
-            if fault is not None and fault != "slow" and self._last_fault_n == n - 1:
+            if (fault is not None and fault != "slow" and not self.faults.allow_consecutive
+                    and self._last_fault_n == n - 1):
                 fault = None  # never two faults in a row: a retry gets through
             if fault is not None:
                 self._last_fault_n = n
@@ -294,6 +298,8 @@ class StubLLMServer:
         if fault == "rate_limit":
             return 429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {
                 "retry-after": self.faults.retry_after}, None
+        if fault == "unauthorized":
+            return 401, {"error": {"message": "invalid api key"}}, {}, None
         if fault == "server_error":
             return 500, {"error": {"message": "internal error"}}, {}, None
         if fault == "unavailable":
