@@ -95,12 +95,13 @@ CUES: tuple[Cue, ...] = (
     # Sentence-initial cues first: they claim "due to"/"because" before the mid-sentence forms.
     Cue("initial_because_of", r"(?:because of|due to|as a result of|owing to)", True, 0.8, initial=True),
     Cue("initial_because", r"(?:because|since)", True, 0.65, initial=True),
-    *(Cue(n, rf"(?:{_PREFIX} )*{p}", True, s)
-      for n, p, s in _FORWARD_VERBS),
     Cue("caused_by", rf"{_AUX}?(?:{_PASSIVE_VERBS}) (?:mainly |mostly |largely |partly |primarily )?by", False, 0.85),
     Cue("result_from", r"(?:result|results|resulted|resulting|stem|stems|arise|arises|arising) from", False, 0.85),
     Cue("due_to", r"(?:(?:is|are|was|were|may be|can be) )?(?:mainly |mostly |largely |partly |often |usually )?(?:due to|because of|owing to|attributable to)", False, 0.8),
     Cue("because", r"because", False, 0.7),
+    # Forward verbs last: "caused" must not claim the "caused by" of a passive.
+    *(Cue(n, rf"(?:{_PREFIX} )*{p}", True, s)
+      for n, p, s in _FORWARD_VERBS),
 )
 _CUE_RES = tuple(
     (c, re.compile(r"^" + c.pattern + r"\b" if c.initial else r"\b" + c.pattern + r"\b"))
@@ -114,37 +115,23 @@ _NEGATIONS = frozenset({"not", "no", "never", "cannot", "can't", "don't", "doesn
                         "won't", "isn't", "aren't", "neither", "nor", "without", "unlikely"})
 # Words that end a span: clause openers and prepositions that start a qualifier ("in older adults").
 _BOUNDARY_WORDS = frozenset(
-    """which that what how why who whom whose when whenever while where if unless because since although
-    though whereas but so than as by through via in into among during after before within for
-    from with without until like such including especially e.g i.e than then therefore thus
-    however also is are was were be been has have had do does did can may might could will would
-    should must""".split()
+    ["which", "that", "what", "how", "why", "who", "whom", "whose", "when", "whenever", "while", "where", "if", "unless", "because", "since", "although", "though", "whereas", "but", "so", "than", "as", "by", "through", "via", "in", "into", "among", "during", "after", "before", "within", "for", "from", "with", "without", "until", "like", "such", "including", "especially", "e.g", "i.e", "than", "then", "therefore", "thus", "however", "also", "is", "are", "was", "were", "be", "been", "has", "have", "had", "do", "does", "did", "can", "may", "might", "could", "will", "would", "should", "must"]
 )
 # Before a cue the same words bound the subject; trailing modals are stripped first ("X can").
 _LEFT_BOUNDARY_WORDS = _BOUNDARY_WORDS | {"to", "used", "help", "helps", "goal", "aim", "purpose"}
 # Leading words dropped from a span: determiners, quantifiers, hedges, intensities of change.
 _STRIP_LEADING = frozenset(
-    """the a an this that these those some many most much more less few several certain such
-    other another any all both each every its their his her our your my high higher highest low
-    lower lowest increased decreased reduced elevated excessive significant significantly severe
-    serious major minor greater smaller large larger small overall possible potential likely
-    various different specific particular common rare new further additional main known
-    also only even just very often usually sometimes already too not no and or of to""".split()
+    ["the", "a", "an", "this", "that", "these", "those", "some", "many", "most", "much", "more", "less", "few", "several", "certain", "such", "other", "another", "any", "all", "both", "each", "every", "its", "their", "his", "her", "our", "your", "my", "high", "higher", "highest", "low", "lower", "lowest", "increased", "decreased", "reduced", "elevated", "excessive", "significant", "significantly", "severe", "serious", "major", "minor", "greater", "smaller", "large", "larger", "small", "overall", "possible", "potential", "likely", "various", "different", "specific", "particular", "common", "rare", "new", "further", "additional", "main", "known", "also", "only", "even", "just", "very", "often", "usually", "sometimes", "already", "too", "not", "no", "and", "or", "of", "to"]
 )
 _STRIP_TRAILING = frozenset(
-    """can may might could will would should must is are was were be been being has have had do
-    does did also often usually sometimes commonly frequently generally typically directly
-    eventually ultimately further significantly greatly which that who and or of to the a an
-    it them this""".split()
+    ["can", "may", "might", "could", "will", "would", "should", "must", "is", "are", "was", "were", "be", "been", "being", "has", "have", "had", "do", "does", "did", "also", "often", "usually", "sometimes", "commonly", "frequently", "generally", "typically", "directly", "eventually", "ultimately", "further", "significantly", "greatly", "which", "that", "who", "and", "or", "of", "to", "the", "a", "an", "it", "them", "this"]
 )
 _PRONOUNS = frozenset(
-    """it its this that these those they them he she him her we you i one which what who both
-    either each something anything everything someone anyone people person thing things""".split()
+    ["it", "its", "this", "that", "these", "those", "they", "them", "he", "she", "him", "her", "we", "you", "i", "one", "which", "what", "who", "both", "either", "each", "something", "anything", "everything", "someone", "anyone", "people", "person", "thing", "things"]
 )
 # A span opening with one of these is a question, an adverbial or a quantity, not a quantity's name.
 _REJECT_FIRST = frozenset(
-    """how what why where when whether once almost nearly everyone everything anyone anything
-    someone something you we i he she they it there here yes about around approximately""".split()
+    ["how", "what", "why", "where", "when", "whether", "once", "almost", "nearly", "everyone", "everything", "anyone", "anything", "someone", "something", "you", "we", "i", "he", "she", "they", "it", "there", "here", "yes", "about", "around", "approximately"]
 )
 _WORD_RE = re.compile(r"[a-z0-9][a-z0-9\-']*")
 _SPLIT_CLAUSE_RE = re.compile(r"[,;:()\[\]\"\u201c\u201d]|\s-\s|\s\u2013\s|\s\u2014\s")
@@ -318,8 +305,14 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
             for k in range(m.start(), m.end()):
                 taken[k] = True
     hits.sort(key=lambda h: h[0])
+    # A verb form directly before another cue is a noun heading the subject ("kidney damage is
+    # caused by", "damage leads to"): drop it so the real cue keeps its subject.
+    hits = [h for n, h in enumerate(hits)
+            if not (h[2].forward and not h[2].initial and n + 1 < len(hits)
+                    and not set(low[h[1]:hits[n + 1][0]].split()) - _STRIP_TRAILING)]
     out: list[Statement] = []
     last_effects: list[Span] = []
+    last_causes: list[Span] = []
     for n, (start, end, cue) in enumerate(hits):
         # Spans may not run across the neighbouring cue.
         left_limit = hits[n - 1][1] if n > 0 else 0
@@ -342,9 +335,14 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
         causes = [p for w in split_coordination(cause_words) if (p := parse_span(w))]
         effects = [p for w in split_coordination(effect_words) if (p := parse_span(w))]
         stripped = before.strip().split()
-        if not causes and cue.forward and not cue.initial and stripped and (
+        if cue.forward and not cue.initial and stripped and stripped[-1] in ("and", "or") \
+                and n > 0:
+            # A coordinated verb ("statins reduce X and lower Y") shares the previous subject.
+            causes = last_causes
+        elif not causes and cue.forward and not cue.initial and stripped and (
                 stripped[-1] in ("which", "this", "that", "it")):
             causes = last_effects
+        last_causes = causes
         for c in causes:
             for e in effects:
                 if c.key != e.key:

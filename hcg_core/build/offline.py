@@ -511,7 +511,7 @@ def _assemble(corpus: _Corpus, chunks: Sequence[Chunk], vocab: _Vocabulary,
             m = vocab.given[i]
             metrics_out.append(Metric(m.name, m.signature, m.description, m.category, roles[i]))
         else:
-            metrics_out.append(Metric(names[i], signature.get(i, ()), "", 
+            metrics_out.append(Metric(names[i], signature.get(i, ()), "",
                                       signature.get(i, ("general",))[0] if signature.get(i) else "general",
                                       roles[i]))
     var_of: dict[tuple[int, str], Variable] = {}
