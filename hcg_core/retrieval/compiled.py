@@ -62,7 +62,7 @@ class CompiledGraph:
         var_metric: (n,) metric index of each variable.
         metric_starts: (g+1,) start row of each metric group with at least one variable.
         group_metric: (g,) metric index of each group.
-        out_ptr/out_dst/out_eid, in_ptr/in_src/in_eid: CSR adjacency and the edge of each entry.
+        out_ptr/out_src/out_dst/out_eid, in_ptr/in_src/in_eid: CSR adjacency and the edge of each entry.
         edge_src/edge_dst/edge_conf: per edge.
         ev_ptr/ev_chunk: CSR from edge to the chunk rows it cites.
         is_end: (n,) bool, variable's metric has role outcome or terminal.
@@ -76,6 +76,7 @@ class CompiledGraph:
     metric_starts: np.ndarray
     group_metric: np.ndarray
     out_ptr: np.ndarray
+    out_src: np.ndarray
     out_dst: np.ndarray
     out_eid: np.ndarray
     in_ptr: np.ndarray
@@ -149,7 +150,8 @@ class CompiledGraph:
             var_emb=_frozen(np.asarray(variable_embeddings, dtype=np.float32)[order]),
             var_metric=_frozen(var_metric), metric_starts=_frozen(metric_starts),
             group_metric=_frozen(group_metric),
-            out_ptr=_frozen(out_ptr), out_dst=_frozen(out_dst), out_eid=_frozen(out_eid),
+            out_ptr=_frozen(out_ptr), out_dst=_frozen(out_dst),
+            out_src=_frozen(np.repeat(np.arange(n, dtype=np.int64), np.diff(out_ptr))), out_eid=_frozen(out_eid),
             in_ptr=_frozen(in_ptr), in_src=_frozen(in_src), in_eid=_frozen(in_eid),
             edge_src=_frozen(src), edge_dst=_frozen(dst),
             edge_conf=_frozen(np.array([e.confidence for e in graph.edges], dtype=np.float64)),

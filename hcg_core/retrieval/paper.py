@@ -109,15 +109,22 @@ class Cones:
         return (self.bits[:, s // 64] >> np.uint64(s % 64)) & np.uint64(1) == 1
 
 
+def _bit_table(bits: np.ndarray, n_bits: int) -> np.ndarray:
+    """Unpack (rows, words) uint64 bitsets into a (rows, n_bits) bool table (bit i of word i//64)."""
+    as_bytes = np.ascontiguousarray(bits.astype("<u8")).view(np.uint8)
+    return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :n_bits].astype(bool)
+
+
 def outcome_cones(
     reached: np.ndarray, sub_src: np.ndarray, sub_dst: np.ndarray, end_group: np.ndarray,
     matched: np.ndarray, match_sims: np.ndarray, max_cones: int,
 ) -> Cones:
     """Definition 4: reverse reachability to each end node inside the BFS subgraph G_q.
 
-    Cones of end nodes that share a metric are merged (one bit per end metric), ranked by
-    convergence |K ∩ V_q|; ties go to the cone holding the better-matched query node, then to
-    metric order (the paper is silent on ties). At most ``max_cones`` are kept.
+    ``sub_src``/``sub_dst`` are G_q's edges (fastest when already sorted by source). Cones of end nodes that share a
+    metric are merged (one bit per end metric), ranked by convergence |K ∩ V_q|; ties go to the
+    cone holding the better-matched query node, then to metric order (the paper is silent on
+    ties). At most ``max_cones`` are kept.
     """
     n = reached.size
     ends = np.flatnonzero(reached & (end_group >= 0))
@@ -130,54 +137,104 @@ def outcome_cones(
     bit_index = np.searchsorted(present, end_group[ends])
     np.bitwise_or.at(bits, (ends, bit_index // 64),
                      np.left_shift(np.uint64(1), (bit_index % 64).astype(np.uint64)))
-    # Propagate membership backwards along G_q's edges until nothing changes: after i rounds
-    # every node within i reverse hops of an end node carries its bit.
-    for _ in range(n):
-        before = bits[sub_src].copy()
-        np.bitwise_or.at(bits, sub_src, bits[sub_dst])
-        if np.array_equal(before, bits[sub_src]):
-            break
-    matched_bits = bits[matched]
-    counts = np.zeros(present.size, dtype=np.int64)
-    best_sim = np.full(present.size, -np.inf)
-    for i in range(present.size):
-        has = (matched_bits[:, i // 64] >> np.uint64(i % 64)) & np.uint64(1) == 1
-        counts[i] = int(has.sum())
-        if counts[i]:
-            best_sim[i] = float(match_sims[has].max())
+    if sub_src.size and np.any(sub_src[1:] < sub_src[:-1]):
+        order = np.argsort(sub_src, kind="stable")
+        sub_src, sub_dst = sub_src[order], sub_dst[order]
+    if sub_src.size:
+        starts = np.concatenate(([0], np.flatnonzero(np.diff(sub_src)) + 1))
+        sources = sub_src[starts]
+        # Propagate membership backwards along G_q's edges until nothing changes: after i rounds
+        # every node within i reverse hops of an end node carries its bit. Edges are grouped by
+        # source, so one round is a gather and a segmented OR.
+        for _ in range(n):
+            merged = bits[sources] | np.bitwise_or.reduceat(bits[sub_dst], starts, axis=0)
+            if np.array_equal(merged, bits[sources]):
+                break
+            bits[sources] = merged
+    table = _bit_table(bits[matched], present.size)
+    counts = table.sum(axis=0)
+    best_sim = np.where(table, np.asarray(match_sims, dtype=np.float64)[:, None], -np.inf).max(0)
     order = np.lexsort((np.arange(present.size), -best_sim, -counts))
     order = order[counts[order] > 0][:max_cones]
     return Cones(present[order], counts[order], bits, slot)
 
 
+def cone_rank_of_nodes(cones: Cones, n: int) -> np.ndarray:
+    """Per node, the rank of the best kept cone it belongs to (``len(groups)`` when none)."""
+    rank = np.full(n, cones.groups.size, dtype=np.int64)
+    for r in range(cones.groups.size - 1, -1, -1):
+        rank[cones.member(int(cones.groups[r]))] = r
+    return rank
+
+
+def toward_ends(in_ptr: np.ndarray, in_src: np.ndarray, in_eid: np.ndarray, ends: np.ndarray,
+                inside: np.ndarray) -> np.ndarray:
+    """Per node, the first edge of a shortest path to one of ``ends`` using only ``inside`` nodes.
+
+    A reverse BFS from ``ends``; -1 where no such path exists (and for the end nodes).
+
+    >>> ptr = np.array([0, 0, 1, 2]); src = np.array([0, 1]); eid = np.array([0, 1])
+    >>> toward_ends(ptr, src, eid, np.array([2]), np.ones(3, bool)).tolist()
+    [0, 1, -1]
+    """
+    n = in_ptr.size - 1
+    nxt = np.full(n, -1, dtype=np.int64)
+    seen = np.zeros(n, dtype=bool)
+    frontier = np.unique(ends)
+    seen[frontier] = True
+    while frontier.size:
+        pos, _ = gather(in_ptr, frontier)
+        src = in_src[pos]
+        fresh = ~seen[src] & inside[src]
+        src, pos = src[fresh], pos[fresh]
+        frontier, first = np.unique(src, return_index=True)
+        seen[frontier] = True
+        nxt[frontier] = in_eid[pos[first]]
+    return nxt
+
+
 def rank_evidence(
     edges: np.ndarray, edge_rank: np.ndarray, edge_conf: np.ndarray, ev_ptr: np.ndarray,
-    ev_chunk: np.ndarray, chunk_sims_of,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ev_chunk: np.ndarray, chunk_sims_of, need: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """Deduplicate the chunks cited by ``edges`` and rank them (the paper only deduplicates).
 
     Order: the best (lowest) ``edge_rank`` of an edge citing the chunk (cone rank), then that
-    edge's confidence, then query-chunk similarity (``chunk_sims_of(rows) -> sims``).
-    Returns ``(chunk rows, their similarity, entry edges)`` where entry edges lists, per chunk
-    entry, the citing edge (all of them, for provenance: ``entry_chunk``/``entry_edge`` pairs
-    sorted by rank) -- returned as a (k, 2) array of (chunk row, edge).
+    edge's confidence, then query-chunk similarity (``chunk_sims_of(rows) -> sims``). Only the
+    first ``need`` chunks are ranked: edges are sorted first and their chunks expanded lazily,
+    so a query touches the few evidence rows it returns, not all of them.
+
+    Returns ``(chunk rows, pairs)``: the ranked rows, and (chunk row, edge) pairs in rank order
+    for every citing edge seen (provenance).
 
     >>> ptr = np.array([0, 2, 3]); chunks = np.array([5, 6, 6])
-    >>> rows, sims, pairs = rank_evidence(np.array([0, 1]), np.array([1, 0]),
-    ...     np.array([0.9, 0.5]), ptr, chunks, lambda r: np.zeros(r.size))
+    >>> rows, pairs = rank_evidence(np.array([0, 1]), np.array([1, 0]),
+    ...     np.array([0.9, 0.5]), ptr, chunks, lambda r: np.zeros(r.size), need=5)
     >>> rows.tolist()
     [6, 5]
     """
-    pos, owner = gather(ev_ptr, edges)
-    if pos.size == 0:
-        empty = np.zeros(0, np.int64)
-        return empty, np.zeros(0), np.zeros((0, 2), np.int64)
-    chunk = ev_chunk[pos]
-    edge = edges[owner]
+    empty = np.zeros(0, np.int64), np.zeros((0, 2), np.int64)
+    if edges.size == 0 or need < 1:
+        return empty
+    conf = edge_conf[edges]
+    order = np.lexsort((edges, -conf, edge_rank))
+    edges, ranks, conf = edges[order], edge_rank[order], conf[order]
+    take = min(edges.size, max(8, 2 * need))
+    while True:
+        # Extend the prefix over ties with its last edge, so similarity breaks them correctly.
+        while take < edges.size and ranks[take] == ranks[take - 1] and conf[take] == conf[take - 1]:
+            take += 1
+        pos, owner = gather(ev_ptr, edges[:take])
+        chunk = ev_chunk[pos]
+        if np.unique(chunk).size >= need or take == edges.size:
+            break
+        take = min(edges.size, take * 2)
+    if chunk.size == 0:
+        return empty
     uniq, inverse = np.unique(chunk, return_inverse=True)
-    sims = np.asarray(chunk_sims_of(uniq), dtype=np.float64)
-    order = np.lexsort((-sims[inverse], -edge_conf[edge], edge_rank[owner]))
-    pairs = np.stack([chunk[order], edge[order]], axis=1)
+    sims = np.asarray(chunk_sims_of(uniq), dtype=np.float64)[inverse]
+    entry = np.lexsort((-sims, -conf[owner], ranks[owner]))
+    pairs = np.stack([chunk[entry], edges[owner][entry]], axis=1)
     _, first = np.unique(pairs[:, 0], return_index=True)
-    ranked = pairs[np.sort(first), 0]
-    return ranked, sims[np.searchsorted(uniq, ranked)], pairs
+    ranked = pairs[np.sort(first), 0][:need]
+    return ranked, pairs

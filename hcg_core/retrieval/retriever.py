@@ -20,7 +20,14 @@ from ..ports import Embedder, as_matrix
 from ..store import StoredGraph, load_graph, save_graph, variable_text
 from ..types import CausalGraph, CausalPath, Chunk, RetrievalResult, RetrievedChunk
 from .compiled import CompiledGraph
-from .paper import bounded_bfs, match_nodes, outcome_cones, rank_evidence
+from .paper import (
+    bounded_bfs,
+    cone_rank_of_nodes,
+    match_nodes,
+    outcome_cones,
+    rank_evidence,
+    toward_ends,
+)
 
 MAX_PATHS_PER_CHUNK = 3  # provenance: the best few causal paths behind each graph chunk
 
@@ -142,41 +149,43 @@ class HCGRetriever:
         chunk_rows = np.zeros(0, np.int64)
         pairs = np.zeros((0, 2), np.int64)
         served_by = "vector"
-        dist = parent = None
-        cones = None
+        parent = toward = None
         if rows.size:
             dist, parent = bounded_bfs(g.out_ptr, g.out_dst, g.out_eid, rows, cfg.max_hops,
                                        stop=g.is_end)
             reached = dist >= 0
-            sub = np.flatnonzero(reached[g.edge_src] & reached[g.edge_dst])
+            # G_q's edges, taken in out-CSR order so they come grouped by source.
+            pos = np.flatnonzero(reached[g.out_src] & reached[g.out_dst])
+            sub, sub_src, sub_dst = g.out_eid[pos], g.out_src[pos], g.out_dst[pos]
             diag.update(reached=int(reached.sum()), subgraph_edges=int(sub.size))
-            cones = outcome_cones(reached, g.edge_src[sub], g.edge_dst[sub], g.end_group,
-                                  rows, sims, cfg.max_cones)
+            cones = outcome_cones(reached, sub_src, sub_dst, g.end_group, rows, sims,
+                                  cfg.max_cones)
             diag["cones"] = int(cones.groups.size)
 
             def sims_of(r: np.ndarray) -> np.ndarray:
                 return g.chunk_emb[r] @ qvec
 
             if cones.groups.size:
-                edge_rank = np.full(sub.size, cones.groups.size, dtype=np.int64)
-                dst_of = g.edge_dst[sub]
-                for rank in range(cones.groups.size - 1, -1, -1):
-                    edge_rank[cones.member(int(cones.groups[rank]))[dst_of]] = rank
+                node_rank = cone_rank_of_nodes(cones, g.n_vars)
+                edge_rank = node_rank[sub_dst]
                 keep = edge_rank < cones.groups.size
-                chunk_rows, _, pairs = rank_evidence(sub[keep], edge_rank[keep], g.edge_conf,
-                                                     g.ev_ptr, g.ev_chunk, sims_of)
+                chunk_rows, pairs = rank_evidence(sub[keep], edge_rank[keep], g.edge_conf,
+                                                  g.ev_ptr, g.ev_chunk, sims_of, need=k)
                 served_by = "cones"
+                if chunk_rows.size:
+                    inside = node_rank < cones.groups.size
+                    toward = toward_ends(g.in_ptr, g.in_src, g.in_eid,
+                                         np.flatnonzero(inside & g.is_end), inside)
             if chunk_rows.size == 0 and cfg.bfs_fallback and sub.size:
                 # No outcome reached, or cones without evidence: the BFS subgraph's evidence,
                 # nearer hops first (METHOD.md, "fall back gracefully").
-                chunk_rows, _, pairs = rank_evidence(sub, dist[g.edge_src[sub]], g.edge_conf,
-                                                     g.ev_ptr, g.ev_chunk, sims_of)
+                chunk_rows, pairs = rank_evidence(sub, dist[sub_src], g.edge_conf, g.ev_ptr,
+                                                  g.ev_chunk, sims_of, need=k)
                 served_by = "bfs"
-                cones = None
             if chunk_rows.size == 0:
                 served_by = "vector"
         picked = self._pack(chunk_rows, k)
-        out = [self._graph_chunk(int(r), qvec, pairs, dist, parent, cones) for r in picked]
+        out = [self._graph_chunk(int(r), qvec, pairs, parent, toward) for r in picked]
         if len(out) < k and cfg.vector_fill and self._budget_left(out):
             out.extend(self._vector_fill(qvec, k - len(out), {int(r) for r in picked}, out))
         diag["graph_chunks"] = sum(rc.route == "graph" for rc in out)
@@ -216,63 +225,34 @@ class HCGRetriever:
         chunks = self.graph.chunks
         return [RetrievedChunk(chunks[r], float(sims[r]), "fallback") for r in rows]
 
-    def _graph_chunk(self, row: int, qvec: np.ndarray, pairs: np.ndarray, dist, parent,
-                     cones) -> RetrievedChunk:
+    def _graph_chunk(self, row: int, qvec: np.ndarray, pairs: np.ndarray, parent: np.ndarray,
+                     toward: np.ndarray | None) -> RetrievedChunk:
         g = self.compiled
         edges = pairs[pairs[:, 0] == row, 1]
         _, first = np.unique(edges, return_index=True)
         edges = edges[np.sort(first)][:MAX_PATHS_PER_CHUNK]
-        paths = tuple(self._path(int(e), parent, cones) for e in edges)
+        paths = tuple(self._path(int(e), parent, toward) for e in edges)
         return RetrievedChunk(self.graph.chunks[row], float(g.chunk_emb[row] @ qvec), "graph",
                               paths, {"edges": len(edges)})
 
-    def _path(self, edge: int, parent: np.ndarray, cones) -> CausalPath:
-        """Matched node -> ... -> edge -> ... -> outcome, through BFS parents and the cone."""
+    def _path(self, edge: int, parent: np.ndarray, toward: np.ndarray | None) -> CausalPath:
+        """Matched node -> ... -> edge -> ... -> outcome, via BFS parents and the cone's next hops."""
         g = self.compiled
         edges: list[int] = [edge]
-        node = int(g.edge_src[edge])
-        seen = {node}
-        while parent[node] >= 0:  # back to the matched node that reached it
-            e = int(parent[node])
-            edges.insert(0, e)
-            node = int(g.edge_src[e])
-            if node in seen:
-                break
+        node, seen = int(g.edge_src[edge]), set()
+        while parent[node] >= 0 and node not in seen:  # back to the matched node that reached it
             seen.add(node)
-        tail = int(g.edge_dst[edge])
-        if cones is not None and cones.groups.size and not g.is_end[tail]:
-            edges.extend(self._to_outcome(tail, cones))
+            edges.insert(0, int(parent[node]))
+            node = int(g.edge_src[edges[0]])
+        node, seen = int(g.edge_dst[edge]), set()
+        while toward is not None and toward[node] >= 0 and node not in seen:  # on to the outcome
+            seen.add(node)
+            edges.append(int(toward[node]))
+            node = int(g.edge_dst[edges[-1]])
         nodes = [int(g.edge_src[edges[0]])] + [int(g.edge_dst[e]) for e in edges]
         return CausalPath(tuple(g.var_names[v] for v in nodes),
                           tuple(g.edge_ids[e] for e in edges),
                           tuple(g.mechanisms[e] for e in edges))
-
-    def _to_outcome(self, start: int, cones) -> list[int]:
-        """Shortest forward edge path from ``start`` to an end node inside a kept cone."""
-        g = self.compiled
-        inside = np.zeros(g.n_vars, dtype=bool)
-        for grp in cones.groups:
-            inside |= cones.member(int(grp))
-        prev: dict[int, int] = {start: -1}
-        queue = [start]
-        while queue:
-            nxt = []
-            for u in queue:
-                for p in range(g.out_ptr[u], g.out_ptr[u + 1]):
-                    v = int(g.out_dst[p])
-                    if v in prev or not inside[v]:
-                        continue
-                    prev[v] = int(g.out_eid[p])
-                    if g.is_end[v]:
-                        path = []
-                        while prev[v] >= 0:
-                            e = prev[v]
-                            path.insert(0, e)
-                            v = int(g.edge_src[e])
-                        return path
-                    nxt.append(v)
-            queue = nxt
-        return []
 
     def chunk_by_id(self, chunk_id: str) -> Chunk:
         for c in self.graph.chunks:
