@@ -1,0 +1,252 @@
+"""The LLM pipeline on the fixture corpus: Stage 1 assembly, vocabulary enforcement, evidence
+linking, failure handling, the estimate, and the HTTP guarantees (faulty == clean, cached rebuild
+makes zero calls, an edited spec re-asks only what changed, a killed build resumes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fixtures.llm.responder import OUTCOME, load_chunks, respond
+
+from hcg_core.build import build_graph
+from hcg_core.build.evidence import link_evidence, text_matches
+from hcg_core.build.llm_pipeline import estimate_build, format_estimate, format_report
+from hcg_core.embedders import HashingEmbedder
+from hcg_core.errors import ConfigError
+from hcg_core.llm import OpenAIStructuredLLM
+from hcg_core.spec.assemble import AssemblyReport, merge_metrics, merge_relations
+from hcg_core.testing import FaultPlan, ScriptedLLM, StubLLMServer
+from hcg_core.types import CausalEdge, Chunk, Dimension, Metric, OutcomeConfig, Variable
+
+EMB = HashingEmbedder()
+CHUNKS = load_chunks()
+STAGES = ("stage1", "tier1", "tier2")
+
+
+def signature(result):
+    g = result.graph
+    return ([v.name for v in g.variables], [m.name for m in g.spec.metrics],
+            [(e.id, e.source, e.target, e.mechanism, e.confidence, e.evidence) for e in g.edges])
+
+
+def scripted_build(**kw):
+    kw.setdefault("outcome", OUTCOME)
+    return build_graph(CHUNKS, embedder=EMB, llm=ScriptedLLM(respond), tier="XS", **kw)
+
+
+@pytest.fixture(scope="module")
+def clean():
+    return scripted_build()
+
+
+def test_end_to_end_graph_is_plausible(clean):
+    g = clean.graph
+    metrics = {m.name: m for m in g.spec.metrics}
+    assert metrics["EcosystemHealth"].role == "terminal"
+    assert metrics["FishMortality"].role == "outcome"
+    assert "SedimentPhosphorus" not in metrics  # its dimension was never defined
+    assert {d.name for d in g.spec.dimensions} == {"lake", "nutrient"}  # unused one dropped
+    names = {v.name for v in g.variables}
+    assert "AlgalBloomSeverity(Lake Taihu)" in names  # "Lake Tai hu" fuzzy-repaired
+    assert not any("Geneva" in n for n in names)  # outside the vocabulary
+    assert "NutrientLoad(nitrogen, Lake Erie)" in names  # admitted by Tier 2, in vocabulary
+    edges = {(e.source, e.target): e for e in g.edges}
+    e = edges[("NutrientLoad(phosphorus, Lake Erie)", "AlgalBloomSeverity(Lake Erie)")]
+    assert e.confidence == 0.95 and e.evidence == ("c0-2",)  # linked by the quoted text
+    assert ("FertilizerRunoff(Lake Erie)", "FishMortality(Lake Erie)") not in edges
+    assert not any(metrics[g_metric].role == "terminal" for g_metric in
+                   (v.metric for v in g.variables if any(x.source == v.name for x in g.edges)))
+    assert all(len(x.evidence) <= 2 for x in g.edges)
+    rep = clean.report
+    assert rep["stages"]["stage1"]["repaired"]["relation_endpoint"] >= 1
+    assert rep["dropped"]["tier2_new_variable_outside_vocabulary"] == 1
+    assert rep["stages"]["tier1"]["calls"] == 9  # one per non-terminal metric
+    assert clean.variable_embeddings.shape == (len(g.variables), EMB.dim)
+    assert clean.chunk_embeddings.shape == (len(CHUNKS), EMB.dim)
+
+
+def test_no_metric_outside_the_spec_enters_the_graph(clean):
+    """Whatever the replies say: a Tier 2 reply naming an outsider is rejected by the schema."""
+    def intruder(req):
+        out = respond(req)
+        if req.schema_name == "Tier2Reply":
+            out["judgements"].append({"source": "CorruptionIndex(Lake Erie)", "keep": True,
+                                      "target": out["judgements"][0]["target"]})
+        return out
+
+    r = build_graph(CHUNKS, embedder=EMB, llm=ScriptedLLM(intruder, max_reasks=1), tier="XS",
+                    spec=clean.graph.spec)
+    assert not any("Corruption" in v.name for v in r.graph.variables)
+    t2 = r.report["stages"]["tier2"]
+    assert t2["failed"] == t2["items"] > 0  # every batch failed, counted, reported
+    assert r.report["failures"] and "Tier2Reply" in r.report["failures"][0]["error"]
+    assert r.report["stages"]["tier1"]["failed"] == 0  # the build went on
+    assert len(r.graph.edges) == len(clean.graph.spec.relations)  # only the seed edges remain
+
+
+def test_given_spec_skips_stage1_and_gives_same_graph(clean):
+    r = scripted_build(spec=clean.graph.spec, outcome=None)
+    assert r.report["stages"]["stage1"]["skipped"] and r.report["stages"]["stage1"]["calls"] == 0
+    assert signature(r)[2] == signature(clean)[2]
+
+
+def test_merge_metrics_anchors_outcome_and_caps():
+    dims = [Dimension("lake", ("Erie",))]
+    drafts = [[{"name": "a metric", "signature": ["lake"]}, {"name": "B", "signature": ["sea"]}],
+              [{"name": "AMetric", "signature": ["lake"]}, {"name": "C", "signature": []}]]
+    report = AssemblyReport()
+    metrics, outcome = merge_metrics(drafts, dims, 1, OutcomeConfig(terminals=("Harm",)), report)
+    assert [m.name for m in metrics] == ["Harm"]  # cap 1, the configured terminal always kept
+    assert metrics[0].role == "terminal" and outcome.terminals == ("Harm",)
+    assert report.dropped["metric_undefined_dimension"] == 1
+    metrics, _ = merge_metrics(drafts, dims, 3, None, AssemblyReport())
+    assert [m.name for m in metrics] == ["AMetric", "C"]
+
+
+def test_merge_relations_repairs_and_drops():
+    ms = [Metric("A", (), role="intermediate"), Metric("T", (), role="terminal")]
+    vs = [Variable("A"), Variable("T")]
+    report = AssemblyReport()
+    rels = merge_relations([[{"source": "a", "target": "T"}, {"source": "T", "target": "A"},
+                             {"source": "A", "target": "Nope"}]], vs, ms, report)
+    assert [(r.source, r.target) for r in rels] == [("A", "T")]
+    assert report.repaired["relation_endpoint"] == 1
+    assert report.dropped["relation_from_terminal"] == 1
+    assert report.dropped["relation_undefined_variable"] == 1
+
+
+def test_link_evidence_is_the_papers():
+    chunks = [Chunk("x", "alpha beta gamma"), Chunk("y", "delta alpha beta"), Chunk("z", "q")]
+    assert text_matches("alpha beta" + "!" * 300, chunks, 10) == [0, 1]  # first 10 chars only
+
+    class Fixed:  # edge text embeds onto chunk z exactly, onto nothing else
+        name, dim = "fixed", 3
+
+        def embed_documents(self, texts):
+            return np.array([[0.0, 0.0, 1.0]] * len(texts))
+
+    emb = np.eye(3, dtype=np.float32)
+    edge = CausalEdge("e1", "A", "B", "m")
+    (linked,) = link_evidence([edge], chunks, emb, Fixed(), quotes={"e1": "alpha beta"})
+    assert linked.evidence == ("x", "y")  # text matches first, capped at 2
+    (linked,) = link_evidence([edge], chunks, emb, Fixed(), quotes={"e1": "alpha"}, per_edge=3)
+    assert linked.evidence == ("x", "y", "z")  # plus the semantic match (cosine 1.0 >= 0.78)
+    (linked,) = link_evidence([edge], chunks, emb, Fixed(), tau=1.01)
+    assert linked.evidence == ()
+
+
+def test_estimate_bounds_the_report(clean):
+    est = estimate_build(CHUNKS, None, "XS")
+    rep = clean.report["stages"]
+    assert est["stages"]["stage1"]["calls"] == rep["stage1"]["calls"] == 8
+    est2 = estimate_build(CHUNKS, clean.graph.spec, "XS")
+    assert est2["stages"]["tier1"]["calls"] == rep["tier1"]["calls"]
+    assert rep["tier2"]["calls"] <= est2["stages"]["tier2"]["calls_max"]
+    assert "calls" in format_estimate(est2) and "tier2" in format_report(clean.report)
+
+
+def test_unknown_option_is_an_actionable_error():
+    with pytest.raises(ConfigError, match="max_batch_pairs"):
+        scripted_build(max_batch_pairz=10)
+
+
+# -- over HTTP --------------------------------------------------------------------------------
+
+
+def http_build(srv, cache_dir=None, spec=None, **kw):
+    llm = OpenAIStructuredLLM("stub-model", base_url=srv.base_url, api_key="x", timeout=1,
+                              backoff_base=0.001, max_concurrency=4, cache_dir=cache_dir, **kw)
+    return build_graph(CHUNKS, embedder=EMB, llm=llm, tier="XS",
+                       outcome=None if spec else OUTCOME, spec=spec)
+
+
+def test_faulty_server_gives_the_clean_graph_and_counts_match(clean):
+    plan = FaultPlan(rate_limit_every=5, server_error_every=7, unavailable_every=11,
+                     malformed_every=13, slow_every=17, slow_seconds=1.3, retry_after="0.01")
+    with StubLLMServer(respond, faults=plan) as srv:
+        r = http_build(srv)
+    assert signature(r) == signature(clean)
+    totals = r.report["totals"]
+    assert sum(srv.by_fault.values()) > 5 and totals["failed"] == 0
+    assert totals["calls"] == srv.calls  # call for call
+    assert totals["retries"] + totals["reasks"] == srv.calls - (
+        clean.report["totals"]["calls"])
+    assert sum(r.report["stages"][s]["calls"] for s in STAGES) == srv.calls
+
+
+def test_clean_http_tokens_match_the_server(clean):
+    with StubLLMServer(respond) as srv:
+        r = http_build(srv)
+    t = r.report["totals"]
+    assert t["calls"] == srv.calls == clean.report["totals"]["calls"]
+    assert (t["prompt_tokens"], t["completion_tokens"]) == (srv.prompt_tokens,
+                                                            srv.completion_tokens)
+    assert signature(r) == signature(clean)
+
+
+def test_cached_rebuild_makes_zero_calls_and_edit_reasks_only_the_change(tmp_path, clean):
+    cache = tmp_path / "cache"
+    with StubLLMServer(respond) as srv:
+        first = http_build(srv, cache)
+        n = srv.calls
+        again = http_build(srv, cache)
+        assert srv.calls == n and again.report["totals"]["calls"] == 0
+        assert again.report["totals"]["cache_hits"] == n
+        assert signature(again) == signature(first)
+        # Hand-edit: a new variable of one metric. Only the Tier 2 batches of templates with
+        # that metric are new requests; Stage 1 is skipped and Tier 1 prompts are unchanged.
+        spec = first.graph.spec
+        edited = replace(spec, variables=(*spec.variables, Variable("WastewaterDischarge",
+                                                                    ("Lake Erie",))))
+        srv.reset_counts()
+        r = http_build(srv, cache, spec=edited)
+        assert set(srv.by_schema) == {"Tier2Reply"}
+        assert srv.calls == r.report["stages"]["tier2"]["calls"] == 1  # template WD -> NL
+
+
+RESUME_SCRIPT = """
+import json, sys
+sys.path.insert(0, {tests!r})
+from fixtures.llm.responder import OUTCOME, load_chunks
+from hcg_core.build import build_graph
+from hcg_core.embedders import HashingEmbedder
+from hcg_core.llm import OpenAIStructuredLLM
+llm = OpenAIStructuredLLM("stub-model", base_url=sys.argv[1], api_key="x", cache_dir=sys.argv[2],
+                          max_concurrency=2, backoff_base=0.001)
+r = build_graph(load_chunks(), embedder=HashingEmbedder(), llm=llm, tier="XS", outcome=OUTCOME)
+json.dump([[e.id, e.source, e.target, e.mechanism, e.confidence, list(e.evidence)]
+           for e in r.graph.edges], open(sys.argv[3], "w"))
+"""
+
+
+def test_killed_build_resumes_repeating_at_most_the_calls_in_flight(tmp_path, clean):
+    script = tmp_path / "build.py"
+    script.write_text(RESUME_SCRIPT.format(tests=str(Path(__file__).parent)))
+    cache, out = tmp_path / "cache", tmp_path / "edges.json"
+    total = clean.report["totals"]["calls"]
+    with StubLLMServer(respond, delay=0.05) as srv:
+        cmd = [sys.executable, str(script), srv.base_url, str(cache), str(out)]
+        proc = subprocess.Popen(cmd)
+        deadline = time.monotonic() + 60
+        while srv.calls < total // 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        first = srv.calls
+        assert 0 < first < total and not out.exists()
+        srv.reset_counts()
+        subprocess.run(cmd, check=True, timeout=120)
+        second = srv.calls
+    assert first + second <= total + 2  # at most max_concurrency calls repeated
+    assert second < total
+    edges = [tuple(x[:5]) + (tuple(x[5]),) for x in json.loads(out.read_text())]
+    assert edges == signature(clean)[2]
