@@ -1,0 +1,71 @@
+"""Stage 1 + Stage 2 entry point: chunks -> (spec, causal graph, evidence, embeddings, report).
+
+``build_graph`` dispatches to the LLM-free builder when no LLM is given, and to the paper's LLM
+pipeline otherwise. Both return the same artefact, which ``hcg_core.store.save_graph`` writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..config import DEFAULT_TIER
+from ..errors import BuildError
+from ..ports import Embedder, StructuredLLM
+from ..types import CausalGraph, Chunk, DomainSpec, OutcomeConfig
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What a build produces: the graph plus the vectors it computed, and an honest report.
+
+    ``report`` is JSON-ready: per stage ``seconds``, counts, and LLM ``calls``, ``prompt_tokens``,
+    ``completion_tokens``, ``retries``, ``failed`` (zero for the offline builder).
+    """
+
+    graph: CausalGraph
+    variable_embeddings: np.ndarray | None = None
+    chunk_embeddings: np.ndarray | None = None
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def build_graph(
+    chunks: Sequence[Chunk],
+    *,
+    embedder: Embedder,
+    llm: StructuredLLM | None = None,
+    tier: str = DEFAULT_TIER,
+    outcome: OutcomeConfig | None = None,
+    spec: DomainSpec | None = None,
+    progress: bool | None = None,
+    **options: Any,
+) -> BuildResult:
+    """Build a causal graph over ``chunks``.
+
+    Args:
+        chunks: the corpus, already chunked (see ``hcg_core.corpus``).
+        embedder: embeds chunks and variables (stored with the graph).
+        llm: a structured-output LLM; ``None`` selects the offline, LLM-free builder.
+        tier: scaling tier (XS, S, M, L) capping the spec's metrics and dimensions.
+        outcome: the causal sinks to build toward; generated when ``None``.
+        spec: a given (possibly hand-edited) spec; Stage 1 is skipped when set.
+        progress: show progress bars; ``None`` means only when stderr is a terminal.
+        options: builder-specific settings, passed through.
+    """
+    if not chunks:
+        raise BuildError("no chunks to build from: the corpus is empty")
+    if llm is None:
+        from .offline import build_offline
+
+        return build_offline(chunks, embedder=embedder, tier=tier, outcome=outcome, spec=spec,
+                             progress=progress, **options)
+    from .llm_pipeline import build_with_llm
+
+    return build_with_llm(chunks, embedder=embedder, llm=llm, tier=tier, outcome=outcome,
+                          spec=spec, progress=progress, **options)
+
+
+__all__ = ["BuildResult", "build_graph"]
