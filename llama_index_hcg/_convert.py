@@ -28,7 +28,9 @@ def _json_safe(metadata: Mapping[str, Any]) -> dict[str, Any]:
     # The core store writes chunk metadata as JSON; LlamaIndex allows only flat scalars anyway,
     # but a reader may have put something odd there.
     return {
-        str(k): v for k, v in metadata.items() if v is None or isinstance(v, (str, int, float, bool))
+        str(k): v
+        for k, v in metadata.items()
+        if v is None or isinstance(v, (str, int, float, bool))
     }
 
 

@@ -146,8 +146,3 @@ def add_chunks(
             if extra:
                 edges[ei] = replace(e, evidence=e.evidence + extra)
     return replace(graph, edges=tuple(edges), chunks=graph.chunks + tuple(fresh))
-
-
-def edge_text(edge: CausalEdge) -> str:
-    """The string embedded for semantic evidence linking (paper, Appendix B)."""
-    return f"{edge.source} -> {edge.target}: {edge.mechanism}"

@@ -125,7 +125,7 @@ class LlamaIndexStructuredLLM:
         if not isinstance(llm, LLM):
             raise ConfigError(f"llm must be a LlamaIndex LLM, got {type(llm).__name__}")
         self.llm = llm
-        self.name = f"llamaindex:{llm.class_name()}:{llm.metadata.model_name}"
+        self.name = f"llamaindex:{type(llm).__name__}:{llm.metadata.model_name}"
 
     async def acomplete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
         # Contents go in as template *values*, never as template text: prompts carry JSON schemas
@@ -145,7 +145,9 @@ class LlamaIndexStructuredLLM:
             pass
 
         async def send(msgs: list[dict[str, str]]) -> str:
-            reply = await self.llm.achat([ChatMessage(role=m["role"], content=m["content"]) for m in msgs])
+            reply = await self.llm.achat(
+                [ChatMessage(role=m["role"], content=m["content"]) for m in msgs]
+            )
             return reply.message.content or ""
 
         try:

@@ -8,6 +8,7 @@ files. Models are never persisted: pass ``embed_model`` (and ``llm``) again on l
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from llama_index.core.storage.docstore.types import RefDocInfo
 from llama_index.core.storage.storage_context import StorageContext
 
 from hcg_core.build import build_graph
+from hcg_core.build.evidence import edge_text
 from hcg_core.config import (
     DEFAULT_EVIDENCE_PER_EDGE,
     DEFAULT_EVIDENCE_TAU,
@@ -39,7 +41,6 @@ from ._convert import node_to_chunk
 from ._graph import (
     add_chunks,
     decode_matrix,
-    edge_text,
     encode_matrix,
     graph_from_dict,
     graph_to_dict,
@@ -49,6 +50,8 @@ from ._models import resolve_embedder, to_structured_llm
 from .retriever import HCGRetriever
 
 INDEX_STRUCT_TYPE = "hcg_causal_graph"
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -151,7 +154,9 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
 
     # ------------------------------------------------------------------ build and state
 
-    def _build_index_from_nodes(self, nodes: Sequence[BaseNode], **build_kwargs: Any) -> HCGIndexStruct:
+    def _build_index_from_nodes(
+        self, nodes: Sequence[BaseNode], **build_kwargs: Any
+    ) -> HCGIndexStruct:
         chunks = [node_to_chunk(n) for n in nodes]
         if not chunks:
             raise BuildError("HCGIndex needs at least one node with text to build a graph from")
@@ -179,8 +184,11 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         if chunk_emb is not None and len(chunk_emb) != len(graph.chunks):
             chunk_emb = None
         core = CoreRetriever.from_graph(
-            graph, self._embedder, self._config,
-            variable_embeddings=variable_emb, chunk_embeddings=chunk_emb,
+            graph,
+            self._embedder,
+            self._config,
+            variable_embeddings=variable_emb,
+            chunk_embeddings=chunk_emb,
         )
         self._graph = graph
         self._variable_emb = core.variable_embeddings
@@ -191,7 +199,11 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         assert self._graph is not None  # internal invariant, not user input
         struct.graph = graph_to_dict(self._graph)
         struct.embedder_name = self._embedder.name
-        struct.dim = int(self._chunk_emb.shape[1]) if self._chunk_emb is not None and self._chunk_emb.size else int(self._embedder.dim)
+        struct.dim = (
+            int(self._chunk_emb.shape[1])
+            if self._chunk_emb is not None and self._chunk_emb.size
+            else int(self._embedder.dim)
+        )
         struct.variable_embeddings = encode_matrix(self._variable_emb)
         struct.chunk_embeddings = encode_matrix(self._chunk_emb)
 
@@ -251,22 +263,69 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         new_emb = embed_texts(self._embedder, [c.text for c in chunks], what="inserted chunks")
         similarity = None
         if graph.edges:
-            edge_emb = embed_texts(self._embedder, [edge_text(e) for e in graph.edges], what="edges")
+            edge_emb = embed_texts(
+                self._embedder, [edge_text(e) for e in graph.edges], what="edges"
+            )
             similarity = edge_emb @ new_emb.T
-        graph = add_chunks(graph, chunks, similarity, tau=self._evidence_tau,
-                           per_edge=self._evidence_per_edge)
-        chunk_emb = new_emb if self._chunk_emb is None or not len(self._chunk_emb) else np.vstack([self._chunk_emb, new_emb])
+        graph = add_chunks(
+            graph, chunks, similarity, tau=self._evidence_tau, per_edge=self._evidence_per_edge
+        )
+        chunk_emb = (
+            new_emb
+            if self._chunk_emb is None or not len(self._chunk_emb)
+            else np.vstack([self._chunk_emb, new_emb])
+        )
         self._set_state(graph, self._variable_emb, chunk_emb)
         self._write_struct(self._index_struct)
 
     def _delete_node(self, node_id: str, **delete_kwargs: Any) -> None:
         """Remove a chunk and its evidence links; edges left with no evidence are dropped."""
-        graph, chunk_emb, dropped = remove_chunks(self.graph, [node_id], self._chunk_emb)
-        if graph.chunks == self.graph.chunks:
+        self._remove_chunks([node_id])
+
+    def _remove_chunks(self, node_ids: Sequence[str]) -> None:
+        graph, chunk_emb, dropped = remove_chunks(self.graph, node_ids, self._chunk_emb)
+        if len(graph.chunks) == len(self.graph.chunks):
             return
         self._index_struct.dropped_edges.extend(dropped)
         self._set_state(graph, self._variable_emb, chunk_emb)
         self._write_struct(self._index_struct)
+
+    def delete_nodes(
+        self, node_ids: list[str], delete_from_docstore: bool = False, **delete_kwargs: Any
+    ) -> None:
+        """Delete nodes in one graph edit (one re-compile, one struct write)."""
+        node_ids = list(node_ids)
+        self._remove_chunks(node_ids)
+        if delete_from_docstore:
+            for node_id in node_ids:
+                self.docstore.delete_document(node_id, raise_error=False)
+        self._storage_context.index_store.add_index_struct(self._index_struct)
+
+    async def adelete_nodes(
+        self, node_ids: list[str], delete_from_docstore: bool = False, **delete_kwargs: Any
+    ) -> None:
+        self.delete_nodes(node_ids, delete_from_docstore=delete_from_docstore, **delete_kwargs)
+
+    def delete_ref_doc(
+        self, ref_doc_id: str, delete_from_docstore: bool = False, **delete_kwargs: Any
+    ) -> None:
+        """Delete a document's nodes, their evidence links, and edges only they supported."""
+        info = self.docstore.get_ref_doc_info(ref_doc_id)
+        if info is None:
+            logger.warning("ref_doc_id %s not found, nothing deleted.", ref_doc_id)
+            return
+        # Copy the ids: the base class iterates the docstore's own list while deleting from it,
+        # which skips every other node of a multi-node document.
+        self.delete_nodes(
+            list(info.node_ids), delete_from_docstore=delete_from_docstore, **delete_kwargs
+        )
+        if delete_from_docstore:
+            self.docstore.delete_ref_doc(ref_doc_id, raise_error=False)
+
+    async def adelete_ref_doc(
+        self, ref_doc_id: str, delete_from_docstore: bool = False, **delete_kwargs: Any
+    ) -> None:
+        self.delete_ref_doc(ref_doc_id, delete_from_docstore=delete_from_docstore, **delete_kwargs)
 
     @property
     def ref_doc_info(self) -> dict[str, RefDocInfo]:
@@ -336,12 +395,15 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         )
         if stored.variable_embeddings is None or stored.chunk_embeddings is None:
             struct.embedder_name = ""  # force recomputation of what is missing
-        return cls(index_struct=struct, storage_context=storage_context,
-                   embed_model=embed_model, **kwargs)
+        return cls(
+            index_struct=struct, storage_context=storage_context, embed_model=embed_model, **kwargs
+        )
 
 
 def _json_report(report: dict[str, Any]) -> dict[str, Any]:
     """The build report as JSON-safe data (the struct is JSON; numpy scalars are not)."""
     import json
 
-    return json.loads(json.dumps(report, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+    return json.loads(
+        json.dumps(report, default=lambda o: o.item() if hasattr(o, "item") else str(o))
+    )

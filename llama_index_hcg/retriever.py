@@ -76,7 +76,9 @@ class HCGRetriever(BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         core = self._index.core_retriever
         if self._config is not None:
-            core = core.with_config(**{f: getattr(self._config, f) for f in self._config.field_names()})
+            core = core.with_config(
+                **{f: getattr(self._config, f) for f in self._config.field_names()}
+            )
         result = core.retrieve(query_bundle.query_str, k=self._similarity_top_k)
         ids = [rc.chunk.id for rc in result.chunks]
         nodes = {n.node_id: n for n in self._index.docstore.get_nodes(ids, raise_error=False) if n}

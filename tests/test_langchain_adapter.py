@@ -22,8 +22,8 @@ from pydantic import BaseModel
 import langchain_hcg.retrievers as lc_retrievers
 from hcg_core.embedders import HashingEmbedder, default_embedder
 from hcg_core.errors import ConfigError, InputError, LLMOutputError
-from hcg_core.types import CausalGraph, Chunk, DomainSpec
 from hcg_core.retrieval import HCGRetriever as CoreRetriever
+from hcg_core.types import CausalGraph, Chunk, DomainSpec
 from langchain_hcg import (
     HCGDefaultEmbeddings,
     HCGRetriever,
@@ -52,8 +52,9 @@ def embeddings() -> HCGDefaultEmbeddings:
 
 @pytest.fixture(scope="module")
 def retriever(embeddings: HCGDefaultEmbeddings) -> HCGRetriever:
-    return HCGRetriever.from_documents(demo_documents(), embeddings=embeddings, k=3, chunk_words=40,
-                                       overlap_words=8)
+    return HCGRetriever.from_documents(
+        demo_documents(), embeddings=embeddings, k=3, chunk_words=40, overlap_words=8
+    )
 
 
 def test_invoke_returns_k_documents_with_ids_and_provenance(retriever: HCGRetriever) -> None:
@@ -87,7 +88,9 @@ def test_sync_and_async_agree(retriever: HCGRetriever) -> None:
     sync = retriever.invoke(QUERY, k=4)
     got = asyncio.run(retriever.ainvoke(QUERY, k=4))
     assert [d.id for d in got] == [d.id for d in sync]
-    assert [d.id for d in retriever.batch([QUERY, QUERY])[0]] == [d.id for d in retriever.invoke(QUERY)]
+    assert [d.id for d in retriever.batch([QUERY, QUERY])[0]] == [
+        d.id for d in retriever.invoke(QUERY)
+    ]
 
 
 def test_callbacks_see_the_retriever_run(retriever: HCGRetriever) -> None:
@@ -123,8 +126,9 @@ def test_lcel_chain_puts_retrieved_text_in_the_prompt(retriever: HCGRetriever) -
     assert "hcg_paths" not in rendered  # provenance stays in metadata, the LLM sees text only
 
 
-def test_save_and_from_persist_dir_round_trip(retriever: HCGRetriever, tmp_path: Path,
-                                              embeddings: HCGDefaultEmbeddings) -> None:
+def test_save_and_from_persist_dir_round_trip(
+    retriever: HCGRetriever, tmp_path: Path, embeddings: HCGDefaultEmbeddings
+) -> None:
     retriever.save(tmp_path / "g")
     # The hashing embedder is rebuilt from the manifest's name: no embeddings argument needed.
     loaded = HCGRetriever.from_persist_dir(tmp_path / "g", k=3)
@@ -132,7 +136,8 @@ def test_save_and_from_persist_dir_round_trip(retriever: HCGRetriever, tmp_path:
         a, b = retriever.invoke(q, k=5), loaded.invoke(q, k=5)
         assert [d.id for d in a] == [d.id for d in b]
         assert [d.metadata["hcg_score"] for d in a] == pytest.approx(
-            [d.metadata["hcg_score"] for d in b])
+            [d.metadata["hcg_score"] for d in b]
+        )
     explicit = HCGRetriever.from_persist_dir(tmp_path / "g", embeddings=embeddings)
     assert explicit.k == 4
 
@@ -144,8 +149,14 @@ def test_chunk_false_keeps_the_callers_splits(embeddings: HCGDefaultEmbeddings) 
     assert {d.id for d in r.invoke(QUERY)} <= {d.id for d in docs}
     # A document without an id gets a stable content id, the same on every build.
     anon = [Document(page_content=d.page_content) for d in docs[:3]]
-    ids1 = [c.id for c in HCGRetriever.from_documents(anon, embeddings=embeddings, chunk=False).graph.chunks]
-    ids2 = [c.id for c in HCGRetriever.from_documents(anon, embeddings=embeddings, chunk=False).graph.chunks]
+    ids1 = [
+        c.id
+        for c in HCGRetriever.from_documents(anon, embeddings=embeddings, chunk=False).graph.chunks
+    ]
+    ids2 = [
+        c.id
+        for c in HCGRetriever.from_documents(anon, embeddings=embeddings, chunk=False).graph.chunks
+    ]
     assert ids1 == ids2 and len(set(ids1)) == 3
 
 
@@ -170,8 +181,9 @@ def test_default_embeddings_are_the_offline_default_and_feed_a_vector_store() ->
     store = InMemoryVectorStore.from_texts(texts, emb)
     hits = store.similarity_search(texts[1][:80], k=1)
     assert hits[0].page_content == texts[1]
-    np.testing.assert_allclose(emb.embed_query("stroke"), default_embedder().embed_query("stroke"),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        emb.embed_query("stroke"), default_embedder().embed_query("stroke"), rtol=1e-6
+    )
 
 
 def test_any_embeddings_wrap_into_the_core_protocol() -> None:
@@ -196,11 +208,14 @@ class Verdict(BaseModel):
 
 async def test_structured_llm_falls_back_to_json_text_with_reasks() -> None:
     # FakeListChatModel raises NotImplementedError from with_structured_output: text path.
-    model = FakeListChatModel(responses=["not json", '```json\n{"causal": true, "mechanism": "m"}\n```'])
+    model = FakeListChatModel(
+        responses=["not json", '```json\n{"causal": true, "mechanism": "m"}\n```']
+    )
     llm = LangChainStructuredLLM(model)
     assert llm.name.startswith("langchain:FakeListChatModel")
-    out = await llm.acomplete([{"role": "system", "content": "schema {x}"},
-                               {"role": "user", "content": "q"}], Verdict)
+    out = await llm.acomplete(
+        [{"role": "system", "content": "schema {x}"}, {"role": "user", "content": "q"}], Verdict
+    )
     assert out == Verdict(causal=True, mechanism="m")
 
 
@@ -210,8 +225,9 @@ async def test_structured_llm_raises_typed_error_when_replies_never_validate() -
         await llm.acomplete([{"role": "user", "content": "q"}], Verdict)
 
 
-def test_an_explicit_llm_selects_the_llm_pipeline(monkeypatch: pytest.MonkeyPatch,
-                                                  embeddings: HCGDefaultEmbeddings) -> None:
+def test_an_explicit_llm_selects_the_llm_pipeline(
+    monkeypatch: pytest.MonkeyPatch, embeddings: HCGDefaultEmbeddings
+) -> None:
     seen: dict[str, Any] = {}
     real = lc_retrievers.build_graph
 
@@ -220,8 +236,9 @@ def test_an_explicit_llm_selects_the_llm_pipeline(monkeypatch: pytest.MonkeyPatc
         return real(chunks, **{**kw, "llm": None})  # build offline: only the dispatch is tested
 
     monkeypatch.setattr(lc_retrievers, "build_graph", spy)
-    HCGRetriever.from_documents(demo_documents(), llm=FakeListChatModel(responses=["{}"]),
-                                embeddings=embeddings, tier="XS")
+    HCGRetriever.from_documents(
+        demo_documents(), llm=FakeListChatModel(responses=["{}"]), embeddings=embeddings, tier="XS"
+    )
     assert isinstance(seen["llm"], LangChainStructuredLLM)
     assert seen["tier"] == "XS"
     seen.clear()

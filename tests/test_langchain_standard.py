@@ -18,8 +18,10 @@ CORPUS = Path(__file__).resolve().parents[1] / "examples" / "data" / "adapter_de
 def _core() -> CoreRetriever:
     # Built once for the whole class: the suite constructs the retriever many times.
     sections = CORPUS.read_text(encoding="utf-8").split("\n## ")[1:]
-    docs = [Document(page_content=s.partition("\n")[2].strip(), id=f"sec-{i}")
-            for i, s in enumerate(sections)]
+    docs = [
+        Document(page_content=s.partition("\n")[2].strip(), id=f"sec-{i}")
+        for i, s in enumerate(sections)
+    ]
     return HCGRetriever.from_documents(docs, chunk_words=40, overlap_words=8).core
 
 
