@@ -36,6 +36,7 @@ from ..spec.generate import (
     stage1_calls,
 )
 from ..spec.validate import validate_graph, validate_spec
+from ..store import variable_text
 from ..types import CausalEdge, CausalGraph, Chunk, DomainSpec, OutcomeConfig, Variable
 from . import BuildResult
 from .evidence import link_evidence
@@ -81,11 +82,6 @@ def _options(options: Mapping[str, Any]) -> dict[str, Any]:
         if int(opts[key]) < 1:
             raise ConfigError(f"{key} must be at least 1, got {opts[key]}")
     return opts
-
-
-def variable_text(v: Variable) -> str:
-    """The text embedded for a variable: its name, then its description when it has one."""
-    return f"{v.name}: {v.description}" if v.description else v.name
 
 
 def build_with_llm(chunks: Sequence[Chunk], *, embedder: Embedder, llm: StructuredLLM,
@@ -351,5 +347,4 @@ __all__ = [
     "estimate_build",
     "format_estimate",
     "format_report",
-    "variable_text",
 ]
