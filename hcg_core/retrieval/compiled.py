@@ -47,6 +47,20 @@ def gather(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return pos, owner
 
 
+def confidence_order(edge_conf: np.ndarray) -> np.ndarray:
+    """Each edge's position when all edges are sorted by confidence (descending), then index.
+
+    Query-independent, so it is computed once when the graph is compiled.
+
+    >>> confidence_order(np.array([0.5, 0.9, 0.5])).tolist()
+    [1, 0, 2]
+    """
+    order = np.lexsort((np.arange(edge_conf.size), -edge_conf))
+    pos = np.empty(edge_conf.size, dtype=np.int64)
+    pos[order] = np.arange(edge_conf.size)
+    return pos
+
+
 def _frozen(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a)
     a.flags.writeable = False
@@ -63,7 +77,7 @@ class CompiledGraph:
         metric_starts: (g+1,) start row of each metric group with at least one variable.
         group_metric: (g,) metric index of each group.
         out_ptr/out_src/out_dst/out_eid, in_ptr/in_src/in_eid: CSR adjacency and the edge of each entry.
-        edge_src/edge_dst/edge_conf: per edge.
+        edge_src/edge_dst/edge_conf: per edge; edge_conf_order: rank by confidence.
         ev_ptr/ev_chunk: CSR from edge to the chunk rows it cites.
         is_end: (n,) bool, variable's metric has role outcome or terminal.
         end_group: (n,) int, a dense index of the end metric (-1 when not an end).
@@ -85,6 +99,7 @@ class CompiledGraph:
     edge_src: np.ndarray
     edge_dst: np.ndarray
     edge_conf: np.ndarray
+    edge_conf_order: np.ndarray
     ev_ptr: np.ndarray
     ev_chunk: np.ndarray
     is_end: np.ndarray
@@ -145,6 +160,7 @@ class CompiledGraph:
         end_metrics = sorted({int(k) for k in var_metric[is_end]})
         dense = {k: i for i, k in enumerate(end_metrics)}
         end_group = np.array([dense.get(int(k), -1) for k in var_metric], dtype=np.int64)
+        conf = np.array([e.confidence for e in graph.edges], dtype=np.float64)
         words = np.array([len(ch.text.split()) for ch in graph.chunks], dtype=np.int64)
         return cls(
             var_emb=_frozen(np.asarray(variable_embeddings, dtype=np.float32)[order]),
@@ -154,7 +170,7 @@ class CompiledGraph:
             out_src=_frozen(np.repeat(np.arange(n, dtype=np.int64), np.diff(out_ptr))), out_eid=_frozen(out_eid),
             in_ptr=_frozen(in_ptr), in_src=_frozen(in_src), in_eid=_frozen(in_eid),
             edge_src=_frozen(src), edge_dst=_frozen(dst),
-            edge_conf=_frozen(np.array([e.confidence for e in graph.edges], dtype=np.float64)),
+            edge_conf=_frozen(conf), edge_conf_order=_frozen(confidence_order(conf)),
             ev_ptr=_frozen(ev_ptr), ev_chunk=_frozen(ev_c),
             is_end=_frozen(is_end), end_group=_frozen(end_group), n_end_groups=len(end_metrics),
             chunk_emb=_frozen(np.asarray(chunk_embeddings, dtype=np.float32)),

@@ -78,14 +78,16 @@ def bounded_bfs(
         if frontier.size == 0:
             break
         pos, _ = gather(out_ptr, frontier)
-        if pos.size == 0:
-            break
         dst = out_dst[pos]
         fresh = dist[dst] < 0
         dst, pos = dst[fresh], pos[fresh]
-        frontier, first = np.unique(dst, return_index=True)
-        dist[frontier] = hop
-        parent[frontier] = out_eid[pos[first]]
+        if dst.size == 0:
+            break
+        # Marking instead of np.unique: duplicates write the same hop, and for the parent the
+        # last write wins, which is deterministic for a given graph and query.
+        dist[dst] = hop
+        parent[dst] = out_eid[pos]
+        frontier = np.flatnonzero(dist == hop)
     return dist, parent
 
 
@@ -187,15 +189,16 @@ def toward_ends(in_ptr: np.ndarray, in_src: np.ndarray, in_eid: np.ndarray, ends
         src = in_src[pos]
         fresh = ~seen[src] & inside[src]
         src, pos = src[fresh], pos[fresh]
-        frontier, first = np.unique(src, return_index=True)
-        seen[frontier] = True
-        nxt[frontier] = in_eid[pos[first]]
+        nxt[src] = in_eid[pos]
+        frontier = src[~seen[src]]
+        seen[src] = True
+        frontier = np.flatnonzero(np.bincount(frontier, minlength=n)) if frontier.size else frontier
     return nxt
 
 
 def rank_evidence(
-    edges: np.ndarray, edge_rank: np.ndarray, edge_conf: np.ndarray, ev_ptr: np.ndarray,
-    ev_chunk: np.ndarray, chunk_sims_of, need: int,
+    edges: np.ndarray, edge_rank: np.ndarray, edge_conf: np.ndarray, conf_order: np.ndarray,
+    ev_ptr: np.ndarray, ev_chunk: np.ndarray, chunk_sims_of, need: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Deduplicate the chunks cited by ``edges`` and rank them (the paper only deduplicates).
 
@@ -208,8 +211,9 @@ def rank_evidence(
     for every citing edge seen (provenance).
 
     >>> ptr = np.array([0, 2, 3]); chunks = np.array([5, 6, 6])
-    >>> rows, pairs = rank_evidence(np.array([0, 1]), np.array([1, 0]),
-    ...     np.array([0.9, 0.5]), ptr, chunks, lambda r: np.zeros(r.size), need=5)
+    >>> conf = np.array([0.9, 0.5])
+    >>> rows, pairs = rank_evidence(np.array([0, 1]), np.array([1, 0]), conf,
+    ...     np.array([0, 1]), ptr, chunks, lambda r: np.zeros(r.size), need=5)
     >>> rows.tolist()
     [6, 5]
     """
@@ -217,24 +221,31 @@ def rank_evidence(
     if edges.size == 0 or need < 1:
         return empty
     conf = edge_conf[edges]
-    order = np.lexsort((edges, -conf, edge_rank))
-    edges, ranks, conf = edges[order], edge_rank[order], conf[order]
+    # One integer key per edge: rank first, then confidence (descending), then edge index.
+    key = edge_rank.astype(np.int64) * conf_order.size + conf_order[edges]
     take = min(edges.size, max(8, 2 * need))
     while True:
-        # Extend the prefix over ties with its last edge, so similarity breaks them correctly.
-        while take < edges.size and ranks[take] == ranks[take - 1] and conf[take] == conf[take - 1]:
-            take += 1
-        pos, owner = gather(ev_ptr, edges[:take])
+        if take < edges.size:
+            head = np.argpartition(key, take - 1)[:take]
+            head = head[np.argsort(key[head])]
+            # Extend over ties with the last edge, so similarity breaks them correctly.
+            last = head[-1]
+            ties = np.flatnonzero((edge_rank == edge_rank[last]) & (conf == conf[last]))
+            head = np.concatenate([head, np.setdiff1d(ties, head)])
+        else:
+            head = np.argsort(key)
+        pos, owner = gather(ev_ptr, edges[head])
         chunk = ev_chunk[pos]
-        if np.unique(chunk).size >= need or take == edges.size:
+        if take >= edges.size or np.unique(chunk).size >= need:
             break
-        take = min(edges.size, take * 2)
+        take = min(edges.size, take * 4)
     if chunk.size == 0:
         return empty
+    sel = head[owner]
     uniq, inverse = np.unique(chunk, return_inverse=True)
     sims = np.asarray(chunk_sims_of(uniq), dtype=np.float64)[inverse]
-    entry = np.lexsort((-sims, -conf[owner], ranks[owner]))
-    pairs = np.stack([chunk[entry], edges[owner][entry]], axis=1)
+    entry = np.lexsort((-sims, -conf[sel], edge_rank[sel]))
+    pairs = np.stack([chunk[entry], edges[sel][entry]], axis=1)
     _, first = np.unique(pairs[:, 0], return_index=True)
     ranked = pairs[np.sort(first), 0][:need]
     return ranked, pairs

@@ -170,7 +170,7 @@ class HCGRetriever:
                 edge_rank = node_rank[sub_dst]
                 keep = edge_rank < cones.groups.size
                 chunk_rows, pairs = rank_evidence(sub[keep], edge_rank[keep], g.edge_conf,
-                                                  g.ev_ptr, g.ev_chunk, sims_of, need=k)
+                                                  g.edge_conf_order, g.ev_ptr, g.ev_chunk, sims_of, need=k)
                 served_by = "cones"
                 if chunk_rows.size:
                     inside = node_rank < cones.groups.size
@@ -179,7 +179,7 @@ class HCGRetriever:
             if chunk_rows.size == 0 and cfg.bfs_fallback and sub.size:
                 # No outcome reached, or cones without evidence: the BFS subgraph's evidence,
                 # nearer hops first (METHOD.md, "fall back gracefully").
-                chunk_rows, pairs = rank_evidence(sub, dist[sub_src], g.edge_conf, g.ev_ptr,
+                chunk_rows, pairs = rank_evidence(sub, dist[sub_src], g.edge_conf, g.edge_conf_order, g.ev_ptr,
                                                   g.ev_chunk, sims_of, need=k)
                 served_by = "bfs"
             if chunk_rows.size == 0:
@@ -239,14 +239,15 @@ class HCGRetriever:
         """Matched node -> ... -> edge -> ... -> outcome, via BFS parents and the cone's next hops."""
         g = self.compiled
         edges: list[int] = [edge]
-        node, seen = int(g.edge_src[edge]), set()
+        node, seen = int(g.edge_src[edge]), set[int]()
         while parent[node] >= 0 and node not in seen:  # back to the matched node that reached it
             seen.add(node)
             edges.insert(0, int(parent[node]))
             node = int(g.edge_src[edges[0]])
-        node, seen = int(g.edge_dst[edge]), set()
-        while toward is not None and toward[node] >= 0 and node not in seen:  # on to the outcome
-            seen.add(node)
+        on_path = {int(g.edge_src[e]) for e in edges}
+        node = int(g.edge_dst[edge])
+        while toward is not None and toward[node] >= 0 and node not in on_path:  # on to the end
+            on_path.add(node)
             edges.append(int(toward[node]))
             node = int(g.edge_dst[edges[-1]])
         nodes = [int(g.edge_src[edges[0]])] + [int(g.edge_dst[e]) for e in edges]
