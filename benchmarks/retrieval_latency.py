@@ -41,8 +41,14 @@ class _Fixed:
         raise AssertionError("not used")
 
 
-def synthetic(n_vars=1583, n_edges=9000, n_metrics=173, n_chunks=2000, dim=384, seed=0):
-    """A seeded random graph of the given size; returns (graph, var_emb, chunk_emb, centres)."""
+def synthetic(n_vars=1583, n_edges=9000, n_metrics=173, n_chunks=2000, dim=384, seed=0,
+              layout="layered"):
+    """A seeded random graph of the given size; returns (graph, var_emb, chunk_emb, centres).
+
+    ``layered``: metrics sit on 5 causal levels (outcome and terminal metrics on the top ones)
+    and edges run upward, as in the paper's hierarchical graphs. ``random``: edges join any two
+    variables, the worst case for BFS reach.
+    """
     rng = np.random.default_rng(seed)
     n_term, n_out = 3, 12
     roles = ["terminal"] * n_term + ["outcome"] * n_out + ["intermediate"] * (n_metrics - 15)
@@ -57,9 +63,15 @@ def synthetic(n_vars=1583, n_edges=9000, n_metrics=173, n_chunks=2000, dim=384, 
     centres = rng.standard_normal((n_metrics, dim))
     var_emb = centres[metric_of] + 0.8 * rng.standard_normal((n_vars, dim))
     var_emb /= np.linalg.norm(var_emb, axis=1, keepdims=True)
-    src = rng.integers(0, n_vars, n_edges * 2)
-    dst = rng.integers(0, n_vars, n_edges * 2)
+    src = rng.integers(0, n_vars, n_edges * 12)
+    dst = rng.integers(0, n_vars, n_edges * 12)
     ok = (src != dst) & (metric_of[src] >= n_term)  # no edge leaves a terminal
+    if layout == "layered":
+        # Level 4 holds the end metrics; the others spread over levels 0-3.
+        level = np.where(np.arange(n_metrics) < n_term + n_out, 4,
+                         np.arange(n_metrics) % 4)[metric_of]
+        ok &= (level[dst] == level[src] + 1) | ((level[dst] == level[src]) & (rng.random(src.size)
+                                                                             < 0.1))
     pairs = sorted(set(zip(src[ok].tolist(), dst[ok].tolist())))[:n_edges]
     chunk_emb = rng.standard_normal((n_chunks, dim))
     chunk_emb /= np.linalg.norm(chunk_emb, axis=1, keepdims=True)
@@ -79,8 +91,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--queries", type=int, default=500)
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--layout", choices=["layered", "random"], default="layered",
+                    help="edges run up 5 causal levels (default) or join any two variables")
     args = ap.parse_args()
-    graph, var_emb, chunk_emb, centres = synthetic()
+    graph, var_emb, chunk_emb, centres = synthetic(layout=args.layout)
     t0 = time.perf_counter()
     r = HCGRetriever.from_graph(graph, _Fixed(), variable_embeddings=var_emb,
                                 chunk_embeddings=chunk_emb)
@@ -111,7 +125,7 @@ def main() -> None:
         matched.append(res.diagnostics.get("reached", 0))
     g50, g95 = np.percentile(graph_t, [50, 95]) * 1e3
     b50, b95 = np.percentile(base_t, [50, 95]) * 1e3
-    print(f"graph: {len(graph.variables)} variables, {len(graph.edges)} edges, "
+    print(f"graph ({args.layout}): {len(graph.variables)} variables, {len(graph.edges)} edges, "
           f"{len(graph.spec.metrics)} metrics, {len(graph.chunks)} chunks, dim 384; compiled in {compile_s:.2f} s")
     print(f"queries: {len(queries)}, k={args.k}; served by {served}; "
           f"mean BFS reach {np.mean(matched):.0f} variables")
