@@ -1,0 +1,36 @@
+"""The LlamaIndex example runs offline on the defaults, end to end, in a fresh process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_example(name: str, *args: str) -> str:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def test_llamaindex_quickstart(tmp_path: Path) -> None:
+    stdout = run_example("llamaindex_quickstart.py", "--persist-dir", str(tmp_path / "storage"))
+    assert "graph:" in stdout and "answer:" in stdout
+    assert "reloaded retrieval identical: True" in stdout
+    assert (tmp_path / "storage" / "index_store.json").is_file()
+    assert (tmp_path / "storage" / "docstore.json").is_file()
+    assert "hcg_causal_graph" in (tmp_path / "storage" / "index_store.json").read_text()
