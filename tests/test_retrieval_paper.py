@@ -202,3 +202,15 @@ def test_concurrent_queries_match_serial(graph, embedder):
     for t in threads:
         t.join()
     assert [got[i] for i in range(len(queries))] == serial
+
+
+def test_nodes_only_triples(graph, embedder):
+    r = HCGRetriever.from_graph(graph, embedder)
+    triples = r.graph_triples("smoking")
+    # The Stroke cone's edges, best confidence first; no chunk text.
+    assert triples == [
+        "Pressure -> Stroke: vessel rupture",
+        "Smoking -> Inflammation(vessels): smoking inflames vessels",
+        "Inflammation(vessels) -> Pressure: stiff vessels",
+    ]
+    assert r.graph_triples("weather") == []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from ..store import StoredGraph, load_graph, save_graph, variable_text
 from ..types import CausalGraph, CausalPath, Chunk, RetrievalResult, RetrievedChunk
 from .compiled import CompiledGraph
 from .paper import (
+    Cones,
     bounded_bfs,
     cone_rank_of_nodes,
     match_nodes,
@@ -44,6 +45,33 @@ def embed_texts(embedder: Embedder, texts: Sequence[str], *, what: str) -> np.nd
         raise EmbedderError(f"embedder {getattr(embedder, 'name', embedder)!r} failed on "
                             f"{what}: {exc}") from exc
     return as_matrix(vecs, len(texts), who=f"embedder {getattr(embedder, 'name', '?')!r}")
+
+
+@dataclass(frozen=True)
+class Traversal:
+    """Stage 3 steps 1-3 for one query (array indices into the compiled graph).
+
+    ``rows``/``sims``: matched variables; ``dist``/``parent``: BFS hop and discovering edge per
+    variable; ``sub`` (+ ``sub_src``, ``sub_dst``): the BFS subgraph's edges; ``cones``: the kept
+    outcome cones; ``node_rank``: per variable its best kept cone's rank (None without cones).
+    """
+
+    rows: np.ndarray
+    sims: np.ndarray
+    dist: np.ndarray | None = None
+    parent: np.ndarray | None = None
+    sub: np.ndarray | None = None
+    sub_src: np.ndarray | None = None
+    sub_dst: np.ndarray | None = None
+    cones: Cones | None = None
+    node_rank: np.ndarray | None = None
+
+    def diagnostics(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"matched": int(self.rows.size)}
+        if self.dist is not None:
+            d.update(reached=int((self.dist >= 0).sum()), subgraph_edges=int(self.sub.size),
+                     cones=int(self.cones.groups.size))
+        return d
 
 
 class HCGRetriever:
@@ -133,6 +161,24 @@ class HCGRetriever:
         """Return the chunks for ``query``: graph evidence first, then vector fill to ``k``."""
         return self.retrieve_by_vector(query, self.embed_query(query), k)
 
+    def traverse(self, qvec: np.ndarray) -> Traversal:
+        """Stage 3 steps 1-3 for an embedded query: matching, bounded BFS, outcome cones."""
+        cfg, g = self.config, self.compiled
+        rows, sims = match_nodes(g.var_emb @ qvec, g.metric_starts, tau_min=cfg.tau_min,
+                                 top_metrics=cfg.top_metrics, band=cfg.band,
+                                 per_metric=cfg.per_metric)
+        if rows.size == 0:
+            return Traversal(rows, sims)
+        dist, parent = bounded_bfs(g.out_ptr, g.out_dst, g.out_eid, rows, cfg.max_hops,
+                                   stop=g.is_end)
+        reached = dist >= 0
+        # G_q's edges, taken in out-CSR order so they come grouped by source.
+        pos = np.flatnonzero(reached[g.out_src] & reached[g.out_dst])
+        sub, sub_src, sub_dst = g.out_eid[pos], g.out_src[pos], g.out_dst[pos]
+        cones = outcome_cones(reached, sub_src, sub_dst, g.end_group, rows, sims, cfg.max_cones)
+        node_rank = cone_rank_of_nodes(cones, g.n_vars) if cones.groups.size else None
+        return Traversal(rows, sims, dist, parent, sub, sub_src, sub_dst, cones, node_rank)
+
     def retrieve_by_vector(self, query: str, qvec: np.ndarray, k: int | None = None
                            ) -> RetrievalResult:
         """Stage 3 for an already embedded query (the part the latency benchmark times)."""
@@ -140,56 +186,64 @@ class HCGRetriever:
         k = cfg.top_k if k is None else int(k)
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}")
-        diag: dict[str, Any] = {}
-        rows, sims = match_nodes(g.var_emb @ qvec, g.metric_starts, tau_min=cfg.tau_min,
-                                 top_metrics=cfg.top_metrics, band=cfg.band,
-                                 per_metric=cfg.per_metric)
-        matched = tuple(g.var_names[r] for r in rows)
-        diag["matched"] = len(rows)
+        t = self.traverse(qvec)
+        diag: dict[str, Any] = t.diagnostics()
         chunk_rows = np.zeros(0, np.int64)
         pairs = np.zeros((0, 2), np.int64)
         served_by = "vector"
-        parent = toward = None
-        if rows.size:
-            dist, parent = bounded_bfs(g.out_ptr, g.out_dst, g.out_eid, rows, cfg.max_hops,
-                                       stop=g.is_end)
-            reached = dist >= 0
-            # G_q's edges, taken in out-CSR order so they come grouped by source.
-            pos = np.flatnonzero(reached[g.out_src] & reached[g.out_dst])
-            sub, sub_src, sub_dst = g.out_eid[pos], g.out_src[pos], g.out_dst[pos]
-            diag.update(reached=int(reached.sum()), subgraph_edges=int(sub.size))
-            cones = outcome_cones(reached, sub_src, sub_dst, g.end_group, rows, sims,
-                                  cfg.max_cones)
-            diag["cones"] = int(cones.groups.size)
+        toward = None
 
-            def sims_of(r: np.ndarray) -> np.ndarray:
-                return g.chunk_emb[r] @ qvec
+        def sims_of(r: np.ndarray) -> np.ndarray:
+            return g.chunk_emb[r] @ qvec
 
-            if cones.groups.size:
-                node_rank = cone_rank_of_nodes(cones, g.n_vars)
-                edge_rank = node_rank[sub_dst]
-                keep = edge_rank < cones.groups.size
-                chunk_rows, pairs = rank_evidence(sub[keep], edge_rank[keep], g.edge_conf,
-                                                  g.edge_conf_order, g.ev_ptr, g.ev_chunk, sims_of, need=k)
-                served_by = "cones"
-                if chunk_rows.size:
-                    inside = node_rank < cones.groups.size
-                    toward = toward_ends(g.in_ptr, g.in_src, g.in_eid,
-                                         np.flatnonzero(inside & g.is_end), inside)
-            if chunk_rows.size == 0 and cfg.bfs_fallback and sub.size:
-                # No outcome reached, or cones without evidence: the BFS subgraph's evidence,
-                # nearer hops first (METHOD.md, "fall back gracefully").
-                chunk_rows, pairs = rank_evidence(sub, dist[sub_src], g.edge_conf, g.edge_conf_order, g.ev_ptr,
-                                                  g.ev_chunk, sims_of, need=k)
-                served_by = "bfs"
-            if chunk_rows.size == 0:
-                served_by = "vector"
+        if t.node_rank is not None:
+            n_cones = t.cones.groups.size
+            edge_rank = t.node_rank[t.sub_dst]
+            keep = edge_rank < n_cones
+            chunk_rows, pairs = rank_evidence(t.sub[keep], edge_rank[keep], g.edge_conf,
+                                              g.edge_conf_order, g.ev_ptr, g.ev_chunk, sims_of,
+                                              need=k)
+            served_by = "cones"
+            if chunk_rows.size:
+                inside = t.node_rank < n_cones
+                toward = toward_ends(g.in_ptr, g.in_src, g.in_eid,
+                                     np.flatnonzero(inside & g.is_end), inside)
+        if chunk_rows.size == 0 and cfg.bfs_fallback and t.sub is not None and t.sub.size:
+            # No outcome reached, or cones without evidence: the BFS subgraph's evidence,
+            # nearer hops first (METHOD.md, "fall back gracefully").
+            chunk_rows, pairs = rank_evidence(t.sub, t.dist[t.sub_src], g.edge_conf,
+                                              g.edge_conf_order, g.ev_ptr, g.ev_chunk, sims_of,
+                                              need=k)
+            served_by = "bfs"
+        if chunk_rows.size == 0:
+            served_by = "vector"
         picked = self._pack(chunk_rows, k)
-        out = [self._graph_chunk(int(r), qvec, pairs, parent, toward) for r in picked]
+        out = [self._graph_chunk(int(r), qvec, pairs, t.parent, toward) for r in picked]
         if len(out) < k and cfg.vector_fill and self._budget_left(out):
             out.extend(self._vector_fill(qvec, k - len(out), {int(r) for r in picked}, out))
         diag["graph_chunks"] = sum(rc.route == "graph" for rc in out)
+        matched = tuple(g.var_names[r] for r in t.rows)
         return RetrievalResult(query, tuple(out), matched, served_by, diag)
+
+    def graph_triples(self, query: str, max_edges: int = 200) -> list[str]:
+        """The paper's nodes-only ablation: the kept cones' edges as text, not evidence chunks.
+
+        Returns ``"source -> target: mechanism"`` lines (best cone first, then confidence), or
+        the BFS subgraph's edges when no cone was kept; empty when nothing matched.
+        """
+        g = self.compiled
+        t = self.traverse(self.embed_query(query))
+        if t.sub is None or t.sub.size == 0:
+            return []
+        if t.node_rank is not None:
+            edge_rank = t.node_rank[t.sub_dst]
+            keep = edge_rank < t.cones.groups.size
+            edges, ranks = t.sub[keep], edge_rank[keep]
+        else:
+            edges, ranks = t.sub, t.dist[t.sub_src]
+        order = np.lexsort((g.edge_conf_order[edges], ranks))[:max_edges]
+        return [f"{g.var_names[g.edge_src[e]]} -> {g.var_names[g.edge_dst[e]]}: "
+                f"{g.mechanisms[e]}".rstrip(": ") for e in edges[order]]
 
     # ------------------------------------------------------------------ helpers
 
