@@ -250,3 +250,31 @@ def test_wraps_an_existing_core_retriever(retriever: HCGRetriever) -> None:
     core = CoreRetriever.from_graph(retriever.graph, retriever.core.embedder)
     again = HCGRetriever(core=core, k=2)
     assert [d.id for d in again.invoke(QUERY)] == [d.id for d in retriever.invoke(QUERY, k=2)]
+
+
+class _StructuredChat(FakeListChatModel):
+    """A chat model whose with_structured_output works, as a real provider's does."""
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:
+        from langchain_core.runnables import RunnableLambda
+
+        return RunnableLambda(lambda _msgs: schema(causal=True, mechanism="structured"))
+
+
+async def test_structured_llm_prefers_with_structured_output() -> None:
+    llm = LangChainStructuredLLM(_StructuredChat(responses=["unused text path"]))
+    out = await llm.acomplete([{"role": "user", "content": "q"}], Verdict)
+    assert out == Verdict(causal=True, mechanism="structured")
+
+
+async def test_structured_llm_types_transport_errors() -> None:
+    from hcg_core.errors import LLMError
+
+    class Broken(FakeListChatModel):
+        async def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
+            raise ConnectionError("server down")
+
+    with pytest.raises(LLMError, match="server down"):
+        await LangChainStructuredLLM(Broken(responses=["x"])).acomplete(
+            [{"role": "user", "content": "q"}], Verdict
+        )

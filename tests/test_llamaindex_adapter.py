@@ -374,3 +374,13 @@ def test_an_explicit_llm_selects_the_llm_pipeline(
     seen.clear()
     HCGIndex.from_documents(demo_documents(), embed_model=embed, transformations=[splitter()])
     assert seen["llm"] is None
+
+
+async def test_async_retrieve_and_insert_match_sync(index: HCGIndex) -> None:
+    retriever = index.as_retriever(similarity_top_k=4)
+    assert ids(await retriever.aretrieve(QUERY)) == ids(retriever.retrieve(QUERY))
+    await index.ainsert(Document(text="Salt intake raises blood pressure.", id_="salt"))
+    assert set(index.ref_doc_info["salt"].node_ids) <= {c.id for c in index.graph.chunks}
+    await index.adelete_ref_doc("salt", delete_from_docstore=True)
+    _assert_consistent(index)
+    assert "salt" not in index.ref_doc_info
