@@ -128,7 +128,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         **kwargs: Any,
     ) -> None:
         # Consumed here, before BaseIndex builds: the same kwargs also reach the transformations.
-        self._embedder: Embedder = resolve_embedder(embed_model)
+        self._embedder: Embedder = _loading_embedder(embed_model, index_struct)
         self._llm = to_structured_llm(llm)
         self._tier = tier
         self._outcome = outcome
@@ -225,6 +225,13 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             decode_matrix(struct.chunk_embeddings, struct.dim) if same else None,
         )
         if not same:  # re-embedded with the new model: store what retrieval now uses
+            if struct.embedder_name:
+                logger.warning(
+                    "HCGIndex was built with embedder %r and is loaded with %r: all vectors were "
+                    "recomputed; pass the original embed_model to reuse the stored ones",
+                    struct.embedder_name,
+                    self._embedder.name,
+                )
             self._write_struct(struct)
 
     @property
@@ -398,6 +405,23 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         return cls(
             index_struct=struct, storage_context=storage_context, embed_model=embed_model, **kwargs
         )
+
+
+def _loading_embedder(embed_model: Any | None, struct: HCGIndexStruct | None) -> Embedder:
+    """On load with no explicit or Settings model, rebuild the embedder the index was built with
+    (possible for the offline ones) rather than silently switching to the default."""
+    if embed_model is None and struct is not None and struct.embedder_name:
+        from llama_index.core import Settings
+
+        if getattr(Settings, "_embed_model", None) is None:
+            from hcg_core.embedders import embedder_from_name
+            from hcg_core.errors import EmbedderError
+
+            try:
+                return embedder_from_name(struct.embedder_name)
+            except EmbedderError:
+                pass  # e.g. an API model: fall through to the default, with a warning on restore
+    return resolve_embedder(embed_model)
 
 
 def _json_report(report: dict[str, Any]) -> dict[str, Any]:

@@ -384,3 +384,12 @@ async def test_async_retrieve_and_insert_match_sync(index: HCGIndex) -> None:
     await index.adelete_ref_doc("salt", delete_from_docstore=True)
     _assert_consistent(index)
     assert "salt" not in index.ref_doc_info
+
+
+def test_loading_without_embed_model_rebuilds_the_build_embedder(
+    index: HCGIndex, tmp_path: Path
+) -> None:
+    index.storage_context.persist(persist_dir=tmp_path)
+    loaded = load_index_from_storage(StorageContext.from_defaults(persist_dir=tmp_path))
+    assert loaded.embedder.name == "hashing-v1-1024"
+    assert ids(loaded.as_retriever().retrieve(QUERY)) == ids(index.as_retriever().retrieve(QUERY))
