@@ -116,7 +116,11 @@ class LangChainStructuredLLM:
             if runnable is not None:
                 try:
                     out = await runnable.ainvoke(msgs)
-                    return out if isinstance(out, response_model) else response_model.model_validate(out)
+                    return (
+                        out
+                        if isinstance(out, response_model)
+                        else response_model.model_validate(out)
+                    )
                 except (ValueError, ValidationError, NotImplementedError, TypeError):
                     pass
 
@@ -137,6 +141,10 @@ def to_structured_llm(llm: Any | None) -> StructuredLLM | None:
     """``None`` stays ``None`` (offline builder); a core StructuredLLM passes; a LangChain model is wrapped."""
     if llm is None:
         return None
-    if not isinstance(llm, BaseLanguageModel) and hasattr(llm, "acomplete") and hasattr(llm, "name"):
+    if (
+        not isinstance(llm, BaseLanguageModel)
+        and hasattr(llm, "acomplete")
+        and hasattr(llm, "name")
+    ):
         return llm
     return LangChainStructuredLLM(llm)

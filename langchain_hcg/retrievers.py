@@ -121,15 +121,28 @@ class HCGRetriever(BaseRetriever):
         if not docs:
             raise InputError("from_documents got no documents")
         if chunk:
-            chunks = chunk_documents([to_core_document(d) for d in docs],
-                                     chunk_words=chunk_words, overlap_words=overlap_words)
+            chunks = chunk_documents(
+                [to_core_document(d) for d in docs],
+                chunk_words=chunk_words,
+                overlap_words=overlap_words,
+            )
         else:
             chunks = [to_chunk(d) for d in docs]
         embedder = resolve_embedder(embeddings)
-        result = build_graph(chunks, embedder=embedder, llm=to_structured_llm(llm), tier=tier,
-                             outcome=outcome, spec=spec, progress=progress, **build_options)
+        result = build_graph(
+            chunks,
+            embedder=embedder,
+            llm=to_structured_llm(llm),
+            tier=tier,
+            outcome=outcome,
+            spec=spec,
+            progress=progress,
+            **build_options,
+        )
         core = CoreRetriever.from_graph(
-            result.graph, embedder, config,
+            result.graph,
+            embedder,
+            config,
             variable_embeddings=_aligned(result.variable_embeddings, len(result.graph.variables)),
             chunk_embeddings=_aligned(result.chunk_embeddings, len(result.graph.chunks)),
         )
