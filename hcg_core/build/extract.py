@@ -10,6 +10,7 @@ hedges and quantifiers stripped, crude singularisation) and split into a head ("
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -50,29 +51,33 @@ class Cue:
     forward: bool
     strength: float
     initial: bool = False
+    word: bool = True  # the pattern starts and ends at word boundaries (not so for "->")
 
 
 _AUX = r"(?:(?:is|are|was|were|be|been|being|can be|may be|is often|are often|is usually|are usually|is mainly|are mainly|is mostly|are mostly|is largely|are largely|is partly|are partly|is sometimes|are sometimes|is commonly|are commonly) )"
 # Verbs whose -ed form is also an adjective ("increased risk") are matched only in base and -s
 # forms when forward; their passive ("is increased by") is matched separately.
 _FORWARD_VERBS: tuple[tuple[str, str, float], ...] = (
+    ("risk_factor", r"(?:is|are|remains?) (?:a |an |the |one of the )?(?:[a-z\-]+ ){0,2}risk factors? (?:for|of)", 0.85),
+    ("cause_of", r"(?:is|are|was|were|remains?) (?:a |an |the |one of the )?(?:[a-z\-]+ ){0,2}(?:causes?|drivers?|triggers?|sources?) of", 0.9),
     ("cause", r"caus(?:e|es|ed|ing)", 0.95),
-    ("lead_to", r"(?:lead|leads|led|leading) to", 0.9),
+    ("lead_to", r"(?:lead|leads|led|leading|progress|progresses|progressed) to", 0.9),
     ("result_in", r"(?:result|results|resulted|resulting) in", 0.9),
     ("trigger", r"trigger(?:s|ed)?", 0.85),
     ("induce", r"induc(?:e|es)", 0.85),
     ("contribute_to", r"contribut(?:e|es|ed|ing) to", 0.75),
     ("responsible_for", r"(?:is|are|was|were) (?:largely |partly |mainly )?responsible for", 0.8),
-    ("risk_factor", r"(?:is|are) (?:a |an )?(?:major |main |known |important |strong )?risk factors? (?:for|of)", 0.85),
-    ("cause_of", r"(?:is|are|was|were) (?:a |an |the |one of the )?(?:main |major |leading |common |most common |primary |usual )?causes? of", 0.9),
+    ("predispose", r"predispos(?:e|es|ed)(?: [a-z]+)? to", 0.7),
+    ("protect", r"(?:protect|protects|guard|guards) against", 0.7),
+    ("interfere", r"(?:interfere|interferes|interfered) with", 0.65),
     ("increase", r"(?:increase|increases|raise|raises|elevate|elevates|boost|boosts|heighten|heightens)", 0.75),
     ("decrease", r"(?:decrease|decreases|reduce|reduces|lower|lowers|diminish|diminishes|lessen|lessens)", 0.75),
     ("prevent", r"(?:prevent|prevents|prevented)", 0.8),
-    ("inhibit", r"(?:inhibit|inhibits|suppress|suppresses|block|blocks)", 0.75),
-    ("promote", r"(?:promote|promotes|stimulate|stimulates|enhance|enhances|accelerate|accelerates)", 0.7),
+    ("inhibit", r"(?:inhibit|inhibits|suppress|suppresses|block|blocks|impair|impairs|weaken|weakens|disrupt|disrupts|hinder|hinders)", 0.75),
+    ("promote", r"(?:promote|promotes|stimulate|stimulates|enhance|enhances|accelerate|accelerates|activate|activates|strengthen|strengthens)", 0.7),
     ("worsen", r"(?:worsen|worsens|aggravate|aggravates|exacerbate|exacerbates)", 0.75),
     ("improve", r"(?:improve|improves|relieve|relieves|alleviate|alleviates|ease|eases)", 0.65),
-    ("damage", r"(?:damage|damages|destroy|destroys|kill|kills|shrink|shrinks|slow|slows|stop|stops)", 0.65),
+    ("damage", r"(?:damage|damages|destroy|destroys|kill|kills|shrink|shrinks|slow|slows|injure|injures|harm|harms)", 0.65),
     ("produce", r"(?:produce|produces|generate|generates|create|creates)", 0.55),
     ("treat", r"(?:treats|cure|cures|control|controls|manage|manages)", 0.55),
     ("affect", r"(?:affect|affects|influence|influences|determine|determines|drive|drives)", 0.5),
@@ -97,6 +102,8 @@ CUES: tuple[Cue, ...] = (
     Cue("initial_because", r"(?:because|since)", True, 0.65, initial=True),
     Cue("caused_by", rf"{_AUX}?(?:{_PASSIVE_VERBS}) (?:mainly |mostly |largely |partly |primarily )?by", False, 0.85),
     Cue("result_from", r"(?:result|results|resulted|resulting|stem|stems|arise|arises|arising) from", False, 0.85),
+    Cue("consequence_of", r"(?:is|are|was|were) (?:a |an |the |one of the )?(?:[a-z\-]+ ){0,2}(?:consequences?|results?|complications?) of", False, 0.8),
+    Cue("arrow", r" (?:->|\u2192|=>) ", True, 0.6, word=False),
     Cue("due_to", r"(?:(?:is|are|was|were|may be|can be) )?(?:mainly |mostly |largely |partly |often |usually )?(?:due to|because of|owing to|attributable to)", False, 0.8),
     Cue("because", r"because", False, 0.7),
     # Forward verbs last: "caused" must not claim the "caused by" of a passive.
@@ -104,7 +111,8 @@ CUES: tuple[Cue, ...] = (
       for n, p, s in _FORWARD_VERBS),
 )
 _CUE_RES = tuple(
-    (c, re.compile(r"^" + c.pattern + r"\b" if c.initial else r"\b" + c.pattern + r"\b"))
+    (c, re.compile(r"^" + c.pattern + r"\b" if c.initial
+                   else (r"\b" + c.pattern + r"\b" if c.word else c.pattern)))
     for c in CUES
 )
 
@@ -113,18 +121,26 @@ _CUE_RES = tuple(
 MAX_SPAN_WORDS = 6
 _NEGATIONS = frozenset({"not", "no", "never", "cannot", "can't", "don't", "doesn't", "didn't",
                         "won't", "isn't", "aren't", "neither", "nor", "without", "unlikely"})
-# Words that end a span: clause openers and prepositions that start a qualifier ("in older adults").
-_BOUNDARY_WORDS = frozenset(
-    ["which", "that", "what", "how", "why", "who", "whom", "whose", "when", "whenever", "while", "where", "if", "unless", "because", "since", "although", "though", "whereas", "but", "so", "than", "as", "by", "through", "via", "in", "into", "among", "during", "after", "before", "within", "for", "from", "with", "without", "until", "like", "such", "including", "especially", "e.g", "i.e", "than", "then", "therefore", "thus", "however", "also", "is", "are", "was", "were", "be", "been", "has", "have", "had", "do", "does", "did", "can", "may", "might", "could", "will", "would", "should", "must"]
+# Words that open a new clause: a span never runs across them.
+_CLAUSE_WORDS = frozenset(
+    ["which", "that", "what", "how", "why", "who", "whom", "whose", "when", "whenever", "while", "where", "if", "unless", "because", "since", "although", "though", "whereas", "but", "so", "than", "as", "such", "like", "including", "especially", "e.g", "i.e", "then", "therefore", "thus", "however", "also", "is", "are", "was", "were", "be", "been", "has", "have", "had", "do", "does", "did", "can", "may", "might", "could", "will", "would", "should", "must"]
 )
-# Before a cue the same words bound the subject; trailing modals are stripped first ("X can").
-_LEFT_BOUNDARY_WORDS = _BOUNDARY_WORDS | {"to", "used", "help", "helps", "goal", "aim", "purpose"}
+# Prepositions that start a qualifier of a noun phrase ("smoking in pregnancy", "stroke in older
+# adults"): the span ends before them.
+_PREPOSITIONS = frozenset(
+    ["by", "through", "via", "in", "into", "among", "during", "after", "before", "within", "for", "from", "with", "without", "until", "at", "on", "over", "under", "across", "throughout", "despite", "per", "versus", "vs"]
+)
+_BOUNDARY_WORDS = _CLAUSE_WORDS | _PREPOSITIONS | {"to"}
+# Before a cue the clause words bound the subject; trailing modals are stripped first ("X can").
+_LEFT_CLAUSE_WORDS = _CLAUSE_WORDS | {"to", "used", "help", "helps", "goal", "aim", "purpose"}
+# "a diet high in salt": after these adjectives the preposition's object is the cause.
+_CONTENT_ADJECTIVES = frozenset(["high", "rich", "low", "poor", "full", "heavy", "deficient"])
 # Leading words dropped from a span: determiners, quantifiers, hedges, intensities of change.
 _STRIP_LEADING = frozenset(
-    ["the", "a", "an", "this", "that", "these", "those", "some", "many", "most", "much", "more", "less", "few", "several", "certain", "such", "other", "another", "any", "all", "both", "each", "every", "its", "their", "his", "her", "our", "your", "my", "high", "higher", "highest", "low", "lower", "lowest", "increased", "decreased", "reduced", "elevated", "excessive", "significant", "significantly", "severe", "serious", "major", "minor", "greater", "smaller", "large", "larger", "small", "overall", "possible", "potential", "likely", "various", "different", "specific", "particular", "common", "rare", "new", "further", "additional", "main", "known", "also", "only", "even", "just", "very", "often", "usually", "sometimes", "already", "too", "not", "no", "and", "or", "of", "to"]
+    ["the", "a", "an", "this", "that", "these", "those", "some", "many", "most", "much", "more", "less", "few", "several", "certain", "such", "other", "another", "any", "all", "both", "each", "every", "its", "their", "his", "her", "our", "your", "my", "high", "higher", "highest", "low", "lower", "lowest", "increased", "decreased", "reduced", "elevated", "excessive", "significant", "significantly", "severe", "serious", "major", "minor", "greater", "smaller", "large", "larger", "small", "overall", "possible", "potential", "likely", "various", "different", "specific", "particular", "common", "rare", "new", "further", "additional", "main", "known", "also", "only", "even", "just", "very", "often", "usually", "sometimes", "already", "too", "not", "no", "and", "or", "of", "to", "persistently", "chronically", "controlling", "managing", "treating", "same", "abnormally", "extremely", "raised", "rising", "lowering", "raising", "reducing", "increasing", "decreasing", "worsening", "improving", "improved", "untreated", "uncontrolled", "long-standing", "longstanding", "prolonged", "excess", "extra", "poor", "poorly", "good", "better", "best", "normal", "regular", "frequent", "heavy"]
 )
 _STRIP_TRAILING = frozenset(
-    ["can", "may", "might", "could", "will", "would", "should", "must", "is", "are", "was", "were", "be", "been", "being", "has", "have", "had", "do", "does", "did", "also", "often", "usually", "sometimes", "commonly", "frequently", "generally", "typically", "directly", "eventually", "ultimately", "further", "significantly", "greatly", "which", "that", "who", "and", "or", "of", "to", "the", "a", "an", "it", "them", "this"]
+    ["can", "may", "might", "could", "will", "would", "should", "must", "is", "are", "was", "were", "be", "been", "being", "has", "have", "had", "do", "does", "did", "also", "often", "usually", "sometimes", "commonly", "frequently", "generally", "typically", "directly", "eventually", "ultimately", "further", "significantly", "greatly", "which", "that", "who", "and", "or", "of", "to", "the", "a", "an", "it", "them", "this", "all", "both", "alone", "together", "themselves", "itself", "in", "turn", "more", "less", "there", "here", "then", "too", "again", "indirectly"]
 )
 _PRONOUNS = frozenset(
     ["it", "its", "this", "that", "these", "those", "they", "them", "he", "she", "him", "her", "we", "you", "i", "one", "which", "what", "who", "both", "either", "each", "something", "anything", "everything", "someone", "anyone", "people", "person", "thing", "things"]
@@ -133,56 +149,131 @@ _PRONOUNS = frozenset(
 _REJECT_FIRST = frozenset(
     ["how", "what", "why", "where", "when", "whether", "once", "almost", "nearly", "everyone", "everything", "anyone", "anything", "someone", "something", "you", "we", "i", "he", "she", "they", "it", "there", "here", "yes", "about", "around", "approximately"]
 )
+# Words a cue verb form after which is a noun, not a verb ("the damage", "of damage").
+_NOUN_BEFORE = frozenset(
+    ["the", "a", "an", "this", "these", "those", "its", "their", "his", "her", "our", "your", "my", "no", "any", "some", "much", "more", "less", "of", "such", "further", "what", "whose"]
+)
+# Measures that distribute over a coordination: "the risk of stroke and dementia".
+_DISTRIBUTIVE_HEADS = frozenset(["risk", "chance", "likelihood", "odds", "incidence", "rate", "severity", "level", "probability"])
+# Nouns that only point at what follows "of": "levels of cholesterol" is cholesterol.
+# Risk-like nouns point at their event too: "the risk of stroke" and "stroke risk" are read as the
+# stroke, so "X raises the risk of stroke" links X to Stroke.
+_TRANSPARENT_HEADS = frozenset(["level", "amount", "concentration", "quantity", "presence", "use", "intake", "consumption", "exposure", "type", "kind", "form", "risk", "chance", "likelihood", "odds", "probability", "incidence", "development", "onset", "occurrence", "number"])
+# Words ending in -ly that are nouns, not adverbs (a span never ends in an adverb).
+_LY_NOUNS = frozenset(["supply", "family", "assembly", "anomaly", "monopoly", "belly", "jelly", "ally", "reply", "apply", "fly", "early", "daily", "italy", "july", "rally", "bully", "lily", "folly", "holly", "polly"])
 _WORD_RE = re.compile(r"[a-z0-9][a-z0-9\-']*")
 _SPLIT_CLAUSE_RE = re.compile(r"[,;:()\[\]\"\u201c\u201d]|\s-\s|\s\u2013\s|\s\u2014\s")
+_LIST_ITEM_MAX_WORDS = 3
+_FUNCTION_WORDS = _STRIP_LEADING | _PRONOUNS | _CLAUSE_WORDS | _PREPOSITIONS
+
+# Words ending in -s that are not plurals (generic English; -ss/-us/-is/-os/-as are kept anyway).
+_NOT_PLURAL = frozenset(
+    ["diabetes", "series", "species", "news", "measles", "mumps", "herpes", "rabies", "scabies", "rickets", "shingles", "feces", "faeces", "physics", "genetics", "economics", "ethics", "politics", "mathematics", "aids", "lens", "gas", "bias", "always", "perhaps", "sometimes", "whereas", "thus", "yes", "this", "its", "his", "hers", "ours", "yours", "theirs", "besides", "towards", "afterwards", "outskirts", "congratulations", "headquarters", "means"]
+)
+_IRREGULAR_PLURALS = {
+    "feet": "foot", "teeth": "tooth", "children": "child", "women": "woman", "men": "man",
+    "mice": "mouse", "geese": "goose", "lice": "louse", "people": "person", "data": "data",
+    "criteria": "criterion", "phenomena": "phenomenon", "bacteria": "bacterium", "fungi": "fungus",
+    "nuclei": "nucleus", "stimuli": "stimulus", "lives": "life", "knives": "knife", "wives": "wife",
+    "leaves": "leaf", "halves": "half", "calves": "calf", "selves": "self",
+}
 
 
 def singular(word: str) -> str:
-    """Crude English singular used only for matching keys (never shown to users).
+    """English singular for matching keys: suffix rules plus generic non-plural -s words.
 
-    >>> [singular(w) for w in ["cells", "therapies", "glasses", "virus", "diagnosis", "risk"]]
-    ['cell', 'therapy', 'glass', 'virus', 'diagnosis', 'risk']
+    >>> [singular(w) for w in ["cells", "therapies", "glasses", "virus", "diagnosis", "risk",
+    ...                        "diabetes", "arthritis", "feet", "stenosis", "mellitus"]]
+    ['cell', 'therapy', 'glass', 'virus', 'diagnosis', 'risk', 'diabetes', 'arthritis', 'foot', 'stenosis', 'mellitus']
     """
-    if len(word) > 4 and word.endswith("ies"):
+    if word in _IRREGULAR_PLURALS:
+        return _IRREGULAR_PLURALS[word]
+    if word in _NOT_PLURAL or len(word) <= 3 or not word.endswith("s"):
+        return word
+    if len(word) > 4 and word.endswith("ies") and not word.endswith(("eies", "aies")):
         return word[:-3] + "y"
-    if len(word) > 4 and word.endswith(("sses", "shes", "ches", "xes")):
+    if len(word) > 4 and word.endswith(("sses", "shes", "ches", "xes", "zes")):
         return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is", "os", "as")):
-        return word[:-1]
-    return word
+    if word.endswith(("ss", "us", "is", "os", "as", "'s")):
+        return word
+    return word[:-1]
+
+
+def _join_list(parts: list[str], *, from_left: bool) -> str:
+    """The clause next to a cue, re-joining a comma list ("smoking, diabetes and obesity")."""
+    if from_left:
+        clause = parts[-1]
+        # "A, B and C cause": a list; ", and C causes" opens a new clause instead.
+        if re.search(r"\b(?:and|or)\b", clause) and clause.split()[:1] not in (["and"], ["or"]):
+            i = len(parts) - 2
+            while i >= 0 and 0 < len(parts[i].split()) <= _LIST_ITEM_MAX_WORDS and not (
+                    set(_WORD_RE.findall(parts[i].lower())) & _BOUNDARY_WORDS):
+                clause = parts[i] + " and " + clause
+                i -= 1
+        return clause
+    clause = parts[0]
+    j = 1
+    items: list[str] = []
+    while j < len(parts):
+        words = parts[j].split()
+        if not 0 < len(words) <= _LIST_ITEM_MAX_WORDS + 1 or set(words) & (_BOUNDARY_WORDS - {"and", "or"}):
+            break
+        items.append(parts[j])
+        if words[0] in ("and", "or"):
+            return " and ".join([clause, *items])
+        j += 1
+    return clause
 
 
 def clean_span(text: str, *, from_left: bool) -> list[str]:
     """Words of the clause next to a cue: cut at clause punctuation/boundary words, cap, strip.
 
-    ``from_left``: the span precedes the cue, so it is read backwards from the cue.
+    ``from_left``: the span precedes the cue; its subject is the noun phrase that opens the
+    last clause before the cue, up to a qualifying preposition.
 
     >>> clean_span("in many patients, the chronic smoking", from_left=True)
     ['chronic', 'smoking']
+    >>> clean_span("high levels of ldl cholesterol in the blood", from_left=True)
+    ['levels', 'of', 'ldl', 'cholesterol']
     >>> clean_span("the risk of lung cancer in older adults", from_left=False)
     ['risk', 'of', 'lung', 'cancer']
+    >>> clean_span("weight, smoking and diabetes all", from_left=True)
+    ['weight', 'and', 'smoking', 'and', 'diabetes']
     """
-    parts = _SPLIT_CLAUSE_RE.split(text)
-    clause = parts[-1] if from_left else parts[0]
+    clause = _join_list(_SPLIT_CLAUSE_RE.split(text), from_left=from_left)
     words = _WORD_RE.findall(clause.lower())
-    boundary = _LEFT_BOUNDARY_WORDS if from_left else _BOUNDARY_WORDS
     if from_left:
         cut = len(words)
         while cut > 0 and words[cut - 1] in _STRIP_TRAILING:
             cut -= 1
         words = words[:cut]
         i = len(words)
-        while i > 0 and words[i - 1] not in boundary:
+        while i > 0 and words[i - 1] not in _LEFT_CLAUSE_WORDS:
             i -= 1
-        words = words[i:][-MAX_SPAN_WORDS:]
+        words = words[i:]
+        # The subject ends at its first qualifying preposition ("smoking in pregnancy").
+        j = next((k for k, w in enumerate(words) if w in _PREPOSITIONS), len(words))
+        if j == 0:
+            k = len(words)
+            while k > 0 and words[k - 1] not in _PREPOSITIONS:
+                k -= 1
+            words = words[k:]
+        elif j < len(words) and words[j - 1] in _CONTENT_ADJECTIVES:
+            rest = words[j + 1:]
+            k = next((n for n, w in enumerate(rest) if w in _PREPOSITIONS), len(rest))
+            words = rest[:k]
+        else:
+            words = words[:j]
+        words = words[-MAX_SPAN_WORDS:]
     else:
         i = 0
-        while i < len(words) and words[i] not in boundary:
+        while i < len(words) and words[i] not in _BOUNDARY_WORDS:
             i += 1
         words = words[:i][:MAX_SPAN_WORDS]
     while words and words[0] in _STRIP_LEADING:
         words = words[1:]
-    while words and words[-1] in _STRIP_TRAILING:
+    while words and (words[-1] in _STRIP_TRAILING or (
+            words[-1].endswith("ly") and len(words[-1]) > 5 and words[-1] not in _LY_NOUNS)):
         words = words[:-1]
     if not words or words[0] in _REJECT_FIRST or all(w in _PRONOUNS or w.isdigit() for w in words):
         return []
@@ -192,10 +283,12 @@ def clean_span(text: str, *, from_left: bool) -> list[str]:
 
 
 def split_coordination(words: list[str]) -> list[list[str]]:
-    """Split a span at "and"/"or": "smoking and obesity" -> [smoking], [obesity].
+    """Split a span at "and"/"or"; a risk-like measure distributes over the conjuncts.
 
-    >>> split_coordination(["smoking", "and", "heavy", "drinking"])
-    [['smoking'], ['heavy', 'drinking']]
+    >>> split_coordination(["smoking", "and", "alcohol", "use"])
+    [['smoking'], ['alcohol', 'use']]
+    >>> split_coordination(["risk", "of", "stroke", "and", "dementia"])
+    [['risk', 'of', 'stroke'], ['risk', 'of', 'dementia']]
     """
     out: list[list[str]] = []
     cur: list[str] = []
@@ -214,6 +307,10 @@ def split_coordination(words: list[str]) -> list[list[str]]:
             p = p[1:]
         if p:
             stripped.append(p)
+    if len(stripped) > 1 and "of" in stripped[0][1:] and stripped[0][0] in _DISTRIBUTIVE_HEADS:
+        measure = stripped[0][:stripped[0].index("of") + 1]
+        stripped = [stripped[0]] + [p if "of" in p or len(p) > 3 else measure + p
+                                    for p in stripped[1:]]
     return stripped
 
 
@@ -222,26 +319,54 @@ class Span:
     """A normalised cause or effect phrase split into head (the measure) and modifier (entity).
 
     ``key`` fields are singularised lowercase words joined by spaces (matching keys); ``text`` is
-    the lowercase surface phrase.
+    the lowercase surface phrase. ``np`` is the singularised noun phrase before "of" (the head is
+    its last word, or a compound the corpus uses as a unit, see ``head_of``), ``obj`` the phrase
+    after "of".
     """
 
     text: str
     key: str
     head: str
     modifier: str
+    np: tuple[str, ...] = ()
+    obj: str = ""
+
+
+def head_of(span: Span, compounds: frozenset[str] | set[str] = frozenset()) -> tuple[str, str]:
+    """(head, entity) of a span: the compound head when the corpus uses it as a unit.
+
+    "risk of lung cancer" -> ("risk", "lung cancer"); "chronic kidney disease" -> ("kidney
+    disease", "chronic") when "kidney disease" is a compound, else ("disease", "chronic kidney").
+
+    >>> head_of(parse_span(["blood", "pressure"]), {"blood pressure"})
+    ('blood pressure', '')
+    >>> head_of(parse_span(["inflammation", "of", "the", "arterial", "wall"]))
+    ('inflammation', 'arterial wall')
+    """
+    np_ = span.np or tuple(span.head.split())
+    n = 1
+    if len(np_) >= 2 and " ".join(np_[-2:]) in compounds:
+        n = 2
+        if len(np_) >= 3 and " ".join(np_[-3:]) in compounds:
+            n = 3
+    head = " ".join(np_[-n:])
+    entity = span.obj or " ".join(np_[:-n])
+    return head, entity
 
 
 def parse_span(words: list[str]) -> Span | None:
     """Split a span into head and modifier: the head noun phrase is the part before "of".
 
     "risk of lung cancer" -> head "risk", modifier "lung cancer"; "lung cancer" -> head "cancer",
-    modifier "lung" (English noun compounds are head-final). Two-word heads are chosen later
-    (``offline``) from corpus statistics.
+    modifier "lung" (English noun compounds are head-final). Compound heads ("blood pressure")
+    are chosen later (``head_of``) from corpus statistics.
 
-    >>> parse_span(["risk", "of", "lung", "cancers"])
-    Span(text='risk of lung cancers', key='risk of lung cancer', head='risk', modifier='lung cancer')
-    >>> parse_span(["chronic", "inflammation"])
-    Span(text='chronic inflammation', key='chronic inflammation', head='inflammation', modifier='chronic')
+    >>> parse_span(["spread", "of", "lung", "cancers"]).modifier
+    'lung cancer'
+    >>> parse_span(["risk", "of", "stroke"]).key, parse_span(["stroke", "risk"]).key
+    ('stroke', 'stroke')
+    >>> s = parse_span(["chronic", "inflammation"]); (s.head, s.modifier, s.np)
+    ('inflammation', 'chronic', ('chronic', 'inflammation'))
     """
     words = [w.strip("-'") for w in words]
     words = [w for w in words if w]
@@ -254,12 +379,21 @@ def parse_span(words: list[str]) -> Span | None:
     else:
         np_keys, rest = keys, []
     np_keys = [k for k in np_keys if k != "of"]
+    if len(np_keys) >= 2 and np_keys[-1] in _TRANSPARENT_HEADS and not rest:
+        np_keys, words = np_keys[:-1], words[:-1]  # "stroke risk" -> stroke
+    if len(np_keys) == 1 and np_keys[0] in _TRANSPARENT_HEADS and rest:
+        # "levels of LDL cholesterol" names LDL cholesterol itself.
+        np_keys, rest = rest, []
+        words = words[words.index("of") + 1:]
+        while words and words[0] in _STRIP_LEADING:
+            words = words[1:]
     if not np_keys:
         return None
     head = np_keys[-1]
     modifier = " ".join([*np_keys[:-1], *rest])
-    return Span(text=" ".join(words), key=" ".join(keys),
-                head=head, modifier=modifier)
+    return Span(text=" ".join(words), key=" ".join(singular(w) for w in words), head=head,
+                modifier=modifier,
+                np=tuple(np_keys), obj=" ".join(rest))
 
 
 # ----------------------------------------------------------------------------- extraction
@@ -310,6 +444,10 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
     hits = [h for n, h in enumerate(hits)
             if not (h[2].forward and not h[2].initial and n + 1 < len(hits)
                     and not set(low[h[1]:hits[n + 1][0]].split()) - _STRIP_TRAILING)]
+    # A verb form after a determiner is a noun too ("the damage to the kidneys").
+    hits = [h for h in hits
+            if not (h[2].forward and h[2].word and low[:h[0]].split()[-1:] and
+                    low[:h[0]].split()[-1] in _NOUN_BEFORE)]
     out: list[Statement] = []
     last_effects: list[Span] = []
     last_causes: list[Span] = []
@@ -318,6 +456,9 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
         left_limit = hits[n - 1][1] if n > 0 else 0
         right_limit = hits[n + 1][0] if n + 1 < len(hits) else len(low)
         before, after = low[left_limit:start], low[end:right_limit]
+        if right_limit < len(low):
+            # ", and X causes ...": X is the next cue's subject, not part of this effect.
+            after = re.sub(r",\s*(?:and|or|while|but)\b.*$", "", after)
         if _negated(low[max(0, start - 30):start] + " " + low[start:end]):
             continue
         if cue.forward and not cue.initial and before.rstrip().endswith(" to"):
@@ -340,8 +481,11 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
             # A coordinated verb ("statins reduce X and lower Y") shares the previous subject.
             causes = last_causes
         elif not causes and cue.forward and not cue.initial and stripped and (
-                stripped[-1] in ("which", "this", "that", "it")):
-            causes = last_effects
+                stripped[-1] in ("which", "this", "that")):
+            causes = last_effects  # "X raises Y, which leads to Z": the event Y
+        elif not causes and cue.forward and not cue.initial and stripped and (
+                stripped[-1] in ("it", "they")):
+            causes = last_causes  # "X causes Y, and it reduces Z": the subject X
         last_causes = causes
         for c in causes:
             for e in effects:
@@ -358,3 +502,51 @@ def extract_all(sentences: Iterable[str]) -> list[Statement]:
     for i, s in enumerate(sentences):
         out.extend(extract_statements(s, i))
     return out
+
+
+# Share of a head word's corpus occurrences that a compound needs to be a unit ("blood pressure").
+COMPOUND_SHARE = 0.5
+COMPOUND_MIN_COUNT = 3
+
+
+def compound_heads(sentences: Iterable[str], statements: Iterable[Statement], *,
+                   share: float = COMPOUND_SHARE, min_count: int = COMPOUND_MIN_COUNT) -> frozenset[str]:
+    """Two-word noun phrases the corpus uses as one unit: "blood pressure", "heart failure".
+
+    A span's final word pair "A B" is a unit when it occurs at least ``min_count`` times in the
+    sentences and makes up at least ``share`` of all occurrences of B (so "lung cancer" stays
+    Cancer(lung) in a corpus about many cancers, while "blood pressure" is its own measure).
+
+    >>> sents = ["High blood pressure is common.", "Blood pressure rises.", "Blood pressure falls.",
+    ...          "Lung cancer spreads.", "Skin cancer spreads.", "Cancer kills."]
+    >>> sts = extract_statements("Smoking raises blood pressure and causes lung cancer.")
+    >>> sorted(compound_heads(sents, sts, min_count=1))
+    ['blood pressure']
+    """
+    cands = set()
+    for st in statements:
+        for sp in (st.cause, st.effect):
+            if len(sp.np) >= 2:
+                a, b = sp.np[-2:]
+                if a.isalpha() and len(a) >= 3 and a not in _FUNCTION_WORDS:
+                    cands.add((a, b))
+    if not cands:
+        return frozenset()
+    firsts = {a for a, _ in cands}
+    seconds = {b for _, b in cands}
+    cache: dict[str, str] = {}
+    uni: Counter = Counter()
+    bi: Counter = Counter()
+    for s in sentences:
+        prev = ""
+        for w in _WORD_RE.findall(s.lower()):
+            k = cache.get(w)
+            if k is None:
+                k = cache[w] = singular(w)
+            if k in seconds:
+                uni[k] += 1
+                if prev in firsts:
+                    bi[(prev, k)] += 1
+            prev = k
+    return frozenset(f"{a} {b}" for a, b in cands
+                     if bi[(a, b)] >= min_count and bi[(a, b)] >= share * uni[b])

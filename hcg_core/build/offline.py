@@ -37,13 +37,23 @@ from ..types import (
     Variable,
 )
 from . import BuildResult
-from .extract import Span, Statement, extract_statements, split_sentences
+from .extract import (
+    Span,
+    Statement,
+    compound_heads,
+    extract_statements,
+    head_of,
+    split_sentences,
+)
 
 # Project defaults (the paper has no LLM-free builder); each is an option of build_offline.
 DEFAULT_MIN_VARIABLE_SUPPORT = 2  # statements needed before a (metric, entity) is its own node
 DEFAULT_MAX_VARIABLES_PER_METRIC = 24
 DEFAULT_MIN_METRIC_SUPPORT = 2  # statements needed before a head word becomes a metric
-DEFAULT_METRIC_MERGE_THRESHOLD = 0.25  # cosine of a rare head's span to a metric's centroid
+# Cosine of a rare head's span to a metric's centroid. High on purpose: a weak similarity maps a
+# word onto a different concept ("death" onto Failure).
+DEFAULT_METRIC_MERGE_THRESHOLD = 0.6
+STRONG_CUE = 0.85  # a head with one statement this strong ("causes", "leads to") is a metric
 DEFAULT_SPAN_MATCH_THRESHOLD = 0.5  # given spec: cosine of a span to an existing variable
 DEFAULT_METRIC_MATCH_THRESHOLD = 0.3  # given spec: cosine of a span to a metric's text
 DEFAULT_LIFT = True
@@ -173,6 +183,7 @@ class _Corpus:
     sentences: list[str] = field(default_factory=list)
     chunks_of: list[list[int]] = field(default_factory=list)
     statements: list[Statement] = field(default_factory=list)
+    compounds: frozenset[str] = frozenset()
 
 
 def collect_statements(chunks: Sequence[Chunk], stages: _Stages | None = None) -> _Corpus:
@@ -191,6 +202,7 @@ def collect_statements(chunks: Sequence[Chunk], stages: _Stages | None = None) -
                 corpus.chunks_of[sid].append(ci)
     for sid, s in enumerate(stages.iterate(corpus.sentences, "causal statements")):
         corpus.statements.extend(extract_statements(s, sid))
+    corpus.compounds = compound_heads(corpus.sentences, corpus.statements)
     return corpus
 
 
@@ -302,7 +314,8 @@ def build_offline(
     row = {s: i for i, s in enumerate(texts)}
     if spec is None:
         vocab = _generate_vocabulary(corpus.statements, span_vec, row, caps.max_metrics,
-                                     min_metric_support, metric_merge_threshold)
+                                     min_metric_support, metric_merge_threshold,
+                                     corpus.compounds)
         dropped_spans = vocab.dropped
     else:
         vocab = _map_onto_spec(spec, corpus.statements, span_vec, row, embedder,
@@ -359,39 +372,47 @@ class _Vocabulary:
 
 def _generate_vocabulary(statements: Sequence[Statement], span_vec: np.ndarray,
                          row: dict[str, int], max_metrics: int, min_support: int,
-                         merge_threshold: float) -> _Vocabulary:
+                         merge_threshold: float,
+                         compounds: frozenset[str] = frozenset()) -> _Vocabulary:
     """Heads by support become metrics; spans with a rarer head join the closest metric."""
     spans: dict[str, Span] = {}
+    parts: dict[str, tuple[str, str]] = {}
     head_count: Counter = Counter()
+    head_best: dict[str, float] = defaultdict(float)
     for st in statements:
         for sp in (st.cause, st.effect):
             spans.setdefault(sp.text, sp)
-            head_count[sp.head] += 1
-    ranked = sorted(head_count, key=lambda h: (-head_count[h], h))
-    heads = [h for h in ranked if head_count[h] >= min_support][:max_metrics]
+            parts.setdefault(sp.text, head_of(sp, compounds))
+            head_count[parts[sp.text][0]] += 1
+            head_best[parts[sp.text][0]] = max(head_best[parts[sp.text][0]], st.strength)
+    ranked = sorted(head_count, key=lambda h: (-head_count[h], -head_best[h], h))
+    # A head seeds a metric with enough statements, or with one that uses a strong cue
+    # ("causes", "leads to"); a single weak mention ("affects") does not.
+    heads = [h for h in ranked if head_count[h] >= min_support
+             or head_best[h] >= STRONG_CUE][:max_metrics]
     if not heads:
         heads = ranked[:1]
     head_index = {h: i for i, h in enumerate(heads)}
     # A metric's centroid: the mean vector of the spans that carry its head.
     centroids = np.zeros((len(heads), span_vec.shape[1]), dtype=np.float32)
-    for text, sp in spans.items():
-        if sp.head in head_index:
-            centroids[head_index[sp.head]] += span_vec[row[text]]
+    for text in spans:
+        if parts[text][0] in head_index:
+            centroids[head_index[parts[text][0]]] += span_vec[row[text]]
     norms = np.linalg.norm(centroids, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     centroids /= norms
-    rare = [t for t, sp in spans.items() if sp.head not in head_index]
+    rare = [t for t in spans if parts[t][0] not in head_index]
     best, sim = _cos_argmax(span_vec[[row[t] for t in rare]], centroids) if rare else ([], [])
     assign: dict[str, tuple[int, str] | None] = {}
-    for text, sp in spans.items():
-        if sp.head in head_index:
-            assign[text] = (head_index[sp.head], sp.modifier)
+    for text in spans:
+        head, entity = parts[text]
+        if head in head_index:
+            assign[text] = (head_index[head], entity)
     dropped = 0
     for t, b, s in zip(rare, best, sim, strict=True):
         if s >= merge_threshold:
-            sp = spans[t]
             # The head is not the metric's own, so it stays in the entity: "carcinoma" under Cancer.
-            assign[t] = (int(b), " ".join(x for x in (sp.modifier, sp.head) if x))
+            assign[t] = (int(b), " ".join(x for x in parts[t][::-1] if x))
         else:
             assign[t] = None
             dropped += 1
