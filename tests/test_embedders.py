@@ -171,6 +171,9 @@ def test_minilm_batches_keep_order_and_match_single_texts():
     batched = e.embed_documents(texts)
     single = np.stack([e.embed_query(t) for t in texts])
     np.testing.assert_allclose((batched * single).sum(axis=1), 1.0, atol=1e-5)
+    # A token budget below any text's length still runs every text, one per call.
+    one_by_one = MiniLMEmbedder(max_batch_tokens=1).embed_documents(texts)
+    np.testing.assert_allclose((one_by_one * single).sum(axis=1), 1.0, atol=1e-5)
     assert e.embed_documents([]).shape == (0, 384)
 
 
@@ -228,6 +231,8 @@ def test_minilm_rejects_bad_settings():
         MiniLMEmbedder(max_tokens=1024)
     with pytest.raises(ConfigError, match="batch_size"):
         MiniLMEmbedder(batch_size=0)
+    with pytest.raises(ConfigError, match="max_batch_tokens"):
+        MiniLMEmbedder(max_batch_tokens=0)
 
 
 # -- default and names ----------------------------------------------------------------------------

