@@ -70,7 +70,7 @@ _FORWARD_VERBS: tuple[tuple[str, str, float], ...] = (
     ("predispose", r"predispos(?:e|es|ed)(?: [a-z]+)? to", 0.7),
     ("protect", r"(?:protect|protects|guard|guards) against", 0.7),
     ("interfere", r"(?:interfere|interferes|interfered) with", 0.65),
-    ("increase", r"(?:increase|increases|raise|raises|elevate|elevates|boost|boosts|heighten|heightens)", 0.75),
+    ("increase", r"(?:increase|increases|raise|raises|elevate|elevates|boost|boosts|heighten|heightens|double|doubles|triple|triples|multiply|multiplies)", 0.75),
     ("decrease", r"(?:decrease|decreases|reduce|reduces|lower|lowers|diminish|diminishes|lessen|lessens)", 0.75),
     ("prevent", r"(?:prevent|prevents|prevented)", 0.8),
     ("inhibit", r"(?:inhibit|inhibits|suppress|suppresses|block|blocks|impair|impairs|weaken|weakens|disrupt|disrupts|hinder|hinders)", 0.75),
@@ -506,7 +506,7 @@ def extract_all(sentences: Iterable[str]) -> list[Statement]:
 
 # Share of a head word's corpus occurrences that a compound needs to be a unit ("blood pressure").
 COMPOUND_SHARE = 0.5
-COMPOUND_MIN_COUNT = 3
+COMPOUND_MIN_COUNT = 2
 
 
 def compound_heads(sentences: Iterable[str], statements: Iterable[Statement], *,

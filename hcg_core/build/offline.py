@@ -52,13 +52,14 @@ DEFAULT_MAX_VARIABLES_PER_METRIC = 24
 DEFAULT_MIN_METRIC_SUPPORT = 2  # statements needed before a head word becomes a metric
 # Cosine of a rare head's span to a metric's centroid. High on purpose: a weak similarity maps a
 # word onto a different concept ("death" onto Failure).
-DEFAULT_METRIC_MERGE_THRESHOLD = 0.6
+DEFAULT_METRIC_MERGE_THRESHOLD = 0.7
 STRONG_CUE = 0.85  # a head with one statement this strong ("causes", "leads to") is a metric
 DEFAULT_SPAN_MATCH_THRESHOLD = 0.5  # given spec: cosine of a span to an existing variable
 DEFAULT_METRIC_MATCH_THRESHOLD = 0.3  # given spec: cosine of a span to a metric's text
 DEFAULT_LIFT = True
 DEFAULT_LIFT_DISCOUNT = 0.8
 DEFAULT_MAX_EVIDENCE = 5
+DEFAULT_DROP_WEAK = True  # drop variables stated by one sentence with a weak cue
 DEFAULT_TERMINAL_SHARE = 0.05  # at most this share of metrics become terminals
 DEFAULT_OUTCOME_IN_SHARE = 0.7  # a metric mostly on the effect side is an outcome
 GENERIC_ENTITY = "general"
@@ -69,7 +70,7 @@ _MAX_MECHANISM_CHARS = 400
 OPTIONS = (
     "min_variable_support", "max_variables_per_metric", "min_metric_support",
     "metric_merge_threshold", "span_match_threshold", "metric_match_threshold", "lift",
-    "lift_discount", "max_evidence",
+    "lift_discount", "max_evidence", "drop_weak",
 )
 
 
@@ -252,6 +253,7 @@ def build_offline(
     lift: bool = DEFAULT_LIFT,
     lift_discount: float = DEFAULT_LIFT_DISCOUNT,
     max_evidence: int = DEFAULT_MAX_EVIDENCE,
+    drop_weak: bool = DEFAULT_DROP_WEAK,
     embed_chunks: bool = True,
     **unknown: Any,
 ) -> BuildResult:
@@ -276,6 +278,8 @@ def build_offline(
             supports Cancer(general) too), the offline stand-in for metric templates.
         lift_discount: confidence factor for lifted support.
         max_evidence: evidence chunks kept per edge, most supporting sentences first.
+        drop_weak: drop variables stated by a single sentence whose cue is weak (below
+            ``STRONG_CUE``, e.g. "affects", "improves"), with their edges.
         embed_chunks: compute ``chunk_embeddings`` (the slow part with a neural embedder).
 
     Raises:
@@ -327,7 +331,8 @@ def build_offline(
     t = time.perf_counter()
     graph, info = _assemble(corpus, chunks, vocab, spec, outcome, caps.max_dimensions, embedder,
                             min_variable_support, max_variables_per_metric,
-                            lift and spec is None, lift_discount, max_evidence, warnings)
+                            lift and spec is None, lift_discount, max_evidence, warnings,
+                            drop_weak)
     validate_graph(graph.spec, graph.variables, graph.edges, {c.id for c in chunks})
     stages.done("graph", t, variables=len(graph.variables), edges=len(graph.edges),
                 dimensions=len(graph.spec.dimensions), metrics=len(graph.spec.metrics), **info)
@@ -461,7 +466,7 @@ def _assemble(corpus: _Corpus, chunks: Sequence[Chunk], vocab: _Vocabulary,
               spec: DomainSpec | None, outcome: OutcomeConfig | None, max_dimensions: int,
               embedder: Embedder, min_support: int, max_per_metric: int, lift: bool,
               lift_discount: float, max_evidence: int,
-              warnings: list[str]) -> tuple[CausalGraph, dict[str, Any]]:
+              warnings: list[str], drop_weak: bool = True) -> tuple[CausalGraph, dict[str, Any]]:
     given = vocab.given is not None
     # 1. Variable candidates and their support.
     node_support: Counter = Counter()
@@ -488,7 +493,22 @@ def _assemble(corpus: _Corpus, chunks: Sequence[Chunk], vocab: _Vocabulary,
                 kept += not existing
             else:
                 keep[key] = (m, "")
-    # 3. Edges with their supporting sentences.
+    # 3. Edges with their supporting sentences. Lifting goes up the entity hierarchy of each
+    # metric: a kept entity whose words are a subset of another's is its ancestor ("skin" of
+    # "basal cell skin"), and the generic variable is every entity's root.
+    ancestors: dict[tuple[int, str], list[tuple[int, str]]] = {}
+    if lift:
+        kept_by_metric: dict[int, list[frozenset[str]]] = defaultdict(list)
+        for node in sorted(set(keep.values())):
+            if node[1] and not (given and node[1].startswith("\x00")):
+                kept_by_metric[node[0]].append(frozenset(node[1].split()))
+        for node in sorted(set(keep.values())):
+            up = [(node[0], "")] if node[1] else []
+            if node[1] and not (given and node[1].startswith("\x00")):
+                words = frozenset(node[1].split())
+                up += [(node[0], " ".join(sorted(w))) for w in kept_by_metric[node[0]]
+                       if w < words]
+            ancestors[node] = up
     support: dict[tuple, dict[int, float]] = defaultdict(dict)
     direct_in: Counter = Counter()
     direct_out: Counter = Counter()
@@ -500,10 +520,9 @@ def _assemble(corpus: _Corpus, chunks: Sequence[Chunk], vocab: _Vocabulary,
         tgt = keep[(ea[0], ea[1] if given and ea[1].startswith("\x00") else _entity_key(ea[1]))]
         pairs = [(src, tgt, st.strength)]
         if lift:
-            gs, gt = (src[0], ""), (tgt[0], "")
-            pairs += [(src, gt, st.strength * lift_discount),
-                      (gs, tgt, st.strength * lift_discount),
-                      (gs, gt, st.strength * lift_discount)]
+            lifted = st.strength * lift_discount
+            srcs, tgts = [src, *ancestors[src]], [tgt, *ancestors[tgt]]
+            pairs += [(a, b, lifted) for a in srcs for b in tgts if (a, b) != (src, tgt)]
         if src[0] != tgt[0]:
             direct_out[src[0]] += 1
             direct_in[tgt[0]] += 1
@@ -511,6 +530,20 @@ def _assemble(corpus: _Corpus, chunks: Sequence[Chunk], vocab: _Vocabulary,
             if s != t_:
                 prev = support[(s, t_)].get(st.sentence, 0.0)
                 support[(s, t_)][st.sentence] = max(prev, w)
+    # A variable stated by a single sentence with a weak cue ("affects", "improves") is more
+    # likely a mis-parsed span than a quantity of the domain: drop it with its edges.
+    dropped_weak = 0
+    if drop_weak:
+        node_sents: dict[tuple[int, str], dict[int, float]] = defaultdict(dict)
+        for (s_, t_), sents in support.items():
+            for node in (s_, t_):
+                for i, w in sents.items():
+                    node_sents[node][i] = max(node_sents[node].get(i, 0.0), w)
+        weak = {n for n, sents in node_sents.items()
+                if len(sents) == 1 and max(sents.values()) < STRONG_CUE}
+        for key in [k for k in support if k[0] in weak or k[1] in weak]:
+            del support[key]
+        dropped_weak = len(weak)
     # 4. Roles.
     n_metrics = len(vocab.heads)
     names = [m.name for m in vocab.given] if given else _unique_names(vocab.heads)
@@ -587,6 +620,7 @@ def _assemble(corpus: _Corpus, chunks: Sequence[Chunk], vocab: _Vocabulary,
     graph = CausalGraph(spec=out_spec, variables=variables, edges=tuple(edges),
                         chunks=tuple(chunks))
     info = {"edges_dropped_leaving_terminal": dropped_terminal,
+            "weak_single_sentence_variables_dropped": dropped_weak,
             "outcome_metrics": sum(m.role == "outcome" for m in metrics_out),
             "terminal_metrics": sum(m.role == "terminal" for m in metrics_out)}
     return graph, info
