@@ -210,3 +210,26 @@ def test_coordinated_verbs_share_their_subject():
     got = {(s.cause.text, s.effect.text) for s in extract_statements(
         "Statins reduce inflammation and lower cholesterol.")}
     assert got == {("statins", "inflammation"), ("statins", "cholesterol")}
+
+
+def test_readable_spans_singular_risk_and_lists():
+    from hcg_core.build.extract import compound_heads, singular
+
+    assert [singular(w) for w in ("diabetes", "stenosis", "mellitus", "feet", "kidneys")] == [
+        "diabetes", "stenosis", "mellitus", "foot", "kidney"]
+    got = {(s.cause.key, s.effect.key) for s in extract_statements(
+        "Smoking, diabetes and hypertension all accelerate atherosclerosis.")}
+    assert got == {(c, "atherosclerosis") for c in ("smoking", "diabetes", "hypertension")}
+    (st,) = extract_statements("Smoking raises the risk of stroke.")
+    assert st.effect.key == "stroke"  # the risk of Y is read as Y
+    (st,) = extract_statements("Hypertension is the most important cause of stroke.")
+    assert (st.cause.key, st.effect.key) == ("hypertension", "stroke")
+    sents = split_sentences(" ".join(FIXTURE.split()))
+    assert "blood pressure" in compound_heads(sents, extract_statements(
+        "Salt raises blood pressure."))
+
+
+def test_weak_similarity_does_not_rename_a_concept(built):
+    names = {v.name for v in built.graph.variables}
+    assert "Blood_Pressure" in names and not any(n.startswith("Pressure") for n in names)
+    assert not any(n.startswith("Diabete(") or n == "Diabete" for n in names)
