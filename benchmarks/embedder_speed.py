@@ -44,6 +44,8 @@ def main() -> None:
     ap.add_argument("--passages", type=int, default=200)
     ap.add_argument("--batch-tokens", default="256,1000000", help="max_batch_tokens values")
     ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--model", type=Path, default=None, help="model.onnx (default: installed)")
+    ap.add_argument("--tokenizer", type=Path, default=None, help="tokenizer.json")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
@@ -62,7 +64,11 @@ def main() -> None:
 
     for budget in (int(b) for b in args.batch_tokens.split(",")):
         emb = MiniLMEmbedder(
-            batch_size=args.batch_size, threads=args.threads, max_batch_tokens=budget
+            model_path=args.model,
+            tokenizer_path=args.tokenizer,
+            batch_size=args.batch_size,
+            threads=args.threads,
+            max_batch_tokens=budget,
         )
         t0 = time.perf_counter()
         emb.embed_query("warm up")
