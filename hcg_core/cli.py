@@ -156,15 +156,36 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         for key, value in s["health"].items():
             print(f"  {key:<28}{value:>10.3f}" if isinstance(value, float) else
                   f"  {key:<28}{value!s:>10}")
+    if "build_report" in s:
+        print(format_build_report(s["build_report"]))
     print("variables per metric:")
     for name, n in sorted(s["variables_per_metric"].items(), key=lambda kv: (-kv[1], kv[0])):
         print(f"  {n:>5}  {name}")
-    if "build_report" in s:
-        print("build report:")
-        print("  " + json.dumps(s["build_report"], indent=1, default=str).replace("\n", "\n  "))
     for note in s["notes"]:
         print(f"note: {note}")
     return 0
+
+
+def format_build_report(report: dict[str, Any]) -> str:
+    """The build report as a table: seconds and counts per stage, then the LLM's cost."""
+    head = ", ".join(f"{k} {report[k]}" for k in ("builder", "tier", "embedder") if k in report)
+    total = report.get("total_seconds")
+    lines = [f"build report ({head}{f', {total} s in all' if total is not None else ''}):"]
+    for name, row in (report.get("stages") or {}).items():
+        row = dict(row) if isinstance(row, dict) else {"value": row}
+        secs = row.pop("seconds", None)
+        details = " ".join(f"{k}={v}" for k, v in row.items() if not isinstance(v, (dict, list)))
+        lines.append(f"  {name:<18}{secs if secs is not None else '':>9} s  {details}")
+    llm = report.get("llm") or {}
+    if llm:
+        lines.append("  LLM: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in llm.items()
+                                            if not isinstance(v, (dict, list))))
+    for key in ("failures", "warnings"):
+        for item in report.get(key) or []:
+            lines.append(f"  {key[:-1]}: {item}")
+    skipped = (report.get("input") or {}).get("skipped") or []
+    lines += [f"  skipped input: {path}: {reason}" for path, reason in skipped]
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- query
