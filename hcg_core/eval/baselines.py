@@ -1,0 +1,128 @@
+"""Baseline systems for ``evaluate``: vector top-k, BM25 (ours and bm25s), over any chunking.
+
+Each factory returns a callable ``question -> list of texts``, so a baseline and HCG are measured
+by the same runner at the same word budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..ports import Embedder, as_matrix
+from ..retrieval.lexical import BM25Index, top_k_indices
+from ..types import Chunk
+
+TextSystem = Callable[[str], list[str]]
+
+
+def word_windows(text: str, words: int, overlap: int) -> list[str]:
+    """Plain word windows of ``words`` words, each starting ``words - overlap`` after the last.
+
+    The paper's NaiveRAG chunking (1,200 words, 200 overlap) without sentence alignment.
+
+    >>> word_windows("a b c d e f g", 3, 1)
+    ['a b c', 'c d e', 'e f g']
+    """
+    if words < 1 or not 0 <= overlap < words:
+        raise ConfigError(f"need words >= 1 and 0 <= overlap < words, got {words}, {overlap}")
+    w = text.split()
+    out: list[str] = []
+    step = words - overlap
+    for start in range(0, len(w), step):
+        out.append(" ".join(w[start : start + words]))
+        if start + words >= len(w):
+            break
+    return out
+
+
+def documents_from_chunks(chunks: Sequence[Chunk]) -> list[str]:
+    """Rebuild each document's text (words joined by spaces) from its chunks' word spans.
+
+    Uses the ``start_word`` metadata of ``hcg_core.corpus.chunk_documents``; chunks without it are
+    concatenated in order per document (their overlap is then repeated).
+    """
+    by_doc: dict[str, list[str]] = {}
+    for c in chunks:
+        words = c.text.split()
+        doc = by_doc.setdefault(c.doc_id, [])
+        start = c.metadata.get("start_word") if c.metadata else None
+        if isinstance(start, int):
+            if len(doc) < start + len(words):
+                doc.extend([""] * (start + len(words) - len(doc)))
+            doc[start : start + len(words)] = words
+        else:
+            doc.extend(words)
+    return [" ".join(w for w in words if w) for words in by_doc.values()]
+
+
+def bm25s_system(texts: Sequence[str], k: int) -> TextSystem:
+    """BM25 via the bm25s package (lucene, English stopwords): the external reference baseline."""
+    try:
+        import bm25s
+    except ImportError:
+        raise ConfigError("the bm25s baseline needs bm25s: pip install 'hcg-rag[test]'") from None
+    texts = list(texts)
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+    kk = min(k, len(texts))
+
+    def run(question: str) -> list[str]:
+        tokens = bm25s.tokenize([question], stopwords="en", show_progress=False)
+        if not tokens.vocab:  # a query of stopwords only: bm25s cannot score it
+            return []
+        docs, scores = retriever.retrieve(tokens, k=kk, show_progress=False)
+        return [texts[int(i)] for i, s in zip(docs[0], scores[0], strict=True) if s > 0]
+
+    return run
+
+
+def bm25_system(texts: Sequence[str], k: int) -> TextSystem:
+    """BM25 with the library's own numpy index (``hcg_core.retrieval.lexical``)."""
+    texts = list(texts)
+    index = BM25Index(texts)
+
+    def run(question: str) -> list[str]:
+        idx, _ = index.top_k(question, k)
+        return [texts[i] for i in idx.tolist()]
+
+    return run
+
+
+def vector_system(
+    texts: Sequence[str], embedder: Embedder, k: int, *, embeddings: np.ndarray | None = None
+) -> TextSystem:
+    """Cosine top-k with ``embedder`` (pass stored ``embeddings`` to skip re-embedding)."""
+    texts = list(texts)
+    if embeddings is None:
+        embeddings = embedder.embed_documents(texts) if texts else np.zeros((0, embedder.dim))
+    emb = as_matrix(embeddings, len(texts), who=f"embedder {embedder.name!r}")
+
+    def run(question: str) -> list[str]:
+        q = np.asarray(embedder.embed_query(question), dtype=np.float32)
+        idx, _ = top_k_indices(emb @ q, k)
+        return [texts[i] for i in idx.tolist()]
+
+    return run
+
+
+def fill_budget(system: TextSystem, budget: int) -> TextSystem:
+    """Wrap a top-k system so it returns chunks, best first, until ``budget`` words are reached.
+
+    The chunk that crosses the budget is kept whole (as the hybrid packer does), so every system
+    compared at a word budget gets the same amount of context, whatever its chunk size.
+    """
+
+    def run(question: str) -> list[str]:
+        out: list[str] = []
+        words = 0
+        for t in system(question):
+            if words >= budget:
+                break
+            out.append(t)
+            words += len(t.split())
+        return out
+
+    return run

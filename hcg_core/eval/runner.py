@@ -1,0 +1,274 @@
+"""Run retrieval systems over a QA file and report lexical answer recall, size, latency and routes.
+
+A *system* is any callable ``question -> texts`` (a list of chunk texts, best first) or
+``question -> RetrievalResult`` (then the graph route's share is reported too). Nothing here knows
+about a particular corpus; the questions file is a JSON list of ``{question, answer,
+question_type?, evidence?}``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, InputError
+from ..types import RetrievalResult
+from .metric import DEFAULT_BUDGET, answer_recall
+
+SystemOutput = Sequence[str] | RetrievalResult
+System = Callable[[str], SystemOutput]
+Judge = Callable[[str, str, Sequence[str]], float]
+"""The seam for an LLM judge: ``(question, gold answer, context texts) -> score in [0, 1]``.
+Left open: no judge ships with the library, and ``evaluate`` runs without one."""
+
+ALL_TYPES = "all"
+
+
+@dataclass(frozen=True)
+class QAItem:
+    """One evaluation question with its gold answer."""
+
+    question: str
+    answer: str
+    question_type: str = ""
+    evidence: tuple[str, ...] = ()
+    id: str = ""
+
+
+def load_questions(path: str | Path, *, limit: int | None = None) -> list[QAItem]:
+    """Read a QA file: a JSON list of objects with ``question`` and ``answer`` (strings).
+
+    Optional fields: ``question_type`` (groups the report), ``evidence`` (a string or list of
+    strings, kept for judges), ``id``.
+
+    Raises:
+        InputError: the file is missing, not JSON, not a list, or an item lacks a field.
+    """
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{p}: questions file not found", path=p) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{p}: cannot read the questions file as JSON: {exc}", path=p) from exc
+    if not isinstance(data, list):
+        raise InputError(f"{p}: expected a JSON list of question objects", path=p)
+    items: list[QAItem] = []
+    for i, obj in enumerate(data):
+        if not isinstance(obj, dict):
+            raise InputError(f"{p}: item {i} is {type(obj).__name__}, not an object", path=p)
+        q, a = obj.get("question"), obj.get("answer")
+        if not isinstance(q, str) or not q.strip() or not isinstance(a, str):
+            raise InputError(
+                f"{p}: item {i} needs a non-empty string 'question' and a string 'answer'", path=p
+            )
+        ev = obj.get("evidence") or ()
+        evidence = (ev,) if isinstance(ev, str) else tuple(str(e) for e in ev)
+        items.append(
+            QAItem(
+                question=q,
+                answer=a,
+                question_type=str(obj.get("question_type") or ""),
+                evidence=evidence,
+                id=str(obj.get("id") or i),
+            )
+        )
+        if limit is not None and len(items) >= limit:
+            break
+    if not items:
+        raise InputError(f"{p}: the questions file is empty", path=p)
+    return items
+
+
+@dataclass(frozen=True)
+class QuestionScore:
+    """One system's outcome on one question."""
+
+    id: str
+    question_type: str
+    recall: float
+    recall_unbounded: float
+    context_words: int
+    latency_ms: float
+    graph_served: bool
+    graph_words: int
+    budget_words: int
+    judge: float | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    """Aggregates of one system over one group of questions."""
+
+    system: str
+    group: str
+    n: int
+    recall: float
+    recall_unbounded: float
+    context_words: float
+    latency_p50_ms: float
+    latency_p95_ms: float
+    graph_query_share: float | None
+    graph_word_share: float | None
+    judge: float | None = None
+
+
+@dataclass
+class EvalReport:
+    """Per system and per question type: the table rows and every per-question score."""
+
+    budget: int
+    rows: list[Row]
+    scores: dict[str, list[QuestionScore]] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def row(self, system: str, group: str = ALL_TYPES) -> Row:
+        for r in self.rows:
+            if r.system == system and r.group == group:
+                return r
+        raise KeyError((system, group))
+
+    def to_dict(self, *, per_question: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "budget": self.budget,
+            "meta": self.meta,
+            "rows": [asdict(r) for r in self.rows],
+        }
+        if per_question:
+            out["scores"] = {s: [asdict(q) for q in qs] for s, qs in self.scores.items()}
+        return out
+
+    def to_json(self, *, per_question: bool = False) -> str:
+        return json.dumps(self.to_dict(per_question=per_question), indent=2)
+
+    def format_table(self) -> str:
+        """A plain-text table: one block per question type, one line per system."""
+        head = (
+            f"{'system':<26}{'n':>5}{'recall@' + str(self.budget):>13}{'unbounded':>11}"
+            f"{'words':>8}{'p50 ms':>9}{'p95 ms':>9}{'graph q':>9}{'graph w':>9}"
+        )
+        lines: list[str] = []
+        for group in dict.fromkeys(r.group for r in self.rows):
+            lines.append(f"[{group}]")
+            lines.append(head)
+            for r in (r for r in self.rows if r.group == group):
+                gq = "-" if r.graph_query_share is None else f"{r.graph_query_share:.2f}"
+                gw = "-" if r.graph_word_share is None else f"{r.graph_word_share:.2f}"
+                lines.append(
+                    f"{r.system:<26}{r.n:>5}{r.recall:>13.3f}{r.recall_unbounded:>11.3f}"
+                    f"{r.context_words:>8.0f}{r.latency_p50_ms:>9.1f}{r.latency_p95_ms:>9.1f}"
+                    f"{gq:>9}{gw:>9}"
+                )
+            lines.append("")
+        return "\n".join(lines).rstrip() + "\n"
+
+
+def _texts_and_routes(output: SystemOutput) -> tuple[list[str], list[bool] | None]:
+    if isinstance(output, RetrievalResult):
+        return [c.chunk.text for c in output.chunks], [c.route == "graph" for c in output.chunks]
+    if isinstance(output, str):
+        raise ConfigError("a system must return a list of texts or a RetrievalResult, not a str")
+    return [str(t) for t in output], None
+
+
+def score_question(
+    item: QAItem, output: SystemOutput, *, budget: int, latency_ms: float
+) -> QuestionScore:
+    """Score one system output: recall at the budget and unbounded, size, and route shares."""
+    texts, routes = _texts_and_routes(output)
+    words: list[str] = []
+    graph_words = 0
+    graph_served = False
+    for i, t in enumerate(texts):
+        w = t.split()
+        if routes is not None and routes[i]:
+            # Only the words the measure reads count toward the graph's share.
+            graph_words += max(0, min(len(w), budget - len(words)))
+            graph_served = graph_served or len(words) < budget
+        words.extend(w)
+    return QuestionScore(
+        id=item.id,
+        question_type=item.question_type,
+        recall=answer_recall(words, item.answer, budget),
+        recall_unbounded=answer_recall(words, item.answer, None),
+        context_words=len(words),
+        latency_ms=latency_ms,
+        graph_served=graph_served,
+        graph_words=graph_words,
+        budget_words=min(len(words), budget),
+    )
+
+
+def _aggregate(system: str, group: str, scores: list[QuestionScore], routed: bool) -> Row:
+    lat = np.asarray([s.latency_ms for s in scores])
+    read = sum(s.budget_words for s in scores)
+    judged = [s.judge for s in scores if s.judge is not None]
+    return Row(
+        system=system,
+        group=group,
+        n=len(scores),
+        recall=float(np.mean([s.recall for s in scores])),
+        recall_unbounded=float(np.mean([s.recall_unbounded for s in scores])),
+        context_words=float(np.mean([s.context_words for s in scores])),
+        latency_p50_ms=float(np.percentile(lat, 50)),
+        latency_p95_ms=float(np.percentile(lat, 95)),
+        graph_query_share=float(np.mean([s.graph_served for s in scores])) if routed else None,
+        graph_word_share=(sum(s.graph_words for s in scores) / read if read else 0.0)
+        if routed
+        else None,
+        judge=float(np.mean(judged)) if judged else None,
+    )
+
+
+def evaluate(
+    systems: Mapping[str, System],
+    questions: Iterable[QAItem],
+    budget: int = DEFAULT_BUDGET,
+    *,
+    judge: Judge | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> EvalReport:
+    """Run every system on every question and aggregate, overall and per question type.
+
+    Latency is wall time of the system call (in ms). ``judge``, when given, is called with the
+    budget-cut context and its mean is reported as ``judge``; no judge is used by default.
+    """
+    if budget < 1:
+        raise ConfigError(f"budget must be at least 1 word, got {budget}")
+    qs = list(questions)
+    if not qs:
+        raise ConfigError("no questions to evaluate")
+    if not systems:
+        raise ConfigError("no systems to evaluate")
+    rows: list[Row] = []
+    all_scores: dict[str, list[QuestionScore]] = {}
+    groups = sorted({q.question_type for q in qs if q.question_type})
+    for name, system in systems.items():
+        scores: list[QuestionScore] = []
+        routed = False
+        for i, item in enumerate(qs):
+            t0 = time.perf_counter()
+            output = system(item.question)
+            ms = (time.perf_counter() - t0) * 1000.0
+            routed = routed or isinstance(output, RetrievalResult)
+            s = score_question(item, output, budget=budget, latency_ms=ms)
+            if judge is not None:
+                texts, _ = _texts_and_routes(output)
+                cut = " ".join(" ".join(texts).split()[:budget])
+                s = QuestionScore(
+                    **{**asdict(s), "judge": float(judge(item.question, item.answer, [cut]))}
+                )
+            scores.append(s)
+            if progress is not None:
+                progress(name, i + 1, len(qs))
+        all_scores[name] = scores
+        rows.append(_aggregate(name, ALL_TYPES, scores, routed))
+        for g in groups:
+            rows.append(_aggregate(name, g, [s for s in scores if s.question_type == g], routed))
+    return EvalReport(budget=budget, rows=rows, scores=all_scores, meta={"questions": len(qs)})

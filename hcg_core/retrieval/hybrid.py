@@ -1,0 +1,377 @@
+"""The default retrieval mode: fuse graph evidence, BM25 and dense similarity, then pack a budget.
+
+Three ranked signals over the corpus's own chunks are fused into one relevance score per chunk:
+BM25 (``lexical.py``), dense cosine (query vector against the stored chunk vectors), and the graph
+route's evidence (the paper's Stage 3 result, chunks on kept causal paths). Packing then picks the
+chunks greedily by maximal marginal relevance (MMR): relevance minus redundancy with what is already
+chosen, redundancy measured on words (cosine of BM25 term vectors), and skips a chunk whose words
+mostly repeat chosen chunks (neighbouring windows of one document overlap). Chunks are returned
+whole, in pick order, with their provenance.
+
+``use_graph=False`` runs exactly the same pipeline with the graph signal removed: the ablation that
+measures what the graph adds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..types import CausalPath, Chunk, RetrievalResult, RetrievedChunk
+from .lexical import BM25Index, top_k_indices
+
+DEFAULT_CANDIDATES = 100
+"""Chunks taken from each ranked list (BM25, dense) into the candidate pool. Wide enough that
+diversity has alternatives to choose from (dev: 30 -> 0.843, 100 -> 0.844 at 200-word chunks)."""
+DEFAULT_BM25_WEIGHT = 1.0
+"""Weight of the max-normalised BM25 score in the fused relevance."""
+DEFAULT_DENSE_WEIGHT = 1.0
+"""Weight of the max-normalised (clipped at 0) dense cosine. Equal to BM25: neither is trusted more
+a priori; on the dev set each alone is within 2 points of the other and their sum beats both."""
+DEFAULT_GRAPH_WEIGHT = 0.5
+"""Weight of the graph signal: a graph-route chunk gets ``weight * (1 - rank / (2 n))``, so the
+route's first chunk gets the full weight and its last half of it. Half of one text signal: the graph
+vouches for a chunk being on a causal path of the query, not for it holding the answer's words."""
+DEFAULT_DIVERSITY = 0.5
+"""MMR trade-off lambda: pick score = lambda * relevance - (1 - lambda) * max redundancy. 0.5 is the
+textbook balance (Carbonell & Goldstein 1998); dev: 1.0 (no diversity) 0.826, 0.7 0.836, 0.5 0.844."""
+DEFAULT_MIN_NOVELTY = 0.5
+"""Skip a chunk when under half of its words are new: its span is mostly covered by chosen chunks
+of the same document (chunk overlap). Measured on word spans when chunks carry ``start_word`` and
+``end_word`` metadata."""
+
+
+@dataclass(frozen=True)
+class HybridConfig:
+    """Settings of the hybrid mode; see the module constants for what each does and why."""
+
+    candidates: int = DEFAULT_CANDIDATES
+    bm25_weight: float = DEFAULT_BM25_WEIGHT
+    dense_weight: float = DEFAULT_DENSE_WEIGHT
+    graph_weight: float = DEFAULT_GRAPH_WEIGHT
+    diversity: float = DEFAULT_DIVERSITY
+    min_novelty: float = DEFAULT_MIN_NOVELTY
+
+    def __post_init__(self) -> None:
+        if self.candidates < 1:
+            raise ConfigError(f"candidates must be at least 1, got {self.candidates}")
+        for name in ("bm25_weight", "dense_weight", "graph_weight"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0.0 <= self.diversity <= 1.0:
+            raise ConfigError(f"diversity (MMR lambda) must be in [0, 1], got {self.diversity}")
+        if not 0.0 <= self.min_novelty <= 1.0:
+            raise ConfigError(f"min_novelty must be in [0, 1], got {self.min_novelty}")
+
+
+def _max_normalise(scores: np.ndarray) -> np.ndarray:
+    """Scale non-negative scores into [0, 1] by their maximum (all zero stays zero)."""
+    top = float(scores.max()) if scores.size else 0.0
+    return scores / top if top > 0 else np.zeros_like(scores)
+
+
+def _ranks(order: np.ndarray, n: int) -> np.ndarray:
+    """1-based rank of each row in ``order``; 0 for rows not in it."""
+    r = np.zeros(n, dtype=np.int64)
+    r[order] = np.arange(1, order.size + 1)
+    return r
+
+
+def mmr_pack(
+    relevance: np.ndarray,
+    features: np.ndarray,
+    lengths: np.ndarray,
+    *,
+    k: int | None,
+    word_budget: int | None,
+    diversity: float = DEFAULT_DIVERSITY,
+    spans: np.ndarray | None = None,
+    min_novelty: float = DEFAULT_MIN_NOVELTY,
+) -> np.ndarray:
+    """Greedy MMR over candidates: positions (into ``relevance``) in pick order.
+
+    Redundancy of a candidate is its largest dot product with a picked candidate's row of
+    ``features`` (unit rows, so a cosine); only picked rows are multiplied, never all pairs.
+    Stops at ``k`` picks or once ``word_budget`` words are reached (the chunk that crosses the
+    budget is kept: the caller cuts, we never return a partial chunk). ``spans`` is ``(n, 3)``
+    ``(group, start, end)`` word spans; a candidate whose span is under ``min_novelty`` new
+    relative to picked spans of the same group is skipped.
+
+    >>> rel = np.array([1.0, 0.95, 0.5])
+    >>> feats = np.array([[1.0, 0.0], [0.9, 0.436], [0.0, 1.0]])
+    >>> mmr_pack(rel, feats, np.array([10, 10, 10]), k=2, word_budget=None).tolist()
+    [0, 2]
+    >>> mmr_pack(rel, feats, np.array([10, 10, 10]), k=2, word_budget=None, diversity=1.0).tolist()
+    [0, 1]
+    """
+    n = relevance.shape[0]
+    limit = n if k is None else min(int(k), n)
+    lo, hi = (float(relevance.min()), float(relevance.max())) if n else (0.0, 0.0)
+    rel = (relevance - lo) / (hi - lo) if hi > lo else np.ones(n)
+    available = np.ones(n, dtype=bool)
+    redundancy = np.zeros(n)
+    picked: list[int] = []
+    words = 0
+    while len(picked) < limit and available.any():
+        if word_budget is not None and words >= word_budget:
+            break
+        score = diversity * rel - (1.0 - diversity) * redundancy
+        score[~available] = -np.inf
+        j = int(np.argmax(score))
+        available[j] = False
+        if spans is not None and picked and min_novelty > 0:
+            g, s, e = spans[j]
+            if e > s:
+                same = spans[picked]
+                same = same[same[:, 0] == g]
+                covered = np.clip(np.minimum(same[:, 2], e) - np.maximum(same[:, 1], s), 0, None)
+                # Picked spans may overlap one another; the sum bounds the covered part from above.
+                if 1.0 - min(float(covered.sum()), e - s) / (e - s) < min_novelty:
+                    continue
+        picked.append(j)
+        words += int(lengths[j])
+        redundancy = np.maximum(redundancy, features @ features[j])
+    return np.asarray(picked, dtype=np.int64)
+
+
+class HybridRanker:
+    """Fusion of graph, BM25 and dense signals plus budget packing, compiled once per corpus.
+
+    Setup: ``HybridRanker(chunks, chunk_embeddings)`` builds the BM25 index and the per-chunk word
+    counts and spans. Use: ``rank(query, query_vec, graph_result, k=10, word_budget=2000)``.
+
+    >>> from hcg_core.types import Chunk
+    >>> chunks = [Chunk("a", "aspirin thins the blood"), Chunk("b", "statins lower cholesterol"),
+    ...           Chunk("c", "aspirin prevents clots in blood vessels")]
+    >>> ranker = HybridRanker(chunks, None)
+    >>> [c.chunk.id for c in ranker.rank("aspirin blood", None, k=2).chunks]
+    ['a', 'c']
+    """
+
+    def __init__(
+        self,
+        chunks: Sequence[Chunk],
+        chunk_embeddings: np.ndarray | None,
+        config: HybridConfig | None = None,
+        *,
+        bm25: BM25Index | None = None,
+    ):
+        self.chunks = tuple(chunks)
+        self.config = config or HybridConfig()
+        n = len(self.chunks)
+        if chunk_embeddings is not None:
+            emb = np.asarray(chunk_embeddings, dtype=np.float32)
+            if emb.ndim != 2 or emb.shape[0] != n:
+                raise ConfigError(
+                    f"chunk_embeddings has shape {emb.shape}; expected ({n}, dim), one row per chunk"
+                )
+            self.chunk_embeddings: np.ndarray | None = emb
+        else:
+            self.chunk_embeddings = None
+        self.bm25 = bm25 if bm25 is not None else BM25Index([c.text for c in self.chunks])
+        if self.bm25.n_docs != n:
+            raise ConfigError(f"the BM25 index has {self.bm25.n_docs} documents for {n} chunks")
+        self.index_of = {c.id: i for i, c in enumerate(self.chunks)}
+        self.word_counts = np.asarray([len(c.text.split()) for c in self.chunks], dtype=np.int64)
+        self.spans = _chunk_spans(self.chunks)
+        self._doc_major()
+
+    def _doc_major(self) -> None:
+        """Chunk -> (term, weight) rows of the BM25 index, L2-normalised: the redundancy vectors."""
+        b = self.bm25
+        term_of_posting = np.repeat(np.arange(b.vocab_size), np.diff(b.indptr))
+        order = np.lexsort((term_of_posting, b.doc_ids))
+        self._row_ptr = np.zeros(len(self.chunks) + 1, dtype=np.int64)
+        self._row_ptr[1:] = np.cumsum(np.bincount(b.doc_ids, minlength=len(self.chunks)))
+        self._row_terms = term_of_posting[order]
+        w = b.weights[order].astype(np.float64)
+        norms = np.sqrt(np.bincount(b.doc_ids[order], weights=w * w, minlength=len(self.chunks)))
+        norms[norms == 0] = 1.0
+        self._row_weights = (w / np.repeat(norms, np.diff(self._row_ptr))).astype(np.float32)
+
+    def word_features(self, rows: np.ndarray) -> np.ndarray:
+        """Unit BM25 term vectors of the given chunks, over the terms two or more of them share.
+
+        Dot products of these rows are the exact cosines of the chunks' full term vectors between
+        two different chunks (a term held by one chunk only adds nothing to them).
+        """
+        m = rows.size
+        if m == 0:
+            return np.zeros((0, 0), dtype=np.float32)
+        lens = self._row_ptr[rows + 1] - self._row_ptr[rows]
+        pos = np.repeat(self._row_ptr[rows] - np.cumsum(lens) + lens, lens) + np.arange(lens.sum())
+        terms = self._row_terms[pos]
+        # Counting over the vocabulary (bincount) avoids sorting the candidates' terms.
+        count = np.bincount(terms, minlength=self.bm25.vocab_size)
+        is_shared = count > 1
+        column = np.cumsum(is_shared) - 1
+        keep = is_shared[terms]
+        dense = np.zeros((m, int(is_shared.sum())), dtype=np.float32)
+        row = np.repeat(np.arange(m), lens)
+        dense[row[keep], column[terms[keep]]] = self._row_weights[pos][keep]
+        return dense
+
+    def rank(
+        self,
+        query: str,
+        query_vec: np.ndarray | None,
+        graph_result: RetrievalResult | None = None,
+        *,
+        k: int | None = None,
+        word_budget: int | None = None,
+        use_graph: bool = True,
+    ) -> RetrievalResult:
+        """Rank and pack the chunks for one query.
+
+        Args:
+            query: the query text (for BM25).
+            query_vec: the L2-normalised query vector, or None to skip the dense signal.
+            graph_result: the paper route's result; its ``route == "graph"`` chunks form the graph
+                signal and lend their causal paths to the returned chunks.
+            k: the most chunks to return; exactly ``k`` when the corpus has that many and no
+                ``word_budget`` stops earlier. None: no count limit (then give a budget).
+            word_budget: stop once the returned chunks hold this many words (the last chunk may
+                cross it: chunks are never cut).
+            use_graph: False drops the graph signal (the ablation); all else stays the same.
+        """
+        if k is None and word_budget is None:
+            raise ConfigError("give k, word_budget or both, so the result has a size limit")
+        if k is not None and k < 1:
+            raise ConfigError(f"k must be at least 1, got {k}")
+        if word_budget is not None and word_budget < 1:
+            raise ConfigError(f"word_budget must be positive, got {word_budget}")
+        cfg = self.config
+        n = len(self.chunks)
+
+        bm25 = self.bm25.scores(query).astype(np.float64)
+        bm_order, _ = top_k_indices(bm25, cfg.candidates, positive_only=True)
+        if query_vec is not None and self.chunk_embeddings is not None and n:
+            dense = np.clip(self.chunk_embeddings @ np.asarray(query_vec, np.float32), 0, None)
+            dense = dense.astype(np.float64)
+            dn_order, _ = top_k_indices(dense, cfg.candidates, positive_only=True)
+        else:
+            dense = np.zeros(n)
+            dn_order = np.zeros(0, dtype=np.int64)
+
+        graph_rows, graph_hits = self._graph_rows(graph_result) if use_graph else ([], {})
+        graph_bonus = np.zeros(n)
+        if graph_rows:
+            g = np.asarray(graph_rows, dtype=np.int64)
+            graph_bonus[g] = cfg.graph_weight * (1.0 - np.arange(g.size) / (2.0 * g.size))
+
+        fused = (
+            cfg.bm25_weight * _max_normalise(bm25)
+            + cfg.dense_weight * _max_normalise(dense)
+            + graph_bonus
+        )
+        pool = np.unique(np.concatenate([bm_order, dn_order, np.asarray(graph_rows, np.int64)]))
+        need = n if k is None else min(k, n)
+        if pool.size < need:
+            # Too few candidates matched at all: pad with the best remaining chunks by fused score
+            # (then index), so k chunks come back whenever the corpus has k.
+            rest = np.setdiff1d(np.arange(n), pool)
+            extra, _ = top_k_indices(fused[rest], need - pool.size)
+            pool = np.concatenate([pool, rest[extra]])
+        # Stable candidate order (fused score, then chunk index) makes ties deterministic.
+        pool = pool[np.lexsort((pool, -fused[pool]))]
+
+        picked = mmr_pack(
+            fused[pool],
+            self.word_features(pool),
+            self.word_counts[pool],
+            k=k,
+            word_budget=word_budget,
+            diversity=cfg.diversity,
+            spans=self.spans[pool] if self.spans is not None else None,
+            min_novelty=cfg.min_novelty,
+        )
+        rows = pool[picked]
+        bm_rank, dn_rank = _ranks(bm_order, n), _ranks(dn_order, n)
+        g_rank = _ranks(np.asarray(graph_rows, np.int64), n)
+        out: list[RetrievedChunk] = []
+        for r in rows.tolist():
+            hit = graph_hits.get(r)
+            details: dict[str, Any] = {
+                "bm25_rank": int(bm_rank[r]) or None,
+                "dense_rank": int(dn_rank[r]) or None,
+                "graph_rank": int(g_rank[r]) or None,
+                "fused_score": float(fused[r]),
+            }
+            if hit is not None:
+                details.update({f"graph_{k_}": v for k_, v in hit.details.items()})
+            out.append(
+                RetrievedChunk(
+                    chunk=self.chunks[r],
+                    score=float(fused[r]),
+                    route="graph" if hit is not None else "fallback",
+                    paths=hit.paths if hit is not None else (),
+                    details=details,
+                )
+            )
+        diagnostics: dict[str, Any] = {
+            "mode": "hybrid" if use_graph else "hybrid-nograph",
+            "candidates": int(pool.size),
+            "graph_candidates": len(graph_rows),
+            "graph_chunks": sum(1 for c in out if c.route == "graph"),
+            "words": int(self.word_counts[rows].sum()) if rows.size else 0,
+        }
+        matched: tuple[str, ...] = ()
+        if graph_result is not None:
+            diagnostics["graph_served_by"] = graph_result.served_by
+            diagnostics.update({f"graph_{k_}": v for k_, v in graph_result.diagnostics.items()})
+            if use_graph:
+                matched = graph_result.matched
+        return RetrievalResult(
+            query=query,
+            chunks=tuple(out),
+            matched=matched,
+            served_by="hybrid" if use_graph else "hybrid-nograph",
+            diagnostics=diagnostics,
+        )
+
+    def _graph_rows(
+        self, graph_result: RetrievalResult | None
+    ) -> tuple[list[int], dict[int, RetrievedChunk]]:
+        """Rows of the graph route's own chunks, in its order (vector-fill chunks are not graph)."""
+        rows: list[int] = []
+        hits: dict[int, RetrievedChunk] = {}
+        if graph_result is None:
+            return rows, hits
+        for rc in graph_result.chunks:
+            if rc.route != "graph":
+                continue
+            r = self.index_of.get(rc.chunk.id)
+            if r is None or r in hits:
+                continue
+            rows.append(r)
+            hits[r] = rc
+        return rows, hits
+
+
+def _chunk_spans(chunks: Sequence[Chunk]) -> np.ndarray | None:
+    """``(n, 3)`` int64 (document number, start word, end word) when every chunk carries them."""
+    if not chunks:
+        return None
+    docs: dict[str, int] = {}
+    out = np.zeros((len(chunks), 3), dtype=np.int64)
+    for i, c in enumerate(chunks):
+        meta: Mapping[str, Any] = c.metadata or {}
+        s, e = meta.get("start_word"), meta.get("end_word")
+        if not isinstance(s, int) or not isinstance(e, int):
+            return None
+        doc = c.doc_id or str(meta.get("doc_id", ""))
+        out[i] = (docs.setdefault(doc, len(docs)), s, e)
+    return out
+
+
+def paths_of(result: RetrievalResult) -> tuple[CausalPath, ...]:
+    """Every distinct causal path behind a result's graph-route chunks, in rank order."""
+    seen: dict[CausalPath, None] = {}
+    for rc in result.chunks:
+        for p in rc.paths:
+            seen.setdefault(p, None)
+    return tuple(seen)
