@@ -7,9 +7,7 @@ salted ``hash()``), which makes it the embedder for tests and the fast option fo
 from __future__ import annotations
 
 import hashlib
-import math
 import re
-from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -93,24 +91,36 @@ class HashingEmbedder:
         out = np.zeros((len(items), self.dim), dtype=np.float32)
         for start in range(0, len(items), _ROWS_PER_BLOCK):
             block = items[start : start + _ROWS_PER_BLOCK]
-            flat: list[int] = []
-            vals: list[float] = []
-            for row, text in enumerate(block):
-                base = row * self.dim
-                for token, tf in Counter(tokenize(text)).items():
-                    bucket, sign = self._slot(token)
-                    flat.append(base + bucket)
-                    vals.append(sign * (1.0 + math.log(tf)))
-            # bincount sums colliding words in one pass (same result as np.add.at, much faster).
-            summed = np.bincount(
-                np.asarray(flat, dtype=np.int64),
-                weights=np.asarray(vals, dtype=np.float64),
-                minlength=len(block) * self.dim,
-            ).reshape(len(block), self.dim)
-            norms = np.linalg.norm(summed, axis=1, keepdims=True)
-            norms[norms == 0] = 1.0
-            out[start : start + len(block)] = summed / norms
+            out[start : start + len(block)] = self._embed_block(block)
         return out
+
+    def _embed_block(self, block: list[str]) -> np.ndarray:
+        # Python only maps words to block-local ids; counting, weighting and summing are numpy.
+        ids: dict[str, int] = {}
+        token_ids: list[int] = []
+        row_lengths: list[int] = []
+        for text in block:
+            words = tokenize(text)
+            row_lengths.append(len(words))
+            token_ids.extend([ids.setdefault(w, len(ids)) for w in words])
+        n_rows, vocab = len(block), max(len(ids), 1)
+        slots = [self._slot(w) for w in ids]
+        buckets = np.array([b for b, _ in slots], dtype=np.int64)
+        signs = np.array([s for _, s in slots], dtype=np.float64)
+        rows = np.repeat(np.arange(n_rows, dtype=np.int64), row_lengths)
+        # Term frequency of each (row, word) pair, then sublinear weight 1 + ln tf.
+        pairs, tf = np.unique(
+            rows * vocab + np.asarray(token_ids, dtype=np.int64), return_counts=True
+        )
+        pair_rows, pair_words = np.divmod(pairs, vocab)
+        weights = signs[pair_words] * (1.0 + np.log(tf))
+        # bincount sums words that share a bucket (same result as np.add.at, much faster).
+        summed = np.bincount(
+            pair_rows * self.dim + buckets[pair_words], weights=weights, minlength=n_rows * self.dim
+        ).reshape(n_rows, self.dim)
+        norms = np.linalg.norm(summed, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return summed / norms
 
     def embed_query(self, text: str) -> np.ndarray:
         """Return one ``(dim,)`` float32 vector."""
