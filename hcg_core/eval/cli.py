@@ -1,0 +1,168 @@
+"""``hcg eval``: measure a built graph directory against baselines on a QA file.
+
+The lead's CLI wires it as ``add_eval_arguments(subparser)`` then ``run_eval(args) -> exit code``.
+Modes: ``hybrid`` (default mode), ``hybrid-nograph`` (its ablation), ``paper`` (Stage 3 exactly);
+baselines: vector top-k with the graph's embedder and BM25 (bm25s) over the graph's own chunks,
+and bm25s over a re-chunking of the same documents (the paper's NaiveRAG 1,200/200 by default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, HCGError
+from .baselines import bm25s_system, documents_from_chunks, fill_budget, vector_system, word_windows
+from .metric import DEFAULT_BUDGET
+from .runner import System, evaluate, load_questions
+
+MODES = ("hybrid", "paper", "hybrid-nograph")
+DEFAULT_MODES = "hybrid,paper,hybrid-nograph"
+DEFAULT_BASELINE_CHUNK_WORDS = 1200
+DEFAULT_BASELINE_CHUNK_OVERLAP = 200
+DEFAULT_BASELINE_K = 5  # the paper's NaiveRAG: top 5 chunks of 1,200 words
+_MANY = 200  # "enough chunks to reach the budget" when no --k is given
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add ``hcg eval``'s arguments to ``parser`` (a subparser of the main CLI)."""
+    parser.add_argument("directory", help="a graph directory written by `hcg build`")
+    parser.add_argument("--questions", required=True, help="JSON list of {question, answer, ...}")
+    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="words of context read")
+    parser.add_argument(
+        "--k",
+        type=int,
+        default=None,
+        help="chunks per system; default: as many as fill the word budget",
+    )
+    parser.add_argument("--modes", default=DEFAULT_MODES, help=f"comma list of {', '.join(MODES)}")
+    parser.add_argument("--baseline-chunk-words", type=int, default=DEFAULT_BASELINE_CHUNK_WORDS)
+    parser.add_argument(
+        "--baseline-chunk-overlap", type=int, default=DEFAULT_BASELINE_CHUNK_OVERLAP
+    )
+    parser.add_argument(
+        "--baseline-k",
+        type=int,
+        default=DEFAULT_BASELINE_K,
+        help="chunks of the re-chunked BM25 baseline (then cut to the budget)",
+    )
+    parser.add_argument("--no-baselines", action="store_true", help="only the HCG modes")
+    parser.add_argument("--limit", type=int, default=None, help="first N questions only")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--out", default=None, help="also write the JSON report (per question) here"
+    )
+    return parser
+
+
+def parse_modes(text: str) -> list[str]:
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        raise ConfigError(
+            f"unknown mode(s) {bad or text!r}; use a comma list of {', '.join(MODES)}"
+        )
+    return modes
+
+
+def hcg_systems(
+    retriever: Any, modes: list[str], *, k: int | None, budget: int
+) -> dict[str, System]:
+    """Systems for an ``HCGRetriever``: each mode as ``question -> RetrievalResult``.
+
+    The hybrid modes run the paper route first (its result is the graph signal) and then
+    ``HybridRanker`` over the retriever's own chunks and stored vectors.
+    """
+    from ..retrieval.hybrid import HybridRanker
+
+    ranker = HybridRanker(retriever.graph.chunks, retriever.chunk_embeddings)
+    graph_k = k or retriever.config.top_k
+    systems: dict[str, System] = {}
+
+    def make(mode: str) -> Callable[[str], Any]:
+        def run(question: str) -> Any:
+            qvec = retriever.embed_query(question)
+            graph = retriever.retrieve_by_vector(question, qvec, graph_k)
+            if mode == "paper":
+                return graph
+            return ranker.rank(
+                question,
+                qvec,
+                graph,
+                k=k,
+                word_budget=None if k else budget,
+                use_graph=mode == "hybrid",
+            )
+
+        return run
+
+    for mode in modes:
+        systems[f"hcg {mode}"] = make(mode)
+    return systems
+
+
+def baseline_systems(retriever: Any, args: argparse.Namespace) -> dict[str, System]:
+    """Vector top-k and BM25 over the graph's chunks, and BM25 over a re-chunking, at the budget."""
+    texts = [c.text for c in retriever.graph.chunks]
+    k = args.k or _MANY
+    out: dict[str, System] = {
+        "vector top-k": vector_system(
+            texts, retriever.embedder, k, embeddings=retriever.chunk_embeddings
+        ),
+        "bm25s (same chunks)": bm25s_system(texts, k),
+    }
+    windows = [
+        w
+        for doc in documents_from_chunks(retriever.graph.chunks)
+        for w in word_windows(doc, args.baseline_chunk_words, args.baseline_chunk_overlap)
+    ]
+    label = f"bm25s {args.baseline_chunk_words}/{args.baseline_chunk_overlap} top {args.baseline_k}"
+    out[label] = bm25s_system(windows, args.baseline_k)
+    if args.k is None:
+        out = {name: fill_budget(s, args.budget) for name, s in out.items()}
+    return out
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """Run ``hcg eval`` with parsed arguments; print the table (or JSON); return the exit code."""
+    from ..retrieval.retriever import HCGRetriever
+
+    try:
+        if args.budget < 1:
+            raise ConfigError(f"--budget must be at least 1, got {args.budget}")
+        if args.k is not None and args.k < 1:
+            raise ConfigError(f"--k must be at least 1, got {args.k}")
+        modes = parse_modes(args.modes)
+        questions = load_questions(args.questions, limit=args.limit)
+        retriever = HCGRetriever.load(args.directory)
+        systems = hcg_systems(retriever, modes, k=args.k, budget=args.budget)
+        if not args.no_baselines:
+            systems.update(baseline_systems(retriever, args))
+        report = evaluate(systems, questions, budget=args.budget)
+    except HCGError as exc:
+        print(f"hcg eval: {exc}", file=sys.stderr)
+        return 2
+    report.meta.update(
+        directory=str(args.directory),
+        questions_file=str(args.questions),
+        k=args.k,
+        chunks=len(retriever.graph.chunks),
+        embedder=getattr(retriever.embedder, "name", "?"),
+    )
+    if args.out:
+        Path(args.out).write_text(report.to_json(per_question=True), encoding="utf-8")
+    print(report.to_json() if args.json else report.format_table(), end="")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry: ``python -m hcg_core.eval.cli DIR --questions FILE``."""
+    parser = add_eval_arguments(argparse.ArgumentParser(prog="hcg eval", description=__doc__))
+    return run_eval(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,241 @@
+"""The evaluation tool: the metric's exact definition, the runner's aggregates, baselines, CLI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from hcg_core.embedders import HashingEmbedder
+from hcg_core.errors import ConfigError, InputError
+from hcg_core.eval.baselines import (
+    bm25_system,
+    bm25s_system,
+    documents_from_chunks,
+    fill_budget,
+    vector_system,
+    word_windows,
+)
+from hcg_core.eval.cli import add_eval_arguments, parse_modes, run_eval
+from hcg_core.eval.metric import answer_recall, content_words, context_words
+from hcg_core.eval.runner import ALL_TYPES, QAItem, evaluate, load_questions
+from hcg_core.types import Chunk, RetrievalResult, RetrievedChunk
+
+# ------------------------------------------------------------------ metric
+
+
+def test_content_words_lowercase_drop_stopwords_and_short_tokens_fold_plurals():
+    assert content_words("The Tumours of a BCC grow in 2 weeks; x-rays") == [
+        "tumour",
+        "bcc",
+        "grow",
+        "week",
+        "ray",
+    ]
+    assert content_words("the of and") == []
+
+
+def test_answer_recall_counts_distinct_gold_words_at_the_budget():
+    answer = "Smoking causes lung cancer"  # gold: smoking, cause, lung, cancer
+    ctx = ["lung", "damage", "from", "smoking", "is", "common;", "cancers", "follow"]
+    assert answer_recall(ctx, answer, None) == pytest.approx(3 / 4)  # lung, smoking, cancer
+    assert answer_recall(ctx, answer, 4) == pytest.approx(2 / 4)  # "lung damage from smoking"
+    assert answer_recall(ctx, answer, 0) == 0.0
+    assert answer_recall([], "the of", 10) == 1.0  # nothing to miss
+    with pytest.raises(ConfigError):
+        answer_recall(ctx, answer, -1)
+
+
+def test_context_words_are_whitespace_words_in_rank_order():
+    assert context_words(["a b", "c  d\ne"]) == ["a", "b", "c", "d", "e"]
+
+
+# ------------------------------------------------------------------ runner
+
+QUESTIONS = [
+    QAItem("what causes stroke", "high pressure causes stroke", "Fact", id="q1"),
+    QAItem("what follows stroke", "death follows stroke", "Reasoning", id="q2"),
+]
+
+
+def _result(texts, routes):
+    return RetrievalResult(
+        query="q",
+        chunks=tuple(
+            RetrievedChunk(Chunk(f"c{i}", t), 1.0, r)
+            for i, (t, r) in enumerate(zip(texts, routes, strict=True))
+        ),
+        served_by="hybrid",
+    )
+
+
+def test_evaluate_aggregates_per_system_and_type_with_route_shares():
+    def texts_only(q):
+        return ["high pressure causes stroke"] if "causes" in q else ["nothing here"]
+
+    def routed(q):
+        # 2 graph words then 3 fallback words; with budget 4 only 2 + 2 words are read.
+        return _result(["death follows", "stroke is bad"], ["graph", "fallback"])
+
+    report = evaluate({"plain": texts_only, "hcg": routed}, QUESTIONS, budget=4)
+    plain = report.row("plain")
+    assert plain.n == 2
+    assert plain.recall == pytest.approx((1.0 + 0.0) / 2)
+    assert plain.graph_query_share is None and plain.graph_word_share is None
+    assert report.row("plain", "Fact").recall == 1.0
+    assert report.row("plain", "Reasoning").recall == 0.0
+    hcg = report.row("hcg", ALL_TYPES)
+    # q1 gold {high, pressure, cause, stroke}: "stroke" within 4 words -> 1/4; q2 gold {death,
+    # follow, stroke}: all three within budget -> 1.
+    assert hcg.recall == pytest.approx((0.25 + 1.0) / 2)
+    assert hcg.context_words == 5
+    assert hcg.graph_query_share == 1.0
+    assert hcg.graph_word_share == pytest.approx(2 / 4)
+    assert hcg.latency_p95_ms >= hcg.latency_p50_ms >= 0
+    table = report.format_table()
+    assert "recall@4" in table and "[Reasoning]" in table and "hcg" in table
+    data = json.loads(report.to_json(per_question=True))
+    assert data["budget"] == 4 and len(data["scores"]["hcg"]) == 2
+
+
+def test_judge_seam_is_called_with_the_cut_context():
+    seen = []
+
+    def judge(question, answer, contexts):
+        seen.append(contexts)
+        return 0.5
+
+    report = evaluate({"s": lambda q: ["one two three"]}, QUESTIONS[:1], budget=2, judge=judge)
+    assert seen == [["one two"]]
+    assert report.row("s").judge == 0.5
+
+
+def test_evaluate_rejects_empty_inputs_and_str_outputs():
+    with pytest.raises(ConfigError):
+        evaluate({}, QUESTIONS)
+    with pytest.raises(ConfigError):
+        evaluate({"s": lambda q: []}, [])
+    with pytest.raises(ConfigError):
+        evaluate({"s": lambda q: "a string"}, QUESTIONS)
+
+
+def test_load_questions_reads_optional_fields_and_reports_bad_files(tmp_path):
+    p = tmp_path / "qa.json"
+    p.write_text(
+        json.dumps(
+            [
+                {"question": "q1?", "answer": "a1", "question_type": "T", "evidence": "e"},
+                {"question": "q2?", "answer": "a2", "evidence": ["x", "y"], "id": "z"},
+            ]
+        )
+    )
+    items = load_questions(p)
+    assert items[0].question_type == "T" and items[0].evidence == ("e",)
+    assert items[1].id == "z" and items[1].evidence == ("x", "y")
+    assert len(load_questions(p, limit=1)) == 1
+    for bad in ("{}", "[]", "[1]", '[{"question": "", "answer": "a"}]', "not json"):
+        p.write_text(bad)
+        with pytest.raises(InputError):
+            load_questions(p)
+    with pytest.raises(InputError):
+        load_questions(tmp_path / "missing.json")
+
+
+# ------------------------------------------------------------------ baselines
+
+DOC_TEXTS = [
+    "smoking causes lung cancer",
+    "radon causes lung cancer too",
+    "statins lower cholesterol",
+]
+
+
+def test_word_windows_and_rebuilding_documents_from_chunks():
+    assert word_windows("a b c d e", 2, 0) == ["a b", "c d", "e"]
+    with pytest.raises(ConfigError):
+        word_windows("a", 2, 2)
+    chunks = [
+        Chunk("x0", "a b c", "d", {"start_word": 0, "end_word": 3}),
+        Chunk("x1", "c d e", "d", {"start_word": 2, "end_word": 5}),
+        Chunk("y0", "z", "other"),
+    ]
+    assert documents_from_chunks(chunks) == ["a b c d e", "z"]
+
+
+def test_bm25_baselines_agree_on_the_obvious_best_chunk():
+    ours = bm25_system(DOC_TEXTS, 2)("cholesterol statins")
+    ref = bm25s_system(DOC_TEXTS, 2)("cholesterol statins")
+    assert ours[0] == ref[0] == DOC_TEXTS[2]
+    assert bm25s_system(DOC_TEXTS, 2)("the of") == []  # stopwords only
+
+
+def test_vector_baseline_and_fill_budget():
+    run = vector_system(DOC_TEXTS, HashingEmbedder(dim=256), 3)
+    assert run("statins cholesterol")[0] == DOC_TEXTS[2]
+    filled = fill_budget(lambda q: DOC_TEXTS, budget=5)("q")
+    assert filled == DOC_TEXTS[:2]  # 4 words, then 5 more crosses the budget: kept whole, stop
+
+
+# ------------------------------------------------------------------ CLI
+
+
+def test_parse_modes():
+    assert parse_modes("hybrid, paper") == ["hybrid", "paper"]
+    with pytest.raises(ConfigError):
+        parse_modes("hybrid,bogus")
+
+
+def test_run_eval_end_to_end_on_a_small_graph(tmp_path, capsys):
+    from conftest import make_graph
+
+    from hcg_core.store import save_graph
+
+    graph = make_graph()
+    emb = HashingEmbedder(dim=256)
+    save_graph(
+        graph,
+        tmp_path / "g",
+        embedder_name=emb.name,
+        variable_embeddings=emb.embed_documents([v.name for v in graph.variables]),
+        chunk_embeddings=emb.embed_documents([c.text for c in graph.chunks]),
+    )
+    qa = tmp_path / "qa.json"
+    qa.write_text(
+        json.dumps(
+            [
+                {
+                    "question": "does smoking cause stroke",
+                    "answer": "pressure",
+                    "question_type": "A",
+                },
+                {"question": "what does diet change", "answer": "pressure", "question_type": "B"},
+            ]
+        )
+    )
+    parser = add_eval_arguments(argparse.ArgumentParser())
+    out = tmp_path / "report.json"
+    args = parser.parse_args(
+        [
+            str(tmp_path / "g"),
+            "--questions",
+            str(qa),
+            "--budget",
+            "30",
+            "--json",
+            "--baseline-chunk-words",
+            "6",
+            "--baseline-chunk-overlap",
+            "2",
+            "--out",
+            str(out),
+        ]
+    )
+    assert run_eval(args) == 0
+    printed = json.loads(capsys.readouterr().out)
+    systems = {r["system"] for r in printed["rows"]}
+    assert {"hcg hybrid", "hcg paper", "hcg hybrid-nograph", "vector top-k"} <= systems
+    assert any(s.startswith("bm25s 6/2") for s in systems)
+    assert "scores" in json.loads(out.read_text())
+    bad = parser.parse_args([str(tmp_path / "nope"), "--questions", str(qa)])
+    assert run_eval(bad) == 2

@@ -1,0 +1,166 @@
+"""The hybrid mode: fusion, MMR packing, overlap skipping, graph provenance, and the ablation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hcg_core.embedders import HashingEmbedder
+from hcg_core.errors import ConfigError
+from hcg_core.retrieval.hybrid import HybridConfig, HybridRanker, mmr_pack
+from hcg_core.types import CausalPath, Chunk, RetrievalResult, RetrievedChunk
+
+TEXTS = [
+    "Smoking damages the airways and is the leading cause of lung cancer worldwide.",
+    "Smoking damages the airways and is the leading cause of lung cancer worldwide, today.",
+    "Radon gas in basements is the second cause of lung cancer after smoking.",
+    "Chemotherapy for lung cancer often causes nausea and fatigue.",
+    "Statins lower cholesterol and the risk of heart attack.",
+    "Asbestos exposure at work raises the risk of mesothelioma and lung cancer.",
+]
+EMB = HashingEmbedder(dim=512)
+
+
+def make_chunks(texts=TEXTS):
+    return [Chunk(id=f"c{i}", text=t, doc_id=f"d{i}") for i, t in enumerate(texts)]
+
+
+def ranker(config=None, texts=TEXTS):
+    chunks = make_chunks(texts)
+    return HybridRanker(chunks, EMB.embed_documents([c.text for c in chunks]), config)
+
+
+def ids(result):
+    return [c.chunk.id for c in result.chunks]
+
+
+def test_returns_exactly_k_with_fusion_details_and_fallback_route():
+    r = ranker()
+    res = r.rank("causes of lung cancer", EMB.embed_query("causes of lung cancer"), k=4)
+    assert len(res.chunks) == 4
+    assert res.served_by == "hybrid"
+    for c in res.chunks:
+        assert c.route == "fallback"
+        assert set(c.details) >= {"bm25_rank", "dense_rank", "graph_rank", "fused_score"}
+        assert c.details["graph_rank"] is None
+    # Best-first by the fused score for the first pick.
+    assert res.chunks[0].details["fused_score"] == max(c.details["fused_score"] for c in res.chunks)
+
+
+def test_k_larger_than_matches_pads_with_the_rest_of_the_corpus():
+    r = ranker()
+    res = r.rank("zebra", None, k=len(TEXTS))  # no word matches, no dense signal
+    assert sorted(ids(res)) == sorted(c.id for c in make_chunks())
+    assert len(r.rank("zebra", None, k=100).chunks) == len(TEXTS)
+
+
+def test_diversity_skips_a_near_duplicate_that_pure_relevance_keeps():
+    q = "smoking damages airways leading cause lung cancer"
+    plain = ranker(HybridConfig(diversity=1.0)).rank(q, EMB.embed_query(q), k=2)
+    diverse = ranker(HybridConfig(diversity=0.5)).rank(q, EMB.embed_query(q), k=2)
+    assert set(ids(plain)) == {"c0", "c1"}  # the two near-identical chunks
+    assert ids(diverse)[0] in {"c0", "c1"} and ids(diverse)[1] not in {"c0", "c1"}
+
+
+def test_word_budget_stops_after_the_chunk_that_crosses_it():
+    r = ranker()
+    words = [len(t.split()) for t in TEXTS]
+    res = r.rank("lung cancer", None, word_budget=words[0] + 1)
+    got = sum(len(c.chunk.text.split()) for c in res.chunks)
+    assert len(res.chunks) == 2 and got > words[0] + 1
+    with pytest.raises(ConfigError):
+        r.rank("lung cancer", None)
+
+
+def test_overlapping_windows_of_one_document_are_skipped():
+    words = [f"w{i}" for i in range(100)]
+    spans = [(0, 40), (10, 50), (40, 80)]
+    chunks = [
+        Chunk(
+            id=f"s{i}",
+            text=" ".join(["cancer"] + words[s:e]),
+            doc_id="doc",
+            metadata={"start_word": s, "end_word": e},
+        )
+        for i, (s, e) in enumerate(spans)
+    ]
+    r = HybridRanker(chunks, None, HybridConfig(diversity=1.0))
+    # s1 is 75% covered by s0, so it is skipped; s2 is new text.
+    assert ids(r.rank("cancer", None, k=2)) == ["s0", "s2"]
+    r_all = HybridRanker(chunks, None, HybridConfig(diversity=1.0, min_novelty=0.0))
+    assert ids(r_all.rank("cancer", None, k=2)) == ["s0", "s1"]
+
+
+def graph_result(rows, texts=TEXTS):
+    chunks = make_chunks(texts)
+    path = CausalPath(("Exposure(asbestos)", "Risk(mesothelioma)"), ("e1",), ("fibres",))
+    return RetrievalResult(
+        query="q",
+        chunks=tuple(
+            RetrievedChunk(chunks[r], 0.5, "graph", (path,), {"cone_rank": 0}) for r in rows
+        )
+        + (RetrievedChunk(chunks[4], 0.1, "fallback"),),
+        matched=("Exposure(asbestos)",),
+        served_by="cones",
+    )
+
+
+def test_graph_chunks_keep_provenance_and_the_ablation_drops_only_the_graph_signal():
+    q = "what raises the risk of cancer"
+    qv = EMB.embed_query(q)
+    r = ranker(HybridConfig(graph_weight=2.0))
+    g = graph_result([5])
+    with_graph = r.rank(q, qv, g, k=3)
+    ablation = r.rank(q, qv, g, k=3, use_graph=False)
+    no_result = r.rank(q, qv, None, k=3)
+    assert with_graph.chunks[0].chunk.id == "c5"
+    top = with_graph.chunks[0]
+    assert top.route == "graph" and top.paths[0].edge_ids == ("e1",)
+    assert top.details["graph_rank"] == 1 and top.details["graph_cone_rank"] == 0
+    assert with_graph.matched == ("Exposure(asbestos)",)
+    # The graph result's vector-fill chunk is not a graph signal.
+    assert all(c.route == "fallback" for c in with_graph.chunks if c.chunk.id == "c4")
+    # Ablation: identical to having no graph result at all; no chunk claims the graph route.
+    assert ids(ablation) == ids(no_result)
+    assert all(c.route == "fallback" for c in ablation.chunks)
+    assert ablation.served_by == "hybrid-nograph"
+    assert [c.score for c in ablation.chunks] == [c.score for c in no_result.chunks]
+
+
+def test_graph_chunk_outside_text_candidates_still_enters_the_pool():
+    r = ranker(HybridConfig(candidates=1, graph_weight=5.0))
+    res = r.rank("chemotherapy nausea", None, graph_result([4]), k=2)
+    assert "c4" in ids(res)
+
+
+def test_mmr_pack_respects_k_and_picks_by_relevance_first():
+    rel = np.array([0.2, 0.9, 0.5])
+    feats = np.eye(3, dtype=np.float32)
+    assert mmr_pack(rel, feats, np.array([5, 5, 5]), k=3, word_budget=None).tolist() == [1, 2, 0]
+    assert mmr_pack(rel, feats, np.array([5, 5, 5]), k=None, word_budget=6).tolist() == [1, 2]
+
+
+def test_bad_settings_raise_config_errors():
+    with pytest.raises(ConfigError):
+        HybridConfig(diversity=1.5)
+    with pytest.raises(ConfigError):
+        HybridConfig(candidates=0)
+    with pytest.raises(ConfigError):
+        HybridRanker(make_chunks(), np.zeros((2, 4), np.float32))
+    with pytest.raises(ConfigError):
+        ranker().rank("q", None, k=0)
+
+
+def test_word_features_give_exact_cosines_between_chunks():
+    r = ranker()
+    rows = np.arange(len(TEXTS))
+    f = r.word_features(rows)
+    # Full term vectors, for comparison.
+    full = np.zeros((len(TEXTS), r.bm25.vocab_size))
+    for d in range(len(TEXTS)):
+        a, b = r._row_ptr[d], r._row_ptr[d + 1]
+        full[d, r._row_terms[a:b]] = r._row_weights[a:b]
+    want = full @ full.T
+    got = f @ f.T
+    off = ~np.eye(len(TEXTS), dtype=bool)
+    np.testing.assert_allclose(got[off], want[off], atol=1e-6)
