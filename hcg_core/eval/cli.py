@@ -85,9 +85,11 @@ def hcg_systems(
     def make(mode: str) -> Callable[[str], Any]:
         def run(question: str) -> Any:
             qvec = retriever.embed_query(question)
-            graph = retriever.retrieve_by_vector(question, qvec, graph_k)
             if mode == "paper":
-                return graph
+                # Without --k the paper route fills the budget like every other system.
+                res = retriever.retrieve_by_vector(question, qvec, k or _MANY)
+                return res if k else _cut_to_budget(res, budget)
+            graph = retriever.retrieve_by_vector(question, qvec, graph_k)
             return ranker.rank(
                 question,
                 qvec,
@@ -102,6 +104,19 @@ def hcg_systems(
     for mode in modes:
         systems[f"hcg {mode}"] = make(mode)
     return systems
+
+
+def _cut_to_budget(result: Any, budget: int) -> Any:
+    """Keep a result's chunks, best first, until ``budget`` words (the crossing chunk whole)."""
+    from dataclasses import replace
+
+    kept, words = [], 0
+    for rc in result.chunks:
+        if words >= budget:
+            break
+        kept.append(rc)
+        words += len(rc.chunk.text.split())
+    return replace(result, chunks=tuple(kept))
 
 
 def baseline_systems(retriever: Any, args: argparse.Namespace) -> dict[str, System]:
