@@ -343,7 +343,7 @@ def stub_url():
     _StubEmbeddings.requests = []
     _StubEmbeddings.fail = False
     server = ThreadingHTTPServer(("127.0.0.1", 0), _StubEmbeddings)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/v1"
