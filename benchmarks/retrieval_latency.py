@@ -2,7 +2,7 @@
 
 Size (the paper's L tier on the medical corpus): 1,583 variables, ~9,000 edges, 173 metrics,
 384-dim embeddings, 2,000 chunks. The query embedding is excluded from both timings: the graph
-stage is ``HCGRetriever.retrieve_by_vector`` (matching, BFS, cones, evidence ranking, paths, fill);
+stage is ``HCGRetriever.retrieve_paper`` (matching, BFS, cones, evidence ranking, paths, fill);
 the baseline is ``chunk_emb @ q`` + ``argpartition`` + sort of the top k.
 
     python benchmarks/retrieval_latency.py [--queries 500] [--k 10]
@@ -70,9 +70,9 @@ def synthetic(n_vars=1583, n_edges=9000, n_metrics=173, n_chunks=2000, dim=384, 
         # Level 4 holds the end metrics; the others spread over levels 0-3.
         level = np.where(np.arange(n_metrics) < n_term + n_out, 4,
                          np.arange(n_metrics) % 4)[metric_of]
-        ok &= (level[dst] == level[src] + 1) | ((level[dst] == level[src]) & (rng.random(src.size)
-                                                                             < 0.1))
-    pairs = sorted(set(zip(src[ok].tolist(), dst[ok].tolist())))[:n_edges]
+        same_level = (level[dst] == level[src]) & (rng.random(src.size) < 0.1)
+        ok &= (level[dst] == level[src] + 1) | same_level
+    pairs = sorted(set(zip(src[ok].tolist(), dst[ok].tolist(), strict=True)))[:n_edges]
     chunk_emb = rng.standard_normal((n_chunks, dim))
     chunk_emb /= np.linalg.norm(chunk_emb, axis=1, keepdims=True)
     chunks = tuple(Chunk(f"c{i}", "word " * 200) for i in range(n_chunks))
@@ -112,11 +112,11 @@ def main() -> None:
 
     graph_t, base_t, served, matched = [], [], {}, []
     for q in queries[:20]:  # warm-up
-        r.retrieve_by_vector("", q, args.k)
+        r.retrieve_paper("", q, args.k)
         plain(q)
     for q in queries:
         t = time.perf_counter()
-        res = r.retrieve_by_vector("", q, args.k)
+        res = r.retrieve_paper("", q, args.k)
         graph_t.append(time.perf_counter() - t)
         t = time.perf_counter()
         plain(q)

@@ -196,7 +196,8 @@ def cmd_query(args: argparse.Namespace) -> int:
     from .retrieval import HCGRetriever
 
     embedder = _embedder(args.embedder) if args.embedder else None
-    retriever = HCGRetriever.load(args.dir, embedder=embedder, config=RetrievalConfig())
+    config = RetrievalConfig(mode=args.mode, use_graph=not args.no_graph)
+    retriever = HCGRetriever.load(args.dir, embedder=embedder, config=config)
     result = retriever.retrieve(args.question, k=args.k)
     if args.json:
         print(json.dumps(result_to_dict(result), indent=1))
@@ -206,7 +207,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         print(f"\n[{i}] {rc.route:<8} score {rc.score:.3f}  chunk {rc.chunk.id}")
         for p in rc.paths:
             print(f"    path: {p}")
-            for eid, mech in zip(p.edge_ids, p.mechanisms):
+            for eid, mech in zip(p.edge_ids, p.mechanisms, strict=True):
                 if mech:
                     print(f"      {eid}: {mech[:160]}")
         text = " ".join(rc.chunk.text.split())
@@ -269,6 +270,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("question")
     q.add_argument("--k", type=int, default=5)
     q.add_argument("--json", action="store_true")
+    q.add_argument("--mode", choices=["hybrid", "paper"], default="hybrid",
+                   help="hybrid (default: graph + BM25 + dense, packed) or paper (Stage 3 only)")
+    q.add_argument("--no-graph", action="store_true",
+                   help="hybrid mode without the graph signal (the ablation)")
     q.add_argument("--embedder", default=None, help="override the embedder named in the manifest")
     q.set_defaults(func=cmd_query)
 

@@ -6,7 +6,7 @@ Paper values (Table 4 and Appendix B of the paper, restated in shared/docs/METHO
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from .errors import ConfigError
 
@@ -26,6 +26,54 @@ DEFAULT_EVIDENCE_PREFIX_CHARS = 200
 DEFAULT_TOP_K = 10
 DEFAULT_BFS_FALLBACK = True
 DEFAULT_VECTOR_FILL = True
+DEFAULT_MODE = "hybrid"
+MODES = ("hybrid", "paper")
+DEFAULT_GRAPH_CANDIDATES = 10
+
+
+# The hybrid mode (project; hcg_core/retrieval/hybrid.py), measured on the dev set only.
+DEFAULT_CANDIDATES = 100
+"""Chunks taken from each ranked list (BM25, dense) into the candidate pool. Wide enough that
+diversity has alternatives to choose from (dev: 30 -> 0.843, 100 -> 0.844 at 200-word chunks)."""
+DEFAULT_BM25_WEIGHT = 1.0
+"""Weight of the max-normalised BM25 score in the fused relevance."""
+DEFAULT_DENSE_WEIGHT = 1.0
+"""Weight of the max-normalised (clipped at 0) dense cosine. Equal to BM25: neither is trusted more
+a priori; on the dev set each alone is within 2 points of the other and their sum beats both."""
+DEFAULT_GRAPH_WEIGHT = 0.5
+"""Weight of the graph signal: a graph-route chunk gets ``weight * (1 - rank / (2 n))``, so the
+route's first chunk gets the full weight and its last half of it. Half of one text signal: the graph
+vouches for a chunk being on a causal path of the query, not for it holding the answer's words."""
+DEFAULT_DIVERSITY = 0.5
+"""MMR trade-off lambda: pick score = lambda * relevance - (1 - lambda) * max redundancy. 0.5 is the
+textbook balance (Carbonell & Goldstein 1998); dev: 1.0 (no diversity) 0.826, 0.7 0.836, 0.5 0.844."""
+DEFAULT_MIN_NOVELTY = 0.5
+"""Skip a chunk when under half of its words are new: its span is mostly covered by chosen chunks
+of the same document (chunk overlap). Measured on word spans when chunks carry ``start_word`` and
+``end_word`` metadata."""
+
+
+@dataclass(frozen=True)
+class HybridConfig:
+    """Settings of the hybrid mode; see the module constants for what each does and why."""
+
+    candidates: int = DEFAULT_CANDIDATES
+    bm25_weight: float = DEFAULT_BM25_WEIGHT
+    dense_weight: float = DEFAULT_DENSE_WEIGHT
+    graph_weight: float = DEFAULT_GRAPH_WEIGHT
+    diversity: float = DEFAULT_DIVERSITY
+    min_novelty: float = DEFAULT_MIN_NOVELTY
+
+    def __post_init__(self) -> None:
+        if self.candidates < 1:
+            raise ConfigError(f"candidates must be at least 1, got {self.candidates}")
+        for name in ("bm25_weight", "dense_weight", "graph_weight"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0.0 <= self.diversity <= 1.0:
+            raise ConfigError(f"diversity (MMR lambda) must be in [0, 1], got {self.diversity}")
+        if not 0.0 <= self.min_novelty <= 1.0:
+            raise ConfigError(f"min_novelty must be in [0, 1], got {self.min_novelty}")
 
 
 @dataclass(frozen=True)
@@ -42,7 +90,12 @@ class RetrievalConfig:
         top_k: chunks returned when the caller gives no k (project).
         word_budget: if set, stop adding chunks once this many words are returned (project).
         bfs_fallback: when no outcome is reached, use the whole BFS subgraph's evidence (project).
-        vector_fill: fill up to k with plain vector top-k, marked "fallback" (project).
+        vector_fill: paper mode: fill up to k with plain vector top-k, marked "fallback" (project).
+        mode: "hybrid" (default: graph evidence fused with BM25 and dense candidates, packed
+            without overlap and with diversity) or "paper" (Stage 3 exactly as the paper).
+        use_graph: hybrid mode only; False switches the graph signal off (the ablation).
+        graph_candidates: hybrid mode: how many paper-route evidence chunks form the graph signal.
+        hybrid: the hybrid mode's fusion and packing settings (``HybridConfig``).
     """
 
     tau_min: float = DEFAULT_TAU_MIN
@@ -55,13 +108,19 @@ class RetrievalConfig:
     word_budget: int | None = None
     bfs_fallback: bool = DEFAULT_BFS_FALLBACK
     vector_fill: bool = DEFAULT_VECTOR_FILL
+    mode: str = DEFAULT_MODE
+    use_graph: bool = True
+    graph_candidates: int = DEFAULT_GRAPH_CANDIDATES
+    hybrid: HybridConfig = field(default_factory=HybridConfig)
 
     def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         if not -1.0 <= self.tau_min <= 1.0:
             raise ConfigError(f"tau_min must be a cosine in [-1, 1], got {self.tau_min}")
         if not 0.0 <= self.band < 1.0:
             raise ConfigError(f"band (beta) must be in [0, 1), got {self.band}")
-        for name in ("top_metrics", "per_metric", "max_cones", "top_k"):
+        for name in ("top_metrics", "per_metric", "max_cones", "top_k", "graph_candidates"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.max_hops < 0:

@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from hcg_core.cli import main
 
 HAND = Path(__file__).resolve().parent.parent / "examples" / "hand_graph"
@@ -26,12 +28,13 @@ def test_inspect_text(capsys):
     assert "variables" in out and "ExposureLevel" in out
 
 
-def test_query_json_has_routes_scores_paths(capsys):
+@pytest.mark.parametrize("mode,served_by", [("paper", "cones"), ("hybrid", "hybrid")])
+def test_query_json_has_routes_scores_paths(capsys, mode, served_by):
     assert main(["query", str(HAND), "Why does smoking raise the risk of stroke?", "--k", "4",
-                 "--json"]) == 0
+                 "--json", "--mode", mode]) == 0
     out = json.loads(capsys.readouterr().out)
     assert len(out["chunks"]) == 4
-    assert out["served_by"] == "cones"
+    assert out["served_by"] == served_by
     graph_chunks = [c for c in out["chunks"] if c["route"] == "graph"]
     assert graph_chunks, out
     path = graph_chunks[0]["paths"][0]
@@ -55,3 +58,11 @@ def test_errors_are_one_line_with_the_file(tmp_path, capsys):
     assert main(["query", str(d), "x"]) == 2
     err = capsys.readouterr().err
     assert "graph.json" in err and "invalid JSON" in err and "Traceback" not in err
+
+
+def test_query_without_graph_has_no_graph_route(capsys):
+    assert main(["query", str(HAND), "Why does smoking raise the risk of stroke?", "--k", "4",
+                 "--json", "--no-graph"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["served_by"] == "hybrid-nograph"
+    assert {c["route"] for c in out["chunks"]} == {"fallback"}

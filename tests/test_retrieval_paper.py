@@ -12,6 +12,8 @@ from hcg_core.errors import ConfigError
 from hcg_core.retrieval import HCGRetriever, bounded_bfs, match_nodes, outcome_cones
 from hcg_core.retrieval.compiled import CompiledGraph
 
+PAPER = RetrievalConfig(mode="paper")
+
 
 # ---------------------------------------------------------------- matching (Definition 2)
 
@@ -74,7 +76,8 @@ def test_bfs_stops_at_end_nodes_but_expands_sources():
 
 def test_cones_rank_by_convergence_and_merge_by_metric():
     # 0 -> 2 (end, metric A), 1 -> 3 (end, metric A), 1 -> 4 (end, metric B), 0 -> 5 -> 4.
-    src = np.array([0, 1, 1, 0, 5]); dst = np.array([2, 3, 4, 5, 4])
+    src = np.array([0, 1, 1, 0, 5])
+    dst = np.array([2, 3, 4, 5, 4])
     end_group = np.array([-1, -1, 0, 0, 1, -1])
     reached = np.ones(6, bool)
     cones = outcome_cones(reached, src, dst, end_group, np.array([0, 1]), np.array([0.9, 0.5]),
@@ -92,7 +95,8 @@ def test_cones_rank_by_convergence_and_merge_by_metric():
 
 
 def test_cone_convergence_orders_cones():
-    src = np.array([0, 1, 0]); dst = np.array([3, 3, 2])
+    src = np.array([0, 1, 0])
+    dst = np.array([3, 3, 2])
     end_group = np.array([-1, -1, 1, 0])
     cones = outcome_cones(np.ones(4, bool), src, dst, end_group, np.array([0, 1]),
                           np.array([0.9, 0.8]), max_cones=6)
@@ -103,7 +107,7 @@ def test_cone_convergence_orders_cones():
 # ---------------------------------------------------------------- the retriever end to end
 
 def test_cones_route_orders_evidence_and_carries_paths(graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder)
+    r = HCGRetriever.from_graph(graph, embedder, PAPER)
     res = r.retrieve("smoking", k=4)
     assert res.served_by == "cones"
     assert res.matched[0] == "Smoking"
@@ -121,7 +125,7 @@ def test_cones_route_orders_evidence_and_carries_paths(graph, embedder):
 
 
 def test_exactly_k_and_dedup(graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder)
+    r = HCGRetriever.from_graph(graph, embedder, PAPER)
     for k in range(1, len(graph.chunks) + 1):
         res = r.retrieve("smoking and diet", k=k)
         ids = [c.chunk.id for c in res.chunks]
@@ -130,7 +134,7 @@ def test_exactly_k_and_dedup(graph, embedder):
 
 
 def test_no_match_falls_back_to_vector(graph, embedder):
-    res = HCGRetriever.from_graph(graph, embedder).retrieve("weather", k=2)
+    res = HCGRetriever.from_graph(graph, embedder, PAPER).retrieve("weather", k=2)
     assert res.served_by == "vector" and res.matched == ()
     assert [c.route for c in res.chunks] == ["fallback", "fallback"]
     assert res.chunks[0].chunk.id == "c5"
@@ -138,7 +142,7 @@ def test_no_match_falls_back_to_vector(graph, embedder):
 
 def test_no_outcome_reached_uses_bfs_subgraph(graph, embedder):
     # With 0 hops from Diet nothing but Diet is reached: no subgraph edges, so vector.
-    r = HCGRetriever.from_graph(graph, embedder, RetrievalConfig(max_hops=0))
+    r = HCGRetriever.from_graph(graph, embedder, RetrievalConfig(mode="paper", max_hops=0))
     assert r.retrieve("diet", k=2).served_by == "vector"
     # Sleep is matched but isolated: no edges -> vector fallback.
     assert r.retrieve("sleep", k=1).served_by == "vector"
@@ -154,13 +158,13 @@ def test_no_evidence_falls_back(graph, embedder):
     from dataclasses import replace
 
     bare = replace(graph, edges=tuple(replace(e, evidence=()) for e in graph.edges))
-    res = HCGRetriever.from_graph(bare, embedder).retrieve("smoking", k=3)
+    res = HCGRetriever.from_graph(bare, embedder, PAPER).retrieve("smoking", k=3)
     assert res.served_by == "vector"
     assert all(c.route == "fallback" for c in res.chunks) and len(res.chunks) == 3
 
 
 def test_vector_fill_can_be_switched_off_and_budget_applies(graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder, RetrievalConfig(vector_fill=False))
+    r = HCGRetriever.from_graph(graph, embedder, RetrievalConfig(mode="paper", vector_fill=False))
     assert [c.route for c in r.retrieve("smoking", k=6).chunks] == ["graph"] * 3
     rb = r.with_config(word_budget=9, vector_fill=True)
     res = rb.retrieve("smoking", k=6)
@@ -177,18 +181,18 @@ def test_bad_k_and_config():
 
 def test_bad_k_at_query(graph, embedder):
     with pytest.raises(ConfigError):
-        HCGRetriever.from_graph(graph, embedder).retrieve("smoking", k=0)
+        HCGRetriever.from_graph(graph, embedder, PAPER).retrieve("smoking", k=0)
 
 
 def test_compiled_arrays_are_read_only(graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder)
+    r = HCGRetriever.from_graph(graph, embedder, PAPER)
     assert isinstance(r.compiled, CompiledGraph)
     with pytest.raises(ValueError):
         r.compiled.var_emb[0, 0] = 1.0
 
 
 def test_concurrent_queries_match_serial(graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder)
+    r = HCGRetriever.from_graph(graph, embedder, PAPER)
     queries = ["smoking", "diet", "sleep", "weather", "stroke pressure"] * 20
     serial = [[c.chunk.id for c in r.retrieve(q, k=4).chunks] for q in queries]
     got: dict[int, list[str]] = {}
@@ -205,7 +209,7 @@ def test_concurrent_queries_match_serial(graph, embedder):
 
 
 def test_nodes_only_triples(graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder)
+    r = HCGRetriever.from_graph(graph, embedder, PAPER)
     triples = r.graph_triples("smoking")
     # The Stroke cone's edges, best confidence first; no chunk text.
     assert triples == [

@@ -39,7 +39,9 @@ def test_missing_or_stale_embeddings_are_recomputed(tmp_path, graph, embedder):
     assert any("chunks.npy missing" in n for n in stored.notes)
     # Editing a chunk's text makes its stored vectors stale.
     lines = (tmp_path / "g" / "chunks.jsonl").read_text().splitlines()
-    first = json.loads(lines[0]); first["text"] = "edited by hand"; lines[0] = json.dumps(first)
+    first = json.loads(lines[0])
+    first["text"] = "edited by hand"
+    lines[0] = json.dumps(first)
     (tmp_path / "g" / "chunks.jsonl").write_text("\n".join(lines) + "\n")
     HCGRetriever.from_graph(graph, embedder).save(tmp_path / "h")
     (tmp_path / "h" / "chunks.jsonl").write_text("\n".join(lines) + "\n")

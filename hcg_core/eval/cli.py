@@ -73,50 +73,26 @@ def hcg_systems(
 ) -> dict[str, System]:
     """Systems for an ``HCGRetriever``: each mode as ``question -> RetrievalResult``.
 
-    The hybrid modes run the paper route first (its result is the graph signal) and then
-    ``HybridRanker`` over the retriever's own chunks and stored vectors.
+    Each mode is the retriever itself with one setting changed (``with_config``), so what is
+    measured is exactly what a user gets; without ``k`` every mode fills the word budget.
     """
-    from ..retrieval.hybrid import HybridRanker
-
-    ranker = HybridRanker(retriever.graph.chunks, retriever.chunk_embeddings)
-    graph_k = k or retriever.config.top_k
+    settings = {
+        "hybrid": {"mode": "hybrid", "use_graph": True},
+        "hybrid-nograph": {"mode": "hybrid", "use_graph": False},
+        "paper": {"mode": "paper"},
+    }
     systems: dict[str, System] = {}
-
-    def make(mode: str) -> Callable[[str], Any]:
-        def run(question: str) -> Any:
-            qvec = retriever.embed_query(question)
-            if mode == "paper":
-                # Without --k the paper route fills the budget like every other system.
-                res = retriever.retrieve_by_vector(question, qvec, k or _MANY)
-                return res if k else _cut_to_budget(res, budget)
-            graph = retriever.retrieve_by_vector(question, qvec, graph_k)
-            return ranker.rank(
-                question,
-                qvec,
-                graph,
-                k=k,
-                word_budget=None if k else budget,
-                use_graph=mode == "hybrid",
-            )
-
-        return run
-
     for mode in modes:
-        systems[f"hcg {mode}"] = make(mode)
+        clone = retriever.with_config(word_budget=None if k else budget, **settings[mode])
+        systems[f"hcg {mode}"] = _runner(clone, k or _MANY)
     return systems
 
 
-def _cut_to_budget(result: Any, budget: int) -> Any:
-    """Keep a result's chunks, best first, until ``budget`` words (the crossing chunk whole)."""
-    from dataclasses import replace
+def _runner(retriever: Any, k: int) -> Callable[[str], Any]:
+    def run(question: str) -> Any:
+        return retriever.retrieve(question, k=k)
 
-    kept, words = [], 0
-    for rc in result.chunks:
-        if words >= budget:
-            break
-        kept.append(rc)
-        words += len(rc.chunk.text.split())
-    return replace(result, chunks=tuple(kept))
+    return run
 
 
 def baseline_systems(retriever: Any, args: argparse.Namespace) -> dict[str, System]:

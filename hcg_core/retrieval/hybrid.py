@@ -15,57 +15,14 @@ measures what the graph adds.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..config import DEFAULT_DIVERSITY, DEFAULT_MIN_NOVELTY, HybridConfig
 from ..errors import ConfigError
 from ..types import CausalPath, Chunk, RetrievalResult, RetrievedChunk
 from .lexical import BM25Index, top_k_indices
-
-DEFAULT_CANDIDATES = 100
-"""Chunks taken from each ranked list (BM25, dense) into the candidate pool. Wide enough that
-diversity has alternatives to choose from (dev: 30 -> 0.843, 100 -> 0.844 at 200-word chunks)."""
-DEFAULT_BM25_WEIGHT = 1.0
-"""Weight of the max-normalised BM25 score in the fused relevance."""
-DEFAULT_DENSE_WEIGHT = 1.0
-"""Weight of the max-normalised (clipped at 0) dense cosine. Equal to BM25: neither is trusted more
-a priori; on the dev set each alone is within 2 points of the other and their sum beats both."""
-DEFAULT_GRAPH_WEIGHT = 0.5
-"""Weight of the graph signal: a graph-route chunk gets ``weight * (1 - rank / (2 n))``, so the
-route's first chunk gets the full weight and its last half of it. Half of one text signal: the graph
-vouches for a chunk being on a causal path of the query, not for it holding the answer's words."""
-DEFAULT_DIVERSITY = 0.5
-"""MMR trade-off lambda: pick score = lambda * relevance - (1 - lambda) * max redundancy. 0.5 is the
-textbook balance (Carbonell & Goldstein 1998); dev: 1.0 (no diversity) 0.826, 0.7 0.836, 0.5 0.844."""
-DEFAULT_MIN_NOVELTY = 0.5
-"""Skip a chunk when under half of its words are new: its span is mostly covered by chosen chunks
-of the same document (chunk overlap). Measured on word spans when chunks carry ``start_word`` and
-``end_word`` metadata."""
-
-
-@dataclass(frozen=True)
-class HybridConfig:
-    """Settings of the hybrid mode; see the module constants for what each does and why."""
-
-    candidates: int = DEFAULT_CANDIDATES
-    bm25_weight: float = DEFAULT_BM25_WEIGHT
-    dense_weight: float = DEFAULT_DENSE_WEIGHT
-    graph_weight: float = DEFAULT_GRAPH_WEIGHT
-    diversity: float = DEFAULT_DIVERSITY
-    min_novelty: float = DEFAULT_MIN_NOVELTY
-
-    def __post_init__(self) -> None:
-        if self.candidates < 1:
-            raise ConfigError(f"candidates must be at least 1, got {self.candidates}")
-        for name in ("bm25_weight", "dense_weight", "graph_weight"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if not 0.0 <= self.diversity <= 1.0:
-            raise ConfigError(f"diversity (MMR lambda) must be in [0, 1], got {self.diversity}")
-        if not 0.0 <= self.min_novelty <= 1.0:
-            raise ConfigError(f"min_novelty must be in [0, 1], got {self.min_novelty}")
 
 
 def _max_normalise(scores: np.ndarray) -> np.ndarray:

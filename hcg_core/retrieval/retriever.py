@@ -8,6 +8,7 @@ threads. The LlamaIndex and LangChain adapters are thin wrappers around this cla
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -20,6 +21,7 @@ from ..ports import Embedder, as_matrix
 from ..store import StoredGraph, load_graph, save_graph, variable_text
 from ..types import CausalGraph, CausalPath, Chunk, RetrievalResult, RetrievedChunk
 from .compiled import CompiledGraph
+from .hybrid import HybridRanker
 from .paper import (
     Cones,
     bounded_bfs,
@@ -106,6 +108,8 @@ class HCGRetriever:
         self.variable_embeddings = variable_embeddings
         self.chunk_embeddings = chunk_embeddings
         self.compiled = CompiledGraph.compile(graph, variable_embeddings, chunk_embeddings)
+        self._ranker: list[HybridRanker | None] = [None]  # a cell, so clones share one index
+        self._ranker_lock = threading.Lock()
 
     # ------------------------------------------------------------------ construction
 
@@ -181,11 +185,42 @@ class HCGRetriever:
 
     def retrieve_by_vector(self, query: str, qvec: np.ndarray, k: int | None = None
                            ) -> RetrievalResult:
-        """Stage 3 for an already embedded query (the part the latency benchmark times)."""
-        cfg, g = self.config, self.compiled
+        """Retrieval for an already embedded query, in the configured mode."""
+        cfg = self.config
         k = cfg.top_k if k is None else int(k)
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}")
+        if cfg.mode == "paper":
+            return self.retrieve_paper(query, qvec, k)
+        graph = (self.retrieve_paper(query, qvec, cfg.graph_candidates, fill=False)
+                 if cfg.use_graph else None)
+        result = self.ranker.rank(query, qvec, graph, k=k, word_budget=cfg.word_budget,
+                                  use_graph=cfg.use_graph)
+        return replace(result, matched=graph.matched if graph is not None else ())
+
+    @property
+    def ranker(self) -> HybridRanker:
+        """The hybrid mode's BM25 index and packer, built on first use and shared by clones."""
+        holder = self._ranker
+        if holder[0] is None:
+            with self._ranker_lock:
+                if holder[0] is None:
+                    holder[0] = HybridRanker(self.graph.chunks, self.chunk_embeddings,
+                                             self.config.hybrid)
+        ranker = holder[0]
+        if ranker.config != self.config.hybrid:  # a clone with other hybrid settings
+            ranker = HybridRanker(self.graph.chunks, self.chunk_embeddings, self.config.hybrid,
+                                  bm25=ranker.bm25)
+        return ranker
+
+    def retrieve_paper(self, query: str, qvec: np.ndarray, k: int, *, fill: bool = True
+                       ) -> RetrievalResult:
+        """Stage 3 exactly as the paper (the part the latency benchmark times).
+
+        Graph evidence first; with ``fill`` (and ``config.vector_fill``) vector top-k fills up
+        to ``k``, marked "fallback".
+        """
+        cfg, g = self.config, self.compiled
         t = self.traverse(qvec)
         diag: dict[str, Any] = t.diagnostics()
         chunk_rows = np.zeros(0, np.int64)
@@ -219,7 +254,7 @@ class HCGRetriever:
             served_by = "vector"
         picked = self._pack(chunk_rows, k)
         out = [self._graph_chunk(int(r), qvec, pairs, t.parent, toward) for r in picked]
-        if len(out) < k and cfg.vector_fill and self._budget_left(out):
+        if fill and len(out) < k and cfg.vector_fill and self._budget_left(out):
             out.extend(self._vector_fill(qvec, k - len(out), {int(r) for r in picked}, out))
         diag["graph_chunks"] = sum(rc.route == "graph" for rc in out)
         matched = tuple(g.var_names[r] for r in t.rows)
@@ -251,14 +286,18 @@ class HCGRetriever:
         budget = self.config.word_budget
         return budget is None or sum(len(c.chunk.text.split()) for c in chosen) < budget
 
-    def _pack(self, rows: np.ndarray, k: int) -> np.ndarray:
-        """Keep the first ``k`` ranked rows, also stopping at the word budget when one is set."""
-        rows = rows[:k]
+    def _within_budget(self, rows: np.ndarray, used: int = 0) -> np.ndarray:
+        """The prefix of ``rows`` that starts before the word budget is spent (the last chunk
+        may cross it: chunks are returned whole)."""
         budget = self.config.word_budget
         if budget is None or rows.size == 0:
             return rows
-        cum = np.cumsum(self.compiled.chunk_words[rows])
-        return rows[: max(1, int(np.searchsorted(cum, budget, side="right")))]
+        before = used + np.cumsum(self.compiled.chunk_words[rows]) - self.compiled.chunk_words[rows]
+        return rows[: int(np.searchsorted(before, budget, side="left"))]
+
+    def _pack(self, rows: np.ndarray, k: int) -> np.ndarray:
+        """Keep the first ``k`` ranked rows, also stopping at the word budget when one is set."""
+        return self._within_budget(rows[:k])
 
     def _vector_fill(self, qvec: np.ndarray, need: int, taken: set[int],
                      chosen: list[RetrievedChunk]) -> list[RetrievedChunk]:
@@ -271,11 +310,7 @@ class HCGRetriever:
         top = np.argpartition(-sims, want - 1)[:want] if want < n else np.arange(n)
         top = top[np.lexsort((top, -sims[top]))]
         rows = np.array([r for r in top if int(r) not in taken][:need], dtype=np.int64)
-        if self.config.word_budget is not None and rows.size:
-            used = sum(len(c.chunk.text.split()) for c in chosen)
-            cum = used + np.cumsum(g.chunk_words[rows])
-            rows = rows[: max(1, int(np.searchsorted(cum, self.config.word_budget,
-                                                     side="right")))]
+        rows = self._within_budget(rows, sum(len(c.chunk.text.split()) for c in chosen))
         chunks = self.graph.chunks
         return [RetrievedChunk(chunks[r], float(sims[r]), "fallback") for r in rows]
 

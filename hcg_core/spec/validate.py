@@ -30,7 +30,7 @@ def validate_variable(spec_metrics: dict, spec_dims: dict, v: Variable) -> None:
             f"signature ({', '.join(metric.signature)})",
             entry=v.name,
         )
-    for dim_name, entity in zip(metric.signature, v.entities):
+    for dim_name, entity in zip(metric.signature, v.entities, strict=True):
         dim = spec_dims[dim_name]
         if entity not in dim.entities:
             raise SpecError(
