@@ -121,6 +121,7 @@ def _atomic_write_npy(path: Path, arr: np.ndarray) -> None:
 
 
 def graph_to_dict(graph: CausalGraph) -> dict[str, Any]:
+    """``graph.json``'s shape: the variables and the edges (chunks and spec live elsewhere)."""
     def var(v: Variable) -> dict[str, Any]:
         d: dict[str, Any] = {"name": v.name, "metric": v.metric, "entities": list(v.entities)}
         if v.description:
@@ -263,8 +264,9 @@ def _read_chunks(path: Path) -> tuple[Chunk, ...]:
     return tuple(chunks)
 
 
-def _parse_graph(data: Any, spec: DomainSpec, path: Path) -> tuple[tuple[Variable, ...],
-                                                                   tuple[CausalEdge, ...]]:
+def graph_from_dict(data: Any, spec: DomainSpec, path: Path | None = None
+                    ) -> tuple[tuple[Variable, ...], tuple[CausalEdge, ...]]:
+    """Variables and edges from ``graph.json``'s shape (see ``graph_to_dict``); errors name ``path``."""
     if not isinstance(data, dict):
         raise CorruptFileError("must be a JSON object with 'variables' and 'edges'", path=path)
     try:
@@ -326,7 +328,7 @@ def load_graph(directory: str | os.PathLike) -> StoredGraph:
     manifest = read_manifest(directory)
     spec = read_spec_file(directory / SPEC)
     chunks = _read_chunks(directory / CHUNKS)
-    variables, edges = _parse_graph(_read_json(directory / GRAPH), spec, directory / GRAPH)
+    variables, edges = graph_from_dict(_read_json(directory / GRAPH), spec, directory / GRAPH)
     try:
         validate_graph(spec, variables, edges, {c.id for c in chunks})
     except SpecError as exc:
@@ -345,6 +347,8 @@ __all__ = [
     "StoredGraph",
     "atomic_write_bytes",
     "atomic_write_text",
+    "graph_from_dict",
+    "graph_to_dict",
     "load_graph",
     "read_spec_file",
     "save_graph",

@@ -14,56 +14,30 @@ from typing import Any
 
 import numpy as np
 
+from hcg_core import store
 from hcg_core.spec.yaml_io import spec_from_dict, spec_to_dict
-from hcg_core.types import CausalEdge, CausalGraph, Chunk, Variable
+from hcg_core.types import CausalEdge, CausalGraph, Chunk
 
 GRAPH_FORMAT = 1
 
 
 def graph_to_dict(graph: CausalGraph) -> dict[str, Any]:
-    """The graph as plain data; chunk *texts* are left out (they live in the docstore), ids kept."""
+    """The graph as plain data (the core's ``graph.json`` shape plus the spec); chunk *texts* are
+    left out (they live in the docstore), their ids kept."""
     return {
         "format": GRAPH_FORMAT,
         "spec": spec_to_dict(graph.spec),
-        "variables": [
-            {"metric": v.metric, "entities": list(v.entities), "description": v.description}
-            for v in graph.variables
-        ],
-        "edges": [
-            {
-                "id": e.id,
-                "source": e.source,
-                "target": e.target,
-                "mechanism": e.mechanism,
-                "confidence": float(e.confidence),
-                "evidence": list(e.evidence),
-            }
-            for e in graph.edges
-        ],
+        **store.graph_to_dict(graph),
         "chunk_ids": [c.id for c in graph.chunks],
     }
 
 
 def graph_from_dict(data: dict[str, Any], chunks: Sequence[Chunk]) -> CausalGraph:
     """Inverse of :func:`graph_to_dict`; ``chunks`` supplies the texts, in ``chunk_ids`` order."""
-    variables = tuple(
-        Variable(v["metric"], tuple(v.get("entities", ())), v.get("description", ""))
-        for v in data.get("variables", ())
-    )
-    edges = tuple(
-        CausalEdge(
-            id=e["id"],
-            source=e["source"],
-            target=e["target"],
-            mechanism=e.get("mechanism", ""),
-            confidence=float(e.get("confidence", 1.0)),
-            evidence=tuple(e.get("evidence", ())),
-        )
-        for e in data.get("edges", ())
-    )
     # A stored spec was valid when built; re-validating would reject a graph whose entity lists
     # the builder legitimately extended.
     spec = spec_from_dict(data["spec"], validate=False)
+    variables, edges = store.graph_from_dict(data, spec)
     return CausalGraph(spec=spec, variables=variables, edges=edges, chunks=tuple(chunks))
 
 
