@@ -44,6 +44,19 @@ class StructuredLLM(Protocol):
         ...
 
 
+def is_embedder(obj: Any) -> bool:
+    """Whether ``obj`` has the Embedder protocol's members, checked without evaluating them.
+
+    ``isinstance(obj, Embedder)`` would read ``dim``, which for some embedders is a property that
+    calls the model (a network request for an OpenAI-compatible one).
+    """
+    import inspect
+
+    missing = object()
+    return all(inspect.getattr_static(obj, a, missing) is not missing
+               for a in ("name", "dim", "embed_documents", "embed_query"))
+
+
 def as_matrix(vectors: Any, n: int, *, who: str) -> np.ndarray:
     """Check an embedder's output and return it as a C-contiguous, row-normalised float32 array."""
     from .errors import EmbedderError

@@ -18,15 +18,13 @@ from pydantic import BaseModel, ValidationError
 from hcg_core.embedders import CallableEmbedder, default_embedder
 from hcg_core.errors import ConfigError, LLMError
 from hcg_core.llm.structured import complete_validated
-from hcg_core.ports import Embedder, StructuredLLM
+from hcg_core.ports import Embedder, StructuredLLM, is_embedder
 
 M = TypeVar("M", bound=BaseModel)
 
 
 def _is_core_embedder(obj: Any) -> bool:
-    return all(hasattr(obj, a) for a in ("name", "dim", "embed_documents", "embed_query")) and (
-        not isinstance(obj, Embeddings)
-    )
+    return is_embedder(obj) and not isinstance(obj, Embeddings)
 
 
 class HCGDefaultEmbeddings(Embeddings):
