@@ -3,7 +3,9 @@
 The public surface is re-exported here; see docs/ for the pipeline and the graph directory format.
 """
 
-from .config import RetrievalConfig
+from .build import BuildResult, build_graph
+from .config import HybridConfig, RetrievalConfig
+from .corpus import chunk_documents, load_inputs
 from .errors import (
     BuildError,
     ConfigError,
@@ -14,17 +16,21 @@ from .errors import (
     InputError,
     LLMError,
     LLMOutputError,
+    LLMUnavailableError,
     MissingFileError,
     SpecError,
     StoreError,
 )
 from .ports import Embedder, StructuredLLM
+from .retrieval import HCGRetriever
+from .store import StoredGraph, load_graph, read_spec_file, save_graph
 from .types import (
     CausalEdge,
     CausalGraph,
     CausalPath,
     Chunk,
     Dimension,
+    Document,
     DomainSpec,
     Metric,
     OutcomeConfig,
@@ -38,6 +44,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BuildError",
+    "BuildResult",
     "CausalEdge",
     "CausalGraph",
     "CausalPath",
@@ -45,14 +52,18 @@ __all__ = [
     "ConfigError",
     "CorruptFileError",
     "Dimension",
+    "Document",
     "DomainSpec",
     "Embedder",
     "EmbedderError",
     "FormatVersionError",
     "HCGError",
+    "HCGRetriever",
+    "HybridConfig",
     "InputError",
     "LLMError",
     "LLMOutputError",
+    "LLMUnavailableError",
     "Metric",
     "MissingFileError",
     "OutcomeConfig",
@@ -62,7 +73,14 @@ __all__ = [
     "RetrievedChunk",
     "SpecError",
     "StoreError",
+    "StoredGraph",
     "StructuredLLM",
     "Variable",
     "__version__",
+    "build_graph",
+    "chunk_documents",
+    "load_graph",
+    "load_inputs",
+    "read_spec_file",
+    "save_graph",
 ]
