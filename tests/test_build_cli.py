@@ -1,0 +1,61 @@
+"""``hcg build`` end to end: the README's main job, and bad input handled with a clear message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hcg_core.cli import main
+from hcg_core.store import load_graph
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "corpus"
+
+
+def test_readme_main_job(tmp_path, capsys):
+    out = tmp_path / "hcg_graph"
+    assert main(["build", str(EXAMPLES), "--out", str(out), "--quiet"]) == 0
+    stored = load_graph(out)
+    assert stored.embedder_name == "minilm-l6-v2-int8"
+    assert stored.chunk_embeddings is not None and stored.variable_embeddings is not None
+    assert stored.report["llm"]["calls"] == 0 and stored.report["input"]["documents"] == 4
+    assert len(stored.graph.edges) > len(stored.graph.variables) > 10
+    capsys.readouterr()
+    assert main(["query", str(out), "Why does smoking raise the risk of stroke?", "--k", "3",
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert len(result["chunks"]) == 3
+    graph = [c for c in result["chunks"] if c["route"] == "graph"]
+    assert graph and graph[0]["paths"], result
+    assert main(["inspect", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "graph health" in text and "build report" in text
+
+
+def test_folder_with_bad_files_builds_the_good_ones(tmp_path, capsys):
+    src = tmp_path / "in"
+    src.mkdir()
+    for f in EXAMPLES.glob("*.md"):
+        (src / f.name).write_bytes(f.read_bytes())
+    (src / "junk.txt").write_bytes(b"\x00\x01\x02binary\x00" * 50)
+    (src / "latin1.txt").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    (src / "empty.md").write_text("")
+    out = tmp_path / "g"
+    assert main(["build", str(src), "--out", str(out), "--quiet", "--embedder", "hashing"]) == 0
+    err = capsys.readouterr().err
+    for name in ("junk.txt", "latin1.txt", "empty.md"):
+        assert f"skipped {src / name}" in err
+    skipped = {Path(p).name for p, _ in load_graph(out).report["input"]["skipped"]}
+    assert skipped == {"junk.txt", "latin1.txt", "empty.md"}
+
+
+def test_no_usable_input_is_one_clear_error(tmp_path, capsys):
+    (tmp_path / "empty.txt").write_text("   \n")
+    assert main(["build", str(tmp_path / "empty.txt"), "--out", str(tmp_path / "g")]) == 2
+    err = capsys.readouterr().err
+    assert "hcg build: error:" in err and "empty.txt" in err and "Traceback" not in err
+    assert not (tmp_path / "g").exists()
+
+
+def test_estimate_offline_makes_no_calls(capsys):
+    assert main(["build", str(EXAMPLES), "--out", "unused", "--estimate"]) == 0
+    assert "0 calls" in capsys.readouterr().out
