@@ -239,3 +239,27 @@ def test_run_eval_end_to_end_on_a_small_graph(tmp_path, capsys):
     assert "scores" in json.loads(out.read_text())
     bad = parser.parse_args([str(tmp_path / "nope"), "--questions", str(qa)])
     assert run_eval(bad) == 2
+
+
+def test_ablations_add_naive_rag_in_context_and_nodes_only(tmp_path, capsys):
+    from conftest import make_graph
+
+    from hcg_core.store import save_graph
+
+    graph = make_graph()
+    save_graph(graph, tmp_path / "g", embedder_name=HashingEmbedder(dim=256).name)
+    qa = tmp_path / "qa.json"
+    qa.write_text(json.dumps([{"question": "smoking and stroke", "answer": "vessel rupture"}]))
+    parser = add_eval_arguments(argparse.ArgumentParser())
+    args = parser.parse_args([str(tmp_path / "g"), "--questions", str(qa), "--json",
+                              "--modes", "paper", "--no-baselines", "--ablations",
+                              "--out", str(tmp_path / "r.json")])
+    assert run_eval(args) == 0
+    rows = {r["system"]: r for r in json.loads(capsys.readouterr().out)["rows"]
+            if r.get("group", "all") == "all"}
+    assert {"naive-rag vector 1200/200 top 5", "in-context (whole corpus)",
+            "hcg nodes-only"} <= set(rows)
+    # "rupture" is only in an edge's mechanism, never in the corpus text: the whole corpus finds
+    # half the answer, the nodes-only triples (which carry mechanisms) all of it.
+    assert rows["in-context (whole corpus)"]["recall_unbounded"] == 0.5
+    assert rows["hcg nodes-only"]["recall_unbounded"] == 1.0

@@ -50,6 +50,12 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         help="chunks of the re-chunked BM25 baseline (then cut to the budget)",
     )
     parser.add_argument("--no-baselines", action="store_true", help="only the HCG modes")
+    parser.add_argument(
+        "--ablations",
+        action="store_true",
+        help="also the paper's ablations: NaiveRAG (vector top 5 over 1,200/200 chunks), "
+        "in-context (the whole corpus, in order) and nodes-only (edge triples, no evidence text)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="first N questions only")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
@@ -117,6 +123,25 @@ def baseline_systems(retriever: Any, args: argparse.Namespace) -> dict[str, Syst
     return out
 
 
+def ablation_systems(retriever: Any, args: argparse.Namespace) -> dict[str, System]:
+    """The paper's ablations (section 6): NaiveRAG, in-context, and nodes-only context."""
+    docs = documents_from_chunks(retriever.graph.chunks)
+    windows = [w for doc in docs for w in word_windows(doc, 1200, 200)]
+    corpus = "\n\n".join(docs)
+
+    def in_context(question: str) -> list[str]:
+        return [corpus]
+
+    def nodes_only(question: str) -> list[str]:
+        return ["\n".join(retriever.graph_triples(question))]
+
+    return {
+        "naive-rag vector 1200/200 top 5": vector_system(windows, retriever.embedder, 5),
+        "in-context (whole corpus)": in_context,
+        "hcg nodes-only": nodes_only,
+    }
+
+
 def run_eval(args: argparse.Namespace) -> int:
     """Run ``hcg eval`` with parsed arguments; print the table (or JSON); return the exit code."""
     from ..retrieval.retriever import HCGRetriever
@@ -132,6 +157,8 @@ def run_eval(args: argparse.Namespace) -> int:
         systems = hcg_systems(retriever, modes, k=args.k, budget=args.budget)
         if not args.no_baselines:
             systems.update(baseline_systems(retriever, args))
+        if args.ablations:
+            systems.update(ablation_systems(retriever, args))
         report = evaluate(systems, questions, budget=args.budget)
     except HCGError as exc:
         print(f"hcg eval: {exc}", file=sys.stderr)
