@@ -253,7 +253,7 @@ class HCGRetriever:
         if chunk_rows.size == 0:
             served_by = "vector"
         picked = self._pack(chunk_rows, k)
-        out = [self._graph_chunk(int(r), qvec, pairs, t.parent, toward) for r in picked]
+        out = self._graph_chunks(picked, qvec, pairs, t.parent, toward)
         if fill and len(out) < k and cfg.vector_fill and self._budget_left(out):
             out.extend(self._vector_fill(qvec, k - len(out), {int(r) for r in picked}, out))
         diag["graph_chunks"] = sum(rc.route == "graph" for rc in out)
@@ -314,15 +314,26 @@ class HCGRetriever:
         chunks = self.graph.chunks
         return [RetrievedChunk(chunks[r], float(sims[r]), "fallback") for r in rows]
 
-    def _graph_chunk(self, row: int, qvec: np.ndarray, pairs: np.ndarray, parent: np.ndarray,
-                     toward: np.ndarray | None) -> RetrievedChunk:
+    def _graph_chunks(self, rows: np.ndarray, qvec: np.ndarray, pairs: np.ndarray,
+                      parent: np.ndarray | None, toward: np.ndarray | None
+                      ) -> list[RetrievedChunk]:
+        """The picked evidence chunks with their best few citing edges' causal paths."""
+        if rows.size == 0:
+            return []
         g = self.compiled
-        edges = pairs[pairs[:, 0] == row, 1]
-        _, first = np.unique(edges, return_index=True)
-        edges = edges[np.sort(first)][:MAX_PATHS_PER_CHUNK]
-        paths = tuple(self._path(int(e), parent, toward) for e in edges)
-        return RetrievedChunk(self.graph.chunks[row], float(g.chunk_emb[row] @ qvec), "graph",
-                              paths, {"edges": len(edges)})
+        # One pass over the (chunk, edge) pairs, already in rank order.
+        citing: dict[int, list[int]] = {int(r): [] for r in rows}
+        for chunk, edge in pairs.tolist():
+            edges = citing.get(chunk)
+            if edges is not None and len(edges) < MAX_PATHS_PER_CHUNK and edge not in edges:
+                edges.append(edge)
+        scores = g.chunk_emb[rows] @ qvec
+        return [
+            RetrievedChunk(self.graph.chunks[r], float(score), "graph",
+                           tuple(self._path(e, parent, toward) for e in citing[r]),
+                           {"edges": len(citing[r])})
+            for r, score in zip(rows.tolist(), scores.tolist(), strict=True)
+        ]
 
     def _path(self, edge: int, parent: np.ndarray, toward: np.ndarray | None) -> CausalPath:
         """Matched node -> ... -> edge -> ... -> outcome, via BFS parents and the cone's next hops."""
