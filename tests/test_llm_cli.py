@@ -1,0 +1,44 @@
+"""``hcg build --llm-base-url`` end to end over real HTTP against the faulty local stub server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fixtures.llm.responder import respond
+
+from hcg_core.cli import main
+from hcg_core.testing import FaultPlan, StubLLMServer
+
+CORPUS = Path(__file__).parent / "fixtures" / "llm" / "corpus.md"
+
+
+def _outcome(tmp_path: Path) -> Path:
+    p = tmp_path / "outcome.yaml"
+    p.write_text("outcomes: [FishMortality, DrinkingWaterRisk]\nterminals: [EcosystemHealth]\n")
+    return p
+
+
+def test_cli_llm_build_under_faults_counts_every_call(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    plan = FaultPlan(rate_limit_every=4, malformed_every=9, retry_after="0.01")
+    out = tmp_path / "g"
+    args = ["build", str(CORPUS), "--out", str(out), "--tier", "XS", "--embedder", "hashing",
+            "--outcome", str(_outcome(tmp_path)), "--quiet", "--llm-model", "stub-model"]
+    with StubLLMServer(respond, faults=plan) as srv:
+        assert main([*args, "--llm-base-url", srv.base_url, "--estimate"]) == 0
+        estimate = capsys.readouterr().out
+        assert srv.calls == 0 and "calls" in estimate  # the estimate spends nothing
+        assert main([*args, "--llm-base-url", srv.base_url]) == 0
+        calls = srv.calls
+        assert "built" in capsys.readouterr().out
+        assert calls > 5 and sum(srv.by_fault.values()) >= 2
+        assert main(["inspect", str(out), "--json"]) == 0
+        report = json.loads(capsys.readouterr().out)["build_report"]
+        assert report["totals"]["calls"] == calls  # call for call
+        assert report["totals"]["failed"] == 0
+        # A rerun with the same arguments is served by the cache in DIR/.llm_cache.
+        assert main([*args, "--llm-base-url", srv.base_url]) == 0
+        assert srv.calls == calls
+    graph = json.loads((out / "graph.json").read_text())
+    assert graph["edges"] and all(e["mechanism"] for e in graph["edges"])
