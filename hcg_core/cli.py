@@ -168,7 +168,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def format_build_report(report: dict[str, Any]) -> str:
     """The build report as a table: seconds and counts per stage, then the LLM's cost."""
-    head = ", ".join(f"{k} {report[k]}" for k in ("builder", "tier", "embedder") if k in report)
+    head = ", ".join(f"{k} {report[k]}" for k in ("builder", "llm", "tier", "embedder")
+                     if isinstance(report.get(k), (str, int, float)))
     total = report.get("total_seconds")
     lines = [f"build report ({head}{f', {total} s in all' if total is not None else ''}):"]
     for name, row in (report.get("stages") or {}).items():
@@ -176,9 +177,10 @@ def format_build_report(report: dict[str, Any]) -> str:
         secs = row.pop("seconds", None)
         details = " ".join(f"{k}={v}" for k, v in row.items() if not isinstance(v, (dict, list)))
         lines.append(f"  {name:<18}{secs if secs is not None else '':>9} s  {details}")
-    llm = report.get("llm") or {}
-    if llm:
-        lines.append("  LLM: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in llm.items()
+    # The offline builder reports its (zero) LLM cost under "llm"; the LLM pipeline under "totals".
+    cost = report.get("llm") if isinstance(report.get("llm"), dict) else report.get("totals")
+    if isinstance(cost, dict):
+        lines.append("  LLM: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in cost.items()
                                             if not isinstance(v, (dict, list))))
     for key in ("failures", "warnings"):
         for item in report.get(key) or []:

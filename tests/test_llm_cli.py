@@ -37,6 +37,9 @@ def test_cli_llm_build_under_faults_counts_every_call(tmp_path, capsys, monkeypa
         report = json.loads(capsys.readouterr().out)["build_report"]
         assert report["totals"]["calls"] == calls  # call for call
         assert report["totals"]["failed"] == 0
+        assert main(["inspect", str(out)]) == 0
+        text = capsys.readouterr().out
+        assert "tier2" in text and f"LLM: {calls} calls" in text
         # A rerun with the same arguments is served by the cache in DIR/.llm_cache.
         assert main([*args, "--llm-base-url", srv.base_url]) == 0
         assert srv.calls == calls
