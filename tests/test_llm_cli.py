@@ -45,3 +45,22 @@ def test_cli_llm_build_under_faults_counts_every_call(tmp_path, capsys, monkeypa
         assert srv.calls == calls
     graph = json.loads((out / "graph.json").read_text())
     assert graph["edges"] and all(e["mechanism"] for e in graph["edges"])
+
+
+def test_llm_build_shows_a_progress_bar_per_stage(capsys):
+    from fixtures.llm.responder import OUTCOME, load_chunks
+
+    from hcg_core.build import build_graph
+    from hcg_core.embedders import HashingEmbedder
+    from hcg_core.testing import ScriptedLLM
+
+    r = build_graph(load_chunks(), embedder=HashingEmbedder(), llm=ScriptedLLM(respond),
+                    tier="XS", outcome=OUTCOME, progress=True)
+    err = capsys.readouterr().err
+    labels = {"stage1": "stage 1 (spec)", "tier1": "tier 1 (metrics)", "tier2": "tier 2 (edges)"}
+    for name, label in labels.items():
+        # Scripted replies never fail, so each item is one call and the bar ends at the calls.
+        assert f"{label}: {r.report['stages'][name]['calls']}item" in err
+    build_graph(load_chunks(), embedder=HashingEmbedder(), llm=ScriptedLLM(respond),
+                tier="XS", outcome=OUTCOME, progress=False)
+    assert "tier 2 (edges)" not in capsys.readouterr().err

@@ -25,7 +25,7 @@ from ..config import (
 from ..errors import ConfigError
 from ..llm.accounting import COUNTERS, Ledger, stage
 from ..llm.bridge import run_sync
-from ..llm.runner import Failures, StageTimer, metered
+from ..llm.runner import Failures, StageTimer, metered, stage_progress
 from ..ports import Embedder, StructuredLLM, as_matrix
 from ..prompts import PROMPTS, Prompt
 from ..spec.generate import (
@@ -110,7 +110,6 @@ async def abuild_with_llm(chunks: Sequence[Chunk], *, embedder: Embedder, llm: S
     ``evidence_tau`` (0.78), ``evidence_per_edge`` (2), ``evidence_prefix_chars`` (200),
     ``min_confidence`` (0.0), ``domain`` and ``prompts`` (overrides of hcg_core.prompts).
     """
-    del progress  # calls are few and batched; the report carries the timings
     opts = _options(options)
     caps = tier_caps(tier)  # validates the tier name early
     llm, ledger = metered(llm)
@@ -124,12 +123,13 @@ async def abuild_with_llm(chunks: Sequence[Chunk], *, embedder: Embedder, llm: S
                                  who="embedder")
     stage1_info: dict[str, Any]
     if spec is None:
-        spec, stage1_info = await agenerate_spec(
-            chunks, llm, ledger=ledger, failures=failures, tier=tier, outcome=outcome,
-            domain=opts["domain"], sample_size=opts["spec_sample_chunks"],
-            chunks_per_call=opts["chunks_per_call"], excerpt_chars=opts["excerpt_chars"],
-            prompts=opts["prompts"],
-        )
+        with stage_progress("stage 1 (spec)", progress):
+            spec, stage1_info = await agenerate_spec(
+                chunks, llm, ledger=ledger, failures=failures, tier=tier, outcome=outcome,
+                domain=opts["domain"], sample_size=opts["spec_sample_chunks"],
+                chunks_per_call=opts["chunks_per_call"], excerpt_chars=opts["excerpt_chars"],
+                prompts=opts["prompts"],
+            )
         stage1_info["skipped"] = False
     else:
         spec = validate_spec(spec)
@@ -146,9 +146,9 @@ async def abuild_with_llm(chunks: Sequence[Chunk], *, embedder: Embedder, llm: S
     ))
     ctx = Stage2Context(spec, chunks, chunk_embeddings, metric_vectors, llm, ledger, failures,
                         dropped, opts["prompts"], opts["snippets"], opts["snippet_chars"])
-    with stage("tier1"), StageTimer(ledger, "tier1"):
+    with stage("tier1"), StageTimer(ledger, "tier1"), stage_progress("tier 1 (metrics)", progress):
         templates = await run_tier1(ctx)
-    with stage("tier2"), StageTimer(ledger, "tier2"):
+    with stage("tier2"), StageTimer(ledger, "tier2"), stage_progress("tier 2 (edges)", progress):
         drafts, new_vars, t2_counts = await run_tier2(ctx, templates, opts["max_batch_pairs"])
 
     with StageTimer(ledger, "evidence"):

@@ -7,8 +7,11 @@ build, because every other item would fail the same way.
 
 from __future__ import annotations
 
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -59,6 +62,29 @@ class Failures:
                                  "error": f"{type(exc).__name__}: {exc}"[:500]})
 
 
+# The progress bar of the running stage, if any; tasks started inside a stage inherit it.
+stage_bar: ContextVar[Any | None] = ContextVar("hcg_stage_bar", default=None)
+
+
+@contextmanager
+def stage_progress(name: str, enabled: bool | None) -> Iterator[None]:
+    """A tqdm bar counting the stage's finished items; ``None`` shows it only on a terminal."""
+    if enabled is None:
+        enabled = bool(getattr(sys.stderr, "isatty", lambda: False)())
+    if not enabled:
+        yield
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(desc=name, unit="item", leave=True)
+    token = stage_bar.set(bar)
+    try:
+        yield
+    finally:
+        stage_bar.reset(token)
+        bar.close()
+
+
 async def ask_item(llm: StructuredLLM, messages: Sequence[dict[str, str]],
                    response_model: type[M], *, item: str, ledger: Ledger,
                    failures: Failures) -> M | None:
@@ -69,6 +95,10 @@ async def ask_item(llm: StructuredLLM, messages: Sequence[dict[str, str]],
         ledger.add(failed=1)
         failures.add(item, exc)
         return None
+    finally:
+        bar = stage_bar.get()
+        if bar is not None:
+            bar.update(1)
 
 
 class StageTimer:
