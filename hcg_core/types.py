@@ -184,6 +184,17 @@ class RetrievedChunk:
                 seen.setdefault(e, None)
         return tuple(seen)
 
+    def provenance(self, served_by: str) -> dict[str, Any]:
+        """Why this chunk came back, as flat JSON-ready metadata (what the adapters attach)."""
+        mechanisms = dict.fromkeys(m for p in self.paths for m in p.mechanisms if m)
+        return {
+            "hcg_route": self.route,
+            "hcg_served_by": served_by,
+            "hcg_paths": [str(p) for p in self.paths],
+            "hcg_mechanisms": list(mechanisms),
+            "hcg_edge_ids": list(self.edge_ids),
+        }
+
 
 @dataclass(frozen=True)
 class RetrievalResult:

@@ -50,23 +50,6 @@ def to_chunk(doc: LCDocument) -> Chunk:
     )
 
 
-def provenance(rc: RetrievedChunk, served_by: str) -> dict[str, Any]:
-    """Why a chunk came back, as flat JSON-ready metadata."""
-    mechanisms: dict[str, None] = {}
-    for p in rc.paths:
-        for m in p.mechanisms:
-            if m:
-                mechanisms.setdefault(m, None)
-    return {
-        "hcg_score": float(rc.score),
-        "hcg_route": rc.route,
-        "hcg_served_by": served_by,
-        "hcg_paths": [str(p) for p in rc.paths],
-        "hcg_mechanisms": list(mechanisms),
-        "hcg_edge_ids": list(rc.edge_ids),
-    }
-
-
 def to_lc_documents(chunks: Sequence[RetrievedChunk], served_by: str) -> list[LCDocument]:
     """Retrieved chunks as LangChain Documents: id = chunk id, metadata = chunk's + provenance."""
     return [
@@ -77,7 +60,8 @@ def to_lc_documents(chunks: Sequence[RetrievedChunk], served_by: str) -> list[LC
                 **dict(rc.chunk.metadata),
                 "chunk_id": rc.chunk.id,
                 "doc_id": rc.chunk.doc_id,
-                **provenance(rc, served_by),
+                "hcg_score": float(rc.score),
+                **rc.provenance(served_by),
             },
         )
         for rc in chunks

@@ -44,25 +44,9 @@ def node_to_chunk(node: BaseNode) -> Chunk:
     )
 
 
-def provenance(rc: RetrievedChunk, served_by: str) -> dict[str, Any]:
-    """Why a chunk came back, as flat JSON-ready metadata (lists of str for paths/mechanisms)."""
-    mechanisms: dict[str, None] = {}
-    for p in rc.paths:
-        for m in p.mechanisms:
-            if m:
-                mechanisms.setdefault(m, None)
-    return {
-        "hcg_route": rc.route,
-        "hcg_served_by": served_by,
-        "hcg_paths": [str(p) for p in rc.paths],
-        "hcg_mechanisms": list(mechanisms),
-        "hcg_edge_ids": list(rc.edge_ids),
-    }
-
-
 def with_provenance(node: BaseNode, rc: RetrievedChunk, served_by: str) -> NodeWithScore:
     """Wrap a docstore node for a result; see the module docstring for why it is a copy."""
-    extra = provenance(rc, served_by)
+    extra = rc.provenance(served_by)
     hidden = [k for k in PROVENANCE_KEYS if k not in node.excluded_llm_metadata_keys]
     hidden_embed = [k for k in PROVENANCE_KEYS if k not in node.excluded_embed_metadata_keys]
     copy = node.model_copy(
