@@ -191,10 +191,11 @@ def test_compiled_arrays_are_read_only(graph, embedder):
         r.compiled.var_emb[0, 0] = 1.0
 
 
-def test_concurrent_queries_match_serial(graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder, PAPER)
+@pytest.mark.parametrize("mode", ["paper", "hybrid"])
+def test_concurrent_queries_match_serial(graph, embedder, mode):
+    # Threads start before the hybrid ranker exists, so its lazy construction races too.
+    r = HCGRetriever.from_graph(graph, embedder, RetrievalConfig(mode=mode))
     queries = ["smoking", "diet", "sleep", "weather", "stroke pressure"] * 20
-    serial = [[c.chunk.id for c in r.retrieve(q, k=4).chunks] for q in queries]
     got: dict[int, list[str]] = {}
 
     def work(i: int) -> None:
@@ -205,6 +206,7 @@ def test_concurrent_queries_match_serial(graph, embedder):
         t.start()
     for t in threads:
         t.join()
+    serial = [[c.chunk.id for c in r.retrieve(q, k=4).chunks] for q in queries]
     assert [got[i] for i in range(len(queries))] == serial
 
 
