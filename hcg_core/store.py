@@ -196,10 +196,10 @@ def save_graph(
 # ---------------------------------------------------------------- load
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path, missing: str = "missing; a graph directory needs it "
+                                          "(see docs/format.md)") -> str:
     if not path.is_file():
-        raise MissingFileError("missing; a graph directory needs it (see docs/format.md)",
-                               path=path)
+        raise MissingFileError(missing, path=path)
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -231,7 +231,7 @@ def read_manifest(directory: Path) -> dict[str, Any]:
 def read_spec_file(path: str | os.PathLike) -> DomainSpec:
     """Read a spec.yaml (``yaml.safe_load``); errors name the file and the offending entry."""
     path = Path(path)
-    text = _read_text(path)
+    text = _read_text(path, "no such spec file")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
