@@ -26,7 +26,7 @@ import yaml
 
 from .errors import CorruptFileError, FormatVersionError, MissingFileError, SpecError, StoreError
 from .spec import spec_from_dict, spec_to_yaml, validate_graph
-from .spec.yaml_io import parse_call
+from .spec.yaml_io import variable_from_item
 from .types import CausalEdge, CausalGraph, Chunk, DomainSpec, Variable
 
 FORMAT_NAME = "hcg-graph"
@@ -36,7 +36,6 @@ SPEC = "spec.yaml"
 GRAPH = "graph.json"
 CHUNKS = "chunks.jsonl"
 REPORT = "build_report.json"
-EMBEDDINGS_DIR = "embeddings"
 VARIABLE_VECTORS = "embeddings/variables.npy"
 CHUNK_VECTORS = "embeddings/chunks.npy"
 
@@ -156,6 +155,11 @@ def save_graph(
     if directory.exists() and not directory.is_dir():
         raise StoreError("exists and is not a directory", path=directory)
     directory.mkdir(parents=True, exist_ok=True)
+    # Overwriting: drop the old manifest first, so an interrupted rewrite never looks complete,
+    # and the old report, so it cannot describe the new graph.
+    (directory / MANIFEST).unlink(missing_ok=True)
+    if report is None:
+        (directory / REPORT).unlink(missing_ok=True)
     atomic_write_text(directory / SPEC, spec_to_yaml(graph.spec))
     atomic_write_text(directory / GRAPH, json.dumps(graph_to_dict(graph), indent=1,
                                                     ensure_ascii=False) + "\n")
@@ -270,24 +274,19 @@ def graph_from_dict(data: Any, spec: DomainSpec, path: Path | None = None
     if not isinstance(data, dict):
         raise CorruptFileError("must be a JSON object with 'variables' and 'edges'", path=path)
     try:
-        variables = []
         raw_vars = data.get("variables")
         if raw_vars is None:  # hand-written graphs may rely on the spec's variables
-            raw_vars = [{"metric": v.metric, "entities": list(v.entities),
-                         "description": v.description} for v in spec.variables]
-        for item in raw_vars:
-            if isinstance(item, str):
-                metric, ents = parse_call(item, what="variable")
-                variables.append(Variable(metric, ents))
-            elif "metric" in item:
-                variables.append(Variable(str(item["metric"]),
-                                          tuple(str(e) for e in item.get("entities", ())),
-                                          str(item.get("description", "") or "")))
-            else:
-                metric, ents = parse_call(item["name"], what="variable")
-                variables.append(Variable(metric, ents, str(item.get("description", "") or "")))
+            variables = list(spec.variables)
+        elif not isinstance(raw_vars, list):
+            raise CorruptFileError("'variables' must be a list", path=path)
+        else:
+            variables = [variable_from_item(item, f"variables[{i}]")
+                         for i, item in enumerate(raw_vars)]
         edges = []
         for i, item in enumerate(data.get("edges") or []):
+            if not isinstance(item.get("evidence", []) or [], list):
+                raise CorruptFileError(f"edges[{i}].evidence must be a list of chunk ids",
+                                       path=path)
             edges.append(CausalEdge(
                 id=str(item.get("id") or f"e{i}"), source=str(item["source"]),
                 target=str(item["target"]), mechanism=str(item.get("mechanism", "") or ""),
@@ -303,10 +302,17 @@ def graph_from_dict(data: Any, spec: DomainSpec, path: Path | None = None
 
 def _load_vectors(directory: Path, manifest: dict, key: str, texts: Sequence[str],
                   notes: list[str]) -> np.ndarray | None:
-    info = (manifest.get("embeddings") or {}).get(key)
-    if not info:
+    table = manifest.get("embeddings") or {}
+    info = table.get(key) if isinstance(table, dict) else None
+    if info is None:
         return None
-    path = directory / str(info.get("file", ""))
+    if not isinstance(info, dict) or not isinstance(info.get("file"), str):
+        raise CorruptFileError(f"'embeddings.{key}' must be an object with a 'file'",
+                               path=directory / MANIFEST)
+    path = (directory / info["file"]).resolve()
+    if not path.is_relative_to(directory.resolve()):
+        raise CorruptFileError(f"'embeddings.{key}.file' points outside the graph directory",
+                               path=directory / MANIFEST)
     if not path.is_file():
         notes.append(f"{path.name} missing: {key} embeddings will be recomputed")
         return None
@@ -326,6 +332,8 @@ def load_graph(directory: str | os.PathLike) -> StoredGraph:
     if not directory.is_dir():
         raise MissingFileError("is not a graph directory (it does not exist)", path=directory)
     manifest = read_manifest(directory)
+    if not isinstance(manifest.get("embeddings", {}) or {}, dict):
+        raise CorruptFileError("'embeddings' must be an object", path=directory / MANIFEST)
     spec = read_spec_file(directory / SPEC)
     chunks = _read_chunks(directory / CHUNKS)
     variables, edges = graph_from_dict(_read_json(directory / GRAPH), spec, directory / GRAPH)

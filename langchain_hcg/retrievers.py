@@ -121,13 +121,13 @@ class HCGRetriever(BaseRetriever):
         if not docs:
             raise InputError("from_documents got no documents")
         if chunk:
+            core_docs = list({d.id: d for d in map(to_core_document, reversed(docs))}.values())
             chunks = chunk_documents(
-                [to_core_document(d) for d in docs],
-                chunk_words=chunk_words,
-                overlap_words=overlap_words,
+                core_docs[::-1], chunk_words=chunk_words, overlap_words=overlap_words
             )
         else:
-            chunks = [to_chunk(d) for d in docs]
+            # A document without an id gets a content id, so exact repeats collapse to one chunk.
+            chunks = list({c.id: c for c in map(to_chunk, reversed(docs))}.values())[::-1]
         embedder = resolve_embedder(embeddings)
         result = build_graph(
             chunks,

@@ -263,3 +263,32 @@ def test_ablations_add_naive_rag_in_context_and_nodes_only(tmp_path, capsys):
     # half the answer, the nodes-only triples (which carry mechanisms) all of it.
     assert rows["in-context (whole corpus)"]["recall_unbounded"] == 0.5
     assert rows["hcg nodes-only"]["recall_unbounded"] == 1.0
+
+
+def test_load_questions_rejects_bad_evidence_and_limit(tmp_path):
+    from hcg_core.errors import InputError
+
+    qa = tmp_path / "qa.json"
+    qa.write_text(json.dumps([{"question": "q", "answer": "a", "evidence": 5}]))
+    with pytest.raises(InputError, match="evidence"):
+        load_questions(qa)
+    qa.write_text(json.dumps([{"question": "q", "answer": "a"}] * 3))
+    with pytest.raises(InputError, match="limit"):
+        load_questions(qa, limit=0)
+    assert len(load_questions(qa, limit=2)) == 2
+
+
+def test_eval_out_unwritable_is_a_clear_error(tmp_path, capsys):
+    from conftest import make_graph
+
+    from hcg_core.store import save_graph
+
+    save_graph(make_graph(), tmp_path / "g", embedder_name=HashingEmbedder(dim=256).name)
+    qa = tmp_path / "qa.json"
+    qa.write_text(json.dumps([{"question": "smoking", "answer": "pressure"}]))
+    parser = add_eval_arguments(argparse.ArgumentParser())
+    args = parser.parse_args([str(tmp_path / "g"), "--questions", str(qa), "--no-baselines",
+                              "--out", str(tmp_path / "missing" / "dir" / "r.json")])
+    (tmp_path / "missing").write_text("a file, so no folder can be made under it")
+    assert run_eval(args) == 2
+    assert "cannot write --out" in capsys.readouterr().err

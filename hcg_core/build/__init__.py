@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..config import DEFAULT_TIER
-from ..errors import BuildError
+from ..errors import BuildError, InputError
 from ..ports import Embedder, StructuredLLM
 from ..types import CausalGraph, Chunk, DomainSpec, OutcomeConfig
 
@@ -57,6 +57,12 @@ def build_graph(
     """
     if not chunks:
         raise BuildError("no chunks to build from: the corpus is empty")
+    seen: set[str] = set()
+    for c in chunks:
+        if c.id in seen:
+            raise InputError(f"two chunks share the id {c.id!r}; chunk ids must be unique "
+                             "(drop the repeated passage or give it its own id)")
+        seen.add(c.id)
     if llm is None:
         from .offline import build_offline
 

@@ -1,6 +1,6 @@
 """``hcg eval``: measure a built graph directory against baselines on a QA file.
 
-The lead's CLI wires it as ``add_eval_arguments(subparser)`` then ``run_eval(args) -> exit code``.
+``hcg_core.cli`` wires it as ``add_eval_arguments(subparser)`` then ``run_eval(args) -> exit code``.
 Modes: ``hybrid`` (default mode), ``hybrid-nograph`` (its ablation), ``paper`` (Stage 3 exactly);
 baselines: vector top-k with the graph's embedder and BM25 (bm25s) over the graph's own chunks,
 and bm25s over a re-chunking of the same documents (the paper's NaiveRAG 1,200/200 by default).
@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, HCGError
@@ -126,7 +125,8 @@ def baseline_systems(retriever: Any, args: argparse.Namespace) -> dict[str, Syst
 def ablation_systems(retriever: Any, args: argparse.Namespace) -> dict[str, System]:
     """The paper's ablations (section 6): NaiveRAG, in-context, and nodes-only context."""
     docs = documents_from_chunks(retriever.graph.chunks)
-    windows = [w for doc in docs for w in word_windows(doc, 1200, 200)]
+    windows = [w for doc in docs for w in word_windows(doc, DEFAULT_BASELINE_CHUNK_WORDS,
+                                                       DEFAULT_BASELINE_CHUNK_OVERLAP)]
     corpus = "\n\n".join(docs)
 
     def in_context(question: str) -> list[str]:
@@ -136,7 +136,8 @@ def ablation_systems(retriever: Any, args: argparse.Namespace) -> dict[str, Syst
         return ["\n".join(retriever.graph_triples(question))]
 
     return {
-        "naive-rag vector 1200/200 top 5": vector_system(windows, retriever.embedder, 5),
+        "naive-rag vector 1200/200 top 5": vector_system(windows, retriever.embedder,
+                                                          DEFAULT_BASELINE_K),
         "in-context (whole corpus)": in_context,
         "hcg nodes-only": nodes_only,
     }
@@ -171,7 +172,13 @@ def run_eval(args: argparse.Namespace) -> int:
         embedder=getattr(retriever.embedder, "name", "?"),
     )
     if args.out:
-        Path(args.out).write_text(report.to_json(per_question=True), encoding="utf-8")
+        from ..store import atomic_write_text
+
+        try:
+            atomic_write_text(args.out, report.to_json(per_question=True))
+        except OSError as exc:
+            print(f"hcg eval: cannot write --out {args.out}: {exc}", file=sys.stderr)
+            return 2
     print(report.to_json() if args.json else report.format_table(), end="")
     return 0
 

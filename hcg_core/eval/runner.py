@@ -51,6 +51,8 @@ def load_questions(path: str | Path, *, limit: int | None = None) -> list[QAItem
         InputError: the file is missing, not JSON, not a list, or an item lacks a field.
     """
     p = Path(path)
+    if limit is not None and limit < 1:
+        raise InputError(f"limit must be at least 1, got {limit}")
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -68,7 +70,9 @@ def load_questions(path: str | Path, *, limit: int | None = None) -> list[QAItem
             raise InputError(
                 f"{p}: item {i} needs a non-empty string 'question' and a string 'answer'", path=p
             )
-        ev = obj.get("evidence") or ()
+        ev = obj.get("evidence") or []
+        if not isinstance(ev, (str, list)):
+            raise InputError(f"{p}: item {i}: 'evidence' must be a string or a list", path=p)
         evidence = (ev,) if isinstance(ev, str) else tuple(str(e) for e in ev)
         items.append(
             QAItem(

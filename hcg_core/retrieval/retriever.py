@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ..config import RetrievalConfig
+from ..config import HybridConfig, RetrievalConfig
 from ..errors import ConfigError, EmbedderError
 from ..ports import Embedder, as_matrix
 from ..store import StoredGraph, load_graph, save_graph, variable_text
-from ..types import CausalGraph, CausalPath, Chunk, RetrievalResult, RetrievedChunk
+from ..types import CausalGraph, CausalPath, RetrievalResult, RetrievedChunk
 from .compiled import CompiledGraph
 from .hybrid import HybridRanker
 from .paper import (
@@ -107,8 +107,10 @@ class HCGRetriever:
             chunk_embeddings = embed_texts(embedder, [c.text for c in graph.chunks], what="chunks")
         self.variable_embeddings = variable_embeddings
         self.chunk_embeddings = chunk_embeddings
+        self.build_report: dict[str, Any] | None = None
         self.compiled = CompiledGraph.compile(graph, variable_embeddings, chunk_embeddings)
-        self._ranker: list[HybridRanker | None] = [None]  # a cell, so clones share one index
+        # Shared by clones (with_config): one ranker per hybrid setting, one BM25 index for all.
+        self._rankers: dict[HybridConfig, HybridRanker] = {}
         self._ranker_lock = threading.Lock()
 
     # ------------------------------------------------------------------ construction
@@ -129,9 +131,11 @@ class HCGRetriever:
                 raise ConfigError(f"{stored.path}: the manifest names no embedder; pass one")
             embedder = embedder_from_name(stored.embedder_name)
         same = stored.embedder_name == getattr(embedder, "name", None)
-        return cls(stored.graph, embedder, config,
-                   variable_embeddings=stored.variable_embeddings if same else None,
-                   chunk_embeddings=stored.chunk_embeddings if same else None)
+        retriever = cls(stored.graph, embedder, config,
+                        variable_embeddings=stored.variable_embeddings if same else None,
+                        chunk_embeddings=stored.chunk_embeddings if same else None)
+        retriever.build_report = stored.report
+        return retriever
 
     @classmethod
     def load(cls, directory: str | os.PathLike, embedder: Embedder | None = None,
@@ -140,12 +144,18 @@ class HCGRetriever:
         return cls.from_stored(load_graph(directory), embedder, config)
 
     def save(self, directory: str | os.PathLike, *, report: dict | None = None) -> None:
+        """Write the graph directory (with its vectors, and the build report it was loaded with)."""
         save_graph(self.graph, directory, embedder_name=self.embedder.name,
                    variable_embeddings=self.variable_embeddings,
-                   chunk_embeddings=self.chunk_embeddings, report=report)
+                   chunk_embeddings=self.chunk_embeddings,
+                   report=report if report is not None else self.build_report)
 
     def with_config(self, **changes: Any) -> HCGRetriever:
         """A retriever sharing this one's compiled arrays, with some settings changed."""
+        unknown = set(changes) - set(RetrievalConfig.field_names())
+        if unknown:
+            raise ConfigError(f"unknown retrieval setting(s) {sorted(unknown)}; known: "
+                              f"{', '.join(RetrievalConfig.field_names())}")
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
         clone.config = replace(self.config, **changes)
@@ -154,10 +164,20 @@ class HCGRetriever:
     # ------------------------------------------------------------------ querying
 
     def embed_query(self, query: str) -> np.ndarray:
-        vec = np.asarray(self.embedder.embed_query(query), dtype=np.float32).reshape(-1)
-        if vec.shape[0] != self.compiled.chunk_emb.shape[1] and self.graph.chunks:
-            raise EmbedderError(f"query vector has dimension {vec.shape[0]}, the graph's "
-                                f"vectors {self.compiled.chunk_emb.shape[1]}")
+        """The L2-normalised query vector, checked like stored vectors are."""
+        who = getattr(self.embedder, "name", "?")
+        try:
+            vec = np.asarray(self.embedder.embed_query(query), dtype=np.float32).reshape(-1)
+        except EmbedderError:
+            raise
+        except Exception as exc:  # a user's embedder may raise anything; say which step failed
+            raise EmbedderError(f"embedder {who!r} failed on the query: {exc}") from exc
+        dims = {a.shape[1] for a in (self.compiled.chunk_emb, self.compiled.var_emb) if a.size}
+        if dims and vec.shape[0] not in dims:
+            raise EmbedderError(f"embedder {who!r} gave a query vector of dimension "
+                                f"{vec.shape[0]}; the graph's vectors have {dims.pop()}")
+        if not np.all(np.isfinite(vec)):
+            raise EmbedderError(f"embedder {who!r} gave non-finite values for the query")
         norm = float(np.linalg.norm(vec))
         return vec / norm if norm > 0 else vec
 
@@ -201,16 +221,17 @@ class HCGRetriever:
     @property
     def ranker(self) -> HybridRanker:
         """The hybrid mode's BM25 index and packer, built on first use and shared by clones."""
-        holder = self._ranker
-        if holder[0] is None:
+        key = self.config.hybrid
+        ranker = self._rankers.get(key)
+        if ranker is None:
             with self._ranker_lock:
-                if holder[0] is None:
-                    holder[0] = HybridRanker(self.graph.chunks, self.chunk_embeddings,
-                                             self.config.hybrid)
-        ranker = holder[0]
-        if ranker.config != self.config.hybrid:  # a clone with other hybrid settings
-            ranker = HybridRanker(self.graph.chunks, self.chunk_embeddings, self.config.hybrid,
-                                  bm25=ranker.bm25)
+                ranker = self._rankers.get(key)
+                if ranker is None:
+                    # Clones with other hybrid settings reuse the one BM25 index.
+                    bm25 = next(iter(self._rankers.values())).bm25 if self._rankers else None
+                    ranker = HybridRanker(self.graph.chunks, self.chunk_embeddings, key,
+                                          bm25=bm25)
+                    self._rankers[key] = ranker
         return ranker
 
     def retrieve_paper(self, query: str, qvec: np.ndarray, k: int, *, fill: bool = True
@@ -252,10 +273,11 @@ class HCGRetriever:
             served_by = "bfs"
         if chunk_rows.size == 0:
             served_by = "vector"
-        picked = self._pack(chunk_rows, k)
+        # The hybrid ranker applies the budget itself, so its graph signal is not cut here.
+        picked = self._pack(chunk_rows, k) if fill else chunk_rows[:k]
         out = self._graph_chunks(picked, qvec, pairs, t.parent, toward)
-        if fill and len(out) < k and cfg.vector_fill and self._budget_left(out):
-            out.extend(self._vector_fill(qvec, k - len(out), {int(r) for r in picked}, out))
+        if fill and len(out) < k and cfg.vector_fill and self._budget_left(picked):
+            out.extend(self._vector_fill(qvec, k - len(out), picked))
         diag["graph_chunks"] = sum(rc.route == "graph" for rc in out)
         matched = tuple(g.var_names[r] for r in t.rows)
         return RetrievalResult(query, tuple(out), matched, served_by, diag)
@@ -282,9 +304,9 @@ class HCGRetriever:
 
     # ------------------------------------------------------------------ helpers
 
-    def _budget_left(self, chosen: list[RetrievedChunk]) -> bool:
+    def _budget_left(self, picked: np.ndarray) -> bool:
         budget = self.config.word_budget
-        return budget is None or sum(len(c.chunk.text.split()) for c in chosen) < budget
+        return budget is None or int(self.compiled.chunk_words[picked].sum()) < budget
 
     def _within_budget(self, rows: np.ndarray, used: int = 0) -> np.ndarray:
         """The prefix of ``rows`` that starts before the word budget is spent (the last chunk
@@ -299,18 +321,19 @@ class HCGRetriever:
         """Keep the first ``k`` ranked rows, also stopping at the word budget when one is set."""
         return self._within_budget(rows[:k])
 
-    def _vector_fill(self, qvec: np.ndarray, need: int, taken: set[int],
-                     chosen: list[RetrievedChunk]) -> list[RetrievedChunk]:
+    def _vector_fill(self, qvec: np.ndarray, need: int, picked: np.ndarray
+                     ) -> list[RetrievedChunk]:
+        """Up to ``need`` more chunks by cosine, skipping the ``picked`` rows (route fallback)."""
         g = self.compiled
         n = g.chunk_emb.shape[0]
         if n == 0:
             return []
         sims = g.chunk_emb @ qvec
-        want = min(n, need + len(taken))
+        want = min(n, need + picked.size)
         top = np.argpartition(-sims, want - 1)[:want] if want < n else np.arange(n)
         top = top[np.lexsort((top, -sims[top]))]
-        rows = np.array([r for r in top if int(r) not in taken][:need], dtype=np.int64)
-        rows = self._within_budget(rows, sum(len(c.chunk.text.split()) for c in chosen))
+        rows = top[~np.isin(top, picked)][:need]
+        rows = self._within_budget(rows, int(g.chunk_words[picked].sum()))
         chunks = self.graph.chunks
         return [RetrievedChunk(chunks[r], float(sims[r]), "fallback") for r in rows]
 
@@ -355,8 +378,3 @@ class HCGRetriever:
                           tuple(g.edge_ids[e] for e in edges),
                           tuple(g.mechanisms[e] for e in edges))
 
-    def chunk_by_id(self, chunk_id: str) -> Chunk:
-        for c in self.graph.chunks:
-            if c.id == chunk_id:
-                return c
-        raise KeyError(chunk_id)

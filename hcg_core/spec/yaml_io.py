@@ -65,6 +65,23 @@ def _str_tuple(value: Any, where: str) -> tuple[str, ...]:
     return tuple(str(x) for x in _list(value, where))
 
 
+def variable_from_item(item: Any, where: str) -> Variable:
+    """One variable entry: ``"Metric(a, b)"``, ``{name, description}`` or ``{metric, entities}``."""
+    if isinstance(item, str):
+        metric, ents = parse_call(item, what="variable")
+        return Variable(metric, ents)
+    if not isinstance(item, dict):
+        raise SpecError(f"{where} must be a string or a mapping", entry=where)
+    description = str(item.get("description", "") or "")
+    if "metric" in item:
+        return Variable(str(item["metric"]), _str_tuple(item.get("entities"), f"{where}.entities"),
+                        description)
+    if "name" in item:
+        metric, ents = parse_call(item["name"], what="variable")
+        return Variable(metric, ents, description)
+    raise SpecError(f"{where} needs 'name' or 'metric'", entry=where)
+
+
 def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
     """Build a DomainSpec from the parsed YAML mapping; raise SpecError naming the bad entry."""
     data = _mapping(data, "spec")
@@ -91,23 +108,8 @@ def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
                 str(body.get("graph_role", "intermediate") or "intermediate"),  # type: ignore[arg-type]
             )
         )
-    variables = []
-    for i, item in enumerate(_list(data.get("variables"), "variables")):
-        if isinstance(item, str):
-            metric, ents = parse_call(item, what="variable")
-            variables.append(Variable(metric, ents))
-        elif isinstance(item, dict):
-            if "metric" in item:
-                variables.append(Variable(str(item["metric"]),
-                                          _str_tuple(item.get("entities"), f"variables[{i}]"),
-                                          str(item.get("description", "") or "")))
-            elif "name" in item:
-                metric, ents = parse_call(item["name"], what="variable")
-                variables.append(Variable(metric, ents, str(item.get("description", "") or "")))
-            else:
-                raise SpecError(f"variables[{i}] needs 'name' or 'metric'", entry=f"variables[{i}]")
-        else:
-            raise SpecError(f"variables[{i}] must be a string or a mapping", entry=f"variables[{i}]")
+    variables = [variable_from_item(item, f"variables[{i}]")
+                 for i, item in enumerate(_list(data.get("variables"), "variables"))]
     relations = []
     for i, item in enumerate(_list(data.get("relations"), "relations")):
         item = _mapping(item, f"relations[{i}]")
