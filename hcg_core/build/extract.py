@@ -496,14 +496,6 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
     return out
 
 
-def extract_all(sentences: Iterable[str]) -> list[Statement]:
-    """``extract_statements`` over many sentences, indexed by position."""
-    out: list[Statement] = []
-    for i, s in enumerate(sentences):
-        out.extend(extract_statements(s, i))
-    return out
-
-
 # Share of a head word's corpus occurrences that a compound needs to be a unit ("blood pressure").
 COMPOUND_SHARE = 0.5
 COMPOUND_MIN_COUNT = 2

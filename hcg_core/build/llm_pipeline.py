@@ -317,28 +317,6 @@ def format_estimate(est: Mapping[str, Any]) -> str:
     ])
 
 
-def format_report(report: Mapping[str, Any]) -> str:
-    """The per-stage table ``hcg inspect`` can print for an LLM build."""
-    cols = ("calls", "prompt_tokens", "completion_tokens", "retries", "reasks", "cache_hits",
-            "failed", "seconds")
-    lines = ["stage    " + " ".join(f"{c:>17}" for c in cols)]
-    for name, row in report.get("stages", {}).items():
-        lines.append(f"{name:<8} " + " ".join(f"{row.get(c, 0):>17}" for c in cols))
-    if report.get("failures"):
-        lines.append(f"failed items (first {len(report['failures'])}):")
-        lines += [f"  [{f['stage']}] {f['item']}: {f['error']}" for f in report["failures"]]
-    if report.get("dropped"):
-        lines.append("dropped by vocabulary checks: " + ", ".join(
-            f"{k}={v}" for k, v in report["dropped"].items()))
-    return "\n".join(lines)
-
-
-def spec_variables(spec: DomainSpec, extra: Sequence[Variable]) -> DomainSpec:
-    """The spec with Tier 2's admitted variables appended (for writing back an extended V0)."""
-    names = {v.name for v in spec.variables}
-    return replace(spec, variables=(*spec.variables, *(v for v in extra if v.name not in names)))
-
-
 __all__ = [
     "OPTIONS",
     "Prompt",
@@ -346,5 +324,4 @@ __all__ = [
     "build_with_llm",
     "estimate_build",
     "format_estimate",
-    "format_report",
 ]

@@ -210,16 +210,6 @@ def collect_statements(chunks: Sequence[Chunk], stages: _Stages | None = None) -
 # ----------------------------------------------------------------------------- stage: vocabulary
 
 
-@dataclass
-class _Node:
-    """A variable under construction: its metric index, entity key and the spans that named it."""
-
-    metric: int
-    entity: str
-    support: int = 0
-    aliases: Counter = field(default_factory=Counter)
-
-
 def _span_texts(statements: Sequence[Statement]) -> list[str]:
     seen: dict[str, None] = {}
     for st in statements:

@@ -75,7 +75,6 @@ class CompiledGraph:
         var_emb: (n, d) variable embeddings, rows grouped by metric (``metric_starts``).
         var_metric: (n,) metric index of each variable.
         metric_starts: (g+1,) start row of each metric group with at least one variable.
-        group_metric: (g,) metric index of each group.
         out_ptr/out_src/out_dst/out_eid, in_ptr/in_src/in_eid: CSR adjacency and the edge of each entry.
         edge_src/edge_dst/edge_conf: per edge; edge_conf_order: rank by confidence.
         ev_ptr/ev_chunk: CSR from edge to the chunk rows it cites.
@@ -88,7 +87,6 @@ class CompiledGraph:
     var_emb: np.ndarray
     var_metric: np.ndarray
     metric_starts: np.ndarray
-    group_metric: np.ndarray
     out_ptr: np.ndarray
     out_src: np.ndarray
     out_dst: np.ndarray
@@ -104,13 +102,11 @@ class CompiledGraph:
     ev_chunk: np.ndarray
     is_end: np.ndarray
     end_group: np.ndarray
-    n_end_groups: int
     chunk_emb: np.ndarray
     chunk_words: np.ndarray
     var_names: tuple[str, ...]
     edge_ids: tuple[str, ...]
     mechanisms: tuple[str, ...]
-    var_order: np.ndarray  # compiled row -> index in graph.variables
 
     @property
     def n_vars(self) -> int:
@@ -138,9 +134,8 @@ class CompiledGraph:
         if n:
             boundaries = np.flatnonzero(np.diff(var_metric)) + 1
             metric_starts = np.concatenate(([0], boundaries, [n])).astype(np.int64)
-            group_metric = var_metric[metric_starts[:-1]]
         else:
-            metric_starts, group_metric = np.zeros(1, np.int64), np.zeros(0, np.int64)
+            metric_starts = np.zeros(1, np.int64)
         names = [graph.variables[i].name for i in order]
         name_row = {name: r for r, name in enumerate(names)}
         m = len(graph.edges)
@@ -165,16 +160,15 @@ class CompiledGraph:
         return cls(
             var_emb=_frozen(np.asarray(variable_embeddings, dtype=np.float32)[order]),
             var_metric=_frozen(var_metric), metric_starts=_frozen(metric_starts),
-            group_metric=_frozen(group_metric),
             out_ptr=_frozen(out_ptr), out_dst=_frozen(out_dst),
             out_src=_frozen(np.repeat(np.arange(n, dtype=np.int64), np.diff(out_ptr))), out_eid=_frozen(out_eid),
             in_ptr=_frozen(in_ptr), in_src=_frozen(in_src), in_eid=_frozen(in_eid),
             edge_src=_frozen(src), edge_dst=_frozen(dst),
             edge_conf=_frozen(conf), edge_conf_order=_frozen(confidence_order(conf)),
             ev_ptr=_frozen(ev_ptr), ev_chunk=_frozen(ev_c),
-            is_end=_frozen(is_end), end_group=_frozen(end_group), n_end_groups=len(end_metrics),
+            is_end=_frozen(is_end), end_group=_frozen(end_group),
             chunk_emb=_frozen(np.asarray(chunk_embeddings, dtype=np.float32)),
             chunk_words=_frozen(words),
             var_names=tuple(names), edge_ids=tuple(e.id for e in graph.edges),
-            mechanisms=tuple(e.mechanism for e in graph.edges), var_order=_frozen(order),
+            mechanisms=tuple(e.mechanism for e in graph.edges),
         )

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..config import DEFAULT_DIVERSITY, DEFAULT_MIN_NOVELTY, HybridConfig
 from ..errors import ConfigError
-from ..types import CausalPath, Chunk, RetrievalResult, RetrievedChunk
+from ..types import Chunk, RetrievalResult, RetrievedChunk
 from .lexical import BM25Index, top_k_indices
 
 
@@ -323,12 +323,3 @@ def _chunk_spans(chunks: Sequence[Chunk]) -> np.ndarray | None:
         doc = c.doc_id or str(meta.get("doc_id", ""))
         out[i] = (docs.setdefault(doc, len(docs)), s, e)
     return out
-
-
-def paths_of(result: RetrievalResult) -> tuple[CausalPath, ...]:
-    """Every distinct causal path behind a result's graph-route chunks, in rank order."""
-    seen: dict[CausalPath, None] = {}
-    for rc in result.chunks:
-        for p in rc.paths:
-            seen.setdefault(p, None)
-    return tuple(seen)

@@ -131,11 +131,9 @@ class BM25Index:
         df = np.bincount(term, minlength=len(vocab)).astype(np.int64)
         self.indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
         self.indptr[1:] = np.cumsum(df)
-        self.doc_freqs = df
         self.idf = np.log1p((self.n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
         norm = self.k1 * (1.0 - self.b + self.b * self.doc_lengths[doc] / avgdl)
         self.doc_ids = doc
-        self.term_freqs = tf.astype(np.float32)
         self.weights = (self.idf[term] * tf / (tf + norm)).astype(np.float32)
 
     @property
