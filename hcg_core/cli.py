@@ -25,14 +25,32 @@ from .errors import HCGError
 EXIT_USAGE = 2
 
 
-def _embedder(name: str | None):
-    from .embedders import HashingEmbedder, default_embedder, embedder_from_name
+EMBEDDER_HELP = ("'default' (MiniLM int8, offline), 'hashing' (numpy only), a stored name "
+                 "(minilm-l6-v2-int8, hashing-v1-4096), or openai:MODEL with --embedder-base-url")
+
+
+def make_embedder(name: str | None, base_url: str | None = None):
+    """The embedder a CLI flag names (see EMBEDDER_HELP)."""
+    from .embedders import HashingEmbedder, OpenAIEmbedder, default_embedder, embedder_from_name
+    from .errors import ConfigError, EmbedderError
 
     if name in (None, "", "default"):
         return default_embedder()
     if name == "hashing":
         return HashingEmbedder()
-    return embedder_from_name(name)
+    if name.startswith("openai:"):
+        return OpenAIEmbedder(name.split(":", 1)[1], base_url=base_url)
+    try:
+        return embedder_from_name(name)
+    except EmbedderError:
+        raise ConfigError(f"unknown embedder {name!r}; use {EMBEDDER_HELP}") from None
+
+
+def _add_embedder_arguments(parser: argparse.ArgumentParser, default_help: str) -> None:
+    parser.add_argument("--embedder", default=None, help=f"{EMBEDDER_HELP}; {default_help}")
+    parser.add_argument("--embedder-base-url", default=None,
+                        help="base URL of an OpenAI-compatible embeddings server (key from "
+                        "OPENAI_API_KEY)")
 
 
 # ---------------------------------------------------------------- build
@@ -71,7 +89,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
         print(format_estimate(estimate_build(chunks, spec, args.tier)))
         return 0
-    embedder = _embedder(args.embedder)
+    embedder = make_embedder(args.embedder, args.embedder_base_url)
     progress = None if not args.quiet else False
     result = build_graph(chunks, embedder=embedder, llm=llm, tier=args.tier, outcome=outcome,
                          spec=spec, progress=progress)
@@ -130,12 +148,9 @@ def inspect_summary(directory: str) -> dict[str, Any]:
         "variables_per_metric": {m.name: per_metric.get(m.name, 0) for m in g.spec.metrics},
         "notes": list(stored.notes),
     }
-    try:
-        from .build.health import graph_health
-    except ImportError:  # pragma: no cover - health arrives with the offline builder
-        pass
-    else:
-        summary["health"] = graph_health(g)
+    from .build.health import graph_health
+
+    summary["health"] = graph_health(g)
     if stored.report is not None:
         summary["build_report"] = stored.report
     return summary
@@ -197,7 +212,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     from .config import RetrievalConfig
     from .retrieval import HCGRetriever
 
-    embedder = _embedder(args.embedder) if args.embedder else None
+    embedder = make_embedder(args.embedder, args.embedder_base_url) if args.embedder else None
     config = RetrievalConfig(mode=args.mode, use_graph=not args.no_graph)
     retriever = HCGRetriever.load(args.dir, embedder=embedder, config=config)
     result = retriever.retrieve(args.question, k=args.k)
@@ -249,8 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--spec", help="build from this (possibly hand-edited) spec.yaml; skips Stage 1")
     b.add_argument("--chunk-words", type=int, default=200, help="words per chunk (default 200)")
     b.add_argument("--chunk-overlap", type=int, default=40, help="overlap words (default 40)")
-    b.add_argument("--embedder", default=None,
-                   help="'default' (MiniLM int8, offline), 'hashing', or a stored embedder name")
+    _add_embedder_arguments(b, "default: 'default'")
     b.add_argument("--quiet", action="store_true", help="no progress bars")
     b.add_argument("--llm-base-url", help="OpenAI-compatible base URL (key from OPENAI_API_KEY)")
     b.add_argument("--llm-model", help="model name; selects the LLM pipeline")
@@ -276,17 +290,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="hybrid (default: graph + BM25 + dense, packed) or paper (Stage 3 only)")
     q.add_argument("--no-graph", action="store_true",
                    help="hybrid mode without the graph signal (the ablation)")
-    q.add_argument("--embedder", default=None, help="override the embedder named in the manifest")
+    _add_embedder_arguments(q, "default: the one named in the graph's manifest")
     q.set_defaults(func=cmd_query)
 
-    try:
-        from .eval.cli import add_eval_arguments, run_eval
-    except ImportError:  # pragma: no cover - eval arrives with the evaluation module
-        pass
-    else:
-        e = sub.add_parser("eval", help="compare HCG with vector top-k and BM25 on a QA file")
-        add_eval_arguments(e)
-        e.set_defaults(func=run_eval)
+    from .eval.cli import add_eval_arguments, run_eval
+
+    e = sub.add_parser("eval", help="compare HCG with vector top-k and BM25 on a QA file")
+    add_eval_arguments(e)
+    e.set_defaults(func=run_eval)
     return p
 
 

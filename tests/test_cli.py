@@ -66,3 +66,9 @@ def test_query_without_graph_has_no_graph_route(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["served_by"] == "hybrid-nograph"
     assert {c["route"] for c in out["chunks"]} == {"fallback"}
+
+
+def test_unknown_embedder_is_one_clear_error(capsys):
+    assert main(["query", str(HAND), "x", "--embedder", "bogus"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown embedder 'bogus'" in err and "hashing" in err

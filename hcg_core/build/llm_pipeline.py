@@ -250,7 +250,7 @@ def estimate_build(
     """
     caps = tier_caps(tier)
     overhead = sum(len(p.user) + len(p.system) for p in PROMPTS.values()) // len(PROMPTS)
-    out: dict[str, Any] = {"tier": tier, "exact": {}, "bound": {}}
+    out: dict[str, Any] = {"tier": tier, "max_batch_pairs": max_batch_pairs}
     s1 = 0
     s1_prompt = 0
     if spec is None:
@@ -294,7 +294,6 @@ def estimate_build(
     out["remark1"] = {"metrics": n_metrics, "mean_variables_per_metric": round(k, 2),
                       "candidates_max": candidates,
                       "naive_pairs": int((n_metrics * k) ** 2)}
-    del out["exact"], out["bound"]
     return out
 
 
@@ -308,7 +307,7 @@ def format_estimate(est: Mapping[str, Any]) -> str:
         + ("  (skipped: spec given)" if st["stage1"]["calls"] == 0 else ""),
         f"  tier 1 (metrics)  {st['tier1']['calls']:>7} calls, one per non-terminal metric",
         f"  tier 2 (edges)  <={st['tier2']['calls_max']:>7} calls, at most "
-        f"{DEFAULT_MAX_BATCH_PAIRS} pairs each",
+        f"{est['max_batch_pairs']} pairs each",
         f"  total           <={est['calls_max']:>7} calls, about {est['prompt_tokens_max']:,} "
         f"prompt + {est['completion_tokens_max']:,} completion tokens at most",
         f"  Remark 1: <= {r['candidates_max']:,} candidates for {r['metrics']} metrics "

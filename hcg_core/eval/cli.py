@@ -56,6 +56,10 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         "in-context (the whole corpus, in order) and nodes-only (edge triples, no evidence text)",
     )
     parser.add_argument("--limit", type=int, default=None, help="first N questions only")
+    parser.add_argument("--embedder", default=None,
+                        help="default: the one named in the graph's manifest (see hcg query)")
+    parser.add_argument("--embedder-base-url", default=None,
+                        help="base URL of an OpenAI-compatible embeddings server")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
         "--out", default=None, help="also write the JSON report (per question) here"
@@ -154,7 +158,11 @@ def run_eval(args: argparse.Namespace) -> int:
             raise ConfigError(f"--k must be at least 1, got {args.k}")
         modes = parse_modes(args.modes)
         questions = load_questions(args.questions, limit=args.limit)
-        retriever = HCGRetriever.load(args.directory)
+        from ..cli import make_embedder
+
+        embedder = (make_embedder(args.embedder, args.embedder_base_url)
+                    if getattr(args, "embedder", None) else None)
+        retriever = HCGRetriever.load(args.directory, embedder=embedder)
         systems = hcg_systems(retriever, modes, k=args.k, budget=args.budget)
         if not args.no_baselines:
             systems.update(baseline_systems(retriever, args))
