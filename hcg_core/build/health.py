@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from ..config import DEFAULT_MAX_HOPS
 from ..types import CausalGraph
 
-DEFAULT_REACH_HOPS = 4  # the paper's h_max
+DEFAULT_REACH_HOPS = DEFAULT_MAX_HOPS  # the paper's h_max: the BFS depth retrieval uses
 
 
 def forward_reach(adjacency: list[list[int]], source: int, hops: int) -> int:

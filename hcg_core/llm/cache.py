@@ -9,10 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from ..store import atomic_write_text
 
 CACHE_FORMAT = 1
 
@@ -24,21 +25,6 @@ def cache_key(model: str, messages: Sequence[dict[str, str]], schema: dict[str, 
         sort_keys=True, ensure_ascii=False, separators=(",", ":"),
     )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    # Private on purpose: the cache must not depend on the store module's import order.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class ResponseCache:
@@ -60,7 +46,7 @@ class ResponseCache:
 
     def put(self, key: str, reply: Any, *, model: str = "") -> None:
         record = {"format": CACHE_FORMAT, "model": model, "reply": reply}
-        _atomic_write_text(self._path(key), json.dumps(record, ensure_ascii=False, sort_keys=True))
+        atomic_write_text(self._path(key), json.dumps(record, ensure_ascii=False, sort_keys=True))
 
     def __len__(self) -> int:
         return sum(1 for _ in self.directory.glob("*/*.json")) if self.directory.exists() else 0
