@@ -69,3 +69,36 @@ def as_matrix(vectors: Any, n: int, *, who: str) -> np.ndarray:
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return np.ascontiguousarray(arr / norms, dtype=np.float32)
+
+
+EMBED_BATCH = 64  # texts per call when a progress bar is shown
+
+
+def embed_texts(embedder: Embedder, texts: Sequence[str], *, what: str,
+                progress: bool = False) -> np.ndarray:
+    """Embed ``texts`` and check the result (shape, finiteness, normalisation).
+
+    A user's embedder may raise anything: it is reported as an ``EmbedderError`` that says which
+    step failed. With ``progress`` the texts go in batches under a tqdm bar named ``what``.
+    """
+    from .errors import EmbedderError
+
+    who = getattr(embedder, "name", "?")
+    if not texts:
+        return np.zeros((0, int(getattr(embedder, "dim", 0) or 0)), dtype=np.float32)
+    texts = list(texts)
+    try:
+        if progress:
+            from tqdm import tqdm
+
+            parts = [embedder.embed_documents(texts[i:i + EMBED_BATCH])
+                     for i in tqdm(range(0, len(texts), EMBED_BATCH), desc=f"embedding {what}",
+                                   unit="batch", leave=False)]
+            vecs = np.concatenate([np.asarray(p, dtype=np.float32) for p in parts])
+        else:
+            vecs = embedder.embed_documents(texts)
+    except EmbedderError:
+        raise
+    except Exception as exc:
+        raise EmbedderError(f"embedder {who!r} failed on {what}: {exc}") from exc
+    return as_matrix(vecs, len(texts), who=f"embedder {who!r}")

@@ -9,6 +9,7 @@ failed items and seconds, taken from the same ledger the LLM client counts reque
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -26,7 +27,7 @@ from ..errors import ConfigError
 from ..llm.accounting import COUNTERS, Ledger, stage
 from ..llm.bridge import run_sync
 from ..llm.runner import Failures, StageTimer, metered, stage_progress
-from ..ports import Embedder, StructuredLLM, as_matrix
+from ..ports import Embedder, StructuredLLM, as_matrix, embed_texts
 from ..prompts import PROMPTS, Prompt
 from ..spec.generate import (
     DEFAULT_CHUNKS_PER_CALL,
@@ -119,8 +120,9 @@ async def abuild_with_llm(chunks: Sequence[Chunk], *, embedder: Embedder, llm: S
     t_start = time.perf_counter()
     chunks = list(chunks)
 
-    chunk_embeddings = as_matrix(embedder.embed_documents([c.text for c in chunks]), len(chunks),
-                                 who="embedder")
+    show = bool(getattr(sys.stderr, "isatty", lambda: False)()) if progress is None else progress
+    chunk_embeddings = embed_texts(embedder, [c.text for c in chunks], what="chunks",
+                                   progress=show)
     stage1_info: dict[str, Any]
     if spec is None:
         with stage_progress("stage 1 (spec)", progress):

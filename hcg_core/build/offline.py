@@ -24,7 +24,7 @@ import numpy as np
 
 from ..config import DEFAULT_TIER, tier_caps
 from ..errors import BuildError, ConfigError
-from ..ports import Embedder, as_matrix
+from ..ports import Embedder, as_matrix, embed_texts
 from ..spec.validate import validate_graph
 from ..types import (
     CausalEdge,
@@ -337,7 +337,7 @@ def build_offline(
     if embed_chunks:
         t = time.perf_counter()
         ctexts = [c.text for c in chunks]
-        chunk_vec = as_matrix(embedder.embed_documents(ctexts), len(ctexts), who=embedder.name)
+        chunk_vec = embed_texts(embedder, ctexts, what="chunks", progress=stages.progress)
         stages.done("embed_chunks", t, chunks=len(ctexts))
     report = {
         "builder": "offline",

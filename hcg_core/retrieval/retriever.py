@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -17,7 +16,7 @@ import numpy as np
 
 from ..config import HybridConfig, RetrievalConfig
 from ..errors import ConfigError, EmbedderError
-from ..ports import Embedder, as_matrix
+from ..ports import Embedder, embed_texts
 from ..store import StoredGraph, load_graph, save_graph, variable_text
 from ..types import CausalGraph, CausalPath, RetrievalResult, RetrievedChunk
 from .compiled import CompiledGraph
@@ -33,20 +32,6 @@ from .paper import (
 )
 
 MAX_PATHS_PER_CHUNK = 3  # provenance: the best few causal paths behind each graph chunk
-
-
-def embed_texts(embedder: Embedder, texts: Sequence[str], *, what: str) -> np.ndarray:
-    """Embed ``texts`` and check the result (shape, finiteness, normalisation)."""
-    if not texts:
-        return np.zeros((0, int(getattr(embedder, "dim", 0) or 0)), dtype=np.float32)
-    try:
-        vecs = embedder.embed_documents(list(texts))
-    except EmbedderError:
-        raise
-    except Exception as exc:  # a user's embedder may raise anything; say which step failed
-        raise EmbedderError(f"embedder {getattr(embedder, 'name', embedder)!r} failed on "
-                            f"{what}: {exc}") from exc
-    return as_matrix(vecs, len(texts), who=f"embedder {getattr(embedder, 'name', '?')!r}")
 
 
 @dataclass(frozen=True)
