@@ -236,6 +236,7 @@ def test_run_eval_end_to_end_on_a_small_graph(tmp_path, capsys):
     systems = {r["system"] for r in printed["rows"]}
     assert {"hcg hybrid", "hcg paper", "hcg hybrid-nograph", "vector top-k"} <= systems
     assert any(s.startswith("bm25s 6/2") for s in systems)
+    assert any(s.startswith("vector 6/2") for s in systems)
     assert "scores" in json.loads(out.read_text())
     bad = parser.parse_args([str(tmp_path / "nope"), "--questions", str(qa)])
     assert run_eval(bad) == 2
