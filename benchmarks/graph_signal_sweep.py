@@ -17,6 +17,7 @@ from hcg_core.eval.runner import evaluate, load_questions
 from hcg_core.retrieval import HCGRetriever
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "graphrag-bench-medical"
+MANY = 200  # chunks asked for; the word budget stops first (as in hcg eval)
 SETTINGS = {
     "graph off": {"use_graph": False},
     "weight 0.25": {"hybrid": HybridConfig(graph_weight=0.25)},
@@ -41,7 +42,7 @@ def main() -> None:
     for name, changes in SETTINGS.items():
         clone = retriever.with_config(word_budget=args.budget, **changes)
         report = evaluate(
-            {name: lambda q, c=clone: c.retrieve_by_vector(q, vectors[q], 1000)},
+            {name: lambda q, c=clone: c.retrieve_by_vector(q, vectors[q], MANY)},
             questions, budget=args.budget)
         every, complex_ = report.row(name, "all"), report.row(name, "Complex Reasoning")
         print(f"{name:<34}{every.recall:>8.3f}{complex_.recall if complex_ else float('nan'):>9.3f}"
