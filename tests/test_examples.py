@@ -1,8 +1,9 @@
-"""The LlamaIndex example runs offline on the defaults, end to end, in a fresh process."""
+"""The examples run offline on the defaults, end to end, each in a fresh process."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,20 @@ def run_example(name: str, *args: str) -> str:
     )
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout
+
+
+def test_langchain_quickstart(tmp_path: Path) -> None:
+    stdout = run_example("langchain_quickstart.py", "--graph-dir", str(tmp_path / "graph"))
+    assert "answer: Clots formed in the fibrillating atrium reach the brain." in stdout
+    assert "reloaded retrieval identical: True" in stdout
+    assert (tmp_path / "graph" / "manifest.json").is_file()
+
+
+def test_compare_retrievers() -> None:
+    stdout = run_example("compare_retrievers.py", "--k", "3")
+    rates = dict(re.findall(r"^\s+(hcg|vector|bm25)\s+(\d+/\d+)$", stdout, flags=re.M))
+    assert set(rates) == {"hcg", "vector", "bm25"}, stdout
+    assert all(v.endswith("/4") for v in rates.values())
 
 
 def test_llamaindex_quickstart(tmp_path: Path) -> None:
