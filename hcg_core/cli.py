@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import HCGError
+from .errors import HCGError, StoreError
 
 EXIT_USAGE = 2
 
@@ -62,6 +62,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .store import read_spec_file, save_graph
 
     t0 = time.perf_counter()
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        # Checked before the (possibly long and paid) build, not after it.
+        raise StoreError("--out exists and is not a directory", path=out)
     docs, bad = load_inputs(args.inputs)
     for path, reason in bad:
         print(f"skipped {path}: {reason}", file=sys.stderr)

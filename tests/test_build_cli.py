@@ -59,3 +59,12 @@ def test_no_usable_input_is_one_clear_error(tmp_path, capsys):
 def test_estimate_offline_makes_no_calls(capsys):
     assert main(["build", str(EXAMPLES), "--out", "unused", "--estimate"]) == 0
     assert "0 calls" in capsys.readouterr().out
+
+
+def test_out_that_is_a_file_fails_before_building(tmp_path, capsys):
+    target = tmp_path / "a_file"
+    target.write_text("keep me")
+    assert main(["build", str(EXAMPLES), "--out", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert "not a directory" in err and "read " not in err  # nothing was read or built
+    assert target.read_text() == "keep me"
