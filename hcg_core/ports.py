@@ -5,7 +5,8 @@ Anything with these methods plugs in; the adapters wrap LlamaIndex and LangChain
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
@@ -71,6 +72,19 @@ def as_matrix(vectors: Any, n: int, *, who: str) -> np.ndarray:
     return np.ascontiguousarray(arr / norms, dtype=np.float32)
 
 
+@contextmanager
+def embedder_errors(what: str) -> Iterator[None]:
+    """Report anything a (user's) embedder raises as an ``EmbedderError`` saying what failed."""
+    from .errors import EmbedderError
+
+    try:
+        yield
+    except EmbedderError:
+        raise
+    except Exception as exc:
+        raise EmbedderError(f"{what}: {exc}") from exc
+
+
 EMBED_BATCH = 64  # texts per call when a progress bar is shown
 
 
@@ -81,13 +95,12 @@ def embed_texts(embedder: Embedder, texts: Sequence[str], *, what: str,
     A user's embedder may raise anything: it is reported as an ``EmbedderError`` that says which
     step failed. With ``progress`` the texts go in batches under a tqdm bar named ``what``.
     """
-    from .errors import EmbedderError
 
     who = getattr(embedder, "name", "?")
     if not texts:
         return np.zeros((0, int(getattr(embedder, "dim", 0) or 0)), dtype=np.float32)
     texts = list(texts)
-    try:
+    with embedder_errors(f"embedder {who!r} failed on {what}"):
         if progress:
             from tqdm import tqdm
 
@@ -97,8 +110,4 @@ def embed_texts(embedder: Embedder, texts: Sequence[str], *, what: str,
             vecs = np.concatenate([np.asarray(p, dtype=np.float32) for p in parts])
         else:
             vecs = embedder.embed_documents(texts)
-    except EmbedderError:
-        raise
-    except Exception as exc:
-        raise EmbedderError(f"embedder {who!r} failed on {what}: {exc}") from exc
     return as_matrix(vecs, len(texts), who=f"embedder {who!r}")

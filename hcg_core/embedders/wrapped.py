@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, EmbedderError
-from ..ports import as_matrix
+from ..ports import as_matrix, embedder_errors
 from ._common import check_text, check_texts
 
 
@@ -80,12 +80,8 @@ class CallableEmbedder:
         items = check_texts(texts, who=self.name)
         if not items:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        try:
+        with embedder_errors(f"{self.name} failed on {len(items)} texts"):
             raw = self._fn(items)
-        except EmbedderError:
-            raise
-        except Exception as exc:
-            raise EmbedderError(f"{self.name} failed on {len(items)} texts: {exc}") from exc
         return self._check(raw, len(items))
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -93,12 +89,8 @@ class CallableEmbedder:
         text = check_text(text, who=self.name)
         if self._query_fn is None:
             return self.embed_documents([text])[0]
-        try:
+        with embedder_errors(f"{self.name} failed on a query"):
             raw = self._query_fn(text)
-        except EmbedderError:
-            raise
-        except Exception as exc:
-            raise EmbedderError(f"{self.name} failed on a query: {exc}") from exc
         vec = np.asarray(raw, dtype=np.float32)
         if vec.ndim != 1:
             raise EmbedderError(

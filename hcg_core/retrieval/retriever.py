@@ -16,7 +16,7 @@ import numpy as np
 
 from ..config import HybridConfig, RetrievalConfig
 from ..errors import ConfigError, EmbedderError
-from ..ports import Embedder, embed_texts
+from ..ports import Embedder, embed_texts, embedder_errors
 from ..store import StoredGraph, load_graph, save_graph, variable_text
 from ..types import CausalGraph, CausalPath, RetrievalResult, RetrievedChunk
 from .compiled import CompiledGraph
@@ -151,12 +151,8 @@ class HCGRetriever:
     def embed_query(self, query: str) -> np.ndarray:
         """The L2-normalised query vector, checked like stored vectors are."""
         who = getattr(self.embedder, "name", "?")
-        try:
+        with embedder_errors(f"embedder {who!r} failed on the query"):
             vec = np.asarray(self.embedder.embed_query(query), dtype=np.float32).reshape(-1)
-        except EmbedderError:
-            raise
-        except Exception as exc:  # a user's embedder may raise anything; say which step failed
-            raise EmbedderError(f"embedder {who!r} failed on the query: {exc}") from exc
         dims = {a.shape[1] for a in (self.compiled.chunk_emb, self.compiled.var_emb) if a.size}
         if dims and vec.shape[0] not in dims:
             raise EmbedderError(f"embedder {who!r} gave a query vector of dimension "
