@@ -1,12 +1,15 @@
 """The default retrieval mode: fuse graph evidence, BM25 and dense similarity, then pack a budget.
 
-Three ranked signals over the corpus's own chunks are fused into one relevance score per chunk:
-BM25 (``lexical.py``), dense cosine (query vector against the stored chunk vectors), and the graph
-route's evidence (the paper's Stage 3 result, chunks on kept causal paths). Packing then picks the
-chunks greedily by maximal marginal relevance (MMR): relevance minus redundancy with what is already
-chosen, redundancy measured on words (cosine of BM25 term vectors), and skips a chunk whose words
-mostly repeat chosen chunks (neighbouring windows of one document overlap). Chunks are returned
-whole, in pick order, with their provenance.
+The unit ranked and packed is a passage: each stored chunk split at sentence ends into parts of
+about ``passage_words`` words (``passages.py``; 0 keeps whole chunks). Three ranked signals are
+fused into one relevance score per passage:
+BM25 over the passages (``lexical.py``), dense cosine (query vector against the stored vector of the
+passage's chunk), and the graph route's evidence (the paper's Stage 3 result, chunks on kept causal
+paths; of those, the passages holding an edge's mechanism sentence). Packing then picks passages
+greedily by maximal marginal relevance (MMR): relevance minus redundancy with what is already
+chosen, redundancy measured on words (cosine of BM25 term vectors), and skips a passage whose words
+mostly repeat chosen ones (neighbouring windows of one document overlap). Passages are returned whole,
+in pick order, with their provenance; a passage's metadata names its chunk (``chunk_id``).
 
 ``use_graph=False`` runs exactly the same pipeline with the graph signal removed: the ablation that
 measures what the graph adds.
@@ -23,6 +26,7 @@ from ..config import DEFAULT_DIVERSITY, DEFAULT_MIN_NOVELTY, HybridConfig
 from ..errors import ConfigError
 from ..types import Chunk, RetrievalResult, RetrievedChunk
 from .lexical import BM25Index, top_k_indices
+from .passages import split_passages
 
 
 def _max_normalise(scores: np.ndarray) -> np.ndarray:
@@ -98,8 +102,8 @@ def mmr_pack(
 class HybridRanker:
     """Fusion of graph, BM25 and dense signals plus budget packing, compiled once per corpus.
 
-    Setup: ``HybridRanker(chunks, chunk_embeddings)`` builds the BM25 index and the per-chunk word
-    counts and spans. Use: ``rank(query, query_vec, graph_result, k=10, word_budget=2000)``.
+    Setup: ``HybridRanker(chunks, chunk_embeddings)`` splits the chunks into passages and builds the
+    BM25 index and the per-passage word counts and spans. Use: ``rank(query, query_vec, graph_result, k=10, word_budget=2000)``.
 
     >>> from hcg_core.types import Chunk
     >>> chunks = [Chunk("a", "aspirin thins the blood"), Chunk("b", "statins lower cholesterol"),
@@ -119,6 +123,9 @@ class HybridRanker:
     ):
         self.chunks = tuple(chunks)
         self.config = config or HybridConfig()
+        # The packed unit: passages of the chunks (or the chunks, passage_words 0). Row i of every
+        # per-unit array below is self.units[i]; self.parent[i] is its chunk's row.
+        self.units, self.parent = split_passages(self.chunks, self.config.passage_words)
         n = len(self.chunks)
         if chunk_embeddings is not None:
             emb = np.asarray(chunk_embeddings, dtype=np.float32)
@@ -129,12 +136,16 @@ class HybridRanker:
             self.chunk_embeddings: np.ndarray | None = emb
         else:
             self.chunk_embeddings = None
-        self.bm25 = bm25 if bm25 is not None else BM25Index([c.text for c in self.chunks])
-        if self.bm25.n_docs != n:
-            raise ConfigError(f"the BM25 index has {self.bm25.n_docs} documents for {n} chunks")
-        self.index_of = {c.id: i for i, c in enumerate(self.chunks)}
-        self.word_counts = np.asarray([len(c.text.split()) for c in self.chunks], dtype=np.int64)
-        self.spans = _chunk_spans(self.chunks)
+        self.bm25 = bm25 if bm25 is not None else BM25Index([u.text for u in self.units])
+        if self.bm25.n_docs != len(self.units):
+            raise ConfigError(
+                f"the BM25 index has {self.bm25.n_docs} documents for {len(self.units)} passages"
+            )
+        self.units_of: dict[str, list[int]] = {}
+        for row, p in enumerate(self.parent.tolist()):
+            self.units_of.setdefault(self.chunks[p].id, []).append(row)
+        self.word_counts = np.asarray([len(u.text.split()) for u in self.units], dtype=np.int64)
+        self.spans = _chunk_spans(self.units)
         self._doc_major()
 
     def _doc_major(self) -> None:
@@ -142,11 +153,12 @@ class HybridRanker:
         b = self.bm25
         term_of_posting = np.repeat(np.arange(b.vocab_size), np.diff(b.indptr))
         order = np.lexsort((term_of_posting, b.doc_ids))
-        self._row_ptr = np.zeros(len(self.chunks) + 1, dtype=np.int64)
-        self._row_ptr[1:] = np.cumsum(np.bincount(b.doc_ids, minlength=len(self.chunks)))
+        n = len(self.units)
+        self._row_ptr = np.zeros(n + 1, dtype=np.int64)
+        self._row_ptr[1:] = np.cumsum(np.bincount(b.doc_ids, minlength=n))
         self._row_terms = term_of_posting[order]
         w = b.weights[order].astype(np.float64)
-        norms = np.sqrt(np.bincount(b.doc_ids[order], weights=w * w, minlength=len(self.chunks)))
+        norms = np.sqrt(np.bincount(b.doc_ids[order], weights=w * w, minlength=n))
         norms[norms == 0] = 1.0
         self._row_weights = (w / np.repeat(norms, np.diff(self._row_ptr))).astype(np.float32)
 
@@ -202,13 +214,14 @@ class HybridRanker:
         if word_budget is not None and word_budget < 1:
             raise ConfigError(f"word_budget must be positive, got {word_budget}")
         cfg = self.config
-        n = len(self.chunks)
+        n = len(self.units)
 
         bm25 = self.bm25.scores(query).astype(np.float64)
         bm_order, _ = top_k_indices(bm25, cfg.candidates, positive_only=True)
         if query_vec is not None and self.chunk_embeddings is not None and n:
+            # A passage is scored with its chunk's vector: nothing is embedded twice.
             dense = np.clip(self.chunk_embeddings @ np.asarray(query_vec, np.float32), 0, None)
-            dense = dense.astype(np.float64)
+            dense = dense.astype(np.float64)[self.parent]
             dn_order, _ = top_k_indices(dense, cfg.candidates, positive_only=True)
         else:
             dense = np.zeros(n)
@@ -262,7 +275,7 @@ class HybridRanker:
                 details.update({f"graph_{k_}": v for k_, v in hit.details.items()})
             out.append(
                 RetrievedChunk(
-                    chunk=self.chunks[r],
+                    chunk=self.units[r],
                     score=float(fused[r]),
                     route="graph" if hit is not None else "fallback",
                     paths=hit.paths if hit is not None else (),
@@ -293,7 +306,12 @@ class HybridRanker:
     def _graph_rows(
         self, graph_result: RetrievalResult | None
     ) -> tuple[list[int], dict[int, RetrievedChunk]]:
-        """Rows of the graph route's own chunks, in its order (vector-fill chunks are not graph)."""
+        """Passage rows of the graph route's own chunks, in its order (vector fill is not graph).
+
+        Of a chunk split into passages, the graph vouches for the passages that hold a mechanism
+        sentence of its causal paths (the statement the edge rests on); when none does (an edge
+        linked to the chunk by similarity), for all of them.
+        """
         rows: list[int] = []
         hits: dict[int, RetrievedChunk] = {}
         if graph_result is None:
@@ -301,12 +319,27 @@ class HybridRanker:
         for rc in graph_result.chunks:
             if rc.route != "graph":
                 continue
-            r = self.index_of.get(rc.chunk.id)
-            if r is None or r in hits:
-                continue
-            rows.append(r)
-            hits[r] = rc
+            units = self.units_of.get(rc.chunk.id, [])
+            if len(units) > 1:
+                mechanisms = [_squash(m)[:_MECHANISM_PROBE] for p in rc.paths for m in p.mechanisms]
+                holding = [u for u in units
+                           if any(m and m in _squash(self.units[u].text) for m in mechanisms)]
+                units = holding or units
+            for r in units:
+                if r not in hits:
+                    rows.append(r)
+                    hits[r] = rc
         return rows, hits
+
+
+# Characters of a mechanism looked for in a passage: enough to be specific, short enough that a
+# sentence cut by a passage boundary still matches on the passage holding its start.
+_MECHANISM_PROBE = 60
+
+
+def _squash(text: str) -> str:
+    """Whitespace runs as single spaces, so text re-flowed by chunking still matches."""
+    return " ".join(text.split())
 
 
 def _chunk_spans(chunks: Sequence[Chunk]) -> np.ndarray | None:

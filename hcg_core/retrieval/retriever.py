@@ -208,8 +208,9 @@ class HCGRetriever:
             with self._ranker_lock:
                 ranker = self._rankers.get(key)
                 if ranker is None:
-                    # Clones with other hybrid settings reuse the one BM25 index.
-                    bm25 = next(iter(self._rankers.values())).bm25 if self._rankers else None
+                    # Clones with other hybrid settings reuse the BM25 index of the same passages.
+                    bm25 = next((r.bm25 for c, r in self._rankers.items()
+                                 if c.passage_words == key.passage_words), None)
                     ranker = HybridRanker(self.graph.chunks, self.chunk_embeddings, key,
                                           bm25=bm25)
                     self._rankers[key] = ranker

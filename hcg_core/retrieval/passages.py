@@ -1,0 +1,86 @@
+"""Split stored chunks into shorter passages, the unit the hybrid mode ranks and packs.
+
+Why: a 200-word chunk that answers a question often holds it in one half, and the other half spends
+budget on text the answer does not need. Packing ~100-word passages of the same chunks fits more
+distinct relevant text into a word budget (dev set: see docs/evaluation.md). The chunks themselves,
+and their embeddings, stay as built: a passage takes its dense score from its chunk, so nothing is
+embedded twice. Cuts fall at sentence ends where one is near.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..types import Chunk
+
+_WORD_RE = re.compile(r"\S+")
+_SENTENCE_END_RE = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
+
+
+def _cuts(words: Sequence[str], target: int) -> list[int]:
+    """Word offsets cutting ``words`` into round(n / target) near-equal parts at sentence ends.
+
+    A cut moves to the nearest sentence end within a third of a part's length, else stays put.
+
+    >>> _cuts("a b. c d e. f g h".split(), 4)
+    [0, 5, 8]
+    >>> _cuts("a b c".split(), 4)
+    [0, 3]
+    """
+    n = len(words)
+    parts = max(1, round(n / target))
+    size = n / parts
+    cuts = [0]
+    for p in range(1, parts):
+        at = round(p * size)
+        best = at
+        for d in range(int(size // 3) + 1):
+            if 0 < at + d < n and _SENTENCE_END_RE.search(words[at + d - 1]):
+                best = at + d
+                break
+            if 0 < at - d < n and _SENTENCE_END_RE.search(words[at - d - 1]):
+                best = at - d
+                break
+        if cuts[-1] < best < n:
+            cuts.append(best)
+    cuts.append(n)
+    return cuts
+
+
+def split_passages(chunks: Sequence[Chunk], target_words: int) -> tuple[tuple[Chunk, ...], np.ndarray]:
+    """Passages of about ``target_words`` words, and the row of the chunk each comes from.
+
+    A chunk shorter than 1.5 passages stays whole (the same object, same id). Otherwise each passage
+    is a :class:`Chunk` with id ``"<chunk id>#p<i>"``, the original text of its words (whitespace
+    inside kept), the chunk's ``doc_id`` and metadata plus ``chunk_id`` (the chunk's id),
+    ``passage`` (i), and ``start_word``/``end_word`` shifted to the passage when the chunk has them.
+    ``target_words`` 0 returns the chunks unchanged.
+
+    >>> parts, parent = split_passages([Chunk("c", "One two three. Four five six.")], 3)
+    >>> [(p.id, p.text) for p in parts], parent.tolist()
+    ([('c#p0', 'One two three.'), ('c#p1', 'Four five six.')], [0, 0])
+    """
+    if target_words <= 0:
+        return tuple(chunks), np.arange(len(chunks), dtype=np.int64)
+    out: list[Chunk] = []
+    parent: list[int] = []
+    for row, c in enumerate(chunks):
+        spans = [m.span() for m in _WORD_RE.finditer(c.text)]
+        cuts = _cuts([c.text[a:b] for a, b in spans], target_words)
+        if len(cuts) <= 2:
+            out.append(c)
+            parent.append(row)
+            continue
+        start = (c.metadata or {}).get("start_word")
+        for i, (a, b) in enumerate(zip(cuts, cuts[1:])):
+            meta = dict(c.metadata or {})
+            meta.update(chunk_id=c.id, passage=i)
+            if isinstance(start, int):
+                meta.update(start_word=start + a, end_word=start + b)
+            text = c.text[spans[a][0]:spans[b - 1][1]]
+            out.append(Chunk(id=f"{c.id}#p{i}", text=text, doc_id=c.doc_id, metadata=meta))
+            parent.append(row)
+    return tuple(out), np.asarray(parent, dtype=np.int64)
