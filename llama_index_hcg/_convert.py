@@ -21,6 +21,7 @@ PROVENANCE_KEYS: tuple[str, ...] = (
     "hcg_paths",
     "hcg_mechanisms",
     "hcg_edge_ids",
+    "hcg_passage_of",
 )
 
 
@@ -44,9 +45,27 @@ def node_to_chunk(node: BaseNode) -> Chunk:
     )
 
 
+def stored_id(rc: RetrievedChunk) -> str:
+    """The docstore node a result comes from: the chunk itself, or the chunk a passage is part of."""
+    parent = (rc.chunk.metadata or {}).get("passage_of")
+    if isinstance(parent, str) and rc.chunk.id.startswith(parent + "#p"):
+        return parent
+    return rc.chunk.id
+
+
 def with_provenance(node: BaseNode, rc: RetrievedChunk, served_by: str) -> NodeWithScore:
-    """Wrap a docstore node for a result; see the module docstring for why it is a copy."""
+    """Wrap a docstore node for a result; see the module docstring for why it is a copy.
+
+    For a passage (hybrid mode packs parts of stored chunks) the copy holds the passage's text and
+    id, keeps the node's relationships (so its source document is still known), drops the
+    character offsets (they were the whole node's), and names the node in ``hcg_passage_of``.
+    """
     extra = rc.provenance(served_by)
+    passage: dict[str, Any] = {}
+    if rc.chunk.id != node.node_id:
+        extra["hcg_passage_of"] = node.node_id
+        passage = {"id_": rc.chunk.id, "text": rc.chunk.text,
+                   "start_char_idx": None, "end_char_idx": None}
     hidden = [k for k in PROVENANCE_KEYS if k not in node.excluded_llm_metadata_keys]
     hidden_embed = [k for k in PROVENANCE_KEYS if k not in node.excluded_embed_metadata_keys]
     copy = node.model_copy(
@@ -54,6 +73,7 @@ def with_provenance(node: BaseNode, rc: RetrievedChunk, served_by: str) -> NodeW
             "metadata": {**node.metadata, **extra},
             "excluded_llm_metadata_keys": [*node.excluded_llm_metadata_keys, *hidden],
             "excluded_embed_metadata_keys": [*node.excluded_embed_metadata_keys, *hidden_embed],
+            **passage,
         }
     )
     return NodeWithScore(node=copy, score=float(rc.score))

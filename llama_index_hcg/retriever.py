@@ -16,7 +16,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from hcg_core.config import DEFAULT_TOP_K, RetrievalConfig
 from hcg_core.errors import ConfigError
 
-from ._convert import with_provenance
+from ._convert import stored_id, with_provenance
 
 if TYPE_CHECKING:
     from .index import HCGIndex
@@ -80,10 +80,10 @@ class HCGRetriever(BaseRetriever):
                 **{f: getattr(self._config, f) for f in self._config.field_names()}
             )
         result = core.retrieve(query_bundle.query_str, k=self._similarity_top_k)
-        ids = [rc.chunk.id for rc in result.chunks]
+        ids = list(dict.fromkeys(stored_id(rc) for rc in result.chunks))
         nodes = {n.node_id: n for n in self._index.docstore.get_nodes(ids, raise_error=False) if n}
         return [
-            with_provenance(nodes[rc.chunk.id], rc, result.served_by)
+            with_provenance(nodes[stored_id(rc)], rc, result.served_by)
             for rc in result.chunks
-            if rc.chunk.id in nodes
+            if stored_id(rc) in nodes
         ]

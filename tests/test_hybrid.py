@@ -164,3 +164,49 @@ def test_word_features_give_exact_cosines_between_chunks():
     got = f @ f.T
     off = ~np.eye(len(TEXTS), dtype=bool)
     np.testing.assert_allclose(got[off], want[off], atol=1e-6)
+
+
+def _long_chunk(sentences, cid="long", start=0):
+    text = " ".join(sentences)
+    n = len(text.split())
+    return Chunk(id=cid, text=text, doc_id="doc",
+                 metadata={"doc_id": "doc", "start_word": start, "end_word": start + n})
+
+
+FILLER = "Patients were followed for several years in the regional cohort study."  # 11 words
+ANSWER = "Asbestos exposure causes mesothelioma through chronic pleural inflammation."
+
+
+def test_long_chunks_are_packed_as_passages_that_name_their_chunk():
+    from hcg_core.retrieval.passages import split_passages
+
+    chunk = _long_chunk([FILLER] * 9 + [ANSWER] + [FILLER] * 9, start=500)
+    short = Chunk(id="short", text="Statins lower cholesterol.", doc_id="d2")
+    parts, parent = split_passages([chunk, short], 100)
+    assert [p.id for p in parts] == ["long#p0", "long#p1", "short"] and parent.tolist() == [0, 0, 1]
+    assert parts[2] is short  # a short chunk stays the same object
+    assert " ".join(p.text for p in parts[:2]) == chunk.text  # cut at a sentence end, nothing lost
+    assert parts[0].metadata["passage_of"] == "long" and parts[1].metadata["passage"] == 1
+    assert parts[0].metadata["start_word"] == 500
+    assert parts[1].metadata["end_word"] == chunk.metadata["end_word"]
+    assert split_passages([chunk], 0)[0] == (chunk,)
+
+    chunks = [chunk, short]
+    r = HybridRanker(chunks, EMB.embed_documents([c.text for c in chunks]))
+    res = r.rank("what causes mesothelioma", None, k=1)
+    assert ids(res) == ["long#p0"]  # the half holding the answer, not the whole chunk
+    assert ANSWER in res.chunks[0].chunk.text and len(res.chunks[0].chunk.text) < len(chunk.text)
+    whole = HybridRanker(chunks, None, HybridConfig(passage_words=0))
+    assert ids(whole.rank("what causes mesothelioma", None, k=1)) == ["long"]
+
+
+def test_graph_signal_goes_to_the_passage_holding_the_mechanism():
+    chunk = _long_chunk([FILLER] * 9 + [ANSWER] + [FILLER] * 9)
+    other = _long_chunk([FILLER] * 18, cid="other", start=1000)
+    r = HybridRanker([chunk, other], None, HybridConfig(graph_weight=5.0))
+    path = CausalPath(("Exposure(asbestos)", "Risk(mesothelioma)"), ("e1",), (ANSWER,))
+    g = RetrievalResult("q", (RetrievedChunk(chunk, 0.9, "graph", (path,)),), served_by="cones")
+    res = r.rank("cohort follow-up", None, g, k=1)
+    assert ids(res) == ["long#p0"] and res.chunks[0].route == "graph"
+    assert res.chunks[0].paths == (path,)
+    assert res.diagnostics["graph_candidates"] == 1  # only the passage holding the sentence

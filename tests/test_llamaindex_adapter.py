@@ -393,3 +393,26 @@ def test_loading_without_embed_model_rebuilds_the_build_embedder(
     loaded = load_index_from_storage(StorageContext.from_defaults(persist_dir=tmp_path))
     assert loaded.embedder.name == "hashing-v1-1024"
     assert ids(loaded.as_retriever().retrieve(QUERY)) == ids(index.as_retriever().retrieve(QUERY))
+
+
+def test_passages_of_long_nodes_come_back_as_parts_of_docstore_nodes(
+    embed: HCGDefaultEmbedding,
+) -> None:
+    """Hybrid mode packs ~100-word passages; a long node comes back as a part, still traceable."""
+    folder = Path(__file__).resolve().parents[1] / "examples" / "corpus"
+    docs = [Document(text=p.read_text(encoding="utf-8"), id_=p.stem)
+            for p in sorted(folder.glob("*.md"))]
+    index = HCGIndex.from_documents(
+        docs, embed_model=embed, transformations=[SentenceSplitter(chunk_size=400, chunk_overlap=40)]
+    )
+    got = index.as_retriever(similarity_top_k=6).retrieve("What does obesity lead to?")
+    assert len(got) == 6 and len(set(ids(got))) == 6
+    parts = [n for n in got if "hcg_passage_of" in n.node.metadata]
+    assert parts, "nodes of ~300 words should be split into passages"
+    for nws in parts:
+        stored = index.docstore.get_node(nws.node.metadata["hcg_passage_of"])
+        assert nws.node.node_id.startswith(stored.node_id + "#p")
+        assert 0 < len(nws.node.get_content()) < len(stored.get_content())
+        assert " ".join(nws.node.get_content().split()) in " ".join(stored.get_content().split())
+        assert nws.node.ref_doc_id == stored.ref_doc_id
+        assert "hcg_passage_of" not in nws.node.get_content(metadata_mode=MetadataMode.LLM)

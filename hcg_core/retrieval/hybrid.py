@@ -9,7 +9,7 @@ paths; of those, the passages holding an edge's mechanism sentence). Packing the
 greedily by maximal marginal relevance (MMR): relevance minus redundancy with what is already
 chosen, redundancy measured on words (cosine of BM25 term vectors), and skips a passage whose words
 mostly repeat chosen ones (neighbouring windows of one document overlap). Passages are returned whole,
-in pick order, with their provenance; a passage's metadata names its chunk (``chunk_id``).
+in pick order, with their provenance; a passage's metadata names its chunk (``passage_of``).
 
 ``use_graph=False`` runs exactly the same pipeline with the graph signal removed: the ablation that
 measures what the graph adds.

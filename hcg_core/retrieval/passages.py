@@ -55,7 +55,7 @@ def split_passages(chunks: Sequence[Chunk], target_words: int) -> tuple[tuple[Ch
 
     A chunk shorter than 1.5 passages stays whole (the same object, same id). Otherwise each passage
     is a :class:`Chunk` with id ``"<chunk id>#p<i>"``, the original text of its words (whitespace
-    inside kept), the chunk's ``doc_id`` and metadata plus ``chunk_id`` (the chunk's id),
+    inside kept), the chunk's ``doc_id`` and metadata plus ``passage_of`` (the chunk's id),
     ``passage`` (i), and ``start_word``/``end_word`` shifted to the passage when the chunk has them.
     ``target_words`` 0 returns the chunks unchanged.
 
@@ -77,7 +77,7 @@ def split_passages(chunks: Sequence[Chunk], target_words: int) -> tuple[tuple[Ch
         start = (c.metadata or {}).get("start_word")
         for i, (a, b) in enumerate(zip(cuts, cuts[1:])):
             meta = dict(c.metadata or {})
-            meta.update(chunk_id=c.id, passage=i)
+            meta.update(passage_of=c.id, passage=i)
             if isinstance(start, int):
                 meta.update(start_word=start + a, end_word=start + b)
             text = c.text[spans[a][0]:spans[b - 1][1]]
