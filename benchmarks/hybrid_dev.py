@@ -109,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         variants = {
             f"hybrid-nograph {name}": base,
+            f"  whole chunks (passage_words 0) {name}": replace(base, passage_words=0),
+            f"  ~70-word passages {name}": replace(base, passage_words=70),
             f"  no diversity (lambda 1) {name}": replace(base, diversity=1.0),
             f"  lambda 0.7 {name}": replace(base, diversity=0.7),
             f"  bm25 + mmr only {name}": replace(base, dense_weight=0.0),

@@ -9,6 +9,7 @@ embedded twice. Cuts fall at sentence ends where one is near.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 
@@ -75,7 +76,7 @@ def split_passages(chunks: Sequence[Chunk], target_words: int) -> tuple[tuple[Ch
             parent.append(row)
             continue
         start = (c.metadata or {}).get("start_word")
-        for i, (a, b) in enumerate(zip(cuts, cuts[1:])):
+        for i, (a, b) in enumerate(itertools.pairwise(cuts)):
             meta = dict(c.metadata or {})
             meta.update(passage_of=c.id, passage=i)
             if isinstance(start, int):
