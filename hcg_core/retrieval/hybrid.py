@@ -239,10 +239,12 @@ class HybridRanker:
             + graph_bonus
         )
         pool = np.unique(np.concatenate([bm_order, dn_order, np.asarray(graph_rows, np.int64)]))
-        need = n if k is None else min(k, n)
+        # Only a budget (k None): pad to the candidate count, not to the whole corpus, which would
+        # make packing quadratic in the corpus size.
+        need = min(cfg.candidates if k is None else k, n)
         if pool.size < need:
-            # Too few candidates matched at all: pad with the best remaining chunks by fused score
-            # (then index), so k chunks come back whenever the corpus has k.
+            # Too few candidates matched at all: pad with the best remaining passages by fused
+            # score (then index), so k passages come back whenever the corpus has k.
             rest = np.setdiff1d(np.arange(n), pool)
             extra, _ = top_k_indices(fused[rest], need - pool.size)
             pool = np.concatenate([pool, rest[extra]])
