@@ -46,7 +46,8 @@ route's first chunk gets the full weight and its last half of it. Half of one te
 vouches for a chunk being on a causal path of the query, not for it holding the answer's words."""
 DEFAULT_DIVERSITY = 0.5
 """MMR trade-off lambda: pick score = lambda * relevance - (1 - lambda) * max redundancy. 0.5 is the
-textbook balance (Carbonell & Goldstein 1998); dev: 1.0 (no diversity) 0.826, 0.7 0.836, 0.5 0.844."""
+textbook balance (Carbonell & Goldstein 1998); dev (passages, graph off): 1.0 (no diversity)
+0.828, 0.7 0.849, 0.5 0.858."""
 DEFAULT_MIN_NOVELTY = 0.5
 """Skip a chunk when under half of its words are new: its span is mostly covered by chosen chunks
 of the same document (chunk overlap). Measured on word spans when chunks carry ``start_word`` and
@@ -54,7 +55,7 @@ of the same document (chunk overlap). Measured on word spans when chunks carry `
 DEFAULT_PASSAGE_WORDS = 100
 """The unit packed: each chunk is split at sentence ends into passages of about this many words
 (a chunk under 150 words stays whole), and ``k`` counts passages. 0 packs whole chunks. Dev set,
-2,000-word budget, graph off: whole 200-word chunks 0.849, ~100-word passages 0.857, ~70 0.858;
+2,000-word budget, graph off: whole 200-word chunks 0.849, ~100-word passages 0.858, ~70 0.859;
 shorter passages help fact questions and cost summaries, so 100 (see docs/configuration.md)."""
 
 
