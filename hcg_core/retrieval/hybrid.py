@@ -145,6 +145,8 @@ class HybridRanker:
         for row, p in enumerate(self.parent.tolist()):
             self.units_of.setdefault(self.chunks[p].id, []).append(row)
         self.word_counts = np.asarray([len(u.text.split()) for u in self.units], dtype=np.int64)
+        # Passage texts with whitespace squashed, for finding a graph edge's mechanism sentence.
+        self._flat_texts = [_squash(u.text) for u in self.units]
         self.spans = _chunk_spans(self.units)
         self._doc_major()
 
@@ -325,7 +327,7 @@ class HybridRanker:
             if len(units) > 1:
                 mechanisms = [_squash(m)[:_MECHANISM_PROBE] for p in rc.paths for m in p.mechanisms]
                 holding = [u for u in units
-                           if any(m and m in _squash(self.units[u].text) for m in mechanisms)]
+                           if any(m and m in self._flat_texts[u] for m in mechanisms)]
                 units = holding or units
             for r in units:
                 if r not in hits:

@@ -10,15 +10,13 @@ embedded twice. Cuts fall at sentence ends where one is near.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
+# The chunker's own word and sentence-end patterns, so passages cut where chunks would.
+from ..corpus import _SENTENCE_END_RE, _WORD_RE
 from ..types import Chunk
-
-_WORD_RE = re.compile(r"\S+")
-_SENTENCE_END_RE = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
 
 
 def _cuts(words: Sequence[str], target: int) -> list[int]:
