@@ -103,7 +103,8 @@ class HybridRanker:
     """Fusion of graph, BM25 and dense signals plus budget packing, compiled once per corpus.
 
     Setup: ``HybridRanker(chunks, chunk_embeddings)`` splits the chunks into passages and builds the
-    BM25 index and the per-passage word counts and spans. Use: ``rank(query, query_vec, graph_result, k=10, word_budget=2000)``.
+    BM25 index and the per-passage word counts and spans.
+    Use: ``rank(query, query_vec, graph_result, k=10, word_budget=2000)``.
 
     >>> from hcg_core.types import Chunk
     >>> chunks = [Chunk("a", "aspirin thins the blood"), Chunk("b", "statins lower cholesterol"),
