@@ -213,11 +213,12 @@ def format_build_report(report: dict[str, Any]) -> str:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from .config import RetrievalConfig
+    from .config import HybridConfig, RetrievalConfig
     from .retrieval import HCGRetriever
 
     embedder = make_embedder(args.embedder, args.embedder_base_url) if args.embedder else None
-    config = RetrievalConfig(mode=args.mode, use_graph=not args.no_graph)
+    config = RetrievalConfig(mode=args.mode, use_graph=not args.no_graph,
+                             hybrid=HybridConfig(passage_words=args.passage_words))
     retriever = HCGRetriever.load(args.dir, embedder=embedder, config=config)
     result = retriever.retrieve(args.question, k=args.k)
     if args.json:
@@ -254,7 +255,7 @@ def result_to_dict(result) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .config import DEFAULT_TIER, TIERS
+    from .config import DEFAULT_PASSAGE_WORDS, DEFAULT_TIER, TIERS
 
     p = argparse.ArgumentParser(prog="hcg", description="HCG-RAG: causal-graph retrieval.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -294,6 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="hybrid (default: graph + BM25 + dense, packed) or paper (Stage 3 only)")
     q.add_argument("--no-graph", action="store_true",
                    help="hybrid mode without the graph signal (the ablation)")
+    q.add_argument("--passage-words", type=int, default=DEFAULT_PASSAGE_WORDS,
+                   help=f"hybrid mode: words per returned passage (default {DEFAULT_PASSAGE_WORDS}; "
+                        "0: whole chunks)")
     _add_embedder_arguments(q, "default: the one named in the graph's manifest")
     q.set_defaults(func=cmd_query)
 

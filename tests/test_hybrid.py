@@ -146,6 +146,8 @@ def test_bad_settings_raise_config_errors():
     with pytest.raises(ConfigError):
         HybridConfig(candidates=0)
     with pytest.raises(ConfigError):
+        HybridConfig(passage_words=-1)
+    with pytest.raises(ConfigError):
         HybridRanker(make_chunks(), np.zeros((2, 4), np.float32))
     with pytest.raises(ConfigError):
         ranker().rank("q", None, k=0)

@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from ..config import DEFAULT_PASSAGE_WORDS
 from ..errors import ConfigError, HCGError
 from .baselines import bm25s_system, documents_from_chunks, fill_budget, vector_system, word_windows
 from .metric import DEFAULT_BUDGET
@@ -36,6 +38,10 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         type=int,
         default=None,
         help="chunks per system; default: as many as fill the word budget",
+    )
+    parser.add_argument(
+        "--passage-words", type=int, default=DEFAULT_PASSAGE_WORDS,
+        help=f"hybrid modes: words per packed passage (default {DEFAULT_PASSAGE_WORDS}; 0: whole chunks)",
     )
     parser.add_argument("--modes", default=DEFAULT_MODES, help=f"comma list of {', '.join(MODES)}")
     parser.add_argument("--baseline-chunk-words", type=int, default=DEFAULT_BASELINE_CHUNK_WORDS)
@@ -164,6 +170,8 @@ def run_eval(args: argparse.Namespace) -> int:
         embedder = (make_embedder(args.embedder, args.embedder_base_url)
                     if getattr(args, "embedder", None) else None)
         retriever = HCGRetriever.load(args.directory, embedder=embedder)
+        retriever = retriever.with_config(
+            hybrid=replace(retriever.config.hybrid, passage_words=args.passage_words))
         systems = hcg_systems(retriever, modes, k=args.k, budget=args.budget)
         if not args.no_baselines:
             systems.update(baseline_systems(retriever, args))
