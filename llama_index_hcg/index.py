@@ -141,6 +141,9 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._variable_emb: np.ndarray | None = None
         self._chunk_emb: np.ndarray | None = None
         self._core: CoreRetriever | None = None
+        # Edge text -> vector, for linking inserted chunks: edges do not change on insert, so each
+        # is embedded once per session, not on every insert.
+        self._edge_vectors: dict[str, np.ndarray] = {}
         super().__init__(
             nodes=nodes,
             index_struct=index_struct,
@@ -270,10 +273,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         new_emb = embed_texts(self._embedder, [c.text for c in chunks], what="inserted chunks")
         similarity = None
         if graph.edges:
-            edge_emb = embed_texts(
-                self._embedder, [edge_text(e) for e in graph.edges], what="edges"
-            )
-            similarity = edge_emb @ new_emb.T
+            similarity = self._edge_matrix(graph) @ new_emb.T
         graph = add_chunks(
             graph, chunks, similarity, tau=self._evidence_tau, per_edge=self._evidence_per_edge
         )
@@ -284,6 +284,15 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         )
         self._set_state(graph, self._variable_emb, chunk_emb)
         self._write_struct(self._index_struct)
+
+    def _edge_matrix(self, graph: CausalGraph) -> np.ndarray:
+        """Vectors of the graph's edge texts, one row per edge; only unseen texts are embedded."""
+        texts = [edge_text(e) for e in graph.edges]
+        missing = [t for t in dict.fromkeys(texts) if t not in self._edge_vectors]
+        if missing:
+            vectors = embed_texts(self._embedder, missing, what="edges")
+            self._edge_vectors.update(zip(missing, vectors, strict=True))
+        return np.vstack([self._edge_vectors[t] for t in texts])
 
     def _delete_node(self, node_id: str, **delete_kwargs: Any) -> None:
         """Remove a chunk and its evidence links; edges left with no evidence are dropped."""

@@ -30,7 +30,8 @@ from llama_index.core.schema import MetadataMode
 from pydantic import BaseModel
 
 import llama_index_hcg.index as li_index
-from hcg_core.embedders import HashingEmbedder, default_embedder
+from hcg_core.build.evidence import edge_text
+from hcg_core.embedders import CallableEmbedder, HashingEmbedder, default_embedder
 from hcg_core.errors import ConfigError, LLMOutputError
 from hcg_core.retrieval import HCGRetriever as CoreRetriever
 from llama_index_hcg import (
@@ -248,6 +249,31 @@ def test_delete_ref_doc_removes_chunks_links_and_unsupported_edges(index: HCGInd
     assert target not in index.ref_doc_info
     for q in QUERIES:
         assert not gone & set(ids(index.as_retriever(similarity_top_k=10).retrieve(q)))
+
+
+def test_inserts_embed_each_edge_once() -> None:
+    """Linking inserted chunks needs the edges' vectors; a second insert reuses them."""
+    hashing = HashingEmbedder(1024)
+    seen: list[str] = []
+
+    def counting(texts: list[str]) -> np.ndarray:
+        seen.extend(texts)
+        return hashing.embed_documents(texts)
+
+    embedder = CallableEmbedder(counting, name=hashing.name, dim=hashing.dim,
+                                query_fn=hashing.embed_query)
+    index = HCGIndex.from_documents(demo_documents(), embed_model=embedder,
+                                    transformations=[splitter()])
+    assert index.graph.edges
+    seen.clear()
+    first = Document(text="Chronic hypertension raises the risk of ischaemic stroke.", id_="n1")
+    index.insert(first)
+    edge_calls = len(seen) - 1  # one text for the new chunk, the rest are edges
+    assert edge_calls == len({edge_text(e) for e in index.graph.edges})
+    seen.clear()
+    index.insert(Document(text="Atrial fibrillation causes clots in the heart.", id_="n2"))
+    assert seen == ["Atrial fibrillation causes clots in the heart."]
+    _assert_consistent(index)
 
 
 def test_insert_and_update_keep_the_graph_consistent(index: HCGIndex) -> None:
