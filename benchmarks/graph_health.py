@@ -13,9 +13,9 @@ import json
 import time
 from pathlib import Path
 
-from hcg_core.build.health import graph_health
-from hcg_core.build.offline import build_offline
 from hcg_core.corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents, load_inputs
+from hcg_core.graph_build.health import graph_health
+from hcg_core.graph_build.offline import build_offline
 
 MEDICAL = Path(__file__).resolve().parents[1] / "shared/data/graphrag-bench-medical/corpus.json"
 if not MEDICAL.exists():

@@ -3,7 +3,6 @@
 The public surface is re-exported here; see docs/ for the pipeline and the graph directory format.
 """
 
-from .build import BuildResult, build_graph
 from .config import HybridConfig, RetrievalConfig
 from .corpus import chunk_documents, load_inputs
 from .errors import (
@@ -21,6 +20,7 @@ from .errors import (
     SpecError,
     StoreError,
 )
+from .graph_build import BuildResult, build_graph
 from .ports import Embedder, StructuredLLM
 from .retrieval import HCGRetriever
 from .store import StoredGraph, load_graph, read_spec_file, save_graph

@@ -57,8 +57,8 @@ def _add_embedder_arguments(parser: argparse.ArgumentParser, default_help: str) 
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .build import build_graph
     from .corpus import chunk_documents, load_inputs
+    from .graph_build import build_graph
     from .store import read_spec_file, save_graph
 
     t0 = time.perf_counter()
@@ -89,7 +89,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         if llm is None:
             print("the offline builder makes no LLM calls: 0 calls, 0 tokens")
             return 0
-        from .build.llm_pipeline import estimate_build, format_estimate
+        from .graph_build.llm_pipeline import estimate_build, format_estimate
 
         print(format_estimate(estimate_build(chunks, spec, args.tier)))
         return 0
@@ -152,7 +152,7 @@ def inspect_summary(directory: str) -> dict[str, Any]:
         "variables_per_metric": {m.name: per_metric.get(m.name, 0) for m in g.spec.metrics},
         "notes": list(stored.notes),
     }
-    from .build.health import graph_health
+    from .graph_build.health import graph_health
 
     summary["health"] = graph_health(g)
     if stored.report is not None:

@@ -19,10 +19,10 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, field_validator
 
-from hcg_core.build import build_graph
 from hcg_core.config import DEFAULT_TIER, RetrievalConfig
 from hcg_core.corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents
 from hcg_core.errors import ConfigError, InputError
+from hcg_core.graph_build import build_graph
 from hcg_core.retrieval import HCGRetriever as CoreRetriever
 from hcg_core.types import CausalGraph, DomainSpec, OutcomeConfig
 
@@ -114,7 +114,7 @@ class HCGRetriever(BaseRetriever):
             k: documents per query.
             chunk: set False when the documents are already split: each becomes one chunk.
             chunk_words, overlap_words: the word-window chunker's settings.
-            tier, outcome, spec, progress, build_options: see ``hcg_core.build.build_graph``.
+            tier, outcome, spec, progress, build_options: see ``hcg_core.graph_build.build_graph``.
             config: stage 3 settings.
         """
         docs = list(documents)

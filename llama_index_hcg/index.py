@@ -22,8 +22,6 @@ from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo,
 from llama_index.core.storage.docstore.types import RefDocInfo
 from llama_index.core.storage.storage_context import StorageContext
 
-from hcg_core.build import build_graph
-from hcg_core.build.evidence import edge_text
 from hcg_core.config import (
     DEFAULT_EVIDENCE_PER_EDGE,
     DEFAULT_EVIDENCE_TAU,
@@ -31,6 +29,8 @@ from hcg_core.config import (
     RetrievalConfig,
 )
 from hcg_core.errors import BuildError, StoreError
+from hcg_core.graph_build import build_graph
+from hcg_core.graph_build.evidence import edge_text
 from hcg_core.ports import Embedder
 from hcg_core.retrieval import HCGRetriever as CoreRetriever
 from hcg_core.retrieval.retriever import embed_texts
@@ -100,7 +100,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             builds offline. Used only while building.
         embed_model: any ``BaseEmbedding`` (or a core Embedder); default the model set on
             ``Settings`` if any, else the bundled offline MiniLM. Pass it again when loading.
-        tier, outcome, spec: build settings, see ``hcg_core.build.build_graph``.
+        tier, outcome, spec: build settings, see ``hcg_core.graph_build.build_graph``.
         config: stage 3 settings for retrievers made by ``as_retriever``.
         build_options: further builder options, passed through to ``build_graph``.
         evidence_tau, evidence_per_edge: how ``insert`` links new chunks to existing edges.

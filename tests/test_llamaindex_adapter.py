@@ -30,9 +30,9 @@ from llama_index.core.schema import MetadataMode
 from pydantic import BaseModel
 
 import llama_index_hcg.index as li_index
-from hcg_core.build.evidence import edge_text
 from hcg_core.embedders import CallableEmbedder, HashingEmbedder, default_embedder
 from hcg_core.errors import ConfigError, LLMOutputError
+from hcg_core.graph_build.evidence import edge_text
 from hcg_core.retrieval import HCGRetriever as CoreRetriever
 from llama_index_hcg import (
     HCGDefaultEmbedding,

@@ -50,8 +50,8 @@ def test_cli_llm_build_under_faults_counts_every_call(tmp_path, capsys, monkeypa
 def test_llm_build_shows_a_progress_bar_per_stage(capsys):
     from fixtures.llm.responder import OUTCOME, load_chunks
 
-    from hcg_core.build import build_graph
     from hcg_core.embedders import HashingEmbedder
+    from hcg_core.graph_build import build_graph
     from hcg_core.testing import ScriptedLLM
 
     r = build_graph(load_chunks(), embedder=HashingEmbedder(), llm=ScriptedLLM(respond),

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from fixtures.llm.responder import OUTCOME, load_chunks, respond
 
-from hcg_core.build import build_graph
-from hcg_core.build.evidence import link_evidence, text_matches
-from hcg_core.build.llm_pipeline import estimate_build, format_estimate
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import ConfigError
+from hcg_core.graph_build import build_graph
+from hcg_core.graph_build.evidence import link_evidence, text_matches
+from hcg_core.graph_build.llm_pipeline import estimate_build, format_estimate
 from hcg_core.llm import OpenAIStructuredLLM
 from hcg_core.spec.assemble import AssemblyReport, merge_metrics, merge_relations
 from hcg_core.testing import FaultPlan, ScriptedLLM, StubLLMServer
@@ -217,7 +217,7 @@ RESUME_SCRIPT = """
 import json, sys
 sys.path.insert(0, {tests!r})
 from fixtures.llm.responder import OUTCOME, load_chunks
-from hcg_core.build import build_graph
+from hcg_core.graph_build import build_graph
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.llm import OpenAIStructuredLLM
 llm = OpenAIStructuredLLM("stub-model", base_url=sys.argv[1], api_key="x", cache_dir=sys.argv[2],

@@ -7,13 +7,13 @@ import re
 import numpy as np
 import pytest
 
-from hcg_core.build import build_graph
-from hcg_core.build.extract import extract_statements, split_sentences
-from hcg_core.build.health import forward_reach, graph_health
-from hcg_core.build.offline import build_offline, edge_confidence
 from hcg_core.corpus import chunk_documents
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import BuildError, ConfigError
+from hcg_core.graph_build import build_graph
+from hcg_core.graph_build.extract import extract_statements, split_sentences
+from hcg_core.graph_build.health import forward_reach, graph_health
+from hcg_core.graph_build.offline import build_offline, edge_confidence
 from hcg_core.spec import validate_graph
 from hcg_core.types import Dimension, Document, DomainSpec, Metric, OutcomeConfig, Variable
 
@@ -213,7 +213,7 @@ def test_coordinated_verbs_share_their_subject():
 
 
 def test_readable_spans_singular_risk_and_lists():
-    from hcg_core.build.extract import compound_heads, singular
+    from hcg_core.graph_build.extract import compound_heads, singular
 
     assert [singular(w) for w in ("diabetes", "stenosis", "mellitus", "feet", "kidneys")] == [
         "diabetes", "stenosis", "mellitus", "foot", "kidney"]

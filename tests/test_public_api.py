@@ -103,7 +103,7 @@ def test_core_imports_no_framework() -> None:
     out = _run(
         """
         import json, sys
-        import hcg_core, hcg_core.retrieval, hcg_core.store, hcg_core.build, hcg_core.embedders
+        import hcg_core, hcg_core.retrieval, hcg_core.store, hcg_core.graph_build, hcg_core.embedders
         print(json.dumps(sorted(m for m in sys.modules
                                 if m.split('.')[0] in ('llama_index', 'langchain_core', 'langchain'))))
         """

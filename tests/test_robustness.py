@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from hcg_core.build import build_graph
 from hcg_core.config import HybridConfig, RetrievalConfig
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import ConfigError, CorruptFileError, EmbedderError, InputError
+from hcg_core.graph_build import build_graph
 from hcg_core.retrieval import HCGRetriever
 from hcg_core.store import load_graph
 from hcg_core.types import Chunk

@@ -13,7 +13,6 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from ..config import (
@@ -38,7 +37,7 @@ from ..spec.generate import (
 )
 from ..spec.validate import validate_graph, validate_spec
 from ..store import variable_text
-from ..types import CausalEdge, CausalGraph, Chunk, DomainSpec, OutcomeConfig, Variable
+from ..types import CausalEdge, CausalGraph, Chunk, DomainSpec, OutcomeConfig
 from . import BuildResult
 from .evidence import link_evidence
 from .llm_tiers import (
