@@ -1,9 +1,9 @@
 """Build the offline graph of a corpus and print its health figures (size, density, reach, time).
 
-    python benchmarks/graph_health.py                      # medical corpus, HashingEmbedder, tier M
-    python benchmarks/graph_health.py --embedder minilm    # the default MiniLM embedder
-    python benchmarks/graph_health.py --input my_docs/ --tier S --no-lift
-    python benchmarks/graph_health.py --embedder minilm --min-variable-support 3 --keep-weak
+python benchmarks/graph_health.py                      # medical corpus, HashingEmbedder, tier M
+python benchmarks/graph_health.py --embedder minilm    # the default MiniLM embedder
+python benchmarks/graph_health.py --input my_docs/ --tier S --no-lift
+python benchmarks/graph_health.py --embedder minilm --min-variable-support 3 --keep-weak
 """
 
 from __future__ import annotations
@@ -30,10 +30,17 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--chunk-words", type=int, default=DEFAULT_CHUNK_WORDS)
     ap.add_argument("--chunk-overlap", type=int, default=DEFAULT_OVERLAP_WORDS)
     ap.add_argument("--no-lift", action="store_true", help="do not add lifted (generic) edges")
-    ap.add_argument("--min-variable-support", type=int, default=None,
-                    help="statements a (metric, entity) needs to be its own variable")
-    ap.add_argument("--keep-weak", action="store_true",
-                    help="keep variables stated by one sentence with a weak cue")
+    ap.add_argument(
+        "--min-variable-support",
+        type=int,
+        default=None,
+        help="statements a (metric, entity) needs to be its own variable",
+    )
+    ap.add_argument(
+        "--keep-weak",
+        action="store_true",
+        help="keep variables stated by one sentence with a weak cue",
+    )
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args(argv)
     if args.embedder == "minilm":
@@ -50,8 +57,7 @@ def main(argv: list[str] | None = None) -> dict:
     options = {"lift": not args.no_lift, "drop_weak": not args.keep_weak}
     if args.min_variable_support is not None:
         options["min_variable_support"] = args.min_variable_support
-    result = build_offline(chunks, embedder=embedder, tier=args.tier, embed_chunks=False,
-                           **options)
+    result = build_offline(chunks, embedder=embedder, tier=args.tier, embed_chunks=False, **options)
     seconds = time.perf_counter() - t
     health = graph_health(result.graph)
     health["build_seconds_excl_chunk_embedding"] = round(seconds, 2)

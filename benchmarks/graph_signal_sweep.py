@@ -43,10 +43,15 @@ def main() -> None:
         clone = retriever.with_config(word_budget=args.budget, **changes)
         report = evaluate(
             {name: lambda q, c=clone: c.retrieve_by_vector(q, vectors[q], MANY)},
-            questions, budget=args.budget)
+            questions,
+            budget=args.budget,
+        )
         every, complex_ = report.row(name, "all"), report.row(name, "Complex Reasoning")
-        print(f"{name:<34}{every.recall:>8.3f}{complex_.recall if complex_ else float('nan'):>9.3f}"
-              f"{every.graph_word_share:>13.2f}", flush=True)
+        print(
+            f"{name:<34}{every.recall:>8.3f}{complex_.recall if complex_ else float('nan'):>9.3f}"
+            f"{every.graph_word_share:>13.2f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -41,8 +41,9 @@ class _Fixed:
         raise AssertionError("not used")
 
 
-def synthetic(n_vars=1583, n_edges=9000, n_metrics=173, n_chunks=2000, dim=384, seed=0,
-              layout="layered"):
+def synthetic(
+    n_vars=1583, n_edges=9000, n_metrics=173, n_chunks=2000, dim=384, seed=0, layout="layered"
+):
     """A seeded random graph of the given size; returns (graph, var_emb, chunk_emb, centres).
 
     ``layered``: metrics sit on 5 causal levels (outcome and terminal metrics on the top ones)
@@ -53,11 +54,17 @@ def synthetic(n_vars=1583, n_edges=9000, n_metrics=173, n_chunks=2000, dim=384, 
     n_term, n_out = 3, 12
     roles = ["terminal"] * n_term + ["outcome"] * n_out + ["intermediate"] * (n_metrics - 15)
     metrics = tuple(Metric(f"M{i}", ("id",), "", "c", roles[i]) for i in range(n_metrics))
-    spec = DomainSpec((Dimension("id", tuple(str(i) for i in range(n_vars))),), metrics,
-                      outcome=OutcomeConfig(tuple(m.name for m in metrics if m.role == "outcome"),
-                                            tuple(m.name for m in metrics if m.role == "terminal")))
-    metric_of = np.concatenate([np.arange(n_metrics),
-                                rng.integers(0, n_metrics, n_vars - n_metrics)])
+    spec = DomainSpec(
+        (Dimension("id", tuple(str(i) for i in range(n_vars))),),
+        metrics,
+        outcome=OutcomeConfig(
+            tuple(m.name for m in metrics if m.role == "outcome"),
+            tuple(m.name for m in metrics if m.role == "terminal"),
+        ),
+    )
+    metric_of = np.concatenate(
+        [np.arange(n_metrics), rng.integers(0, n_metrics, n_vars - n_metrics)]
+    )
     variables = tuple(Variable(f"M{m}", (str(i),)) for i, m in enumerate(metric_of))
     # Variables of one metric share a direction, so per-metric matching has signal to find.
     centres = rng.standard_normal((n_metrics, dim))
@@ -68,8 +75,9 @@ def synthetic(n_vars=1583, n_edges=9000, n_metrics=173, n_chunks=2000, dim=384, 
     ok = (src != dst) & (metric_of[src] >= n_term)  # no edge leaves a terminal
     if layout == "layered":
         # Level 4 holds the end metrics; the others spread over levels 0-3.
-        level = np.where(np.arange(n_metrics) < n_term + n_out, 4,
-                         np.arange(n_metrics) % 4)[metric_of]
+        level = np.where(np.arange(n_metrics) < n_term + n_out, 4, np.arange(n_metrics) % 4)[
+            metric_of
+        ]
         same_level = (level[dst] == level[src]) & (rng.random(src.size) < 0.1)
         ok &= (level[dst] == level[src] + 1) | same_level
     pairs = sorted(set(zip(src[ok].tolist(), dst[ok].tolist(), strict=True)))[:n_edges]
@@ -77,10 +85,14 @@ def synthetic(n_vars=1583, n_edges=9000, n_metrics=173, n_chunks=2000, dim=384, 
     chunk_emb /= np.linalg.norm(chunk_emb, axis=1, keepdims=True)
     chunks = tuple(Chunk(f"c{i}", "word " * 200) for i in range(n_chunks))
     edges = tuple(
-        CausalEdge(f"e{j}", variables[s].name, variables[d].name, "m",
-                   float(rng.uniform(0.5, 1.0)),
-                   tuple(f"c{c}" for c in rng.choice(n_chunks, int(rng.integers(1, 3)),
-                                                     replace=False)))
+        CausalEdge(
+            f"e{j}",
+            variables[s].name,
+            variables[d].name,
+            "m",
+            float(rng.uniform(0.5, 1.0)),
+            tuple(f"c{c}" for c in rng.choice(n_chunks, int(rng.integers(1, 3)), replace=False)),
+        )
         for j, (s, d) in enumerate(pairs)
     )
     graph = CausalGraph(spec, variables, edges, chunks)
@@ -91,13 +103,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--queries", type=int, default=500)
     ap.add_argument("--k", type=int, default=10)
-    ap.add_argument("--layout", choices=["layered", "random"], default="layered",
-                    help="edges run up 5 causal levels (default) or join any two variables")
+    ap.add_argument(
+        "--layout",
+        choices=["layered", "random"],
+        default="layered",
+        help="edges run up 5 causal levels (default) or join any two variables",
+    )
     args = ap.parse_args()
     graph, var_emb, chunk_emb, centres = synthetic(layout=args.layout)
     t0 = time.perf_counter()
-    r = HCGRetriever.from_graph(graph, _Fixed(), variable_embeddings=var_emb,
-                                chunk_embeddings=chunk_emb)
+    r = HCGRetriever.from_graph(
+        graph, _Fixed(), variable_embeddings=var_emb, chunk_embeddings=chunk_emb
+    )
     compile_s = time.perf_counter() - t0
     rng = np.random.default_rng(1)
     queries = []
@@ -125,15 +142,21 @@ def main() -> None:
         matched.append(res.diagnostics.get("reached", 0))
     g50, g95 = np.percentile(graph_t, [50, 95]) * 1e3
     b50, b95 = np.percentile(base_t, [50, 95]) * 1e3
-    print(f"graph ({args.layout}): {len(graph.variables)} variables, {len(graph.edges)} edges, "
-          f"{len(graph.spec.metrics)} metrics, {len(graph.chunks)} chunks, dim 384; compiled in {compile_s:.2f} s")
-    print(f"queries: {len(queries)}, k={args.k}; served by {served}; "
-          f"mean BFS reach {np.mean(matched):.0f} variables")
+    print(
+        f"graph ({args.layout}): {len(graph.variables)} variables, {len(graph.edges)} edges, "
+        f"{len(graph.spec.metrics)} metrics, {len(graph.chunks)} chunks, dim 384; compiled in {compile_s:.2f} s"
+    )
+    print(
+        f"queries: {len(queries)}, k={args.k}; served by {served}; "
+        f"mean BFS reach {np.mean(matched):.0f} variables"
+    )
     print(f"{'stage':<28}{'p50 ms':>10}{'p95 ms':>10}")
     print(f"{'plain numpy top-k':<28}{b50:>10.3f}{b95:>10.3f}")
     print(f"{'HCG graph stage (paper)':<28}{g50:>10.3f}{g95:>10.3f}")
-    print(f"ratio p50 graph/plain: {g50 / b50:.2f}x (target <= 1.5x); "
-          f"paper's implementation: 1,200-10,600 ms per query")
+    print(
+        f"ratio p50 graph/plain: {g50 / b50:.2f}x (target <= 1.5x); "
+        f"paper's implementation: 1,200-10,600 ms per query"
+    )
 
 
 if __name__ == "__main__":

@@ -25,8 +25,10 @@ from .errors import HCGError, StoreError
 EXIT_USAGE = 2
 
 
-EMBEDDER_HELP = ("'default' (MiniLM int8, offline), 'hashing' (numpy only), a stored name "
-                 "(minilm-l6-v2-int8, hashing-v1-4096), or openai:MODEL with --embedder-base-url")
+EMBEDDER_HELP = (
+    "'default' (MiniLM int8, offline), 'hashing' (numpy only), a stored name "
+    "(minilm-l6-v2-int8, hashing-v1-4096), or openai:MODEL with --embedder-base-url"
+)
 
 
 def make_embedder(name: str | None, base_url: str | None = None):
@@ -48,9 +50,11 @@ def make_embedder(name: str | None, base_url: str | None = None):
 
 def _add_embedder_arguments(parser: argparse.ArgumentParser, default_help: str) -> None:
     parser.add_argument("--embedder", default=None, help=f"{EMBEDDER_HELP}; {default_help}")
-    parser.add_argument("--embedder-base-url", default=None,
-                        help="base URL of an OpenAI-compatible embeddings server (key from "
-                        "OPENAI_API_KEY)")
+    parser.add_argument(
+        "--embedder-base-url",
+        default=None,
+        help="base URL of an OpenAI-compatible embeddings server (key from OPENAI_API_KEY)",
+    )
 
 
 # ---------------------------------------------------------------- build
@@ -71,8 +75,11 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(f"skipped {path}: {reason}", file=sys.stderr)
     chunks = chunk_documents(docs, chunk_words=args.chunk_words, overlap_words=args.chunk_overlap)
     words = sum(len(d.text.split()) for d in docs)
-    print(f"read {len(docs)} documents ({words:,} words) -> {len(chunks)} chunks of "
-          f"{args.chunk_words} words ({args.chunk_overlap} overlap)", file=sys.stderr)
+    print(
+        f"read {len(docs)} documents ({words:,} words) -> {len(chunks)} chunks of "
+        f"{args.chunk_words} words ({args.chunk_overlap} overlap)",
+        file=sys.stderr,
+    )
     spec = read_spec_file(args.spec) if args.spec else None
     outcome = _read_outcome(args.outcome) if args.outcome else None
     llm = None
@@ -82,9 +89,14 @@ def cmd_build(args: argparse.Namespace) -> int:
         if not args.llm_model:
             raise HCGError("--llm-base-url needs --llm-model NAME")
         cache_dir = args.llm_cache or str(Path(args.out) / ".llm_cache")
-        llm = llm_from_cli(base_url=args.llm_base_url, model=args.llm_model,
-                           max_concurrency=args.max_concurrency, timeout=args.timeout,
-                           max_retries=args.max_retries, cache_dir=cache_dir)
+        llm = llm_from_cli(
+            base_url=args.llm_base_url,
+            model=args.llm_model,
+            max_concurrency=args.max_concurrency,
+            timeout=args.timeout,
+            max_retries=args.max_retries,
+            cache_dir=cache_dir,
+        )
     if args.estimate:
         if llm is None:
             print("the offline builder makes no LLM calls: 0 calls, 0 tokens")
@@ -95,22 +107,43 @@ def cmd_build(args: argparse.Namespace) -> int:
         return 0
     embedder = make_embedder(args.embedder, args.embedder_base_url)
     progress = None if not args.quiet else False
-    result = build_graph(chunks, embedder=embedder, llm=llm, tier=args.tier, outcome=outcome,
-                         spec=spec, progress=progress)
+    result = build_graph(
+        chunks,
+        embedder=embedder,
+        llm=llm,
+        tier=args.tier,
+        outcome=outcome,
+        spec=spec,
+        progress=progress,
+    )
     report = dict(result.report)
     report.setdefault("input", {})
-    report["input"].update({"documents": len(docs), "words": words, "chunks": len(chunks),
-                            "skipped": [[str(p), r] for p, r in bad],
-                            "chunk_words": args.chunk_words, "chunk_overlap": args.chunk_overlap})
+    report["input"].update(
+        {
+            "documents": len(docs),
+            "words": words,
+            "chunks": len(chunks),
+            "skipped": [[str(p), r] for p, r in bad],
+            "chunk_words": args.chunk_words,
+            "chunk_overlap": args.chunk_overlap,
+        }
+    )
     report["embedder"] = embedder.name
     report["total_seconds"] = round(time.perf_counter() - t0, 2)
-    save_graph(result.graph, args.out, embedder_name=embedder.name,
-               variable_embeddings=result.variable_embeddings,
-               chunk_embeddings=result.chunk_embeddings, report=report)
+    save_graph(
+        result.graph,
+        args.out,
+        embedder_name=embedder.name,
+        variable_embeddings=result.variable_embeddings,
+        chunk_embeddings=result.chunk_embeddings,
+        report=report,
+    )
     g = result.graph
-    print(f"built {args.out}: {len(g.variables)} variables, {len(g.edges)} edges, "
-          f"{len(g.spec.metrics)} metrics, {len(g.chunks)} chunks in "
-          f"{report['total_seconds']:.1f} s")
+    print(
+        f"built {args.out}: {len(g.variables)} variables, {len(g.edges)} edges, "
+        f"{len(g.spec.metrics)} metrics, {len(g.chunks)} chunks in "
+        f"{report['total_seconds']:.1f} s"
+    )
     return 0
 
 
@@ -127,9 +160,11 @@ def _read_outcome(path: str):
         raise CorruptFileError(f"cannot read the outcome configuration: {exc}", path=path) from exc
     if not isinstance(data, dict):
         raise CorruptFileError("must be a mapping with 'outcomes' and/or 'terminals'", path=path)
-    return OutcomeConfig(tuple(str(x) for x in data.get("outcomes") or ()),
-                         tuple(str(x) for x in data.get("terminals") or ()),
-                         str(data.get("description", "") or ""))
+    return OutcomeConfig(
+        tuple(str(x) for x in data.get("outcomes") or ()),
+        tuple(str(x) for x in data.get("terminals") or ()),
+        str(data.get("description", "") or ""),
+    )
 
 
 # ---------------------------------------------------------------- inspect
@@ -145,9 +180,14 @@ def inspect_summary(directory: str) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "directory": str(directory),
         "embedder": stored.embedder_name,
-        "counts": {"dimensions": len(g.spec.dimensions), "metrics": len(g.spec.metrics),
-                   "variables": len(g.variables), "edges": len(g.edges),
-                   "chunks": len(g.chunks), "evidence_links": g.evidence_links},
+        "counts": {
+            "dimensions": len(g.spec.dimensions),
+            "metrics": len(g.spec.metrics),
+            "variables": len(g.variables),
+            "edges": len(g.edges),
+            "chunks": len(g.chunks),
+            "evidence_links": g.evidence_links,
+        },
         "metric_roles": dict(roles),
         "variables_per_metric": {m.name: per_metric.get(m.name, 0) for m in g.spec.metrics},
         "notes": list(stored.notes),
@@ -169,12 +209,17 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     print(f"{s['directory']}  (embedder: {s['embedder']})")
     for key in ("dimensions", "metrics", "variables", "edges", "chunks", "evidence_links"):
         print(f"  {key:<16}{c[key]:>8,}")
-    print("  metric roles    " + ", ".join(f"{k} {v}" for k, v in sorted(s["metric_roles"].items())))
+    print(
+        "  metric roles    " + ", ".join(f"{k} {v}" for k, v in sorted(s["metric_roles"].items()))
+    )
     if "health" in s:
         print("graph health:")
         for key, value in s["health"].items():
-            print(f"  {key:<28}{value:>10.3f}" if isinstance(value, float) else
-                  f"  {key:<28}{value!s:>10}")
+            print(
+                f"  {key:<28}{value:>10.3f}"
+                if isinstance(value, float)
+                else f"  {key:<28}{value!s:>10}"
+            )
     if "build_report" in s:
         print(format_build_report(s["build_report"]))
     print("variables per metric:")
@@ -187,8 +232,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def format_build_report(report: dict[str, Any]) -> str:
     """The build report as a table: seconds and counts per stage, then the LLM's cost."""
-    head = ", ".join(f"{k} {report[k]}" for k in ("builder", "llm", "tier", "embedder")
-                     if isinstance(report.get(k), (str, int, float)))
+    head = ", ".join(
+        f"{k} {report[k]}"
+        for k in ("builder", "llm", "tier", "embedder")
+        if isinstance(report.get(k), (str, int, float))
+    )
     total = report.get("total_seconds")
     lines = [f"build report ({head}{f', {total} s in all' if total is not None else ''}):"]
     for name, row in (report.get("stages") or {}).items():
@@ -199,8 +247,14 @@ def format_build_report(report: dict[str, Any]) -> str:
     # The offline builder reports its (zero) LLM cost under "llm"; the LLM pipeline under "totals".
     cost = report.get("llm") if isinstance(report.get("llm"), dict) else report.get("totals")
     if isinstance(cost, dict):
-        lines.append("  LLM: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in cost.items()
-                                            if not isinstance(v, (dict, list))))
+        lines.append(
+            "  LLM: "
+            + ", ".join(
+                f"{v} {k.replace('_', ' ')}"
+                for k, v in cost.items()
+                if not isinstance(v, (dict, list))
+            )
+        )
     for key in ("failures", "warnings"):
         for item in report.get(key) or []:
             lines.append(f"  {key[:-1]}: {item}")
@@ -217,8 +271,11 @@ def cmd_query(args: argparse.Namespace) -> int:
     from .retrieval import HCGRetriever
 
     embedder = make_embedder(args.embedder, args.embedder_base_url) if args.embedder else None
-    config = RetrievalConfig(mode=args.mode, use_graph=not args.no_graph,
-                             hybrid=HybridConfig(passage_words=args.passage_words))
+    config = RetrievalConfig(
+        mode=args.mode,
+        use_graph=not args.no_graph,
+        hybrid=HybridConfig(passage_words=args.passage_words),
+    )
     retriever = HCGRetriever.load(args.dir, embedder=embedder, config=config)
     result = retriever.retrieve(args.question, k=args.k)
     if args.json:
@@ -239,13 +296,26 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 def result_to_dict(result) -> dict[str, Any]:
     return {
-        "query": result.query, "served_by": result.served_by, "matched": list(result.matched),
+        "query": result.query,
+        "served_by": result.served_by,
+        "matched": list(result.matched),
         "diagnostics": dict(result.diagnostics),
         "chunks": [
-            {"id": rc.chunk.id, "doc_id": rc.chunk.doc_id, "score": rc.score, "route": rc.route,
-             "paths": [{"variables": list(p.variables), "edge_ids": list(p.edge_ids),
-                        "mechanisms": list(p.mechanisms)} for p in rc.paths],
-             "text": rc.chunk.text}
+            {
+                "id": rc.chunk.id,
+                "doc_id": rc.chunk.doc_id,
+                "score": rc.score,
+                "route": rc.route,
+                "paths": [
+                    {
+                        "variables": list(p.variables),
+                        "edge_ids": list(p.edge_ids),
+                        "mechanisms": list(p.mechanisms),
+                    }
+                    for p in rc.paths
+                ],
+                "text": rc.chunk.text,
+            }
             for rc in result.chunks
         ],
     }
@@ -263,9 +333,15 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="build a graph directory from text/markdown/JSON files")
     b.add_argument("inputs", nargs="+", help=".txt, .md, .json, .jsonl files or folders of them")
     b.add_argument("--out", required=True, help="the graph directory to write")
-    b.add_argument("--tier", default=DEFAULT_TIER, choices=sorted(TIERS),
-                   help="scaling tier: caps metrics and dimensions (default %(default)s)")
-    b.add_argument("--outcome", help="outcome configuration YAML {outcomes: [...], terminals: [...]}")
+    b.add_argument(
+        "--tier",
+        default=DEFAULT_TIER,
+        choices=sorted(TIERS),
+        help="scaling tier: caps metrics and dimensions (default %(default)s)",
+    )
+    b.add_argument(
+        "--outcome", help="outcome configuration YAML {outcomes: [...], terminals: [...]}"
+    )
     b.add_argument("--spec", help="build from this (possibly hand-edited) spec.yaml; skips Stage 1")
     b.add_argument("--chunk-words", type=int, default=200, help="words per chunk (default 200)")
     b.add_argument("--chunk-overlap", type=int, default=40, help="overlap words (default 40)")
@@ -277,8 +353,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--max-concurrency", type=int, default=8)
     b.add_argument("--timeout", type=float, default=60.0)
     b.add_argument("--max-retries", type=int, default=5)
-    b.add_argument("--estimate", action="store_true",
-                   help="print the calls and tokens the build would make, and stop")
+    b.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the calls and tokens the build would make, and stop",
+    )
     b.set_defaults(func=cmd_build)
 
     i = sub.add_parser("inspect", help="counts, graph health, variables per metric, build report")
@@ -291,13 +370,24 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("question")
     q.add_argument("--k", type=int, default=5)
     q.add_argument("--json", action="store_true")
-    q.add_argument("--mode", choices=["hybrid", "paper"], default="hybrid",
-                   help="hybrid (default: graph + BM25 + dense, packed) or paper (Stage 3 only)")
-    q.add_argument("--no-graph", action="store_true",
-                   help="hybrid mode without the graph signal (the ablation)")
-    q.add_argument("--passage-words", type=int, default=DEFAULT_PASSAGE_WORDS,
-                   help=f"hybrid mode: words per returned passage (default {DEFAULT_PASSAGE_WORDS}; "
-                        "0: whole chunks)")
+    q.add_argument(
+        "--mode",
+        choices=["hybrid", "paper"],
+        default="hybrid",
+        help="hybrid (default: graph + BM25 + dense, packed) or paper (Stage 3 only)",
+    )
+    q.add_argument(
+        "--no-graph",
+        action="store_true",
+        help="hybrid mode without the graph signal (the ablation)",
+    )
+    q.add_argument(
+        "--passage-words",
+        type=int,
+        default=DEFAULT_PASSAGE_WORDS,
+        help=f"hybrid mode: words per returned passage (default {DEFAULT_PASSAGE_WORDS}; "
+        "0: whole chunks)",
+    )
     _add_embedder_arguments(q, "default: the one named in the graph's manifest")
     q.set_defaults(func=cmd_query)
 

@@ -73,7 +73,9 @@ class HybridConfig:
 
     def __post_init__(self) -> None:
         if self.passage_words < 0:
-            raise ConfigError(f"passage_words must be >= 0 (0: whole chunks), got {self.passage_words}")
+            raise ConfigError(
+                f"passage_words must be >= 0 (0: whole chunks), got {self.passage_words}"
+            )
         if self.candidates < 1:
             raise ConfigError(f"candidates must be at least 1, got {self.candidates}")
         for name in ("bm25_weight", "dense_weight", "graph_weight"):

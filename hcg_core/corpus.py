@@ -75,7 +75,8 @@ def load_inputs(
     if not docs:
         reasons = "\n".join(f"  {p}: {r}" for p, r in bad) or "  (no files found)"
         raise InputError(
-            "no usable document in the input; every file was rejected:\n" + reasons
+            "no usable document in the input; every file was rejected:\n"
+            + reasons
             + f"\nPass UTF-8 text files ({', '.join(SUPPORTED_SUFFIXES)}) or folders of them.",
             path=bad[0][0] if bad else None,
         )
@@ -89,21 +90,32 @@ def _expand(paths: Iterable[str | Path], bad: list[BadFile]) -> list[tuple[Path,
         p = Path(raw)
         if p.is_dir():
             found = sorted(
-                f for f in p.rglob("*")
+                f
+                for f in p.rglob("*")
                 if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts)
             )
             for f in found:
                 if f.suffix.lower() in SUPPORTED_SUFFIXES:
                     out.append((f, f.relative_to(p).as_posix()))
                 else:
-                    bad.append((f, f"unsupported file type {f.suffix or '(none)'!r}; "
-                                   f"use one of {', '.join(SUPPORTED_SUFFIXES)}"))
+                    bad.append(
+                        (
+                            f,
+                            f"unsupported file type {f.suffix or '(none)'!r}; "
+                            f"use one of {', '.join(SUPPORTED_SUFFIXES)}",
+                        )
+                    )
         elif p.is_file():
             if p.suffix.lower() in SUPPORTED_SUFFIXES:
                 out.append((p, p.name))
             else:
-                bad.append((p, f"unsupported file type {p.suffix or '(none)'!r}; "
-                               f"use one of {', '.join(SUPPORTED_SUFFIXES)}"))
+                bad.append(
+                    (
+                        p,
+                        f"unsupported file type {p.suffix or '(none)'!r}; "
+                        f"use one of {', '.join(SUPPORTED_SUFFIXES)}",
+                    )
+                )
         else:
             bad.append((p, "no such file or folder"))
     return out
@@ -115,7 +127,9 @@ def _read_file(path: Path, doc_id: str, *, max_bytes: int) -> list[Document]:
         if size > max_bytes:
             raise InputError(
                 f"file is {size:,} bytes, over the {max_bytes:,}-byte limit; split it into "
-                "smaller files or raise max_bytes", path=path)
+                "smaller files or raise max_bytes",
+                path=path,
+            )
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror or exc}", path=path) from None
@@ -126,10 +140,13 @@ def _read_file(path: Path, doc_id: str, *, max_bytes: int) -> list[Document]:
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-                             path=path) from None
+            raise InputError(
+                f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", path=path
+            ) from None
         items = obj if isinstance(obj, list) else [obj]
-        return _json_documents(items, doc_id, source, path, max_bytes, single=not isinstance(obj, list))
+        return _json_documents(
+            items, doc_id, source, path, max_bytes, single=not isinstance(obj, list)
+        )
     if suffix == ".jsonl":
         items = []
         for lineno, line in enumerate(text.splitlines(), start=1):
@@ -143,8 +160,9 @@ def _read_file(path: Path, doc_id: str, *, max_bytes: int) -> list[Document]:
     return [Document(id=doc_id, text=text, metadata=source)]
 
 
-def _json_documents(items: list[Any], doc_id: str, source: dict, path: Path, max_bytes: int,
-                    *, single: bool) -> list[Document]:
+def _json_documents(
+    items: list[Any], doc_id: str, source: dict, path: Path, max_bytes: int, *, single: bool
+) -> list[Document]:
     docs: list[Document] = []
     problems: list[str] = []
     for i, item in enumerate(items):
@@ -152,14 +170,22 @@ def _json_documents(items: list[Any], doc_id: str, source: dict, path: Path, max
         if isinstance(item, str):
             text = item
         elif isinstance(item, dict):
-            text = next((item[k] for k in TEXT_KEYS if isinstance(item.get(k), str)
-                         and item[k].strip()), None)
+            text = next(
+                (item[k] for k in TEXT_KEYS if isinstance(item.get(k), str) and item[k].strip()),
+                None,
+            )
             if text is None:
-                problems.append(f"item {i} has no non-empty text field "
-                                f"(looked for {', '.join(TEXT_KEYS)})")
+                problems.append(
+                    f"item {i} has no non-empty text field (looked for {', '.join(TEXT_KEYS)})"
+                )
                 continue
-            meta.update({k: v for k, v in item.items()
-                         if k not in TEXT_KEYS and isinstance(v, (str, int, float, bool))})
+            meta.update(
+                {
+                    k: v
+                    for k, v in item.items()
+                    if k not in TEXT_KEYS and isinstance(v, (str, int, float, bool))
+                }
+            )
         else:
             problems.append(f"item {i} is a {type(item).__name__}, expected a string or an object")
             continue
@@ -186,20 +212,25 @@ def decode_text(data: bytes, *, path: Path | str | None = None) -> str:
         raise InputError("file is empty", path=path)
     if b"\x00" in data:
         offset = data.index(b"\x00")
-        raise InputError(f"file looks binary (NUL byte at byte offset {offset}); pass a text file",
-                         path=path)
+        raise InputError(
+            f"file looks binary (NUL byte at byte offset {offset}); pass a text file", path=path
+        )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(
             f"file is not UTF-8 text (invalid byte 0x{data[exc.start]:02x} at byte offset "
-            f"{exc.start}); re-save it as UTF-8", path=path) from None
+            f"{exc.start}); re-save it as UTF-8",
+            path=path,
+        ) from None
     if not text.strip():
         raise InputError("file is empty (only whitespace)", path=path)
     controls = len(_CONTROL_RE.findall(text))
     if controls > _MAX_CONTROL_SHARE * len(text):
-        raise InputError(f"file looks binary ({controls} control characters in {len(text)}); "
-                         "pass a text file", path=path)
+        raise InputError(
+            f"file looks binary ({controls} control characters in {len(text)}); pass a text file",
+            path=path,
+        )
     return text
 
 
@@ -218,7 +249,9 @@ def chunk_id(doc_id: str, start_word: int, text: str) -> str:
 
 
 def chunk_documents(
-    docs: Sequence[Document], *, chunk_words: int = DEFAULT_CHUNK_WORDS,
+    docs: Sequence[Document],
+    *,
+    chunk_words: int = DEFAULT_CHUNK_WORDS,
     overlap_words: int = DEFAULT_OVERLAP_WORDS,
 ) -> list[Chunk]:
     """Split documents into overlapping word windows, ending each at a sentence end when one is near.
@@ -237,7 +270,8 @@ def chunk_documents(
         raise ConfigError(f"chunk_words must be at least 1, got {chunk_words}")
     if not 0 <= overlap_words < chunk_words:
         raise ConfigError(
-            f"overlap_words must be in [0, chunk_words={chunk_words}), got {overlap_words}")
+            f"overlap_words must be in [0, chunk_words={chunk_words}), got {overlap_words}"
+        )
     chunks: list[Chunk] = []
     for doc in docs:
         spans = [m.span() for m in _WORD_RE.finditer(doc.text)]
@@ -249,14 +283,15 @@ def chunk_documents(
             if end < n:
                 # Prefer ending at a sentence boundary in the window's last quarter.
                 for j in range(end, max(start + chunk_words - slack, start + 1) - 1, -1):
-                    if _SENTENCE_END_RE.search(doc.text[spans[j - 1][0]:spans[j - 1][1]]):
+                    if _SENTENCE_END_RE.search(doc.text[spans[j - 1][0] : spans[j - 1][1]]):
                         end = j
                         break
-            text = doc.text[spans[start][0]:spans[end - 1][1]]
+            text = doc.text[spans[start][0] : spans[end - 1][1]]
             meta = dict(doc.metadata)
             meta.update(doc_id=doc.id, index=index, start_word=start, end_word=end)
-            chunks.append(Chunk(id=chunk_id(doc.id, start, text), text=text, doc_id=doc.id,
-                                metadata=meta))
+            chunks.append(
+                Chunk(id=chunk_id(doc.id, start, text), text=text, doc_id=doc.id, metadata=meta)
+            )
             if end >= n:
                 break
             start = max(end - overlap_words, start + 1)

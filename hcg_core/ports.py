@@ -41,8 +41,7 @@ class StructuredLLM(Protocol):
 
     name: str
 
-    async def acomplete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
-        ...
+    async def acomplete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M: ...
 
 
 def is_embedder(obj: Any) -> bool:
@@ -54,8 +53,10 @@ def is_embedder(obj: Any) -> bool:
     import inspect
 
     missing = object()
-    return all(inspect.getattr_static(obj, a, missing) is not missing
-               for a in ("name", "dim", "embed_documents", "embed_query"))
+    return all(
+        inspect.getattr_static(obj, a, missing) is not missing
+        for a in ("name", "dim", "embed_documents", "embed_query")
+    )
 
 
 def as_matrix(vectors: Any, n: int, *, who: str) -> np.ndarray:
@@ -88,8 +89,9 @@ def embedder_errors(what: str) -> Iterator[None]:
 EMBED_BATCH = 64  # texts per call when a progress bar is shown
 
 
-def embed_texts(embedder: Embedder, texts: Sequence[str], *, what: str,
-                progress: bool = False) -> np.ndarray:
+def embed_texts(
+    embedder: Embedder, texts: Sequence[str], *, what: str, progress: bool = False
+) -> np.ndarray:
     """Embed ``texts`` and check the result (shape, finiteness, normalisation).
 
     A user's embedder may raise anything: it is reported as an ``EmbedderError`` that says which
@@ -104,9 +106,15 @@ def embed_texts(embedder: Embedder, texts: Sequence[str], *, what: str,
         if progress:
             from tqdm import tqdm
 
-            parts = [embedder.embed_documents(texts[i:i + EMBED_BATCH])
-                     for i in tqdm(range(0, len(texts), EMBED_BATCH), desc=f"embedding {what}",
-                                   unit="batch", leave=False)]
+            parts = [
+                embedder.embed_documents(texts[i : i + EMBED_BATCH])
+                for i in tqdm(
+                    range(0, len(texts), EMBED_BATCH),
+                    desc=f"embedding {what}",
+                    unit="batch",
+                    leave=False,
+                )
+            ]
             vecs = np.concatenate([np.asarray(p, dtype=np.float32) for p in parts])
         else:
             vecs = embedder.embed_documents(texts)

@@ -50,8 +50,12 @@ PROMPTS: dict[str, Prompt] = {
         "axes such as disease, treatment or population, each with the concrete entities the "
         "excerpts name. Use short snake_case dimension names and the entities' usual names.\n\n"
         "{excerpts}",
-        {"domain": "domain name or 'unknown'", "outcome": "outcome configuration text",
-         "cap": "max dimensions (tier cap)", "excerpts": "numbered corpus excerpts"},
+        {
+            "domain": "domain name or 'unknown'",
+            "outcome": "outcome configuration text",
+            "cap": "max dimensions (tier cap)",
+            "excerpts": "numbered corpus excerpts",
+        },
     ),
     "metrics": Prompt(
         "metrics",
@@ -62,25 +66,36 @@ PROMPTS: dict[str, Prompt] = {
         "description (what it is, what drives it, what it influences), a category, and a role: "
         "'terminal' for final sinks, 'outcome' for retrieval endpoints, else 'intermediate'.\n\n"
         "{excerpts}",
-        {"domain": "domain name", "outcome": "outcome configuration text",
-         "dimensions": "the dimensions with their entities", "cap": "max metrics (tier cap)",
-         "excerpts": "numbered corpus excerpts"},
+        {
+            "domain": "domain name",
+            "outcome": "outcome configuration text",
+            "dimensions": "the dimensions with their entities",
+            "cap": "max metrics (tier cap)",
+            "excerpts": "numbered corpus excerpts",
+        },
     ),
     "variables": Prompt(
         "variables",
         "Domain: {domain}\nDimensions and entities:\n{dimensions}\nMetrics (name(signature)):\n"
         "{metrics}\n\nList the concrete VARIABLES these excerpts discuss: a metric bound to one "
         "entity per dimension of its signature, in signature order.\n\n{excerpts}",
-        {"domain": "domain name", "dimensions": "dimensions with entities",
-         "metrics": "metrics with signatures", "excerpts": "numbered corpus excerpts"},
+        {
+            "domain": "domain name",
+            "dimensions": "dimensions with entities",
+            "metrics": "metrics with signatures",
+            "excerpts": "numbered corpus excerpts",
+        },
     ),
     "relations": Prompt(
         "relations",
         "Domain: {domain}\nVariables:\n{variables}\n\nList CAUSAL RELATIONS between these "
         "variables that the excerpts state or clearly imply: source causes/influences target, "
         "with a one-sentence mechanism. Use variable names exactly as listed.\n\n{excerpts}",
-        {"domain": "domain name", "variables": "variable names, one a line",
-         "excerpts": "numbered corpus excerpts"},
+        {
+            "domain": "domain name",
+            "variables": "variable names, one a line",
+            "excerpts": "numbered corpus excerpts",
+        },
     ),
     "tier1": Prompt(
         "tier1",
@@ -89,9 +104,12 @@ PROMPTS: dict[str, Prompt] = {
         "the source metric causally influences it in this domain (a metric-level template). "
         "Answer causal=true only with a plausible mechanism supported by the evidence or by "
         "well-established domain knowledge; give a short rationale.",
-        {"source": "source metric with signature", "source_description": "its description",
-         "evidence": "numbered evidence snippets found by embedding search",
-         "candidates": "candidate target metrics with descriptions"},
+        {
+            "source": "source metric with signature",
+            "source_description": "its description",
+            "evidence": "numbered evidence snippets found by embedding search",
+            "candidates": "candidate target metrics with descriptions",
+        },
     ),
     "tier2": Prompt(
         "tier2",
@@ -101,9 +119,14 @@ PROMPTS: dict[str, Prompt] = {
         "kept edges give the mechanism (one sentence), a confidence in [0, 1], and, when the "
         "evidence states it, a verbatim quote. You may add edges between NEW variables of these "
         "two metrics, using only these entities:\n{entities}",
-        {"source_metric": "source metric", "target_metric": "target metric",
-         "template": "the Tier 1 rationale", "evidence": "numbered evidence snippets",
-         "candidates": "numbered candidate pairs", "entities": "allowed entities per dimension"},
+        {
+            "source_metric": "source metric",
+            "target_metric": "target metric",
+            "template": "the Tier 1 rationale",
+            "evidence": "numbered evidence snippets",
+            "candidates": "numbered candidate pairs",
+            "entities": "allowed entities per dimension",
+        },
     ),
 }
 

@@ -121,6 +121,7 @@ def _atomic_write_npy(path: Path, arr: np.ndarray) -> None:
 
 def graph_to_dict(graph: CausalGraph) -> dict[str, Any]:
     """``graph.json``'s shape: the variables and the edges (chunks and spec live elsewhere)."""
+
     def var(v: Variable) -> dict[str, Any]:
         d: dict[str, Any] = {"name": v.name, "metric": v.metric, "entities": list(v.entities)}
         if v.description:
@@ -130,8 +131,14 @@ def graph_to_dict(graph: CausalGraph) -> dict[str, Any]:
     return {
         "variables": [var(v) for v in graph.variables],
         "edges": [
-            {"id": e.id, "source": e.source, "target": e.target, "mechanism": e.mechanism,
-             "confidence": round(float(e.confidence), 6), "evidence": list(e.evidence)}
+            {
+                "id": e.id,
+                "source": e.source,
+                "target": e.target,
+                "mechanism": e.mechanism,
+                "confidence": round(float(e.confidence), 6),
+                "evidence": list(e.evidence),
+            }
             for e in graph.edges
         ],
     }
@@ -161,23 +168,35 @@ def save_graph(
     if report is None:
         (directory / REPORT).unlink(missing_ok=True)
     atomic_write_text(directory / SPEC, spec_to_yaml(graph.spec))
-    atomic_write_text(directory / GRAPH, json.dumps(graph_to_dict(graph), indent=1,
-                                                    ensure_ascii=False) + "\n")
-    lines = (json.dumps({"id": c.id, "text": c.text, "doc_id": c.doc_id,
-                         "metadata": dict(c.metadata)}, ensure_ascii=False) for c in graph.chunks)
+    atomic_write_text(
+        directory / GRAPH, json.dumps(graph_to_dict(graph), indent=1, ensure_ascii=False) + "\n"
+    )
+    lines = (
+        json.dumps(
+            {"id": c.id, "text": c.text, "doc_id": c.doc_id, "metadata": dict(c.metadata)},
+            ensure_ascii=False,
+        )
+        for c in graph.chunks
+    )
     atomic_write_text(directory / CHUNKS, "\n".join(lines) + "\n")
     emb: dict[str, Any] = {}
     if embedder_name is not None:
         for key, arr, texts, rel in (
-            ("variables", variable_embeddings, [variable_text(v) for v in graph.variables],
-             VARIABLE_VECTORS),
+            (
+                "variables",
+                variable_embeddings,
+                [variable_text(v) for v in graph.variables],
+                VARIABLE_VECTORS,
+            ),
             ("chunks", chunk_embeddings, [c.text for c in graph.chunks], CHUNK_VECTORS),
         ):
             if arr is None:
                 continue
             if arr.shape[0] != len(texts):
-                raise StoreError(f"{key} embeddings have {arr.shape[0]} rows for {len(texts)} "
-                                 f"{key}", path=directory / rel)
+                raise StoreError(
+                    f"{key} embeddings have {arr.shape[0]} rows for {len(texts)} {key}",
+                    path=directory / rel,
+                )
             _atomic_write_npy(directory / rel, arr)
             emb[key] = {"file": rel, "digest": texts_digest(texts), "shape": list(arr.shape)}
     if report is not None:
@@ -188,9 +207,14 @@ def save_graph(
         "embedder": embedder_name,
         "embeddings": emb,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "counts": {"dimensions": len(graph.spec.dimensions), "metrics": len(graph.spec.metrics),
-                   "variables": len(graph.variables), "edges": len(graph.edges),
-                   "chunks": len(graph.chunks), "evidence_links": graph.evidence_links},
+        "counts": {
+            "dimensions": len(graph.spec.dimensions),
+            "metrics": len(graph.spec.metrics),
+            "variables": len(graph.variables),
+            "edges": len(graph.edges),
+            "chunks": len(graph.chunks),
+            "evidence_links": graph.evidence_links,
+        },
     }
     # The manifest goes last: a directory with a manifest is a complete one.
     atomic_write_text(directory / MANIFEST, json.dumps(manifest, indent=1) + "\n")
@@ -200,8 +224,9 @@ def save_graph(
 # ---------------------------------------------------------------- load
 
 
-def _read_text(path: Path, missing: str = "missing; a graph directory needs it "
-                                          "(see docs/format.md)") -> str:
+def _read_text(
+    path: Path, missing: str = "missing; a graph directory needs it (see docs/format.md)"
+) -> str:
     if not path.is_file():
         raise MissingFileError(missing, path=path)
     try:
@@ -214,8 +239,9 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(_read_text(path))
     except json.JSONDecodeError as exc:
-        raise CorruptFileError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-                               path=path) from exc
+        raise CorruptFileError(
+            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", path=path
+        ) from exc
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:
@@ -256,11 +282,11 @@ def _read_chunks(path: Path) -> tuple[Chunk, ...]:
             meta = d.get("metadata") or {}
             if not isinstance(meta, dict):
                 raise TypeError("metadata must be an object")
-            chunks.append(Chunk(str(d["id"]), str(d["text"]), str(d.get("doc_id", "") or ""),
-                                meta))
+            chunks.append(Chunk(str(d["id"]), str(d["text"]), str(d.get("doc_id", "") or ""), meta))
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-            raise CorruptFileError(f"line {lineno}: not a chunk object with 'id' and 'text' "
-                                   f"({exc})", path=path) from exc
+            raise CorruptFileError(
+                f"line {lineno}: not a chunk object with 'id' and 'text' ({exc})", path=path
+            ) from exc
     ids = [c.id for c in chunks]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
@@ -268,8 +294,9 @@ def _read_chunks(path: Path) -> tuple[Chunk, ...]:
     return tuple(chunks)
 
 
-def graph_from_dict(data: Any, spec: DomainSpec, path: Path | None = None
-                    ) -> tuple[tuple[Variable, ...], tuple[CausalEdge, ...]]:
+def graph_from_dict(
+    data: Any, spec: DomainSpec, path: Path | None = None
+) -> tuple[tuple[Variable, ...], tuple[CausalEdge, ...]]:
     """Variables and edges from ``graph.json``'s shape (see ``graph_to_dict``); errors name ``path``."""
     if not isinstance(data, dict):
         raise CorruptFileError("must be a JSON object with 'variables' and 'edges'", path=path)
@@ -280,19 +307,25 @@ def graph_from_dict(data: Any, spec: DomainSpec, path: Path | None = None
         elif not isinstance(raw_vars, list):
             raise CorruptFileError("'variables' must be a list", path=path)
         else:
-            variables = [variable_from_item(item, f"variables[{i}]")
-                         for i, item in enumerate(raw_vars)]
+            variables = [
+                variable_from_item(item, f"variables[{i}]") for i, item in enumerate(raw_vars)
+            ]
         edges = []
         for i, item in enumerate(data.get("edges") or []):
             if not isinstance(item.get("evidence", []) or [], list):
-                raise CorruptFileError(f"edges[{i}].evidence must be a list of chunk ids",
-                                       path=path)
-            edges.append(CausalEdge(
-                id=str(item.get("id") or f"e{i}"), source=str(item["source"]),
-                target=str(item["target"]), mechanism=str(item.get("mechanism", "") or ""),
-                confidence=float(item.get("confidence", 1.0)),
-                evidence=tuple(str(c) for c in item.get("evidence", ()) or ()),
-            ))
+                raise CorruptFileError(
+                    f"edges[{i}].evidence must be a list of chunk ids", path=path
+                )
+            edges.append(
+                CausalEdge(
+                    id=str(item.get("id") or f"e{i}"),
+                    source=str(item["source"]),
+                    target=str(item["target"]),
+                    mechanism=str(item.get("mechanism", "") or ""),
+                    confidence=float(item.get("confidence", 1.0)),
+                    evidence=tuple(str(c) for c in item.get("evidence", ()) or ()),
+                )
+            )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         if isinstance(exc, SpecError):
             raise SpecError(str(exc), entry=exc.entry, path=path) from exc
@@ -300,19 +333,22 @@ def graph_from_dict(data: Any, spec: DomainSpec, path: Path | None = None
     return tuple(variables), tuple(edges)
 
 
-def _load_vectors(directory: Path, manifest: dict, key: str, texts: Sequence[str],
-                  notes: list[str]) -> np.ndarray | None:
+def _load_vectors(
+    directory: Path, manifest: dict, key: str, texts: Sequence[str], notes: list[str]
+) -> np.ndarray | None:
     table = manifest.get("embeddings") or {}
     info = table.get(key) if isinstance(table, dict) else None
     if info is None:
         return None
     if not isinstance(info, dict) or not isinstance(info.get("file"), str):
-        raise CorruptFileError(f"'embeddings.{key}' must be an object with a 'file'",
-                               path=directory / MANIFEST)
+        raise CorruptFileError(
+            f"'embeddings.{key}' must be an object with a 'file'", path=directory / MANIFEST
+        )
     path = (directory / info["file"]).resolve()
     if not path.is_relative_to(directory.resolve()):
-        raise CorruptFileError(f"'embeddings.{key}.file' points outside the graph directory",
-                               path=directory / MANIFEST)
+        raise CorruptFileError(
+            f"'embeddings.{key}.file' points outside the graph directory", path=directory / MANIFEST
+        )
     if not path.is_file():
         notes.append(f"{path.name} missing: {key} embeddings will be recomputed")
         return None
@@ -343,8 +379,9 @@ def load_graph(directory: str | os.PathLike) -> StoredGraph:
         raise SpecError(str(exc), entry=exc.entry, path=directory / GRAPH) from exc
     graph = CausalGraph(spec, variables, edges, chunks)
     notes: list[str] = []
-    var_vecs = _load_vectors(directory, manifest, "variables",
-                             [variable_text(v) for v in variables], notes)
+    var_vecs = _load_vectors(
+        directory, manifest, "variables", [variable_text(v) for v in variables], notes
+    )
     chunk_vecs = _load_vectors(directory, manifest, "chunks", [c.text for c in chunks], notes)
     report = _read_json(directory / REPORT) if (directory / REPORT).is_file() else None
     return StoredGraph(graph, manifest, var_vecs, chunk_vecs, report, directory, tuple(notes))

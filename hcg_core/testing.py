@@ -96,8 +96,14 @@ class ScriptedLLM:
     (True, 1)
     """
 
-    def __init__(self, responder: Responder, *, name: str = "scripted",
-                 max_reasks: int = DEFAULT_MAX_REASKS, ledger: Ledger | None = None) -> None:
+    def __init__(
+        self,
+        responder: Responder,
+        *,
+        name: str = "scripted",
+        max_reasks: int = DEFAULT_MAX_REASKS,
+        ledger: Ledger | None = None,
+    ) -> None:
         self.responder = responder
         self.name = name
         self.max_reasks = max_reasks
@@ -115,7 +121,10 @@ class ScriptedLLM:
             return reply if isinstance(reply, str) else json.dumps(reply)
 
         return await complete_validated(
-            send, messages, response_model, max_reasks=self.max_reasks,
+            send,
+            messages,
+            response_model,
+            max_reasks=self.max_reasks,
             on_reask=lambda exc: self.ledger.add(reasks=1),
         )
 
@@ -155,8 +164,10 @@ class FaultPlan:
         if n in self.script:
             return self.script[n]
         for name, every in (
-            ("rate_limit", self.rate_limit_every), ("server_error", self.server_error_every),
-            ("unavailable", self.unavailable_every), ("slow", self.slow_every),
+            ("rate_limit", self.rate_limit_every),
+            ("server_error", self.server_error_every),
+            ("unavailable", self.unavailable_every),
+            ("slow", self.slow_every),
             ("malformed", self.malformed_every),
         ):
             if every and n % every == 0:
@@ -182,8 +193,14 @@ class StubLLMServer:
             llm = OpenAIStructuredLLM("stub", base_url=srv.base_url, api_key="x")
     """
 
-    def __init__(self, responder: Responder, *, faults: FaultPlan | None = None,
-                 delay: float = 0.0, model: str = "stub-model") -> None:
+    def __init__(
+        self,
+        responder: Responder,
+        *,
+        faults: FaultPlan | None = None,
+        delay: float = 0.0,
+        model: str = "stub-model",
+    ) -> None:
         self.responder = responder
         self.faults = faults or FaultPlan()
         self.delay = delay
@@ -229,8 +246,13 @@ class StubLLMServer:
                 status, payload, headers, raw = stub._handle(body)
                 self._send(status, payload, headers, raw)
 
-            def _send(self, status: int, payload: Any, headers: dict | None = None,
-                      raw: bytes | None = None) -> None:
+            def _send(
+                self,
+                status: int,
+                payload: Any,
+                headers: dict | None = None,
+                raw: bytes | None = None,
+            ) -> None:
                 data = raw if raw is not None else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
@@ -245,8 +267,9 @@ class StubLLMServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
-                                        name="stub-llm-server")
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, daemon=True, name="stub-llm-server"
+        )
         self._thread.start()
         return self
 
@@ -284,8 +307,12 @@ class StubLLMServer:
             n = self.calls
             self.by_schema[name] += 1
             fault = self.faults.fault_for(n)
-            if (fault is not None and fault != "slow" and not self.faults.allow_consecutive
-                    and self._last_fault_n == n - 1):
+            if (
+                fault is not None
+                and fault != "slow"
+                and not self.faults.allow_consecutive
+                and self._last_fault_n == n - 1
+            ):
                 fault = None  # never two faults in a row: a retry gets through
             if fault is not None:
                 self._last_fault_n = n
@@ -293,18 +320,35 @@ class StubLLMServer:
         if self.delay:
             time.sleep(self.delay)
         if self.faults.reject_json_schema and fmt.get("type") == "json_schema":
-            return 400, {"error": {"message": "response_format json_schema is not supported",
-                                   "type": "invalid_request_error"}}, {}, None
+            return (
+                400,
+                {
+                    "error": {
+                        "message": "response_format json_schema is not supported",
+                        "type": "invalid_request_error",
+                    }
+                },
+                {},
+                None,
+            )
         if fault == "rate_limit":
-            return 429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {
-                "retry-after": self.faults.retry_after}, None
+            return (
+                429,
+                {"error": {"message": "rate limited", "type": "rate_limit"}},
+                {"retry-after": self.faults.retry_after},
+                None,
+            )
         if fault == "unauthorized":
             return 401, {"error": {"message": "invalid api key"}}, {}, None
         if fault == "server_error":
             return 500, {"error": {"message": "internal error"}}, {}, None
         if fault == "unavailable":
-            return 503, {"error": {"message": "overloaded"}}, {
-                "retry-after": self.faults.retry_after}, None
+            return (
+                503,
+                {"error": {"message": "overloaded"}},
+                {"retry-after": self.faults.retry_after},
+                None,
+            )
         if fault == "slow":
             time.sleep(self.faults.slow_seconds)
         request = LLMRequest(name, schema, tuple(dict(m) for m in messages))
@@ -319,14 +363,29 @@ class StubLLMServer:
             self.ok += 1
             self.prompt_tokens += prompt_tokens
             self.completion_tokens += completion_tokens
-        return 200, {
-            "id": f"stub-{n}", "object": "chat.completion", "created": 0,
-            "model": body.get("model") or self.model,
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
-        }, {}, None
+        return (
+            200,
+            {
+                "id": f"stub-{n}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model") or self.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": content},
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            },
+            {},
+            None,
+        )
 
 
 SCHEMA_MARKER = "Response schema name:"

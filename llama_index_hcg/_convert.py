@@ -64,8 +64,12 @@ def with_provenance(node: BaseNode, rc: RetrievedChunk, served_by: str) -> NodeW
     passage: dict[str, Any] = {}
     if rc.chunk.id != node.node_id:
         extra["hcg_passage_of"] = node.node_id
-        passage = {"id_": rc.chunk.id, "text": rc.chunk.text,
-                   "start_char_idx": None, "end_char_idx": None}
+        passage = {
+            "id_": rc.chunk.id,
+            "text": rc.chunk.text,
+            "start_char_idx": None,
+            "end_char_idx": None,
+        }
     hidden = [k for k in PROVENANCE_KEYS if k not in node.excluded_llm_metadata_keys]
     hidden_embed = [k for k in PROVENANCE_KEYS if k not in node.excluded_embed_metadata_keys]
     copy = node.model_copy(

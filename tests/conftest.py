@@ -33,8 +33,7 @@ class KeywordEmbedder:
 
     def _vec(self, text: str) -> np.ndarray:
         words = re.findall(r"[a-z]+", text.lower())
-        v = np.array([sum(w.startswith(a) for w in words) for a in AXES] + [0.05],
-                     dtype=np.float32)
+        v = np.array([sum(w.startswith(a) for w in words) for a in AXES] + [0.05], dtype=np.float32)
         return v / np.linalg.norm(v)
 
     def embed_documents(self, texts):
@@ -66,24 +65,36 @@ def make_graph() -> CausalGraph:
     )
     spec = DomainSpec(dims, metrics, outcome=OutcomeConfig(("Stroke",), ("Death",)))
     variables = (
-        Variable("Smoking"), Variable("Inflammation", ("vessels",)),
-        Variable("Inflammation", ("lungs",)), Variable("Pressure"), Variable("Diet"),
-        Variable("Sleep"), Variable("Stroke"), Variable("Death"),
+        Variable("Smoking"),
+        Variable("Inflammation", ("vessels",)),
+        Variable("Inflammation", ("lungs",)),
+        Variable("Pressure"),
+        Variable("Diet"),
+        Variable("Sleep"),
+        Variable("Stroke"),
+        Variable("Death"),
     )
-    chunks = tuple(Chunk(f"c{i}", t, "doc") for i, t in enumerate([
-        "smoking inflames vessels and lungs",            # c0
-        "inflammation of vessels raises pressure",       # c1
-        "high pressure causes stroke",                   # c2
-        "stroke may lead to death",                      # c3
-        "a poor diet raises pressure",                   # c4
-        "weather report sunny",                          # c5
-        "sleep matters",                                 # c6
-    ]))
+    chunks = tuple(
+        Chunk(f"c{i}", t, "doc")
+        for i, t in enumerate(
+            [
+                "smoking inflames vessels and lungs",  # c0
+                "inflammation of vessels raises pressure",  # c1
+                "high pressure causes stroke",  # c2
+                "stroke may lead to death",  # c3
+                "a poor diet raises pressure",  # c4
+                "weather report sunny",  # c5
+                "sleep matters",  # c6
+            ]
+        )
+    )
     edges = (
-        CausalEdge("e_s_iv", "Smoking", "Inflammation(vessels)", "smoking inflames vessels", 0.9,
-                   ("c0",)),
-        CausalEdge("e_s_il", "Smoking", "Inflammation(lungs)", "smoking inflames lungs", 0.8,
-                   ("c0",)),
+        CausalEdge(
+            "e_s_iv", "Smoking", "Inflammation(vessels)", "smoking inflames vessels", 0.9, ("c0",)
+        ),
+        CausalEdge(
+            "e_s_il", "Smoking", "Inflammation(lungs)", "smoking inflames lungs", 0.8, ("c0",)
+        ),
         CausalEdge("e_iv_p", "Inflammation(vessels)", "Pressure", "stiff vessels", 0.7, ("c1",)),
         CausalEdge("e_p_st", "Pressure", "Stroke", "vessel rupture", 0.95, ("c2",)),
         CausalEdge("e_st_d", "Stroke", "Death", "brain damage", 0.6, ("c3",)),

@@ -20,8 +20,12 @@ def test_readme_main_job(tmp_path, capsys):
     assert stored.report["llm"]["calls"] == 0 and stored.report["input"]["documents"] == 4
     assert len(stored.graph.edges) > len(stored.graph.variables) > 10
     capsys.readouterr()
-    assert main(["query", str(out), "Why does smoking raise the risk of stroke?", "--k", "3",
-                 "--json"]) == 0
+    assert (
+        main(
+            ["query", str(out), "Why does smoking raise the risk of stroke?", "--k", "3", "--json"]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     assert len(result["chunks"]) == 3
     graph = [c for c in result["chunks"] if c["route"] == "graph"]

@@ -16,8 +16,14 @@ HAND = Path(__file__).resolve().parent.parent / "examples" / "hand_graph"
 def test_inspect_json_counts(capsys):
     assert main(["inspect", str(HAND), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["counts"] == {"dimensions": 2, "metrics": 5, "variables": 8, "edges": 7,
-                             "chunks": 7, "evidence_links": 7}
+    assert out["counts"] == {
+        "dimensions": 2,
+        "metrics": 5,
+        "variables": 8,
+        "edges": 7,
+        "chunks": 7,
+        "evidence_links": 7,
+    }
     assert out["variables_per_metric"]["ExposureLevel"] == 3
     assert out["metric_roles"] == {"intermediate": 3, "outcome": 1, "terminal": 1}
 
@@ -30,8 +36,21 @@ def test_inspect_text(capsys):
 
 @pytest.mark.parametrize("mode,served_by", [("paper", "cones"), ("hybrid", "hybrid")])
 def test_query_json_has_routes_scores_paths(capsys, mode, served_by):
-    assert main(["query", str(HAND), "Why does smoking raise the risk of stroke?", "--k", "4",
-                 "--json", "--mode", mode]) == 0
+    assert (
+        main(
+            [
+                "query",
+                str(HAND),
+                "Why does smoking raise the risk of stroke?",
+                "--k",
+                "4",
+                "--json",
+                "--mode",
+                mode,
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert len(out["chunks"]) == 4
     assert out["served_by"] == served_by
@@ -61,8 +80,20 @@ def test_errors_are_one_line_with_the_file(tmp_path, capsys):
 
 
 def test_query_without_graph_has_no_graph_route(capsys):
-    assert main(["query", str(HAND), "Why does smoking raise the risk of stroke?", "--k", "4",
-                 "--json", "--no-graph"]) == 0
+    assert (
+        main(
+            [
+                "query",
+                str(HAND),
+                "Why does smoking raise the risk of stroke?",
+                "--k",
+                "4",
+                "--json",
+                "--no-graph",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["served_by"] == "hybrid-nograph"
     assert {c["route"] for c in out["chunks"]} == {"fallback"}

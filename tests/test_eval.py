@@ -252,14 +252,31 @@ def test_ablations_add_naive_rag_in_context_and_nodes_only(tmp_path, capsys):
     qa = tmp_path / "qa.json"
     qa.write_text(json.dumps([{"question": "smoking and stroke", "answer": "vessel rupture"}]))
     parser = add_eval_arguments(argparse.ArgumentParser())
-    args = parser.parse_args([str(tmp_path / "g"), "--questions", str(qa), "--json",
-                              "--modes", "paper", "--no-baselines", "--ablations",
-                              "--out", str(tmp_path / "r.json")])
+    args = parser.parse_args(
+        [
+            str(tmp_path / "g"),
+            "--questions",
+            str(qa),
+            "--json",
+            "--modes",
+            "paper",
+            "--no-baselines",
+            "--ablations",
+            "--out",
+            str(tmp_path / "r.json"),
+        ]
+    )
     assert run_eval(args) == 0
-    rows = {r["system"]: r for r in json.loads(capsys.readouterr().out)["rows"]
-            if r.get("group", "all") == "all"}
-    assert {"naive-rag vector 1200/200 top 5", "in-context (whole corpus)",
-            "hcg nodes-only"} <= set(rows)
+    rows = {
+        r["system"]: r
+        for r in json.loads(capsys.readouterr().out)["rows"]
+        if r.get("group", "all") == "all"
+    }
+    assert {
+        "naive-rag vector 1200/200 top 5",
+        "in-context (whole corpus)",
+        "hcg nodes-only",
+    } <= set(rows)
     # "rupture" is only in an edge's mechanism, never in the corpus text: the whole corpus finds
     # half the answer, the nodes-only triples (which carry mechanisms) all of it.
     assert rows["in-context (whole corpus)"]["recall_unbounded"] == 0.5
@@ -288,8 +305,16 @@ def test_eval_out_unwritable_is_a_clear_error(tmp_path, capsys):
     qa = tmp_path / "qa.json"
     qa.write_text(json.dumps([{"question": "smoking", "answer": "pressure"}]))
     parser = add_eval_arguments(argparse.ArgumentParser())
-    args = parser.parse_args([str(tmp_path / "g"), "--questions", str(qa), "--no-baselines",
-                              "--out", str(tmp_path / "missing" / "dir" / "r.json")])
+    args = parser.parse_args(
+        [
+            str(tmp_path / "g"),
+            "--questions",
+            str(qa),
+            "--no-baselines",
+            "--out",
+            str(tmp_path / "missing" / "dir" / "r.json"),
+        ]
+    )
     (tmp_path / "missing").write_text("a file, so no folder can be made under it")
     assert run_eval(args) == 2
     assert "cannot write --out" in capsys.readouterr().err

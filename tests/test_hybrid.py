@@ -171,8 +171,12 @@ def test_word_features_give_exact_cosines_between_chunks():
 def _long_chunk(sentences, cid="long", start=0):
     text = " ".join(sentences)
     n = len(text.split())
-    return Chunk(id=cid, text=text, doc_id="doc",
-                 metadata={"doc_id": "doc", "start_word": start, "end_word": start + n})
+    return Chunk(
+        id=cid,
+        text=text,
+        doc_id="doc",
+        metadata={"doc_id": "doc", "start_word": start, "end_word": start + n},
+    )
 
 
 FILLER = "Patients were followed for several years in the regional cohort study."  # 11 words

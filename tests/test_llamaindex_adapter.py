@@ -260,10 +260,12 @@ def test_inserts_embed_each_edge_once() -> None:
         seen.extend(texts)
         return hashing.embed_documents(texts)
 
-    embedder = CallableEmbedder(counting, name=hashing.name, dim=hashing.dim,
-                                query_fn=hashing.embed_query)
-    index = HCGIndex.from_documents(demo_documents(), embed_model=embedder,
-                                    transformations=[splitter()])
+    embedder = CallableEmbedder(
+        counting, name=hashing.name, dim=hashing.dim, query_fn=hashing.embed_query
+    )
+    index = HCGIndex.from_documents(
+        demo_documents(), embed_model=embedder, transformations=[splitter()]
+    )
     assert index.graph.edges
     seen.clear()
     first = Document(text="Chronic hypertension raises the risk of ischaemic stroke.", id_="n1")
@@ -426,10 +428,14 @@ def test_passages_of_long_nodes_come_back_as_parts_of_docstore_nodes(
 ) -> None:
     """Hybrid mode packs ~100-word passages; a long node comes back as a part, still traceable."""
     folder = Path(__file__).resolve().parents[1] / "examples" / "corpus"
-    docs = [Document(text=p.read_text(encoding="utf-8"), id_=p.stem)
-            for p in sorted(folder.glob("*.md"))]
+    docs = [
+        Document(text=p.read_text(encoding="utf-8"), id_=p.stem)
+        for p in sorted(folder.glob("*.md"))
+    ]
     index = HCGIndex.from_documents(
-        docs, embed_model=embed, transformations=[SentenceSplitter(chunk_size=400, chunk_overlap=40)]
+        docs,
+        embed_model=embed,
+        transformations=[SentenceSplitter(chunk_size=400, chunk_overlap=40)],
     )
     got = index.as_retriever(similarity_top_k=6).retrieve("What does obesity lead to?")
     assert len(got) == 6 and len(set(ids(got))) == 6

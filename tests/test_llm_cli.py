@@ -23,8 +23,21 @@ def test_cli_llm_build_under_faults_counts_every_call(tmp_path, capsys, monkeypa
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     plan = FaultPlan(rate_limit_every=4, malformed_every=9, retry_after="0.01")
     out = tmp_path / "g"
-    args = ["build", str(CORPUS), "--out", str(out), "--tier", "XS", "--embedder", "hashing",
-            "--outcome", str(_outcome(tmp_path)), "--quiet", "--llm-model", "stub-model"]
+    args = [
+        "build",
+        str(CORPUS),
+        "--out",
+        str(out),
+        "--tier",
+        "XS",
+        "--embedder",
+        "hashing",
+        "--outcome",
+        str(_outcome(tmp_path)),
+        "--quiet",
+        "--llm-model",
+        "stub-model",
+    ]
     with StubLLMServer(respond, faults=plan) as srv:
         assert main([*args, "--llm-base-url", srv.base_url, "--estimate"]) == 0
         estimate = capsys.readouterr().out
@@ -54,13 +67,25 @@ def test_llm_build_shows_a_progress_bar_per_stage(capsys):
     from hcg_core.graph_build import build_graph
     from hcg_core.testing import ScriptedLLM
 
-    r = build_graph(load_chunks(), embedder=HashingEmbedder(), llm=ScriptedLLM(respond),
-                    tier="XS", outcome=OUTCOME, progress=True)
+    r = build_graph(
+        load_chunks(),
+        embedder=HashingEmbedder(),
+        llm=ScriptedLLM(respond),
+        tier="XS",
+        outcome=OUTCOME,
+        progress=True,
+    )
     err = capsys.readouterr().err
     labels = {"stage1": "stage 1 (spec)", "tier1": "tier 1 (metrics)", "tier2": "tier 2 (edges)"}
     for name, label in labels.items():
         # Scripted replies never fail, so each item is one call and the bar ends at the calls.
         assert f"{label}: {r.report['stages'][name]['calls']}item" in err
-    build_graph(load_chunks(), embedder=HashingEmbedder(), llm=ScriptedLLM(respond),
-                tier="XS", outcome=OUTCOME, progress=False)
+    build_graph(
+        load_chunks(),
+        embedder=HashingEmbedder(),
+        llm=ScriptedLLM(respond),
+        tier="XS",
+        outcome=OUTCOME,
+        progress=False,
+    )
     assert "tier 2 (edges)" not in capsys.readouterr().err

@@ -44,8 +44,9 @@ def test_schema_valid_reply_and_counts_match_server():
 
 
 def test_retry_after_is_honoured_and_429_500_503_are_retried():
-    plan = FaultPlan(script={1: "rate_limit", 3: "server_error", 5: "unavailable"},
-                     retry_after="0.25")
+    plan = FaultPlan(
+        script={1: "rate_limit", 3: "server_error", 5: "unavailable"}, retry_after="0.25"
+    )
     with StubLLMServer(answer, faults=plan) as srv:
         llm = make(srv)
         t0 = time.perf_counter()
@@ -128,8 +129,9 @@ def test_cache_serves_repeat_requests_with_zero_calls(tmp_path):
         assert first == again
         assert srv.calls == 1
         assert len(list((tmp_path / "cache").glob("*/*.json"))) == 1
-        make(srv, cache_dir=tmp_path / "cache").complete([{"role": "user", "content": "new"}],
-                                                         Answer)
+        make(srv, cache_dir=tmp_path / "cache").complete(
+            [{"role": "user", "content": "new"}], Answer
+        )
         assert srv.calls == 2  # a changed message is a new key
 
 

@@ -34,8 +34,11 @@ STAGES = ("stage1", "tier1", "tier2")
 
 def signature(result):
     g = result.graph
-    return ([v.name for v in g.variables], [m.name for m in g.spec.metrics],
-            [(e.id, e.source, e.target, e.mechanism, e.confidence, e.evidence) for e in g.edges])
+    return (
+        [v.name for v in g.variables],
+        [m.name for m in g.spec.metrics],
+        [(e.id, e.source, e.target, e.mechanism, e.confidence, e.evidence) for e in g.edges],
+    )
 
 
 def scripted_build(**kw):
@@ -63,8 +66,10 @@ def test_end_to_end_graph_is_plausible(clean):
     e = edges[("NutrientLoad(phosphorus, Lake Erie)", "AlgalBloomSeverity(Lake Erie)")]
     assert e.confidence == 0.95 and e.evidence == ("c0-2",)  # linked by the quoted text
     assert ("FertilizerRunoff(Lake Erie)", "FishMortality(Lake Erie)") not in edges
-    assert not any(metrics[g_metric].role == "terminal" for g_metric in
-                   (v.metric for v in g.variables if any(x.source == v.name for x in g.edges)))
+    assert not any(
+        metrics[g_metric].role == "terminal"
+        for g_metric in (v.metric for v in g.variables if any(x.source == v.name for x in g.edges))
+    )
     assert all(len(x.evidence) <= 2 for x in g.edges)
     rep = clean.report
     assert rep["stages"]["stage1"]["repaired"]["relation_endpoint"] >= 1
@@ -76,15 +81,26 @@ def test_end_to_end_graph_is_plausible(clean):
 
 def test_no_metric_outside_the_spec_enters_the_graph(clean):
     """Whatever the replies say: a Tier 2 reply naming an outsider is rejected by the schema."""
+
     def intruder(req):
         out = respond(req)
         if req.schema_name == "Tier2Reply":
-            out["judgements"].append({"source": "CorruptionIndex(Lake Erie)", "keep": True,
-                                      "target": out["judgements"][0]["target"]})
+            out["judgements"].append(
+                {
+                    "source": "CorruptionIndex(Lake Erie)",
+                    "keep": True,
+                    "target": out["judgements"][0]["target"],
+                }
+            )
         return out
 
-    r = build_graph(CHUNKS, embedder=EMB, llm=ScriptedLLM(intruder, max_reasks=1), tier="XS",
-                    spec=clean.graph.spec)
+    r = build_graph(
+        CHUNKS,
+        embedder=EMB,
+        llm=ScriptedLLM(intruder, max_reasks=1),
+        tier="XS",
+        spec=clean.graph.spec,
+    )
     assert not any("Corruption" in v.name for v in r.graph.variables)
     t2 = r.report["stages"]["tier2"]
     assert t2["failed"] == t2["items"] > 0  # every batch failed, counted, reported
@@ -101,8 +117,10 @@ def test_given_spec_skips_stage1_and_gives_same_graph(clean):
 
 def test_merge_metrics_anchors_outcome_and_caps():
     dims = [Dimension("lake", ("Erie",))]
-    drafts = [[{"name": "a metric", "signature": ["lake"]}, {"name": "B", "signature": ["sea"]}],
-              [{"name": "AMetric", "signature": ["lake"]}, {"name": "C", "signature": []}]]
+    drafts = [
+        [{"name": "a metric", "signature": ["lake"]}, {"name": "B", "signature": ["sea"]}],
+        [{"name": "AMetric", "signature": ["lake"]}, {"name": "C", "signature": []}],
+    ]
     report = AssemblyReport()
     metrics, outcome = merge_metrics(drafts, dims, 1, OutcomeConfig(terminals=("Harm",)), report)
     assert [m.name for m in metrics] == ["Harm"]  # cap 1, the configured terminal always kept
@@ -116,8 +134,18 @@ def test_merge_relations_repairs_and_drops():
     ms = [Metric("A", (), role="intermediate"), Metric("T", (), role="terminal")]
     vs = [Variable("A"), Variable("T")]
     report = AssemblyReport()
-    rels = merge_relations([[{"source": "a", "target": "T"}, {"source": "T", "target": "A"},
-                             {"source": "A", "target": "Nope"}]], vs, ms, report)
+    rels = merge_relations(
+        [
+            [
+                {"source": "a", "target": "T"},
+                {"source": "T", "target": "A"},
+                {"source": "A", "target": "Nope"},
+            ]
+        ],
+        vs,
+        ms,
+        report,
+    )
     assert [(r.source, r.target) for r in rels] == [("A", "T")]
     assert report.repaired["relation_endpoint"] == 1
     assert report.dropped["relation_from_terminal"] == 1
@@ -163,23 +191,38 @@ def test_unknown_option_is_an_actionable_error():
 
 
 def http_build(srv, cache_dir=None, spec=None, **kw):
-    llm = OpenAIStructuredLLM("stub-model", base_url=srv.base_url, api_key="x", timeout=1,
-                              backoff_base=0.001, max_concurrency=4, cache_dir=cache_dir, **kw)
-    return build_graph(CHUNKS, embedder=EMB, llm=llm, tier="XS",
-                       outcome=None if spec else OUTCOME, spec=spec)
+    llm = OpenAIStructuredLLM(
+        "stub-model",
+        base_url=srv.base_url,
+        api_key="x",
+        timeout=1,
+        backoff_base=0.001,
+        max_concurrency=4,
+        cache_dir=cache_dir,
+        **kw,
+    )
+    return build_graph(
+        CHUNKS, embedder=EMB, llm=llm, tier="XS", outcome=None if spec else OUTCOME, spec=spec
+    )
 
 
 def test_faulty_server_gives_the_clean_graph_and_counts_match(clean):
-    plan = FaultPlan(rate_limit_every=5, server_error_every=7, unavailable_every=11,
-                     malformed_every=13, slow_every=17, slow_seconds=1.3, retry_after="0.01")
+    plan = FaultPlan(
+        rate_limit_every=5,
+        server_error_every=7,
+        unavailable_every=11,
+        malformed_every=13,
+        slow_every=17,
+        slow_seconds=1.3,
+        retry_after="0.01",
+    )
     with StubLLMServer(respond, faults=plan) as srv:
         r = http_build(srv)
     assert signature(r) == signature(clean)
     totals = r.report["totals"]
     assert sum(srv.by_fault.values()) > 5 and totals["failed"] == 0
     assert totals["calls"] == srv.calls  # call for call
-    assert totals["retries"] + totals["reasks"] == srv.calls - (
-        clean.report["totals"]["calls"])
+    assert totals["retries"] + totals["reasks"] == srv.calls - (clean.report["totals"]["calls"])
     assert sum(r.report["stages"][s]["calls"] for s in STAGES) == srv.calls
 
 
@@ -188,8 +231,10 @@ def test_clean_http_tokens_match_the_server(clean):
         r = http_build(srv)
     t = r.report["totals"]
     assert t["calls"] == srv.calls == clean.report["totals"]["calls"]
-    assert (t["prompt_tokens"], t["completion_tokens"]) == (srv.prompt_tokens,
-                                                            srv.completion_tokens)
+    assert (t["prompt_tokens"], t["completion_tokens"]) == (
+        srv.prompt_tokens,
+        srv.completion_tokens,
+    )
     assert signature(r) == signature(clean)
 
 
@@ -205,8 +250,9 @@ def test_cached_rebuild_makes_zero_calls_and_edit_reasks_only_the_change(tmp_pat
         # Hand-edit: a new variable of one metric. Only the Tier 2 batches of templates with
         # that metric are new requests; Stage 1 is skipped and Tier 1 prompts are unchanged.
         spec = first.graph.spec
-        edited = replace(spec, variables=(*spec.variables, Variable("WastewaterDischarge",
-                                                                    ("Lake Erie",))))
+        edited = replace(
+            spec, variables=(*spec.variables, Variable("WastewaterDischarge", ("Lake Erie",)))
+        )
         srv.reset_counts()
         r = http_build(srv, cache, spec=edited)
         assert set(srv.by_schema) == {"Tier2Reply"}

@@ -37,7 +37,8 @@ brain. Reduced blood flow causes stroke.
 """
 CUE_RE = re.compile(
     r"caus|lead|result|increas|reduc|lower|rais|risk factor|damag|trigger|because|due to",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +55,12 @@ def built(chunks):
 
 
 def test_extracts_forward_passive_and_initial_cues():
-    got = {(s.cause.text, s.effect.text) for s in extract_statements(
-        "Kidney damage is caused by diabetes and by high blood pressure.")}
+    got = {
+        (s.cause.text, s.effect.text)
+        for s in extract_statements(
+            "Kidney damage is caused by diabetes and by high blood pressure."
+        )
+    }
     assert ("diabetes", "kidney damage") in got
     (st,) = extract_statements("Because of chronic inflammation, the arteries narrow.")
     assert (st.cause.text, st.effect.text) == ("chronic inflammation", "arteries narrow")
@@ -71,7 +76,10 @@ def test_negated_and_cue_free_sentences_give_nothing():
 
 def test_sentence_split():
     assert split_sentences("A causes B. B leads to C.\n\nHeading") == [
-        "A causes B.", "B leads to C.", "Heading"]
+        "A causes B.",
+        "B leads to C.",
+        "Heading",
+    ]
 
 
 # ----------------------------------------------------------------------------- the graph
@@ -87,8 +95,9 @@ def test_graph_validates_and_is_a_causal_graph(built, chunks):
         assert CUE_RE.search(e.mechanism), e.mechanism
         assert e.mechanism in " ".join(FIXTURE.split())
         assert e.evidence and set(e.evidence) <= ids
-        assert any(e.mechanism[:40] in " ".join(c.text.split()) for c in chunks
-                   if c.id == e.evidence[0])
+        assert any(
+            e.mechanism[:40] in " ".join(c.text.split()) for c in chunks if c.id == e.evidence[0]
+        )
         assert 0.0 < e.confidence <= 0.99
 
 
@@ -124,8 +133,13 @@ def test_embeddings_align_and_report(built, chunks):
     assert built.chunk_embeddings.shape == (len(chunks), 512)
     assert np.allclose(np.linalg.norm(built.variable_embeddings, axis=1), 1.0, atol=1e-5)
     rep = built.report
-    assert rep["llm"] == {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "retries": 0,
-                          "failed": 0}
+    assert rep["llm"] == {
+        "calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "retries": 0,
+        "failed": 0,
+    }
     assert {"statements", "vocabulary", "graph", "embed_variables"} <= set(rep["stages"])
     assert all("seconds" in s for s in rep["stages"].values())
 
@@ -142,8 +156,12 @@ def test_dispatcher_uses_offline_builder(chunks, built):
 
 
 def test_outcome_config_wins(chunks):
-    r = build_offline(chunks, embedder=HashingEmbedder(dim=512), tier="XS",
-                      outcome=OutcomeConfig(outcomes=("stroke",), terminals=("Nonexistent",)))
+    r = build_offline(
+        chunks,
+        embedder=HashingEmbedder(dim=512),
+        tier="XS",
+        outcome=OutcomeConfig(outcomes=("stroke",), terminals=("Nonexistent",)),
+    )
     roles = {m.name: m.role for m in r.graph.spec.metrics}
     assert roles["Stroke"] == "outcome"
     assert any("Nonexistent" in w for w in r.report["warnings"])
@@ -207,8 +225,10 @@ def test_forward_reach_respects_hops():
 
 
 def test_coordinated_verbs_share_their_subject():
-    got = {(s.cause.text, s.effect.text) for s in extract_statements(
-        "Statins reduce inflammation and lower cholesterol.")}
+    got = {
+        (s.cause.text, s.effect.text)
+        for s in extract_statements("Statins reduce inflammation and lower cholesterol.")
+    }
     assert got == {("statins", "inflammation"), ("statins", "cholesterol")}
 
 
@@ -216,17 +236,27 @@ def test_readable_spans_singular_risk_and_lists():
     from hcg_core.graph_build.extract import compound_heads, singular
 
     assert [singular(w) for w in ("diabetes", "stenosis", "mellitus", "feet", "kidneys")] == [
-        "diabetes", "stenosis", "mellitus", "foot", "kidney"]
-    got = {(s.cause.key, s.effect.key) for s in extract_statements(
-        "Smoking, diabetes and hypertension all accelerate atherosclerosis.")}
+        "diabetes",
+        "stenosis",
+        "mellitus",
+        "foot",
+        "kidney",
+    ]
+    got = {
+        (s.cause.key, s.effect.key)
+        for s in extract_statements(
+            "Smoking, diabetes and hypertension all accelerate atherosclerosis."
+        )
+    }
     assert got == {(c, "atherosclerosis") for c in ("smoking", "diabetes", "hypertension")}
     (st,) = extract_statements("Smoking raises the risk of stroke.")
     assert st.effect.key == "stroke"  # the risk of Y is read as Y
     (st,) = extract_statements("Hypertension is the most important cause of stroke.")
     assert (st.cause.key, st.effect.key) == ("hypertension", "stroke")
     sents = split_sentences(" ".join(FIXTURE.split()))
-    assert "blood pressure" in compound_heads(sents, extract_statements(
-        "Salt raises blood pressure."))
+    assert "blood pressure" in compound_heads(
+        sents, extract_statements("Salt raises blood pressure.")
+    )
 
 
 def test_weak_similarity_does_not_rename_a_concept(built):

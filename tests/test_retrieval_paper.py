@@ -17,6 +17,7 @@ PAPER = RetrievalConfig(mode="paper")
 
 # ---------------------------------------------------------------- matching (Definition 2)
 
+
 def _match(sims, starts, **kw):
     args = dict(tau_min=0.35, top_metrics=5, band=0.2, per_metric=3) | kw
     rows, s = match_nodes(np.array(sims), np.array(starts), **args)
@@ -49,6 +50,7 @@ def test_no_metric_matches():
 
 # ---------------------------------------------------------------- BFS (Definition 3)
 
+
 def _chain(n):
     ptr = np.append(np.arange(n), n - 1)  # i -> i+1 for i < n-1
     return ptr, np.arange(1, n), np.arange(n - 1)
@@ -59,7 +61,7 @@ def test_bfs_depth_bound(hops, reached):
     ptr, dst, eid = _chain(6)
     dist, parent = bounded_bfs(ptr, dst, eid, np.array([0]), hops)
     assert int((dist >= 0).sum()) == reached
-    assert dist[: reached].tolist() == list(range(reached))
+    assert dist[:reached].tolist() == list(range(reached))
     assert parent[1:reached].tolist() == list(range(reached - 1))
 
 
@@ -74,14 +76,16 @@ def test_bfs_stops_at_end_nodes_but_expands_sources():
 
 # ---------------------------------------------------------------- cones (Definition 4)
 
+
 def test_cones_rank_by_convergence_and_merge_by_metric():
     # 0 -> 2 (end, metric A), 1 -> 3 (end, metric A), 1 -> 4 (end, metric B), 0 -> 5 -> 4.
     src = np.array([0, 1, 1, 0, 5])
     dst = np.array([2, 3, 4, 5, 4])
     end_group = np.array([-1, -1, 0, 0, 1, -1])
     reached = np.ones(6, bool)
-    cones = outcome_cones(reached, src, dst, end_group, np.array([0, 1]), np.array([0.9, 0.5]),
-                          max_cones=6)
+    cones = outcome_cones(
+        reached, src, dst, end_group, np.array([0, 1]), np.array([0.9, 0.5]), max_cones=6
+    )
     # A's two end nodes merge into one cone reached by both matched nodes; B also by both
     # (1 -> 4 and 0 -> 5 -> 4). Tie on convergence 2: broken by best matched similarity,
     # equal (0.9 in both), then metric order.
@@ -89,8 +93,9 @@ def test_cones_rank_by_convergence_and_merge_by_metric():
     assert cones.convergence.tolist() == [2, 2]
     assert np.flatnonzero(cones.member(0)).tolist() == [0, 1, 2, 3]
     assert np.flatnonzero(cones.member(1)).tolist() == [0, 1, 4, 5]
-    one = outcome_cones(reached, src, dst, end_group, np.array([0, 1]), np.array([0.9, 0.5]),
-                        max_cones=1)
+    one = outcome_cones(
+        reached, src, dst, end_group, np.array([0, 1]), np.array([0.9, 0.5]), max_cones=1
+    )
     assert one.groups.tolist() == [0]
 
 
@@ -98,13 +103,15 @@ def test_cone_convergence_orders_cones():
     src = np.array([0, 1, 0])
     dst = np.array([3, 3, 2])
     end_group = np.array([-1, -1, 1, 0])
-    cones = outcome_cones(np.ones(4, bool), src, dst, end_group, np.array([0, 1]),
-                          np.array([0.9, 0.8]), max_cones=6)
+    cones = outcome_cones(
+        np.ones(4, bool), src, dst, end_group, np.array([0, 1]), np.array([0.9, 0.8]), max_cones=6
+    )
     assert cones.groups.tolist() == [0, 1]  # group 0 (node 3) is reached by 2 matched nodes
     assert cones.convergence.tolist() == [2, 1]
 
 
 # ---------------------------------------------------------------- the retriever end to end
+
 
 def test_cones_route_orders_evidence_and_carries_paths(graph, embedder):
     r = HCGRetriever.from_graph(graph, embedder, PAPER)

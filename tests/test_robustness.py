@@ -75,11 +75,14 @@ class _Broken:
         return self.query(text)
 
 
-@pytest.mark.parametrize("query,match", [
-    (lambda t: 1 / 0, "failed on the query"),
-    (lambda t: np.full(9, np.nan), "non-finite"),
-    (lambda t: np.ones(4), "dimension 4"),
-])
+@pytest.mark.parametrize(
+    "query,match",
+    [
+        (lambda t: 1 / 0, "failed on the query"),
+        (lambda t: np.full(9, np.nan), "non-finite"),
+        (lambda t: np.ones(4), "dimension 4"),
+    ],
+)
 def test_query_embedder_failures_are_typed(graph, query, match):
     r = HCGRetriever.from_graph(graph, _Broken(query))
     with pytest.raises(EmbedderError, match=match):

@@ -42,24 +42,50 @@ def test_example_spec_round_trips():
     assert spec_from_yaml(spec_to_yaml(spec)) == spec
 
 
-@pytest.mark.parametrize("edit,entry,message", [
-    (("- SurvivalRate(NSCLC)", "- Toxicity(NSCLC)"), "Toxicity(NSCLC)", "undefined metric"),
-    (("SurvivalRate(disease): {category: outcome}", "SurvivalRate(stage): {}"), "SurvivalRate",
-     "undefined dimension 'stage'"),
-    (("- SurvivalRate(NSCLC)", "- SurvivalRate(melanoma)"), "SurvivalRate(melanoma)",
-     "not in dimension 'disease'"),
-    (("target: SurvivalRate(NSCLC)", "target: PatientOutcome}\n  - {source: PatientOutcome, "
-      "target: SurvivalRate(NSCLC)"), "relation 'PatientOutcome' -> 'SurvivalRate(NSCLC)'",
-     "terminal"),
-    (("  - PatientOutcome\nrelations", "  - PatientOutcome\n  - PatientOutcome\nrelations"),
-     "PatientOutcome", "duplicate variable"),
-    (("treatment: [chemotherapy", "treatment: [chemotherapy, chemotherapy"), "chemotherapy",
-     "duplicate"),
-    (("outcome: {outcomes: [SurvivalRate]", "outcome: {outcomes: [Survival]"), "Survival",
-     "undefined metric"),
-    (("category: treatment}", "category: treatment, graph_role: sink}"), "Efficacy",
-     "graph_role 'sink'"),
-])
+@pytest.mark.parametrize(
+    "edit,entry,message",
+    [
+        (("- SurvivalRate(NSCLC)", "- Toxicity(NSCLC)"), "Toxicity(NSCLC)", "undefined metric"),
+        (
+            ("SurvivalRate(disease): {category: outcome}", "SurvivalRate(stage): {}"),
+            "SurvivalRate",
+            "undefined dimension 'stage'",
+        ),
+        (
+            ("- SurvivalRate(NSCLC)", "- SurvivalRate(melanoma)"),
+            "SurvivalRate(melanoma)",
+            "not in dimension 'disease'",
+        ),
+        (
+            (
+                "target: SurvivalRate(NSCLC)",
+                "target: PatientOutcome}\n  - {source: PatientOutcome, target: SurvivalRate(NSCLC)",
+            ),
+            "relation 'PatientOutcome' -> 'SurvivalRate(NSCLC)'",
+            "terminal",
+        ),
+        (
+            ("  - PatientOutcome\nrelations", "  - PatientOutcome\n  - PatientOutcome\nrelations"),
+            "PatientOutcome",
+            "duplicate variable",
+        ),
+        (
+            ("treatment: [chemotherapy", "treatment: [chemotherapy, chemotherapy"),
+            "chemotherapy",
+            "duplicate",
+        ),
+        (
+            ("outcome: {outcomes: [SurvivalRate]", "outcome: {outcomes: [Survival]"),
+            "Survival",
+            "undefined metric",
+        ),
+        (
+            ("category: treatment}", "category: treatment, graph_role: sink}"),
+            "Efficacy",
+            "graph_role 'sink'",
+        ),
+    ],
+)
 def test_errors_name_the_entry(edit, entry, message):
     old, new = edit
     assert old in GOOD

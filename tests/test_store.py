@@ -75,15 +75,18 @@ def test_missing_file_is_named(tmp_path, name):
     assert err.value.path == d / name and name in str(err.value)
 
 
-@pytest.mark.parametrize("name,content", [
-    ("manifest.json", "{not json"),
-    ("graph.json", "[1, 2"),
-    ("graph.json", '{"edges": [{"source": "BloodPressure"}]}'),
-    ("chunks.jsonl", '{"id": "k1"}\n'),
-    ("chunks.jsonl", '{"id": "k1", "text": "a"}\n{"id": "k1", "text": "b"}\n'),
-    ("spec.yaml", "metrics: [unclosed"),
-    ("spec.yaml", b"\xff\xfe\x00binary"),
-])
+@pytest.mark.parametrize(
+    "name,content",
+    [
+        ("manifest.json", "{not json"),
+        ("graph.json", "[1, 2"),
+        ("graph.json", '{"edges": [{"source": "BloodPressure"}]}'),
+        ("chunks.jsonl", '{"id": "k1"}\n'),
+        ("chunks.jsonl", '{"id": "k1", "text": "a"}\n{"id": "k1", "text": "b"}\n'),
+        ("spec.yaml", "metrics: [unclosed"),
+        ("spec.yaml", b"\xff\xfe\x00binary"),
+    ],
+)
 def test_corrupt_file_is_named(tmp_path, name, content):
     d = _copy(tmp_path)
     (d / name).write_bytes(content if isinstance(content, bytes) else content.encode())
@@ -147,5 +150,6 @@ def test_save_refuses_misaligned_embeddings(tmp_path, graph):
     from hcg_core.errors import StoreError
 
     with pytest.raises(StoreError):
-        save_graph(graph, tmp_path / "g", embedder_name="x",
-                   chunk_embeddings=np.zeros((1, 3), np.float32))
+        save_graph(
+            graph, tmp_path / "g", embedder_name="x", chunk_embeddings=np.zeros((1, 3), np.float32)
+        )

@@ -40,7 +40,9 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         help="chunks per system; default: as many as fill the word budget",
     )
     parser.add_argument(
-        "--passage-words", type=int, default=DEFAULT_PASSAGE_WORDS,
+        "--passage-words",
+        type=int,
+        default=DEFAULT_PASSAGE_WORDS,
         help=f"hybrid modes: words per packed passage (default {DEFAULT_PASSAGE_WORDS}; 0: whole chunks)",
     )
     parser.add_argument("--modes", default=DEFAULT_MODES, help=f"comma list of {', '.join(MODES)}")
@@ -62,10 +64,16 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         "in-context (the whole corpus, in order) and nodes-only (edge triples, no evidence text)",
     )
     parser.add_argument("--limit", type=int, default=None, help="first N questions only")
-    parser.add_argument("--embedder", default=None,
-                        help="default: the one named in the graph's manifest (see hcg query)")
-    parser.add_argument("--embedder-base-url", default=None,
-                        help="base URL of an OpenAI-compatible embeddings server")
+    parser.add_argument(
+        "--embedder",
+        default=None,
+        help="default: the one named in the graph's manifest (see hcg query)",
+    )
+    parser.add_argument(
+        "--embedder-base-url",
+        default=None,
+        help="base URL of an OpenAI-compatible embeddings server",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
         "--out", default=None, help="also write the JSON report (per question) here"
@@ -136,8 +144,11 @@ def baseline_systems(retriever: Any, args: argparse.Namespace) -> dict[str, Syst
 def ablation_systems(retriever: Any, args: argparse.Namespace) -> dict[str, System]:
     """The paper's ablations (section 6): NaiveRAG, in-context, and nodes-only context."""
     docs = documents_from_chunks(retriever.graph.chunks)
-    windows = [w for doc in docs for w in word_windows(doc, DEFAULT_BASELINE_CHUNK_WORDS,
-                                                       DEFAULT_BASELINE_CHUNK_OVERLAP)]
+    windows = [
+        w
+        for doc in docs
+        for w in word_windows(doc, DEFAULT_BASELINE_CHUNK_WORDS, DEFAULT_BASELINE_CHUNK_OVERLAP)
+    ]
     corpus = "\n\n".join(docs)
 
     def in_context(question: str) -> list[str]:
@@ -147,8 +158,9 @@ def ablation_systems(retriever: Any, args: argparse.Namespace) -> dict[str, Syst
         return ["\n".join(retriever.graph_triples(question))]
 
     return {
-        "naive-rag vector 1200/200 top 5": vector_system(windows, retriever.embedder,
-                                                          DEFAULT_BASELINE_K),
+        "naive-rag vector 1200/200 top 5": vector_system(
+            windows, retriever.embedder, DEFAULT_BASELINE_K
+        ),
         "in-context (whole corpus)": in_context,
         "hcg nodes-only": nodes_only,
     }
@@ -167,11 +179,15 @@ def run_eval(args: argparse.Namespace) -> int:
         questions = load_questions(args.questions, limit=args.limit)
         from ..cli import make_embedder
 
-        embedder = (make_embedder(args.embedder, args.embedder_base_url)
-                    if getattr(args, "embedder", None) else None)
+        embedder = (
+            make_embedder(args.embedder, args.embedder_base_url)
+            if getattr(args, "embedder", None)
+            else None
+        )
         retriever = HCGRetriever.load(args.directory, embedder=embedder)
         retriever = retriever.with_config(
-            hybrid=replace(retriever.config.hybrid, passage_words=args.passage_words))
+            hybrid=replace(retriever.config.hybrid, passage_words=args.passage_words)
+        )
         systems = hcg_systems(retriever, modes, k=args.k, budget=args.budget)
         if not args.no_baselines:
             systems.update(baseline_systems(retriever, args))

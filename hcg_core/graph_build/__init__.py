@@ -60,18 +60,35 @@ def build_graph(
     seen: set[str] = set()
     for c in chunks:
         if c.id in seen:
-            raise InputError(f"two chunks share the id {c.id!r}; chunk ids must be unique "
-                             "(drop the repeated passage or give it its own id)")
+            raise InputError(
+                f"two chunks share the id {c.id!r}; chunk ids must be unique "
+                "(drop the repeated passage or give it its own id)"
+            )
         seen.add(c.id)
     if llm is None:
         from .offline import build_offline
 
-        return build_offline(chunks, embedder=embedder, tier=tier, outcome=outcome, spec=spec,
-                             progress=progress, **options)
+        return build_offline(
+            chunks,
+            embedder=embedder,
+            tier=tier,
+            outcome=outcome,
+            spec=spec,
+            progress=progress,
+            **options,
+        )
     from .llm_pipeline import build_with_llm
 
-    return build_with_llm(chunks, embedder=embedder, llm=llm, tier=tier, outcome=outcome,
-                          spec=spec, progress=progress, **options)
+    return build_with_llm(
+        chunks,
+        embedder=embedder,
+        llm=llm,
+        tier=tier,
+        outcome=outcome,
+        spec=spec,
+        progress=progress,
+        **options,
+    )
 
 
 __all__ = ["BuildResult", "build_graph"]

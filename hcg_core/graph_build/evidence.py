@@ -35,8 +35,9 @@ def text_matches(quote: str, chunks: Sequence[Chunk], prefix_chars: int) -> list
     return [i for i, c in enumerate(chunks) if prefix in c.text]
 
 
-def semantic_matches(edge_vectors: np.ndarray, chunk_embeddings: np.ndarray,
-                     tau: float) -> list[list[int]]:
+def semantic_matches(
+    edge_vectors: np.ndarray, chunk_embeddings: np.ndarray, tau: float
+) -> list[list[int]]:
     """Per edge, indices of chunks with cosine >= tau, most similar first (ties: corpus order)."""
     if edge_vectors.size == 0 or chunk_embeddings.size == 0:
         return [[] for _ in range(len(edge_vectors))]
@@ -68,8 +69,9 @@ def link_evidence(
     quotes = quotes or {}
     if not edges:
         return ()
-    vectors = as_matrix(embedder.embed_documents([edge_text(e) for e in edges]), len(edges),
-                        who="embedder")
+    vectors = as_matrix(
+        embedder.embed_documents([edge_text(e) for e in edges]), len(edges), who="embedder"
+    )
     semantic = semantic_matches(vectors, np.asarray(chunk_embeddings, dtype=np.float32), tau)
     linked = []
     for edge, sem in zip(edges, semantic, strict=True):

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 # ----------------------------------------------------------------------------- sentences
 
-_SENT_SPLIT_RE = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c(\[]?[A-Z0-9])|\n\s*\n")
+_SENT_SPLIT_RE = re.compile(
+    r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c(\[]?[A-Z0-9])|\n\s*\n"
+)
 MAX_SENTENCE_CHARS = 600
 
 
@@ -58,8 +60,16 @@ _AUX = r"(?:(?:is|are|was|were|be|been|being|can be|may be|is often|are often|is
 # Verbs whose -ed form is also an adjective ("increased risk") are matched only in base and -s
 # forms when forward; their passive ("is increased by") is matched separately.
 _FORWARD_VERBS: tuple[tuple[str, str, float], ...] = (
-    ("risk_factor", r"(?:is|are|remains?) (?:a |an |the |one of the )?(?:[a-z\-]+ ){0,2}risk factors? (?:for|of)", 0.85),
-    ("cause_of", r"(?:is|are|was|were|remains?) (?:a |an |the |one of the )?(?:[a-z\-]+ ){0,2}(?:causes?|drivers?|triggers?|sources?) of", 0.9),
+    (
+        "risk_factor",
+        r"(?:is|are|remains?) (?:a |an |the |one of the )?(?:[a-z\-]+ ){0,2}risk factors? (?:for|of)",
+        0.85,
+    ),
+    (
+        "cause_of",
+        r"(?:is|are|was|were|remains?) (?:a |an |the |one of the )?(?:[a-z\-]+ ){0,2}(?:causes?|drivers?|triggers?|sources?) of",
+        0.9,
+    ),
     ("cause", r"caus(?:e|es|ed|ing)", 0.95),
     ("lead_to", r"(?:lead|leads|led|leading|progress|progresses|progressed) to", 0.9),
     ("result_in", r"(?:result|results|resulted|resulting) in", 0.9),
@@ -70,14 +80,34 @@ _FORWARD_VERBS: tuple[tuple[str, str, float], ...] = (
     ("predispose", r"predispos(?:e|es|ed)(?: [a-z]+)? to", 0.7),
     ("protect", r"(?:protect|protects|guard|guards) against", 0.7),
     ("interfere", r"(?:interfere|interferes|interfered) with", 0.65),
-    ("increase", r"(?:increase|increases|raise|raises|elevate|elevates|boost|boosts|heighten|heightens|double|doubles|triple|triples|multiply|multiplies)", 0.75),
-    ("decrease", r"(?:decrease|decreases|reduce|reduces|lower|lowers|diminish|diminishes|lessen|lessens)", 0.75),
+    (
+        "increase",
+        r"(?:increase|increases|raise|raises|elevate|elevates|boost|boosts|heighten|heightens|double|doubles|triple|triples|multiply|multiplies)",
+        0.75,
+    ),
+    (
+        "decrease",
+        r"(?:decrease|decreases|reduce|reduces|lower|lowers|diminish|diminishes|lessen|lessens)",
+        0.75,
+    ),
     ("prevent", r"(?:prevent|prevents|prevented)", 0.8),
-    ("inhibit", r"(?:inhibit|inhibits|suppress|suppresses|block|blocks|impair|impairs|weaken|weakens|disrupt|disrupts|hinder|hinders)", 0.75),
-    ("promote", r"(?:promote|promotes|stimulate|stimulates|enhance|enhances|accelerate|accelerates|activate|activates|strengthen|strengthens)", 0.7),
+    (
+        "inhibit",
+        r"(?:inhibit|inhibits|suppress|suppresses|block|blocks|impair|impairs|weaken|weakens|disrupt|disrupts|hinder|hinders)",
+        0.75,
+    ),
+    (
+        "promote",
+        r"(?:promote|promotes|stimulate|stimulates|enhance|enhances|accelerate|accelerates|activate|activates|strengthen|strengthens)",
+        0.7,
+    ),
     ("worsen", r"(?:worsen|worsens|aggravate|aggravates|exacerbate|exacerbates)", 0.75),
     ("improve", r"(?:improve|improves|relieve|relieves|alleviate|alleviates|ease|eases)", 0.65),
-    ("damage", r"(?:damage|damages|destroy|destroys|kill|kills|shrink|shrinks|slow|slows|injure|injures|harm|harms)", 0.65),
+    (
+        "damage",
+        r"(?:damage|damages|destroy|destroys|kill|kills|shrink|shrinks|slow|slows|injure|injures|harm|harms)",
+        0.65,
+    ),
     ("produce", r"(?:produce|produces|generate|generates|create|creates)", 0.55),
     ("treat", r"(?:treats|cure|cures|control|controls|manage|manages)", 0.55),
     ("affect", r"(?:affect|affects|influence|influences|determine|determines|drive|drives)", 0.5),
@@ -98,37 +128,166 @@ _PASSIVE_VERBS = (
 
 CUES: tuple[Cue, ...] = (
     # Sentence-initial cues first: they claim "due to"/"because" before the mid-sentence forms.
-    Cue("initial_because_of", r"(?:because of|due to|as a result of|owing to)", True, 0.8, initial=True),
+    Cue(
+        "initial_because_of",
+        r"(?:because of|due to|as a result of|owing to)",
+        True,
+        0.8,
+        initial=True,
+    ),
     Cue("initial_because", r"(?:because|since)", True, 0.65, initial=True),
-    Cue("caused_by", rf"{_AUX}?(?:{_PASSIVE_VERBS}) (?:mainly |mostly |largely |partly |primarily )?by", False, 0.85),
-    Cue("result_from", r"(?:result|results|resulted|resulting|stem|stems|arise|arises|arising) from", False, 0.85),
-    Cue("consequence_of", r"(?:is|are|was|were) (?:a |an |the |one of the )?(?:[a-z\-]+ ){0,2}(?:consequences?|results?|complications?) of", False, 0.8),
+    Cue(
+        "caused_by",
+        rf"{_AUX}?(?:{_PASSIVE_VERBS}) (?:mainly |mostly |largely |partly |primarily )?by",
+        False,
+        0.85,
+    ),
+    Cue(
+        "result_from",
+        r"(?:result|results|resulted|resulting|stem|stems|arise|arises|arising) from",
+        False,
+        0.85,
+    ),
+    Cue(
+        "consequence_of",
+        r"(?:is|are|was|were) (?:a |an |the |one of the )?(?:[a-z\-]+ ){0,2}(?:consequences?|results?|complications?) of",
+        False,
+        0.8,
+    ),
     Cue("arrow", r" (?:->|\u2192|=>) ", True, 0.6, word=False),
-    Cue("due_to", r"(?:(?:is|are|was|were|may be|can be) )?(?:mainly |mostly |largely |partly |often |usually )?(?:due to|because of|owing to|attributable to)", False, 0.8),
+    Cue(
+        "due_to",
+        r"(?:(?:is|are|was|were|may be|can be) )?(?:mainly |mostly |largely |partly |often |usually )?(?:due to|because of|owing to|attributable to)",
+        False,
+        0.8,
+    ),
     Cue("because", r"because", False, 0.7),
     # Forward verbs last: "caused" must not claim the "caused by" of a passive.
-    *(Cue(n, rf"(?:{_PREFIX} )*{p}", True, s)
-      for n, p, s in _FORWARD_VERBS),
+    *(Cue(n, rf"(?:{_PREFIX} )*{p}", True, s) for n, p, s in _FORWARD_VERBS),
 )
 _CUE_RES = tuple(
-    (c, re.compile(r"^" + c.pattern + r"\b" if c.initial
-                   else (r"\b" + c.pattern + r"\b" if c.word else c.pattern)))
+    (
+        c,
+        re.compile(
+            r"^" + c.pattern + r"\b"
+            if c.initial
+            else (r"\b" + c.pattern + r"\b" if c.word else c.pattern)
+        ),
+    )
     for c in CUES
 )
 
 # ----------------------------------------------------------------------------- spans
 
 MAX_SPAN_WORDS = 6
-_NEGATIONS = frozenset({"not", "no", "never", "cannot", "can't", "don't", "doesn't", "didn't",
-                        "won't", "isn't", "aren't", "neither", "nor", "without", "unlikely"})
+_NEGATIONS = frozenset(
+    {
+        "not",
+        "no",
+        "never",
+        "cannot",
+        "can't",
+        "don't",
+        "doesn't",
+        "didn't",
+        "won't",
+        "isn't",
+        "aren't",
+        "neither",
+        "nor",
+        "without",
+        "unlikely",
+    }
+)
 # Words that open a new clause: a span never runs across them.
 _CLAUSE_WORDS = frozenset(
-    ["which", "that", "what", "how", "why", "who", "whom", "whose", "when", "whenever", "while", "where", "if", "unless", "because", "since", "although", "though", "whereas", "but", "so", "than", "as", "such", "like", "including", "especially", "e.g", "i.e", "then", "therefore", "thus", "however", "also", "is", "are", "was", "were", "be", "been", "has", "have", "had", "do", "does", "did", "can", "may", "might", "could", "will", "would", "should", "must"]
+    [
+        "which",
+        "that",
+        "what",
+        "how",
+        "why",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "whenever",
+        "while",
+        "where",
+        "if",
+        "unless",
+        "because",
+        "since",
+        "although",
+        "though",
+        "whereas",
+        "but",
+        "so",
+        "than",
+        "as",
+        "such",
+        "like",
+        "including",
+        "especially",
+        "e.g",
+        "i.e",
+        "then",
+        "therefore",
+        "thus",
+        "however",
+        "also",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "has",
+        "have",
+        "had",
+        "do",
+        "does",
+        "did",
+        "can",
+        "may",
+        "might",
+        "could",
+        "will",
+        "would",
+        "should",
+        "must",
+    ]
 )
 # Prepositions that start a qualifier of a noun phrase ("smoking in pregnancy", "stroke in older
 # adults"): the span ends before them.
 _PREPOSITIONS = frozenset(
-    ["by", "through", "via", "in", "into", "among", "during", "after", "before", "within", "for", "from", "with", "without", "until", "at", "on", "over", "under", "across", "throughout", "despite", "per", "versus", "vs"]
+    [
+        "by",
+        "through",
+        "via",
+        "in",
+        "into",
+        "among",
+        "during",
+        "after",
+        "before",
+        "within",
+        "for",
+        "from",
+        "with",
+        "without",
+        "until",
+        "at",
+        "on",
+        "over",
+        "under",
+        "across",
+        "throughout",
+        "despite",
+        "per",
+        "versus",
+        "vs",
+    ]
 )
 _BOUNDARY_WORDS = _CLAUSE_WORDS | _PREPOSITIONS | {"to"}
 # Before a cue the clause words bound the subject; trailing modals are stripped first ("X can").
@@ -137,30 +296,361 @@ _LEFT_CLAUSE_WORDS = _CLAUSE_WORDS | {"to", "used", "help", "helps", "goal", "ai
 _CONTENT_ADJECTIVES = frozenset(["high", "rich", "low", "poor", "full", "heavy", "deficient"])
 # Leading words dropped from a span: determiners, quantifiers, hedges, intensities of change.
 _STRIP_LEADING = frozenset(
-    ["the", "a", "an", "this", "that", "these", "those", "some", "many", "most", "much", "more", "less", "few", "several", "certain", "such", "other", "another", "any", "all", "both", "each", "every", "its", "their", "his", "her", "our", "your", "my", "high", "higher", "highest", "low", "lower", "lowest", "increased", "decreased", "reduced", "elevated", "excessive", "significant", "significantly", "severe", "serious", "major", "minor", "greater", "smaller", "large", "larger", "small", "overall", "possible", "potential", "likely", "various", "different", "specific", "particular", "common", "rare", "new", "further", "additional", "main", "known", "also", "only", "even", "just", "very", "often", "usually", "sometimes", "already", "too", "not", "no", "and", "or", "of", "to", "persistently", "chronically", "controlling", "managing", "treating", "same", "abnormally", "extremely", "raised", "rising", "lowering", "raising", "reducing", "increasing", "decreasing", "worsening", "improving", "improved", "untreated", "uncontrolled", "long-standing", "longstanding", "prolonged", "excess", "extra", "poor", "poorly", "good", "better", "best", "normal", "regular", "frequent", "heavy"]
+    [
+        "the",
+        "a",
+        "an",
+        "this",
+        "that",
+        "these",
+        "those",
+        "some",
+        "many",
+        "most",
+        "much",
+        "more",
+        "less",
+        "few",
+        "several",
+        "certain",
+        "such",
+        "other",
+        "another",
+        "any",
+        "all",
+        "both",
+        "each",
+        "every",
+        "its",
+        "their",
+        "his",
+        "her",
+        "our",
+        "your",
+        "my",
+        "high",
+        "higher",
+        "highest",
+        "low",
+        "lower",
+        "lowest",
+        "increased",
+        "decreased",
+        "reduced",
+        "elevated",
+        "excessive",
+        "significant",
+        "significantly",
+        "severe",
+        "serious",
+        "major",
+        "minor",
+        "greater",
+        "smaller",
+        "large",
+        "larger",
+        "small",
+        "overall",
+        "possible",
+        "potential",
+        "likely",
+        "various",
+        "different",
+        "specific",
+        "particular",
+        "common",
+        "rare",
+        "new",
+        "further",
+        "additional",
+        "main",
+        "known",
+        "also",
+        "only",
+        "even",
+        "just",
+        "very",
+        "often",
+        "usually",
+        "sometimes",
+        "already",
+        "too",
+        "not",
+        "no",
+        "and",
+        "or",
+        "of",
+        "to",
+        "persistently",
+        "chronically",
+        "controlling",
+        "managing",
+        "treating",
+        "same",
+        "abnormally",
+        "extremely",
+        "raised",
+        "rising",
+        "lowering",
+        "raising",
+        "reducing",
+        "increasing",
+        "decreasing",
+        "worsening",
+        "improving",
+        "improved",
+        "untreated",
+        "uncontrolled",
+        "long-standing",
+        "longstanding",
+        "prolonged",
+        "excess",
+        "extra",
+        "poor",
+        "poorly",
+        "good",
+        "better",
+        "best",
+        "normal",
+        "regular",
+        "frequent",
+        "heavy",
+    ]
 )
 _STRIP_TRAILING = frozenset(
-    ["can", "may", "might", "could", "will", "would", "should", "must", "is", "are", "was", "were", "be", "been", "being", "has", "have", "had", "do", "does", "did", "also", "often", "usually", "sometimes", "commonly", "frequently", "generally", "typically", "directly", "eventually", "ultimately", "further", "significantly", "greatly", "which", "that", "who", "and", "or", "of", "to", "the", "a", "an", "it", "them", "this", "all", "both", "alone", "together", "themselves", "itself", "in", "turn", "more", "less", "there", "here", "then", "too", "again", "indirectly"]
+    [
+        "can",
+        "may",
+        "might",
+        "could",
+        "will",
+        "would",
+        "should",
+        "must",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "has",
+        "have",
+        "had",
+        "do",
+        "does",
+        "did",
+        "also",
+        "often",
+        "usually",
+        "sometimes",
+        "commonly",
+        "frequently",
+        "generally",
+        "typically",
+        "directly",
+        "eventually",
+        "ultimately",
+        "further",
+        "significantly",
+        "greatly",
+        "which",
+        "that",
+        "who",
+        "and",
+        "or",
+        "of",
+        "to",
+        "the",
+        "a",
+        "an",
+        "it",
+        "them",
+        "this",
+        "all",
+        "both",
+        "alone",
+        "together",
+        "themselves",
+        "itself",
+        "in",
+        "turn",
+        "more",
+        "less",
+        "there",
+        "here",
+        "then",
+        "too",
+        "again",
+        "indirectly",
+    ]
 )
 _PRONOUNS = frozenset(
-    ["it", "its", "this", "that", "these", "those", "they", "them", "he", "she", "him", "her", "we", "you", "i", "one", "which", "what", "who", "both", "either", "each", "something", "anything", "everything", "someone", "anyone", "people", "person", "thing", "things"]
+    [
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "they",
+        "them",
+        "he",
+        "she",
+        "him",
+        "her",
+        "we",
+        "you",
+        "i",
+        "one",
+        "which",
+        "what",
+        "who",
+        "both",
+        "either",
+        "each",
+        "something",
+        "anything",
+        "everything",
+        "someone",
+        "anyone",
+        "people",
+        "person",
+        "thing",
+        "things",
+    ]
 )
 # A span opening with one of these is a question, an adverbial or a quantity, not a quantity's name.
 _REJECT_FIRST = frozenset(
-    ["how", "what", "why", "where", "when", "whether", "once", "almost", "nearly", "everyone", "everything", "anyone", "anything", "someone", "something", "you", "we", "i", "he", "she", "they", "it", "there", "here", "yes", "about", "around", "approximately"]
+    [
+        "how",
+        "what",
+        "why",
+        "where",
+        "when",
+        "whether",
+        "once",
+        "almost",
+        "nearly",
+        "everyone",
+        "everything",
+        "anyone",
+        "anything",
+        "someone",
+        "something",
+        "you",
+        "we",
+        "i",
+        "he",
+        "she",
+        "they",
+        "it",
+        "there",
+        "here",
+        "yes",
+        "about",
+        "around",
+        "approximately",
+    ]
 )
 # Words a cue verb form after which is a noun, not a verb ("the damage", "of damage").
 _NOUN_BEFORE = frozenset(
-    ["the", "a", "an", "this", "these", "those", "its", "their", "his", "her", "our", "your", "my", "no", "any", "some", "much", "more", "less", "of", "such", "further", "what", "whose"]
+    [
+        "the",
+        "a",
+        "an",
+        "this",
+        "these",
+        "those",
+        "its",
+        "their",
+        "his",
+        "her",
+        "our",
+        "your",
+        "my",
+        "no",
+        "any",
+        "some",
+        "much",
+        "more",
+        "less",
+        "of",
+        "such",
+        "further",
+        "what",
+        "whose",
+    ]
 )
 # Measures that distribute over a coordination: "the risk of stroke and dementia".
-_DISTRIBUTIVE_HEADS = frozenset(["risk", "chance", "likelihood", "odds", "incidence", "rate", "severity", "level", "probability"])
+_DISTRIBUTIVE_HEADS = frozenset(
+    [
+        "risk",
+        "chance",
+        "likelihood",
+        "odds",
+        "incidence",
+        "rate",
+        "severity",
+        "level",
+        "probability",
+    ]
+)
 # Nouns that only point at what follows "of": "levels of cholesterol" is cholesterol.
 # Risk-like nouns point at their event too: "the risk of stroke" and "stroke risk" are read as the
 # stroke, so "X raises the risk of stroke" links X to Stroke.
-_TRANSPARENT_HEADS = frozenset(["level", "amount", "concentration", "quantity", "presence", "use", "intake", "consumption", "exposure", "type", "kind", "form", "risk", "chance", "likelihood", "odds", "probability", "incidence", "development", "onset", "occurrence", "number"])
+_TRANSPARENT_HEADS = frozenset(
+    [
+        "level",
+        "amount",
+        "concentration",
+        "quantity",
+        "presence",
+        "use",
+        "intake",
+        "consumption",
+        "exposure",
+        "type",
+        "kind",
+        "form",
+        "risk",
+        "chance",
+        "likelihood",
+        "odds",
+        "probability",
+        "incidence",
+        "development",
+        "onset",
+        "occurrence",
+        "number",
+    ]
+)
 # Words ending in -ly that are nouns, not adverbs (a span never ends in an adverb).
-_LY_NOUNS = frozenset(["supply", "family", "assembly", "anomaly", "monopoly", "belly", "jelly", "ally", "reply", "apply", "fly", "early", "daily", "italy", "july", "rally", "bully", "lily", "folly", "holly", "polly"])
+_LY_NOUNS = frozenset(
+    [
+        "supply",
+        "family",
+        "assembly",
+        "anomaly",
+        "monopoly",
+        "belly",
+        "jelly",
+        "ally",
+        "reply",
+        "apply",
+        "fly",
+        "early",
+        "daily",
+        "italy",
+        "july",
+        "rally",
+        "bully",
+        "lily",
+        "folly",
+        "holly",
+        "polly",
+    ]
+)
 _WORD_RE = re.compile(r"[a-z0-9][a-z0-9\-']*")
 _SPLIT_CLAUSE_RE = re.compile(r"[,;:()\[\]\"\u201c\u201d]|\s-\s|\s\u2013\s|\s\u2014\s")
 _LIST_ITEM_MAX_WORDS = 3
@@ -168,14 +658,76 @@ _FUNCTION_WORDS = _STRIP_LEADING | _PRONOUNS | _CLAUSE_WORDS | _PREPOSITIONS
 
 # Words ending in -s that are not plurals (generic English; -ss/-us/-is/-os/-as are kept anyway).
 _NOT_PLURAL = frozenset(
-    ["diabetes", "series", "species", "news", "measles", "mumps", "herpes", "rabies", "scabies", "rickets", "shingles", "feces", "faeces", "physics", "genetics", "economics", "ethics", "politics", "mathematics", "aids", "lens", "gas", "bias", "always", "perhaps", "sometimes", "whereas", "thus", "yes", "this", "its", "his", "hers", "ours", "yours", "theirs", "besides", "towards", "afterwards", "outskirts", "congratulations", "headquarters", "means"]
+    [
+        "diabetes",
+        "series",
+        "species",
+        "news",
+        "measles",
+        "mumps",
+        "herpes",
+        "rabies",
+        "scabies",
+        "rickets",
+        "shingles",
+        "feces",
+        "faeces",
+        "physics",
+        "genetics",
+        "economics",
+        "ethics",
+        "politics",
+        "mathematics",
+        "aids",
+        "lens",
+        "gas",
+        "bias",
+        "always",
+        "perhaps",
+        "sometimes",
+        "whereas",
+        "thus",
+        "yes",
+        "this",
+        "its",
+        "his",
+        "hers",
+        "ours",
+        "yours",
+        "theirs",
+        "besides",
+        "towards",
+        "afterwards",
+        "outskirts",
+        "congratulations",
+        "headquarters",
+        "means",
+    ]
 )
 _IRREGULAR_PLURALS = {
-    "feet": "foot", "teeth": "tooth", "children": "child", "women": "woman", "men": "man",
-    "mice": "mouse", "geese": "goose", "lice": "louse", "people": "person", "data": "data",
-    "criteria": "criterion", "phenomena": "phenomenon", "bacteria": "bacterium", "fungi": "fungus",
-    "nuclei": "nucleus", "stimuli": "stimulus", "lives": "life", "knives": "knife", "wives": "wife",
-    "leaves": "leaf", "halves": "half", "calves": "calf", "selves": "self",
+    "feet": "foot",
+    "teeth": "tooth",
+    "children": "child",
+    "women": "woman",
+    "men": "man",
+    "mice": "mouse",
+    "geese": "goose",
+    "lice": "louse",
+    "people": "person",
+    "data": "data",
+    "criteria": "criterion",
+    "phenomena": "phenomenon",
+    "bacteria": "bacterium",
+    "fungi": "fungus",
+    "nuclei": "nucleus",
+    "stimuli": "stimulus",
+    "lives": "life",
+    "knives": "knife",
+    "wives": "wife",
+    "leaves": "leaf",
+    "halves": "half",
+    "calves": "calf",
+    "selves": "self",
 }
 
 
@@ -206,8 +758,11 @@ def _join_list(parts: list[str], *, from_left: bool) -> str:
         # "A, B and C cause": a list; ", and C causes" opens a new clause instead.
         if re.search(r"\b(?:and|or)\b", clause) and clause.split()[:1] not in (["and"], ["or"]):
             i = len(parts) - 2
-            while i >= 0 and 0 < len(parts[i].split()) <= _LIST_ITEM_MAX_WORDS and not (
-                    set(_WORD_RE.findall(parts[i].lower())) & _BOUNDARY_WORDS):
+            while (
+                i >= 0
+                and 0 < len(parts[i].split()) <= _LIST_ITEM_MAX_WORDS
+                and not (set(_WORD_RE.findall(parts[i].lower())) & _BOUNDARY_WORDS)
+            ):
                 clause = parts[i] + " and " + clause
                 i -= 1
         return clause
@@ -216,7 +771,9 @@ def _join_list(parts: list[str], *, from_left: bool) -> str:
     items: list[str] = []
     while j < len(parts):
         words = parts[j].split()
-        if not 0 < len(words) <= _LIST_ITEM_MAX_WORDS + 1 or set(words) & (_BOUNDARY_WORDS - {"and", "or"}):
+        if not 0 < len(words) <= _LIST_ITEM_MAX_WORDS + 1 or set(words) & (
+            _BOUNDARY_WORDS - {"and", "or"}
+        ):
             break
         items.append(parts[j])
         if words[0] in ("and", "or"):
@@ -259,7 +816,7 @@ def clean_span(text: str, *, from_left: bool) -> list[str]:
                 k -= 1
             words = words[k:]
         elif j < len(words) and words[j - 1] in _CONTENT_ADJECTIVES:
-            rest = words[j + 1:]
+            rest = words[j + 1 :]
             k = next((n for n, w in enumerate(rest) if w in _PREPOSITIONS), len(rest))
             words = rest[:k]
         else:
@@ -272,8 +829,10 @@ def clean_span(text: str, *, from_left: bool) -> list[str]:
         words = words[:i][:MAX_SPAN_WORDS]
     while words and words[0] in _STRIP_LEADING:
         words = words[1:]
-    while words and (words[-1] in _STRIP_TRAILING or (
-            words[-1].endswith("ly") and len(words[-1]) > 5 and words[-1] not in _LY_NOUNS)):
+    while words and (
+        words[-1] in _STRIP_TRAILING
+        or (words[-1].endswith("ly") and len(words[-1]) > 5 and words[-1] not in _LY_NOUNS)
+    ):
         words = words[:-1]
     if not words or words[0] in _REJECT_FIRST or all(w in _PRONOUNS or w.isdigit() for w in words):
         return []
@@ -308,9 +867,10 @@ def split_coordination(words: list[str]) -> list[list[str]]:
         if p:
             stripped.append(p)
     if len(stripped) > 1 and "of" in stripped[0][1:] and stripped[0][0] in _DISTRIBUTIVE_HEADS:
-        measure = stripped[0][:stripped[0].index("of") + 1]
-        stripped = [stripped[0]] + [p if "of" in p or len(p) > 3 else measure + p
-                                    for p in stripped[1:]]
+        measure = stripped[0][: stripped[0].index("of") + 1]
+        stripped = [stripped[0]] + [
+            p if "of" in p or len(p) > 3 else measure + p for p in stripped[1:]
+        ]
     return stripped
 
 
@@ -375,7 +935,7 @@ def parse_span(words: list[str]) -> Span | None:
     keys = [singular(w) for w in words]
     if "of" in keys[1:]:
         i = keys.index("of")
-        np_keys, rest = keys[:i], [k for k in keys[i + 1:] if k not in _STRIP_LEADING]
+        np_keys, rest = keys[:i], [k for k in keys[i + 1 :] if k not in _STRIP_LEADING]
     else:
         np_keys, rest = keys, []
     np_keys = [k for k in np_keys if k != "of"]
@@ -384,16 +944,21 @@ def parse_span(words: list[str]) -> Span | None:
     if len(np_keys) == 1 and np_keys[0] in _TRANSPARENT_HEADS and rest:
         # "levels of LDL cholesterol" names LDL cholesterol itself.
         np_keys, rest = rest, []
-        words = words[words.index("of") + 1:]
+        words = words[words.index("of") + 1 :]
         while words and words[0] in _STRIP_LEADING:
             words = words[1:]
     if not np_keys:
         return None
     head = np_keys[-1]
     modifier = " ".join([*np_keys[:-1], *rest])
-    return Span(text=" ".join(words), key=" ".join(singular(w) for w in words), head=head,
-                modifier=modifier,
-                np=tuple(np_keys), obj=" ".join(rest))
+    return Span(
+        text=" ".join(words),
+        key=" ".join(singular(w) for w in words),
+        head=head,
+        modifier=modifier,
+        np=tuple(np_keys),
+        obj=" ".join(rest),
+    )
 
 
 # ----------------------------------------------------------------------------- extraction
@@ -433,7 +998,7 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
     taken = [False] * (len(low) + 1)
     for cue, rx in _CUE_RES:
         for m in rx.finditer(low):
-            if any(taken[m.start():m.end()]):
+            if any(taken[m.start() : m.end()]):
                 continue
             hits.append((m.start(), m.end(), cue))
             for k in range(m.start(), m.end()):
@@ -441,13 +1006,27 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
     hits.sort(key=lambda h: h[0])
     # A verb form directly before another cue is a noun heading the subject ("kidney damage is
     # caused by", "damage leads to"): drop it so the real cue keeps its subject.
-    hits = [h for n, h in enumerate(hits)
-            if not (h[2].forward and not h[2].initial and n + 1 < len(hits)
-                    and not set(low[h[1]:hits[n + 1][0]].split()) - _STRIP_TRAILING)]
+    hits = [
+        h
+        for n, h in enumerate(hits)
+        if not (
+            h[2].forward
+            and not h[2].initial
+            and n + 1 < len(hits)
+            and not set(low[h[1] : hits[n + 1][0]].split()) - _STRIP_TRAILING
+        )
+    ]
     # A verb form after a determiner is a noun too ("the damage to the kidneys").
-    hits = [h for h in hits
-            if not (h[2].forward and h[2].word and low[:h[0]].split()[-1:] and
-                    low[:h[0]].split()[-1] in _NOUN_BEFORE)]
+    hits = [
+        h
+        for h in hits
+        if not (
+            h[2].forward
+            and h[2].word
+            and low[: h[0]].split()[-1:]
+            and low[: h[0]].split()[-1] in _NOUN_BEFORE
+        )
+    ]
     out: list[Statement] = []
     last_effects: list[Span] = []
     last_causes: list[Span] = []
@@ -459,7 +1038,7 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
         if right_limit < len(low):
             # ", and X causes ...": X is the next cue's subject, not part of this effect.
             after = re.sub(r",\s*(?:and|or|while|but)\b.*$", "", after)
-        if _negated(low[max(0, start - 30):start] + " " + low[start:end]):
+        if _negated(low[max(0, start - 30) : start] + " " + low[start:end]):
             continue
         if cue.forward and not cue.initial and before.rstrip().endswith(" to"):
             continue  # a purpose clause ("the goal is to treat X") has no stated cause
@@ -476,15 +1055,24 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
         causes = [p for w in split_coordination(cause_words) if (p := parse_span(w))]
         effects = [p for w in split_coordination(effect_words) if (p := parse_span(w))]
         stripped = before.strip().split()
-        if cue.forward and not cue.initial and stripped and stripped[-1] in ("and", "or") \
-                and n > 0:
+        if cue.forward and not cue.initial and stripped and stripped[-1] in ("and", "or") and n > 0:
             # A coordinated verb ("statins reduce X and lower Y") shares the previous subject.
             causes = last_causes
-        elif not causes and cue.forward and not cue.initial and stripped and (
-                stripped[-1] in ("which", "this", "that")):
+        elif (
+            not causes
+            and cue.forward
+            and not cue.initial
+            and stripped
+            and (stripped[-1] in ("which", "this", "that"))
+        ):
             causes = last_effects  # "X raises Y, which leads to Z": the event Y
-        elif not causes and cue.forward and not cue.initial and stripped and (
-                stripped[-1] in ("it", "they")):
+        elif (
+            not causes
+            and cue.forward
+            and not cue.initial
+            and stripped
+            and (stripped[-1] in ("it", "they"))
+        ):
             causes = last_causes  # "X causes Y, and it reduces Z": the subject X
         last_causes = causes
         for c in causes:
@@ -501,8 +1089,13 @@ COMPOUND_SHARE = 0.5
 COMPOUND_MIN_COUNT = 2
 
 
-def compound_heads(sentences: Iterable[str], statements: Iterable[Statement], *,
-                   share: float = COMPOUND_SHARE, min_count: int = COMPOUND_MIN_COUNT) -> frozenset[str]:
+def compound_heads(
+    sentences: Iterable[str],
+    statements: Iterable[Statement],
+    *,
+    share: float = COMPOUND_SHARE,
+    min_count: int = COMPOUND_MIN_COUNT,
+) -> frozenset[str]:
     """Two-word noun phrases the corpus uses as one unit: "blood pressure", "heart failure".
 
     A span's final word pair "A B" is a unit when it occurs at least ``min_count`` times in the
@@ -540,5 +1133,6 @@ def compound_heads(sentences: Iterable[str], statements: Iterable[Statement], *,
                 if prev in firsts:
                     bi[(prev, k)] += 1
             prev = k
-    return frozenset(f"{a} {b}" for a, b in cands
-                     if bi[(a, b)] >= min_count and bi[(a, b)] >= share * uni[b])
+    return frozenset(
+        f"{a} {b}" for a, b in cands if bi[(a, b)] >= min_count and bi[(a, b)] >= share * uni[b]
+    )

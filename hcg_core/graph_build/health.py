@@ -66,8 +66,11 @@ def graph_health(graph: CausalGraph, *, hops: int = DEFAULT_REACH_HOPS) -> dict[
     names = [v.name for v in graph.variables]
     index = {n: i for i, n in enumerate(names)}
     n = len(names)
-    pairs = [(index[e.source], index[e.target]) for e in graph.edges
-             if e.source in index and e.target in index]
+    pairs = [
+        (index[e.source], index[e.target])
+        for e in graph.edges
+        if e.source in index and e.target in index
+    ]
     adjacency: list[list[int]] = [[] for _ in range(n)]
     degree = np.zeros(n, dtype=np.int64)
     for a, b in pairs:
@@ -98,7 +101,8 @@ def graph_health(graph: CausalGraph, *, hops: int = DEFAULT_REACH_HOPS) -> dict[
         "evidence_links": graph.evidence_links,
         "edges_without_evidence": sum(not e.evidence for e in graph.edges),
         "mean_confidence": round(float(np.mean([e.confidence for e in graph.edges])), 4)
-        if graph.edges else 0.0,
+        if graph.edges
+        else 0.0,
     }
 
 

@@ -76,28 +76,53 @@ def _options(options: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"unknown LLM-build options {sorted(unknown)}; known: {sorted(OPTIONS)}")
     opts = {**OPTIONS, **options}
     if not 1 <= int(opts["max_batch_pairs"]) <= DEFAULT_MAX_BATCH_PAIRS:
-        raise ConfigError(f"max_batch_pairs must be in 1..{DEFAULT_MAX_BATCH_PAIRS}, "
-                          f"got {opts['max_batch_pairs']}")
+        raise ConfigError(
+            f"max_batch_pairs must be in 1..{DEFAULT_MAX_BATCH_PAIRS}, "
+            f"got {opts['max_batch_pairs']}"
+        )
     for key in ("spec_sample_chunks", "chunks_per_call", "evidence_per_edge"):
         if int(opts[key]) < 1:
             raise ConfigError(f"{key} must be at least 1, got {opts[key]}")
     return opts
 
 
-def build_with_llm(chunks: Sequence[Chunk], *, embedder: Embedder, llm: StructuredLLM,
-                   tier: str = DEFAULT_TIER, outcome: OutcomeConfig | None = None,
-                   spec: DomainSpec | None = None, progress: bool | None = None,
-                   **options: Any) -> BuildResult:
+def build_with_llm(
+    chunks: Sequence[Chunk],
+    *,
+    embedder: Embedder,
+    llm: StructuredLLM,
+    tier: str = DEFAULT_TIER,
+    outcome: OutcomeConfig | None = None,
+    spec: DomainSpec | None = None,
+    progress: bool | None = None,
+    **options: Any,
+) -> BuildResult:
     """Sync entry (safe inside a running event loop); see ``abuild_with_llm``."""
-    return run_sync(lambda: abuild_with_llm(chunks, embedder=embedder, llm=llm, tier=tier,
-                                            outcome=outcome, spec=spec, progress=progress,
-                                            **options))
+    return run_sync(
+        lambda: abuild_with_llm(
+            chunks,
+            embedder=embedder,
+            llm=llm,
+            tier=tier,
+            outcome=outcome,
+            spec=spec,
+            progress=progress,
+            **options,
+        )
+    )
 
 
-async def abuild_with_llm(chunks: Sequence[Chunk], *, embedder: Embedder, llm: StructuredLLM,
-                          tier: str = DEFAULT_TIER, outcome: OutcomeConfig | None = None,
-                          spec: DomainSpec | None = None, progress: bool | None = None,
-                          **options: Any) -> BuildResult:
+async def abuild_with_llm(
+    chunks: Sequence[Chunk],
+    *,
+    embedder: Embedder,
+    llm: StructuredLLM,
+    tier: str = DEFAULT_TIER,
+    outcome: OutcomeConfig | None = None,
+    spec: DomainSpec | None = None,
+    progress: bool | None = None,
+    **options: Any,
+) -> BuildResult:
     """Build the causal graph with an LLM.
 
     Items that fail (a reply that never validates, a server down for that request) are counted
@@ -120,33 +145,57 @@ async def abuild_with_llm(chunks: Sequence[Chunk], *, embedder: Embedder, llm: S
     chunks = list(chunks)
 
     show = bool(getattr(sys.stderr, "isatty", lambda: False)()) if progress is None else progress
-    chunk_embeddings = embed_texts(embedder, [c.text for c in chunks], what="chunks",
-                                   progress=show)
+    chunk_embeddings = embed_texts(embedder, [c.text for c in chunks], what="chunks", progress=show)
     stage1_info: dict[str, Any]
     if spec is None:
         with stage_progress("stage 1 (spec)", progress):
             spec, stage1_info = await agenerate_spec(
-                chunks, llm, ledger=ledger, failures=failures, tier=tier, outcome=outcome,
-                domain=opts["domain"], sample_size=opts["spec_sample_chunks"],
-                chunks_per_call=opts["chunks_per_call"], excerpt_chars=opts["excerpt_chars"],
+                chunks,
+                llm,
+                ledger=ledger,
+                failures=failures,
+                tier=tier,
+                outcome=outcome,
+                domain=opts["domain"],
+                sample_size=opts["spec_sample_chunks"],
+                chunks_per_call=opts["chunks_per_call"],
+                excerpt_chars=opts["excerpt_chars"],
                 prompts=opts["prompts"],
             )
         stage1_info["skipped"] = False
     else:
         spec = validate_spec(spec)
         if outcome is not None and outcome != spec.outcome:
-            raise ConfigError("both a spec and an outcome configuration were given and they "
-                              "differ; edit the spec's 'outcome' section instead")
+            raise ConfigError(
+                "both a spec and an outcome configuration were given and they "
+                "differ; edit the spec's 'outcome' section instead"
+            )
         stage1_info = {"skipped": True, "reason": "spec given"}
 
-    metric_vectors = dict(zip(
-        [m.name for m in spec.metrics],
-        as_matrix(embedder.embed_documents([metric_text(m) for m in spec.metrics]),
-                  len(spec.metrics), who="embedder"),
-        strict=True,
-    ))
-    ctx = Stage2Context(spec, chunks, chunk_embeddings, metric_vectors, llm, ledger, failures,
-                        dropped, opts["prompts"], opts["snippets"], opts["snippet_chars"])
+    metric_vectors = dict(
+        zip(
+            [m.name for m in spec.metrics],
+            as_matrix(
+                embedder.embed_documents([metric_text(m) for m in spec.metrics]),
+                len(spec.metrics),
+                who="embedder",
+            ),
+            strict=True,
+        )
+    )
+    ctx = Stage2Context(
+        spec,
+        chunks,
+        chunk_embeddings,
+        metric_vectors,
+        llm,
+        ledger,
+        failures,
+        dropped,
+        opts["prompts"],
+        opts["snippets"],
+        opts["snippet_chars"],
+    )
     with stage("tier1"), StageTimer(ledger, "tier1"), stage_progress("tier 1 (metrics)", progress):
         templates = await run_tier1(ctx)
     with stage("tier2"), StageTimer(ledger, "tier2"), stage_progress("tier 2 (edges)", progress):
@@ -156,33 +205,54 @@ async def abuild_with_llm(chunks: Sequence[Chunk], *, embedder: Embedder, llm: S
         edges: dict[tuple[str, str], CausalEdge] = {}
         quotes: dict[str, str] = {}
         for r in spec.relations:
-            edges[(r.source, r.target)] = CausalEdge(edge_id(r.source, r.target), r.source,
-                                                     r.target, r.mechanism, SEED_CONFIDENCE)
+            edges[(r.source, r.target)] = CausalEdge(
+                edge_id(r.source, r.target), r.source, r.target, r.mechanism, SEED_CONFIDENCE
+            )
         for d in drafts:
             if d.confidence < opts["min_confidence"]:
                 dropped["tier2_below_min_confidence"] += 1
                 continue
             eid = edge_id(d.source, d.target)
-            edges[(d.source, d.target)] = CausalEdge(eid, d.source, d.target, d.mechanism,
-                                                     round(float(d.confidence), 4))
+            edges[(d.source, d.target)] = CausalEdge(
+                eid, d.source, d.target, d.mechanism, round(float(d.confidence), 4)
+            )
             if d.quote:
                 quotes[eid] = d.quote
         ordered = [edges[k] for k in sorted(edges)]
-        linked = link_evidence(ordered, chunks, chunk_embeddings, embedder, quotes=quotes,
-                               tau=opts["evidence_tau"], per_edge=opts["evidence_per_edge"],
-                               prefix_chars=opts["evidence_prefix_chars"])
+        linked = link_evidence(
+            ordered,
+            chunks,
+            chunk_embeddings,
+            embedder,
+            quotes=quotes,
+            tau=opts["evidence_tau"],
+            per_edge=opts["evidence_per_edge"],
+            prefix_chars=opts["evidence_prefix_chars"],
+        )
         variables = (*spec.variables, *new_vars)
         validate_graph(spec, variables, linked, {c.id for c in chunks})
         graph = CausalGraph(spec=spec, variables=variables, edges=linked, chunks=tuple(chunks))
         variable_embeddings = as_matrix(
-            embedder.embed_documents([variable_text(v) for v in variables]), len(variables),
+            embedder.embed_documents([variable_text(v) for v in variables]),
+            len(variables),
             who="embedder",
         )
 
-    report = _report(ledger, before, llm_name=llm.name, tier=tier, caps=caps, graph=graph,
-                     stage1=stage1_info, templates=len(templates), tier1_items=len(
-                         tier1_sources(spec)), tier2=t2_counts, dropped=dropped,
-                     failures=failures, seconds=time.perf_counter() - t_start)
+    report = _report(
+        ledger,
+        before,
+        llm_name=llm.name,
+        tier=tier,
+        caps=caps,
+        graph=graph,
+        stage1=stage1_info,
+        templates=len(templates),
+        tier1_items=len(tier1_sources(spec)),
+        tier2=t2_counts,
+        dropped=dropped,
+        failures=failures,
+        seconds=time.perf_counter() - t_start,
+    )
     return BuildResult(graph, variable_embeddings, chunk_embeddings, report)
 
 
@@ -191,17 +261,33 @@ def _delta(after: dict, before: dict, name: str) -> dict[str, float]:
     return {k: a.get(k, 0) - b.get(k, 0) for k in (*COUNTERS, "seconds")}
 
 
-def _report(ledger: Ledger, before: dict, *, llm_name: str, tier: str, caps: Any,
-            graph: CausalGraph, stage1: dict, templates: int, tier1_items: int,
-            tier2: dict, dropped: Counter, failures: Failures, seconds: float) -> dict[str, Any]:
+def _report(
+    ledger: Ledger,
+    before: dict,
+    *,
+    llm_name: str,
+    tier: str,
+    caps: Any,
+    graph: CausalGraph,
+    stage1: dict,
+    templates: int,
+    tier1_items: int,
+    tier2: dict,
+    dropped: Counter,
+    failures: Failures,
+    seconds: float,
+) -> dict[str, Any]:
     after = ledger.snapshot()
     stages = {name: _delta(after, before, name) for name in (*LLM_STAGES, "evidence")}
     stages["stage1"].update(stage1)
     stages["tier1"].update({"items": tier1_items, "templates": templates})
     stages["tier2"].update({"items": tier2["batches"], **tier2})
-    stages["evidence"].update({"links": graph.evidence_links,
-                               "edges_without_evidence": sum(1 for e in graph.edges
-                                                             if not e.evidence)})
+    stages["evidence"].update(
+        {
+            "links": graph.evidence_links,
+            "edges_without_evidence": sum(1 for e in graph.edges if not e.evidence),
+        }
+    )
     for name in stages:
         stages[name]["seconds"] = round(stages[name]["seconds"], 3)
     totals = {k: sum(stages[s][k] for s in LLM_STAGES) for k in COUNTERS}
@@ -213,9 +299,13 @@ def _report(ledger: Ledger, before: dict, *, llm_name: str, tier: str, caps: Any
         "stages": stages,
         "totals": totals,
         "seconds": round(seconds, 3),
-        "counts": {"dimensions": len(graph.spec.dimensions), "metrics": len(graph.spec.metrics),
-                   "variables": len(graph.variables), "edges": len(graph.edges),
-                   "seed_relations": len(graph.spec.relations)},
+        "counts": {
+            "dimensions": len(graph.spec.dimensions),
+            "metrics": len(graph.spec.metrics),
+            "variables": len(graph.variables),
+            "edges": len(graph.edges),
+            "seed_relations": len(graph.spec.relations),
+        },
         "dropped": dict(sorted(dropped.items())),
         "failures": failures.records,
     }
@@ -255,8 +345,9 @@ def estimate_build(
     s1 = 0
     s1_prompt = 0
     if spec is None:
-        s1 = stage1_calls(len(chunks), sample_size=spec_sample_chunks,
-                          chunks_per_call=chunks_per_call)
+        s1 = stage1_calls(
+            len(chunks), sample_size=spec_sample_chunks, chunks_per_call=chunks_per_call
+        )
         per_call = overhead + chunks_per_call * excerpt_chars + 40 * caps.max_metrics
         s1_prompt = s1 * per_call // CHARS_PER_TOKEN
         n_metrics = caps.max_metrics
@@ -278,23 +369,37 @@ def estimate_build(
     t1_prompt = t1 * (overhead + desc_chars + snip) // CHARS_PER_TOKEN
     t2_prompt = (t2 * (overhead + snip + 800) + int(sum(pair_sizes)) * 80) // CHARS_PER_TOKEN
     out["stages"] = {
-        "stage1": {"calls": s1, "prompt_tokens": s1_prompt,
-                   "completion_tokens": s1 * COMPLETION_TOKENS_STAGE1, "exact": True},
-        "tier1": {"calls": t1, "prompt_tokens": t1_prompt,
-                  "completion_tokens": t1 * n_metrics * COMPLETION_TOKENS_PER_JUDGEMENT // 2,
-                  "exact": spec is not None},
-        "tier2": {"calls_max": t2, "prompt_tokens_max": t2_prompt,
-                  "completion_tokens_max": int(sum(pair_sizes)) * COMPLETION_TOKENS_PER_JUDGEMENT,
-                  "exact": False},
+        "stage1": {
+            "calls": s1,
+            "prompt_tokens": s1_prompt,
+            "completion_tokens": s1 * COMPLETION_TOKENS_STAGE1,
+            "exact": True,
+        },
+        "tier1": {
+            "calls": t1,
+            "prompt_tokens": t1_prompt,
+            "completion_tokens": t1 * n_metrics * COMPLETION_TOKENS_PER_JUDGEMENT // 2,
+            "exact": spec is not None,
+        },
+        "tier2": {
+            "calls_max": t2,
+            "prompt_tokens_max": t2_prompt,
+            "completion_tokens_max": int(sum(pair_sizes)) * COMPLETION_TOKENS_PER_JUDGEMENT,
+            "exact": False,
+        },
     }
     out["calls_max"] = s1 + t1 + t2
     out["prompt_tokens_max"] = s1_prompt + t1_prompt + t2_prompt
     out["completion_tokens_max"] = sum(
         v.get("completion_tokens", v.get("completion_tokens_max", 0))
-        for v in out["stages"].values())
-    out["remark1"] = {"metrics": n_metrics, "mean_variables_per_metric": round(k, 2),
-                      "candidates_max": candidates,
-                      "naive_pairs": int((n_metrics * k) ** 2)}
+        for v in out["stages"].values()
+    )
+    out["remark1"] = {
+        "metrics": n_metrics,
+        "mean_variables_per_metric": round(k, 2),
+        "candidates_max": candidates,
+        "naive_pairs": int((n_metrics * k) ** 2),
+    }
     return out
 
 
@@ -302,19 +407,21 @@ def format_estimate(est: Mapping[str, Any]) -> str:
     """Human-readable lines for ``hcg build --estimate``."""
     st = est["stages"]
     r = est["remark1"]
-    return "\n".join([
-        f"LLM build estimate (tier {est['tier']}), before any call:",
-        f"  stage 1 (spec)    {st['stage1']['calls']:>7} calls"
-        + ("  (skipped: spec given)" if st["stage1"]["calls"] == 0 else ""),
-        f"  tier 1 (metrics)  {st['tier1']['calls']:>7} calls, one per non-terminal metric",
-        f"  tier 2 (edges)  <={st['tier2']['calls_max']:>7} calls, at most "
-        f"{est['max_batch_pairs']} pairs each",
-        f"  total           <={est['calls_max']:>7} calls, about {est['prompt_tokens_max']:,} "
-        f"prompt + {est['completion_tokens_max']:,} completion tokens at most",
-        f"  Remark 1: <= {r['candidates_max']:,} candidates for {r['metrics']} metrics "
-        f"(k = {r['mean_variables_per_metric']}); naive |V|^2 = {r['naive_pairs']:,}",
-        "  (retries, re-asks and cache hits change the count of requests; see the report)",
-    ])
+    return "\n".join(
+        [
+            f"LLM build estimate (tier {est['tier']}), before any call:",
+            f"  stage 1 (spec)    {st['stage1']['calls']:>7} calls"
+            + ("  (skipped: spec given)" if st["stage1"]["calls"] == 0 else ""),
+            f"  tier 1 (metrics)  {st['tier1']['calls']:>7} calls, one per non-terminal metric",
+            f"  tier 2 (edges)  <={st['tier2']['calls_max']:>7} calls, at most "
+            f"{est['max_batch_pairs']} pairs each",
+            f"  total           <={est['calls_max']:>7} calls, about {est['prompt_tokens_max']:,} "
+            f"prompt + {est['completion_tokens_max']:,} completion tokens at most",
+            f"  Remark 1: <= {r['candidates_max']:,} candidates for {r['metrics']} metrics "
+            f"(k = {r['mean_variables_per_metric']}); naive |V|^2 = {r['naive_pairs']:,}",
+            "  (retries, re-asks and cache hits change the count of requests; see the report)",
+        ]
+    )
 
 
 __all__ = [

@@ -49,8 +49,9 @@ def tier1_model(source: str, candidates: Sequence[str]) -> type[BaseModel]:
     return create_model("Tier1Reply", source=(_lit([source]), source), links=(list[link], ...))
 
 
-def tier2_model(metric_s: str, metric_t: str, sources: Sequence[str],
-                targets: Sequence[str]) -> type[BaseModel]:
+def tier2_model(
+    metric_s: str, metric_t: str, sources: Sequence[str], targets: Sequence[str]
+) -> type[BaseModel]:
     judgement = create_model(
         "Tier2Judgement",
         source=(_lit(sources), ...),
@@ -60,10 +61,16 @@ def tier2_model(metric_s: str, metric_t: str, sources: Sequence[str],
         confidence=(float, Field(0.5, ge=0.0, le=1.0)),
         evidence=(str, ""),
     )
-    new_source = create_model("NewSource", metric=(_lit([metric_s]), metric_s),
-                              entities=(list[str], Field(default_factory=list)))
-    new_target = create_model("NewTarget", metric=(_lit([metric_t]), metric_t),
-                              entities=(list[str], Field(default_factory=list)))
+    new_source = create_model(
+        "NewSource",
+        metric=(_lit([metric_s]), metric_s),
+        entities=(list[str], Field(default_factory=list)),
+    )
+    new_target = create_model(
+        "NewTarget",
+        metric=(_lit([metric_t]), metric_t),
+        entities=(list[str], Field(default_factory=list)),
+    )
     new_edge = create_model(
         "Tier2NewEdge",
         source=(new_source, ...),
@@ -72,8 +79,11 @@ def tier2_model(metric_s: str, metric_t: str, sources: Sequence[str],
         confidence=(float, Field(0.5, ge=0.0, le=1.0)),
         evidence=(str, ""),
     )
-    return create_model("Tier2Reply", judgements=(list[judgement], ...),
-                        new_edges=(list[new_edge], Field(default_factory=list)))
+    return create_model(
+        "Tier2Reply",
+        judgements=(list[judgement], ...),
+        new_edges=(list[new_edge], Field(default_factory=list)),
+    )
 
 
 def metric_text(m: Metric) -> str:
@@ -130,8 +140,11 @@ class Stage2Context:
 def tier1_sources(spec: DomainSpec) -> list[tuple[Metric, list[Metric]]]:
     """(source, candidate targets) per non-terminal metric, sorted; no self-loops."""
     metrics = sorted(spec.metrics, key=lambda m: m.name)
-    return [(s, [t for t in metrics if t.name != s.name]) for s in metrics
-            if s.role != "terminal" and len(metrics) > 1]
+    return [
+        (s, [t for t in metrics if t.name != s.name])
+        for s in metrics
+        if s.role != "terminal" and len(metrics) > 1
+    ]
 
 
 async def run_tier1(ctx: Stage2Context) -> list[Template]:
@@ -142,13 +155,20 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
         model = tier1_model(source.name, [c.name for c in cands])
         idx = top_chunks(ctx.metric_vectors[source.name], ctx.chunk_embeddings, ctx.snippets)
         messages = prompt.render(
-            model.__name__, source=metric_text(source).split(":")[0],
+            model.__name__,
+            source=metric_text(source).split(":")[0],
             source_description=source.description or "(no description)",
             evidence=snippets_text(idx, ctx.chunks, ctx.snippet_chars),
             candidates="\n".join(f"- {metric_text(c)}" for c in cands),
         )
-        reply = await ask_item(ctx.llm, messages, model, item=f"tier1 {source.name}",
-                               ledger=ctx.ledger, failures=ctx.failures)
+        reply = await ask_item(
+            ctx.llm,
+            messages,
+            model,
+            item=f"tier1 {source.name}",
+            ledger=ctx.ledger,
+            failures=ctx.failures,
+        )
         if reply is None:
             return []
         allowed = {c.name for c in cands}
@@ -164,8 +184,9 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
     return sorted((t for r in results for t in r), key=lambda t: (t.source, t.target))
 
 
-def tier2_batches(template: Template, variables: Sequence[Variable],
-                  max_pairs: int) -> list[list[tuple[str, str]]]:
+def tier2_batches(
+    template: Template, variables: Sequence[Variable], max_pairs: int
+) -> list[list[tuple[str, str]]]:
     """The template's candidate pairs (sorted), cut into batches of at most ``max_pairs``."""
     vs = sorted(v.name for v in variables if v.metric == template.source)
     vt = sorted(v.name for v in variables if v.metric == template.target)
@@ -186,25 +207,35 @@ def _new_variable(metric: Metric, raw: Sequence[str], spec: DomainSpec) -> Varia
     return Variable(metric.name, tuple(ents))
 
 
-async def run_tier2(ctx: Stage2Context, templates: Sequence[Template], max_pairs: int
-                    ) -> tuple[list[EdgeDraft], list[Variable], dict[str, int]]:
+async def run_tier2(
+    ctx: Stage2Context, templates: Sequence[Template], max_pairs: int
+) -> tuple[list[EdgeDraft], list[Variable], dict[str, int]]:
     """Judge every template's candidates; returns edge drafts, admitted new variables, counts."""
     prompt = get_prompt("tier2", ctx.prompts)
     spec = ctx.spec
     jobs = [(t, b) for t in templates for b in tier2_batches(t, spec.variables, max_pairs)]
-    counts = {"batches": len(jobs), "candidates": sum(len(b) for _, b in jobs),
-              "templates_without_candidates": sum(
-                  1 for t in templates if not tier2_batches(t, spec.variables, max_pairs))}
+    counts = {
+        "batches": len(jobs),
+        "candidates": sum(len(b) for _, b in jobs),
+        "templates_without_candidates": sum(
+            1 for t in templates if not tier2_batches(t, spec.variables, max_pairs)
+        ),
+    }
     entities_text = "\n".join(f"- {d.name}: {', '.join(d.entities)}" for d in spec.dimensions)
 
     async def one(template: Template, pairs: list[tuple[str, str]]) -> Any:
-        model = tier2_model(template.source, template.target, sorted({s for s, _ in pairs}),
-                            sorted({t for _, t in pairs}))
+        model = tier2_model(
+            template.source,
+            template.target,
+            sorted({s for s, _ in pairs}),
+            sorted({t for _, t in pairs}),
+        )
         q = ctx.metric_vectors[template.source] + ctx.metric_vectors[template.target]
         q = q / (np.linalg.norm(q) or 1.0)
         idx = top_chunks(q, ctx.chunk_embeddings, ctx.snippets)
         messages = prompt.render(
-            model.__name__, source_metric=metric_text(spec.metric(template.source)),
+            model.__name__,
+            source_metric=metric_text(spec.metric(template.source)),
             target_metric=metric_text(spec.metric(template.target)),
             template=template.rationale or "(no rationale)",
             evidence=snippets_text(idx, ctx.chunks, ctx.snippet_chars),
@@ -212,8 +243,9 @@ async def run_tier2(ctx: Stage2Context, templates: Sequence[Template], max_pairs
             entities=entities_text or "(none)",
         )
         item = f"tier2 {template.source}->{template.target} [{pairs[0][0]} .. {pairs[-1][0]}]"
-        return await ask_item(ctx.llm, messages, model, item=item, ledger=ctx.ledger,
-                              failures=ctx.failures)
+        return await ask_item(
+            ctx.llm, messages, model, item=item, ledger=ctx.ledger, failures=ctx.failures
+        )
 
     replies = await asyncio.gather(*(one(t, b) for t, b in jobs))
     drafts: dict[tuple[str, str], EdgeDraft] = {}
@@ -238,8 +270,12 @@ async def run_tier2(ctx: Stage2Context, templates: Sequence[Template], max_pairs
         for ne in reply.new_edges:
             src = _new_variable(spec.metric(template.source), ne.source.entities, spec)
             tgt = _new_variable(spec.metric(template.target), ne.target.entities, spec)
-            if src is None or tgt is None or ne.source.metric != template.source \
-                    or ne.target.metric != template.target:
+            if (
+                src is None
+                or tgt is None
+                or ne.source.metric != template.source
+                or ne.target.metric != template.target
+            ):
                 ctx.dropped["tier2_new_variable_outside_vocabulary"] += 1
                 continue
             if src.name == tgt.name:

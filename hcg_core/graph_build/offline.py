@@ -68,9 +68,16 @@ _SENTENCE_WEIGHT = 0.6
 _MAX_MECHANISM_CHARS = 400
 
 OPTIONS = (
-    "min_variable_support", "max_variables_per_metric", "min_metric_support",
-    "metric_merge_threshold", "span_match_threshold", "metric_match_threshold", "lift",
-    "lift_discount", "max_evidence", "drop_weak",
+    "min_variable_support",
+    "max_variables_per_metric",
+    "min_metric_support",
+    "metric_merge_threshold",
+    "span_match_threshold",
+    "metric_match_threshold",
+    "lift",
+    "lift_discount",
+    "max_evidence",
+    "drop_weak",
 )
 
 
@@ -279,11 +286,13 @@ def build_offline(
     if unknown:
         raise ConfigError(
             f"unknown offline build option(s) {', '.join(sorted(unknown))}; "
-            f"known: {', '.join(OPTIONS)}, embed_chunks")
+            f"known: {', '.join(OPTIONS)}, embed_chunks"
+        )
     caps = tier_caps(tier)
     if min_variable_support < 1 or max_variables_per_metric < 0 or max_evidence < 1:
-        raise ConfigError("min_variable_support and max_evidence must be >= 1, "
-                          "max_variables_per_metric >= 0")
+        raise ConfigError(
+            "min_variable_support and max_evidence must be >= 1, max_variables_per_metric >= 0"
+        )
     if not 0.0 < lift_discount <= 1.0:
         raise ConfigError(f"lift_discount must be in (0, 1], got {lift_discount}")
     if not chunks:
@@ -293,39 +302,78 @@ def build_offline(
 
     t = time.perf_counter()
     corpus = collect_statements(chunks, stages)
-    stages.done("statements", t, chunks=len(chunks), sentences=len(corpus.sentences),
-                statements=len(corpus.statements),
-                sentences_with_cue=len({s.sentence for s in corpus.statements}))
+    stages.done(
+        "statements",
+        t,
+        chunks=len(chunks),
+        sentences=len(corpus.sentences),
+        statements=len(corpus.statements),
+        sentences_with_cue=len({s.sentence for s in corpus.statements}),
+    )
     if not corpus.statements:
         raise BuildError(
             f"no causal statement found in {len(corpus.sentences)} sentences of {len(chunks)} "
             "chunks; the offline builder needs sentences with explicit causal cues ('X causes "
-            "Y', 'Y is due to X', ...). Pass an LLM (build with llm=...) for this corpus.")
+            "Y', 'Y is due to X', ...). Pass an LLM (build with llm=...) for this corpus."
+        )
 
     t = time.perf_counter()
     texts = _span_texts(corpus.statements)
     span_vec = as_matrix(embedder.embed_documents(texts), len(texts), who=embedder.name)
     row = {s: i for i, s in enumerate(texts)}
     if spec is None:
-        vocab = _generate_vocabulary(corpus.statements, span_vec, row, caps.max_metrics,
-                                     min_metric_support, metric_merge_threshold,
-                                     corpus.compounds)
+        vocab = _generate_vocabulary(
+            corpus.statements,
+            span_vec,
+            row,
+            caps.max_metrics,
+            min_metric_support,
+            metric_merge_threshold,
+            corpus.compounds,
+        )
         dropped_spans = vocab.dropped
     else:
-        vocab = _map_onto_spec(spec, corpus.statements, span_vec, row, embedder,
-                               span_match_threshold, metric_match_threshold)
+        vocab = _map_onto_spec(
+            spec,
+            corpus.statements,
+            span_vec,
+            row,
+            embedder,
+            span_match_threshold,
+            metric_match_threshold,
+        )
         dropped_spans = vocab.dropped
-    stages.done("vocabulary", t, spans=len(texts), metrics=len(vocab.heads),
-                spans_dropped=dropped_spans)
+    stages.done(
+        "vocabulary", t, spans=len(texts), metrics=len(vocab.heads), spans_dropped=dropped_spans
+    )
 
     t = time.perf_counter()
-    graph, info = _assemble(corpus, chunks, vocab, spec, outcome, caps.max_dimensions, embedder,
-                            min_variable_support, max_variables_per_metric,
-                            lift and spec is None, lift_discount, max_evidence, warnings,
-                            drop_weak)
+    graph, info = _assemble(
+        corpus,
+        chunks,
+        vocab,
+        spec,
+        outcome,
+        caps.max_dimensions,
+        embedder,
+        min_variable_support,
+        max_variables_per_metric,
+        lift and spec is None,
+        lift_discount,
+        max_evidence,
+        warnings,
+        drop_weak,
+    )
     validate_graph(graph.spec, graph.variables, graph.edges, {c.id for c in chunks})
-    stages.done("graph", t, variables=len(graph.variables), edges=len(graph.edges),
-                dimensions=len(graph.spec.dimensions), metrics=len(graph.spec.metrics), **info)
+    stages.done(
+        "graph",
+        t,
+        variables=len(graph.variables),
+        edges=len(graph.edges),
+        dimensions=len(graph.spec.dimensions),
+        metrics=len(graph.spec.metrics),
+        **info,
+    )
 
     t = time.perf_counter()
     from ..store import variable_text
@@ -347,8 +395,9 @@ def build_offline(
         "llm": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "retries": 0, "failed": 0},
         "warnings": warnings,
     }
-    return BuildResult(graph=graph, variable_embeddings=var_vec, chunk_embeddings=chunk_vec,
-                       report=report)
+    return BuildResult(
+        graph=graph, variable_embeddings=var_vec, chunk_embeddings=chunk_vec, report=report
+    )
 
 
 # ----------------------------------------------------------------------------- vocabulary
@@ -365,10 +414,15 @@ class _Vocabulary:
     given: list[Metric] | None = None
 
 
-def _generate_vocabulary(statements: Sequence[Statement], span_vec: np.ndarray,
-                         row: dict[str, int], max_metrics: int, min_support: int,
-                         merge_threshold: float,
-                         compounds: frozenset[str] = frozenset()) -> _Vocabulary:
+def _generate_vocabulary(
+    statements: Sequence[Statement],
+    span_vec: np.ndarray,
+    row: dict[str, int],
+    max_metrics: int,
+    min_support: int,
+    merge_threshold: float,
+    compounds: frozenset[str] = frozenset(),
+) -> _Vocabulary:
     """Heads by support become metrics; spans with a rarer head join the closest metric."""
     spans: dict[str, Span] = {}
     parts: dict[str, tuple[str, str]] = {}
@@ -383,8 +437,9 @@ def _generate_vocabulary(statements: Sequence[Statement], span_vec: np.ndarray,
     ranked = sorted(head_count, key=lambda h: (-head_count[h], -head_best[h], h))
     # A head seeds a metric with enough statements, or with one that uses a strong cue
     # ("causes", "leads to"); a single weak mention ("affects") does not.
-    heads = [h for h in ranked if head_count[h] >= min_support
-             or head_best[h] >= STRONG_CUE][:max_metrics]
+    heads = [h for h in ranked if head_count[h] >= min_support or head_best[h] >= STRONG_CUE][
+        :max_metrics
+    ]
     if not heads:
         heads = ranked[:1]
     head_index = {h: i for i, h in enumerate(heads)}
@@ -414,17 +469,26 @@ def _generate_vocabulary(statements: Sequence[Statement], span_vec: np.ndarray,
     return _Vocabulary(heads=heads, assign=assign, dropped=dropped)
 
 
-def _map_onto_spec(spec: DomainSpec, statements: Sequence[Statement], span_vec: np.ndarray,
-                   row: dict[str, int], embedder: Embedder, span_threshold: float,
-                   metric_threshold: float) -> _Vocabulary:
+def _map_onto_spec(
+    spec: DomainSpec,
+    statements: Sequence[Statement],
+    span_vec: np.ndarray,
+    row: dict[str, int],
+    embedder: Embedder,
+    span_threshold: float,
+    metric_threshold: float,
+) -> _Vocabulary:
     """Given spec: each span becomes an existing variable, or a new one of the closest metric."""
     from ..store import variable_text
 
     metrics = list(spec.metrics)
     m_index = {m.name: i for i, m in enumerate(metrics)}
     vtexts = [variable_text(v) for v in spec.variables]
-    vvec = as_matrix(embedder.embed_documents(vtexts), len(vtexts), who=embedder.name) \
-        if vtexts else np.zeros((0, span_vec.shape[1]), dtype=np.float32)
+    vvec = (
+        as_matrix(embedder.embed_documents(vtexts), len(vtexts), who=embedder.name)
+        if vtexts
+        else np.zeros((0, span_vec.shape[1]), dtype=np.float32)
+    )
     mtexts = [f"{m.name.replace('_', ' ')}. {m.description}" for m in metrics]
     mvec = as_matrix(embedder.embed_documents(mtexts), len(mtexts), who=embedder.name)
     texts = list(row)
@@ -432,8 +496,9 @@ def _map_onto_spec(spec: DomainSpec, statements: Sequence[Statement], span_vec: 
     mb, ms = _cos_argmax(span_vec, mvec)
     assign: dict[str, tuple[int, str] | None] = {}
     dropped = 0
-    spans = {st.cause.text: st.cause for st in statements} | {st.effect.text: st.effect
-                                                               for st in statements}
+    spans = {st.cause.text: st.cause for st in statements} | {
+        st.effect.text: st.effect for st in statements
+    }
     for i, t in enumerate(texts):
         if vtexts and vs[i] >= span_threshold:
             v = spec.variables[int(vb[i])]
@@ -445,18 +510,30 @@ def _map_onto_spec(spec: DomainSpec, statements: Sequence[Statement], span_vec: 
         else:
             assign[t] = None
             dropped += 1
-    return _Vocabulary(heads=[m.name for m in metrics], assign=assign, dropped=dropped,
-                       given=metrics)
+    return _Vocabulary(
+        heads=[m.name for m in metrics], assign=assign, dropped=dropped, given=metrics
+    )
 
 
 # ----------------------------------------------------------------------------- assembly
 
 
-def _assemble(corpus: _Corpus, chunks: Sequence[Chunk], vocab: _Vocabulary,
-              spec: DomainSpec | None, outcome: OutcomeConfig | None, max_dimensions: int,
-              embedder: Embedder, min_support: int, max_per_metric: int, lift: bool,
-              lift_discount: float, max_evidence: int,
-              warnings: list[str], drop_weak: bool = True) -> tuple[CausalGraph, dict[str, Any]]:
+def _assemble(
+    corpus: _Corpus,
+    chunks: Sequence[Chunk],
+    vocab: _Vocabulary,
+    spec: DomainSpec | None,
+    outcome: OutcomeConfig | None,
+    max_dimensions: int,
+    embedder: Embedder,
+    min_support: int,
+    max_per_metric: int,
+    lift: bool,
+    lift_discount: float,
+    max_evidence: int,
+    warnings: list[str],
+    drop_weak: bool = True,
+) -> tuple[CausalGraph, dict[str, Any]]:
     given = vocab.given is not None
     # 1. Variable candidates and their support.
     node_support: Counter = Counter()
@@ -478,7 +555,9 @@ def _assemble(corpus: _Corpus, chunks: Sequence[Chunk], vocab: _Vocabulary,
         kept = 0
         for key in keys:
             existing = given and key[1].startswith("\x00")
-            if key[1] and (existing or (node_support[key] >= min_support and kept < max_per_metric)):
+            if key[1] and (
+                existing or (node_support[key] >= min_support and kept < max_per_metric)
+            ):
                 keep[key] = key
                 kept += not existing
             else:
@@ -496,8 +575,7 @@ def _assemble(corpus: _Corpus, chunks: Sequence[Chunk], vocab: _Vocabulary,
             up = [(node[0], "")] if node[1] else []
             if node[1] and not (given and node[1].startswith("\x00")):
                 words = frozenset(node[1].split())
-                up += [(node[0], " ".join(sorted(w))) for w in kept_by_metric[node[0]]
-                       if w < words]
+                up += [(node[0], " ".join(sorted(w))) for w in kept_by_metric[node[0]] if w < words]
             ancestors[node] = up
     support: dict[tuple, dict[int, float]] = defaultdict(dict)
     direct_in: Counter = Counter()
@@ -529,8 +607,11 @@ def _assemble(corpus: _Corpus, chunks: Sequence[Chunk], vocab: _Vocabulary,
             for node in (s_, t_):
                 for i, w in sents.items():
                     node_sents[node][i] = max(node_sents[node].get(i, 0.0), w)
-        weak = {n for n, sents in node_sents.items()
-                if len(sents) == 1 and max(sents.values()) < STRONG_CUE}
+        weak = {
+            n
+            for n, sents in node_sents.items()
+            if len(sents) == 1 and max(sents.values()) < STRONG_CUE
+        }
         for key in [k for k in support if k[0] in weak or k[1] in weak]:
             del support[key]
         dropped_weak = len(weak)
@@ -547,17 +628,24 @@ def _assemble(corpus: _Corpus, chunks: Sequence[Chunk], vocab: _Vocabulary,
     used = sorted({n for k in support for n in k}, key=lambda n: (n[0], n[1] != "", n[1]))
     metric_used = sorted({n[0] for n in used})
     # 6. Dimensions and signatures.
-    dims, signature, entity_names = _dimensions(used, aliases, node_support, vocab, spec,
-                                                max_dimensions, embedder, keep)
+    dims, signature, entity_names = _dimensions(
+        used, aliases, node_support, vocab, spec, max_dimensions, embedder, keep
+    )
     metrics_out: list[Metric] = []
     for i in metric_used:
         if given:
             m = vocab.given[i]
             metrics_out.append(Metric(m.name, m.signature, m.description, m.category, roles[i]))
         else:
-            metrics_out.append(Metric(names[i], signature.get(i, ()), "",
-                                      signature.get(i, ("general",))[0] if signature.get(i) else "general",
-                                      roles[i]))
+            metrics_out.append(
+                Metric(
+                    names[i],
+                    signature.get(i, ()),
+                    "",
+                    signature.get(i, ("general",))[0] if signature.get(i) else "general",
+                    roles[i],
+                )
+            )
     var_of: dict[tuple[int, str], Variable] = {}
     for node in used:
         m = metrics_out[metric_used.index(node[0])]
@@ -572,16 +660,19 @@ def _assemble(corpus: _Corpus, chunks: Sequence[Chunk], vocab: _Vocabulary,
             drives[s[0]][t_[0]] += len(sents)
             drivers[t_[0]][s[0]] += len(sents)
     if not given:
-        metrics_out = [_describe(m, i, names, drivers, drives, aliases, keep)
-                       for m, i in zip(metrics_out, metric_used, strict=True)]
+        metrics_out = [
+            _describe(m, i, names, drivers, drives, aliases, keep)
+            for m, i in zip(metrics_out, metric_used, strict=True)
+        ]
     # 7. Edges.
     chunk_ids = [c.id for c in chunks]
     edges: list[CausalEdge] = []
-    for (s, t_) in sorted(support, key=lambda k: (var_of[k[0]].name, var_of[k[1]].name)):
+    for s, t_ in sorted(support, key=lambda k: (var_of[k[0]].name, var_of[k[1]].name)):
         sents = support[(s, t_)]
         sids = _distinct_sentences(sents, corpus.sentences)
-        best = max(sids, key=lambda i: (sents[i], len(corpus.chunks_of[i]),
-                                        -len(corpus.sentences[i]), -i))
+        best = max(
+            sids, key=lambda i: (sents[i], len(corpus.chunks_of[i]), -len(corpus.sentences[i]), -i)
+        )
         per_chunk: Counter = Counter()
         for i in sids:
             for c in corpus.chunks_of[i]:
@@ -590,29 +681,47 @@ def _assemble(corpus: _Corpus, chunks: Sequence[Chunk], vocab: _Vocabulary,
         first = corpus.chunks_of[best][0]
         ranked = sorted(per_chunk, key=lambda c: (c != first, -per_chunk[c], c))[:max_evidence]
         src, tgt = var_of[s], var_of[t_]
-        edges.append(CausalEdge(
-            id=_stable_id("e_", src.name, tgt.name), source=src.name, target=tgt.name,
-            mechanism=corpus.sentences[best][:_MAX_MECHANISM_CHARS],
-            confidence=edge_confidence(sents[i] for i in sids),
-            evidence=tuple(chunk_ids[c] for c in ranked)))
+        edges.append(
+            CausalEdge(
+                id=_stable_id("e_", src.name, tgt.name),
+                source=src.name,
+                target=tgt.name,
+                mechanism=corpus.sentences[best][:_MAX_MECHANISM_CHARS],
+                confidence=edge_confidence(sents[i] for i in sids),
+                evidence=tuple(chunk_ids[c] for c in ranked),
+            )
+        )
     out_spec = DomainSpec(
-        dimensions=tuple(dims), metrics=tuple(metrics_out), variables=(), relations=(),
+        dimensions=tuple(dims),
+        metrics=tuple(metrics_out),
+        variables=(),
+        relations=(),
         outcome=OutcomeConfig(
             outcomes=tuple(m.name for m in metrics_out if m.role == "outcome"),
             terminals=tuple(m.name for m in metrics_out if m.role == "terminal"),
-            description=(outcome.description if outcome else "generated by the offline builder")),
-        domain=spec.domain if spec is not None else "")
+            description=(outcome.description if outcome else "generated by the offline builder"),
+        ),
+        domain=spec.domain if spec is not None else "",
+    )
     if spec is not None:
-        out_spec = DomainSpec(dimensions=tuple(dims), metrics=tuple(metrics_out),
-                              variables=spec.variables, relations=spec.relations,
-                              outcome=out_spec.outcome, domain=spec.domain)
+        out_spec = DomainSpec(
+            dimensions=tuple(dims),
+            metrics=tuple(metrics_out),
+            variables=spec.variables,
+            relations=spec.relations,
+            outcome=out_spec.outcome,
+            domain=spec.domain,
+        )
     variables = tuple(var_of[n] for n in used)
-    graph = CausalGraph(spec=out_spec, variables=variables, edges=tuple(edges),
-                        chunks=tuple(chunks))
-    info = {"edges_dropped_leaving_terminal": dropped_terminal,
-            "weak_single_sentence_variables_dropped": dropped_weak,
-            "outcome_metrics": sum(m.role == "outcome" for m in metrics_out),
-            "terminal_metrics": sum(m.role == "terminal" for m in metrics_out)}
+    graph = CausalGraph(
+        spec=out_spec, variables=variables, edges=tuple(edges), chunks=tuple(chunks)
+    )
+    info = {
+        "edges_dropped_leaving_terminal": dropped_terminal,
+        "weak_single_sentence_variables_dropped": dropped_weak,
+        "outcome_metrics": sum(m.role == "outcome" for m in metrics_out),
+        "terminal_metrics": sum(m.role == "terminal" for m in metrics_out),
+    }
     return graph, info
 
 
@@ -648,20 +757,32 @@ def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-def _roles(n: int, names: list[str], din: Counter, dout: Counter, outcome: OutcomeConfig | None,
-           given: list[Metric] | None, warnings: list[str]) -> list[str]:
+def _roles(
+    n: int,
+    names: list[str],
+    din: Counter,
+    dout: Counter,
+    outcome: OutcomeConfig | None,
+    given: list[Metric] | None,
+    warnings: list[str],
+) -> list[str]:
     """Graph roles: a given spec's roles, else sinks -> terminal, mostly-effects -> outcome."""
     if given is not None:
         roles = [m.role for m in given]
     else:
         roles = ["intermediate"] * n
-        sinks = sorted((i for i in range(n) if din[i] >= 2 and dout[i] == 0),
-                       key=lambda i: (-din[i], i))
-        for i in sinks[:max(1, round(DEFAULT_TERMINAL_SHARE * n))]:
+        sinks = sorted(
+            (i for i in range(n) if din[i] >= 2 and dout[i] == 0), key=lambda i: (-din[i], i)
+        )
+        for i in sinks[: max(1, round(DEFAULT_TERMINAL_SHARE * n))]:
             roles[i] = "terminal"
         for i in range(n):
             total = din[i] + dout[i]
-            if roles[i] == "intermediate" and din[i] >= 3 and din[i] / total >= DEFAULT_OUTCOME_IN_SHARE:
+            if (
+                roles[i] == "intermediate"
+                and din[i] >= 3
+                and din[i] / total >= DEFAULT_OUTCOME_IN_SHARE
+            ):
                 roles[i] = "outcome"
         if "outcome" not in roles and n:
             best = max(range(n), key=lambda i: (din[i] - dout[i], -i))
@@ -673,15 +794,25 @@ def _roles(n: int, names: list[str], din: Counter, dout: Counter, outcome: Outco
             for w in wanted:
                 i = by_norm.get(_norm(w))
                 if i is None:
-                    warnings.append(f"outcome configuration names {w!r}, which is not a metric "
-                                    "of this graph; it was ignored")
+                    warnings.append(
+                        f"outcome configuration names {w!r}, which is not a metric "
+                        "of this graph; it was ignored"
+                    )
                 else:
                     roles[i] = role
     return roles
 
 
-def _dimensions(used, aliases, node_support, vocab: _Vocabulary, spec: DomainSpec | None,
-                max_dimensions: int, embedder: Embedder, keep):
+def _dimensions(
+    used,
+    aliases,
+    node_support,
+    vocab: _Vocabulary,
+    spec: DomainSpec | None,
+    max_dimensions: int,
+    embedder: Embedder,
+    keep,
+):
     """Dimensions, metric signatures and each variable's entity tuple."""
     entity_names: dict[tuple[int, str], tuple[str, ...]] = {}
     if spec is not None:
@@ -689,8 +820,9 @@ def _dimensions(used, aliases, node_support, vocab: _Vocabulary, spec: DomainSpe
         for node in used:
             m = vocab.given[node[0]]
             if node[1].startswith("\x00"):
-                entity_names[node] = tuple(node[1].split("\x00")[-1].split("\x1f")) \
-                    if m.signature else ()
+                entity_names[node] = (
+                    tuple(node[1].split("\x00")[-1].split("\x1f")) if m.signature else ()
+                )
             elif m.signature and node[1]:
                 ent = _display_entity(node, keep, aliases)
                 if ent not in dims[m.signature[0]]:
@@ -709,11 +841,15 @@ def _dimensions(used, aliases, node_support, vocab: _Vocabulary, spec: DomainSpe
     signature: dict[int, tuple[str, ...]] = {}
     dims: list[Dimension] = []
     if with_entities:
-        ents_by_metric = {m: [display[n] for n in used if n[0] == m and n[1]] for m in with_entities}
+        ents_by_metric = {
+            m: [display[n] for n in used if n[0] == m and n[1]] for m in with_entities
+        }
         texts = [", ".join(ents_by_metric[m]) for m in with_entities]
         vec = as_matrix(embedder.embed_documents(texts), len(texts), who=embedder.name)
-        weight = np.array([sum(node_support.get(n, 1) for n in used if n[0] == m)
-                           for m in with_entities], dtype=np.float64)
+        weight = np.array(
+            [sum(node_support.get(n, 1) for n in used if n[0] == m) for m in with_entities],
+            dtype=np.float64,
+        )
         labels = spherical_kmeans(vec, weight, max_dimensions)
         names_seen: Counter = Counter()
         for lab in sorted(set(labels.tolist())):
@@ -732,9 +868,14 @@ def _dimensions(used, aliases, node_support, vocab: _Vocabulary, spec: DomainSpe
                     ents.setdefault(e, None)
                 if any(n[0] == m and not n[1] for n in used):
                     ents.setdefault(GENERIC_ENTITY, None)
-            dims.append(Dimension(name, tuple(ents),
-                                  f"entities that qualify {len(members)} metrics, e.g. "
-                                  + ", ".join(list(ents)[:5])))
+            dims.append(
+                Dimension(
+                    name,
+                    tuple(ents),
+                    f"entities that qualify {len(members)} metrics, e.g. "
+                    + ", ".join(list(ents)[:5]),
+                )
+            )
     for node in used:
         if node[0] in signature:
             entity_names[node] = (display[node],) if node[1] else (GENERIC_ENTITY,)
@@ -765,8 +906,11 @@ def _describe(m: Metric, i: int, names, drivers, drives, aliases, keep) -> Metri
     for key, cnt in aliases.items():
         if key[0] == i:
             spans.update(cnt)
-    parts = [f"{m.name.replace('_', ' ')} as the text states it, e.g. "
-             + "; ".join(a for a, _ in spans.most_common(4)) + "."]
+    parts = [
+        f"{m.name.replace('_', ' ')} as the text states it, e.g. "
+        + "; ".join(a for a, _ in spans.most_common(4))
+        + "."
+    ]
     if ins:
         parts.append("Driven by: " + ", ".join(ins) + ".")
     if outs:
@@ -774,5 +918,11 @@ def _describe(m: Metric, i: int, names, drivers, drives, aliases, keep) -> Metri
     return Metric(m.name, m.signature, " ".join(parts), m.category, m.role)
 
 
-__all__ = ["OPTIONS", "build_offline", "collect_statements", "edge_confidence", "metric_name",
-           "spherical_kmeans"]
+__all__ = [
+    "OPTIONS",
+    "build_offline",
+    "collect_statements",
+    "edge_confidence",
+    "metric_name",
+    "spherical_kmeans",
+]

@@ -22,7 +22,9 @@ COUNTERS: tuple[str, ...] = (
     "failed",  # items given up on (recorded by the pipeline, the build goes on)
 )
 
-current_stage: contextvars.ContextVar[str] = contextvars.ContextVar("hcg_llm_stage", default="other")
+current_stage: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "hcg_llm_stage", default="other"
+)
 
 
 @contextmanager

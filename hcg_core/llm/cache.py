@@ -22,7 +22,9 @@ def cache_key(model: str, messages: Sequence[dict[str, str]], schema: dict[str, 
     """The hex sha256 of a canonical JSON of the request's content (model, messages, schema)."""
     payload = json.dumps(
         {"v": CACHE_FORMAT, "model": model, "messages": list(messages), "schema": schema},
-        sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
     )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 

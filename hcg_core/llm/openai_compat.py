@@ -145,7 +145,10 @@ class OpenAIStructuredLLM:
             return await self._send(msgs, response_model, schema)
 
         result = await complete_validated(
-            send, messages, response_model, max_reasks=self.max_reasks,
+            send,
+            messages,
+            response_model,
+            max_reasks=self.max_reasks,
             on_reask=lambda exc: self.ledger.add(reasks=1),
         )
         if key is not None:
@@ -200,7 +203,9 @@ class OpenAIStructuredLLM:
             async with semaphore:
                 try:
                     resp = await client.chat.completions.create(
-                        model=self.model, messages=messages, temperature=self.temperature,
+                        model=self.model,
+                        messages=messages,
+                        temperature=self.temperature,
                         response_format=fmt,
                     )
                 except openai.BadRequestError as exc:
@@ -210,8 +215,11 @@ class OpenAIStructuredLLM:
                         self.json_schema_supported = False
                         continue
                     raise LLMError(f"{self.name} rejected the request (400): {exc}") from exc
-                except (openai.RateLimitError, openai.InternalServerError,
-                        openai.APITimeoutError) as exc:
+                except (
+                    openai.RateLimitError,
+                    openai.InternalServerError,
+                    openai.APITimeoutError,
+                ) as exc:
                     self.ledger.add(calls=1)
                     wait = _retry_after(getattr(exc, "response", None))
                     error: Exception = exc
@@ -253,8 +261,10 @@ class OpenAIStructuredLLM:
             await state[0].close()
 
     def __repr__(self) -> str:
-        return (f"OpenAIStructuredLLM(model={self.model!r}, base_url={self.base_url!r}, "
-                f"max_concurrency={self.max_concurrency})")
+        return (
+            f"OpenAIStructuredLLM(model={self.model!r}, base_url={self.base_url!r}, "
+            f"max_concurrency={self.max_concurrency})"
+        )
 
 
 def llm_from_cli(
@@ -269,9 +279,11 @@ def llm_from_cli(
 ) -> OpenAIStructuredLLM:
     """What ``hcg build --llm-base-url URL --llm-model NAME`` constructs (key from OPENAI_API_KEY)."""
     return OpenAIStructuredLLM(
-        model, base_url=base_url, api_key=api_key, max_concurrency=max_concurrency,
-        timeout=timeout, max_retries=max_retries,
+        model,
+        base_url=base_url,
+        api_key=api_key,
+        max_concurrency=max_concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
         cache_dir=Path(cache_dir) if cache_dir is not None else None,
     )
-
-

@@ -58,8 +58,13 @@ class Failures:
 
     def add(self, item: str, exc: Exception) -> None:
         if len(self.records) < MAX_FAILURE_RECORDS:
-            self.records.append({"stage": current_stage.get(), "item": item,
-                                 "error": f"{type(exc).__name__}: {exc}"[:500]})
+            self.records.append(
+                {
+                    "stage": current_stage.get(),
+                    "item": item,
+                    "error": f"{type(exc).__name__}: {exc}"[:500],
+                }
+            )
 
 
 # The progress bar of the running stage, if any; tasks started inside a stage inherit it.
@@ -85,9 +90,15 @@ def stage_progress(name: str, enabled: bool | None) -> Iterator[None]:
         bar.close()
 
 
-async def ask_item(llm: StructuredLLM, messages: Sequence[dict[str, str]],
-                   response_model: type[M], *, item: str, ledger: Ledger,
-                   failures: Failures) -> M | None:
+async def ask_item(
+    llm: StructuredLLM,
+    messages: Sequence[dict[str, str]],
+    response_model: type[M],
+    *,
+    item: str,
+    ledger: Ledger,
+    failures: Failures,
+) -> M | None:
     """The validated reply, or None when this item failed (counted as ``failed``)."""
     try:
         return await llm.acomplete(messages, response_model)

@@ -15,8 +15,9 @@ from ..errors import EmbedderError
 from ..types import CausalGraph
 
 
-def csr(rows: np.ndarray, cols: np.ndarray, payload: np.ndarray, n_rows: int
-        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def csr(
+    rows: np.ndarray, cols: np.ndarray, payload: np.ndarray, n_rows: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sort (row, col, payload) triples into CSR arrays ``(indptr, cols, payload)``.
 
     >>> ptr, c, p = csr(np.array([1, 0, 1]), np.array([2, 1, 0]), np.array([7, 8, 9]), 3)
@@ -113,8 +114,9 @@ class CompiledGraph:
         return len(self.var_names)
 
     @classmethod
-    def compile(cls, graph: CausalGraph, variable_embeddings: np.ndarray,
-                chunk_embeddings: np.ndarray) -> CompiledGraph:
+    def compile(
+        cls, graph: CausalGraph, variable_embeddings: np.ndarray, chunk_embeddings: np.ndarray
+    ) -> CompiledGraph:
         n, c = len(graph.variables), len(graph.chunks)
         if variable_embeddings.shape[0] != n or chunk_embeddings.shape[0] != c:
             raise EmbedderError(
@@ -159,16 +161,26 @@ class CompiledGraph:
         words = np.array([len(ch.text.split()) for ch in graph.chunks], dtype=np.int64)
         return cls(
             var_emb=_frozen(np.asarray(variable_embeddings, dtype=np.float32)[order]),
-            var_metric=_frozen(var_metric), metric_starts=_frozen(metric_starts),
-            out_ptr=_frozen(out_ptr), out_dst=_frozen(out_dst),
-            out_src=_frozen(np.repeat(np.arange(n, dtype=np.int64), np.diff(out_ptr))), out_eid=_frozen(out_eid),
-            in_ptr=_frozen(in_ptr), in_src=_frozen(in_src), in_eid=_frozen(in_eid),
-            edge_src=_frozen(src), edge_dst=_frozen(dst),
-            edge_conf=_frozen(conf), edge_conf_order=_frozen(confidence_order(conf)),
-            ev_ptr=_frozen(ev_ptr), ev_chunk=_frozen(ev_c),
-            is_end=_frozen(is_end), end_group=_frozen(end_group),
+            var_metric=_frozen(var_metric),
+            metric_starts=_frozen(metric_starts),
+            out_ptr=_frozen(out_ptr),
+            out_dst=_frozen(out_dst),
+            out_src=_frozen(np.repeat(np.arange(n, dtype=np.int64), np.diff(out_ptr))),
+            out_eid=_frozen(out_eid),
+            in_ptr=_frozen(in_ptr),
+            in_src=_frozen(in_src),
+            in_eid=_frozen(in_eid),
+            edge_src=_frozen(src),
+            edge_dst=_frozen(dst),
+            edge_conf=_frozen(conf),
+            edge_conf_order=_frozen(confidence_order(conf)),
+            ev_ptr=_frozen(ev_ptr),
+            ev_chunk=_frozen(ev_c),
+            is_end=_frozen(is_end),
+            end_group=_frozen(end_group),
             chunk_emb=_frozen(np.asarray(chunk_embeddings, dtype=np.float32)),
             chunk_words=_frozen(words),
-            var_names=tuple(names), edge_ids=tuple(e.id for e in graph.edges),
+            var_names=tuple(names),
+            edge_ids=tuple(e.id for e in graph.edges),
             mechanisms=tuple(e.mechanism for e in graph.edges),
         )

@@ -327,8 +327,9 @@ class HybridRanker:
             units = self.units_of.get(rc.chunk.id, [])
             if len(units) > 1:
                 mechanisms = [_squash(m)[:_MECHANISM_PROBE] for p in rc.paths for m in p.mechanisms]
-                holding = [u for u in units
-                           if any(m and m in self._flat_texts[u] for m in mechanisms)]
+                holding = [
+                    u for u in units if any(m and m in self._flat_texts[u] for m in mechanisms)
+                ]
                 units = holding or units
             for r in units:
                 if r not in hits:

@@ -15,8 +15,13 @@ from .compiled import gather
 
 
 def match_nodes(
-    sims: np.ndarray, metric_starts: np.ndarray, *, tau_min: float, top_metrics: int,
-    band: float, per_metric: int,
+    sims: np.ndarray,
+    metric_starts: np.ndarray,
+    *,
+    tau_min: float,
+    top_metrics: int,
+    band: float,
+    per_metric: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Definition 2, per-metric node matching. Returns (rows, similarities), best first.
 
@@ -53,8 +58,13 @@ def match_nodes(
 
 
 def bounded_bfs(
-    out_ptr: np.ndarray, out_dst: np.ndarray, out_eid: np.ndarray, sources: np.ndarray,
-    max_hops: int, *, stop: np.ndarray | None = None,
+    out_ptr: np.ndarray,
+    out_dst: np.ndarray,
+    out_eid: np.ndarray,
+    sources: np.ndarray,
+    max_hops: int,
+    *,
+    stop: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Definition 3: forward BFS from ``sources`` for at most ``max_hops`` hops.
 
@@ -118,8 +128,13 @@ def _bit_table(bits: np.ndarray, n_bits: int) -> np.ndarray:
 
 
 def outcome_cones(
-    reached: np.ndarray, sub_src: np.ndarray, sub_dst: np.ndarray, end_group: np.ndarray,
-    matched: np.ndarray, match_sims: np.ndarray, max_cones: int,
+    reached: np.ndarray,
+    sub_src: np.ndarray,
+    sub_dst: np.ndarray,
+    end_group: np.ndarray,
+    matched: np.ndarray,
+    match_sims: np.ndarray,
+    max_cones: int,
 ) -> Cones:
     """Definition 4: reverse reachability to each end node inside the BFS subgraph G_q.
 
@@ -137,8 +152,11 @@ def outcome_cones(
     if present.size == 0:
         return Cones(np.zeros(0, np.int64), np.zeros(0, np.int64), bits, slot)
     bit_index = np.searchsorted(present, end_group[ends])
-    np.bitwise_or.at(bits, (ends, bit_index // 64),
-                     np.left_shift(np.uint64(1), (bit_index % 64).astype(np.uint64)))
+    np.bitwise_or.at(
+        bits,
+        (ends, bit_index // 64),
+        np.left_shift(np.uint64(1), (bit_index % 64).astype(np.uint64)),
+    )
     if sub_src.size and np.any(sub_src[1:] < sub_src[:-1]):
         order = np.argsort(sub_src, kind="stable")
         sub_src, sub_dst = sub_src[order], sub_dst[order]
@@ -169,8 +187,9 @@ def cone_rank_of_nodes(cones: Cones, n: int) -> np.ndarray:
     return rank
 
 
-def toward_ends(in_ptr: np.ndarray, in_src: np.ndarray, in_eid: np.ndarray, ends: np.ndarray,
-                inside: np.ndarray) -> np.ndarray:
+def toward_ends(
+    in_ptr: np.ndarray, in_src: np.ndarray, in_eid: np.ndarray, ends: np.ndarray, inside: np.ndarray
+) -> np.ndarray:
     """Per node, the first edge of a shortest path to one of ``ends`` using only ``inside`` nodes.
 
     A reverse BFS from ``ends``; -1 where no such path exists (and for the end nodes).
@@ -197,8 +216,14 @@ def toward_ends(in_ptr: np.ndarray, in_src: np.ndarray, in_eid: np.ndarray, ends
 
 
 def rank_evidence(
-    edges: np.ndarray, edge_rank: np.ndarray, edge_conf: np.ndarray, conf_order: np.ndarray,
-    ev_ptr: np.ndarray, ev_chunk: np.ndarray, chunk_sims_of, need: int,
+    edges: np.ndarray,
+    edge_rank: np.ndarray,
+    edge_conf: np.ndarray,
+    conf_order: np.ndarray,
+    ev_ptr: np.ndarray,
+    ev_chunk: np.ndarray,
+    chunk_sims_of,
+    need: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Deduplicate the chunks cited by ``edges`` and rank them (the paper only deduplicates).
 

@@ -49,7 +49,9 @@ def _cuts(words: Sequence[str], target: int) -> list[int]:
     return cuts
 
 
-def split_passages(chunks: Sequence[Chunk], target_words: int) -> tuple[tuple[Chunk, ...], np.ndarray]:
+def split_passages(
+    chunks: Sequence[Chunk], target_words: int
+) -> tuple[tuple[Chunk, ...], np.ndarray]:
     """Passages of about ``target_words`` words, and the row of the chunk each comes from.
 
     A chunk shorter than 1.5 passages stays whole (the same object, same id). Otherwise each passage
@@ -79,7 +81,7 @@ def split_passages(chunks: Sequence[Chunk], target_words: int) -> tuple[tuple[Ch
             meta.update(passage_of=c.id, passage=i)
             if isinstance(start, int):
                 meta.update(start_word=start + a, end_word=start + b)
-            text = c.text[spans[a][0]:spans[b - 1][1]]
+            text = c.text[spans[a][0] : spans[b - 1][1]]
             out.append(Chunk(id=f"{c.id}#p{i}", text=text, doc_id=c.doc_id, metadata=meta))
             parent.append(row)
     return tuple(out), np.asarray(parent, dtype=np.int64)

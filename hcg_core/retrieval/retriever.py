@@ -56,8 +56,11 @@ class Traversal:
     def diagnostics(self) -> dict[str, Any]:
         d: dict[str, Any] = {"matched": int(self.rows.size)}
         if self.dist is not None:
-            d.update(reached=int((self.dist >= 0).sum()), subgraph_edges=int(self.sub.size),
-                     cones=int(self.cones.groups.size))
+            d.update(
+                reached=int((self.dist >= 0).sum()),
+                subgraph_edges=int(self.sub.size),
+                cones=int(self.cones.groups.size),
+            )
         return d
 
 
@@ -87,7 +90,8 @@ class HCGRetriever:
         self.config = config or RetrievalConfig()
         if variable_embeddings is None:
             variable_embeddings = embed_texts(
-                embedder, [variable_text(v) for v in graph.variables], what="variables")
+                embedder, [variable_text(v) for v in graph.variables], what="variables"
+            )
         if chunk_embeddings is None:
             chunk_embeddings = embed_texts(embedder, [c.text for c in graph.chunks], what="chunks")
         self.variable_embeddings = variable_embeddings
@@ -101,13 +105,22 @@ class HCGRetriever:
     # ------------------------------------------------------------------ construction
 
     @classmethod
-    def from_graph(cls, graph: CausalGraph, embedder: Embedder,
-                   config: RetrievalConfig | None = None, **kwargs: Any) -> HCGRetriever:
+    def from_graph(
+        cls,
+        graph: CausalGraph,
+        embedder: Embedder,
+        config: RetrievalConfig | None = None,
+        **kwargs: Any,
+    ) -> HCGRetriever:
         return cls(graph, embedder, config, **kwargs)
 
     @classmethod
-    def from_stored(cls, stored: StoredGraph, embedder: Embedder | None = None,
-                    config: RetrievalConfig | None = None) -> HCGRetriever:
+    def from_stored(
+        cls,
+        stored: StoredGraph,
+        embedder: Embedder | None = None,
+        config: RetrievalConfig | None = None,
+    ) -> HCGRetriever:
         """Use a loaded directory; its vectors are reused only if ``embedder`` made them."""
         if embedder is None:
             from ..embedders import embedder_from_name
@@ -116,31 +129,45 @@ class HCGRetriever:
                 raise ConfigError(f"{stored.path}: the manifest names no embedder; pass one")
             embedder = embedder_from_name(stored.embedder_name)
         same = stored.embedder_name == getattr(embedder, "name", None)
-        retriever = cls(stored.graph, embedder, config,
-                        variable_embeddings=stored.variable_embeddings if same else None,
-                        chunk_embeddings=stored.chunk_embeddings if same else None)
+        retriever = cls(
+            stored.graph,
+            embedder,
+            config,
+            variable_embeddings=stored.variable_embeddings if same else None,
+            chunk_embeddings=stored.chunk_embeddings if same else None,
+        )
         retriever.build_report = stored.report
         return retriever
 
     @classmethod
-    def load(cls, directory: str | os.PathLike, embedder: Embedder | None = None,
-             config: RetrievalConfig | None = None) -> HCGRetriever:
+    def load(
+        cls,
+        directory: str | os.PathLike,
+        embedder: Embedder | None = None,
+        config: RetrievalConfig | None = None,
+    ) -> HCGRetriever:
         """Load a graph directory (see docs/format.md); embeddings missing on disk are computed."""
         return cls.from_stored(load_graph(directory), embedder, config)
 
     def save(self, directory: str | os.PathLike, *, report: dict | None = None) -> None:
         """Write the graph directory (with its vectors, and the build report it was loaded with)."""
-        save_graph(self.graph, directory, embedder_name=self.embedder.name,
-                   variable_embeddings=self.variable_embeddings,
-                   chunk_embeddings=self.chunk_embeddings,
-                   report=report if report is not None else self.build_report)
+        save_graph(
+            self.graph,
+            directory,
+            embedder_name=self.embedder.name,
+            variable_embeddings=self.variable_embeddings,
+            chunk_embeddings=self.chunk_embeddings,
+            report=report if report is not None else self.build_report,
+        )
 
     def with_config(self, **changes: Any) -> HCGRetriever:
         """A retriever sharing this one's compiled arrays, with some settings changed."""
         unknown = set(changes) - set(RetrievalConfig.field_names())
         if unknown:
-            raise ConfigError(f"unknown retrieval setting(s) {sorted(unknown)}; known: "
-                              f"{', '.join(RetrievalConfig.field_names())}")
+            raise ConfigError(
+                f"unknown retrieval setting(s) {sorted(unknown)}; known: "
+                f"{', '.join(RetrievalConfig.field_names())}"
+            )
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
         clone.config = replace(self.config, **changes)
@@ -155,8 +182,10 @@ class HCGRetriever:
             vec = np.asarray(self.embedder.embed_query(query), dtype=np.float32).reshape(-1)
         dims = {a.shape[1] for a in (self.compiled.chunk_emb, self.compiled.var_emb) if a.size}
         if dims and vec.shape[0] not in dims:
-            raise EmbedderError(f"embedder {who!r} gave a query vector of dimension "
-                                f"{vec.shape[0]}; the graph's vectors have {dims.pop()}")
+            raise EmbedderError(
+                f"embedder {who!r} gave a query vector of dimension "
+                f"{vec.shape[0]}; the graph's vectors have {dims.pop()}"
+            )
         if not np.all(np.isfinite(vec)):
             raise EmbedderError(f"embedder {who!r} gave non-finite values for the query")
         norm = float(np.linalg.norm(vec))
@@ -169,13 +198,19 @@ class HCGRetriever:
     def traverse(self, qvec: np.ndarray) -> Traversal:
         """Stage 3 steps 1-3 for an embedded query: matching, bounded BFS, outcome cones."""
         cfg, g = self.config, self.compiled
-        rows, sims = match_nodes(g.var_emb @ qvec, g.metric_starts, tau_min=cfg.tau_min,
-                                 top_metrics=cfg.top_metrics, band=cfg.band,
-                                 per_metric=cfg.per_metric)
+        rows, sims = match_nodes(
+            g.var_emb @ qvec,
+            g.metric_starts,
+            tau_min=cfg.tau_min,
+            top_metrics=cfg.top_metrics,
+            band=cfg.band,
+            per_metric=cfg.per_metric,
+        )
         if rows.size == 0:
             return Traversal(rows, sims)
-        dist, parent = bounded_bfs(g.out_ptr, g.out_dst, g.out_eid, rows, cfg.max_hops,
-                                   stop=g.is_end)
+        dist, parent = bounded_bfs(
+            g.out_ptr, g.out_dst, g.out_eid, rows, cfg.max_hops, stop=g.is_end
+        )
         reached = dist >= 0
         # G_q's edges, taken in out-CSR order so they come grouped by source.
         pos = np.flatnonzero(reached[g.out_src] & reached[g.out_dst])
@@ -184,8 +219,9 @@ class HCGRetriever:
         node_rank = cone_rank_of_nodes(cones, g.n_vars) if cones.groups.size else None
         return Traversal(rows, sims, dist, parent, sub, sub_src, sub_dst, cones, node_rank)
 
-    def retrieve_by_vector(self, query: str, qvec: np.ndarray, k: int | None = None
-                           ) -> RetrievalResult:
+    def retrieve_by_vector(
+        self, query: str, qvec: np.ndarray, k: int | None = None
+    ) -> RetrievalResult:
         """Retrieval for an already embedded query, in the configured mode."""
         cfg = self.config
         k = cfg.top_k if k is None else int(k)
@@ -193,10 +229,14 @@ class HCGRetriever:
             raise ConfigError(f"k must be at least 1, got {k}")
         if cfg.mode == "paper":
             return self.retrieve_paper(query, qvec, k)
-        graph = (self.retrieve_paper(query, qvec, cfg.graph_candidates, fill=False)
-                 if cfg.use_graph else None)
-        result = self.ranker.rank(query, qvec, graph, k=k, word_budget=cfg.word_budget,
-                                  use_graph=cfg.use_graph)
+        graph = (
+            self.retrieve_paper(query, qvec, cfg.graph_candidates, fill=False)
+            if cfg.use_graph
+            else None
+        )
+        result = self.ranker.rank(
+            query, qvec, graph, k=k, word_budget=cfg.word_budget, use_graph=cfg.use_graph
+        )
         return replace(result, matched=graph.matched if graph is not None else ())
 
     @property
@@ -209,15 +249,21 @@ class HCGRetriever:
                 ranker = self._rankers.get(key)
                 if ranker is None:
                     # Clones with other hybrid settings reuse the BM25 index of the same passages.
-                    bm25 = next((r.bm25 for c, r in self._rankers.items()
-                                 if c.passage_words == key.passage_words), None)
-                    ranker = HybridRanker(self.graph.chunks, self.chunk_embeddings, key,
-                                          bm25=bm25)
+                    bm25 = next(
+                        (
+                            r.bm25
+                            for c, r in self._rankers.items()
+                            if c.passage_words == key.passage_words
+                        ),
+                        None,
+                    )
+                    ranker = HybridRanker(self.graph.chunks, self.chunk_embeddings, key, bm25=bm25)
                     self._rankers[key] = ranker
         return ranker
 
-    def retrieve_paper(self, query: str, qvec: np.ndarray, k: int, *, fill: bool = True
-                       ) -> RetrievalResult:
+    def retrieve_paper(
+        self, query: str, qvec: np.ndarray, k: int, *, fill: bool = True
+    ) -> RetrievalResult:
         """Stage 3 exactly as the paper (the part the latency benchmark times).
 
         Graph evidence first; with ``fill`` (and ``config.vector_fill``) vector top-k fills up
@@ -238,20 +284,35 @@ class HCGRetriever:
             n_cones = t.cones.groups.size
             edge_rank = t.node_rank[t.sub_dst]
             keep = edge_rank < n_cones
-            chunk_rows, pairs = rank_evidence(t.sub[keep], edge_rank[keep], g.edge_conf,
-                                              g.edge_conf_order, g.ev_ptr, g.ev_chunk, sims_of,
-                                              need=k)
+            chunk_rows, pairs = rank_evidence(
+                t.sub[keep],
+                edge_rank[keep],
+                g.edge_conf,
+                g.edge_conf_order,
+                g.ev_ptr,
+                g.ev_chunk,
+                sims_of,
+                need=k,
+            )
             served_by = "cones"
             if chunk_rows.size:
                 inside = t.node_rank < n_cones
-                toward = toward_ends(g.in_ptr, g.in_src, g.in_eid,
-                                     np.flatnonzero(inside & g.is_end), inside)
+                toward = toward_ends(
+                    g.in_ptr, g.in_src, g.in_eid, np.flatnonzero(inside & g.is_end), inside
+                )
         if chunk_rows.size == 0 and cfg.bfs_fallback and t.sub is not None and t.sub.size:
             # No outcome reached, or cones without evidence: the BFS subgraph's evidence,
             # nearer hops first (METHOD.md, "fall back gracefully").
-            chunk_rows, pairs = rank_evidence(t.sub, t.dist[t.sub_src], g.edge_conf,
-                                              g.edge_conf_order, g.ev_ptr, g.ev_chunk, sims_of,
-                                              need=k)
+            chunk_rows, pairs = rank_evidence(
+                t.sub,
+                t.dist[t.sub_src],
+                g.edge_conf,
+                g.edge_conf_order,
+                g.ev_ptr,
+                g.ev_chunk,
+                sims_of,
+                need=k,
+            )
             served_by = "bfs"
         if chunk_rows.size == 0:
             served_by = "vector"
@@ -281,8 +342,11 @@ class HCGRetriever:
         else:
             edges, ranks = t.sub, t.dist[t.sub_src]
         order = np.lexsort((g.edge_conf_order[edges], ranks))[:max_edges]
-        return [f"{g.var_names[g.edge_src[e]]} -> {g.var_names[g.edge_dst[e]]}: "
-                f"{g.mechanisms[e]}".rstrip(": ") for e in edges[order]]
+        return [
+            f"{g.var_names[g.edge_src[e]]} -> {g.var_names[g.edge_dst[e]]}: "
+            f"{g.mechanisms[e]}".rstrip(": ")
+            for e in edges[order]
+        ]
 
     # ------------------------------------------------------------------ helpers
 
@@ -303,8 +367,7 @@ class HCGRetriever:
         """Keep the first ``k`` ranked rows, also stopping at the word budget when one is set."""
         return self._within_budget(rows[:k])
 
-    def _vector_fill(self, qvec: np.ndarray, need: int, picked: np.ndarray
-                     ) -> list[RetrievedChunk]:
+    def _vector_fill(self, qvec: np.ndarray, need: int, picked: np.ndarray) -> list[RetrievedChunk]:
         """Up to ``need`` more chunks by cosine, skipping the ``picked`` rows (route fallback)."""
         g = self.compiled
         n = g.chunk_emb.shape[0]
@@ -319,9 +382,14 @@ class HCGRetriever:
         chunks = self.graph.chunks
         return [RetrievedChunk(chunks[r], float(sims[r]), "fallback") for r in rows]
 
-    def _graph_chunks(self, rows: np.ndarray, qvec: np.ndarray, pairs: np.ndarray,
-                      parent: np.ndarray | None, toward: np.ndarray | None
-                      ) -> list[RetrievedChunk]:
+    def _graph_chunks(
+        self,
+        rows: np.ndarray,
+        qvec: np.ndarray,
+        pairs: np.ndarray,
+        parent: np.ndarray | None,
+        toward: np.ndarray | None,
+    ) -> list[RetrievedChunk]:
         """The picked evidence chunks with their best few citing edges' causal paths."""
         if rows.size == 0:
             return []
@@ -334,9 +402,13 @@ class HCGRetriever:
                 edges.append(edge)
         scores = g.chunk_emb[rows] @ qvec
         return [
-            RetrievedChunk(self.graph.chunks[r], float(score), "graph",
-                           tuple(self._path(e, parent, toward) for e in citing[r]),
-                           {"edges": len(citing[r])})
+            RetrievedChunk(
+                self.graph.chunks[r],
+                float(score),
+                "graph",
+                tuple(self._path(e, parent, toward) for e in citing[r]),
+                {"edges": len(citing[r])},
+            )
             for r, score in zip(rows.tolist(), scores.tolist(), strict=True)
         ]
 
@@ -356,7 +428,8 @@ class HCGRetriever:
             edges.append(int(toward[node]))
             node = int(g.edge_dst[edges[-1]])
         nodes = [int(g.edge_src[edges[0]])] + [int(g.edge_dst[e]) for e in edges]
-        return CausalPath(tuple(g.var_names[v] for v in nodes),
-                          tuple(g.edge_ids[e] for e in edges),
-                          tuple(g.mechanisms[e] for e in edges))
-
+        return CausalPath(
+            tuple(g.var_names[v] for v in nodes),
+            tuple(g.edge_ids[e] for e in edges),
+            tuple(g.mechanisms[e] for e in edges),
+        )

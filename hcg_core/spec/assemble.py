@@ -31,8 +31,10 @@ class AssemblyReport:
     repaired: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, dict[str, int]]:
-        return {"dropped": dict(sorted(self.dropped.items())),
-                "repaired": dict(sorted(self.repaired.items()))}
+        return {
+            "dropped": dict(sorted(self.dropped.items())),
+            "repaired": dict(sorted(self.repaired.items())),
+        }
 
 
 def dimension_name(text: str) -> str:
@@ -55,8 +57,9 @@ def _entity_ok(e: str) -> bool:
     return bool(e) and not any(c in e for c in ",()")
 
 
-def merge_dimensions(drafts: Iterable[Sequence[dict[str, Any]]], cap: int,
-                     report: AssemblyReport | None = None) -> tuple[Dimension, ...]:
+def merge_dimensions(
+    drafts: Iterable[Sequence[dict[str, Any]]], cap: int, report: AssemblyReport | None = None
+) -> tuple[Dimension, ...]:
     """Union the per-batch dimension lists; keep the ``cap`` mentioned by most batches.
 
     Ties keep first-seen order; entity lists are unions in first-seen order.
@@ -92,9 +95,13 @@ def merge_dimensions(drafts: Iterable[Sequence[dict[str, Any]]], cap: int,
     return tuple(Dimension(n, tuple(entities[n]), descriptions[n]) for n in order if n in kept)
 
 
-def merge_metrics(drafts: Iterable[Sequence[dict[str, Any]]], dimensions: Sequence[Dimension],
-                  cap: int, outcome: OutcomeConfig | None,
-                  report: AssemblyReport | None = None) -> tuple[tuple[Metric, ...], OutcomeConfig]:
+def merge_metrics(
+    drafts: Iterable[Sequence[dict[str, Any]]],
+    dimensions: Sequence[Dimension],
+    cap: int,
+    outcome: OutcomeConfig | None,
+    report: AssemblyReport | None = None,
+) -> tuple[tuple[Metric, ...], OutcomeConfig]:
     """Union the per-batch metric lists over known dimensions; cap; settle the outcome config.
 
     A given ``outcome`` wins: its metrics are always kept (added bare if no batch proposed them).
@@ -122,9 +129,13 @@ def merge_metrics(drafts: Iterable[Sequence[dict[str, Any]]], dimensions: Sequen
             if name not in found:
                 role = item.get("role", "intermediate")
                 order.append(name)
-                found[name] = Metric(name, sig, str(item.get("description", "") or ""),
-                                     str(item.get("category", "") or "general"),
-                                     role if role in _ROLES else "intermediate")
+                found[name] = Metric(
+                    name,
+                    sig,
+                    str(item.get("description", "") or ""),
+                    str(item.get("category", "") or "general"),
+                    role if role in _ROLES else "intermediate",
+                )
             if name not in seen_here:
                 votes[name] += 1
                 seen_here.add(name)
@@ -142,8 +153,9 @@ def merge_metrics(drafts: Iterable[Sequence[dict[str, Any]]], dimensions: Sequen
         if n not in found:
             report.repaired["outcome_metric_added"] += 1
             order.append(n)
-            found[n] = Metric(n, (), outcome.description or f"{n}: a configured outcome.",
-                              "outcome")
+            found[n] = Metric(
+                n, (), outcome.description or f"{n}: a configured outcome.", "outcome"
+            )
     ranked = sorted(order, key=lambda n: (n not in anchored, -votes[n], order.index(n)))
     kept = set(ranked[: max(cap, len(anchored))])
     report.dropped["metric_over_cap"] += len(order) - len(kept)
@@ -162,9 +174,12 @@ def _match(name: str, choices: Sequence[str], cutoff: float) -> tuple[str | None
     return (close[0], True) if close else (None, False)
 
 
-def merge_variables(drafts: Iterable[Sequence[dict[str, Any]]], metrics: Sequence[Metric],
-                    dimensions: Sequence[Dimension],
-                    report: AssemblyReport | None = None) -> tuple[Variable, ...]:
+def merge_variables(
+    drafts: Iterable[Sequence[dict[str, Any]]],
+    metrics: Sequence[Metric],
+    dimensions: Sequence[Dimension],
+    report: AssemblyReport | None = None,
+) -> tuple[Variable, ...]:
     """Keep variables of known metrics whose entities (fuzzy-matched) belong to the signature."""
     report = report if report is not None else AssemblyReport()
     by_metric = {m.name: m for m in metrics}
@@ -200,9 +215,12 @@ def merge_variables(drafts: Iterable[Sequence[dict[str, Any]]], metrics: Sequenc
     return tuple(out.values())
 
 
-def merge_relations(drafts: Iterable[Sequence[dict[str, Any]]], variables: Sequence[Variable],
-                    metrics: Sequence[Metric],
-                    report: AssemblyReport | None = None) -> tuple[Relation, ...]:
+def merge_relations(
+    drafts: Iterable[Sequence[dict[str, Any]]],
+    variables: Sequence[Variable],
+    metrics: Sequence[Metric],
+    report: AssemblyReport | None = None,
+) -> tuple[Relation, ...]:
     """Fuzzy-match endpoints to variable names; drop unknown ends, self-loops, terminal sources."""
     report = report if report is not None else AssemblyReport()
     names = [v.name for v in variables]
@@ -227,15 +245,24 @@ def merge_relations(drafts: Iterable[Sequence[dict[str, Any]]], variables: Seque
     return tuple(out.values())
 
 
-def assemble_spec(dimensions: Sequence[Dimension], metrics: Sequence[Metric],
-                  variables: Sequence[Variable], relations: Sequence[Relation],
-                  outcome: OutcomeConfig, *, domain: str = "") -> DomainSpec:
+def assemble_spec(
+    dimensions: Sequence[Dimension],
+    metrics: Sequence[Metric],
+    variables: Sequence[Variable],
+    relations: Sequence[Relation],
+    outcome: OutcomeConfig,
+    *,
+    domain: str = "",
+) -> DomainSpec:
     """Put the merged parts together, dropping dimensions no kept metric uses, and validate."""
     used = {d for m in metrics for d in m.signature}
     spec = DomainSpec(
         dimensions=tuple(d for d in dimensions if d.name in used),
-        metrics=tuple(metrics), variables=tuple(variables), relations=tuple(relations),
-        outcome=outcome, domain=domain,
+        metrics=tuple(metrics),
+        variables=tuple(variables),
+        relations=tuple(relations),
+        outcome=outcome,
+        domain=domain,
     )
     return validate_spec(spec)
 

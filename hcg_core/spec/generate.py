@@ -154,51 +154,89 @@ async def agenerate_spec(
     texts = [excerpts(b, excerpt_chars) for b in batches]
     report = AssemblyReport()
 
-    async def step(name: str, model: type[BaseModel], field_name: str,
-                   **values: str) -> list[list[dict[str, Any]]]:
+    async def step(
+        name: str, model: type[BaseModel], field_name: str, **values: str
+    ) -> list[list[dict[str, Any]]]:
         prompt = get_prompt(name, prompts)
-        replies = await asyncio.gather(*(
-            ask_item(llm, prompt.render(model.__name__, excerpts=t, **values), model,
-                     item=f"{name}[batch {i}]", ledger=ledger, failures=failures)
-            for i, t in enumerate(texts)
-        ))
+        replies = await asyncio.gather(
+            *(
+                ask_item(
+                    llm,
+                    prompt.render(model.__name__, excerpts=t, **values),
+                    model,
+                    item=f"{name}[batch {i}]",
+                    ledger=ledger,
+                    failures=failures,
+                )
+                for i, t in enumerate(texts)
+            )
+        )
         return [[x.model_dump() for x in getattr(r, field_name)] for r in replies if r is not None]
 
     dom = domain or "unknown"
     with stage("stage1"), StageTimer(ledger, "stage1"):
         dims = merge_dimensions(
-            await step("dimensions", DimensionsReply, "dimensions", domain=dom,
-                       outcome=_outcome_text(outcome), cap=str(caps.max_dimensions)),
-            caps.max_dimensions, report,
+            await step(
+                "dimensions",
+                DimensionsReply,
+                "dimensions",
+                domain=dom,
+                outcome=_outcome_text(outcome),
+                cap=str(caps.max_dimensions),
+            ),
+            caps.max_dimensions,
+            report,
         )
         if not dims:
-            raise BuildError("Stage 1 found no dimensions: the LLM failed or the corpus sample "
-                             "names no entities; see the failures, or pass --spec")
+            raise BuildError(
+                "Stage 1 found no dimensions: the LLM failed or the corpus sample "
+                "names no entities; see the failures, or pass --spec"
+            )
         metric_drafts = await step(
-            "metrics", metrics_model([d.name for d in dims]), "metrics", domain=dom,
-            outcome=_outcome_text(outcome), dimensions=_dims_text(dims), cap=str(caps.max_metrics),
+            "metrics",
+            metrics_model([d.name for d in dims]),
+            "metrics",
+            domain=dom,
+            outcome=_outcome_text(outcome),
+            dimensions=_dims_text(dims),
+            cap=str(caps.max_metrics),
         )
-        metrics, final_outcome = merge_metrics(metric_drafts, dims, caps.max_metrics, outcome,
-                                               report)
+        metrics, final_outcome = merge_metrics(
+            metric_drafts, dims, caps.max_metrics, outcome, report
+        )
         if not metrics:
             raise BuildError("Stage 1 produced no metrics; see the failures, or pass --spec")
         var_drafts = await step(
-            "variables", variables_model([m.name for m in metrics]), "variables", domain=dom,
-            dimensions=_dims_text(dims), metrics=_metrics_text(metrics),
+            "variables",
+            variables_model([m.name for m in metrics]),
+            "variables",
+            domain=dom,
+            dimensions=_dims_text(dims),
+            metrics=_metrics_text(metrics),
         )
         variables = merge_variables(var_drafts, metrics, dims, report)
         rel_drafts = await step(
-            "relations", RelationsReply, "relations", domain=dom,
+            "relations",
+            RelationsReply,
+            "relations",
+            domain=dom,
             variables="\n".join(f"- {v.name}" for v in variables) or "(none)",
         )
         relations = merge_relations(rel_drafts, variables, metrics, report)
         spec = assemble_spec(dims, metrics, variables, relations, final_outcome, domain=domain)
-    return spec, {"batches": len(batches), "calls_planned": len(STAGE1_STEPS) * len(batches),
-                  **report.as_dict()}
+    return spec, {
+        "batches": len(batches),
+        "calls_planned": len(STAGE1_STEPS) * len(batches),
+        **report.as_dict(),
+    }
 
 
-def stage1_calls(n_chunks: int, *, sample_size: int = DEFAULT_SPEC_SAMPLE_CHUNKS,
-                 chunks_per_call: int = DEFAULT_CHUNKS_PER_CALL) -> int:
+def stage1_calls(
+    n_chunks: int,
+    *,
+    sample_size: int = DEFAULT_SPEC_SAMPLE_CHUNKS,
+    chunks_per_call: int = DEFAULT_CHUNKS_PER_CALL,
+) -> int:
     """Exact number of Stage 1 items (calls without retries, re-asks or cache hits)."""
     n = min(sample_size, n_chunks)
     return len(STAGE1_STEPS) * -(-n // chunks_per_call)

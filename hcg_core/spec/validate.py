@@ -101,7 +101,9 @@ def metric_of(variable: str, spec: DomainSpec) -> str:
 
 
 def validate_graph(
-    spec: DomainSpec, variables: tuple[Variable, ...], edges: tuple[CausalEdge, ...],
+    spec: DomainSpec,
+    variables: tuple[Variable, ...],
+    edges: tuple[CausalEdge, ...],
     chunk_ids: set[str] | None = None,
 ) -> None:
     """Check a graph's variables and edges against its spec; chunk ids too when given."""
@@ -122,9 +124,7 @@ def validate_graph(
         if e.source == e.target:
             raise SpecError(f"{label} is a self-loop", entry=e.id)
         if metrics[var_metric[e.source]].role == "terminal":
-            raise SpecError(
-                f"{label} leaves terminal metric {var_metric[e.source]!r}", entry=e.id
-            )
+            raise SpecError(f"{label} leaves terminal metric {var_metric[e.source]!r}", entry=e.id)
         if not 0.0 <= e.confidence <= 1.0:
             raise SpecError(f"{label} has confidence {e.confidence}, outside [0, 1]", entry=e.id)
         if chunk_ids is not None:

@@ -74,8 +74,9 @@ def variable_from_item(item: Any, where: str) -> Variable:
         raise SpecError(f"{where} must be a string or a mapping", entry=where)
     description = str(item.get("description", "") or "")
     if "metric" in item:
-        return Variable(str(item["metric"]), _str_tuple(item.get("entities"), f"{where}.entities"),
-                        description)
+        return Variable(
+            str(item["metric"]), _str_tuple(item.get("entities"), f"{where}.entities"), description
+        )
     if "name" in item:
         metric, ents = parse_call(item["name"], what="variable")
         return Variable(metric, ents, description)
@@ -94,8 +95,11 @@ def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
             body = {"entities": body}
         body = _mapping(body, f"dimensions.{name}")
         dims.append(
-            Dimension(str(name), _str_tuple(body.get("entities"), f"dimensions.{name}.entities"),
-                      str(body.get("description", "") or ""))
+            Dimension(
+                str(name),
+                _str_tuple(body.get("entities"), f"dimensions.{name}.entities"),
+                str(body.get("description", "") or ""),
+            )
         )
     metrics = []
     for key, body in _mapping(data.get("metrics"), "metrics").items():
@@ -103,26 +107,39 @@ def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
         body = _mapping(body, f"metrics.{key}")
         metrics.append(
             Metric(
-                name, signature, str(body.get("description", "") or ""),
+                name,
+                signature,
+                str(body.get("description", "") or ""),
                 str(body.get("category", "general") or "general"),
                 str(body.get("graph_role", "intermediate") or "intermediate"),  # type: ignore[arg-type]
             )
         )
-    variables = [variable_from_item(item, f"variables[{i}]")
-                 for i, item in enumerate(_list(data.get("variables"), "variables"))]
+    variables = [
+        variable_from_item(item, f"variables[{i}]")
+        for i, item in enumerate(_list(data.get("variables"), "variables"))
+    ]
     relations = []
     for i, item in enumerate(_list(data.get("relations"), "relations")):
         item = _mapping(item, f"relations[{i}]")
         if "source" not in item or "target" not in item:
             raise SpecError(f"relations[{i}] needs 'source' and 'target'", entry=f"relations[{i}]")
-        relations.append(Relation(str(item["source"]), str(item["target"]),
-                                  str(item.get("mechanism", "") or "")))
+        relations.append(
+            Relation(str(item["source"]), str(item["target"]), str(item.get("mechanism", "") or ""))
+        )
     out = _mapping(data.get("outcome"), "outcome")
-    outcome = OutcomeConfig(_str_tuple(out.get("outcomes"), "outcome.outcomes"),
-                            _str_tuple(out.get("terminals"), "outcome.terminals"),
-                            str(out.get("description", "") or ""))
-    spec = DomainSpec(tuple(dims), tuple(apply_outcome_roles(metrics, outcome)), tuple(variables),
-                      tuple(relations), outcome, str(data.get("domain", "") or ""))
+    outcome = OutcomeConfig(
+        _str_tuple(out.get("outcomes"), "outcome.outcomes"),
+        _str_tuple(out.get("terminals"), "outcome.terminals"),
+        str(out.get("description", "") or ""),
+    )
+    spec = DomainSpec(
+        tuple(dims),
+        tuple(apply_outcome_roles(metrics, outcome)),
+        tuple(variables),
+        tuple(relations),
+        outcome,
+        str(data.get("domain", "") or ""),
+    )
     return validate_spec(spec) if validate else spec
 
 
@@ -140,6 +157,7 @@ def _entity_safe(e: str) -> bool:
 
 def spec_to_dict(spec: DomainSpec) -> dict:
     """The inverse of ``spec_from_dict``: plain data in the documented shape."""
+
     def var_item(v: Variable) -> Any:
         if all(_entity_safe(e) for e in v.entities):
             return {"name": v.name, "description": v.description} if v.description else v.name
@@ -151,17 +169,22 @@ def spec_to_dict(spec: DomainSpec) -> dict:
     data: dict[str, Any] = {}
     if spec.domain:
         data["domain"] = spec.domain
-    out: dict[str, Any] = {"outcomes": list(spec.outcome.outcomes),
-                           "terminals": list(spec.outcome.terminals)}
+    out: dict[str, Any] = {
+        "outcomes": list(spec.outcome.outcomes),
+        "terminals": list(spec.outcome.terminals),
+    }
     if spec.outcome.description:
         out["description"] = spec.outcome.description
     data["outcome"] = out
     data["dimensions"] = {
-        d.name: {"description": d.description, "entities": list(d.entities)} for d in spec.dimensions
+        d.name: {"description": d.description, "entities": list(d.entities)}
+        for d in spec.dimensions
     }
     data["metrics"] = {
         (f"{m.name}({', '.join(m.signature)})" if m.signature else m.name): {
-            "description": m.description, "category": m.category, "graph_role": m.role,
+            "description": m.description,
+            "category": m.category,
+            "graph_role": m.role,
         }
         for m in spec.metrics
     }
