@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hcg_core.config import HybridConfig
 from hcg_core.eval.runner import evaluate, load_questions
-from hcg_core.retrieval import HCGRetriever
+from hcg_core.retrieval import CausalGraphRetriever
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "graphrag-bench-medical"
 MANY = 200  # chunks asked for; the word budget stops first (as in hcg eval)
@@ -35,7 +35,7 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=2000)
     ap.add_argument("--limit", type=int, default=None)
     args = ap.parse_args()
-    retriever = HCGRetriever.load(args.graph)
+    retriever = CausalGraphRetriever.load(args.graph)
     questions = load_questions(args.questions, limit=args.limit)
     vectors = {q.question: retriever.embed_query(q.question) for q in questions}
     print(f"{'setting':<34}{'all':>8}{'complex':>9}{'graph words':>13}")

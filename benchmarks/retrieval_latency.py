@@ -2,7 +2,7 @@
 
 Size (the paper's L tier on the medical corpus): 1,583 variables, ~9,000 edges, 173 metrics,
 384-dim embeddings, 2,000 chunks. The query embedding is excluded from both timings: the graph
-stage is ``HCGRetriever.retrieve_paper`` (matching, BFS, cones, evidence ranking, paths, fill);
+stage is ``CausalGraphRetriever.retrieve_paper`` (matching, BFS, cones, evidence ranking, paths, fill);
 the baseline is ``chunk_emb @ q`` + ``argpartition`` + sort of the top k.
 
     python benchmarks/retrieval_latency.py [--queries 500] [--k 10]
@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from hcg_core.retrieval import HCGRetriever
+from hcg_core.retrieval import CausalGraphRetriever
 from hcg_core.types import (
     CausalEdge,
     CausalGraph,
@@ -112,7 +112,7 @@ def main() -> None:
     args = ap.parse_args()
     graph, var_emb, chunk_emb, centres = synthetic(layout=args.layout)
     t0 = time.perf_counter()
-    r = HCGRetriever.from_graph(
+    r = CausalGraphRetriever.from_graph(
         graph, _Fixed(), variable_embeddings=var_emb, chunk_embeddings=chunk_emb
     )
     compile_s = time.perf_counter() - t0

@@ -22,7 +22,7 @@ from .errors import (
 )
 from .graph_build import BuildResult, build_graph
 from .ports import Embedder, StructuredLLM
-from .retrieval import HCGRetriever
+from .retrieval import CausalGraphRetriever
 from .store import StoredGraph, load_graph, read_spec_file, save_graph
 from .types import (
     CausalEdge,
@@ -58,7 +58,7 @@ __all__ = [
     "EmbedderError",
     "FormatVersionError",
     "HCGError",
-    "HCGRetriever",
+    "CausalGraphRetriever",
     "HybridConfig",
     "InputError",
     "LLMError",
@@ -84,3 +84,12 @@ __all__ = [
     "read_spec_file",
     "save_graph",
 ]
+
+
+def __getattr__(name: str):
+    # Deprecated alias of CausalGraphRetriever, kept for one release (hcg_core.retrieval warns).
+    if name == "HCGRetriever":
+        from . import retrieval
+
+        return retrieval.HCGRetriever
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -268,7 +268,7 @@ def format_build_report(report: dict[str, Any]) -> str:
 
 def cmd_query(args: argparse.Namespace) -> int:
     from .config import HybridConfig, RetrievalConfig
-    from .retrieval import HCGRetriever
+    from .retrieval import CausalGraphRetriever
 
     embedder = make_embedder(args.embedder, args.embedder_base_url) if args.embedder else None
     config = RetrievalConfig(
@@ -276,7 +276,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         use_graph=not args.no_graph,
         hybrid=HybridConfig(passage_words=args.passage_words),
     )
-    retriever = HCGRetriever.load(args.dir, embedder=embedder, config=config)
+    retriever = CausalGraphRetriever.load(args.dir, embedder=embedder, config=config)
     result = retriever.retrieve(args.question, k=args.k)
     if args.json:
         print(json.dumps(result_to_dict(result), indent=1))

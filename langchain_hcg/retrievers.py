@@ -23,7 +23,7 @@ from hcg_core.config import DEFAULT_TIER, RetrievalConfig
 from hcg_core.corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents
 from hcg_core.errors import ConfigError, InputError
 from hcg_core.graph_build import build_graph
-from hcg_core.retrieval import HCGRetriever as CoreRetriever
+from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
 from hcg_core.types import CausalGraph, DomainSpec, OutcomeConfig
 
 from ._convert import to_chunk, to_core_document, to_lc_documents

@@ -32,7 +32,7 @@ from hcg_core.errors import BuildError, StoreError
 from hcg_core.graph_build import build_graph
 from hcg_core.graph_build.evidence import edge_text
 from hcg_core.ports import Embedder
-from hcg_core.retrieval import HCGRetriever as CoreRetriever
+from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
 from hcg_core.retrieval.retriever import embed_texts
 from hcg_core.store import load_graph
 from hcg_core.types import CausalGraph, DomainSpec, OutcomeConfig

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 import langchain_hcg.retrievers as lc_retrievers
 from hcg_core.embedders import HashingEmbedder, default_embedder
 from hcg_core.errors import ConfigError, InputError, LLMOutputError
-from hcg_core.retrieval import HCGRetriever as CoreRetriever
+from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
 from hcg_core.types import CausalGraph, Chunk, DomainSpec
 from langchain_hcg import (
     HCGDefaultEmbeddings,

@@ -8,7 +8,7 @@ from pathlib import Path
 from langchain_core.documents import Document
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
-from hcg_core.retrieval import HCGRetriever as CoreRetriever
+from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
 from langchain_hcg import HCGRetriever
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "data" / "adapter_demo.md"

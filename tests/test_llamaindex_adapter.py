@@ -33,7 +33,7 @@ import llama_index_hcg.index as li_index
 from hcg_core.embedders import CallableEmbedder, HashingEmbedder, default_embedder
 from hcg_core.errors import ConfigError, LLMOutputError
 from hcg_core.graph_build.evidence import edge_text
-from hcg_core.retrieval import HCGRetriever as CoreRetriever
+from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
 from llama_index_hcg import (
     HCGDefaultEmbedding,
     HCGIndex,

@@ -29,7 +29,7 @@ HCG_CORE_ALL = {
     "EmbedderError",
     "FormatVersionError",
     "HCGError",
-    "HCGRetriever",
+    "CausalGraphRetriever",
     "HybridConfig",
     "InputError",
     "LLMError",
@@ -141,3 +141,11 @@ def test_adapter_without_framework_names_the_extra(adapter: str, top: str, extra
     assert out.returncode == 0, out.stderr
     assert "IMPORT-ERROR:" in out.stdout
     assert extra in out.stdout
+
+
+def test_old_core_retriever_name_still_imports_with_a_warning():
+    import hcg_core
+    from hcg_core.retrieval import CausalGraphRetriever
+
+    with pytest.warns(DeprecationWarning, match="CausalGraphRetriever"):
+        assert hcg_core.HCGRetriever is CausalGraphRetriever

@@ -9,7 +9,7 @@ import pytest
 
 from hcg_core.config import RetrievalConfig
 from hcg_core.errors import ConfigError
-from hcg_core.retrieval import HCGRetriever, bounded_bfs, match_nodes, outcome_cones
+from hcg_core.retrieval import CausalGraphRetriever, bounded_bfs, match_nodes, outcome_cones
 from hcg_core.retrieval.compiled import CompiledGraph
 
 PAPER = RetrievalConfig(mode="paper")
@@ -114,7 +114,7 @@ def test_cone_convergence_orders_cones():
 
 
 def test_cones_route_orders_evidence_and_carries_paths(graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder, PAPER)
+    r = CausalGraphRetriever.from_graph(graph, embedder, PAPER)
     res = r.retrieve("smoking", k=4)
     assert res.served_by == "cones"
     assert res.matched[0] == "Smoking"
@@ -132,7 +132,7 @@ def test_cones_route_orders_evidence_and_carries_paths(graph, embedder):
 
 
 def test_exactly_k_and_dedup(graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder, PAPER)
+    r = CausalGraphRetriever.from_graph(graph, embedder, PAPER)
     for k in range(1, len(graph.chunks) + 1):
         res = r.retrieve("smoking and diet", k=k)
         ids = [c.chunk.id for c in res.chunks]
@@ -141,7 +141,7 @@ def test_exactly_k_and_dedup(graph, embedder):
 
 
 def test_no_match_falls_back_to_vector(graph, embedder):
-    res = HCGRetriever.from_graph(graph, embedder, PAPER).retrieve("weather", k=2)
+    res = CausalGraphRetriever.from_graph(graph, embedder, PAPER).retrieve("weather", k=2)
     assert res.served_by == "vector" and res.matched == ()
     assert [c.route for c in res.chunks] == ["fallback", "fallback"]
     assert res.chunks[0].chunk.id == "c5"
@@ -149,7 +149,7 @@ def test_no_match_falls_back_to_vector(graph, embedder):
 
 def test_no_outcome_reached_uses_bfs_subgraph(graph, embedder):
     # With 0 hops from Diet nothing but Diet is reached: no subgraph edges, so vector.
-    r = HCGRetriever.from_graph(graph, embedder, RetrievalConfig(mode="paper", max_hops=0))
+    r = CausalGraphRetriever.from_graph(graph, embedder, RetrievalConfig(mode="paper", max_hops=0))
     assert r.retrieve("diet", k=2).served_by == "vector"
     # Sleep is matched but isolated: no edges -> vector fallback.
     assert r.retrieve("sleep", k=1).served_by == "vector"
@@ -165,13 +165,15 @@ def test_no_evidence_falls_back(graph, embedder):
     from dataclasses import replace
 
     bare = replace(graph, edges=tuple(replace(e, evidence=()) for e in graph.edges))
-    res = HCGRetriever.from_graph(bare, embedder, PAPER).retrieve("smoking", k=3)
+    res = CausalGraphRetriever.from_graph(bare, embedder, PAPER).retrieve("smoking", k=3)
     assert res.served_by == "vector"
     assert all(c.route == "fallback" for c in res.chunks) and len(res.chunks) == 3
 
 
 def test_vector_fill_can_be_switched_off_and_budget_applies(graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder, RetrievalConfig(mode="paper", vector_fill=False))
+    r = CausalGraphRetriever.from_graph(
+        graph, embedder, RetrievalConfig(mode="paper", vector_fill=False)
+    )
     assert [c.route for c in r.retrieve("smoking", k=6).chunks] == ["graph"] * 3
     rb = r.with_config(word_budget=9, vector_fill=True)
     res = rb.retrieve("smoking", k=6)
@@ -188,11 +190,11 @@ def test_bad_k_and_config():
 
 def test_bad_k_at_query(graph, embedder):
     with pytest.raises(ConfigError):
-        HCGRetriever.from_graph(graph, embedder, PAPER).retrieve("smoking", k=0)
+        CausalGraphRetriever.from_graph(graph, embedder, PAPER).retrieve("smoking", k=0)
 
 
 def test_compiled_arrays_are_read_only(graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder, PAPER)
+    r = CausalGraphRetriever.from_graph(graph, embedder, PAPER)
     assert isinstance(r.compiled, CompiledGraph)
     with pytest.raises(ValueError):
         r.compiled.var_emb[0, 0] = 1.0
@@ -201,7 +203,7 @@ def test_compiled_arrays_are_read_only(graph, embedder):
 @pytest.mark.parametrize("mode", ["paper", "hybrid"])
 def test_concurrent_queries_match_serial(graph, embedder, mode):
     # Threads start before the hybrid ranker exists, so its lazy construction races too.
-    r = HCGRetriever.from_graph(graph, embedder, RetrievalConfig(mode=mode))
+    r = CausalGraphRetriever.from_graph(graph, embedder, RetrievalConfig(mode=mode))
     queries = ["smoking", "diet", "sleep", "weather", "stroke pressure"] * 20
     got: dict[int, list[str]] = {}
 
@@ -218,7 +220,7 @@ def test_concurrent_queries_match_serial(graph, embedder, mode):
 
 
 def test_nodes_only_triples(graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder, PAPER)
+    r = CausalGraphRetriever.from_graph(graph, embedder, PAPER)
     triples = r.graph_triples("smoking")
     # The Stroke cone's edges, best confidence first; no chunk text.
     assert triples == [

@@ -11,7 +11,7 @@ from hcg_core.config import HybridConfig, RetrievalConfig
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import ConfigError, CorruptFileError, EmbedderError, InputError
 from hcg_core.graph_build import build_graph
-from hcg_core.retrieval import HCGRetriever
+from hcg_core.retrieval import CausalGraphRetriever
 from hcg_core.store import load_graph
 from hcg_core.types import Chunk
 
@@ -23,18 +23,18 @@ def test_duplicate_chunk_ids_are_refused_before_building():
 
 
 def test_resaving_drops_a_stale_report_and_keeps_a_loaded_one(tmp_path, graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder)
+    r = CausalGraphRetriever.from_graph(graph, embedder)
     r.save(tmp_path / "g", report={"edges": 99})
-    HCGRetriever.from_graph(graph, embedder).save(tmp_path / "g")  # a new graph, no report
+    CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "g")  # a new graph, no report
     assert load_graph(tmp_path / "g").report is None
     r.save(tmp_path / "h", report={"edges": 6})
-    HCGRetriever.load(tmp_path / "h", embedder=embedder).save(tmp_path / "i")
+    CausalGraphRetriever.load(tmp_path / "h", embedder=embedder).save(tmp_path / "i")
     assert load_graph(tmp_path / "i").report == {"edges": 6}
 
 
 @pytest.mark.parametrize("embeddings", [["x"], {"chunks": "x"}, {"chunks": {"file": "../x.npy"}}])
 def test_malformed_or_escaping_embedding_entries(tmp_path, graph, embedder, embeddings):
-    HCGRetriever.from_graph(graph, embedder).save(tmp_path / "g")
+    CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "g")
     manifest = json.loads((tmp_path / "g" / "manifest.json").read_text())
     manifest["embeddings"] = embeddings
     (tmp_path / "g" / "manifest.json").write_text(json.dumps(manifest))
@@ -45,7 +45,7 @@ def test_malformed_or_escaping_embedding_entries(tmp_path, graph, embedder, embe
 
 
 def test_graph_json_evidence_must_be_a_list(tmp_path, graph, embedder):
-    HCGRetriever.from_graph(graph, embedder).save(tmp_path / "g")
+    CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "g")
     data = json.loads((tmp_path / "g" / "graph.json").read_text())
     data["edges"][0]["evidence"] = "c0"
     (tmp_path / "g" / "graph.json").write_text(json.dumps(data))
@@ -54,7 +54,7 @@ def test_graph_json_evidence_must_be_a_list(tmp_path, graph, embedder):
 
 
 def test_with_config_names_unknown_settings(graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder)
+    r = CausalGraphRetriever.from_graph(graph, embedder)
     with pytest.raises(ConfigError, match="top_kk"):
         r.with_config(top_kk=3)
 
@@ -84,13 +84,13 @@ class _Broken:
     ],
 )
 def test_query_embedder_failures_are_typed(graph, query, match):
-    r = HCGRetriever.from_graph(graph, _Broken(query))
+    r = CausalGraphRetriever.from_graph(graph, _Broken(query))
     with pytest.raises(EmbedderError, match=match):
         r.retrieve("smoking")
 
 
 def test_clones_with_other_hybrid_settings_reuse_their_ranker(graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder)
+    r = CausalGraphRetriever.from_graph(graph, embedder)
     a = r.with_config(hybrid=HybridConfig(diversity=0.7))
     a.retrieve("smoking")
     first = a.ranker
@@ -100,7 +100,7 @@ def test_clones_with_other_hybrid_settings_reuse_their_ranker(graph, embedder):
 
 
 def test_hybrid_graph_signal_is_not_cut_by_the_word_budget(graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder, RetrievalConfig(word_budget=6))
+    r = CausalGraphRetriever.from_graph(graph, embedder, RetrievalConfig(word_budget=6))
     res = r.retrieve("smoking", k=4)
     # Three evidence chunks support the query; a 6-word budget must not shrink the signal.
     assert res.diagnostics["graph_candidates"] == 3

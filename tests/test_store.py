@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 
 from hcg_core.errors import CorruptFileError, FormatVersionError, MissingFileError, SpecError
-from hcg_core.retrieval import HCGRetriever
+from hcg_core.retrieval import CausalGraphRetriever
 from hcg_core.store import load_graph, read_spec_file, save_graph
 
 HAND = Path(__file__).resolve().parent.parent / "examples" / "hand_graph"
 
 
 def test_round_trip_with_embeddings(tmp_path, graph, embedder):
-    r = HCGRetriever.from_graph(graph, embedder)
+    r = CausalGraphRetriever.from_graph(graph, embedder)
     r.save(tmp_path / "g", report={"stages": {"x": {"seconds": 1}}})
     stored = load_graph(tmp_path / "g")
     assert stored.graph == graph
@@ -25,14 +25,14 @@ def test_round_trip_with_embeddings(tmp_path, graph, embedder):
     np.testing.assert_array_equal(stored.chunk_embeddings, r.chunk_embeddings)
     np.testing.assert_array_equal(stored.variable_embeddings, r.variable_embeddings)
     assert stored.report == {"stages": {"x": {"seconds": 1}}}
-    r2 = HCGRetriever.load(tmp_path / "g", embedder=embedder)
+    r2 = CausalGraphRetriever.load(tmp_path / "g", embedder=embedder)
     for q in ("smoking", "diet", "weather"):
         assert r2.retrieve(q, k=4) == r.retrieve(q, k=4)
     assert not list((tmp_path / "g").rglob("*.tmp"))  # atomic writes leave no temp files
 
 
 def test_missing_or_stale_embeddings_are_recomputed(tmp_path, graph, embedder):
-    HCGRetriever.from_graph(graph, embedder).save(tmp_path / "g")
+    CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "g")
     (tmp_path / "g" / "embeddings" / "chunks.npy").unlink()
     stored = load_graph(tmp_path / "g")
     assert stored.chunk_embeddings is None and stored.variable_embeddings is not None
@@ -43,11 +43,11 @@ def test_missing_or_stale_embeddings_are_recomputed(tmp_path, graph, embedder):
     first["text"] = "edited by hand"
     lines[0] = json.dumps(first)
     (tmp_path / "g" / "chunks.jsonl").write_text("\n".join(lines) + "\n")
-    HCGRetriever.from_graph(graph, embedder).save(tmp_path / "h")
+    CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "h")
     (tmp_path / "h" / "chunks.jsonl").write_text("\n".join(lines) + "\n")
     stale = load_graph(tmp_path / "h")
     assert stale.chunk_embeddings is None and any("stale" in n for n in stale.notes)
-    r = HCGRetriever.load(tmp_path / "h", embedder=embedder)
+    r = CausalGraphRetriever.load(tmp_path / "h", embedder=embedder)
     assert r.graph.chunks[0].text == "edited by hand"
     np.testing.assert_allclose(r.chunk_embeddings[0], embedder.embed_query("edited by hand"))
 
@@ -56,7 +56,9 @@ def test_hand_written_directory_loads_and_queries(embedder):
     stored = load_graph(HAND)
     assert stored.variable_embeddings is None and stored.chunk_embeddings is None
     assert len(stored.graph.edges) == 7 and len(stored.graph.chunks) == 7
-    res = HCGRetriever.from_stored(stored, embedder).retrieve("blood pressure and stroke", k=3)
+    res = CausalGraphRetriever.from_stored(stored, embedder).retrieve(
+        "blood pressure and stroke", k=3
+    )
     assert len(res.chunks) == 3
 
 
@@ -96,7 +98,7 @@ def test_corrupt_file_is_named(tmp_path, name, content):
 
 
 def test_corrupt_npy_is_named(tmp_path, graph, embedder):
-    HCGRetriever.from_graph(graph, embedder).save(tmp_path / "g")
+    CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "g")
     bad = tmp_path / "g" / "embeddings" / "variables.npy"
     bad.write_bytes(b"\x93NUMPY garbage")
     with pytest.raises(CorruptFileError) as err:
@@ -105,7 +107,7 @@ def test_corrupt_npy_is_named(tmp_path, graph, embedder):
 
 
 def test_pickled_npy_is_refused(tmp_path, graph, embedder):
-    HCGRetriever.from_graph(graph, embedder).save(tmp_path / "g")
+    CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "g")
     path = tmp_path / "g" / "embeddings" / "variables.npy"
     np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(CorruptFileError):

@@ -94,7 +94,7 @@ def parse_modes(text: str) -> list[str]:
 def hcg_systems(
     retriever: Any, modes: list[str], *, k: int | None, budget: int
 ) -> dict[str, System]:
-    """Systems for an ``HCGRetriever``: each mode as ``question -> RetrievalResult``.
+    """Systems for an ``CausalGraphRetriever``: each mode as ``question -> RetrievalResult``.
 
     Each mode is the retriever itself with one setting changed (``with_config``), so what is
     measured is exactly what a user gets; without ``k`` every mode fills the word budget.
@@ -168,7 +168,7 @@ def ablation_systems(retriever: Any, args: argparse.Namespace) -> dict[str, Syst
 
 def run_eval(args: argparse.Namespace) -> int:
     """Run ``hcg eval`` with parsed arguments; print the table (or JSON); return the exit code."""
-    from ..retrieval.retriever import HCGRetriever
+    from ..retrieval.retriever import CausalGraphRetriever
 
     try:
         if args.budget < 1:
@@ -184,7 +184,7 @@ def run_eval(args: argparse.Namespace) -> int:
             if getattr(args, "embedder", None)
             else None
         )
-        retriever = HCGRetriever.load(args.directory, embedder=embedder)
+        retriever = CausalGraphRetriever.load(args.directory, embedder=embedder)
         retriever = retriever.with_config(
             hybrid=replace(retriever.config.hybrid, passage_words=args.passage_words)
         )

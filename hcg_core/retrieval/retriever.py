@@ -64,13 +64,13 @@ class Traversal:
         return d
 
 
-class HCGRetriever:
+class CausalGraphRetriever:
     """Graph-guided retrieval over one causal graph.
 
     Setup::
 
-        from hcg_core.retrieval import HCGRetriever
-        retriever = HCGRetriever.load("graph_dir")          # the embedder named in the manifest
+        from hcg_core.retrieval import CausalGraphRetriever
+        retriever = CausalGraphRetriever.load("graph_dir")          # the embedder named in the manifest
         result = retriever.retrieve("What raises stroke risk?", k=5)
         for rc in result.chunks:
             print(rc.route, round(rc.score, 3), [str(p) for p in rc.paths], rc.chunk.text[:80])
@@ -111,7 +111,7 @@ class HCGRetriever:
         embedder: Embedder,
         config: RetrievalConfig | None = None,
         **kwargs: Any,
-    ) -> HCGRetriever:
+    ) -> CausalGraphRetriever:
         return cls(graph, embedder, config, **kwargs)
 
     @classmethod
@@ -120,7 +120,7 @@ class HCGRetriever:
         stored: StoredGraph,
         embedder: Embedder | None = None,
         config: RetrievalConfig | None = None,
-    ) -> HCGRetriever:
+    ) -> CausalGraphRetriever:
         """Use a loaded directory; its vectors are reused only if ``embedder`` made them."""
         if embedder is None:
             from ..embedders import embedder_from_name
@@ -145,7 +145,7 @@ class HCGRetriever:
         directory: str | os.PathLike,
         embedder: Embedder | None = None,
         config: RetrievalConfig | None = None,
-    ) -> HCGRetriever:
+    ) -> CausalGraphRetriever:
         """Load a graph directory (see docs/format.md); embeddings missing on disk are computed."""
         return cls.from_stored(load_graph(directory), embedder, config)
 
@@ -160,7 +160,7 @@ class HCGRetriever:
             report=report if report is not None else self.build_report,
         )
 
-    def with_config(self, **changes: Any) -> HCGRetriever:
+    def with_config(self, **changes: Any) -> CausalGraphRetriever:
         """A retriever sharing this one's compiled arrays, with some settings changed."""
         unknown = set(changes) - set(RetrievalConfig.field_names())
         if unknown:
