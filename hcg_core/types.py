@@ -184,16 +184,40 @@ class RetrievedChunk:
                 seen.setdefault(e, None)
         return tuple(seen)
 
+    @property
+    def parent_id(self) -> str | None:
+        """The stored chunk this unit is part of, when it is a finer unit (a passage); else None."""
+        parent = (self.chunk.metadata or {}).get("passage_of")
+        return parent if isinstance(parent, str) and parent != self.chunk.id else None
+
     def provenance(self, served_by: str) -> dict[str, Any]:
-        """Why this chunk came back, as flat JSON-ready metadata (what the adapters attach)."""
+        """Why this chunk came back, as flat JSON-ready metadata (what both adapters attach).
+
+        Keys: ``hcg_score`` (the fused score in [0, 1]) and its parts ``hcg_score_bm25``,
+        ``hcg_score_dense``, ``hcg_score_graph`` (each in [0, 1]; absent in paper mode),
+        ``hcg_route``, ``hcg_served_by``, ``hcg_paths``, ``hcg_mechanisms``, ``hcg_edge_ids``, and
+        ``hcg_parent_id`` (the stored chunk a passage is part of; None for a whole chunk).
+        """
         mechanisms = dict.fromkeys(m for p in self.paths for m in p.mechanisms if m)
-        return {
-            "hcg_route": self.route,
-            "hcg_served_by": served_by,
-            "hcg_paths": [str(p) for p in self.paths],
-            "hcg_mechanisms": list(mechanisms),
-            "hcg_edge_ids": list(self.edge_ids),
-        }
+        out: dict[str, Any] = {"hcg_score": float(self.score)}
+        for part in SCORE_PARTS:
+            if part in self.details:
+                out[f"hcg_score_{part}"] = float(self.details[part])
+        out.update(
+            {
+                "hcg_route": self.route,
+                "hcg_served_by": served_by,
+                "hcg_paths": [str(p) for p in self.paths],
+                "hcg_mechanisms": list(mechanisms),
+                "hcg_edge_ids": list(self.edge_ids),
+                "hcg_parent_id": self.parent_id,
+            }
+        )
+        return out
+
+
+# The parts of a hybrid score, each in [0, 1], kept in ``RetrievedChunk.details`` under these names.
+SCORE_PARTS = ("bm25", "dense", "graph")
 
 
 @dataclass(frozen=True)

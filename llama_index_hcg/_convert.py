@@ -15,15 +15,6 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
 
 from hcg_core.types import Chunk, RetrievedChunk
 
-PROVENANCE_KEYS: tuple[str, ...] = (
-    "hcg_route",
-    "hcg_served_by",
-    "hcg_paths",
-    "hcg_mechanisms",
-    "hcg_edge_ids",
-    "hcg_passage_of",
-)
-
 
 def _json_safe(metadata: Mapping[str, Any]) -> dict[str, Any]:
     # The core store writes chunk metadata as JSON; LlamaIndex allows only flat scalars anyway,
@@ -70,8 +61,8 @@ def with_provenance(node: BaseNode, rc: RetrievedChunk, served_by: str) -> NodeW
             "start_char_idx": None,
             "end_char_idx": None,
         }
-    hidden = [k for k in PROVENANCE_KEYS if k not in node.excluded_llm_metadata_keys]
-    hidden_embed = [k for k in PROVENANCE_KEYS if k not in node.excluded_embed_metadata_keys]
+    hidden = [k for k in extra if k not in node.excluded_llm_metadata_keys]
+    hidden_embed = [k for k in extra if k not in node.excluded_embed_metadata_keys]
     copy = node.model_copy(
         update={
             "metadata": {**node.metadata, **extra},
