@@ -18,8 +18,15 @@ from hcg_core.eval.baselines import (
     word_windows,
 )
 from hcg_core.eval.cli import add_eval_arguments, parse_modes, run_eval
-from hcg_core.eval.metric import answer_recall, content_words, context_words
-from hcg_core.eval.runner import ALL_TYPES, QAItem, evaluate, load_questions
+from hcg_core.eval.metric import answer_recall, content_words, context_recall, context_words
+from hcg_core.eval.runner import (
+    ALL_TYPES,
+    QAItem,
+    evaluate,
+    load_questions,
+    load_sentences,
+    score_question,
+)
 from hcg_core.types import Chunk, RetrievalResult, RetrievedChunk
 
 # ------------------------------------------------------------------ metric
@@ -234,8 +241,15 @@ def test_run_eval_end_to_end_on_a_small_graph(tmp_path, capsys):
     assert run_eval(args) == 0
     printed = json.loads(capsys.readouterr().out)
     systems = {r["system"] for r in printed["rows"]}
-    assert {"hcg hybrid", "hcg paper", "hcg hybrid-nograph", "vector top-k"} <= systems
-    assert any(s.startswith("bm25s 6/2") for s in systems)
+    assert {
+        "hcg hybrid",
+        "hcg paper",
+        "hcg hybrid-nograph",
+        "vector top-k (same chunks)",
+        "bm25 (same chunks)",
+        "bm25 200/40",
+    } <= systems
+    assert any(s.startswith("bm25 6/2") for s in systems)
     assert any(s.startswith("vector 6/2") for s in systems)
     assert "scores" in json.loads(out.read_text())
     bad = parser.parse_args([str(tmp_path / "nope"), "--questions", str(qa)])
@@ -318,3 +332,68 @@ def test_eval_out_unwritable_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "missing").write_text("a file, so no folder can be made under it")
     assert run_eval(args) == 2
     assert "cannot write --out" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ gold-context recall
+
+
+def test_context_recall_counts_whole_gold_passages_inside_the_budget():
+    words = context_words(
+        ["Smoking damages vessels.  Damaged vessels\nrupture.", "Then a stroke follows."]
+    )
+    gold = ["Damaged vessels rupture.", "Then a stroke follows."]
+    assert context_recall(words, gold, None) == 1.0  # whitespace differences do not matter
+    assert context_recall(words, gold, 6) == 0.5  # the second sentence is cut by the budget
+    assert context_recall(words, ["vessels rupture. Then a stroke"], 3) == 0.0
+    assert context_recall(words, [], 5) == 1.0  # nothing to miss
+    with pytest.raises(ConfigError):
+        context_recall(words, gold, -1)
+
+
+def test_questions_with_gold_sentence_ids_and_jsonl(tmp_path):
+    sentences = tmp_path / "sentences.jsonl"
+    sentences.write_text(
+        json.dumps({"sentence_id": "S1", "text": "Smoking  damages vessels."})
+        + "\n\n"
+        + json.dumps({"sentence_id": "S2", "text": "A stroke follows."})
+        + "\n"
+    )
+    qa = tmp_path / "qa.jsonl"
+    rows = [
+        {
+            "qa_id": "Q1",
+            "category": "psy",
+            "question": "q",
+            "answer": "a",
+            "context_sentence_ids": ["S1", "S2"],
+        },
+        {"question": "q2", "answer": "a2", "context": "A stroke follows."},
+    ]
+    qa.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    items = load_questions(qa, sentences=load_sentences(sentences))
+    assert items[0].id == "Q1" and items[0].question_type == "psy"
+    assert items[0].context == ("Smoking  damages vessels.", "A stroke follows.")
+    assert items[1].context == ("A stroke follows.",)
+    score = score_question(
+        items[0], ["Smoking damages vessels. Then nothing."], budget=50, latency_ms=1.0
+    )
+    assert score.context_recall == 0.5
+    report = evaluate({"s": lambda q: ["Smoking damages vessels. A stroke follows."]}, items)
+    assert report.row("s").context_recall == 1.0
+    assert "context@2000" in report.format_table()
+    # An id missing from the sentences file is named, not skipped.
+    qa.write_text(json.dumps({"question": "q", "answer": "a", "context_sentence_ids": ["S9"]}))
+    with pytest.raises(InputError, match="S9"):
+        load_questions(qa, sentences=load_sentences(sentences))
+    sentences.write_text('{"sentence_id": 3}\n')
+    with pytest.raises(InputError, match="sentence_id"):
+        load_sentences(sentences)
+    qa.write_text('{"question": "q", "answer": "a"}\nnot json\n')
+    with pytest.raises(InputError, match="line 2"):
+        load_questions(qa)
+
+
+def test_no_gold_context_leaves_context_recall_out():
+    report = evaluate({"s": lambda q: ["x"]}, QUESTIONS)
+    assert report.row("s").context_recall is None
+    assert "context@" not in report.format_table()

@@ -2,8 +2,10 @@
 
 ``hcg_core.cli`` wires it as ``add_eval_arguments(subparser)`` then ``run_eval(args) -> exit code``.
 Modes: ``hybrid`` (default mode), ``hybrid-nograph`` (its ablation), ``paper`` (Stage 3 exactly);
-baselines: vector top-k with the graph's embedder and BM25 (bm25s) over the graph's own chunks,
-and bm25s and vector top-k over a re-chunking of the same documents (the paper's NaiveRAG 1,200/200 top 5 by default).
+baselines (all at the same word budget): vector top-k with the graph's embedder and BM25 over the
+graph's own chunks, BM25 over plain 200/40 word windows of the same documents, and BM25 and vector
+top-k over a re-chunking (the paper's NaiveRAG 1,200/200 top 5 by default). BM25 is the library's own
+(``hcg_core.retrieval.lexical``, the bm25s "lucene" scoring), so no extra package is needed.
 """
 
 from __future__ import annotations
@@ -16,22 +18,34 @@ from typing import Any
 
 from ..config import DEFAULT_PASSAGE_WORDS
 from ..errors import ConfigError, HCGError
-from .baselines import bm25s_system, documents_from_chunks, fill_budget, vector_system, word_windows
+from .baselines import bm25_system, documents_from_chunks, fill_budget, vector_system, word_windows
 from .metric import DEFAULT_BUDGET
-from .runner import System, evaluate, load_questions
+from .runner import System, evaluate, load_questions, load_sentences
 
 MODES = ("hybrid", "paper", "hybrid-nograph")
 DEFAULT_MODES = "hybrid,paper,hybrid-nograph"
 DEFAULT_BASELINE_CHUNK_WORDS = 1200
 DEFAULT_BASELINE_CHUNK_OVERLAP = 200
 DEFAULT_BASELINE_K = 5  # the paper's NaiveRAG: top 5 chunks of 1,200 words
+# The common plain baseline (and HolisQA's reference): BM25 over 200-word windows, 40 overlap.
+PLAIN_CHUNK_WORDS, PLAIN_CHUNK_OVERLAP = 200, 40
 _MANY = 200  # "enough chunks to reach the budget" when no --k is given
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add ``hcg eval``'s arguments to ``parser`` (a subparser of the main CLI)."""
     parser.add_argument("directory", help="a graph directory written by `hcg build`")
-    parser.add_argument("--questions", required=True, help="JSON list of {question, answer, ...}")
+    parser.add_argument(
+        "--questions",
+        required=True,
+        help="JSON list or JSON Lines of {question, answer, ...}; gold 'context' (text or list) "
+        "or 'context_sentence_ids' (with --sentences) adds context recall",
+    )
+    parser.add_argument(
+        "--sentences",
+        default=None,
+        help="JSON Lines of {sentence_id, text}: resolves the questions' context_sentence_ids",
+    )
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="words of context read")
     parser.add_argument(
         "--k",
@@ -123,19 +137,22 @@ def baseline_systems(retriever: Any, args: argparse.Namespace) -> dict[str, Syst
     texts = [c.text for c in retriever.graph.chunks]
     k = args.k or _MANY
     out: dict[str, System] = {
-        "vector top-k": vector_system(
+        "vector top-k (same chunks)": vector_system(
             texts, retriever.embedder, k, embeddings=retriever.chunk_embeddings
         ),
-        "bm25s (same chunks)": bm25s_system(texts, k),
+        "bm25 (same chunks)": bm25_system(texts, k),
     }
-    windows = [
-        w
-        for doc in documents_from_chunks(retriever.graph.chunks)
-        for w in word_windows(doc, args.baseline_chunk_words, args.baseline_chunk_overlap)
-    ]
+    docs = documents_from_chunks(retriever.graph.chunks)
+
+    def windows(words: int, overlap: int) -> list[str]:
+        return [w for doc in docs for w in word_windows(doc, words, overlap)]
+
+    plain = f"{PLAIN_CHUNK_WORDS}/{PLAIN_CHUNK_OVERLAP}"
+    out[f"bm25 {plain}"] = bm25_system(windows(PLAIN_CHUNK_WORDS, PLAIN_CHUNK_OVERLAP), k)
+    rechunked = windows(args.baseline_chunk_words, args.baseline_chunk_overlap)
     chunking = f"{args.baseline_chunk_words}/{args.baseline_chunk_overlap} top {args.baseline_k}"
-    out[f"bm25s {chunking}"] = bm25s_system(windows, args.baseline_k)
-    out[f"vector {chunking}"] = vector_system(windows, retriever.embedder, args.baseline_k)
+    out[f"bm25 {chunking}"] = bm25_system(rechunked, args.baseline_k)
+    out[f"vector {chunking}"] = vector_system(rechunked, retriever.embedder, args.baseline_k)
     if args.k is None:
         out = {name: fill_budget(s, args.budget) for name, s in out.items()}
     return out
@@ -176,7 +193,8 @@ def run_eval(args: argparse.Namespace) -> int:
         if args.k is not None and args.k < 1:
             raise ConfigError(f"--k must be at least 1, got {args.k}")
         modes = parse_modes(args.modes)
-        questions = load_questions(args.questions, limit=args.limit)
+        sentences = load_sentences(args.sentences) if args.sentences else None
+        questions = load_questions(args.questions, limit=args.limit, sentences=sentences)
         from ..cli import make_embedder
 
         embedder = (

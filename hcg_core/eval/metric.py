@@ -1,5 +1,7 @@
-"""Lexical answer recall: the LLM-free retrieval measure of the dev benchmark (see docs/evaluation.md).
+"""The LLM-free retrieval measures (see docs/evaluation.md): lexical answer recall and gold-context
+recall, both read on the first ``budget`` words of the retrieved context.
 
+Answer recall:
 The share of the gold answer's content words (lowercased alphanumeric tokens, stopwords and
 1-character tokens dropped, a trailing plural "s" folded) that occur in the retrieved context, the
 context cut to a budget of whitespace-separated words in rank order. Deliberately self-contained: the
@@ -83,3 +85,36 @@ def answer_recall(
     read = context_words_in_order if budget is None else context_words_in_order[:budget]
     found = set(content_words(" ".join(read)))
     return len(gold & found) / len(gold)
+
+
+def normalise_space(text: str) -> str:
+    """Whitespace runs as one space, ends stripped (how gold context is matched).
+
+    >>> normalise_space("  a\n b\t c ")
+    'a b c'
+    """
+    return " ".join(text.split())
+
+
+def context_recall(
+    context_words_in_order: Sequence[str], gold: Sequence[str], budget: int | None = DEFAULT_BUDGET
+) -> float:
+    """Share of the gold context passages found whole inside the first ``budget`` context words.
+
+    Both sides are whitespace-normalised, so a sentence re-flowed by chunking still matches; a gold
+    passage cut by the budget (or split across two returned texts) does not count. No gold scores
+    1.0, as in ``answer_recall``.
+
+    >>> context_recall("a b. c d. e f.".split(), ["c d.", "e f."])
+    1.0
+    >>> context_recall("a b. c d. e f.".split(), ["c d.", "e f."], budget=4)
+    0.5
+    """
+    if budget is not None and budget < 0:
+        raise ConfigError(f"budget must be >= 0 words or None, got {budget}")
+    wanted = [g for g in (normalise_space(t) for t in gold) if g]
+    if not wanted:
+        return 1.0
+    words = context_words_in_order if budget is None else context_words_in_order[:budget]
+    context = " ".join(words)
+    return sum(g in context for g in wanted) / len(wanted)

@@ -2,8 +2,8 @@
 
 A *system* is any callable ``question -> texts`` (a list of chunk texts, best first) or
 ``question -> RetrievalResult`` (then the graph route's share is reported too). Nothing here knows
-about a particular corpus; the questions file is a JSON list of ``{question, answer,
-question_type?, evidence?}``.
+about a particular corpus; the questions file is a JSON list (or JSON Lines) of ``{question, answer,
+question_type?, evidence?, context? | context_sentence_ids?}``; gold context turns on context recall.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import ConfigError, InputError
 from ..types import RetrievalResult
-from .metric import DEFAULT_BUDGET, answer_recall
+from .metric import DEFAULT_BUDGET, answer_recall, context_recall
 
 SystemOutput = Sequence[str] | RetrievalResult
 System = Callable[[str], SystemOutput]
@@ -32,20 +32,101 @@ ALL_TYPES = "all"
 
 @dataclass(frozen=True)
 class QAItem:
-    """One evaluation question with its gold answer."""
+    """One evaluation question with its gold answer (and gold context passages, when known)."""
 
     question: str
     answer: str
     question_type: str = ""
     evidence: tuple[str, ...] = ()
     id: str = ""
+    context: tuple[str, ...] = ()
 
 
-def load_questions(path: str | Path, *, limit: int | None = None) -> list[QAItem]:
-    """Read a QA file: a JSON list of objects with ``question`` and ``answer`` (strings).
+def load_sentences(path: str | Path) -> dict[str, str]:
+    """Read a sentences file (JSON Lines of ``{sentence_id, text}``, HolisQA's layout) as id -> text.
 
-    Optional fields: ``question_type`` (groups the report), ``evidence`` (a string or list of
-    strings, kept for judges), ``id``.
+    Raises:
+        InputError: the file is missing or unreadable, or a line is not such an object.
+    """
+    p = Path(path)
+    out: dict[str, str] = {}
+    for i, obj in enumerate(_read_records(p, what="sentences file")):
+        sid, text = obj.get("sentence_id") if isinstance(obj, dict) else None, None
+        if isinstance(obj, dict):
+            text = obj.get("text")
+        if not isinstance(sid, str) or not isinstance(text, str):
+            raise InputError(
+                f"{p}: record {i} needs a string 'sentence_id' and a string 'text'", path=p
+            )
+        out[sid] = text
+    return out
+
+
+def _read_records(p: Path, *, what: str) -> list[Any]:
+    """A JSON list, or JSON Lines (one value per non-blank line), as a list of values."""
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{p}: {what} not found", path=p) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: cannot read the {what}: {exc}", path=p) from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                data.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InputError(
+                    f"{p}: line {n} is not JSON ({exc.msg}); expected a JSON list or JSON Lines",
+                    path=p,
+                ) from None
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list):
+        raise InputError(f"{p}: expected a JSON list of objects or JSON Lines", path=p)
+    return data
+
+
+def _gold_context(
+    obj: dict[str, Any], sentences: Mapping[str, str] | None, p: Path, i: int
+) -> tuple[str, ...]:
+    """An item's gold context: ``context`` text(s), or ``context_sentence_ids`` looked up."""
+    ids = obj.get("context_sentence_ids")
+    if ids is not None and sentences is not None:
+        if not isinstance(ids, list) or not all(isinstance(s, str) for s in ids):
+            raise InputError(f"{p}: item {i}: 'context_sentence_ids' must be a list of ids", path=p)
+        missing = [s for s in ids if s not in sentences]
+        if missing:
+            raise InputError(
+                f"{p}: item {i}: sentence id(s) {missing[:3]} not in the sentences file", path=p
+            )
+        return tuple(sentences[s] for s in ids)
+    ctx = obj.get("context")
+    if ctx is None or ctx == []:
+        return ()
+    if isinstance(ctx, str):
+        return (ctx,)
+    if isinstance(ctx, list) and all(isinstance(c, str) for c in ctx):
+        return tuple(ctx)
+    raise InputError(f"{p}: item {i}: 'context' must be a string or a list of strings", path=p)
+
+
+def load_questions(
+    path: str | Path,
+    *,
+    limit: int | None = None,
+    sentences: Mapping[str, str] | None = None,
+) -> list[QAItem]:
+    """Read a QA file: a JSON list (or JSON Lines) of objects with ``question`` and ``answer``.
+
+    Optional fields: ``question_type`` (groups the report; ``category`` is read too), ``evidence``
+    (a string or list of strings, kept for judges), ``id`` (or ``qa_id``), and gold context for
+    context recall: ``context`` (a string or a list of strings), or ``context_sentence_ids`` looked
+    up in ``sentences`` (see ``load_sentences``).
 
     Raises:
         InputError: the file is missing, not JSON, not a list, or an item lacks a field.
@@ -53,14 +134,7 @@ def load_questions(path: str | Path, *, limit: int | None = None) -> list[QAItem
     p = Path(path)
     if limit is not None and limit < 1:
         raise InputError(f"limit must be at least 1, got {limit}")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{p}: questions file not found", path=p) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{p}: cannot read the questions file as JSON: {exc}", path=p) from exc
-    if not isinstance(data, list):
-        raise InputError(f"{p}: expected a JSON list of question objects", path=p)
+    data = _read_records(p, what="questions file")
     items: list[QAItem] = []
     for i, obj in enumerate(data):
         if not isinstance(obj, dict):
@@ -78,9 +152,10 @@ def load_questions(path: str | Path, *, limit: int | None = None) -> list[QAItem
             QAItem(
                 question=q,
                 answer=a,
-                question_type=str(obj.get("question_type") or ""),
+                question_type=str(obj.get("question_type") or obj.get("category") or ""),
                 evidence=evidence,
-                id=str(obj.get("id") or i),
+                id=str(obj.get("id") or obj.get("qa_id") or i),
+                context=_gold_context(obj, sentences, p, i),
             )
         )
         if limit is not None and len(items) >= limit:
@@ -103,6 +178,7 @@ class QuestionScore:
     graph_served: bool
     graph_words: int
     budget_words: int
+    context_recall: float | None = None
     judge: float | None = None
 
 
@@ -120,6 +196,7 @@ class Row:
     latency_p95_ms: float
     graph_query_share: float | None
     graph_word_share: float | None
+    context_recall: float | None = None
     judge: float | None = None
 
 
@@ -153,8 +230,11 @@ class EvalReport:
 
     def format_table(self) -> str:
         """A plain-text table: one block per question type, one line per system."""
+        ctx = any(r.context_recall is not None for r in self.rows)
         head = (
-            f"{'system':<26}{'n':>5}{'recall@' + str(self.budget):>13}{'unbounded':>11}"
+            f"{'system':<34}{'n':>5}"
+            + (f"{'context@' + str(self.budget):>14}" if ctx else "")
+            + f"{'recall@' + str(self.budget):>13}{'unbounded':>11}"
             f"{'words':>8}{'p50 ms':>9}{'p95 ms':>9}{'graph q':>9}{'graph w':>9}"
         )
         lines: list[str] = []
@@ -164,8 +244,13 @@ class EvalReport:
             for r in (r for r in self.rows if r.group == group):
                 gq = "-" if r.graph_query_share is None else f"{r.graph_query_share:.2f}"
                 gw = "-" if r.graph_word_share is None else f"{r.graph_word_share:.2f}"
+                cr = (
+                    ""
+                    if not ctx
+                    else f"{'-' if r.context_recall is None else f'{r.context_recall:.3f}':>14}"
+                )
                 lines.append(
-                    f"{r.system:<26}{r.n:>5}{r.recall:>13.3f}{r.recall_unbounded:>11.3f}"
+                    f"{r.system:<34}{r.n:>5}{cr}{r.recall:>13.3f}{r.recall_unbounded:>11.3f}"
                     f"{r.context_words:>8.0f}{r.latency_p50_ms:>9.1f}{r.latency_p95_ms:>9.1f}"
                     f"{gq:>9}{gw:>9}"
                 )
@@ -206,6 +291,7 @@ def score_question(
         graph_served=graph_served,
         graph_words=graph_words,
         budget_words=min(len(words), budget),
+        context_recall=context_recall(words, item.context, budget) if item.context else None,
     )
 
 
@@ -213,6 +299,7 @@ def _aggregate(system: str, group: str, scores: list[QuestionScore], routed: boo
     lat = np.asarray([s.latency_ms for s in scores])
     read = sum(s.budget_words for s in scores)
     judged = [s.judge for s in scores if s.judge is not None]
+    ctx = [s.context_recall for s in scores if s.context_recall is not None]
     return Row(
         system=system,
         group=group,
@@ -226,6 +313,7 @@ def _aggregate(system: str, group: str, scores: list[QuestionScore], routed: boo
         graph_word_share=(sum(s.graph_words for s in scores) / read if read else 0.0)
         if routed
         else None,
+        context_recall=float(np.mean(ctx)) if ctx else None,
         judge=float(np.mean(judged)) if judged else None,
     )
 
