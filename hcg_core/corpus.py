@@ -7,6 +7,7 @@ deterministic (same documents and settings -> same chunks, ids and order).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -28,6 +29,8 @@ DEFAULT_OVERLAP_WORDS = 40
 _MAX_CONTROL_SHARE = 0.05
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 _WORD_RE = re.compile(r"\S+")
+# A blank line (only spaces or tabs between two line breaks): where paragraphs and sections end.
+_BLANK_LINE_RE = re.compile(r"\n[ \t]*\r?\n")
 # A word that ends a sentence: terminal punctuation, optionally followed by closing quotes/brackets.
 _SENTENCE_END_RE = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
 
@@ -254,17 +257,30 @@ def chunk_documents(
     chunk_words: int = DEFAULT_CHUNK_WORDS,
     overlap_words: int = DEFAULT_OVERLAP_WORDS,
 ) -> list[Chunk]:
-    """Split documents into overlapping word windows, ending each at a sentence end when one is near.
+    r"""Split documents into chunks that follow their paragraphs, windowing only long ones.
 
-    A window of ``chunk_words`` words ends early at the last sentence end within its final quarter
-    (never shorter than 3/4 of ``chunk_words``); the next window starts ``overlap_words`` words
-    before the previous one's end. The chunk text is the original text of the window (whitespace
-    inside kept). Metadata: ``doc_id``, ``index`` (chunk number in its document), ``start_word``,
-    ``end_word`` (exclusive), plus the document's own metadata.
+    A document is first cut into blocks at blank lines (paragraphs, abstracts, sections).
+    Consecutive blocks are grouped while the group holds at most ``chunk_words`` words, so a
+    heading stays with the text under it and a chunk never ends inside a short paragraph. A group
+    of at most 1.5 x ``chunk_words`` words is one chunk, whole. A longer block (or a document with
+    no blank lines at all) is cut into windows of ``chunk_words`` words that end early at the last
+    sentence end within their final quarter (never shorter than 3/4 of ``chunk_words``); the next
+    window starts ``overlap_words`` words before the previous one's end.
+
+    Why: a unit that is one paragraph or one abstract holds a passage's sentences together, where
+    fixed windows cut them (docs/evaluation.md measures both). Text without blank lines is
+    chunked exactly as plain windows.
+
+    The chunk text is the original text (whitespace inside kept). Metadata: ``doc_id``, ``index``
+    (chunk number in its document), ``start_word``, ``end_word`` (exclusive, word offsets in the
+    document), plus the document's own metadata.
 
     >>> [c.metadata["start_word"] for c in chunk_documents(
     ...     [Document("d", " ".join(["w"] * 10))], chunk_words=4, overlap_words=1)]
     [0, 3, 6]
+    >>> [c.text for c in chunk_documents(
+    ...     [Document("d", "# Title\n\nOne two three.\n\nFour five six seven.")], chunk_words=5, overlap_words=1)]
+    ['# Title\n\nOne two three.', 'Four five six seven.']
     """
     if chunk_words < 1:
         raise ConfigError(f"chunk_words must be at least 1, got {chunk_words}")
@@ -272,31 +288,80 @@ def chunk_documents(
         raise ConfigError(
             f"overlap_words must be in [0, chunk_words={chunk_words}), got {overlap_words}"
         )
+    whole_limit = chunk_words + chunk_words // 2
     chunks: list[Chunk] = []
     for doc in docs:
         spans = [m.span() for m in _WORD_RE.finditer(doc.text)]
-        n = len(spans)
-        start = index = 0
-        slack = chunk_words // 4
-        while start < n:
-            end = min(start + chunk_words, n)
-            if end < n:
-                # Prefer ending at a sentence boundary in the window's last quarter.
-                for j in range(end, max(start + chunk_words - slack, start + 1) - 1, -1):
-                    if _SENTENCE_END_RE.search(doc.text[spans[j - 1][0] : spans[j - 1][1]]):
-                        end = j
-                        break
+        windows: list[tuple[int, int]] = []
+        for first, last in _block_groups(doc.text, spans, chunk_words):
+            if last - first <= whole_limit:
+                windows.append((first, last))
+            else:
+                windows.extend(_windows(doc.text, spans, first, last, chunk_words, overlap_words))
+        for index, (start, end) in enumerate(windows):
             text = doc.text[spans[start][0] : spans[end - 1][1]]
             meta = dict(doc.metadata)
             meta.update(doc_id=doc.id, index=index, start_word=start, end_word=end)
             chunks.append(
                 Chunk(id=chunk_id(doc.id, start, text), text=text, doc_id=doc.id, metadata=meta)
             )
-            if end >= n:
-                break
-            start = max(end - overlap_words, start + 1)
-            index += 1
     return chunks
+
+
+def _block_groups(
+    text: str, spans: Sequence[tuple[int, int]], chunk_words: int
+) -> list[tuple[int, int]]:
+    r"""Word ranges ``[first, last)`` of consecutive blank-line blocks, grouped up to ``chunk_words``.
+
+    >>> t = "a b\n\nc\n\nd e f g"
+    >>> _block_groups(t, [m.span() for m in _WORD_RE.finditer(t)], 3)
+    [(0, 3), (3, 7)]
+    """
+    # Word offsets where a new block starts: the first word after each blank line.
+    starts = [0]
+    w = 0
+    for m in _BLANK_LINE_RE.finditer(text):
+        while w < len(spans) and spans[w][0] < m.end():
+            w += 1
+        if starts[-1] < w < len(spans):
+            starts.append(w)
+    bounds = [*starts, len(spans)] if spans else [0]
+    groups: list[tuple[int, int]] = []
+    first = 0
+    for a, b in itertools.pairwise(bounds):
+        if b - first > chunk_words and a > first:
+            groups.append((first, a))
+            first = a
+    if len(spans) > first:
+        groups.append((first, len(spans)))
+    return groups
+
+
+def _windows(
+    text: str,
+    spans: Sequence[tuple[int, int]],
+    first: int,
+    last: int,
+    chunk_words: int,
+    overlap_words: int,
+) -> list[tuple[int, int]]:
+    """Overlapping word windows over ``[first, last)``, each ending at a sentence end when near."""
+    out: list[tuple[int, int]] = []
+    start = first
+    slack = chunk_words // 4
+    while start < last:
+        end = min(start + chunk_words, last)
+        if end < last:
+            # Prefer ending at a sentence boundary in the window's last quarter.
+            for j in range(end, max(start + chunk_words - slack, start + 1) - 1, -1):
+                if _SENTENCE_END_RE.search(text[spans[j - 1][0] : spans[j - 1][1]]):
+                    end = j
+                    break
+        out.append((start, end))
+        if end >= last:
+            break
+        start = max(end - overlap_words, start + 1)
+    return out
 
 
 __all__ = [

@@ -88,7 +88,7 @@ def answer_recall(
 
 
 def normalise_space(text: str) -> str:
-    """Whitespace runs as one space, ends stripped (how gold context is matched).
+    r"""Whitespace runs as one space, ends stripped (how gold context is matched).
 
     >>> normalise_space("  a\n b\t c ")
     'a b c'
