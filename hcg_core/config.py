@@ -36,27 +36,32 @@ DEFAULT_CANDIDATES = 100
 """Chunks taken from each ranked list (BM25, dense) into the candidate pool. Wide enough that
 diversity has alternatives to choose from (dev: 30 -> 0.843, 100 -> 0.844 at 200-word chunks)."""
 DEFAULT_BM25_WEIGHT = 1.0
-"""Weight of the max-normalised BM25 score in the fused relevance."""
+"""Weight of the BM25 signal in the fused relevance. Each signal enters as a z-score against its
+own best candidates, clipped at 0 (``retrieval/hybrid.py`` ``standardise``): query-dependent fusion,
+where the signal with the clearer standout weighs more for that query."""
 DEFAULT_DENSE_WEIGHT = 1.0
-"""Weight of the max-normalised (clipped at 0) dense cosine. Equal to BM25: neither is trusted more
-a priori; on the dev set each alone is within 2 points of the other and their sum beats both."""
+"""Weight of the dense cosine signal (as a z-score, like BM25). Equal to BM25: neither is trusted
+more a priori. On the dev sets BM25 alone leads on two (medical, HolisQA business), dense alone on
+the third (HolisQA psychology), and their fusion is at or near the best on all three."""
 DEFAULT_GRAPH_WEIGHT = 0.5
 """Weight of the graph signal: a graph-route chunk gets ``weight * (1 - rank / (2 n))``, so the
-route's first chunk gets the full weight and its last half of it. Half of one text signal: the graph
-vouches for a chunk being on a causal path of the query, not for it holding the answer's words."""
+route's first chunk gets the full weight and its last half of it. Half of a clear text match (a
+z-score of 3 counts 1.0): the graph vouches for a chunk being on a causal path of the query, not for
+it holding the answer's words."""
 DEFAULT_DIVERSITY = 0.5
 """MMR trade-off lambda: pick score = lambda * relevance - (1 - lambda) * max redundancy. 0.5 is the
-textbook balance (Carbonell & Goldstein 1998); dev (passages, graph off): 1.0 (no diversity)
-0.828, 0.7 0.849, 0.5 0.858."""
+textbook balance (Carbonell & Goldstein 1998). MMR picks which units fill the budget; they are then
+returned best first by relevance. Dev sets (graph off): see docs/evaluation.md."""
 DEFAULT_MIN_NOVELTY = 0.5
 """Skip a chunk when under half of its words are new: its span is mostly covered by chosen chunks
 of the same document (chunk overlap). Measured on word spans when chunks carry ``start_word`` and
 ``end_word`` metadata."""
-DEFAULT_PASSAGE_WORDS = 100
-"""The unit packed: each chunk is split at sentence ends into passages of about this many words
-(a chunk under 150 words stays whole), and ``k`` counts passages. 0 packs whole chunks. Dev set,
-2,000-word budget, graph off: whole 200-word chunks 0.849, ~100-word passages 0.858, ~70 0.859;
-shorter passages help fact questions and cost summaries, so 100 (see docs/configuration.md)."""
+DEFAULT_PASSAGE_WORDS = 0
+"""0 (default): the unit ranked and returned is the stored chunk, whole, as the user indexed it.
+N > 0 splits each chunk at sentence ends into passages of about N words (a chunk under 1.5 N words
+stays whole) and ``k`` counts passages. Passages gained answer recall on the medical dev set and
+lost gold-context recall on HolisQA, where an answer spans several sentences of one abstract
+(docs/evaluation.md), so they are an option, not the default."""
 
 
 @dataclass(frozen=True)

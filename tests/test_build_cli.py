@@ -34,15 +34,17 @@ def test_readme_main_job(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "graph health" in text and "build report" in text
 
-    # Passages by default; --passage-words 0 returns whole stored chunks; a bad value is one error.
+    # Whole stored chunks by default, best first; --passage-words N packs passages of them.
     chunk_ids = {c.id for c in stored.graph.chunks}
     question = "What does obesity lead to?"
     assert main(["query", str(out), question, "--k", "6", "--json"]) == 0
-    parts = json.loads(capsys.readouterr().out)["chunks"]
-    assert any("#p" in c["id"] for c in parts), parts
-    assert main(["query", str(out), question, "--k", "6", "--json", "--passage-words", "0"]) == 0
     whole = json.loads(capsys.readouterr().out)["chunks"]
     assert len(whole) == 6 and {c["id"] for c in whole} <= chunk_ids
+    scores = [c["score"] for c in whole]
+    assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
+    assert main(["query", str(out), question, "--k", "6", "--json", "--passage-words", "60"]) == 0
+    parts = json.loads(capsys.readouterr().out)["chunks"]
+    assert any("#p" in c["id"] for c in parts), parts
     assert main(["query", str(out), question, "--passage-words", "-1"]) == 2
     assert "passage_words must be >= 0" in capsys.readouterr().err
 

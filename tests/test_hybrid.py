@@ -54,10 +54,22 @@ def test_k_larger_than_matches_pads_with_the_rest_of_the_corpus():
     assert len(r.rank("zebra", None, k=100).chunks) == len(TEXTS)
 
 
+# Unrelated texts, so that relevance is judged against a realistic pool (the fused relevance is a
+# z-score against the candidates: in a pool of six lung-cancer texts, "lung cancer" stands out
+# nowhere).
+OTHER_TEXTS = [
+    "The central bank raised interest rates to curb inflation this spring.",
+    "Migrating birds navigate by the earth's magnetic field and the stars.",
+    "A sourdough starter needs flour, water and a warm kitchen.",
+    "Glaciers retreat as summer temperatures rise in the Alps.",
+]
+
+
 def test_diversity_skips_a_near_duplicate_that_pure_relevance_keeps():
-    q = "smoking damages airways leading cause lung cancer"
-    plain = ranker(HybridConfig(diversity=1.0)).rank(q, EMB.embed_query(q), k=2)
-    diverse = ranker(HybridConfig(diversity=0.5)).rank(q, EMB.embed_query(q), k=2)
+    q = "smoking leading cause of lung cancer"
+    texts = TEXTS + OTHER_TEXTS
+    plain = ranker(HybridConfig(diversity=1.0), texts).rank(q, EMB.embed_query(q), k=2)
+    diverse = ranker(HybridConfig(diversity=0.3), texts).rank(q, EMB.embed_query(q), k=2)
     assert set(ids(plain)) == {"c0", "c1"}  # the two near-identical chunks
     assert ids(diverse)[0] in {"c0", "c1"} and ids(diverse)[1] not in {"c0", "c1"}
 
@@ -198,7 +210,9 @@ def test_long_chunks_are_packed_as_passages_that_name_their_chunk():
     assert split_passages([chunk], 0)[0] == (chunk,)
 
     chunks = [chunk, short]
-    r = HybridRanker(chunks, EMB.embed_documents([c.text for c in chunks]))
+    r = HybridRanker(
+        chunks, EMB.embed_documents([c.text for c in chunks]), HybridConfig(passage_words=100)
+    )
     res = r.rank("what causes mesothelioma", None, k=1)
     assert ids(res) == ["long#p0"]  # the half holding the answer, not the whole chunk
     assert ANSWER in res.chunks[0].chunk.text and len(res.chunks[0].chunk.text) < len(chunk.text)
@@ -209,7 +223,7 @@ def test_long_chunks_are_packed_as_passages_that_name_their_chunk():
 def test_graph_signal_goes_to_the_passage_holding_the_mechanism():
     chunk = _long_chunk([FILLER] * 9 + [ANSWER] + [FILLER] * 9)
     other = _long_chunk([FILLER] * 18, cid="other", start=1000)
-    r = HybridRanker([chunk, other], None, HybridConfig(graph_weight=5.0))
+    r = HybridRanker([chunk, other], None, HybridConfig(graph_weight=5.0, passage_words=100))
     path = CausalPath(("Exposure(asbestos)", "Risk(mesothelioma)"), ("e1",), (ANSWER,))
     g = RetrievalResult("q", (RetrievedChunk(chunk, 0.9, "graph", (path,)),), served_by="cones")
     res = r.rank("cohort follow-up", None, g, k=1)

@@ -30,6 +30,7 @@ from llama_index.core.schema import MetadataMode
 from pydantic import BaseModel
 
 import llama_index_hcg.index as li_index
+from hcg_core.config import HybridConfig, RetrievalConfig
 from hcg_core.embedders import CallableEmbedder, HashingEmbedder, default_embedder
 from hcg_core.errors import ConfigError, LLMOutputError
 from hcg_core.graph_build.evidence import edge_text
@@ -426,7 +427,7 @@ def test_loading_without_embed_model_rebuilds_the_build_embedder(
 def test_passages_of_long_nodes_come_back_as_parts_of_docstore_nodes(
     embed: HCGDefaultEmbedding,
 ) -> None:
-    """Hybrid mode packs ~100-word passages; a long node comes back as a part, still traceable."""
+    """Asked for ~100-word passages, a long node comes back as a part, still traceable."""
     folder = Path(__file__).resolve().parents[1] / "examples" / "corpus"
     docs = [
         Document(text=p.read_text(encoding="utf-8"), id_=p.stem)
@@ -437,7 +438,10 @@ def test_passages_of_long_nodes_come_back_as_parts_of_docstore_nodes(
         embed_model=embed,
         transformations=[SentenceSplitter(chunk_size=400, chunk_overlap=40)],
     )
-    got = index.as_retriever(similarity_top_k=6).retrieve("What does obesity lead to?")
+    config = RetrievalConfig(hybrid=HybridConfig(passage_words=100))
+    got = index.as_retriever(similarity_top_k=6, config=config).retrieve(
+        "What does obesity lead to?"
+    )
     assert len(got) == 6 and len(set(ids(got))) == 6
     parts = [n for n in got if "hcg_passage_of" in n.node.metadata]
     assert parts, "nodes of ~300 words should be split into passages"

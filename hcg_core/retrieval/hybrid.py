@@ -29,10 +29,68 @@ from .lexical import BM25Index, top_k_indices
 from .passages import split_passages
 
 
-def _max_normalise(scores: np.ndarray) -> np.ndarray:
-    """Scale non-negative scores into [0, 1] by their maximum (all zero stays zero)."""
-    top = float(scores.max()) if scores.size else 0.0
-    return scores / top if top > 0 else np.zeros_like(scores)
+def standardise(scores: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """Scores as z-scores against their best ``pool`` rows, clipped at 0 and divided by 3.
+
+    This is query-dependent fusion (CombSUM over z-scores): a signal whose best rows stand far above
+    the rest (a clear match) weighs more in the sum than a signal whose scores are flat (no clear
+    match), where max-normalisation would give both tops 1.0. The divisor puts a row three standard
+    deviations above the pool's mean at 1.0, the scale of the graph weight. With under two scored
+    rows the z-score is undefined; then the scores are divided by their maximum.
+
+    >>> standardise(np.array([4.0, 2.0, 1.0, 1.0]), np.array([0, 1, 2, 3])).round(3).tolist()
+    [0.544, 0.0, 0.0, 0.0]
+    >>> standardise(np.array([0.0, 2.0]), np.array([1])).tolist()
+    [0.0, 1.0]
+    """
+    top = scores[pool]
+    top = top[top > 0]
+    if top.size < 2:
+        peak = float(top.max()) if top.size else 0.0
+        return scores / peak if peak > 0 else np.zeros_like(scores)
+    mean, std = float(top.mean()), float(top.std())
+    if std <= 0:
+        return (scores >= mean).astype(np.float64) * (scores > 0)
+    return np.clip((scores - mean) / std, 0.0, None) / _Z_SCALE
+
+
+# A z-score of this many standard deviations counts as 1.0 in the fused relevance.
+_Z_SCALE = 3.0
+
+
+def calibrated_scores(
+    fused: np.ndarray,
+    rows: np.ndarray,
+    bm25_abs: np.ndarray,
+    dense_abs: np.ndarray,
+    config: HybridConfig,
+) -> np.ndarray:
+    """Scores in [0, 1] for the returned ``rows``, in their order (best first).
+
+    The fused relevance ranks well within one query but its scale is relative to that query
+    (z-scores). The reported score is the query's *match quality*, the weighted mean of the best
+    returned unit's absolute parts (share of BM25 term weight matched, dense cosine), scaled by each
+    unit's fused relevance relative to the best one. So the first result scores what the query
+    matched at best (an off-topic query scores low, see docs/configuration.md), the order is
+    exactly the fused order, and scores never exceed 1.
+
+    >>> from hcg_core.config import HybridConfig
+    >>> calibrated_scores(np.array([2.0, 1.0, 0.5]), np.array([0, 1]), np.array([0.4, 0.2, 0.0]),
+    ...                   np.array([0.6, 0.5, 0.1]), HybridConfig()).round(2).tolist()
+    [0.5, 0.25]
+    """
+    if rows.size == 0:
+        return np.zeros(0)
+    best = int(rows[0])
+    weight = config.bm25_weight + config.dense_weight
+    quality = (
+        (config.bm25_weight * bm25_abs[best] + config.dense_weight * dense_abs[best]) / weight
+        if weight > 0
+        else 0.0
+    )
+    top = float(fused[best])
+    relative = fused[rows] / top if top > 0 else np.zeros(rows.size)
+    return np.clip(quality * relative, 0.0, 1.0)
 
 
 def _ranks(order: np.ndarray, n: int) -> np.ndarray:
@@ -231,14 +289,15 @@ class HybridRanker:
             dn_order = np.zeros(0, dtype=np.int64)
 
         graph_rows, graph_hits = self._graph_rows(graph_result) if use_graph else ([], {})
-        graph_bonus = np.zeros(n)
+        graph_part = np.zeros(n)
         if graph_rows:
             g = np.asarray(graph_rows, dtype=np.int64)
-            graph_bonus[g] = cfg.graph_weight * (1.0 - np.arange(g.size) / (2.0 * g.size))
+            graph_part[g] = 1.0 - np.arange(g.size) / (2.0 * g.size)
+        graph_bonus = cfg.graph_weight * graph_part
 
         fused = (
-            cfg.bm25_weight * _max_normalise(bm25)
-            + cfg.dense_weight * _max_normalise(dense)
+            cfg.bm25_weight * standardise(bm25, bm_order)
+            + cfg.dense_weight * standardise(dense, dn_order)
             + graph_bonus
         )
         pool = np.unique(np.concatenate([bm_order, dn_order, np.asarray(graph_rows, np.int64)]))
@@ -264,13 +323,24 @@ class HybridRanker:
             spans=self.spans[pool] if self.spans is not None else None,
             min_novelty=cfg.min_novelty,
         )
+        # MMR chose the set; it is returned best first, so every list a user sorts by score keeps
+        # its order (the pick order only decided which units made it into the budget).
         rows = pool[picked]
+        rows = rows[np.lexsort((rows, -fused[rows]))]
+        # Absolute parts, each in [0, 1] and comparable across queries: the share of the query's
+        # BM25 term weight matched, the cosine (clipped at 0), and the graph signal.
+        bm25_abs = np.clip(bm25 / max(self.bm25.max_score(query), 1e-12), 0.0, 1.0)
+        dense_abs = np.clip(dense, 0.0, 1.0)
+        score = calibrated_scores(fused, rows, bm25_abs, dense_abs, cfg)
         bm_rank, dn_rank = _ranks(bm_order, n), _ranks(dn_order, n)
         g_rank = _ranks(np.asarray(graph_rows, np.int64), n)
         out: list[RetrievedChunk] = []
-        for r in rows.tolist():
+        for i, r in enumerate(rows.tolist()):
             hit = graph_hits.get(r)
             details: dict[str, Any] = {
+                "bm25": float(bm25_abs[r]),
+                "dense": float(dense_abs[r]),
+                "graph": float(graph_part[r]),
                 "bm25_rank": int(bm_rank[r]) or None,
                 "dense_rank": int(dn_rank[r]) or None,
                 "graph_rank": int(g_rank[r]) or None,
@@ -281,7 +351,7 @@ class HybridRanker:
             out.append(
                 RetrievedChunk(
                     chunk=self.units[r],
-                    score=float(fused[r]),
+                    score=float(score[i]),
                     route="graph" if hit is not None else "fallback",
                     paths=hit.paths if hit is not None else (),
                     details=details,

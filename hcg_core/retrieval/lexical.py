@@ -169,6 +169,19 @@ class BM25Index:
         )
         return summed.astype(np.float32)
 
+    def max_score(self, query: str | Sequence[str]) -> float:
+        """The most a document could score for ``query``: the sum of its known terms' idf.
+
+        Each term's saturated frequency is below 1, so ``scores(query) / max_score(query)`` lies in
+        [0, 1] and means the same for every query: the share of the query's term weight matched.
+
+        >>> index = BM25Index(["aspirin thins blood", "blood pressure rises"])
+        >>> round(float(index.scores("aspirin")[0]), 3), round(index.max_score("aspirin"), 3)
+        (0.277, 0.693)
+        """
+        tids = self.term_ids(query)
+        return float(self.idf[tids].sum()) if tids.size else 0.0
+
     def top_k(self, query: str | Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Indices and scores of the ``k`` best documents with a positive score, best first.
 
