@@ -17,7 +17,8 @@ from ..types import CausalEdge, CausalGraph
 DEFAULT_LOW_CONFIDENCE = 0.5  # edges below this confidence are flagged for review
 MAX_CYCLES_LISTED = 50  # cycles listed by example (strongly connected parts are all counted)
 
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|\n|$)")
+# A sentence ends at . ! ? or a blank line; a single newline is a wrapped line inside one.
+_SENTENCE = re.compile(r"(?:[^.!?\n]|\n(?![ \t]*\n))+(?:[.!?]+|\n[ \t]*\n|$)")
 _WORD = re.compile(r"[a-z0-9]+")
 # Words too common to say which sentence supports an edge.
 _STOP_WORDS = (

@@ -72,7 +72,7 @@
     const i = metricIndex.has(name) ? metricIndex.get(name) : 0;
     return "hsl(" + ((i * 137.508) % 360).toFixed(0) + ",55%,52%)";
   }
-  function shortLabel(v) { return v.entities.length ? v.entities.join(", ") : v.metric; }
+  function shortLabel(v) { return v.name.length > 40 ? v.name.slice(0, 38) + "\u2026" : v.name; }
   const fmt = (x, d) => (typeof x === "number" ? x.toFixed(d === undefined ? 2 : d) : String(x));
 
   // ------------------------------------------------------------ header: health and spec
@@ -263,9 +263,9 @@
       const sub = Math.ceil(c.length / maxRows);
       c.forEach((v, r) => {
         const col = Math.floor(r / maxRows), row = r % maxRows, rows = Math.min(maxRows, c.length - col * maxRows);
-        xy[v] = [x + col * 170, (row - (rows - 1) / 2) * 40];
+        xy[v] = [x + col * 200, (row - (rows - 1) / 2) * 34];
       });
-      x += sub * 170 + 40;
+      x += sub * 200 + 20;
     }
     return xy;
   }
@@ -275,6 +275,7 @@
     const vp = $("viewport");
     clear(vp);
     const xy = layout(nodes.length, edges);
+    stretch(xy);
     const eg = svg("g", { class: "edges" }), ng = svg("g", { class: "nodes" });
     for (const e of edges) {
       const [x1, y1] = xy[e.a], [x2, y2] = xy[e.b];
@@ -317,6 +318,17 @@
     $("rendered-count").textContent = nodes.length + " " + nodeWord + ", " + edges.length + " " + edgeWord + " drawn";
     fit(xy);
     markSelection();
+  }
+
+  function stretch(xy) {
+    // A wide, flat layout would fit the canvas by its width and leave it empty below: spread the
+    // rows (never the text) until the drawing has the canvas's proportions, at most 3 times.
+    if (xy.length < 2) return;
+    const box = $("canvas").getBoundingClientRect();
+    const xs = xy.map((p) => p[0]), ys = xy.map((p) => p[1]);
+    const w = Math.max(...xs) - Math.min(...xs) + 220, h = Math.max(...ys) - Math.min(...ys) + 80;
+    const f = Math.min(3, ((box.height / Math.max(1, box.width)) * w) / h);
+    if (f > 1) for (const p of xy) p[1] *= f;
   }
 
   function fit(xy) {
