@@ -133,7 +133,7 @@
     const ul = $("results");
     clear(ul);
     for (const [kind, key] of list.slice(0, MAX_LISTED)) {
-      ul.append(el("li", { "data-kind": kind, "data-key": String(key), onclick: () => openItem(kind, key) }, el("span", { class: "kind", text: kind }), itemLabel(kind, key)));
+      ul.append(el("li", { "data-kind": kind, "data-key": String(key), onclick: () => openItem(kind, key) }, el("span", { class: "kind", text: kind }), el("span", { class: "label", text: itemLabel(kind, key) })));
     }
     if (list.length > MAX_LISTED) ul.append(el("li", { class: "muted", text: "and " + (list.length - MAX_LISTED) + " more (narrow the search)" }));
   }
