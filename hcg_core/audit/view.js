@@ -195,7 +195,9 @@
     else { const r = neighbourhood([key]); nodes = r.nodes; hidden = r.hidden; title = "Neighbourhood of " + V[key].name; }
     state.view = { kind, key };
     const pos = new Map(nodes.map((v, i) => [v, i]));
-    const drawnNodes = nodes.map((v) => ({ id: v, label: shortLabel(V[v]), sub: V[v].metric, colour: metricColour(V[v].metric), r: 7, title: V[v].name, flag: isolated.has(v), kind: "variable" }));
+    // The variables the view is about are drawn larger than the neighbours around them.
+    const focus = (v) => (kind === "metric" ? V[v].metric === key : kind === "variable" && v === key);
+    const drawnNodes = nodes.map((v) => ({ id: v, label: shortLabel(V[v]), sub: V[v].metric, colour: metricColour(V[v].metric), r: focus(v) ? 10 : 7, title: V[v].name, flag: isolated.has(v), kind: "variable" }));
     const drawnEdges = [];
     for (const v of nodes) {
       for (const i of outE[v]) {
@@ -257,15 +259,19 @@
     }
     const xy = new Array(n);
     const maxRows = 28;   // a tall column wraps into sub-columns
-    let x = 0;
-    for (const c of columns) {
-      if (!c) continue;
-      const sub = Math.ceil(c.length / maxRows);
+    const maxCols = 8;    // a long chain of columns wraps into bands, read left to right, top down
+    const used = columns.filter((c) => c);
+    const tallest = Math.min(maxRows, Math.max(1, ...used.map((c) => c.length)));
+    let x = 0, band = 0, inBand = 0;
+    for (const c of used) {
+      if (inBand === maxCols) { band++; inBand = 0; x = 0; }
+      const sub = Math.ceil(c.length / maxRows), y0 = band * (tallest * 34 + 90);
       c.forEach((v, r) => {
         const col = Math.floor(r / maxRows), row = r % maxRows, rows = Math.min(maxRows, c.length - col * maxRows);
-        xy[v] = [x + col * 200, (row - (rows - 1) / 2) * 34];
+        xy[v] = [x + col * 200, y0 + (row - (rows - 1) / 2) * 34];
       });
       x += sub * 200 + 20;
+      inBand++;
     }
     return xy;
   }
