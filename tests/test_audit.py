@@ -194,7 +194,7 @@ def test_mermaid_has_every_edge_and_a_size_limit(corpus_dir):
     text = to_mermaid(g)
     assert text.startswith("flowchart LR\n")
     assert len(re.findall(r"^  v\d+ -->", text, re.M)) == len(g.edges)
-    assert len(re.findall(r'^    v\d+\["', text, re.M)) == len(g.variables)
+    assert len(re.findall(r'^ +v\d+\["', text, re.M)) == len(g.variables)
     with pytest.raises(ConfigError, match="over the Mermaid limit"):
         to_mermaid(g, max_edges=len(g.edges) - 1)
     metric = g.edges[0].source.split("(")[0]

@@ -93,6 +93,9 @@ def to_mermaid(
     for n in names:
         by_metric.setdefault(metric_of[n], []).append(n)
     for i, (m, members) in enumerate(by_metric.items()):
+        if members == [m]:  # a metric with no dimensions: its one variable needs no box
+            lines.append(f'  {ids[m]}["{_mermaid_text(m)}"]')
+            continue
         lines.append(f'  subgraph m{i}["{_mermaid_text(m)}"]')
         lines.extend(f'    {ids[n]}["{_mermaid_text(n)}"]' for n in members)
         lines.append("  end")

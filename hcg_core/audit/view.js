@@ -424,6 +424,9 @@
       else p.append(c.text);
       box.append(p);
       d.append(box);
+      // A long chunk scrolls inside its box: bring the supporting sentence into view.
+      const mark = p.querySelector("mark");
+      if (mark) p.scrollTop = Math.max(0, mark.offsetTop - 30);
     });
   }
 
@@ -514,7 +517,7 @@
   }
   function describe(c) {
     if (c.op === "reject_edge" || c.op === "accept_edge") return (c.op === "reject_edge" ? "reject " : "accept ") + c.source + " \u2192 " + c.target;
-    if (c.op === "edit_edge") return "edit " + c.edge + (c.confidence !== undefined ? " confidence " + c.confidence : "") + (c.mechanism !== undefined ? " mechanism" : "");
+    if (c.op === "edit_edge") return "edit " + (edgeIndex.has(c.edge) ? V[E[edgeIndex.get(c.edge)].s].name + " \u2192 " + V[E[edgeIndex.get(c.edge)].t].name : c.edge) + (c.confidence !== undefined ? " confidence " + c.confidence : "") + (c.mechanism !== undefined ? " mechanism" : "");
     if (c.op === "merge_variables") return "merge " + c.drop + " into " + c.keep;
     return "rename metric " + c.metric + " to " + c.to;
   }
