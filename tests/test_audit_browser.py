@@ -244,3 +244,37 @@ def test_large_graph_opens_on_the_overview_and_draws_neighbourhoods(browser, tmp
     assert [u for u in requests_made(driver) if not u.startswith(LOCAL_SCHEMES)] == []
     # Generous bounds (a shared CI machine): docs/audit.md gives the figures measured.
     assert load_s < 20 and neighbourhood_s < 10, (load_s, neighbourhood_s)
+
+
+def test_review_flags_are_counted_and_listed(browser, tmp_path):
+    from hcg_core.types import CausalEdge, CausalGraph, Chunk, DomainSpec, Metric, Variable
+
+    driver, _ = browser
+    # A -> B -> C -> A is a cycle; C -> D has no evidence and low confidence; E has no edges;
+    # metric F has no variables.
+    g = CausalGraph(
+        DomainSpec((), tuple(Metric(n) for n in "ABCDEF")),
+        tuple(Variable(n) for n in "ABCDE"),
+        (
+            CausalEdge("ab", "A", "B", "A raises B.", 0.9, ("k1",)),
+            CausalEdge("bc", "B", "C", "B raises C.", 0.8, ("k1",)),
+            CausalEdge("ca", "C", "A", "C feeds back on A.", 0.7, ("k1",)),
+            CausalEdge("cd", "C", "D", "C may raise D.", 0.3, ()),
+        ),
+        (Chunk("k1", "A raises B, and B raises C."),),
+    )
+    page = tmp_path / "flags.html"
+    page.write_text(render_html(view_data(g, title="flags")), encoding="utf-8")
+    open_page(driver, page)
+    counts = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#flags li .n")]
+    assert counts == ["1", "1", "3", "1", "1"]
+    assert count(driver, "#viewport .node.flag") == 1  # E, drawn with the flag style
+    assert count(driver, "#viewport .edge.noev") == 1
+    driver.find_elements(By.CSS_SELECTOR, "#flags li")[3].click()
+    assert [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#results li .label")] == ["E"]
+    driver.find_elements(By.CSS_SELECTOR, "#flags li")[4].click()
+    driver.find_element(By.CSS_SELECTOR, "#results li").click()
+    assert "0 variables" in driver.find_element(By.ID, "details").text
+    driver.find_element(By.ID, "btn-overview").click()
+    assert count(driver, "#viewport .node") == 6
+    assert console_errors(driver) == []
