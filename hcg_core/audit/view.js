@@ -413,7 +413,7 @@
         if (op.mechanism === undefined && op.confidence === undefined) { alertInline("nothing changed"); return; }
         addCorrection(op);
       } }, "Save edit")));
-    d.append(el("h3", { text: "Evidence (" + e.evidence.length + " chunks)" }));
+    d.append(el("h3", { text: "Evidence (" + e.evidence.length + (e.evidence.length === 1 ? " chunk)" : " chunks)") }));
     if (!e.evidence.length) d.append(el("p", { class: "badge bad", text: "No evidence chunk: check this edge against the corpus." }));
     e.evidence.forEach((cid, j) => {
       const c = D.chunks[cid];
