@@ -351,8 +351,7 @@ def test_every_correction_applies_or_is_refused_with_a_reason():
         {"op": "rename_metric", "metric": "StrokeRisk", "to": "bad name"},
         {"op": "merge_variables", "keep": "Nope", "drop": "StrokeRisk"},
         {"op": "reject_edge", "edge": "bp-stroke", "source": "Elsewhere", "target": "StrokeRisk"},
-        # merging the terminal into BloodPressure would make edges leave... BloodPressure is fine,
-        # but PatientOutcome (terminal) keeping StrokeRisk's out edge would leave a terminal:
+        # PatientOutcome is terminal: taking over BloodPressure's out edge would leave it.
         {"op": "merge_variables", "keep": "PatientOutcome", "drop": "BloodPressure"},
         {"op": "frobnicate"},
         "not a mapping",

@@ -123,19 +123,18 @@ def _find_edge(state: _State, entry: dict, original: dict[str, CausalEdge]) -> i
         raise Refused("needs 'edge' (an edge id)")
     edge_id = str(edge_id)
     first = original.get(edge_id)
+    if first is None:
+        raise Refused(f"no edge {edge_id!r} in the graph")
     for key in ("source", "target"):
-        if key in entry and (first is None or entry[key] != getattr(first, key)):
+        if key in entry and entry[key] != getattr(first, key):
             raise Refused(
-                f"edge {edge_id!r} {key} is {getattr(first, key, None)!r} in this graph, not "
+                f"edge {edge_id!r} {key} is {getattr(first, key)!r} in this graph, not "
                 f"{entry[key]!r}: the correction was made on another graph"
             )
     for i, e in enumerate(state.edges):
         if e.id == edge_id:
             return i
-    raise Refused(
-        f"no edge {edge_id!r} in the graph"
-        + (" (removed by an earlier correction)" if first is not None else "")
-    )
+    raise Refused(f"no edge {edge_id!r} in the graph (removed by an earlier correction)")
 
 
 def _edit_edge(state: _State, i: int, entry: dict) -> str:
