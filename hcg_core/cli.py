@@ -4,6 +4,8 @@
     hcg inspect DIR [--json]
     hcg query DIR QUESTION [--k N] [--json]
     hcg eval DIR --questions FILE [--json]
+    hcg view DIR [--out FILE.html] | apply DIR corrections.yaml --out NEW_DIR | diff DIR_A DIR_B
+    hcg export DIR --format graphml|gexf|mermaid|cypher|csv [--out PATH]
 
 Errors of the library (``HCGError``) are printed as one line and exit with status 2.
 """
@@ -396,6 +398,10 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("eval", help="compare HCG with vector top-k and BM25 on a QA file")
     add_eval_arguments(e)
     e.set_defaults(func=run_eval)
+
+    from .audit.cli import add_review_commands
+
+    add_review_commands(sub)  # view, apply, diff, export
     return p
 
 

@@ -149,6 +149,40 @@ class CausalGraph:
     def evidence_links(self) -> int:
         return sum(len(e.evidence) for e in self.edges)
 
+    def to_networkx(self) -> Any:
+        """The graph as a ``networkx.MultiDiGraph``: one node per variable, one edge per causal edge.
+
+        Nodes carry ``metric``, ``entities`` (tuple), ``description``, ``category`` and ``role``;
+        edges are keyed by their id and carry ``id``, ``mechanism``, ``confidence`` and
+        ``evidence`` (tuple of chunk ids). A multigraph, so two edges between the same variables
+        both survive. ``hcg export`` writes GraphML and GEXF from it.
+        """
+        import networkx as nx  # imported here: most users of the dataclasses never need it
+
+        metrics = {m.name: m for m in self.spec.metrics}
+        g = nx.MultiDiGraph(domain=self.spec.domain)
+        for v in self.variables:
+            m = metrics.get(v.metric)
+            g.add_node(
+                v.name,
+                metric=v.metric,
+                entities=tuple(v.entities),
+                description=v.description,
+                category=m.category if m else "",
+                role=m.role if m else "",
+            )
+        for e in self.edges:
+            g.add_edge(
+                e.source,
+                e.target,
+                key=e.id,
+                id=e.id,
+                mechanism=e.mechanism,
+                confidence=float(e.confidence),
+                evidence=tuple(e.evidence),
+            )
+        return g
+
 
 @dataclass(frozen=True)
 class CausalPath:

@@ -243,6 +243,10 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         assert self._graph is not None
         return self._graph
 
+    def to_networkx(self) -> Any:
+        """The causal graph as a ``networkx.MultiDiGraph`` (see ``CausalGraph.to_networkx``)."""
+        return self.graph.to_networkx()
+
     @property
     def embedder(self) -> Embedder:
         """The core embedder every vector of this index was made with."""

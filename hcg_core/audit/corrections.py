@@ -1,0 +1,414 @@
+"""Review corrections (``corrections.yaml``, written by the audit page) applied to a graph.
+
+Five operations, applied in file order, each checked against the spec before it is kept::
+
+    format: hcg-corrections
+    version: 1
+    corrections:
+      - {op: reject_edge, edge: ID}                  # the edge is removed
+      - {op: accept_edge, edge: ID}                  # kept, and recorded as a seed relation of the spec
+      - {op: edit_edge, edge: ID, mechanism: TEXT, confidence: 0.7}   # either field, or both
+      - {op: merge_variables, keep: NAME, drop: NAME}  # drop's edges move to keep
+      - {op: rename_metric, metric: OLD, to: NEW}      # in the spec, variables and edges
+
+An edge entry may also carry ``source`` and ``target`` (the page writes them): when they do not
+match the edge of that id, the correction was made on another graph and is refused. A refused
+correction is reported with its reason and changes nothing; the others still apply.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from ..errors import CorruptFileError, EmbedderError, HCGError, SpecError, StoreError
+from ..spec import validate_graph
+from ..store import load_graph, save_graph, variable_text
+from ..types import CausalEdge, CausalGraph, DomainSpec, OutcomeConfig, Relation, Variable
+
+CORRECTIONS_FORMAT = "hcg-corrections"
+CORRECTIONS_VERSION = 1
+OPS = ("reject_edge", "accept_edge", "edit_edge", "merge_variables", "rename_metric")
+_METRIC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TOP_KEYS = {"format", "version", "graph", "created", "corrections"}
+
+
+class Refused(Exception):
+    """A correction that cannot be applied; the message is the reason shown in the report."""
+
+
+@dataclass
+class ApplyReport:
+    """What ``apply_corrections`` did: each correction applied or refused, with why."""
+
+    applied: list[dict[str, Any]] = field(default_factory=list)
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"applied": self.applied, "refused": self.refused, "notes": self.notes}
+
+    def format(self) -> str:
+        lines = [f"applied {len(self.applied)}, refused {len(self.refused)}"]
+        lines += [f"  applied #{a['index']} {a['op']}: {a['change']}" for a in self.applied]
+        lines += [f"  refused #{r['index']} {r['op']}: {r['reason']}" for r in self.refused]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def parse_corrections(data: Any, path: str | os.PathLike | None = None) -> list[dict[str, Any]]:
+    """The list of correction entries of a parsed corrections file; CorruptFileError if malformed."""
+    if isinstance(data, list):  # a bare list of entries is accepted too
+        data = {"corrections": data}
+    if not isinstance(data, dict):
+        raise CorruptFileError("a corrections file is a mapping with 'corrections'", path=path)
+    unknown = set(data) - _TOP_KEYS
+    if unknown:
+        raise CorruptFileError(f"unknown top-level keys {sorted(unknown)}", path=path)
+    if data.get("format", CORRECTIONS_FORMAT) != CORRECTIONS_FORMAT:
+        raise CorruptFileError(f"format must be {CORRECTIONS_FORMAT!r}", path=path)
+    if data.get("version", CORRECTIONS_VERSION) != CORRECTIONS_VERSION:
+        raise CorruptFileError(
+            f"version {data.get('version')!r} is not supported; this hcg-rag reads version "
+            f"{CORRECTIONS_VERSION}",
+            path=path,
+        )
+    entries = data.get("corrections") or []
+    if not isinstance(entries, list):
+        raise CorruptFileError("'corrections' must be a list", path=path)
+    return entries
+
+
+def read_corrections(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Read a corrections.yaml (``yaml.safe_load`` only)."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise StoreError("no such corrections file", path=path) from exc
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise CorruptFileError(f"cannot read the corrections: {exc}", path=path) from exc
+    return parse_corrections(data, path)
+
+
+# ---------------------------------------------------------------- the operations (pure)
+
+
+@dataclass
+class _State:
+    spec: DomainSpec
+    variables: list[Variable]
+    edges: list[CausalEdge]
+
+
+def _text(entry: dict, key: str) -> str:
+    value = entry.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise Refused(f"needs '{key}' (a non-empty string)")
+    return value.strip()
+
+
+def _find_edge(state: _State, entry: dict, original: dict[str, CausalEdge]) -> int:
+    edge_id = entry.get("edge")
+    if not isinstance(edge_id, (str, int)) or isinstance(edge_id, bool):
+        raise Refused("needs 'edge' (an edge id)")
+    edge_id = str(edge_id)
+    first = original.get(edge_id)
+    if first is None:
+        raise Refused(f"no edge {edge_id!r} in the graph")
+    for key in ("source", "target"):
+        if key in entry and entry[key] != getattr(first, key):
+            raise Refused(
+                f"edge {edge_id!r} {key} is {getattr(first, key)!r} in this graph, not "
+                f"{entry[key]!r}: the correction was made on another graph"
+            )
+    for i, e in enumerate(state.edges):
+        if e.id == edge_id:
+            return i
+    raise Refused(f"no edge {edge_id!r} in the graph (removed by an earlier correction)")
+
+
+def _edit_edge(state: _State, i: int, entry: dict) -> str:
+    e = state.edges[i]
+    changes = {}
+    if "mechanism" in entry:
+        if not isinstance(entry["mechanism"], str):
+            raise Refused("'mechanism' must be a string")
+        changes["mechanism"] = entry["mechanism"].strip()
+    if "confidence" in entry:
+        c = entry["confidence"]
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0.0 <= float(c) <= 1.0:
+            raise Refused(f"'confidence' must be a number in [0, 1], got {c!r}")
+        changes["confidence"] = float(c)
+    if not changes:
+        raise Refused("edit_edge needs 'mechanism' or 'confidence'")
+    state.edges[i] = replace(e, **changes)
+    return f"edge {e.id}: " + ", ".join(
+        f"{k} {getattr(e, k)!r} -> {v!r}" for k, v in changes.items()
+    )
+
+
+def _rename_variable(name: str, mapping: dict[str, str]) -> str:
+    return mapping.get(name, name)
+
+
+def _merge(state: _State, entry: dict) -> str:
+    keep, drop = _text(entry, "keep"), _text(entry, "drop")
+    names = {v.name: v for v in state.variables}
+    for n in (keep, drop):
+        if n not in names:
+            raise Refused(f"no variable {n!r} in the graph")
+    if keep == drop:
+        raise Refused("'keep' and 'drop' name the same variable")
+    merged: list[CausalEdge] = []
+    by_pair: dict[tuple[str, str], int] = {}
+    loops, joined = [], []
+    for e in state.edges:
+        e2 = replace(e, source=keep if e.source == drop else e.source)
+        e2 = replace(e2, target=keep if e2.target == drop else e2.target)
+        if e2.source == e2.target:
+            loops.append(e.id)
+            continue
+        pair = (e2.source, e2.target)
+        if pair in by_pair:  # two edges now join the same variables: keep one, pool its evidence
+            j = by_pair[pair]
+            first = merged[j]
+            merged[j] = replace(
+                first,
+                confidence=max(first.confidence, e2.confidence),
+                evidence=tuple(dict.fromkeys((*first.evidence, *e2.evidence))),
+            )
+            joined.append(f"{e.id} into {first.id}")
+            continue
+        by_pair[pair] = len(merged)
+        merged.append(e2)
+    spec = state.spec
+    spec_names = [v.name for v in spec.variables]
+    spec_vars = [v for v in spec.variables if v.name != drop]
+    if drop in spec_names and keep not in spec_names:
+        spec_vars.append(names[keep])
+    relations = []
+    seen = set()
+    for r in spec.relations:
+        s, t = (keep if r.source == drop else r.source), (keep if r.target == drop else r.target)
+        if s != t and (s, t) not in seen:
+            seen.add((s, t))
+            relations.append(Relation(s, t, r.mechanism))
+    state.spec = replace(spec, variables=tuple(spec_vars), relations=tuple(relations))
+    state.variables = [v for v in state.variables if v.name != drop]
+    state.edges = merged
+    out = f"variable {drop!r} merged into {keep!r}"
+    if loops:
+        out += f"; dropped edges that became self-loops: {', '.join(loops)}"
+    if joined:
+        out += f"; joined parallel edges: {', '.join(joined)}"
+    return out
+
+
+def _rename_metric(state: _State, entry: dict) -> str:
+    old, new = _text(entry, "metric"), _text(entry, "to")
+    metrics = {m.name for m in state.spec.metrics}
+    if old not in metrics:
+        raise Refused(f"no metric {old!r} in the spec")
+    if new in metrics:
+        raise Refused(f"metric {new!r} exists already (merge its variables instead)")
+    if not _METRIC_NAME.match(new):
+        raise Refused(f"{new!r} is not a metric name: use letters, digits and _ (CamelCase)")
+
+    def var(v: Variable) -> Variable:
+        return replace(v, metric=new) if v.metric == old else v
+
+    mapping = {v.name: var(v).name for v in (*state.variables, *state.spec.variables)}
+    spec = state.spec
+    outcome = spec.outcome
+    state.spec = replace(
+        spec,
+        metrics=tuple(replace(m, name=new) if m.name == old else m for m in spec.metrics),
+        variables=tuple(var(v) for v in spec.variables),
+        relations=tuple(
+            Relation(
+                _rename_variable(r.source, mapping),
+                _rename_variable(r.target, mapping),
+                r.mechanism,
+            )
+            for r in spec.relations
+        ),
+        outcome=OutcomeConfig(
+            tuple(new if n == old else n for n in outcome.outcomes),
+            tuple(new if n == old else n for n in outcome.terminals),
+            outcome.description,
+        ),
+    )
+    state.variables = [var(v) for v in state.variables]
+    state.edges = [
+        replace(e, source=mapping.get(e.source, e.source), target=mapping.get(e.target, e.target))
+        for e in state.edges
+    ]
+    n = sum(v.metric == new for v in state.variables)
+    return f"metric {old!r} renamed {new!r} ({n} variables renamed with it)"
+
+
+def _accept(state: _State, edge_ids: list[str]) -> list[str]:
+    """Record accepted edges that still exist as seed relations of the spec (endpoints included)."""
+    spec = state.spec
+    relations = list(spec.relations)
+    pairs = {(r.source, r.target) for r in relations}
+    spec_vars = list(spec.variables)
+    spec_names = {v.name for v in spec_vars}
+    graph_vars = {v.name: v for v in state.variables}
+    recorded = []
+    for e in state.edges:
+        if e.id not in edge_ids or (e.source, e.target) in pairs:
+            continue
+        for end in (e.source, e.target):
+            if end not in spec_names:
+                spec_vars.append(graph_vars[end])
+                spec_names.add(end)
+        relations.append(Relation(e.source, e.target, e.mechanism))
+        pairs.add((e.source, e.target))
+        recorded.append(e.id)
+    state.spec = replace(spec, variables=tuple(spec_vars), relations=tuple(relations))
+    return recorded
+
+
+def apply_corrections(
+    graph: CausalGraph, corrections: list[Any]
+) -> tuple[CausalGraph, ApplyReport]:
+    """Apply ``corrections`` in order; each is validated against the spec or refused (pure)."""
+    state = _State(graph.spec, list(graph.variables), list(graph.edges))
+    original = {e.id: e for e in graph.edges}
+    chunk_ids = {c.id for c in graph.chunks}
+    report = ApplyReport()
+    accepted: list[str] = []
+    for index, entry in enumerate(corrections, 1):
+        op = entry.get("op") if isinstance(entry, dict) else None
+        before = _State(state.spec, list(state.variables), list(state.edges))
+        try:
+            if not isinstance(entry, dict):
+                raise Refused("an entry must be a mapping with 'op'")
+            if op not in OPS:
+                raise Refused(f"unknown op {op!r}; use one of {', '.join(OPS)}")
+            if op == "reject_edge":
+                i = _find_edge(state, entry, original)
+                e = state.edges.pop(i)
+                accepted = [a for a in accepted if a != e.id]
+                change = f"edge {e.id} removed ({e.source} -> {e.target})"
+            elif op == "accept_edge":
+                i = _find_edge(state, entry, original)
+                accepted.append(state.edges[i].id)
+                change = f"edge {state.edges[i].id} accepted"
+            elif op == "edit_edge":
+                change = _edit_edge(state, _find_edge(state, entry, original), entry)
+            elif op == "merge_variables":
+                change = _merge(state, entry)
+            else:
+                change = _rename_metric(state, entry)
+            try:
+                validate_graph(state.spec, tuple(state.variables), tuple(state.edges), chunk_ids)
+            except SpecError as exc:
+                raise Refused(f"the result would not fit the spec: {exc}") from exc
+        except Refused as exc:
+            state = before
+            report.refused.append({"index": index, "op": str(op), "reason": str(exc)})
+            continue
+        report.applied.append({"index": index, "op": op, "change": change})
+    recorded = _accept(state, accepted)
+    if recorded:
+        report.notes.append(
+            f"{len(recorded)} accepted edges recorded as seed relations of spec.yaml: "
+            + ", ".join(recorded)
+        )
+    validate_graph(state.spec, tuple(state.variables), tuple(state.edges), chunk_ids)
+    return CausalGraph(state.spec, tuple(state.variables), tuple(state.edges), graph.chunks), report
+
+
+# ---------------------------------------------------------------- on disk
+
+
+def _variable_vectors(stored, graph: CausalGraph, report: ApplyReport) -> np.ndarray | None:
+    """Rows of unchanged variables reused; only new or renamed variables are embedded."""
+    old = stored.variable_embeddings
+    if old is None:
+        return None
+    rows = {variable_text(v): i for i, v in enumerate(stored.graph.variables)}
+    texts = [variable_text(v) for v in graph.variables]
+    missing = [i for i, t in enumerate(texts) if t not in rows]
+    out = np.zeros((len(texts), old.shape[1]), dtype=np.float32)
+    for i, t in enumerate(texts):
+        if t in rows:
+            out[i] = old[rows[t]]
+    if missing:
+        from ..embedders import embedder_from_name
+        from ..ports import as_matrix, embedder_errors
+
+        try:
+            embedder = embedder_from_name(stored.embedder_name or "")
+            with embedder_errors("embedding the corrected variables"):
+                fresh = embedder.embed_documents([texts[i] for i in missing])
+            out[missing] = as_matrix(fresh, len(missing), who=embedder.name)
+        except (EmbedderError, HCGError) as exc:
+            report.notes.append(f"variable vectors not written ({exc}); they are made at load")
+            return None
+    report.notes.append(
+        f"variable vectors: {len(texts) - len(missing)} reused, {len(missing)} embedded"
+    )
+    return out
+
+
+def apply_to_directory(
+    directory: str | os.PathLike,
+    corrections_path: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    strict: bool = False,
+) -> ApplyReport:
+    """Apply a corrections file to a graph directory and write the result to ``out``.
+
+    ``out`` must be another directory. With ``strict``, any refused correction writes nothing.
+    Stored vectors are reused where their text is unchanged; the build report gains a
+    ``corrections`` entry with this report.
+    """
+    directory, out = Path(directory), Path(out)
+    if out.resolve() == directory.resolve():
+        raise StoreError("--out must be a new directory, not the graph being corrected", path=out)
+    stored = load_graph(directory)
+    entries = read_corrections(corrections_path)
+    graph, report = apply_corrections(stored.graph, entries)
+    if strict and report.refused:
+        return report
+    vectors = _variable_vectors(stored, graph, report)
+    build_report = dict(stored.report or {})
+    build_report["corrections"] = {
+        "from": str(directory),
+        "file": str(corrections_path),
+        **report.as_dict(),
+    }
+    save_graph(
+        graph,
+        out,
+        embedder_name=stored.embedder_name,
+        variable_embeddings=vectors,
+        chunk_embeddings=stored.chunk_embeddings,
+        report=build_report,
+    )
+    return report
+
+
+__all__ = [
+    "CORRECTIONS_FORMAT",
+    "OPS",
+    "ApplyReport",
+    "apply_corrections",
+    "apply_to_directory",
+    "parse_corrections",
+    "read_corrections",
+]

@@ -1,0 +1,200 @@
+"""``hcg diff``: what changed between two graphs (spec, variables, edges, evidence, chunks).
+
+Edges are matched by id (the builders derive ids from the two variable names, so a renamed
+variable shows as one edge removed and one added). Pure: ``diff_graphs`` takes two CausalGraphs
+and returns JSON-ready data; ``format_diff`` prints it for a person.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..types import CausalGraph, DomainSpec
+
+
+def _added_removed(a: set, b: set) -> dict[str, list]:
+    return {"added": sorted(b - a), "removed": sorted(a - b)}
+
+
+def diff_specs(a: DomainSpec, b: DomainSpec) -> dict[str, Any]:
+    """Dimensions, entities, metrics (and their fields), outcome and seed relations that changed."""
+    dims_a = {d.name: d for d in a.dimensions}
+    dims_b = {d.name: d for d in b.dimensions}
+    entities = {}
+    for name in sorted(dims_a.keys() & dims_b.keys()):
+        change = _added_removed(set(dims_a[name].entities), set(dims_b[name].entities))
+        if change["added"] or change["removed"]:
+            entities[name] = change
+    met_a = {m.name: m for m in a.metrics}
+    met_b = {m.name: m for m in b.metrics}
+    changed_metrics = {}
+    for name in sorted(met_a.keys() & met_b.keys()):
+        fields = {
+            f: [getattr(met_a[name], f), getattr(met_b[name], f)]
+            for f in ("signature", "description", "category", "role")
+            if getattr(met_a[name], f) != getattr(met_b[name], f)
+        }
+        if fields:
+            changed_metrics[name] = {
+                k: [list(x) if isinstance(x, tuple) else x for x in v] for k, v in fields.items()
+            }
+    rel_a = {(r.source, r.target) for r in a.relations}
+    rel_b = {(r.source, r.target) for r in b.relations}
+    out: dict[str, Any] = {
+        "dimensions": _added_removed(set(dims_a), set(dims_b)),
+        "entities": entities,
+        "metrics": {**_added_removed(set(met_a), set(met_b)), "changed": changed_metrics},
+        "relations": {
+            "added": [list(p) for p in sorted(rel_b - rel_a)],
+            "removed": [list(p) for p in sorted(rel_a - rel_b)],
+        },
+    }
+    if a.outcome.outcomes != b.outcome.outcomes or a.outcome.terminals != b.outcome.terminals:
+        out["outcome"] = {
+            "outcomes": [list(a.outcome.outcomes), list(b.outcome.outcomes)],
+            "terminals": [list(a.outcome.terminals), list(b.outcome.terminals)],
+        }
+    if a.domain != b.domain:
+        out["domain"] = [a.domain, b.domain]
+    return out
+
+
+def diff_graphs(a: CausalGraph, b: CausalGraph) -> dict[str, Any]:
+    """Everything that differs from ``a`` to ``b``, plus a ``summary`` of counts (JSON-ready).
+
+    >>> from hcg_core.types import CausalEdge, DomainSpec, Metric, Variable
+    >>> spec = DomainSpec((), (Metric("A"), Metric("B")))
+    >>> g1 = CausalGraph(spec, (Variable("A"), Variable("B")), (CausalEdge("e", "A", "B"),), ())
+    >>> g2 = CausalGraph(spec, (Variable("A"), Variable("B")), (), ())
+    >>> diff_graphs(g1, g2)["edges"]["removed"]
+    ['e']
+    """
+    vars_a = {v.name for v in a.variables}
+    vars_b = {v.name for v in b.variables}
+    edges_a = {e.id: e for e in a.edges}
+    edges_b = {e.id: e for e in b.edges}
+    changed = {}
+    evidence = {}
+    for eid in sorted(edges_a.keys() & edges_b.keys()):
+        ea, eb = edges_a[eid], edges_b[eid]
+        fields = {
+            f: [getattr(ea, f), getattr(eb, f)]
+            for f in ("source", "target", "mechanism", "confidence")
+            if getattr(ea, f) != getattr(eb, f)
+        }
+        if fields:
+            changed[eid] = fields
+        ev = _added_removed(set(ea.evidence), set(eb.evidence))
+        if ev["added"] or ev["removed"]:
+            evidence[eid] = ev
+    chunks_a = {c.id: c.text for c in a.chunks}
+    chunks_b = {c.id: c.text for c in b.chunks}
+    chunk_changes = _added_removed(set(chunks_a), set(chunks_b))
+    chunk_changes["changed"] = sorted(
+        cid for cid in chunks_a.keys() & chunks_b.keys() if chunks_a[cid] != chunks_b[cid]
+    )
+    out: dict[str, Any] = {
+        "spec": diff_specs(a.spec, b.spec),
+        "variables": _added_removed(vars_a, vars_b),
+        "edges": {
+            "added": sorted(edges_b.keys() - edges_a.keys()),
+            "removed": sorted(edges_a.keys() - edges_b.keys()),
+            "changed": changed,
+        },
+        "evidence": evidence,
+        "chunks": chunk_changes,
+        "edge_details": {
+            eid: {"source": e.source, "target": e.target, "mechanism": e.mechanism}
+            for eid, e in (
+                *((i, edges_b[i]) for i in edges_b.keys() - edges_a.keys()),
+                *((i, edges_a[i]) for i in edges_a.keys() - edges_b.keys()),
+            )
+        },
+    }
+    spec = out["spec"]
+    out["summary"] = {
+        "spec_changes": sum(
+            len(spec[k]["added"]) + len(spec[k]["removed"])
+            for k in ("dimensions", "metrics", "relations")
+        )
+        + len(spec["entities"])
+        + len(spec["metrics"]["changed"])
+        + ("outcome" in spec)
+        + ("domain" in spec),
+        "variables_added": len(out["variables"]["added"]),
+        "variables_removed": len(out["variables"]["removed"]),
+        "edges_added": len(out["edges"]["added"]),
+        "edges_removed": len(out["edges"]["removed"]),
+        "edges_changed": len(changed),
+        "edges_with_evidence_changes": len(evidence),
+        "chunks_added": len(chunk_changes["added"]),
+        "chunks_removed": len(chunk_changes["removed"]),
+        "chunks_changed": len(chunk_changes["changed"]),
+    }
+    return out
+
+
+def is_empty(diff: dict[str, Any]) -> bool:
+    """Whether the two graphs were the same in everything ``diff_graphs`` compares."""
+    return not any(diff["summary"].values())
+
+
+def format_diff(diff: dict[str, Any], *, limit: int = 50) -> str:
+    """The diff for a person: a summary line, then each change (``limit`` items per list)."""
+    s = diff["summary"]
+    if is_empty(diff):
+        return "no differences"
+    lines = [", ".join(f"{k.replace('_', ' ')} {v}" for k, v in s.items() if v)]
+
+    def listed(title: str, items: list, fmt=str) -> None:
+        if not items:
+            return
+        lines.append(f"{title} ({len(items)}):")
+        lines.extend(f"  {fmt(x)}" for x in items[:limit])
+        if len(items) > limit:
+            lines.append(f"  ... and {len(items) - limit} more")
+
+    spec = diff["spec"]
+    for key in ("dimensions", "metrics"):
+        listed(f"spec: {key} added", spec[key]["added"])
+        listed(f"spec: {key} removed", spec[key]["removed"])
+    for name, change in spec["entities"].items():
+        listed(f"spec: entities of {name} added", change["added"])
+        listed(f"spec: entities of {name} removed", change["removed"])
+    for name, fields in spec["metrics"]["changed"].items():
+        for f, (old, new) in fields.items():
+            lines.append(f"spec: metric {name} {f}: {old!r} -> {new!r}")
+    listed("spec: relations added", spec["relations"]["added"], lambda p: f"{p[0]} -> {p[1]}")
+    listed("spec: relations removed", spec["relations"]["removed"], lambda p: f"{p[0]} -> {p[1]}")
+    if "outcome" in spec:
+        lines.append(f"spec: outcome {spec['outcome']}")
+    if "domain" in spec:
+        lines.append(f"spec: domain {spec['domain'][0]!r} -> {spec['domain'][1]!r}")
+    listed("variables added", diff["variables"]["added"])
+    listed("variables removed", diff["variables"]["removed"])
+    details = diff["edge_details"]
+
+    def edge(eid: str) -> str:
+        d = details[eid]
+        return f"{eid}: {d['source']} -> {d['target']}"
+
+    listed("edges added", diff["edges"]["added"], edge)
+    listed("edges removed", diff["edges"]["removed"], edge)
+    listed(
+        "edges changed",
+        list(diff["edges"]["changed"].items()),
+        lambda kv: (
+            f"{kv[0]}: " + "; ".join(f"{f} {old!r} -> {new!r}" for f, (old, new) in kv[1].items())
+        ),
+    )
+    listed(
+        "evidence changed",
+        list(diff["evidence"].items()),
+        lambda kv: f"{kv[0]}: +{kv[1]['added']} -{kv[1]['removed']}",
+    )
+    for key in ("added", "removed", "changed"):
+        listed(f"chunks {key}", diff["chunks"][key])
+    return "\n".join(lines)
+
+
+__all__ = ["diff_graphs", "diff_specs", "format_diff", "is_empty"]

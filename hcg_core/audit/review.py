@@ -1,0 +1,203 @@
+"""What a reviewer should look at first, computed from a causal graph (pure functions, no I/O).
+
+Review flags (edges without evidence, low confidence, cycles, variables with no edges, metrics
+with no variables), the metric-level overview (Tier-1-style templates: metric -> metric with the
+number of variable edges behind each), and the sentence of an evidence chunk that best supports
+an edge (the audit page highlights it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from ..types import CausalEdge, CausalGraph
+
+DEFAULT_LOW_CONFIDENCE = 0.5  # edges below this confidence are flagged for review
+MAX_CYCLES_LISTED = 50  # cycles listed by example (strongly connected parts are all counted)
+
+# A sentence ends at . ! ? or a blank line; a single newline is a wrapped line inside one.
+_SENTENCE = re.compile(r"(?:[^.!?\n]|\n(?![ \t]*\n))+(?:[.!?]+|\n[ \t]*\n|$)")
+_WORD = re.compile(r"[a-z0-9]+")
+# Words too common to say which sentence supports an edge.
+_STOP_WORDS = (
+    "the a an and or of to in on for with by is are was were be been it its this that these those "
+    "as at from which who whom can may more most less than into their there they not but also has "
+    "have had do does did so such"
+)
+_STOP = frozenset(_STOP_WORDS.split())
+
+
+def _words(text: str) -> set[str]:
+    # A 5-letter prefix is a cheap stem: "inflamed" and "inflammation" meet at "infla".
+    return {w[:5] for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP}
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the sentences of ``text``, surrounding whitespace excluded.
+
+    >>> sentence_spans("One. Two three!")
+    [(0, 4), (5, 15)]
+    """
+    spans = []
+    for m in _SENTENCE.finditer(text):
+        start, end = m.start(), m.end()
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if end > start:
+            spans.append((start, end))
+    return spans
+
+
+def supporting_sentence(text: str, edge: CausalEdge) -> tuple[int, int] | None:
+    """The span of the sentence of ``text`` sharing most words with the edge, or None if none do.
+
+    The edge's words are its mechanism's and its two variables' names, so a sentence that names
+    both ends of the edge wins even when the mechanism was paraphrased.
+
+    >>> e = CausalEdge("e", "Salt", "BloodPressure", "Salt raises blood pressure.")
+    >>> t = "Water is good. A salty diet raises blood pressure."
+    >>> s = supporting_sentence(t, e); t[s[0]:s[1]]
+    'A salty diet raises blood pressure.'
+    """
+    key = _words(f"{edge.mechanism} {_split_camel(edge.source)} {_split_camel(edge.target)}")
+    best, best_score = None, 0
+    for span in sentence_spans(text):
+        score = len(key & _words(text[span[0] : span[1]]))
+        if score > best_score:
+            best, best_score = span, score
+    return best
+
+
+def _split_camel(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
+
+
+def metric_overview(graph: CausalGraph) -> list[dict[str, Any]]:
+    """Metric -> metric links with the number of variable edges behind each, most first.
+
+    >>> from hcg_core.types import DomainSpec, Metric, Variable
+    >>> spec = DomainSpec((), (Metric("A"), Metric("B")))
+    >>> g = CausalGraph(spec, (Variable("A"), Variable("B")), (CausalEdge("e", "A", "B"),), ())
+    >>> metric_overview(g)
+    [{'source': 'A', 'target': 'B', 'edges': 1}]
+    """
+    metric_of = {v.name: v.metric for v in graph.variables}
+    counts = Counter((metric_of[e.source], metric_of[e.target]) for e in graph.edges)
+    return [
+        {"source": s, "target": t, "edges": n}
+        for (s, t), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+
+
+def _strongly_connected(n: int, adjacency: list[list[int]]) -> list[list[int]]:
+    """Tarjan's strongly connected components, iterative (deep graphs must not hit recursion)."""
+    index = [-1] * n
+    low = [0] * n
+    on_stack = [False] * n
+    stack: list[int] = []
+    out: list[list[int]] = []
+    counter = 0
+    for root in range(n):
+        if index[root] != -1:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack[v] = True
+            if i < len(adjacency[v]):
+                work.append((v, i + 1))
+                w = adjacency[v][i]
+                if index[w] == -1:
+                    work.append((w, 0))
+                elif on_stack[w]:
+                    low[v] = min(low[v], index[w])
+                continue
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = False
+                    comp.append(w)
+                    if w == v:
+                        break
+                out.append(comp)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return out
+
+
+def _cycle_in(component: set[int], adjacency: list[list[int]]) -> list[int]:
+    """One directed cycle through the component's smallest node (BFS back to it)."""
+    start = min(component)
+    prev = {start: -1}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for u in frontier:
+            for w in adjacency[u]:
+                if w == start:
+                    path = [u]
+                    while prev[path[-1]] != -1:
+                        path.append(prev[path[-1]])
+                    return path[::-1]
+                if w in component and w not in prev:
+                    prev[w] = u
+                    nxt.append(w)
+        frontier = nxt
+    return [start]
+
+
+def review_flags(
+    graph: CausalGraph, *, low_confidence: float = DEFAULT_LOW_CONFIDENCE
+) -> dict[str, Any]:
+    """What to review first, as indices into ``graph.variables`` / ``graph.edges`` (JSON-ready).
+
+    Keys: ``no_evidence`` and ``low_confidence`` (edge indices), ``cycle_edges`` (edges whose two
+    ends lie on a common directed cycle), ``cycles`` (one example cycle of variable indices per
+    strongly connected part, at most MAX_CYCLES_LISTED), ``isolated`` (variables with no edges),
+    ``empty_metrics`` (metric names with no variable).
+    """
+    index = {v.name: i for i, v in enumerate(graph.variables)}
+    n = len(index)
+    adjacency: list[list[int]] = [[] for _ in range(n)]
+    touched = [False] * n
+    for e in graph.edges:
+        a, b = index[e.source], index[e.target]
+        adjacency[a].append(b)
+        touched[a] = touched[b] = True
+    parts = [c for c in _strongly_connected(n, adjacency) if len(c) > 1]
+    part_of = {v: i for i, c in enumerate(parts) for v in c}
+    cycle_edges = [
+        i
+        for i, e in enumerate(graph.edges)
+        if index[e.source] in part_of and part_of[index[e.source]] == part_of.get(index[e.target])
+    ]
+    used_metrics = {v.metric for v in graph.variables}
+    return {
+        "low_confidence_threshold": low_confidence,
+        "no_evidence": [i for i, e in enumerate(graph.edges) if not e.evidence],
+        "low_confidence": [i for i, e in enumerate(graph.edges) if e.confidence < low_confidence],
+        "cycle_edges": cycle_edges,
+        "cycles": [_cycle_in(set(c), adjacency) for c in parts[:MAX_CYCLES_LISTED]],
+        "cyclic_parts": len(parts),
+        "isolated": [i for i in range(n) if not touched[i]],
+        "empty_metrics": [m.name for m in graph.spec.metrics if m.name not in used_metrics],
+    }
+
+
+__all__ = [
+    "DEFAULT_LOW_CONFIDENCE",
+    "metric_overview",
+    "review_flags",
+    "sentence_spans",
+    "supporting_sentence",
+]

@@ -1,0 +1,160 @@
+"""``hcg view``: one self-contained HTML page to see and review a graph directory.
+
+The page is the template ``view.html`` with ``view.css`` and ``view.js`` inlined and the graph
+embedded as JSON (``</`` escaped, so no text of the corpus can close the script element). It
+loads nothing: a Content-Security-Policy forbids every network request, so it opens from disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..graph_build.health import graph_health
+from ..store import StoredGraph, atomic_write_text, load_graph
+from ..types import CausalGraph
+from .review import DEFAULT_LOW_CONFIDENCE, metric_overview, review_flags, supporting_sentence
+
+_HERE = Path(__file__).parent
+# Up to this many variables the page opens on the whole variable graph; above it, on the
+# metric overview, with neighbourhoods drawn on demand (docs/audit.md states the sizes tested).
+DEFAULT_FULL_VIEW_LIMIT = 150
+DEFAULT_NEIGHBOURHOOD_LIMIT = 250  # variables drawn at most in one neighbourhood
+
+
+def view_data(
+    graph: CausalGraph,
+    *,
+    title: str = "",
+    low_confidence: float = DEFAULT_LOW_CONFIDENCE,
+    full_view_limit: int = DEFAULT_FULL_VIEW_LIMIT,
+    neighbourhood_limit: int = DEFAULT_NEIGHBOURHOOD_LIMIT,
+) -> dict[str, Any]:
+    """Everything the page shows, as plain JSON-ready data (variables and edges by index).
+
+    Only the chunks that some edge cites are embedded; each edge's ``support`` holds, per
+    evidence chunk, the ``[start, end]`` of the sentence that best supports it (or None).
+    """
+    spec = graph.spec
+    index = {v.name: i for i, v in enumerate(graph.variables)}
+    chunks = {c.id: c for c in graph.chunks}
+    cited = sorted({cid for e in graph.edges for cid in e.evidence})
+    per_metric: dict[str, int] = {}
+    for v in graph.variables:
+        per_metric[v.metric] = per_metric.get(v.metric, 0) + 1
+    edges = []
+    for e in graph.edges:
+        support = []
+        for cid in e.evidence:
+            span = supporting_sentence(chunks[cid].text, e) if cid in chunks else None
+            support.append(list(span) if span else None)
+        edges.append(
+            {
+                "id": e.id,
+                "s": index[e.source],
+                "t": index[e.target],
+                "mechanism": e.mechanism,
+                "confidence": round(float(e.confidence), 4),
+                "evidence": list(e.evidence),
+                "support": support,
+            }
+        )
+    return {
+        "title": title,
+        "domain": spec.domain,
+        "health": graph_health(graph),
+        "dimensions": [
+            {"name": d.name, "description": d.description, "entities": list(d.entities)}
+            for d in spec.dimensions
+        ],
+        "metrics": [
+            {
+                "name": m.name,
+                "signature": list(m.signature),
+                "description": m.description,
+                "category": m.category,
+                "role": m.role,
+                "variables": per_metric.get(m.name, 0),
+            }
+            for m in spec.metrics
+        ],
+        "variables": [
+            {
+                "name": v.name,
+                "metric": v.metric,
+                "entities": list(v.entities),
+                "description": v.description,
+            }
+            for v in graph.variables
+        ],
+        "edges": edges,
+        "chunks": {
+            cid: {"text": chunks[cid].text, "doc_id": chunks[cid].doc_id}
+            for cid in cited
+            if cid in chunks
+        },
+        "overview": metric_overview(graph),
+        "flags": review_flags(graph, low_confidence=low_confidence),
+        "settings": {
+            "full_view_limit": full_view_limit,
+            "neighbourhood_limit": neighbourhood_limit,
+        },
+    }
+
+
+def embed_json(data: Any) -> str:
+    """JSON safe inside a ``<script>`` element: ``<``, ``>``, ``&`` and line separators escaped.
+
+    >>> embed_json({"t": "</script>"})
+    '{"t": "\\\\u003c/script\\\\u003e"}'
+    """
+    text = json.dumps(data, ensure_ascii=False)
+    for raw, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        text = text.replace(raw, esc)
+    # U+2028/2029 end a line in older JavaScript parsers.
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def render_html(data: dict[str, Any]) -> str:
+    """The page: template with the stylesheet, the script and the data inlined."""
+    template = (_HERE / "view.html").read_text(encoding="utf-8")
+    # The title is escaped for HTML and put in before anything else is inlined.
+    css = (_HERE / "view.css").read_text(encoding="utf-8")
+    js = (_HERE / "view.js").read_text(encoding="utf-8")
+    title = str(data.get("title") or "graph")
+    for raw, esc in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;")):
+        title = title.replace(raw, esc)
+    template = template.replace("@TITLE@", title)
+    # Placeholders are replaced in this order so inlined text is never scanned again.
+    head, rest = template.split("/*@CSS@*/")
+    mid, tail = rest.split("/*@DATA@*/")
+    mid2, tail2 = tail.split("/*@JS@*/")
+    return head + css + mid + embed_json(data) + mid2 + js.replace("</", "<\\/") + tail2
+
+
+def write_view(
+    directory: str | os.PathLike,
+    out: str | os.PathLike | None = None,
+    *,
+    stored: StoredGraph | None = None,
+    **options: Any,
+) -> Path:
+    """Load the graph directory and write its audit page (default ``audit.html`` here)."""
+    directory = Path(directory)
+    stored = stored if stored is not None else load_graph(directory)
+    out_path = Path(out) if out is not None else Path("audit.html")
+    data = view_data(stored.graph, title=directory.resolve().name, **options)
+    atomic_write_text(out_path, render_html(data))
+    return out_path
+
+
+__all__ = [
+    "DEFAULT_FULL_VIEW_LIMIT",
+    "DEFAULT_NEIGHBOURHOOD_LIMIT",
+    "embed_json",
+    "render_html",
+    "view_data",
+    "write_view",
+]

@@ -1,0 +1,93 @@
+"""Corrections survive an LLM rebuild: build over HTTP (stub server), correct, rebuild from the
+corrected spec with the same reply cache, re-apply the same corrections.yaml."""
+
+from __future__ import annotations
+
+import yaml
+from fixtures.llm.responder import OUTCOME, load_chunks, respond
+
+from hcg_core.audit import apply_to_directory, diff_graphs
+from hcg_core.audit.diff import is_empty
+from hcg_core.embedders import HashingEmbedder
+from hcg_core.graph_build import build_graph
+from hcg_core.llm import OpenAIStructuredLLM
+from hcg_core.store import load_graph, save_graph
+from hcg_core.testing import StubLLMServer
+
+EMB = HashingEmbedder()
+
+
+def http_build(srv, cache_dir, spec=None):
+    llm = OpenAIStructuredLLM(
+        "stub-model",
+        base_url=srv.base_url,
+        api_key="x",
+        timeout=1,
+        backoff_base=0.001,
+        max_concurrency=4,
+        cache_dir=cache_dir,
+    )
+    return build_graph(
+        load_chunks(),
+        embedder=EMB,
+        llm=llm,
+        tier="XS",
+        outcome=None if spec else OUTCOME,
+        spec=spec,
+    )
+
+
+def save(result, path):
+    save_graph(
+        result.graph,
+        path,
+        embedder_name=EMB.name,
+        variable_embeddings=result.variable_embeddings,
+        chunk_embeddings=result.chunk_embeddings,
+    )
+    return path
+
+
+def test_llm_rebuild_from_the_corrected_spec_keeps_the_corrections(tmp_path):
+    cache = tmp_path / "cache"
+    with StubLLMServer(respond) as srv:
+        first = http_build(srv, cache)
+        assert srv.calls > 0
+        g = first.graph
+        seeds = {(r.source, r.target) for r in g.spec.relations}
+        accept, reject = [e for e in g.edges if (e.source, e.target) not in seeds][:2]
+        corrections = tmp_path / "corrections.yaml"
+        corrections.write_text(
+            yaml.safe_dump(
+                {
+                    "format": "hcg-corrections",
+                    "version": 1,
+                    "corrections": [
+                        {"op": "accept_edge", "edge": accept.id},
+                        {"op": "reject_edge", "edge": reject.id},
+                        {"op": "edit_edge", "edge": accept.id, "confidence": 0.99},
+                    ],
+                }
+            ),
+            encoding="utf-8",
+        )
+        report = apply_to_directory(save(first, tmp_path / "g"), corrections, tmp_path / "g2")
+        assert not report.refused
+        corrected = load_graph(tmp_path / "g2").graph
+        assert (accept.source, accept.target) in {
+            (r.source, r.target) for r in corrected.spec.relations
+        }
+
+        srv.reset_counts()
+        rebuilt = http_build(srv, cache, spec=corrected.spec)
+        # Accepting, rejecting and editing edges changes no prompt: every reply is cached.
+        assert srv.calls == 0 and rebuilt.report["totals"]["calls"] == 0
+        ids = {e.id for e in rebuilt.graph.edges}
+        assert accept.id in ids  # a seed relation of the corrected spec: the pipeline keeps it
+        assert reject.id in ids  # the builder does not know it was rejected ...
+
+        apply_to_directory(save(rebuilt, tmp_path / "g3"), corrections, tmp_path / "g4")
+        again = load_graph(tmp_path / "g4").graph
+        # ... so the same corrections.yaml, applied again, gives back the corrected graph.
+        assert is_empty(diff_graphs(corrected, again))
+        assert reject.id not in {e.id for e in again.edges}
