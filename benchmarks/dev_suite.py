@@ -1,0 +1,177 @@
+"""All development sets in one command: HCG (default, graph off, paper) against BM25 and vector top-k.
+
+For each set the corpus is built with ``hcg build`` on the library defaults (reused from --work when
+already built), then every system answers every question at the same word budget and is scored on
+gold-context recall (when the questions carry gold context) and lexical answer recall
+(``hcg_core.eval``). Systems:
+
+- ``hcg default``: the retriever as a user gets it (hybrid mode, graph signal on);
+- ``hcg graph off``: the same pipeline with the graph signal off (the ablation);
+- ``hcg paper``: the paper's Stage 3 exactly, vector fill to the budget;
+- ``bm25 200/40``, ``bm25 1200/200 top 5``: BM25 over plain word windows of the documents;
+- ``bm25 same chunks``: BM25 over the chunks hcg built (same units as hcg);
+- ``vector same chunks``, ``vector 200/40``: cosine top-k with the same embedder.
+
+The primary metric is gold-context recall where the set has gold context, answer recall elsewhere.
+Usage (data paths are arguments; nothing is read from outside them)::
+
+    python benchmarks/dev_suite.py --work /tmp/dev \\
+        --set medical=PATH/corpus.json:PATH/dev_questions.json \\
+        --set psychology=PATH/all_abstracts.txt:PATH/qa.jsonl:PATH/sentences.jsonl \\
+        --set business=...
+
+Prints one table per set and a summary of the margins; writes ``--work/results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+from hcg_core.cli import main as hcg_main
+from hcg_core.eval.baselines import (
+    documents_from_chunks,
+    fill_budget,
+    vector_system,
+    word_windows,
+)
+from hcg_core.eval.cli import baseline_systems, hcg_systems
+from hcg_core.eval.runner import evaluate, load_questions, load_sentences
+from hcg_core.retrieval import CausalGraphRetriever
+
+BUDGET = 2000
+_MANY = 200
+
+
+def parse_set(text: str) -> tuple[str, list[Path]]:
+    name, _, paths = text.partition("=")
+    parts = [Path(p) for p in paths.split(":") if p]
+    if not name or len(parts) not in (2, 3):
+        raise SystemExit(f"--set NAME=CORPUS:QUESTIONS[:SENTENCES], got {text!r}")
+    return name, parts
+
+
+def build(name: str, corpus: Path, work: Path, rebuild: bool) -> tuple[Path, float | None]:
+    out = work / name / "graph"
+    if out.exists() and not rebuild and (out / "manifest.json").exists():
+        return out, None
+    t0 = time.perf_counter()
+    args = ["build", str(corpus), "--out", str(out), "--quiet"]
+    if out.exists():
+        args.append("--force")
+    if hcg_main(args) != 0:
+        raise SystemExit(f"hcg build failed for {name}")
+    return out, time.perf_counter() - t0
+
+
+def systems_for(retriever: CausalGraphRetriever) -> dict:
+    systems = hcg_systems(retriever, ["hybrid", "hybrid-nograph", "paper"], k=None, budget=BUDGET)
+    named = {
+        "hcg default": systems["hcg hybrid"],
+        "hcg graph off": systems["hcg hybrid-nograph"],
+        "hcg paper": systems["hcg paper"],
+    }
+    args = SimpleNamespace(
+        k=None, budget=BUDGET, baseline_chunk_words=1200, baseline_chunk_overlap=200, baseline_k=5
+    )
+    base = baseline_systems(retriever, args)
+    named["bm25 200/40"] = base["bm25 200/40"]
+    named["bm25 1200/200 top 5"] = base["bm25 1200/200 top 5"]
+    named["bm25 same chunks"] = base["bm25 (same chunks)"]
+    named["vector same chunks"] = base["vector top-k (same chunks)"]
+    docs = documents_from_chunks(retriever.graph.chunks)
+    windows = [w for d in docs for w in word_windows(d, 200, 40)]
+    named["vector 200/40"] = fill_budget(vector_system(windows, retriever.embedder, _MANY), BUDGET)
+    return named
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--set", action="append", required=True, type=parse_set)
+    parser.add_argument("--work", type=Path, required=True, help="graphs and results go here")
+    parser.add_argument("--limit", type=int, default=None, help="first N questions per set")
+    parser.add_argument("--rebuild", action="store_true", help="rebuild graphs already in --work")
+    args = parser.parse_args(argv)
+    results: dict[str, dict] = {}
+    for name, paths in args.set:
+        corpus, questions_file = paths[0], paths[1]
+        sentences = load_sentences(paths[2]) if len(paths) == 3 else None
+        questions = load_questions(questions_file, limit=args.limit, sentences=sentences)
+        graph_dir, build_s = build(name, corpus, args.work, args.rebuild)
+        retriever = CausalGraphRetriever.load(graph_dir)
+        print(
+            f"== {name}: {len(questions)} questions, {len(retriever.graph.chunks)} chunks, "
+            f"graph {len(retriever.graph.variables)} variables / {len(retriever.graph.edges)} "
+            f"edges" + (f", built in {build_s:.0f} s" if build_s else ""),
+            file=sys.stderr,
+        )
+        report = evaluate(systems_for(retriever), questions, budget=BUDGET)
+        has_context = report.row("hcg default").context_recall is not None
+        rows = {}
+        for r in report.rows:
+            if r.group != "all":
+                continue
+            rows[r.system] = {
+                "context_recall": r.context_recall,
+                "answer_recall": r.recall,
+                "primary": r.context_recall if has_context else r.recall,
+                "p50_ms": r.latency_p50_ms,
+                "graph_word_share": r.graph_word_share,
+            }
+        results[name] = {
+            "questions": len(questions),
+            "primary_metric": "context recall" if has_context else "answer recall",
+            "chunks": len(retriever.graph.chunks),
+            "build_seconds": build_s,
+            "systems": rows,
+        }
+        print(format_set(name, results[name]))
+        sys.stdout.flush()
+    print(format_summary(results))
+    args.work.mkdir(parents=True, exist_ok=True)
+    (args.work / "results.json").write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def format_set(name: str, res: dict) -> str:
+    lines = [
+        f"### {name} ({res['questions']} questions; primary: {res['primary_metric']} at "
+        f"{BUDGET:,} words)",
+        "",
+        "| system | primary | context recall | answer recall | p50 ms |",
+        "|---|---|---|---|---|",
+    ]
+    for system, r in res["systems"].items():
+        ctx = "-" if r["context_recall"] is None else f"{r['context_recall']:.3f}"
+        lines.append(
+            f"| {system} | {r['primary']:.3f} | {ctx} | {r['answer_recall']:.3f} | "
+            f"{r['p50_ms']:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def format_summary(results: dict) -> str:
+    lines = [
+        "### margins of hcg default (points of the primary metric)",
+        "",
+        "| set | vs best BM25 (200/40, 1200/200) | vs vector same chunks | vs vector 200/40 | "
+        "graph on - off |",
+        "|---|---|---|---|---|",
+    ]
+    for name, res in results.items():
+        s = {k: v["primary"] for k, v in res["systems"].items()}
+        best_bm25 = max(s["bm25 200/40"], s["bm25 1200/200 top 5"])
+        d = s["hcg default"]
+        lines.append(
+            f"| {name} | {100 * (d - best_bm25):+.1f} | {100 * (d - s['vector same chunks']):+.1f} "
+            f"| {100 * (d - s['vector 200/40']):+.1f} | {100 * (d - s['hcg graph off']):+.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
