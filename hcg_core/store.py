@@ -280,6 +280,26 @@ def check_output_dir(
     return real
 
 
+def check_report_path(path: str | os.PathLike) -> Path:
+    """Refuse to write a report file over a folder or into a graph directory (its own files).
+
+    ``hcg eval --out DIR/manifest.json`` would otherwise replace the graph's manifest.
+    """
+    if not str(path).strip():
+        raise StoreError("the report path is empty; name a file, e.g. --out eval.json")
+    p = Path(path)
+    if p.is_dir():
+        raise StoreError("is a folder; name a file for the report", path=p)
+    parent = p.resolve().parent
+    for folder in (parent, *parent.parents):
+        if is_graph_dir(folder):
+            raise StoreError(
+                f"lies inside the graph directory {folder}; write the report outside it",
+                path=p,
+            )
+    return p
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -838,6 +858,7 @@ __all__ = [
     "FORMAT_VERSION",
     "HCG_OWNED",
     "check_output_dir",
+    "check_report_path",
     "check_writable_dir",
     "is_graph_dir",
     "StoredGraph",
