@@ -176,6 +176,8 @@ HCG_OWNED: tuple[str, ...] = (".llm_cache",)
 # until they are complete; a marked one whose process is gone is a crashed build's leftover.
 _STAGING_TAG = ".hcg-tmp-"
 _STAGING_MARK = ".hcg-staging"
+# What a save writes: on a rebuild, these entries of the previous folder are replaced or dropped.
+_GRAPH_ENTRIES = frozenset({MANIFEST, SPEC, GRAPH, CHUNKS, REPORT, "embeddings", _STAGING_MARK})
 
 
 def is_graph_dir(path: str | os.PathLike) -> bool:
@@ -392,6 +394,11 @@ def _swap_in(staging: Path, real: Path) -> Path | None:
     return old
 
 
+def _is_temp_name(name: str) -> bool:
+    """A leftover of ``atomic_write_bytes`` (``.<name>.<random>.tmp``), never a user's file."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
 def _keep_old_entries(old: Path, real: Path) -> None:
     """Move the old folder's entries the new graph lacks into it, then remove the old folder.
 
@@ -401,6 +408,8 @@ def _keep_old_entries(old: Path, real: Path) -> None:
     try:
         for entry in sorted(old.iterdir()):
             target = real / entry.name
+            if entry.name in _GRAPH_ENTRIES or _is_temp_name(entry.name):
+                continue  # the previous graph's own files (a stale report must not survive)
             if not target.exists() and not target.is_symlink():
                 _step("move", target)
                 os.rename(entry, target)
