@@ -81,9 +81,13 @@ def _count_steps(tmp_path: Path, old, new) -> list[tuple[str, str]]:
     return steps
 
 
+@pytest.mark.parametrize("atomic_exchange", [True, False])
 def test_a_failure_at_every_step_leaves_a_loadable_graph_and_keeps_user_files(
-    tmp_path, two_graphs
+    tmp_path, two_graphs, monkeypatch, atomic_exchange
 ):
+    """With the atomic exchange (Linux) and with the two-rename fallback other systems get."""
+    if not atomic_exchange:
+        monkeypatch.setattr(store, "_exchange", lambda a, b: False)
     old, new = two_graphs
     steps = _count_steps(tmp_path, old, new)
     kinds = [s for s, _ in steps]
@@ -98,7 +102,7 @@ def test_a_failure_at_every_step_leaves_a_loadable_graph_and_keeps_user_files(
         before_all = _digest_tree(g)
         calls = {"n": 0}
 
-        def hook(s, p, i=i):
+        def hook(s, p, i=i, calls=calls):
             if calls["n"] == i:
                 raise OSError(errno.ENOSPC, "No space left on device", str(p))
             calls["n"] += 1
