@@ -221,7 +221,7 @@ def inspect_summary(directory: str) -> dict[str, Any]:
 def cmd_inspect(args: argparse.Namespace) -> int:
     s = inspect_summary(args.dir)
     if args.json:
-        print(json.dumps(s, indent=1, default=str))
+        print(json.dumps(_finite(s), indent=1, default=str, allow_nan=False))
         return 0
     c = s["counts"]
     print(f"{s['directory']}  (embedder: {s['embedder']})")
@@ -246,6 +246,17 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     for note in s["notes"]:
         print(f"note: {note}")
     return 0
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by None, so the JSON printed is strict."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def format_build_report(report: dict[str, Any]) -> str:

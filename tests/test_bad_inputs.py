@@ -158,6 +158,20 @@ def _unknown_outcome_setup(d: Path, built: Path) -> None:
     (d / "outcome.yaml").write_text("outcomes: [NoSuchMetricAnywhere]\n")
 
 
+def _disk_full_at_manifest(d: Path, built: Path) -> None:
+    """A good graph to rebuild, and a disk that fills up when the new manifest is written."""
+    from hcg_core import store
+
+    _corpus(d)
+    shutil.copytree(built, d / "out")
+
+    def hook(step: str, path: Path) -> None:
+        if path.name == "manifest.json":
+            raise OSError(28, "No space left on device", str(path))
+
+    store._fault_hook = hook
+
+
 def _user_folder(d: Path, built: Path) -> None:
     _corpus(d)
     (d / "out").mkdir()
@@ -233,6 +247,14 @@ ROWS = [
         0,
         ("built out",),
         writes=("out/",),
+        check=_graph_loads("out"),
+    ),
+    Row(
+        "disk-full-during-a-rebuild",
+        _disk_full_at_manifest,
+        ["build", "docs", "--out", "out", "--chunk-words", "120", *HASHING],
+        2,
+        ("no space left on device", "previous contents are unchanged"),
         check=_graph_loads("out"),
     ),
     # ------------------------------------------------------------ settings
@@ -465,7 +487,10 @@ def _allowed(rel: str, writes: tuple[str, ...]) -> bool:
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
 def test_bad_input(row: Row, tmp_path, built, monkeypatch, capsys):
+    from hcg_core import store
+
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(store, "_fault_hook", None)  # restored after rows that set one
     previous = os.umask(0o022)
     try:
         row.setup(tmp_path, built)
