@@ -255,9 +255,10 @@ def check_output_dir(
     for raw in inputs:
         inp = Path(raw).resolve()
         if real == inp or (inp.is_dir() and inp in real.parents):
+            where = "is the input folder" if real == inp else "lies inside the input"
             raise StoreError(
-                f"the output lies inside the input {raw}; the next build would read the graph "
-                "back as input. Write it outside the input folders",
+                f"the output {where} {raw}; the next build would read the graph back as "
+                "input. Write it outside the input folders",
                 path=path,
             )
         if real in inp.parents:

@@ -209,7 +209,7 @@ ROWS = [
         lambda d, b: _corpus(d),
         ["build", "docs", "--out", "docs", *HASHING],
         2,
-        ("inside the input",),
+        ("is the input folder",),
     ),
     Row(
         "out-inside-the-input",

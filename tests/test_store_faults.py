@@ -246,7 +246,7 @@ def test_check_output_dir_refusals(tmp_path, monkeypatch):
         "": "empty",
         ".": "current folder",
         "..": "current folder",
-        "docs": "inside the input",
+        "docs": "is the input folder",
         "docs/hcg_graph": "inside the input",
         "afile": "not a directory",
         "afile/g": "cannot write",
@@ -256,3 +256,59 @@ def test_check_output_dir_refusals(tmp_path, monkeypatch):
             check_output_dir(out, inputs=["docs"])
     assert check_output_dir("fresh/deeper", inputs=["docs"]) == tmp_path / "fresh" / "deeper"
     assert not list((tmp_path / "fresh").iterdir())  # the probe file is gone
+
+
+def test_recorded_zero_rows_load_and_extra_ones_are_recomputed(tmp_path, graph):
+    """The hashing embedder maps a text without content words to zero: legitimate, recorded."""
+    from hcg_core.embedders import HashingEmbedder
+
+    chunks = list(graph.chunks)
+    chunks[0] = dataclasses.replace(chunks[0], text="the of and")  # stopwords only
+    g2 = dataclasses.replace(graph, chunks=tuple(chunks))
+    r = CausalGraphRetriever.from_graph(g2, HashingEmbedder(64))
+    assert not r.chunk_embeddings[0].any()
+    r.save(tmp_path / "g")
+    stored = load_graph(tmp_path / "g")
+    assert stored.chunk_embeddings is not None and not stored.notes
+    arr = np.load(tmp_path / "g" / "embeddings" / "chunks.npy")
+    arr[1] = 0.0
+    np.save(tmp_path / "g" / "embeddings" / "chunks.npy", arr)
+    stored = load_graph(tmp_path / "g")
+    assert stored.chunk_embeddings is None
+    assert any("2 all-zero rows (1 recorded" in n for n in stored.notes)
+    arr[1] = 3.0  # finite but not unit length: damaged too
+    np.save(tmp_path / "g" / "embeddings" / "chunks.npy", arr)
+    assert any("not unit length" in n for n in load_graph(tmp_path / "g").notes)
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "spec.yaml", "graph.json", "chunks.jsonl"])
+def test_every_graph_file_must_resolve_inside_the_directory(tmp_path, graph, embedder, name):
+    g = tmp_path / "g"
+    CausalGraphRetriever.from_graph(graph, embedder).save(g)
+    outside = tmp_path / f"outside-{name}"
+    (g / name).rename(outside)
+    (g / name).symlink_to(outside)
+    with pytest.raises(StoreError, match="outside the graph directory"):
+        load_graph(g)
+    (g / name).unlink()
+    (g / name).symlink_to(Path("..") / outside.name)
+    with pytest.raises(StoreError, match="outside the graph directory"):
+        load_graph(g)  # a relative link climbing out is refused the same way
+    (g / name).unlink()
+    outside.rename(g / f"real-{name}")
+    (g / name).symlink_to(f"real-{name}")  # a link that stays inside is fine
+    assert load_graph(g).graph == graph
+
+
+def test_a_report_link_out_or_a_list_is_ignored_with_a_note(tmp_path, graph, embedder):
+    g = tmp_path / "g"
+    CausalGraphRetriever.from_graph(graph, embedder).save(g, report={"ok": 1})
+    (tmp_path / "elsewhere.json").write_text('{"secret": 1}')
+    (g / "build_report.json").unlink()
+    (g / "build_report.json").symlink_to(tmp_path / "elsewhere.json")
+    stored = load_graph(g)
+    assert stored.report is None and "outside the graph directory" in " ".join(stored.notes)
+    (g / "build_report.json").unlink()
+    (g / "build_report.json").write_text("[1, 2]")
+    stored = load_graph(g)
+    assert stored.report is None and "not an object" in " ".join(stored.notes)
