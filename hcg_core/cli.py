@@ -425,7 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--chunk-chars",
         type=int,
         default=None,
-        help="character cap per chunk (default: 12 x --chunk-words)",
+        help="character cap per chunk (default: 18 x --chunk-words, 3,600 at 200)",
     )
     b.add_argument(
         "--force",

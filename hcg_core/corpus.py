@@ -27,9 +27,10 @@ DEFAULT_MAX_BYTES = 50_000_000
 # NaiveRAG setting of 1,200/200 (see METHOD.md, "Chunking for evidence").
 DEFAULT_CHUNK_WORDS = 200
 DEFAULT_OVERLAP_WORDS = 40
-# The character cap of a chunk is chunk_words times this, unless given: English averages about 6
-# characters a word with its space, so ordinary prose never meets the cap; a run of CJK text or
-# one huge token does.
+# The character cap of a chunk, unless given, is this many characters for each word of the longest
+# chunk allowed (1.5 x chunk_words, a whole paragraph group): English averages about 6 characters
+# a word with its space, so ordinary prose never meets the cap; a run of CJK text or one huge
+# token does.
 DEFAULT_CHARS_PER_WORD = 12
 # A "word" longer than this (base64, minified code, a run without spaces) is cut into pieces of
 # this many characters, each counted as one word.
@@ -368,7 +369,7 @@ def chunk_documents(
     Bounded: words are those of ``word_spans``, so text without spaces (CJK) counts each
     character as a word and ends sentences at 。！？, and a token over ``MAX_TOKEN_CHARS``
     characters is cut. No chunk is longer than ``max_chars`` characters (default
-    ``chunk_words * DEFAULT_CHARS_PER_WORD``): a group over it is windowed, and a window that
+    ``1.5 * chunk_words * DEFAULT_CHARS_PER_WORD``, 3,600 at 200 words): a group over it is windowed, and a window that
     would pass it ends early, its overlap shrinking in proportion.
 
     The chunk text is the original text (whitespace inside kept). Metadata: ``doc_id``, ``index``
@@ -390,11 +391,11 @@ def chunk_documents(
         raise ConfigError(
             f"overlap_words must be in [0, chunk_words={chunk_words}), got {overlap_words}"
         )
+    whole_limit = chunk_words + chunk_words // 2
     if max_chars is None:
-        max_chars = chunk_words * DEFAULT_CHARS_PER_WORD
+        max_chars = whole_limit * DEFAULT_CHARS_PER_WORD
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
         raise ConfigError(f"max_chars must be a positive int, got {max_chars!r}")
-    whole_limit = chunk_words + chunk_words // 2
     chunks: list[Chunk] = []
     for doc in docs:
         spans = word_spans(doc.text, max_token_chars=min(MAX_TOKEN_CHARS, max_chars))

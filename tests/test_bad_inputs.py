@@ -273,7 +273,7 @@ ROWS = [
         0,
         ("built out",),
         writes=("out/",),
-        check=_max_chunk_chars(200 * 12),
+        check=_max_chunk_chars(300 * 12),
     ),
     Row(
         "one-huge-token",
@@ -282,7 +282,7 @@ ROWS = [
         0,
         ("built out",),
         writes=("out/",),
-        check=_max_chunk_chars(200 * 12),
+        check=_max_chunk_chars(300 * 12),
     ),
     Row(
         "chunk-chars-flag",
