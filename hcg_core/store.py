@@ -4,7 +4,7 @@ A graph directory holds ``manifest.json``, ``spec.yaml``, ``graph.json``, ``chun
 optionally ``embeddings/*.npy`` and ``build_report.json``. A save writes the whole new graph into
 a temporary sibling folder and swaps it in only when complete, so a failed or killed rebuild
 leaves the previous graph loadable; each file is written to a temporary file and renamed, with
-the user's umask. ``check_output_dir`` refuses, before any work, an output that is not a graph
+the user's umask (the mechanics live in ``hcg_core.safe_files``). ``check_output_dir`` refuses, before any work, an output that is not a graph
 directory, lies inside an input, or cannot be written.
 
 Loading trusts nothing: every file must resolve inside the directory (no links out), chunks
@@ -16,16 +16,12 @@ A corrupt ``build_report.json`` is noted and ignored.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import hashlib
 import json
 import os
 import re
 import shutil
-import stat
-import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,6 +31,16 @@ import numpy as np
 import yaml
 
 from .errors import CorruptFileError, FormatVersionError, MissingFileError, SpecError, StoreError
+from .safe_files import (
+    STAGING_TAG,
+    atomic_write_bytes,
+    atomic_write_text,
+    check_writable_dir,
+    keep_old_entries,
+    make_staging,
+    os_reason,
+    swap_in,
+)
 from .spec import spec_from_dict, spec_to_yaml, validate_graph
 from .spec.yaml_io import variable_from_item
 from .types import CausalEdge, CausalGraph, Chunk, DomainSpec, Variable
@@ -93,73 +99,6 @@ def texts_digest(texts: Iterable[str]) -> str:
     return h.hexdigest()
 
 
-# ---------------------------------------------------------------- atomic writes
-
-# Test seam: when set, called as ``hook(step, path)`` before every file write ("write"), directory
-# swap ("swap") and move ("move") that this module makes. tests/test_store_faults.py raises from it
-# (or kills the process) to prove that a failure at any step loses no graph and no user file.
-_fault_hook: Callable[[str, Path], None] | None = None
-
-
-def _step(step: str, path: Path) -> None:
-    if _fault_hook is not None:
-        _fault_hook(step, path)
-
-
-def _umask() -> int:
-    """The process umask, read without changing it where the OS allows (os.umask is not atomic)."""
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _new_file_mode(path: Path, like: Path | None = None) -> int:
-    """Keep the mode of the file being replaced (a hand-edited 0644 stays 0644), else the umask's."""
-    for old in (path, like):
-        if old is not None:
-            with contextlib.suppress(OSError):
-                return stat.S_IMODE(old.stat().st_mode)
-    return 0o666 & ~_umask()
-
-
-def atomic_write_bytes(
-    path: str | os.PathLike, data: bytes, *, like: str | os.PathLike | None = None
-) -> Path:
-    """Write ``data`` to ``path`` via a temp file in the same folder and an atomic rename.
-
-    The file gets the mode of the file it replaces (or of ``like``), else the user's umask
-    (0644 under umask 022), as editors and git expect; ``mkstemp`` alone would make it 0600.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _step("write", path)
-    mode = _new_file_mode(path, Path(like) if like is not None else None)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if hasattr(os, "fchmod"):  # POSIX; elsewhere the OS default applies
-                os.fchmod(f.fileno(), mode)
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return path
-
-
-def atomic_write_text(
-    path: str | os.PathLike, text: str, *, like: str | os.PathLike | None = None
-) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"), like=like)
-
-
 def _atomic_write_npy(path: Path, arr: np.ndarray, like: Path | None = None) -> None:
     import io
 
@@ -173,12 +112,8 @@ def _atomic_write_npy(path: Path, arr: np.ndarray, like: Path | None = None) -> 
 # Entries of a graph directory that hcg itself puts there besides the graph: the default LLM reply
 # cache. A folder holding only these may be (re)written without ``force``.
 HCG_OWNED: tuple[str, ...] = (".llm_cache",)
-# Staging directories are siblings named ``.<name>.hcg-tmp-<pid>-<random>`` holding this marker
-# until they are complete; a marked one whose process is gone is a crashed build's leftover.
-_STAGING_TAG = ".hcg-tmp-"
-_STAGING_MARK = ".hcg-staging"
 # What a save writes: on a rebuild, these entries of the previous folder are replaced or dropped.
-_GRAPH_ENTRIES = frozenset({MANIFEST, SPEC, GRAPH, CHUNKS, REPORT, "embeddings", _STAGING_MARK})
+_GRAPH_ENTRIES = frozenset({MANIFEST, SPEC, GRAPH, CHUNKS, REPORT, "embeddings"})
 
 
 def is_graph_dir(path: str | os.PathLike) -> bool:
@@ -195,31 +130,6 @@ def is_graph_dir(path: str | os.PathLike) -> bool:
         and "format_version" in data
         and data.get("format", FORMAT_NAME) == FORMAT_NAME
     )
-
-
-def _os_reason(exc: OSError) -> str:
-    return exc.strerror or str(exc)
-
-
-def check_writable_dir(path: str | os.PathLike, *, what: str = "folder") -> Path:
-    """Create ``path`` (and its parents) if needed and prove a file can be written in it.
-
-    Run before a long or paid step, so that a read-only disk or a path under a file fails in a
-    second, not after the work. Raises ``StoreError`` with the OS's reason.
-    """
-    path = Path(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".hcg-probe-", dir=path)
-        try:
-            os.write(fd, b"probe")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-            os.unlink(probe)
-    except OSError as exc:
-        raise StoreError(f"cannot write the {what} here: {_os_reason(exc)}", path=path) from None
-    return path
 
 
 def check_output_dir(
@@ -268,7 +178,7 @@ def check_output_dir(
             )
     if real.is_dir() and not force and not is_graph_dir(real):
         foreign = sorted(
-            p.name for p in real.iterdir() if p.name not in HCG_OWNED and _STAGING_TAG not in p.name
+            p.name for p in real.iterdir() if p.name not in HCG_OWNED and STAGING_TAG not in p.name
         )
         if foreign:
             raise StoreError(
@@ -302,127 +212,6 @@ def check_report_path(path: str | os.PathLike) -> Path:
                 path=p,
             )
     return p
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
-def _remove_stale_staging(real: Path) -> None:
-    """Delete marked staging folders next to ``real`` left by builds that were killed."""
-    prefix = f".{real.name}{_STAGING_TAG}"
-    with contextlib.suppress(OSError):
-        for p in real.parent.iterdir():
-            if not p.name.startswith(prefix) or p.is_symlink() or not (p / _STAGING_MARK).is_file():
-                continue
-            pid = p.name[len(prefix) :].split("-", 1)[0]
-            if pid.isdigit() and not _pid_alive(int(pid)):
-                shutil.rmtree(p, ignore_errors=True)
-
-
-def _make_staging(real: Path) -> Path:
-    _remove_stale_staging(real)
-    staging = Path(
-        tempfile.mkdtemp(prefix=f".{real.name}{_STAGING_TAG}{os.getpid()}-", dir=real.parent)
-    )
-    # mkdtemp makes 0700; the graph directory gets the old one's mode, else the umask's.
-    with contextlib.suppress(OSError):
-        mode = stat.S_IMODE(real.stat().st_mode) if real.is_dir() else 0o777 & ~_umask()
-        os.chmod(staging, mode)
-    (staging / _STAGING_MARK).write_bytes(b"")
-    return staging
-
-
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two directories (Linux renameat2); False where the OS cannot."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError, TypeError):  # no libc, or a libc without renameat2
-        return False
-    rc = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
-    if rc == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
-        return False
-    raise OSError(err, os.strerror(err), str(b))
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _swap_in(staging: Path, real: Path) -> Path | None:
-    """Put the complete ``staging`` folder at ``real``; return where the old folder went, if any.
-
-    The swap is one atomic exchange where the OS offers it (Linux), so at every instant ``real``
-    holds either the old graph or the new one; elsewhere it is two renames.
-    """
-    _step("swap", real)
-    (staging / _STAGING_MARK).unlink()
-    _fsync_dir(staging)
-    if not real.exists():
-        os.rename(staging, real)
-        _fsync_dir(real.parent)
-        return None
-    old = staging  # after the exchange, the staging path holds the old folder
-    if not _exchange(staging, real):
-        old = real.parent / f".{real.name}.hcg-old-{os.getpid()}-{os.urandom(4).hex()}"
-        os.rename(real, old)
-        try:
-            os.rename(staging, real)
-        except OSError:
-            os.rename(old, real)  # put the previous graph back before reporting the failure
-            raise
-    _fsync_dir(real.parent)
-    return old
-
-
-def _is_temp_name(name: str) -> bool:
-    """A leftover of ``atomic_write_bytes`` (``.<name>.<random>.tmp``), never a user's file."""
-    return name.startswith(".") and name.endswith(".tmp")
-
-
-def _keep_old_entries(old: Path, real: Path) -> None:
-    """Move the old folder's entries the new graph lacks into it, then remove the old folder.
-
-    They are the LLM reply cache and, under ``force``, a user's own files. A failure leaves them
-    in the old folder, whose path the error names.
-    """
-    try:
-        for entry in sorted(old.iterdir()):
-            target = real / entry.name
-            if entry.name in _GRAPH_ENTRIES or _is_temp_name(entry.name):
-                continue  # the previous graph's own files (a stale report must not survive)
-            if not target.exists() and not target.is_symlink():
-                _step("move", target)
-                os.rename(entry, target)
-        _step("remove", old)
-        shutil.rmtree(old)
-    except OSError as exc:
-        raise StoreError(
-            f"the new graph is in place, but tidying the previous folder failed "
-            f"({_os_reason(exc)}); its remaining files are kept in {old}",
-            path=real,
-        ) from None
 
 
 # ---------------------------------------------------------------- save
@@ -487,28 +276,26 @@ def save_graph(
                 )
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
-        staging = _make_staging(real)
+        staging = make_staging(real)
     except OSError as exc:
-        raise StoreError(
-            f"cannot write the graph here: {_os_reason(exc)}", path=directory
-        ) from None
+        raise StoreError(f"cannot write the graph here: {os_reason(exc)}", path=directory) from None
     swapped = False
     try:
         _write_graph_files(
             graph, staging, real, embedder_name, variable_embeddings, chunk_embeddings, report
         )
-        old = _swap_in(staging, real)
+        old = swap_in(staging, real)
         swapped = True
     except OSError as exc:
         raise StoreError(
-            f"cannot write the graph ({_os_reason(exc)}); the previous contents are unchanged",
+            f"cannot write the graph ({os_reason(exc)}); the previous contents are unchanged",
             path=directory,
         ) from None
     finally:
         if not swapped:  # drop the partial graph; the previous one was never touched
             shutil.rmtree(staging, ignore_errors=True)
     if old is not None:
-        _keep_old_entries(old, real)
+        keep_old_entries(old, real, replaced=_GRAPH_ENTRIES)
     return Path(directory)
 
 

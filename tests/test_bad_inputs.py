@@ -160,7 +160,7 @@ def _unknown_outcome_setup(d: Path, built: Path) -> None:
 
 def _disk_full_at_manifest(d: Path, built: Path) -> None:
     """A good graph to rebuild, and a disk that fills up when the new manifest is written."""
-    from hcg_core import store
+    from hcg_core import safe_files
 
     _corpus(d)
     shutil.copytree(built, d / "out")
@@ -169,7 +169,7 @@ def _disk_full_at_manifest(d: Path, built: Path) -> None:
         if path.name == "manifest.json":
             raise OSError(28, "No space left on device", str(path))
 
-    store._fault_hook = hook
+    safe_files._fault_hook = hook
 
 
 def _user_folder(d: Path, built: Path) -> None:
@@ -487,10 +487,10 @@ def _allowed(rel: str, writes: tuple[str, ...]) -> bool:
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
 def test_bad_input(row: Row, tmp_path, built, monkeypatch, capsys):
-    from hcg_core import store
+    from hcg_core import safe_files
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(store, "_fault_hook", None)  # restored after rows that set one
+    monkeypatch.setattr(safe_files, "_fault_hook", None)  # restored after rows that set one
     previous = os.umask(0o022)
     try:
         row.setup(tmp_path, built)

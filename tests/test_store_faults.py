@@ -1,6 +1,6 @@
 """Crash-safe saves: a failure or a kill at every write of a rebuild leaves a loadable graph.
 
-``hcg_core.store._fault_hook`` is called before every file write, the directory swap, each move
+``hcg_core.safe_files._fault_hook`` is called before every file write, the directory swap, each move
 of the previous folder's other files, and its removal. The tests fail each step in turn (a full
 disk, in process) and kill the process at chosen steps (``os._exit``, in a subprocess), then
 check that the graph directory loads, holds the old graph (before the swap) or the new one
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hcg_core import store
+from hcg_core import safe_files, store
 from hcg_core.errors import StoreError
 from hcg_core.retrieval import CausalGraphRetriever
 from hcg_core.store import check_output_dir, is_graph_dir, load_graph, save_graph
@@ -73,11 +73,11 @@ def _old_graph_dir(tmp_path: Path, retriever) -> Path:
 def _count_steps(tmp_path: Path, old, new) -> list[tuple[str, str]]:
     g = _old_graph_dir(tmp_path / "count", old)
     steps: list[tuple[str, str]] = []
-    store._fault_hook = lambda step, path: steps.append((step, path.name))
+    safe_files._fault_hook = lambda step, path: steps.append((step, path.name))
     try:
         new.save(g)
     finally:
-        store._fault_hook = None
+        safe_files._fault_hook = None
     return steps
 
 
@@ -87,7 +87,7 @@ def test_a_failure_at_every_step_leaves_a_loadable_graph_and_keeps_user_files(
 ):
     """With the atomic exchange (Linux) and with the two-rename fallback other systems get."""
     if not atomic_exchange:
-        monkeypatch.setattr(store, "_exchange", lambda a, b: False)
+        monkeypatch.setattr(safe_files, "exchange", lambda a, b: False)
     old, new = two_graphs
     steps = _count_steps(tmp_path, old, new)
     kinds = [s for s, _ in steps]
@@ -107,12 +107,12 @@ def test_a_failure_at_every_step_leaves_a_loadable_graph_and_keeps_user_files(
                 raise OSError(errno.ENOSPC, "No space left on device", str(p))
             calls["n"] += 1
 
-        store._fault_hook = hook
+        safe_files._fault_hook = hook
         try:
             with pytest.raises(StoreError) as err:
                 new.save(g)
         finally:
-            store._fault_hook = None
+            safe_files._fault_hook = None
         stored = load_graph(g)
         if i < swap_at or i == swap_at:
             # Failed before (or at) the swap: the old graph, byte for byte, and no leftovers.
@@ -136,7 +136,7 @@ KILL_SCRIPT = textwrap.dedent(
     sys.path.insert(0, {tests!r})
     from conftest import KeywordEmbedder, make_graph
     import dataclasses
-    from hcg_core import store
+    from hcg_core import safe_files, store
     from hcg_core.retrieval import CausalGraphRetriever
 
     g = make_graph()
@@ -149,7 +149,7 @@ KILL_SCRIPT = textwrap.dedent(
         seen.append(step)
         if len(seen) == int(sys.argv[2]):
             os._exit(137)  # killed: no cleanup, no finally
-    store._fault_hook = hook
+    safe_files._fault_hook = hook
     new.save(sys.argv[1])
     """
 )
