@@ -529,7 +529,11 @@ def graph_from_dict(
         if raw_vars is None:  # hand-written graphs may rely on the spec's variables
             variables = list(spec.variables)
         elif not isinstance(raw_vars, list):
-            raise CorruptFileError("'variables' must be a list", path=path)
+            raise CorruptFileError(
+                f"'variables' is a {_json_type(raw_vars)}; expected a list of variables, each "
+                "a string 'Metric(entity, ...)' or an object {metric, entities, description}",
+                path=path,
+            )
         else:
             variables = [
                 variable_from_item(item, f"variables[{i}]") for i, item in enumerate(raw_vars)

@@ -472,6 +472,22 @@ ROWS = [
         ("graph.json", "edges[0]", "no 'target'", '"target": variable'),
     ),
     Row(
+        "variables-a-string",
+        lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g.update(variables="x")),
+        ["query", "G", "stroke"],
+        2,
+        ("graph.json", "'variables' is a string", "expected a list of variables"),
+    ),
+    Row(
+        "edge-confidence-a-word",
+        lambda d, b: _edit_json(
+            _graph(d, b) / "graph.json", lambda g: g["edges"][0].update(confidence="high")
+        ),
+        ["query", "G", "stroke"],
+        2,
+        ("graph.json", "edges[0]", "confidence is 'high'", "a number in [0, 1]"),
+    ),
+    Row(
         "edge-a-number",
         lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g["edges"].append(3)),
         ["query", "G", "stroke"],
