@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import HCGError, StoreError
+from .errors import HCGError
 
 EXIT_USAGE = 2
 
@@ -65,17 +66,21 @@ def _add_embedder_arguments(parser: argparse.ArgumentParser, default_help: str) 
 def cmd_build(args: argparse.Namespace) -> int:
     from .corpus import chunk_documents, load_inputs
     from .graph_build import build_graph
-    from .store import read_spec_file, save_graph
+    from .store import check_output_dir, check_writable_dir, read_spec_file, save_graph
 
     t0 = time.perf_counter()
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        # Checked before the (possibly long and paid) build, not after it.
-        raise StoreError("--out exists and is not a directory", path=out)
-    docs, bad = load_inputs(args.inputs)
+    # Checked before the (possibly long and paid) build, not after it: a folder that is not a
+    # graph, an input folder, a read-only disk.
+    check_output_dir(args.out, inputs=args.inputs, force=args.force, probe=not args.estimate)
+    docs, bad = load_inputs(args.inputs, follow_symlinks=args.follow_symlinks)
     for path, reason in bad:
         print(f"skipped {path}: {reason}", file=sys.stderr)
-    chunks = chunk_documents(docs, chunk_words=args.chunk_words, overlap_words=args.chunk_overlap)
+    chunks = chunk_documents(
+        docs,
+        chunk_words=args.chunk_words,
+        overlap_words=args.chunk_overlap,
+        max_chars=args.chunk_chars,
+    )
     words = sum(len(d.text.split()) for d in docs)
     print(
         f"read {len(docs)} documents ({words:,} words) -> {len(chunks)} chunks of "
@@ -91,6 +96,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         if not args.llm_model:
             raise HCGError("--llm-base-url needs --llm-model NAME")
         cache_dir = args.llm_cache or str(Path(args.out) / ".llm_cache")
+        if not args.estimate:  # a reply that cannot be cached is a paid reply lost
+            check_writable_dir(cache_dir, what="LLM reply cache (--llm-cache)")
         llm = llm_from_cli(
             base_url=args.llm_base_url,
             model=args.llm_model,
@@ -130,8 +137,11 @@ def cmd_build(args: argparse.Namespace) -> int:
             "chunk_overlap": args.chunk_overlap,
         }
     )
+    report["input"]["chunk_chars"] = args.chunk_chars
     report["embedder"] = embedder.name
     report["total_seconds"] = round(time.perf_counter() - t0, 2)
+    for warning in report.get("warnings") or []:
+        print(f"warning: {warning}", file=sys.stderr)
     save_graph(
         result.graph,
         args.out,
@@ -139,6 +149,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         variable_embeddings=result.variable_embeddings,
         chunk_embeddings=result.chunk_embeddings,
         report=report,
+        force=args.force,
     )
     g = result.graph
     print(
@@ -160,8 +171,15 @@ def _read_outcome(path: str):
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise CorruptFileError(f"cannot read the outcome configuration: {exc}", path=path) from exc
+    shape = "a mapping {outcomes: [metric names], terminals: [metric names]}"
     if not isinstance(data, dict):
-        raise CorruptFileError("must be a mapping with 'outcomes' and/or 'terminals'", path=path)
+        raise CorruptFileError(f"is a {type(data).__name__}; expected {shape}", path=path)
+    for key in ("outcomes", "terminals"):
+        value = data.get(key)
+        if value is not None and (
+            not isinstance(value, list) or not all(isinstance(x, str) for x in value)
+        ):
+            raise CorruptFileError(f"{key!r} is {value!r}; expected {shape}", path=path)
     return OutcomeConfig(
         tuple(str(x) for x in data.get("outcomes") or ()),
         tuple(str(x) for x in data.get("terminals") or ()),
@@ -205,7 +223,7 @@ def inspect_summary(directory: str) -> dict[str, Any]:
 def cmd_inspect(args: argparse.Namespace) -> int:
     s = inspect_summary(args.dir)
     if args.json:
-        print(json.dumps(s, indent=1, default=str))
+        print(json.dumps(_finite(s), indent=1, default=str, allow_nan=False))
         return 0
     c = s["counts"]
     print(f"{s['directory']}  (embedder: {s['embedder']})")
@@ -232,6 +250,17 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by None, so the JSON printed is strict."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def format_build_report(report: dict[str, Any]) -> str:
     """The build report as a table: seconds and counts per stage, then the LLM's cost."""
     head = ", ".join(
@@ -241,7 +270,11 @@ def format_build_report(report: dict[str, Any]) -> str:
     )
     total = report.get("total_seconds")
     lines = [f"build report ({head}{f', {total} s in all' if total is not None else ''}):"]
-    for name, row in (report.get("stages") or {}).items():
+    stages = report.get("stages") or {}
+    if not isinstance(stages, dict):
+        lines.append(f"  (its 'stages' is a {type(stages).__name__}, not an object: not shown)")
+        stages = {}
+    for name, row in stages.items():
         row = dict(row) if isinstance(row, dict) else {"value": row}
         secs = row.pop("seconds", None)
         details = " ".join(f"{k}={v}" for k, v in row.items() if not isinstance(v, (dict, list)))
@@ -258,10 +291,16 @@ def format_build_report(report: dict[str, Any]) -> str:
             )
         )
     for key in ("failures", "warnings"):
-        for item in report.get(key) or []:
+        items = report.get(key) or []
+        for item in items if isinstance(items, list) else [items]:
             lines.append(f"  {key[:-1]}: {item}")
-    skipped = (report.get("input") or {}).get("skipped") or []
-    lines += [f"  skipped input: {path}: {reason}" for path, reason in skipped]
+    given = report.get("input")
+    skipped = given.get("skipped") if isinstance(given, dict) else None
+    for item in skipped if isinstance(skipped, list) else []:
+        pair = isinstance(item, (list, tuple)) and len(item) == 2
+        lines.append(
+            f"  skipped input: {item[0]}: {item[1]}" if pair else f"  skipped input: {item}"
+        )
     return "\n".join(lines)
 
 
@@ -278,10 +317,21 @@ def cmd_query(args: argparse.Namespace) -> int:
         use_graph=not args.no_graph,
         hybrid=HybridConfig(passage_words=args.passage_words),
     )
-    retriever = CausalGraphRetriever.load(args.dir, embedder=embedder, config=config)
-    result = retriever.retrieve(args.question, k=args.k)
+    question = _check_question(args.question)
+    from .store import load_graph
+
+    stored = load_graph(args.dir)
+    for note in stored.notes:
+        if note.startswith("warning:"):
+            print(f"hcg query: {note}", file=sys.stderr)
+    retriever = CausalGraphRetriever.from_stored(stored, embedder=embedder, config=config)
+    result = retriever.retrieve(question, k=args.k)
     if args.json:
-        print(json.dumps(result_to_dict(result), indent=1))
+        try:
+            # Strict JSON: a NaN or infinite score would print as NaN, which no JSON parser reads.
+            print(json.dumps(result_to_dict(result), indent=1, allow_nan=False))
+        except ValueError:
+            raise HCGError("a score is not a finite number; rebuild the graph") from None
         return 0
     print(f"served by: {result.served_by}; matched: {', '.join(result.matched) or '-'}")
     for i, rc in enumerate(result.chunks, 1):
@@ -294,6 +344,21 @@ def cmd_query(args: argparse.Namespace) -> int:
         text = " ".join(rc.chunk.text.split())
         print(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
     return 0
+
+
+def _check_question(question: str) -> str:
+    """The question, refused when empty or not valid UTF-8 (bytes the shell passed undecoded)."""
+    from .errors import ConfigError
+
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(
+            "the question is not valid UTF-8 text; check the terminal's encoding"
+        ) from None
+    if not question.strip():
+        raise ConfigError('the question is empty; ask something, e.g. "Why does X raise Y?"')
+    return question
 
 
 def result_to_dict(result) -> dict[str, Any]:
@@ -326,6 +391,17 @@ def result_to_dict(result) -> dict[str, Any]:
 # ---------------------------------------------------------------- parser
 
 
+def _positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0 (``nan`` and ``inf`` are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of seconds above 0")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .config import DEFAULT_PASSAGE_WORDS, DEFAULT_TIER, TIERS
 
@@ -347,13 +423,29 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--spec", help="build from this (possibly hand-edited) spec.yaml; skips Stage 1")
     b.add_argument("--chunk-words", type=int, default=200, help="words per chunk (default 200)")
     b.add_argument("--chunk-overlap", type=int, default=40, help="overlap words (default 40)")
+    b.add_argument(
+        "--chunk-chars",
+        type=int,
+        default=None,
+        help="character cap per chunk (default: 18 x --chunk-words, 3,600 at 200)",
+    )
+    b.add_argument(
+        "--force",
+        action="store_true",
+        help="write into an existing --out that is not an hcg graph directory",
+    )
+    b.add_argument(
+        "--follow-symlinks",
+        action="store_true",
+        help="read symbolic links in input folders that lead outside them",
+    )
     _add_embedder_arguments(b, "default: 'default'")
     b.add_argument("--quiet", action="store_true", help="no progress bars")
     b.add_argument("--llm-base-url", help="OpenAI-compatible base URL (key from OPENAI_API_KEY)")
     b.add_argument("--llm-model", help="model name; selects the LLM pipeline")
     b.add_argument("--llm-cache", help="reply cache folder (default DIR/.llm_cache)")
     b.add_argument("--max-concurrency", type=int, default=8)
-    b.add_argument("--timeout", type=float, default=60.0)
+    b.add_argument("--timeout", type=_positive_seconds, default=60.0)
     b.add_argument("--max-retries", type=int, default=5)
     b.add_argument(
         "--estimate",

@@ -6,9 +6,11 @@ deterministic (same documents and settings -> same chunks, ids and order).
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import json
+import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -25,14 +27,27 @@ DEFAULT_MAX_BYTES = 50_000_000
 # NaiveRAG setting of 1,200/200 (see METHOD.md, "Chunking for evidence").
 DEFAULT_CHUNK_WORDS = 200
 DEFAULT_OVERLAP_WORDS = 40
+# The character cap of a chunk, unless given, is this many characters for each word of the longest
+# chunk allowed (1.5 x chunk_words, a whole paragraph group): English averages about 6 characters
+# a word with its space, so ordinary prose never meets the cap; a run of CJK text or one huge
+# token does.
+DEFAULT_CHARS_PER_WORD = 12
+# A "word" longer than this (base64, minified code, a run without spaces) is cut into pieces of
+# this many characters, each counted as one word.
+MAX_TOKEN_CHARS = 100
+# Scripts written without spaces: each character is one word, so such text chunks by characters.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+# A CJK character with the punctuation after it (。, 」) is one unit; any other non-space run is one.
+_UNIT_RE = re.compile(rf"[{_CJK}][^\s{_CJK}\w]*|[^\s{_CJK}]+")
 # Share of control characters above which a text is treated as binary junk.
 _MAX_CONTROL_SHARE = 0.05
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 _WORD_RE = re.compile(r"\S+")
 # A blank line (only spaces or tabs between two line breaks): where paragraphs and sections end.
 _BLANK_LINE_RE = re.compile(r"\n[ \t]*\r?\n")
-# A word that ends a sentence: terminal punctuation, optionally followed by closing quotes/brackets.
-_SENTENCE_END_RE = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
+# A word that ends a sentence: terminal punctuation (Latin or CJK full-width 。！？), optionally
+# followed by closing quotes/brackets.
+_SENTENCE_END_RE = re.compile(r"[.!?\u3002\uff01\uff1f][\"'\u201d\u2019)\]\u300d\u300f\uff09]*$")
 
 BadFile = tuple[Path, str]
 
@@ -41,7 +56,10 @@ BadFile = tuple[Path, str]
 
 
 def load_inputs(
-    paths: Sequence[str | Path], *, max_bytes: int = DEFAULT_MAX_BYTES
+    paths: Sequence[str | Path],
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    follow_symlinks: bool = False,
 ) -> tuple[list[Document], list[BadFile]]:
     """Read corpus files and folders into Documents, listing every file that could not be used.
 
@@ -53,24 +71,34 @@ def load_inputs(
         - ``.jsonl``: one JSON string or object (as above) per non-blank line.
         - a folder: every supported file below it, recursively, in sorted path order; hidden
           files and folders (name starting with ``.``) are skipped, other files are listed as bad.
+          A symbolic link in a folder that leads outside it is not followed (listed as bad)
+          unless ``follow_symlinks``; a link to a folder is never descended without it.
 
-    A file is bad when it is missing, unreadable, empty, binary (NUL bytes or a high share of
-    control characters), not UTF-8 (the byte offset is reported), larger than ``max_bytes``, or
-    malformed JSON. Bad files are skipped and returned with their reason; the good ones load.
+    A file is bad when it is unreadable, empty, binary (NUL bytes or a high share of control
+    characters), not UTF-8 (the byte offset is reported), larger than ``max_bytes``, malformed
+    JSON, or not a regular file (a FIFO, socket or device). Bad files are skipped and returned
+    with their reason; the good ones load.
 
     Document ids are the file name (or the path relative to the folder given), with ``#i`` for the
     i-th document of a JSON/JSONL file, so ids do not depend on the working directory.
 
     Raises:
-        InputError: no paths were given, or no good document remains (the message lists why).
+        InputError: no paths were given, a given path does not exist (a typo must not pass as
+            a skipped file), or no good document remains (the message lists why).
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
     if not paths:
         raise InputError("no input paths given; pass one or more files or folders")
+    missing = [str(p) for p in paths if not os.path.lexists(p) or not Path(p).exists()]
+    if missing:
+        raise InputError(
+            f"no such file or folder: {', '.join(missing)}; check the path",
+            path=missing[0],
+        )
     docs: list[Document] = []
     bad: list[BadFile] = []
-    for file, doc_id in _expand(paths, bad):
+    for file, doc_id in _expand(paths, bad, follow_symlinks=follow_symlinks):
         try:
             docs.extend(_read_file(file, doc_id, max_bytes=max_bytes))
         except InputError as exc:
@@ -86,39 +114,86 @@ def load_inputs(
     return docs, bad
 
 
-def _expand(paths: Iterable[str | Path], bad: list[BadFile]) -> list[tuple[Path, str]]:
-    """Turn the given paths into (file, document id) pairs, recording missing/unsupported ones."""
+def _unsupported(f: Path) -> str:
+    return f"unsupported file type {f.suffix or '(none)'!r}; use one of {', '.join(SUPPORTED_SUFFIXES)}"
+
+
+_NOT_REGULAR = "not a regular file (a FIFO, socket or device); pass text files"
+
+
+def _walk(root: Path, bad: list[BadFile], *, follow_symlinks: bool) -> list[Path]:
+    """Every non-hidden file below ``root``; links leading outside it are named in ``bad``."""
+    root_real = root.resolve()
+    seen = {root_real}
+    files: list[Path] = []
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            bad.append((folder, f"cannot list folder: {exc.strerror or exc}"))
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            p = Path(entry.path)
+            if entry.is_symlink():
+                try:
+                    target = p.resolve(strict=True)
+                except (OSError, RuntimeError):
+                    bad.append((p, "broken symbolic link"))
+                    continue
+                if not follow_symlinks and not target.is_relative_to(root_real):
+                    bad.append(
+                        (
+                            p,
+                            f"symbolic link to {target}, outside the input folder; not followed "
+                            "(pass --follow-symlinks to read it)",
+                        )
+                    )
+                    continue
+                if target.is_dir() and not follow_symlinks:
+                    bad.append((p, "symbolic link to a folder; not followed (--follow-symlinks)"))
+                    continue
+            try:
+                is_dir = entry.is_dir()
+                is_file = entry.is_file()
+            except OSError as exc:
+                bad.append((p, f"cannot read: {exc.strerror or exc}"))
+                continue
+            if is_dir:
+                real = p.resolve()
+                if real not in seen:  # a followed link may loop back
+                    seen.add(real)
+                    stack.append(p)
+            elif is_file:
+                files.append(p)
+            else:
+                bad.append((p, _NOT_REGULAR))
+    return sorted(files)
+
+
+def _expand(
+    paths: Iterable[str | Path], bad: list[BadFile], *, follow_symlinks: bool = False
+) -> list[tuple[Path, str]]:
+    """Turn the given paths into (file, document id) pairs, recording unusable ones."""
     out: list[tuple[Path, str]] = []
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found = sorted(
-                f
-                for f in p.rglob("*")
-                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts)
-            )
-            for f in found:
+            for f in _walk(p, bad, follow_symlinks=follow_symlinks):
                 if f.suffix.lower() in SUPPORTED_SUFFIXES:
                     out.append((f, f.relative_to(p).as_posix()))
                 else:
-                    bad.append(
-                        (
-                            f,
-                            f"unsupported file type {f.suffix or '(none)'!r}; "
-                            f"use one of {', '.join(SUPPORTED_SUFFIXES)}",
-                        )
-                    )
+                    bad.append((f, _unsupported(f)))
         elif p.is_file():
             if p.suffix.lower() in SUPPORTED_SUFFIXES:
                 out.append((p, p.name))
             else:
-                bad.append(
-                    (
-                        p,
-                        f"unsupported file type {p.suffix or '(none)'!r}; "
-                        f"use one of {', '.join(SUPPORTED_SUFFIXES)}",
-                    )
-                )
+                bad.append((p, _unsupported(p)))
+        elif p.exists():
+            bad.append((p, _NOT_REGULAR))
         else:
             bad.append((p, "no such file or folder"))
     return out
@@ -251,11 +326,31 @@ def chunk_id(doc_id: str, start_word: int, text: str) -> str:
     return "c_" + h.hexdigest()
 
 
+def word_spans(text: str, *, max_token_chars: int = MAX_TOKEN_CHARS) -> list[tuple[int, int]]:
+    """The (start, end) character spans of the words chunking counts.
+
+    A word is a run of non-space characters, except that each CJK character (with the punctuation
+    after it) is a word of its own and a run longer than ``max_token_chars`` is cut into pieces.
+
+    >>> word_spans("Smoking kills. 吸烟有害。")
+    [(0, 7), (8, 14), (15, 16), (16, 17), (17, 18), (18, 20)]
+    """
+    spans: list[tuple[int, int]] = []
+    for m in _UNIT_RE.finditer(text):
+        a, b = m.span()
+        while b - a > max_token_chars:
+            spans.append((a, a + max_token_chars))
+            a += max_token_chars
+        spans.append((a, b))
+    return spans
+
+
 def chunk_documents(
     docs: Sequence[Document],
     *,
     chunk_words: int = DEFAULT_CHUNK_WORDS,
     overlap_words: int = DEFAULT_OVERLAP_WORDS,
+    max_chars: int | None = None,
 ) -> list[Chunk]:
     r"""Split documents into chunks that follow their paragraphs, windowing only long ones.
 
@@ -271,6 +366,12 @@ def chunk_documents(
     fixed windows cut them (docs/evaluation.md measures both). Text without blank lines is
     chunked exactly as plain windows.
 
+    Bounded: words are those of ``word_spans``, so text without spaces (CJK) counts each
+    character as a word and ends sentences at 。！？, and a token over ``MAX_TOKEN_CHARS``
+    characters is cut. No chunk is longer than ``max_chars`` characters (default
+    ``1.5 * chunk_words * DEFAULT_CHARS_PER_WORD``, 3,600 at 200 words): a group over it is windowed, and a window that
+    would pass it ends early, its overlap shrinking in proportion.
+
     The chunk text is the original text (whitespace inside kept). Metadata: ``doc_id``, ``index``
     (chunk number in its document), ``start_word``, ``end_word`` (exclusive, word offsets in the
     document), plus the document's own metadata.
@@ -281,6 +382,8 @@ def chunk_documents(
     >>> [c.text for c in chunk_documents(
     ...     [Document("d", "# Title\n\nOne two three.\n\nFour five six seven.")], chunk_words=5, overlap_words=1)]
     ['# Title\n\nOne two three.', 'Four five six seven.']
+    >>> max(len(c.text) for c in chunk_documents([Document("d", "x" * 10_000)], max_chars=500))
+    500
     """
     if chunk_words < 1:
         raise ConfigError(f"chunk_words must be at least 1, got {chunk_words}")
@@ -289,15 +392,22 @@ def chunk_documents(
             f"overlap_words must be in [0, chunk_words={chunk_words}), got {overlap_words}"
         )
     whole_limit = chunk_words + chunk_words // 2
+    if max_chars is None:
+        max_chars = whole_limit * DEFAULT_CHARS_PER_WORD
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+        raise ConfigError(f"max_chars must be a positive int, got {max_chars!r}")
     chunks: list[Chunk] = []
     for doc in docs:
-        spans = [m.span() for m in _WORD_RE.finditer(doc.text)]
+        spans = word_spans(doc.text, max_token_chars=min(MAX_TOKEN_CHARS, max_chars))
         windows: list[tuple[int, int]] = []
         for first, last in _block_groups(doc.text, spans, chunk_words):
-            if last - first <= whole_limit:
+            chars = spans[last - 1][1] - spans[first][0]
+            if last - first <= whole_limit and chars <= max_chars:
                 windows.append((first, last))
             else:
-                windows.extend(_windows(doc.text, spans, first, last, chunk_words, overlap_words))
+                windows.extend(
+                    _windows(doc.text, spans, first, last, chunk_words, overlap_words, max_chars)
+                )
         for index, (start, end) in enumerate(windows):
             text = doc.text[spans[start][0] : spans[end - 1][1]]
             meta = dict(doc.metadata)
@@ -344,34 +454,45 @@ def _windows(
     last: int,
     chunk_words: int,
     overlap_words: int,
+    max_chars: int,
 ) -> list[tuple[int, int]]:
-    """Overlapping word windows over ``[first, last)``, each ending at a sentence end when near."""
+    """Overlapping word windows over ``[first, last)``, each ending at a sentence end when near.
+
+    A window holds ``chunk_words`` words, fewer when they would pass ``max_chars`` characters;
+    such a shorter window overlaps the next in proportion.
+    """
+    ends = [b for _, b in spans]
     out: list[tuple[int, int]] = []
     start = first
-    slack = chunk_words // 4
     while start < last:
-        end = min(start + chunk_words, last)
+        fit = bisect.bisect_right(ends, spans[start][0] + max_chars, lo=start, hi=last) - start
+        size = max(1, min(chunk_words, fit))
+        end = min(start + size, last)
         if end < last:
             # Prefer ending at a sentence boundary in the window's last quarter.
-            for j in range(end, max(start + chunk_words - slack, start + 1) - 1, -1):
+            for j in range(end, max(start + size - size // 4, start + 1) - 1, -1):
                 if _SENTENCE_END_RE.search(text[spans[j - 1][0] : spans[j - 1][1]]):
                     end = j
                     break
         out.append((start, end))
         if end >= last:
             break
-        start = max(end - overlap_words, start + 1)
+        overlap = overlap_words if size == chunk_words else overlap_words * size // chunk_words
+        start = max(end - overlap, start + 1)
     return out
 
 
 __all__ = [
+    "DEFAULT_CHARS_PER_WORD",
     "DEFAULT_CHUNK_WORDS",
     "DEFAULT_MAX_BYTES",
     "DEFAULT_OVERLAP_WORDS",
+    "MAX_TOKEN_CHARS",
     "SUPPORTED_SUFFIXES",
     "TEXT_KEYS",
     "chunk_documents",
     "chunk_id",
     "decode_text",
     "load_inputs",
+    "word_spans",
 ]

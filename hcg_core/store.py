@@ -1,20 +1,26 @@
 """The only module that reads or writes a built graph on disk (format: docs/format.md).
 
 A graph directory holds ``manifest.json``, ``spec.yaml``, ``graph.json``, ``chunks.jsonl``, and
-optionally ``embeddings/*.npy`` and ``build_report.json``. Every write goes to a temporary file in
-the same folder and is renamed into place, so a crash never leaves a half-written file. Embeddings
-are plain ``.npy`` read with ``allow_pickle=False``; a missing or stale one is reported as ``None``
-so the caller recomputes it.
+optionally ``embeddings/*.npy`` and ``build_report.json``. A save writes the whole new graph into
+a temporary sibling folder and swaps it in only when complete, so a failed or killed rebuild
+leaves the previous graph loadable; each file is written to a temporary file and renamed, with
+the user's umask (the mechanics live in ``hcg_core.safe_files``). ``check_output_dir`` refuses, before any work, an output that is not a graph
+directory, lies inside an input, or cannot be written.
+
+Loading trusts nothing: every file must resolve inside the directory (no links out), chunks
+need non-empty text, malformed entries are named with their file and expected shape.
+Embeddings are plain ``.npy`` read with ``allow_pickle=False``; a missing, stale or damaged one
+(NaN, inf, extra all-zero rows) is reported as ``None`` with a note, so the caller recomputes it.
+A corrupt ``build_report.json`` is noted and ignored.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
-import tempfile
+import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -25,6 +31,16 @@ import numpy as np
 import yaml
 
 from .errors import CorruptFileError, FormatVersionError, MissingFileError, SpecError, StoreError
+from .safe_files import (
+    STAGING_TAG,
+    atomic_write_bytes,
+    atomic_write_text,
+    check_writable_dir,
+    keep_old_entries,
+    make_staging,
+    os_reason,
+    swap_in,
+)
 from .spec import spec_from_dict, spec_to_yaml, validate_graph
 from .spec.yaml_io import variable_from_item
 from .types import CausalEdge, CausalGraph, Chunk, DomainSpec, Variable
@@ -83,37 +99,119 @@ def texts_digest(texts: Iterable[str]) -> str:
     return h.hexdigest()
 
 
-# ---------------------------------------------------------------- atomic writes
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temp file in the same folder and an atomic rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return path
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def _atomic_write_npy(path: Path, arr: np.ndarray) -> None:
+def _atomic_write_npy(path: Path, arr: np.ndarray, like: Path | None = None) -> None:
     import io
 
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(arr, dtype=np.float32), allow_pickle=False)
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_bytes(path, buf.getvalue(), like=like)
+
+
+# ---------------------------------------------------------------- output directories
+
+# Entries of a graph directory that hcg itself puts there besides the graph: the default LLM reply
+# cache. A folder holding only these may be (re)written without ``force``.
+HCG_OWNED: tuple[str, ...] = (".llm_cache",)
+# What a save writes: on a rebuild, these entries of the previous folder are replaced or dropped.
+_GRAPH_ENTRIES = frozenset({MANIFEST, SPEC, GRAPH, CHUNKS, REPORT, "embeddings"})
+
+
+def is_graph_dir(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder with an hcg ``manifest.json`` (format ``hcg-graph``)."""
+    manifest = Path(path) / MANIFEST
+    if not manifest.is_file() or manifest.is_symlink():
+        return False
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return (
+        isinstance(data, dict)
+        and "format_version" in data
+        and data.get("format", FORMAT_NAME) == FORMAT_NAME
+    )
+
+
+def check_output_dir(
+    directory: str | os.PathLike,
+    *,
+    inputs: Sequence[str | os.PathLike] = (),
+    force: bool = False,
+    probe: bool = True,
+) -> Path:
+    """Check, before any work, that a graph may be written to ``directory``; return its real path.
+
+    Refused (``StoreError``, one line each): an empty path; a path that is a file; the current
+    folder or one above it; a path equal to, inside, or containing one of ``inputs`` (the next
+    build would read the graph back as input); an existing folder that is not an hcg graph
+    directory and holds files, unless ``force`` (its files of the graph's names are then
+    replaced, the others kept). With ``probe``, the parent is created and a file written there.
+    """
+    if not str(directory).strip():
+        raise StoreError(
+            "the output directory is empty; name a folder for the graph, e.g. --out hcg_graph"
+        )
+    path = Path(directory)
+    real = path.resolve()
+    if path.exists() and not path.is_dir():
+        raise StoreError("the output exists and is not a directory", path=path)
+    cwd = Path.cwd().resolve()
+    if real == cwd or real in cwd.parents:
+        raise StoreError(
+            "the output is the current folder or one above it; write the graph to a new "
+            "sub-folder (e.g. --out hcg_graph)",
+            path=path,
+        )
+    for raw in inputs:
+        inp = Path(raw).resolve()
+        if real == inp or (inp.is_dir() and inp in real.parents):
+            where = "is the input folder" if real == inp else "lies inside the input"
+            raise StoreError(
+                f"the output {where} {raw}; the next build would read the graph back as "
+                "input. Write it outside the input folders",
+                path=path,
+            )
+        if real in inp.parents:
+            raise StoreError(
+                f"the output contains the input {raw}; write the graph to its own folder",
+                path=path,
+            )
+    if real.is_dir() and not force and not is_graph_dir(real):
+        foreign = sorted(
+            p.name for p in real.iterdir() if p.name not in HCG_OWNED and STAGING_TAG not in p.name
+        )
+        if foreign:
+            raise StoreError(
+                f"the output exists and is not an hcg graph directory (no hcg manifest.json; it "
+                f"holds {', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}); choose "
+                "a new folder, or pass --force (force=True) to write the graph into it",
+                path=path,
+            )
+    if probe:
+        check_writable_dir(real.parent, what="graph directory's parent folder")
+        if real.is_dir():
+            check_writable_dir(real, what="graph directory")
+    return real
+
+
+def check_report_path(path: str | os.PathLike) -> Path:
+    """Refuse to write a report file over a folder or into a graph directory (its own files).
+
+    ``hcg eval --out DIR/manifest.json`` would otherwise replace the graph's manifest.
+    """
+    if not str(path).strip():
+        raise StoreError("the report path is empty; name a file, e.g. --out eval.json")
+    p = Path(path)
+    if p.is_dir():
+        raise StoreError("is a folder; name a file for the report", path=p)
+    parent = p.resolve().parent
+    for folder in (parent, *parent.parents):
+        if is_graph_dir(folder):
+            raise StoreError(
+                f"lies inside the graph directory {folder}; write the report outside it",
+                path=p,
+            )
+    return p
 
 
 # ---------------------------------------------------------------- save
@@ -152,25 +250,71 @@ def save_graph(
     variable_embeddings: np.ndarray | None = None,
     chunk_embeddings: np.ndarray | None = None,
     report: dict[str, Any] | None = None,
+    force: bool = False,
 ) -> Path:
     """Write ``graph`` as a graph directory; return its path.
 
     Embeddings are written only with ``embedder_name`` (the manifest records which model made
     them) and must align with ``graph.variables`` / ``graph.chunks``.
+
+    Crash-safe: the new graph is written into a temporary sibling folder and swapped in only when
+    complete, so a failed or killed save leaves the previous graph at ``directory``, loadable.
+    An existing folder that is not an hcg graph directory is refused unless ``force`` (see
+    ``check_output_dir``). Raises ``StoreError`` (with the OS's reason) when the disk fails.
     """
-    directory = Path(directory)
-    if directory.exists() and not directory.is_dir():
-        raise StoreError("exists and is not a directory", path=directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    # Overwriting: drop the old manifest first, so an interrupted rewrite never looks complete,
-    # and the old report, so it cannot describe the new graph.
-    (directory / MANIFEST).unlink(missing_ok=True)
-    if report is None:
-        (directory / REPORT).unlink(missing_ok=True)
-    atomic_write_text(directory / SPEC, spec_to_yaml(graph.spec))
-    atomic_write_text(
-        directory / GRAPH, json.dumps(graph_to_dict(graph), indent=1, ensure_ascii=False) + "\n"
-    )
+    real = check_output_dir(directory, force=force, probe=False)
+    if embedder_name is not None:
+        for key, arr, n in (
+            ("variables", variable_embeddings, len(graph.variables)),
+            ("chunks", chunk_embeddings, len(graph.chunks)),
+        ):
+            if arr is not None and arr.shape[0] != n:
+                raise StoreError(
+                    f"{key} embeddings have {arr.shape[0]} rows for {n} {key}",
+                    path=Path(directory)
+                    / (VARIABLE_VECTORS if key == "variables" else CHUNK_VECTORS),
+                )
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+        staging = make_staging(real)
+    except OSError as exc:
+        raise StoreError(f"cannot write the graph here: {os_reason(exc)}", path=directory) from None
+    swapped = False
+    try:
+        _write_graph_files(
+            graph, staging, real, embedder_name, variable_embeddings, chunk_embeddings, report
+        )
+        old = swap_in(staging, real)
+        swapped = True
+    except OSError as exc:
+        raise StoreError(
+            f"cannot write the graph ({os_reason(exc)}); the previous contents are unchanged",
+            path=directory,
+        ) from None
+    finally:
+        if not swapped:  # drop the partial graph; the previous one was never touched
+            shutil.rmtree(staging, ignore_errors=True)
+    if old is not None:
+        keep_old_entries(old, real, replaced=_GRAPH_ENTRIES)
+    return Path(directory)
+
+
+def _write_graph_files(
+    graph: CausalGraph,
+    directory: Path,
+    previous: Path,
+    embedder_name: str | None,
+    variable_embeddings: np.ndarray | None,
+    chunk_embeddings: np.ndarray | None,
+    report: dict[str, Any] | None,
+) -> None:
+    """Write every file of the graph into the (new, empty) ``directory``; the manifest last."""
+
+    def write(rel: str, text: str) -> None:
+        atomic_write_text(directory / rel, text, like=previous / rel)
+
+    write(SPEC, spec_to_yaml(graph.spec))
+    write(GRAPH, json.dumps(graph_to_dict(graph), indent=1, ensure_ascii=False) + "\n")
     lines = (
         json.dumps(
             {"id": c.id, "text": c.text, "doc_id": c.doc_id, "metadata": dict(c.metadata)},
@@ -178,7 +322,7 @@ def save_graph(
         )
         for c in graph.chunks
     )
-    atomic_write_text(directory / CHUNKS, "\n".join(lines) + "\n")
+    write(CHUNKS, "\n".join(lines) + "\n")
     emb: dict[str, Any] = {}
     if embedder_name is not None:
         for key, arr, texts, rel in (
@@ -192,15 +336,16 @@ def save_graph(
         ):
             if arr is None:
                 continue
-            if arr.shape[0] != len(texts):
-                raise StoreError(
-                    f"{key} embeddings have {arr.shape[0]} rows for {len(texts)} {key}",
-                    path=directory / rel,
-                )
-            _atomic_write_npy(directory / rel, arr)
-            emb[key] = {"file": rel, "digest": texts_digest(texts), "shape": list(arr.shape)}
+            _atomic_write_npy(directory / rel, arr, like=previous / rel)
+            zero_rows = int(np.count_nonzero(~np.any(np.asarray(arr) != 0, axis=1)))
+            emb[key] = {
+                "file": rel,
+                "digest": texts_digest(texts),
+                "shape": list(arr.shape),
+                "zero_rows": zero_rows,
+            }
     if report is not None:
-        atomic_write_text(directory / REPORT, json.dumps(report, indent=1, default=str) + "\n")
+        write(REPORT, json.dumps(report, indent=1, default=str) + "\n")
     manifest = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -217,8 +362,7 @@ def save_graph(
         },
     }
     # The manifest goes last: a directory with a manifest is a complete one.
-    atomic_write_text(directory / MANIFEST, json.dumps(manifest, indent=1) + "\n")
-    return directory
+    write(MANIFEST, json.dumps(manifest, indent=1) + "\n")
 
 
 # ---------------------------------------------------------------- load
@@ -244,8 +388,25 @@ def _read_json(path: Path) -> Any:
         ) from exc
 
 
+def _confined(directory: Path, rel: str) -> Path:
+    """``directory / rel``, refused when it (or a link on the way) resolves outside ``directory``.
+
+    A graph directory is self-contained: a ``chunks.jsonl`` linked to some other file would serve
+    that file's text to every query.
+    """
+    path = directory / rel
+    real = path.resolve()
+    if not real.is_relative_to(directory.resolve()):
+        raise CorruptFileError(
+            f"resolves to {real}, outside the graph directory; a graph directory's files must lie "
+            "inside it (replace the link with the file itself)",
+            path=path,
+        )
+    return path
+
+
 def read_manifest(directory: Path) -> dict[str, Any]:
-    manifest = _read_json(directory / MANIFEST)
+    manifest = _read_json(_confined(directory, MANIFEST))
     if not isinstance(manifest, dict):
         raise CorruptFileError("must be a JSON object", path=directory / MANIFEST)
     version = manifest.get("format_version")
@@ -272,6 +433,9 @@ def read_spec_file(path: str | os.PathLike) -> DomainSpec:
         raise SpecError(str(exc), entry=exc.entry, path=path) from exc
 
 
+CHUNK_SHAPE = '{"id": "...", "text": "non-empty text", "doc_id": "...", "metadata": {...}}'
+
+
 def _read_chunks(path: Path) -> tuple[Chunk, ...]:
     chunks = []
     for lineno, line in enumerate(_read_text(path).splitlines(), 1):
@@ -279,19 +443,79 @@ def _read_chunks(path: Path) -> tuple[Chunk, ...]:
             continue
         try:
             d = json.loads(line)
-            meta = d.get("metadata") or {}
-            if not isinstance(meta, dict):
-                raise TypeError("metadata must be an object")
-            chunks.append(Chunk(str(d["id"]), str(d["text"]), str(d.get("doc_id", "") or ""), meta))
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+        except json.JSONDecodeError as exc:
             raise CorruptFileError(
-                f"line {lineno}: not a chunk object with 'id' and 'text' ({exc})", path=path
+                f"line {lineno}: invalid JSON ({exc.msg}); expected one object {CHUNK_SHAPE}",
+                path=path,
             ) from exc
+        problem = None
+        if not isinstance(d, dict):
+            problem = f"is a JSON {type(d).__name__}"
+        elif not isinstance(d.get("id"), (str, int)) or isinstance(d.get("id"), bool):
+            problem = "has no 'id' (a string)"
+        elif not isinstance(d.get("text"), str) or not d["text"].strip():
+            problem = f"'text' is {d.get('text')!r}, not a non-empty string"
+        elif not isinstance(d.get("metadata") or {}, dict):
+            problem = "'metadata' is not an object"
+        if problem:
+            raise CorruptFileError(
+                f"line {lineno}: chunk {problem}; expected {CHUNK_SHAPE}", path=path
+            )
+        chunks.append(
+            Chunk(str(d["id"]), d["text"], str(d.get("doc_id", "") or ""), d.get("metadata") or {})
+        )
     ids = [c.id for c in chunks]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise CorruptFileError(f"duplicate chunk id {dup!r}", path=path)
     return tuple(chunks)
+
+
+EDGE_SHAPE = (
+    '{"source": VARIABLE, "target": VARIABLE, "mechanism": "...", "confidence": 0..1, '
+    '"evidence": [chunk ids]}'
+)
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}
+    return names.get(type(value), "number" if isinstance(value, (int, float)) else "value")
+
+
+def _edge_from_item(item: Any, i: int, path: Path | None) -> CausalEdge:
+    """One ``graph.json`` edge; a malformed one is named with its index, file and shape."""
+    where = f"edges[{i}]"
+    if not isinstance(item, dict):
+        raise CorruptFileError(
+            f"{where} is a {_json_type(item)}; expected an object {EDGE_SHAPE}", path=path
+        )
+    if item.get("id") is not None:
+        where += f" (id {item['id']!r})"
+    for key in ("source", "target"):
+        if not isinstance(item.get(key), str) or not item[key].strip():
+            raise CorruptFileError(
+                f"{where} has no {key!r} variable name; expected {EDGE_SHAPE}", path=path
+            )
+    evidence = item.get("evidence", []) or []
+    if not isinstance(evidence, list):
+        raise CorruptFileError(f"{where}.evidence must be a list of chunk ids", path=path)
+    confidence = item.get("confidence", 1.0)
+    try:
+        if isinstance(confidence, bool):
+            raise ValueError
+        confidence = float(confidence)
+    except (TypeError, ValueError):
+        raise CorruptFileError(
+            f"{where}.confidence is {confidence!r}; expected a number in [0, 1]", path=path
+        ) from None
+    return CausalEdge(
+        id=str(item.get("id") or f"e{i}"),
+        source=item["source"],
+        target=item["target"],
+        mechanism=str(item.get("mechanism", "") or ""),
+        confidence=confidence,
+        evidence=tuple(str(c) for c in evidence),
+    )
 
 
 def graph_from_dict(
@@ -305,27 +529,25 @@ def graph_from_dict(
         if raw_vars is None:  # hand-written graphs may rely on the spec's variables
             variables = list(spec.variables)
         elif not isinstance(raw_vars, list):
-            raise CorruptFileError("'variables' must be a list", path=path)
+            raise CorruptFileError(
+                f"'variables' is a {_json_type(raw_vars)}; expected a list of variables, each "
+                "a string 'Metric(entity, ...)' or an object {metric, entities, description}",
+                path=path,
+            )
         else:
             variables = [
                 variable_from_item(item, f"variables[{i}]") for i, item in enumerate(raw_vars)
             ]
-        edges = []
-        for i, item in enumerate(data.get("edges") or []):
-            if not isinstance(item.get("evidence", []) or [], list):
-                raise CorruptFileError(
-                    f"edges[{i}].evidence must be a list of chunk ids", path=path
-                )
-            edges.append(
-                CausalEdge(
-                    id=str(item.get("id") or f"e{i}"),
-                    source=str(item["source"]),
-                    target=str(item["target"]),
-                    mechanism=str(item.get("mechanism", "") or ""),
-                    confidence=float(item.get("confidence", 1.0)),
-                    evidence=tuple(str(c) for c in item.get("evidence", ()) or ()),
-                )
+        raw_edges = data.get("edges")
+        if raw_edges is None:
+            raw_edges = []
+        if not isinstance(raw_edges, list):
+            raise CorruptFileError(
+                f"'edges' is a {_json_type(raw_edges)}; expected a list of edge objects "
+                f"{EDGE_SHAPE}",
+                path=path,
             )
+        edges = [_edge_from_item(item, i, path) for i, item in enumerate(raw_edges)]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         if isinstance(exc, SpecError):
             raise SpecError(str(exc), entry=exc.entry, path=path) from exc
@@ -359,7 +581,52 @@ def _load_vectors(
     if arr.ndim != 2 or arr.shape[0] != len(texts) or info.get("digest") != texts_digest(texts):
         notes.append(f"{path.name} is stale (the {key} changed): recomputed")
         return None
+    problem = _vector_problem(arr, info.get("zero_rows"))
+    if problem:
+        notes.append(f"warning: {path.name} {problem}: {key} embeddings recomputed")
+        return None
     return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+# Stored rows are L2-normalised by the embedder check (ports.as_matrix); float32 rounding and
+# float16 files stay well within this.
+_UNIT_NORM_TOLERANCE = 1e-2
+
+
+def _vector_problem(arr: np.ndarray, recorded_zero_rows: Any) -> str | None:
+    """Why stored vectors cannot be trusted (non-finite, damaged rows), or None when they can.
+
+    An all-zero row is legitimate only as many times as the manifest recorded at save time (the
+    hashing embedder maps a text without content words to zero); more mean a damaged file.
+    """
+    if arr.dtype.kind != "f":
+        return f"holds {arr.dtype} values, not floats"
+    if not np.all(np.isfinite(arr)):
+        return "holds NaN or infinite values"
+    norms = np.linalg.norm(arr.astype(np.float64), axis=1)
+    zero = int(np.count_nonzero(norms == 0))
+    allowed = recorded_zero_rows if isinstance(recorded_zero_rows, int) else 0
+    if zero > allowed:
+        return f"has {zero} all-zero rows ({allowed} recorded when it was written)"
+    if np.any(np.abs(norms[norms > 0] - 1.0) > _UNIT_NORM_TOLERANCE):
+        return "has rows that are not unit length"
+    return None
+
+
+def _read_report(directory: Path, notes: list[str]) -> dict[str, Any] | None:
+    """The optional build report; a corrupt one is noted and ignored (it never blocks a query)."""
+    path = directory / REPORT
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        report = _read_json(_confined(directory, REPORT))
+    except StoreError as exc:
+        notes.append(f"warning: {REPORT} ignored: {exc}")
+        return None
+    if not isinstance(report, dict):
+        notes.append(f"warning: {REPORT} ignored: it is a JSON {_json_type(report)}, not an object")
+        return None
+    return report
 
 
 def load_graph(directory: str | os.PathLike) -> StoredGraph:
@@ -370,9 +637,11 @@ def load_graph(directory: str | os.PathLike) -> StoredGraph:
     manifest = read_manifest(directory)
     if not isinstance(manifest.get("embeddings", {}) or {}, dict):
         raise CorruptFileError("'embeddings' must be an object", path=directory / MANIFEST)
-    spec = read_spec_file(directory / SPEC)
-    chunks = _read_chunks(directory / CHUNKS)
-    variables, edges = graph_from_dict(_read_json(directory / GRAPH), spec, directory / GRAPH)
+    spec = read_spec_file(_confined(directory, SPEC))
+    chunks = _read_chunks(_confined(directory, CHUNKS))
+    variables, edges = graph_from_dict(
+        _read_json(_confined(directory, GRAPH)), spec, directory / GRAPH
+    )
     try:
         validate_graph(spec, variables, edges, {c.id for c in chunks})
     except SpecError as exc:
@@ -383,12 +652,17 @@ def load_graph(directory: str | os.PathLike) -> StoredGraph:
         directory, manifest, "variables", [variable_text(v) for v in variables], notes
     )
     chunk_vecs = _load_vectors(directory, manifest, "chunks", [c.text for c in chunks], notes)
-    report = _read_json(directory / REPORT) if (directory / REPORT).is_file() else None
+    report = _read_report(directory, notes)
     return StoredGraph(graph, manifest, var_vecs, chunk_vecs, report, directory, tuple(notes))
 
 
 __all__ = [
     "FORMAT_VERSION",
+    "HCG_OWNED",
+    "check_output_dir",
+    "check_report_path",
+    "check_writable_dir",
+    "is_graph_dir",
     "StoredGraph",
     "atomic_write_bytes",
     "atomic_write_text",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,79 @@ def test_short_document_is_one_chunk_and_metadata_is_carried():
 def test_bad_chunk_settings(size, overlap):
     with pytest.raises(ConfigError):
         chunk_documents([Document("d", "x")], chunk_words=size, overlap_words=overlap)
+
+
+# ----------------------------------------------------------------------------- issue 12
+
+
+def test_a_missing_path_next_to_a_good_one_is_an_error(tmp_path):
+    (tmp_path / "a.txt").write_text("Smoking causes cancer.")
+    with pytest.raises(InputError, match="no such file or folder: .*typo"):
+        load_inputs([tmp_path / "a.txt", tmp_path / "typo"])
+
+
+def test_a_fifo_is_named_not_missing(tmp_path):
+    (tmp_path / "a.txt").write_text("Smoking causes cancer.")
+    os.mkfifo(tmp_path / "pipe.txt")
+    docs, bad = load_inputs([tmp_path])  # must not block reading the FIFO
+    assert [d.id for d in docs] == ["a.txt"]
+    assert bad == [(tmp_path / "pipe.txt", bad[0][1])] and "not a regular file" in bad[0][1]
+
+
+def test_links_out_of_an_input_folder_are_named_and_not_followed(tmp_path):
+    docs, outside = tmp_path / "docs", tmp_path / "outside"
+    docs.mkdir()
+    outside.mkdir()
+    (docs / "a.txt").write_text("Smoking causes cancer.")
+    (outside / "secret.txt").write_text("secret text")
+    (docs / "inside.txt").symlink_to(docs / "a.txt")  # a link within the folder is read
+    (docs / "pw.txt").symlink_to(outside / "secret.txt")
+    (docs / "more").symlink_to(outside)
+    (docs / "loop").symlink_to(docs)
+    (docs / "broken.txt").symlink_to(tmp_path / "nothing")
+    got, bad = load_inputs([docs])
+    assert [d.id for d in got] == ["a.txt", "inside.txt"]
+    reasons = {p.name: r for p, r in bad}
+    assert (
+        "outside the input folder" in reasons["pw.txt"] and "--follow-symlinks" in reasons["pw.txt"]
+    )
+    assert "outside the input folder" in reasons["more"]
+    assert "folder" in reasons["loop"] and "broken" in reasons["broken.txt"]
+    followed, _ = load_inputs([docs], follow_symlinks=True)
+    ids = [d.id for d in followed]
+    assert "pw.txt" in ids and "more/secret.txt" in ids
+    assert len(ids) == len(set(ids))  # the loop back to docs/ is not read twice
+
+
+def test_cjk_text_is_chunked_by_characters_at_sentence_marks():
+    text = "吸烟会损害血管。" * 100 + "高血压导致中风！"
+    chunks = chunk_documents([Document("zh", text)], chunk_words=50, overlap_words=10)
+    assert len(chunks) > 10
+    # 50 words: 50 characters, each with the punctuation after it (管。 is one word).
+    assert all(c.metadata["end_word"] - c.metadata["start_word"] <= 50 for c in chunks)
+    assert all(len(c.text) <= 60 for c in chunks) and chunks[0].text.startswith("吸烟会")
+    assert all(c.text.endswith(("。", "！")) for c in chunks)  # windows end at sentence marks
+    # Consecutive windows overlap: each starts before the previous one ends.
+    for a, b in zip(chunks, chunks[1:], strict=False):
+        assert b.metadata["start_word"] < a.metadata["end_word"]
+
+
+def test_a_huge_token_is_cut_and_every_chunk_is_capped():
+    text = "Smoking causes cancer. " + "x" * 50_000 + " Diet matters."
+    chunks = chunk_documents([Document("d", text)], chunk_words=200, overlap_words=40)
+    assert max(len(c.text) for c in chunks) <= 300 * 12
+    covered = "".join(c.text for c in chunks)
+    assert covered.count("x") >= 50_000 and chunks[-1].text.endswith("Diet matters.")
+    # Overlap shrinks with the window, so the copy stays near the 20% of word windows.
+    assert sum(len(c.text) for c in chunks) < 1.3 * len(text)
+    capped = chunk_documents([Document("d", text)], max_chars=500)
+    assert max(len(c.text) for c in capped) <= 500
+    with pytest.raises(ConfigError, match="max_chars"):
+        chunk_documents([Document("d", text)], max_chars=0)
+
+
+def test_the_cap_leaves_english_windows_unchanged():
+    words = " ".join(f"word{i % 50}." if i % 17 == 16 else f"word{i % 50}" for i in range(2000))
+    capped = chunk_documents([Document("d", words)])
+    uncapped = chunk_documents([Document("d", words)], max_chars=10**9)
+    assert [c.id for c in capped] == [c.id for c in uncapped]

@@ -16,6 +16,9 @@ from ..errors import ConfigError
 from ._common import check_text, check_texts
 
 DEFAULT_HASHING_DIM = 4096
+# Upper bound on dim: a name read from a manifest ("hashing-v1-99999999999") must not make a query
+# allocate terabytes; 65,536 buckets already keep collisions rare for any corpus vocabulary.
+MAX_HASHING_DIM = 65_536
 # Bump when the tokeniser, stopwords or hash change: stored vectors of another version must not mix.
 HASHING_VERSION = "v1"
 
@@ -64,8 +67,10 @@ class HashingEmbedder:
     """
 
     def __init__(self, dim: int = DEFAULT_HASHING_DIM):
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 2:
-            raise ConfigError(f"HashingEmbedder dim must be an int >= 2, got {dim!r}")
+        if isinstance(dim, bool) or not isinstance(dim, int) or not 2 <= dim <= MAX_HASHING_DIM:
+            raise ConfigError(
+                f"HashingEmbedder dim must be an int in [2, {MAX_HASHING_DIM}], got {dim!r}"
+            )
         self.dim = dim
         self.name = f"hashing-{HASHING_VERSION}-{dim}"
         self._cache: dict[str, tuple[int, float]] = {}

@@ -193,6 +193,10 @@ def run_eval(args: argparse.Namespace) -> int:
         if args.k is not None and args.k < 1:
             raise ConfigError(f"--k must be at least 1, got {args.k}")
         modes = parse_modes(args.modes)
+        if args.out:
+            from ..store import check_report_path
+
+            check_report_path(args.out)
         sentences = load_sentences(args.sentences) if args.sentences else None
         questions = load_questions(args.questions, limit=args.limit, sentences=sentences)
         from ..cli import make_embedder

@@ -1,0 +1,540 @@
+"""Bad input and hostile files, as a new user meets them: one row per case of issue 12.
+
+Every row runs the real ``hcg`` command line (in process) in a fresh folder and asserts the exit
+code, the key words of the message, and that no user file changed: the sha256 of every file in
+the folder before and after, except the paths the row expects the command to write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hcg_core.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO / "examples" / "corpus"
+SECRET = "TOP-SECRET-PASSWORD-LINE"
+HASHING = ["--embedder", "hashing", "--quiet"]
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Relative path -> sha256 (or link target) of every file below ``root``."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.is_symlink():
+            out[rel] = "link:" + os.readlink(p)
+        elif p.is_file():
+            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """One good graph (hashing embedder), copied into the rows that need one."""
+    out = tmp_path_factory.mktemp("built") / "g"
+    assert main(["build", str(CORPUS), "--out", str(out), *HASHING]) == 0
+    return out
+
+
+@dataclass
+class Row:
+    id: str
+    setup: Callable[[Path, Path], None]  # (folder, built graph) -> None
+    argv: list[str]  # "{G}" is the copied graph, relative paths are inside the folder
+    code: int
+    words: tuple[str, ...]  # in stdout + stderr, case-insensitive
+    writes: tuple[str, ...] = ()  # path prefixes the command may write or replace
+    check: Callable[[Path, str], None] | None = None  # (folder, stdout) -> asserts
+    absent: tuple[str, ...] = field(default_factory=tuple)  # must not appear in the output
+    lines: int = 1  # lines of the error message (a rejected-inputs list has one per file)
+
+
+def _corpus(d: Path) -> Path:
+    docs = d / "docs"
+    shutil.copytree(CORPUS, docs)
+    return docs
+
+
+def _graph(d: Path, built: Path) -> Path:
+    shutil.copytree(built, d / "G")
+    return d / "G"
+
+
+def _edit_json(path: Path, change: Callable[[dict], object]) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def _edit_chunks(path: Path, text: object) -> None:
+    lines = path.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["text"] = text
+    path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+
+
+def _damage_vectors(graph: Path, name: str, how: str) -> None:
+    arr = np.load(graph / "embeddings" / name)
+    if how == "nan":
+        arr[0, 0] = np.nan
+    elif how == "inf":
+        arr[1, 3] = np.inf
+    else:
+        arr[2] = 0.0
+    np.save(graph / "embeddings" / name, arr)
+
+
+def _query_json_is_strict(d: Path, out: str) -> None:
+    body = out[out.index("{") :]
+    data = json.loads(body, parse_constant=lambda c: pytest.fail(f"non-strict JSON: {c}"))
+    assert data["chunks"] and all(np.isfinite(c["score"]) for c in data["chunks"])
+
+
+def _graph_loads(name: str) -> Callable[[Path, str], None]:
+    def check(d: Path, out: str) -> None:
+        from hcg_core.store import load_graph
+
+        assert load_graph(d / name).graph.chunks
+
+    return check
+
+
+def _max_chunk_chars(limit: int) -> Callable[[Path, str], None]:
+    def check(d: Path, out: str) -> None:
+        lengths = [len(json.loads(x)["text"]) for x in (d / "out" / "chunks.jsonl").open()]
+        assert len(lengths) > 3 and max(lengths) <= limit
+
+    return check
+
+
+def _no_secret_in_graph(d: Path, out: str) -> None:
+    assert SECRET not in (d / "out" / "chunks.jsonl").read_text()
+
+
+def _fifo_setup(d: Path, built: Path) -> None:
+    docs = _corpus(d)
+    os.mkfifo(docs / "pipe.md")
+
+
+def _symlink_out_setup(d: Path, built: Path) -> None:
+    docs = _corpus(d)
+    (d / "secret.txt").write_text(SECRET + "\n")
+    (docs / "pw.txt").symlink_to(d / "secret.txt")
+
+
+def _chunks_link_setup(d: Path, built: Path) -> None:
+    g = _graph(d, built)
+    (d / "secret.jsonl").write_text(json.dumps({"id": "s", "text": SECRET}) + "\n")
+    (g / "chunks.jsonl").unlink()
+    (g / "chunks.jsonl").symlink_to(d / "secret.jsonl")
+
+
+def _embeddings_link_setup(d: Path, built: Path) -> None:
+    _corpus(d)
+    shutil.copytree(built, d / "out")
+    (d / "elsewhere").mkdir()
+    (d / "elsewhere" / "keep.txt").write_text("keep\n")
+    shutil.rmtree(d / "out" / "embeddings")
+    (d / "out" / "embeddings").symlink_to(d / "elsewhere")
+
+
+def _no_write_elsewhere(d: Path, out: str) -> None:
+    assert sorted(p.name for p in (d / "elsewhere").iterdir()) == ["keep.txt"]
+    assert (d / "out" / "embeddings" / "chunks.npy").is_file()
+
+
+def _unknown_outcome_setup(d: Path, built: Path) -> None:
+    _corpus(d)
+    (d / "outcome.yaml").write_text("outcomes: [NoSuchMetricAnywhere]\n")
+
+
+def _disk_full_at_manifest(d: Path, built: Path) -> None:
+    """A good graph to rebuild, and a disk that fills up when the new manifest is written."""
+    from hcg_core import safe_files
+
+    _corpus(d)
+    shutil.copytree(built, d / "out")
+
+    def hook(step: str, path: Path) -> None:
+        if path.name == "manifest.json":
+            raise OSError(28, "No space left on device", str(path))
+
+    safe_files._fault_hook = hook
+
+
+def _user_folder(d: Path, built: Path) -> None:
+    _corpus(d)
+    (d / "out").mkdir()
+    (d / "out" / "graph.json").write_text("my own graph.json, not hcg's\n")
+    (d / "out" / "notes.txt").write_text("my notes\n")
+
+
+def _keeps_notes(d: Path, out: str) -> None:
+    assert (d / "out" / "notes.txt").read_text() == "my notes\n"
+    _graph_loads("out")(d, out)
+
+
+ROWS = [
+    # ------------------------------------------------------------ output directories
+    Row(
+        "out-is-a-user-folder",
+        _user_folder,
+        ["build", "docs", "--out", "out", *HASHING],
+        2,
+        ("not an hcg graph directory", "--force", "graph.json"),
+    ),
+    Row(
+        "out-is-a-user-folder-forced",
+        _user_folder,
+        ["build", "docs", "--out", "out", "--force", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/graph.json", "out/manifest.json", "out/spec.yaml", "out/chunks.jsonl")
+        + ("out/embeddings", "out/build_report.json"),
+        check=_keeps_notes,
+    ),
+    Row("out-empty", lambda d, b: _corpus(d), ["build", "docs", "--out", ""], 2, ("empty",)),
+    Row(
+        "out-is-the-input",
+        lambda d, b: _corpus(d),
+        ["build", "docs", "--out", "docs", *HASHING],
+        2,
+        ("is the input folder",),
+    ),
+    Row(
+        "out-inside-the-input",
+        lambda d, b: _corpus(d),
+        ["build", "docs", "--out", "docs/hcg_graph", *HASHING],
+        2,
+        ("inside the input", "read the graph back"),
+    ),
+    Row(
+        "out-under-a-file",
+        lambda d, b: (_corpus(d), (d / "afile").write_text("x")),
+        ["build", "docs", "--out", "afile/g", *HASHING],
+        2,
+        ("cannot write",),
+    ),
+    Row(
+        "llm-cache-unwritable",
+        lambda d, b: (_corpus(d), (d / "afile").write_text("x")),
+        ["build", "docs", "--out", "out", "--llm-cache", "afile/cache"]
+        + ["--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m", *HASHING],
+        2,
+        ("llm reply cache", "cannot write"),
+    ),
+    Row(
+        "eval-out-overwrites-the-manifest",
+        lambda d, b: (_graph(d, b), (d / "q.jsonl").write_text('{"question": "x"}\n')),
+        ["eval", "G", "--questions", "q.jsonl", "--out", "G/manifest.json"],
+        2,
+        ("inside the graph directory",),
+    ),
+    Row(
+        "rebuild-over-a-good-graph",
+        lambda d, b: (_corpus(d), shutil.copytree(b, d / "out")),
+        ["build", "docs", "--out", "out", "--chunk-words", "120", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_graph_loads("out"),
+    ),
+    Row(
+        "disk-full-during-a-rebuild",
+        _disk_full_at_manifest,
+        ["build", "docs", "--out", "out", "--chunk-words", "120", *HASHING],
+        2,
+        ("no space left on device", "previous contents are unchanged"),
+        check=_graph_loads("out"),
+    ),
+    # ------------------------------------------------------------ settings
+    Row(
+        "timeout-nan",
+        lambda d, b: _corpus(d),
+        ["build", "docs", "--out", "out", "--timeout", "nan"],
+        2,
+        ("finite",),
+    ),
+    # ------------------------------------------------------------ unbounded chunks
+    Row(
+        "cjk-without-spaces",
+        lambda d, b: (_corpus(d) / "zh.txt").write_text("吸烟会损害血管。" * 4000),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_max_chunk_chars(300 * 12),
+    ),
+    Row(
+        "one-huge-token",
+        lambda d, b: (_corpus(d) / "tok.txt").write_text("Smoking. " + "x" * 200_000),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_max_chunk_chars(300 * 12),
+    ),
+    Row(
+        "chunk-chars-flag",
+        lambda d, b: _corpus(d),
+        ["build", "docs", "--out", "out", "--chunk-chars", "300", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_max_chunk_chars(300),
+    ),
+    # ------------------------------------------------------------ confinement
+    Row(
+        "chunks-link-out-of-the-graph",
+        _chunks_link_setup,
+        ["query", "G", "What raises stroke risk?"],
+        2,
+        ("outside the graph directory", "chunks.jsonl"),
+        absent=(SECRET,),
+    ),
+    Row(
+        "input-folder-link-out",
+        _symlink_out_setup,
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("pw.txt", "outside the input folder", "--follow-symlinks"),
+        writes=("out/",),
+        check=_no_secret_in_graph,
+    ),
+    Row(
+        "embeddings-link-in-out",
+        _embeddings_link_setup,
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_no_write_elsewhere,
+    ),
+    Row(
+        "nan-in-chunk-vectors",
+        lambda d, b: _damage_vectors(_graph(d, b), "chunks.npy", "nan"),
+        ["query", "G", "What raises stroke risk?", "--json"],
+        0,
+        ("warning", "nan or infinite", "recomputed"),
+        check=_query_json_is_strict,
+    ),
+    Row(
+        "inf-in-variable-vectors",
+        lambda d, b: _damage_vectors(_graph(d, b), "variables.npy", "inf"),
+        ["query", "G", "What raises stroke risk?", "--json"],
+        0,
+        ("warning", "nan or infinite"),
+        check=_query_json_is_strict,
+    ),
+    Row(
+        "zero-row-in-chunk-vectors",
+        lambda d, b: _damage_vectors(_graph(d, b), "chunks.npy", "zero"),
+        ["query", "G", "What raises stroke risk?"],
+        0,
+        ("warning", "all-zero rows", "recomputed"),
+    ),
+    Row(
+        "chunk-text-null",
+        lambda d, b: _edit_chunks(_graph(d, b) / "chunks.jsonl", None),
+        ["query", "G", "stroke"],
+        2,
+        ("chunks.jsonl", "line 1", "non-empty string"),
+    ),
+    Row(
+        "chunk-text-empty",
+        lambda d, b: _edit_chunks(_graph(d, b) / "chunks.jsonl", ""),
+        ["query", "G", "stroke"],
+        2,
+        ("chunks.jsonl", "line 1", "non-empty string"),
+    ),
+    Row(
+        "hashing-dimension-huge",
+        lambda d, b: _edit_json(
+            _graph(d, b) / "manifest.json", lambda m: m.update(embedder="hashing-v1-99999999999")
+        ),
+        ["query", "G", "stroke"],
+        2,
+        ("65536",),
+    ),
+    Row(
+        "build-report-corrupt-query",
+        lambda d, b: (_graph(d, b) / "build_report.json").write_text("{not json"),
+        ["query", "G", "What raises stroke risk?"],
+        0,
+        ("build_report.json ignored", "served by"),
+    ),
+    Row(
+        "build-report-corrupt-inspect",
+        lambda d, b: (_graph(d, b) / "build_report.json").write_text("{not json"),
+        ["inspect", "G"],
+        0,
+        ("build_report.json ignored", "invalid json"),
+    ),
+    Row(
+        "build-report-a-list",
+        lambda d, b: (_graph(d, b) / "build_report.json").write_text("[1, 2]"),
+        ["inspect", "G"],
+        0,
+        ("build_report.json ignored", "a json list"),
+    ),
+    Row(
+        "build-report-stages-not-a-dict",
+        lambda d, b: _edit_json(_graph(d, b) / "build_report.json", lambda r: r.update(stages=7)),
+        ["inspect", "G"],
+        0,
+        ("'stages' is a int", "not shown"),
+    ),
+    # ------------------------------------------------------------ loud, not silent
+    Row("question-empty", lambda d, b: _graph(d, b), ["query", "G", ""], 2, ("question is empty",)),
+    Row(
+        "question-whitespace",
+        lambda d, b: _graph(d, b),
+        ["query", "G", "  \t "],
+        2,
+        ("question is empty",),
+    ),
+    Row(
+        "question-invalid-utf8",
+        lambda d, b: _graph(d, b),
+        ["query", "G", "caf\udce9 stroke"],  # how Python passes the undecodable argv byte 0xe9
+        2,
+        ("not valid utf-8",),
+    ),
+    Row(
+        "missing-input-next-to-a-good-one",
+        lambda d, b: _corpus(d),
+        ["build", "docs", "dcos", "--out", "out", *HASHING],
+        2,
+        ("no such file or folder", "dcos"),
+    ),
+    Row(
+        "fifo-input-in-a-folder",
+        _fifo_setup,
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("pipe.md", "not a regular file"),
+        writes=("out/",),
+        absent=("no such file",),
+    ),
+    Row(
+        "fifo-input-alone",
+        lambda d, b: os.mkfifo(d / "pipe.md"),
+        ["build", "pipe.md", "--out", "out", *HASHING],
+        2,
+        ("pipe.md", "not a regular file"),
+        absent=("no such file",),
+        lines=3,
+    ),
+    Row(
+        "unknown-outcome-metric",
+        _unknown_outcome_setup,
+        ["build", "docs", "--out", "out", "--outcome", "outcome.yaml", *HASHING],
+        0,
+        ("warning", "NoSuchMetricAnywhere"),
+        writes=("out/",),
+    ),
+    Row(
+        "outcome-a-string",
+        lambda d, b: (_corpus(d), (d / "o.yaml").write_text("outcomes: StrokeRisk\n")),
+        ["build", "docs", "--out", "out", "--outcome", "o.yaml", *HASHING],
+        2,
+        ("o.yaml", "'outcomes'", "expected a mapping"),
+    ),
+    Row(
+        "edges-a-string",
+        lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g.update(edges="a->b")),
+        ["query", "G", "stroke"],
+        2,
+        ("graph.json", "'edges' is a string", "list of edge objects"),
+    ),
+    Row(
+        "edges-a-dict",
+        lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g.update(edges={"a": 1})),
+        ["query", "G", "stroke"],
+        2,
+        ("graph.json", "'edges' is a object", '"source"'),
+    ),
+    Row(
+        "edge-without-target",
+        lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g["edges"][0].pop("target")),
+        ["query", "G", "stroke"],
+        2,
+        ("graph.json", "edges[0]", "no 'target'", '"target": variable'),
+    ),
+    Row(
+        "variables-a-string",
+        lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g.update(variables="x")),
+        ["query", "G", "stroke"],
+        2,
+        ("graph.json", "'variables' is a string", "expected a list of variables"),
+    ),
+    Row(
+        "edge-confidence-a-word",
+        lambda d, b: _edit_json(
+            _graph(d, b) / "graph.json", lambda g: g["edges"][0].update(confidence="high")
+        ),
+        ["query", "G", "stroke"],
+        2,
+        ("graph.json", "edges[0]", "confidence is 'high'", "a number in [0, 1]"),
+    ),
+    Row(
+        "edge-a-number",
+        lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g["edges"].append(3)),
+        ["query", "G", "stroke"],
+        2,
+        ("graph.json", "is a number", "expected an object"),
+    ),
+]
+
+
+def _allowed(rel: str, writes: tuple[str, ...]) -> bool:
+    return any(rel == w or rel.startswith(w.rstrip("/") + "/") for w in writes)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_bad_input(row: Row, tmp_path, built, monkeypatch, capsys):
+    from hcg_core import safe_files
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(safe_files, "_fault_hook", None)  # restored after rows that set one
+    previous = os.umask(0o022)
+    try:
+        row.setup(tmp_path, built)
+        before = snapshot(tmp_path)
+        try:
+            code = main(row.argv)
+        except SystemExit as exc:  # argparse refusals
+            code = exc.code
+    finally:
+        os.umask(previous)
+    captured = capsys.readouterr()
+    output = captured.out + captured.err
+    assert code == row.code, output
+    for word in row.words:
+        assert word.lower() in output.lower(), (word, output)
+    for word in row.absent:
+        assert word.lower() not in output.lower(), (word, output)
+    if row.code != 0:
+        assert "Traceback" not in output
+        # A short message of its own (argparse prints its usage above it), naming the problem.
+        err = captured.err.strip().splitlines()
+        first = next(i for i, line in enumerate(err) if line.startswith("hcg "))
+        message = "\n".join(err[first:]).lower()
+        assert len(err) - first <= row.lines, captured.err
+        assert all(w.lower() in message for w in row.words), (row.words, message)
+    after = snapshot(tmp_path)
+    changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    assert {k for k in changed if not _allowed(k, row.writes)} == set(), changed
+    assert not [p for p in tmp_path.iterdir() if ".hcg-" in p.name]  # no staging left behind
+    if row.check is not None:
+        row.check(tmp_path, captured.out)
