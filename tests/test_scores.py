@@ -1,0 +1,49 @@
+"""Honest scores on the defaults: in [0, 1], best first, and an off-topic question scores low."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hcg_core.cli import main
+from hcg_core.retrieval import CausalGraphRetriever
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "corpus"
+ON_TOPIC = [
+    "Why does smoking raise the risk of stroke?",
+    "What does high blood sugar do to the kidneys?",
+    "How does high blood pressure damage the arteries?",
+]
+OFF_TOPIC = [
+    "What is the capital of France?",
+    "Who won the football world cup in 1998?",
+    "How do I bake sourdough bread?",
+]
+# The cut-off docs/configuration.md gives for SimilarityPostprocessor and score filters.
+DOCUMENTED_CUTOFF = 0.2
+
+
+@pytest.fixture(scope="module")
+def retriever(tmp_path_factory) -> CausalGraphRetriever:
+    out = tmp_path_factory.mktemp("scores") / "g"
+    assert main(["build", str(EXAMPLES), "--out", str(out), "--quiet"]) == 0
+    return CausalGraphRetriever.load(out)
+
+
+def test_scores_are_sorted_in_unit_range_with_parts(retriever):
+    for q in ON_TOPIC + OFF_TOPIC:
+        chunks = retriever.retrieve(q, k=6).chunks
+        scores = [c.score for c in chunks]
+        assert scores == sorted(scores, reverse=True)
+        assert all(0.0 <= s <= 1.0 for s in scores)
+        for c in chunks:
+            assert {"bm25", "dense", "graph"} <= set(c.details)
+            assert all(0.0 <= c.details[p] <= 1.0 for p in ("bm25", "dense", "graph"))
+        assert len({c.chunk.id for c in chunks}) == len(chunks)  # each unit at most once
+
+
+def test_off_topic_questions_score_below_on_topic_ones(retriever):
+    on = [retriever.retrieve(q, k=3).chunks[0].score for q in ON_TOPIC]
+    off = [retriever.retrieve(q, k=3).chunks[0].score for q in OFF_TOPIC]
+    assert max(off) < DOCUMENTED_CUTOFF < min(on), (on, off)
