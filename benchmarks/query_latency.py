@@ -1,0 +1,70 @@
+"""End-to-end query latency: hcg's default retriever against a LlamaIndex VectorStoreIndex retriever.
+
+Both embed the query with the same embedder (the one named in the graph's manifest) and search the
+same chunks with the same stored vectors (the VectorStoreIndex gets them as node embeddings, so
+nothing is re-embedded). Queries alternate between the two systems so that machine noise hits both
+alike. Prints p50/p95 per system and the ratio of the p50s (target: hcg <= 1.5x).
+
+    python benchmarks/query_latency.py GRAPH_DIR QUESTIONS_FILE [--queries 300] [--k 10]
+
+QUESTIONS_FILE is any file ``hcg eval --questions`` reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from hcg_core.eval.runner import load_questions
+from hcg_core.retrieval import CausalGraphRetriever
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("graph_dir")
+    ap.add_argument("questions")
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--k", type=int, default=10)
+    args = ap.parse_args()
+
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.schema import TextNode
+
+    from llama_index_hcg import HCGDefaultEmbedding
+
+    hcg = CausalGraphRetriever.load(args.graph_dir)
+    embed_model = HCGDefaultEmbedding(embedder=hcg.embedder)
+    nodes = [
+        TextNode(id_=c.id, text=c.text, embedding=hcg.chunk_embeddings[i].tolist())
+        for i, c in enumerate(hcg.graph.chunks)
+    ]
+    vector = VectorStoreIndex(nodes, embed_model=embed_model).as_retriever(
+        similarity_top_k=args.k
+    )
+    questions = [q.question for q in load_questions(args.questions, limit=args.queries)]
+    # Warm both (first-call allocations, the hybrid ranker's BM25 index).
+    hcg.retrieve(questions[0], k=args.k)
+    vector.retrieve(questions[0])
+    times: dict[str, list[float]] = {"llama_index VectorStoreIndex": [], "hcg default": []}
+    for q in questions:
+        t0 = time.perf_counter()
+        vector.retrieve(q)
+        t1 = time.perf_counter()
+        hcg.retrieve(q, k=args.k)
+        t2 = time.perf_counter()
+        times["llama_index VectorStoreIndex"].append((t1 - t0) * 1000)
+        times["hcg default"].append((t2 - t1) * 1000)
+    print(f"{len(questions)} queries, k={args.k}, {len(nodes)} chunks, embedder {hcg.embedder.name}")
+    p50 = {}
+    for name, ms in times.items():
+        a = np.asarray(ms)
+        p50[name] = float(np.percentile(a, 50))
+        print(f"  {name:30s} p50 {p50[name]:7.2f} ms   p95 {np.percentile(a, 95):7.2f} ms")
+    ratio = p50["hcg default"] / p50["llama_index VectorStoreIndex"]
+    print(f"  ratio of p50s (hcg / VectorStoreIndex): {ratio:.2f}x (target <= 1.5x)")
+
+
+if __name__ == "__main__":
+    main()
