@@ -48,6 +48,12 @@ DEFAULT_GRAPH_WEIGHT = 0.5
 route's first chunk gets the full weight and its last half of it. Half of a clear text match (a
 z-score of 3 counts 1.0): the graph vouches for a chunk being on a causal path of the query, not for
 it holding the answer's words."""
+DEFAULT_FUSION = "zscore"
+FUSIONS = ("zscore", "max")
+"""How the text signals are put on one scale before they are summed: ``"zscore"`` (default; each
+signal as a z-score against its best candidates, clipped at 0) or ``"max"`` (each divided by its
+maximum for the query: the fixed-weight fusion of earlier releases). docs/evaluation.md compares
+them on every dev set."""
 DEFAULT_DIVERSITY = 0.5
 """MMR trade-off lambda: pick score = lambda * relevance - (1 - lambda) * max redundancy. 0.5 is the
 textbook balance (Carbonell & Goldstein 1998). MMR picks which units fill the budget; they are then
@@ -75,8 +81,11 @@ class HybridConfig:
     diversity: float = DEFAULT_DIVERSITY
     min_novelty: float = DEFAULT_MIN_NOVELTY
     passage_words: int = DEFAULT_PASSAGE_WORDS
+    fusion: str = DEFAULT_FUSION
 
     def __post_init__(self) -> None:
+        if self.fusion not in FUSIONS:
+            raise ConfigError(f"fusion must be one of {', '.join(FUSIONS)}, got {self.fusion!r}")
         if self.passage_words < 0:
             raise ConfigError(
                 f"passage_words must be >= 0 (0: whole chunks), got {self.passage_words}"

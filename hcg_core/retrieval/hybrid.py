@@ -54,6 +54,12 @@ def standardise(scores: np.ndarray, pool: np.ndarray) -> np.ndarray:
     return np.clip((scores - mean) / std, 0.0, None) / _Z_SCALE
 
 
+def _max_normalise(scores: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """Scores divided by their maximum (the ``fusion="max"`` alternative; ``pool`` unused)."""
+    peak = float(scores.max()) if scores.size else 0.0
+    return scores / peak if peak > 0 else np.zeros_like(scores)
+
+
 # A z-score of this many standard deviations counts as 1.0 in the fused relevance.
 _Z_SCALE = 3.0
 
@@ -295,9 +301,10 @@ class HybridRanker:
             graph_part[g] = 1.0 - np.arange(g.size) / (2.0 * g.size)
         graph_bonus = cfg.graph_weight * graph_part
 
+        norm = standardise if cfg.fusion == "zscore" else _max_normalise
         fused = (
-            cfg.bm25_weight * standardise(bm25, bm_order)
-            + cfg.dense_weight * standardise(dense, dn_order)
+            cfg.bm25_weight * norm(bm25, bm_order)
+            + cfg.dense_weight * norm(dense, dn_order)
             + graph_bonus
         )
         pool = np.unique(np.concatenate([bm_order, dn_order, np.asarray(graph_rows, np.int64)]))
