@@ -40,9 +40,7 @@ def main() -> None:
         TextNode(id_=c.id, text=c.text, embedding=hcg.chunk_embeddings[i].tolist())
         for i, c in enumerate(hcg.graph.chunks)
     ]
-    vector = VectorStoreIndex(nodes, embed_model=embed_model).as_retriever(
-        similarity_top_k=args.k
-    )
+    vector = VectorStoreIndex(nodes, embed_model=embed_model).as_retriever(similarity_top_k=args.k)
     questions = [q.question for q in load_questions(args.questions, limit=args.queries)]
     # Warm both (first-call allocations, the hybrid ranker's BM25 index).
     hcg.retrieve(questions[0], k=args.k)
@@ -56,7 +54,9 @@ def main() -> None:
         t2 = time.perf_counter()
         times["llama_index VectorStoreIndex"].append((t1 - t0) * 1000)
         times["hcg default"].append((t2 - t1) * 1000)
-    print(f"{len(questions)} queries, k={args.k}, {len(nodes)} chunks, embedder {hcg.embedder.name}")
+    print(
+        f"{len(questions)} queries, k={args.k}, {len(nodes)} chunks, embedder {hcg.embedder.name}"
+    )
     p50 = {}
     for name, ms in times.items():
         a = np.asarray(ms)
