@@ -20,7 +20,10 @@ Usage (data paths are arguments; nothing is read from outside them)::
         --set psychology=PATH/all_abstracts.txt:PATH/qa.jsonl:PATH/sentences.jsonl \\
         --set business=...
 
-Prints one table per set and a summary of the margins; writes ``--work/results.json``.
+Prints one table per set, a summary of the margins, and a score-calibration table: the top score
+of each set's own questions against the top score its corpus gives the *other* sets' questions
+(off-topic there), with the share of each on either side of the documented cut-off. Writes
+``--work/results.json``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
+
+import numpy as np
 
 from hcg_core.cli import main as hcg_main
 from hcg_core.eval.baselines import (
@@ -45,6 +50,8 @@ from hcg_core.retrieval import CausalGraphRetriever
 
 BUDGET = 2000
 _MANY = 200
+CUTOFF = 0.2  # the cut-off docs/configuration.md documents for hcg scores
+CALIBRATION_QUESTIONS = 200  # per set, for the score-calibration table
 
 
 def parse_set(text: str) -> tuple[str, list[Path]]:
@@ -97,11 +104,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rebuild", action="store_true", help="rebuild graphs already in --work")
     args = parser.parse_args(argv)
     results: dict[str, dict] = {}
+    question_sets = {
+        name: load_questions(
+            paths[1],
+            limit=args.limit,
+            sentences=load_sentences(paths[2]) if len(paths) == 3 else None,
+        )
+        for name, paths in args.set
+    }
     for name, paths in args.set:
-        corpus, questions_file = paths[0], paths[1]
-        sentences = load_sentences(paths[2]) if len(paths) == 3 else None
-        questions = load_questions(questions_file, limit=args.limit, sentences=sentences)
-        graph_dir, build_s = build(name, corpus, args.work, args.rebuild)
+        questions = question_sets[name]
+        graph_dir, build_s = build(name, paths[0], args.work, args.rebuild)
         retriever = CausalGraphRetriever.load(graph_dir)
         print(
             f"== {name}: {len(questions)} questions, {len(retriever.graph.chunks)} chunks, "
@@ -122,7 +135,18 @@ def main(argv: list[str] | None = None) -> int:
                 "p50_ms": r.latency_p50_ms,
                 "graph_word_share": r.graph_word_share,
             }
+        own = [q.question for q in questions[:CALIBRATION_QUESTIONS]]
+        foreign = [
+            q.question
+            for other, qs in question_sets.items()
+            if other != name
+            for q in qs[:CALIBRATION_QUESTIONS]
+        ]
         results[name] = {
+            "calibration": {
+                "own": [retriever.retrieve(q, k=1).chunks[0].score for q in own],
+                "foreign": [retriever.retrieve(q, k=1).chunks[0].score for q in foreign],
+            },
             "questions": len(questions),
             "primary_metric": "context recall" if has_context else "answer recall",
             "chunks": len(retriever.graph.chunks),
@@ -132,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         print(format_set(name, results[name]))
         sys.stdout.flush()
     print(format_summary(results))
+    print(format_calibration(results))
     args.work.mkdir(parents=True, exist_ok=True)
     (args.work / "results.json").write_text(json.dumps(results, indent=2))
     return 0
@@ -169,6 +194,27 @@ def format_summary(results: dict) -> str:
         lines.append(
             f"| {name} | {100 * (d - best_bm25):+.1f} | {100 * (d - s['vector same chunks']):+.1f} "
             f"| {100 * (d - s['vector 200/40']):+.1f} | {100 * (d - s['hcg graph off']):+.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def format_calibration(results: dict) -> str:
+    lines = [
+        f"### top score of the default retriever: own questions vs other sets' (cut-off {CUTOFF})",
+        "",
+        "| corpus | own p10 | own p50 | own >= cut-off | others' p50 | others' p90 | "
+        "others' < cut-off |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, res in results.items():
+        own = np.asarray(res["calibration"]["own"])
+        other = np.asarray(res["calibration"]["foreign"])
+        if other.size == 0:
+            continue
+        lines.append(
+            f"| {name} | {np.percentile(own, 10):.2f} | {np.percentile(own, 50):.2f} | "
+            f"{(own >= CUTOFF).mean():.0%} | {np.percentile(other, 50):.2f} | "
+            f"{np.percentile(other, 90):.2f} | {(other < CUTOFF).mean():.0%} |"
         )
     return "\n".join(lines) + "\n"
 
