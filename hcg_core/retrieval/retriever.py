@@ -179,7 +179,14 @@ class CausalGraphRetriever:
         """The L2-normalised query vector, checked like stored vectors are."""
         who = getattr(self.embedder, "name", "?")
         with embedder_errors(f"embedder {who!r} failed on the query"):
-            vec = np.asarray(self.embedder.embed_query(query), dtype=np.float32).reshape(-1)
+            vec = self.embedder.embed_query(query)
+        return self.query_vector(vec)
+
+    def query_vector(self, vector: Any) -> np.ndarray:
+        """A query vector made elsewhere (a framework's query bundle, an async embedder), checked
+        against the graph's dimension and L2-normalised."""
+        who = getattr(self.embedder, "name", "?")
+        vec = np.asarray(vector, dtype=np.float32).reshape(-1)
         dims = {a.shape[1] for a in (self.compiled.chunk_emb, self.compiled.var_emb) if a.size}
         if dims and vec.shape[0] not in dims:
             raise EmbedderError(
@@ -191,9 +198,27 @@ class CausalGraphRetriever:
         norm = float(np.linalg.norm(vec))
         return vec / norm if norm > 0 else vec
 
-    def retrieve(self, query: str, k: int | None = None) -> RetrievalResult:
-        """Return the chunks for ``query``: graph evidence first, then vector fill to ``k``."""
-        return self.retrieve_by_vector(query, self.embed_query(query), k)
+    def retrieve(
+        self, query: str, k: int | None = None, *, allowed: np.ndarray | None = None
+    ) -> RetrievalResult:
+        """Return the chunks for ``query``: graph evidence first, then vector fill to ``k``.
+
+        ``allowed``: a boolean mask over ``graph.chunks`` (a metadata filter, evaluated by the
+        caller); only those chunks are ranked, so ``k`` of them come back when ``k`` exist.
+        """
+        return self.retrieve_by_vector(query, self.embed_query(query), k, allowed=allowed)
+
+    def _allowed(self, allowed: Any) -> np.ndarray | None:
+        if allowed is None:
+            return None
+        mask = np.asarray(allowed)
+        n = len(self.graph.chunks)
+        if mask.dtype != np.bool_ or mask.shape != (n,):
+            raise ConfigError(
+                f"allowed must be a boolean mask with one entry per chunk ({n}), "
+                f"got dtype {mask.dtype} and shape {mask.shape}"
+            )
+        return mask
 
     def traverse(self, qvec: np.ndarray) -> Traversal:
         """Stage 3 steps 1-3 for an embedded query: matching, bounded BFS, outcome cones."""
@@ -220,22 +245,35 @@ class CausalGraphRetriever:
         return Traversal(rows, sims, dist, parent, sub, sub_src, sub_dst, cones, node_rank)
 
     def retrieve_by_vector(
-        self, query: str, qvec: np.ndarray, k: int | None = None
+        self,
+        query: str,
+        qvec: np.ndarray,
+        k: int | None = None,
+        *,
+        allowed: np.ndarray | None = None,
     ) -> RetrievalResult:
-        """Retrieval for an already embedded query, in the configured mode."""
+        """Retrieval for an already embedded query, in the configured mode (``allowed``: see
+        :meth:`retrieve`)."""
         cfg = self.config
         k = cfg.top_k if k is None else int(k)
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}")
+        allowed = self._allowed(allowed)
         if cfg.mode == "paper":
-            return self.retrieve_paper(query, qvec, k)
+            return self.retrieve_paper(query, qvec, k, allowed=allowed)
         graph = (
-            self.retrieve_paper(query, qvec, cfg.graph_candidates, fill=False)
+            self.retrieve_paper(query, qvec, cfg.graph_candidates, fill=False, allowed=allowed)
             if cfg.use_graph
             else None
         )
         result = self.ranker.rank(
-            query, qvec, graph, k=k, word_budget=cfg.word_budget, use_graph=cfg.use_graph
+            query,
+            qvec,
+            graph,
+            k=k,
+            word_budget=cfg.word_budget,
+            use_graph=cfg.use_graph,
+            allowed=allowed,
         )
         return replace(result, matched=graph.matched if graph is not None else ())
 
@@ -262,7 +300,13 @@ class CausalGraphRetriever:
         return ranker
 
     def retrieve_paper(
-        self, query: str, qvec: np.ndarray, k: int, *, fill: bool = True
+        self,
+        query: str,
+        qvec: np.ndarray,
+        k: int,
+        *,
+        fill: bool = True,
+        allowed: np.ndarray | None = None,
     ) -> RetrievalResult:
         """Stage 3 exactly as the paper (the part the latency benchmark times).
 
@@ -293,6 +337,7 @@ class CausalGraphRetriever:
                 g.ev_chunk,
                 sims_of,
                 need=k,
+                allowed=allowed,
             )
             served_by = "cones"
             if chunk_rows.size:
@@ -312,6 +357,7 @@ class CausalGraphRetriever:
                 g.ev_chunk,
                 sims_of,
                 need=k,
+                allowed=allowed,
             )
             served_by = "bfs"
         if chunk_rows.size == 0:
@@ -320,7 +366,7 @@ class CausalGraphRetriever:
         picked = self._pack(chunk_rows, k) if fill else chunk_rows[:k]
         out = self._graph_chunks(picked, qvec, pairs, t.parent, toward)
         if fill and len(out) < k and cfg.vector_fill and self._budget_left(picked):
-            out.extend(self._vector_fill(qvec, k - len(out), picked))
+            out.extend(self._vector_fill(qvec, k - len(out), picked, allowed))
         diag["graph_chunks"] = sum(rc.route == "graph" for rc in out)
         matched = tuple(g.var_names[r] for r in t.rows)
         return RetrievalResult(query, tuple(out), matched, served_by, diag)
@@ -367,15 +413,27 @@ class CausalGraphRetriever:
         """Keep the first ``k`` ranked rows, also stopping at the word budget when one is set."""
         return self._within_budget(rows[:k])
 
-    def _vector_fill(self, qvec: np.ndarray, need: int, picked: np.ndarray) -> list[RetrievedChunk]:
-        """Up to ``need`` more chunks by cosine, skipping the ``picked`` rows (route fallback)."""
+    def _vector_fill(
+        self,
+        qvec: np.ndarray,
+        need: int,
+        picked: np.ndarray,
+        allowed: np.ndarray | None = None,
+    ) -> list[RetrievedChunk]:
+        """Up to ``need`` more chunks by cosine, skipping the ``picked`` rows (route fallback)
+        and, with ``allowed``, every chunk it excludes."""
         g = self.compiled
         n = g.chunk_emb.shape[0]
         if n == 0:
             return []
         sims = g.chunk_emb @ qvec
+        if allowed is not None:
+            sims = np.where(allowed, sims, -np.inf)
+            n = int(allowed.sum())
+            if n == 0:
+                return []
         want = min(n, need + picked.size)
-        top = np.argpartition(-sims, want - 1)[:want] if want < n else np.arange(n)
+        top = np.argpartition(-sims, want - 1)[:want] if want < sims.size else np.arange(n)
         top = top[np.lexsort((top, -sims[top]))]
         rows = top[~np.isin(top, picked)][:need]
         rows = self._within_budget(rows, int(g.chunk_words[picked].sum()))
