@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import KeywordEmbedder, make_graph
 
 from hcg_core.config import HybridConfig, RetrievalConfig
 from hcg_core.errors import ConfigError
 from hcg_core.retrieval import CausalGraphRetriever
-
-from conftest import KeywordEmbedder, make_graph
 
 QUERY = "does smoking inflammation raise pressure and stroke"
 

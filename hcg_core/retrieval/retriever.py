@@ -7,6 +7,7 @@ threads. The LlamaIndex and LangChain adapters are thin wrappers around this cla
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from dataclasses import dataclass, replace
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..config import HybridConfig, RetrievalConfig
+from ..contract import vectors_match
 from ..errors import ConfigError, EmbedderError
 from ..ports import Embedder, embed_texts, embedder_errors
 from ..store import StoredGraph, load_graph, save_graph, variable_text
@@ -30,6 +32,8 @@ from .paper import (
     rank_evidence,
     toward_ends,
 )
+
+logger = logging.getLogger(__name__)
 
 MAX_PATHS_PER_CHUNK = 3  # provenance: the best few causal paths behind each graph chunk
 
@@ -102,6 +106,26 @@ class CausalGraphRetriever:
         self._rankers: dict[HybridConfig, HybridRanker] = {}
         self._ranker_lock = threading.Lock()
 
+    # Pickling and deepcopy (LangChain copies retrievers; multiprocessing pickles them): the lock
+    # is recreated, everything else is plain data plus the embedder, which must pickle too.
+    def __getstate__(self) -> dict[str, Any]:
+        import pickle  # only to name an embedder that cannot be copied; nothing is persisted
+
+        try:
+            pickle.dumps(self.embedder)
+        except Exception as exc:
+            raise ConfigError(
+                f"cannot copy or pickle this retriever: its embedder "
+                f"{getattr(self.embedder, 'name', type(self.embedder).__name__)!r} cannot be "
+                f"pickled ({type(exc).__name__}: {exc}); use an embedder that pickles, or "
+                "rebuild the retriever in the other process with from_persist_dir/load"
+            ) from exc
+        return {k: v for k, v in self.__dict__.items() if k != "_ranker_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._ranker_lock = threading.Lock()
+
     # ------------------------------------------------------------------ construction
 
     @classmethod
@@ -128,7 +152,27 @@ class CausalGraphRetriever:
             if not stored.embedder_name:
                 raise ConfigError(f"{stored.path}: the manifest names no embedder; pass one")
             embedder = embedder_from_name(stored.embedder_name)
-        same = stored.embedder_name == getattr(embedder, "name", None)
+        stored_dim = next(
+            (
+                int(a.shape[1])
+                for a in (stored.chunk_embeddings, stored.variable_embeddings)
+                if a is not None and a.ndim == 2 and a.size
+            ),
+            None,
+        )
+        same = vectors_match(stored.embedder_name, stored_dim, embedder)
+        if not same and (
+            stored.chunk_embeddings is not None or stored.variable_embeddings is not None
+        ):
+            logger.warning(
+                "%s: stored vectors were made by %r (dim %s) and the embedder is %r (dim %s): "
+                "all vectors are recomputed; pass the original embedder to reuse them",
+                stored.path,
+                stored.embedder_name,
+                stored_dim,
+                getattr(embedder, "name", "?"),
+                getattr(embedder, "dim", "?"),
+            )
         retriever = cls(
             stored.graph,
             embedder,
