@@ -21,7 +21,7 @@ from .config import DEFAULT_TOP_K
 from .errors import ConfigError, EmbedderError
 from .types import Chunk
 
-logger = logging.getLogger("hcg_core.contract")
+logger = logging.getLogger(__name__)
 
 DEFAULT_K = DEFAULT_TOP_K
 """Units returned per query by both adapters when the caller gives no k (the core's top_k)."""
