@@ -14,12 +14,10 @@ from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 
 import langchain_hcg
 import llama_index_hcg
-from hcg_core.config import HybridConfig, RetrievalConfig
 from hcg_core.contract import DEFAULT_K
 from hcg_core.embedders import CallableEmbedder, HashingEmbedder
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
-WHOLE = RetrievalConfig(hybrid=HybridConfig(passage_words=0))
 QUESTIONS = (
     "What raises blood pressure?",
     "What causes a stroke?",
@@ -55,10 +53,10 @@ def test_both_adapters_return_the_same_results() -> None:
     ]
     options = {"max_evidence": 3}
     li = llama_index_hcg.HCGIndex(
-        nodes=nodes, embed_model=embedder, config=WHOLE, build_options=options
+        nodes=nodes, embed_model=embedder, build_options=options
     ).as_retriever()
     lc = langchain_hcg.HCGRetriever.from_documents(
-        docs, embeddings=embedder, chunk=False, config=WHOLE, build_options=options
+        docs, embeddings=embedder, chunk=False, build_options=options
     )
     assert llama_index_hcg.DEFAULT_SIMILARITY_TOP_K == langchain_hcg.DEFAULT_K == DEFAULT_K
     for q in QUESTIONS:
@@ -88,9 +86,7 @@ def test_both_adapters_return_the_same_results() -> None:
         }
         assert [n.node.ref_doc_id for n in a] == [d.metadata["doc_id"] for d in b]
         # Filters: the same subset either way.
-        fa = li._index.as_retriever(
-            filters=_topic_filter("stroke"), similarity_top_k=3, config=WHOLE
-        ).retrieve(q)
+        fa = li._index.as_retriever(filters=_topic_filter("stroke"), similarity_top_k=3).retrieve(q)
         fb = lc.invoke(q, k=3, filter={"topic": "stroke"})
         assert [n.node.node_id for n in fa] == [d.id for d in fb]
 

@@ -19,14 +19,12 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from hcg_core.config import HybridConfig, RetrievalConfig
 from hcg_core.embedders import CallableEmbedder, HashingEmbedder, MiniLMEmbedder
 from hcg_core.errors import ConfigError
 from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
 from langchain_hcg import HCGDefaultEmbeddings, HCGRetriever
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
-WHOLE = RetrievalConfig(hybrid=HybridConfig(passage_words=0))
 QUESTIONS = (
     "What raises blood pressure?",
     "How do plaques build up inside the arteries?",
@@ -59,7 +57,6 @@ def retriever(embeddings: HCGDefaultEmbeddings) -> HCGRetriever:
         k=4,
         chunk_words=80,
         overlap_words=10,
-        config=WHOLE,
     )
 
 
@@ -78,7 +75,7 @@ def test_ids_let_an_id_keyed_ensemble_deduplicate(embeddings: HCGDefaultEmbeddin
         for d in corpus_documents()
         for i, para in enumerate(p for p in d.page_content.split("\n\n") if p.strip())
     ]
-    hcg = HCGRetriever.from_documents(splits, embeddings=embeddings, chunk=False, k=5, config=WHOLE)
+    hcg = HCGRetriever.from_documents(splits, embeddings=embeddings, chunk=False, k=5)
     vector = InMemoryVectorStore.from_documents(splits, embeddings).as_retriever(
         search_kwargs={"k": 5}
     )
@@ -223,7 +220,7 @@ class SlowEmbeddings(Embeddings):
 
 async def test_ainvoke_awaits_the_embeddings_async_api() -> None:
     r = HCGRetriever.from_documents(
-        corpus_documents(), embeddings=SlowEmbeddings(), k=3, chunk_words=80, config=WHOLE
+        corpus_documents(), embeddings=SlowEmbeddings(), k=3, chunk_words=80
     )
     questions = [*QUESTIONS, "What is hypertension?"]
     start = time.perf_counter()

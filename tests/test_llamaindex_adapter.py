@@ -46,8 +46,6 @@ from llama_index_hcg._models import resolve_embedder
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "data" / "adapter_demo.md"
 QUERY = "Why does atrial fibrillation lead to stroke?"
-# Whole stored nodes (the core default once passage splitting is off by default; explicit until then).
-WHOLE = RetrievalConfig(hybrid=HybridConfig(passage_words=0))
 QUERIES = (QUERY, "What does hypertension cause?", "How do statins lower cholesterol and risk?")
 
 
@@ -457,7 +455,5 @@ def test_passages_of_long_nodes_come_back_as_parts_of_docstore_nodes(
         assert " ".join(nws.node.get_content().split()) in " ".join(stored.get_content().split())
         assert nws.node.ref_doc_id == stored.ref_doc_id
         assert "hcg_parent_id" not in nws.node.get_content(metadata_mode=MetadataMode.LLM)
-    whole = index.as_retriever(similarity_top_k=6, config=WHOLE).retrieve(
-        "What does obesity lead to?"
-    )
+    whole = index.as_retriever(similarity_top_k=6).retrieve("What does obesity lead to?")
     assert all(index.docstore.document_exists(i) for i in ids(whole))

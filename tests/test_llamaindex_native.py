@@ -32,14 +32,11 @@ from llama_index.core.vector_stores.types import (
 )
 from pydantic import PrivateAttr
 
-from hcg_core.config import HybridConfig, RetrievalConfig
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import ConfigError, StoreError
 from llama_index_hcg import HCGDefaultEmbedding, HCGIndex, HCGRetriever
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
-# Whole stored nodes (explicit until the core's default stops splitting passages).
-WHOLE = RetrievalConfig(hybrid=HybridConfig(passage_words=0))
 # Question -> the example document that answers it.
 ON_TOPIC = {
     "What raises blood pressure?": "01-blood-pressure",
@@ -71,7 +68,6 @@ def index(embed: HCGDefaultEmbedding) -> HCGIndex:
         corpus_documents(),
         embed_model=embed,
         transformations=[SentenceSplitter(chunk_size=128, chunk_overlap=16)],
-        config=WHOLE,
     )
 
 
@@ -298,7 +294,6 @@ async def test_concurrent_aretrieve_calls_overlap() -> None:
         corpus_documents(),
         embed_model=SlowAsyncEmbedding(),
         transformations=[SentenceSplitter(chunk_size=128, chunk_overlap=16)],
-        config=WHOLE,
     )
     retriever = index.as_retriever(similarity_top_k=3)
     questions = list(ON_TOPIC) + ["What is hypertension?"]
@@ -334,13 +329,11 @@ def test_from_defaults_with_nodes_docstore_or_index(
         corpus_documents()
     )
     q = "What causes a stroke?"
-    by_nodes = HCGRetriever.from_defaults(
-        nodes=nodes, embed_model=embed, similarity_top_k=3, config=WHOLE
-    )
+    by_nodes = HCGRetriever.from_defaults(nodes=nodes, embed_model=embed, similarity_top_k=3)
     docstore = SimpleDocumentStore()
     docstore.add_documents(nodes)
     by_docstore = HCGRetriever.from_defaults(
-        docstore=docstore, embed_model=embed, similarity_top_k=3, config=WHOLE
+        docstore=docstore, embed_model=embed, similarity_top_k=3
     )
     assert ids(by_nodes.retrieve(q)) == ids(by_docstore.retrieve(q))
     assert len(by_nodes.retrieve(q)) == 3
@@ -357,7 +350,7 @@ def test_persist_and_from_persist_dir(
     index: HCGIndex, embed: HCGDefaultEmbedding, tmp_path: Path
 ) -> None:
     filters = MetadataFilters(filters=[MetadataFilter(key="topic", value="stroke", operator="!=")])
-    retriever = index.as_retriever(similarity_top_k=4, filters=filters, config=WHOLE)
+    retriever = index.as_retriever(similarity_top_k=4, filters=filters)
     retriever.persist(tmp_path / "store")
     loaded = HCGRetriever.from_persist_dir(tmp_path / "store")  # hashing embedder rebuilt
     assert loaded.similarity_top_k == 4
@@ -397,3 +390,37 @@ def test_edits_that_drop_edges_warn_and_return_them(
         assert index.refresh_ref_docs(again) == [True] * len(again)
     assert "refresh_ref_docs: 3 of 3 document(s) changed" in caplog.text
     assert len(index.index_struct.dropped_edges) == before - len(index.graph.edges)
+
+
+# ------------------------------------------------------------------ scores
+
+
+# The cut-off docs/adapters.md gives for SimilarityPostprocessor (benchmarks/score_threshold.py).
+DOCUMENTED_CUTOFF = 0.2
+OFF_TOPIC = (
+    "What is the capital of France?",
+    "Who won the football world cup in 2018?",
+    "How do I bake sourdough bread?",
+)
+
+
+def test_sorted_unit_scores_and_the_documented_cutoff_on_the_defaults() -> None:
+    """All defaults (LlamaIndex's splitter, the bundled MiniLM): scores sorted, in [0, 1], and
+    SimilarityPostprocessor at the documented cut-off drops every off-topic node only."""
+    from llama_index.core.postprocessor import SimilarityPostprocessor
+
+    index = HCGIndex.from_documents(corpus_documents())
+    retriever = index.as_retriever()
+    cutoff = SimilarityPostprocessor(similarity_cutoff=DOCUMENTED_CUTOFF)
+    for question in [*ON_TOPIC, *OFF_TOPIC]:
+        got = retriever.retrieve(question)
+        scores = [n.score for n in got]
+        assert scores == sorted(scores, reverse=True)
+        assert all(0.0 <= s <= 1.0 for s in scores)
+        assert all(n.score == n.node.metadata["hcg_score"] for n in got)
+        assert {"hcg_score_bm25", "hcg_score_dense", "hcg_score_graph"} <= set(got[0].node.metadata)
+        kept = cutoff.postprocess_nodes(got)
+        if question in ON_TOPIC:
+            assert kept and kept[0].node.ref_doc_id == ON_TOPIC[question], question
+        else:
+            assert kept == [], (question, scores[:1])
