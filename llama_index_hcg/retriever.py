@@ -105,7 +105,6 @@ class HCGRetriever(BaseRetriever):
         self._doc_ids = None if doc_ids is None else frozenset(doc_ids)
         self._node_ids = None if node_ids is None else frozenset(node_ids)
         self._mask_cache: tuple[Any, np.ndarray | None] | None = None
-        self._filter_fn: Any = None
         super().__init__(
             callback_manager=callback_manager or index._callback_manager,
             object_map=object_map,
@@ -219,30 +218,29 @@ class HCGRetriever(BaseRetriever):
             )
         return core
 
-    def _keep(self, chunk: Chunk) -> bool:
-        if self._doc_ids is not None and chunk.doc_id not in self._doc_ids:
-            return False
-        if self._node_ids is not None and chunk.id not in self._node_ids:
-            return False
-        return self._filter_fn is None or self._filter_fn(chunk.id)
-
     def _allowed(self, core: Any) -> np.ndarray | None:
         """The filter mask over the current graph's chunks (recomputed after an edit)."""
         if self._filters is None and self._doc_ids is None and self._node_ids is None:
             return None
         chunks = core.graph.chunks
-        if self._mask_cache is not None and self._mask_cache[0] is chunks:
-            return self._mask_cache[1]
+        cached = self._mask_cache
+        if cached is not None and cached[0] is chunks:
+            return cached[1]
         from llama_index.core.vector_stores.simple import build_metadata_filter_fn
 
         by_id = {c.id: c.metadata for c in chunks}
-        self._filter_fn = (
-            build_metadata_filter_fn(lambda node_id: by_id[node_id], self._filters)
-            if self._filters is not None
-            else None
-        )
+        matches = build_metadata_filter_fn(by_id.__getitem__, self._filters)
+        doc_ids, node_ids = self._doc_ids, self._node_ids
+
+        def keep(chunk: Chunk) -> bool:
+            return (
+                (doc_ids is None or chunk.doc_id in doc_ids)
+                and (node_ids is None or chunk.id in node_ids)
+                and matches(chunk.id)
+            )
+
         try:
-            mask = filter_mask(chunks, self._keep)
+            mask = filter_mask(chunks, keep)
         except (TypeError, ValueError) as exc:  # SimpleVectorStore's own errors for bad filters
             raise ConfigError(f"metadata filters cannot be applied: {exc}") from exc
         self._mask_cache = (chunks, mask)
