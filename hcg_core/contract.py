@@ -19,6 +19,7 @@ import numpy as np
 
 from .config import DEFAULT_TOP_K
 from .errors import ConfigError, EmbedderError
+from .ports import embedder_errors
 from .types import Chunk
 
 logger = logging.getLogger(__name__)
@@ -171,7 +172,8 @@ def vectors_match(stored_name: str | None, stored_dim: int | None, embedder: Any
 
 def mean_query_vector(embedder: Any, texts: Sequence[str]) -> np.ndarray:
     """The mean of the texts' query vectors (LlamaIndex's ``custom_embedding_strs`` rule)."""
-    return np.mean([np.asarray(embedder.embed_query(t), np.float32) for t in texts], axis=0)
+    with embedder_errors(f"embedder {getattr(embedder, 'name', '?')!r} failed on the query"):
+        return np.mean([np.asarray(embedder.embed_query(t), np.float32) for t in texts], axis=0)
 
 
 async def amean_query_vector(embedder: Any, texts: Sequence[str]) -> np.ndarray:
@@ -180,5 +182,6 @@ async def amean_query_vector(embedder: Any, texts: Sequence[str]) -> np.ndarray:
     aembed = getattr(embedder, "aembed_query", None)
     if aembed is None:
         return await asyncio.to_thread(mean_query_vector, embedder, texts)
-    vectors = await asyncio.gather(*(aembed(t) for t in texts))
+    with embedder_errors(f"embedder {getattr(embedder, 'name', '?')!r} failed on the query"):
+        vectors = await asyncio.gather(*(aembed(t) for t in texts))
     return np.mean([np.asarray(v, np.float32) for v in vectors], axis=0)

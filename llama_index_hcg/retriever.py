@@ -247,7 +247,8 @@ class HCGRetriever(BaseRetriever):
         return mask
 
     def _texts_to_embed(self, query_bundle: QueryBundle) -> list[str] | None:
-        # VectorIndexRetriever's rule: custom_embedding_strs, else the query string.
+        # VectorIndexRetriever's rule: embed custom_embedding_strs when given (HyDE sets them);
+        # None means the query string alone.
         strs = query_bundle.custom_embedding_strs
         return list(strs) if strs else None
 
