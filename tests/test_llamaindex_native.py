@@ -130,6 +130,14 @@ def _topics(nodes: list) -> set[str]:
         (
             MetadataFilters(
                 filters=[
+                    MetadataFilter(key="topic", value="press", operator=FilterOperator.CONTAINS)
+                ]
+            ),
+            {"blood-pressure"},
+        ),
+        (
+            MetadataFilters(
+                filters=[
                     MetadataFilter(key="topic", value="stroke", operator=FilterOperator.NE),
                     MetadataFilter(key="topic", value="diabetes", operator=FilterOperator.NE),
                 ]
