@@ -251,7 +251,8 @@ class HCGRetriever(BaseRetriever):
 
 def _no_unknown(kwargs: dict[str, Any]) -> None:
     # Ignoring an option (a misspelt filter, a vector store's search_type) would return
-    # unfiltered results without a word.
+    # unfiltered results without a word. ``verbose`` is LangChain's own (invoke forwards it).
+    kwargs = {k: v for k, v in kwargs.items() if k != "verbose"}
     if kwargs:
         raise ConfigError(
             f"unknown retrieval option(s) {sorted(kwargs)}; HCGRetriever takes k and filter"

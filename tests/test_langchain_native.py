@@ -125,6 +125,7 @@ def test_unsupported_filters_and_options_are_errors(retriever: HCGRetriever) -> 
         retriever.invoke("stroke", filter={"topic": {"$in": "stroke"}})
     with pytest.raises(ConfigError, match="unknown retrieval option"):
         retriever.invoke("stroke", filters={"topic": "stroke"})  # misspelt: not ignored
+    assert len(retriever.invoke("stroke", verbose=True)) == 4  # LangChain's own option passes
     with pytest.raises(ValueError, match="unsupported filter operator"):  # pydantic wraps it
         HCGRetriever(core=retriever.core, filter={"topic": {"$like": "x"}})
 
