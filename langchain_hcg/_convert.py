@@ -3,26 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.documents import Document as LCDocument
 
+from hcg_core.contract import json_metadata
 from hcg_core.types import Chunk, Document, RetrievedChunk
-
-
-def _json_safe(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    # A graph directory stores chunk metadata as JSON: keep what survives that, drop the rest
-    # (LangChain loaders sometimes put objects there).
-    out: dict[str, Any] = {}
-    for k, v in metadata.items():
-        try:
-            json.dumps(v)
-        except (TypeError, ValueError):
-            continue
-        out[str(k)] = v
-    return out
 
 
 def content_id(text: str, prefix: str) -> str:
@@ -35,13 +22,13 @@ def to_core_document(doc: LCDocument) -> Document:
     return Document(
         id=doc.id or content_id(doc.page_content, "d_"),
         text=doc.page_content,
-        metadata=_json_safe(doc.metadata),
+        metadata=json_metadata(doc.metadata, who=f"document {doc.id or '(no id)'}"),
     )
 
 
 def to_chunk(doc: LCDocument) -> Chunk:
     """An already split LangChain Document as one core Chunk (``chunk=False``)."""
-    meta = _json_safe(doc.metadata)
+    meta = json_metadata(doc.metadata, who=f"document {doc.id or '(no id)'}")
     return Chunk(
         id=doc.id or content_id(doc.page_content, "c_"),
         text=doc.page_content,
@@ -50,19 +37,32 @@ def to_chunk(doc: LCDocument) -> Chunk:
     )
 
 
+# Chunk metadata the core's passage splitter adds; the provenance's hcg_parent_id replaces it.
+_PASSAGE_KEYS = ("passage_of", "passage")
+
+
 def to_lc_documents(chunks: Sequence[RetrievedChunk], served_by: str) -> list[LCDocument]:
-    """Retrieved chunks as LangChain Documents: id = chunk id, metadata = chunk's + provenance."""
+    """Retrieved units as LangChain Documents: ``id`` = the unit's id (a chunk id, or a passage's
+    when passages were asked for), metadata = the chunk's own, its ``doc_id``, and the provenance
+    keys both adapters attach (``RetrievedChunk.provenance``; ``hcg_parent_id`` names the chunk a
+    passage is part of)."""
     return [
         LCDocument(
             id=rc.chunk.id,
             page_content=rc.chunk.text,
             metadata={
-                **dict(rc.chunk.metadata),
-                "chunk_id": rc.chunk.id,
+                **{k: v for k, v in rc.chunk.metadata.items() if k not in _PASSAGE_KEYS},
                 "doc_id": rc.chunk.doc_id,
-                "hcg_score": float(rc.score),
                 **rc.provenance(served_by),
             },
         )
         for rc in chunks
     ]
+
+
+def metadata_view(chunk: Chunk) -> dict[str, Any]:
+    """The metadata a filter sees: what a returned Document's metadata holds before provenance."""
+    return {
+        **{k: v for k, v in chunk.metadata.items() if k not in _PASSAGE_KEYS},
+        "doc_id": chunk.doc_id,
+    }

@@ -11,14 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel, BaseLanguageModel
 from pydantic import BaseModel, ValidationError
 
 from hcg_core.embedders import CallableEmbedder, default_embedder
+from hcg_core.embedders._common import check_text
 from hcg_core.errors import ConfigError, LLMError
 from hcg_core.llm.structured import complete_validated
-from hcg_core.ports import Embedder, StructuredLLM, is_embedder
+from hcg_core.ports import Embedder, StructuredLLM, embedder_errors, is_embedder
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -74,14 +76,36 @@ def to_core_embedder(embeddings: Any) -> Embedder:
             f"embeddings must be LangChain Embeddings or an hcg_core Embedder, "
             f"got {type(embeddings).__name__}"
         )
-    model = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)
-    size = getattr(embeddings, "size", None)  # the fake embeddings' only identity
-    name = f"langchain:{type(embeddings).__name__}"
-    if model:
-        name += f":{model}"
-    elif isinstance(size, int):
-        name += f":{size}"
-    return CallableEmbedder(embeddings.embed_documents, name=name, query_fn=embeddings.embed_query)
+    return LangChainEmbedder(embeddings)
+
+
+class LangChainEmbedder(CallableEmbedder):
+    """LangChain ``Embeddings`` as a core Embedder; ``aembed_query`` keeps the async API.
+
+    The name stored with the vectors is ``langchain:<class>[:<model>][:d<dimensions>]``. It is a
+    plain object over the ``Embeddings`` model, so it pickles whenever that model does.
+    """
+
+    def __init__(self, embeddings: Embeddings) -> None:
+        model = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)
+        size = getattr(embeddings, "size", None)  # the fake embeddings' only identity
+        dimensions = getattr(embeddings, "dimensions", None)  # e.g. OpenAI's dimensions=
+        name = f"langchain:{type(embeddings).__name__}"
+        if model:
+            name += f":{model}"
+        elif isinstance(size, int):
+            name += f":{size}"
+        if isinstance(dimensions, int):
+            name += f":d{dimensions}"
+        super().__init__(embeddings.embed_documents, name=name, query_fn=embeddings.embed_query)
+        self.embeddings = embeddings
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        """One query vector through ``Embeddings.aembed_query``, checked like the sync one."""
+        text = check_text(text, who=self.name)
+        with embedder_errors(f"{self.name} failed on a query"):
+            raw = await self.embeddings.aembed_query(text)
+        return self._check(np.asarray(raw, dtype=np.float32)[None, :], 1)[0]
 
 
 def resolve_embedder(embeddings: Any | None) -> Embedder:

@@ -1,13 +1,15 @@
 """``HCGRetriever``: graph-guided retrieval as a LangChain ``BaseRetriever``.
 
-A thin wrapper around ``hcg_core.retrieval.HCGRetriever``; ``invoke``/``ainvoke``, callbacks and
-tracing are LangChain's own, and ``invoke(q, k=n)`` overrides the constructor's ``k``.
+A thin wrapper around ``hcg_core.retrieval.CausalGraphRetriever``; ``invoke``/``ainvoke``,
+callbacks and tracing are LangChain's own; ``invoke(q, k=n, filter={...})`` overrides the
+constructor's ``k`` and ``filter``. It pickles and deep-copies (when its embedder does).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,17 +22,17 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, field_validator
 
 from hcg_core.config import DEFAULT_TIER, RetrievalConfig
+from hcg_core.contract import DEFAULT_K, amean_query_vector, dict_filter, filter_mask
 from hcg_core.corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents
 from hcg_core.errors import ConfigError, InputError
 from hcg_core.graph_build import build_graph
 from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
 from hcg_core.types import CausalGraph, DomainSpec, OutcomeConfig
 
-from ._convert import to_chunk, to_core_document, to_lc_documents
+from ._convert import metadata_view, to_chunk, to_core_document, to_lc_documents
 from ._models import resolve_embedder, to_structured_llm
 
-# LangChain's vector-store retrievers return 4 documents by default; keep that convention.
-DEFAULT_K = 4
+# DEFAULT_K (hcg_core.contract) is the same in both adapters: 10, the core's top_k.
 
 
 class HCGRetriever(BaseRetriever):
@@ -59,14 +61,25 @@ class HCGRetriever(BaseRetriever):
         )
 
     Each Document has ``id`` = the chunk id and metadata with the chunk's own metadata plus
-    ``chunk_id``, ``doc_id``, ``hcg_score``, ``hcg_route`` ("graph" or "fallback"),
-    ``hcg_served_by``, ``hcg_paths``, ``hcg_mechanisms`` and ``hcg_edge_ids``.
+    ``doc_id`` and the provenance keys of ``RetrievedChunk.provenance`` (``hcg_score`` and its
+    parts, ``hcg_route``, ``hcg_served_by``, ``hcg_paths``, ``hcg_mechanisms``,
+    ``hcg_edge_ids``, ``hcg_parent_id``): the same keys as the LlamaIndex adapter.
+
+    Filters (Chroma-style, applied before ranking, so ``k`` matching documents come back when
+    ``k`` exist)::
+
+        retriever.invoke(q, filter={"source": "a.md", "year": {"$in": [2023, 2024]}})
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     core: Any = Field(description="the hcg_core.retrieval.HCGRetriever doing the work")
     k: int = Field(default=DEFAULT_K, description="documents returned per query")
+    filter: dict[str, Any] | None = Field(
+        default=None,
+        description="metadata filter for every query: {field: value}, {field: {'$in': [...]}}, "
+        "$eq/$ne/$gt/$gte/$lt/$lte/$nin, $and/$or",
+    )
 
     @field_validator("core")
     @classmethod
@@ -83,6 +96,13 @@ class HCGRetriever(BaseRetriever):
     def _check_k(cls, value: int) -> int:
         if value < 1:
             raise ConfigError(f"k must be at least 1, got {value}")
+        return value
+
+    @field_validator("filter")
+    @classmethod
+    def _check_filter(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            dict_filter(value)  # raises ConfigError on an unsupported operator
         return value
 
     # ------------------------------------------------------------------ construction
@@ -103,7 +123,8 @@ class HCGRetriever(BaseRetriever):
         spec: DomainSpec | None = None,
         config: RetrievalConfig | None = None,
         progress: bool | None = None,
-        **build_options: Any,
+        build_options: dict[str, Any] | None = None,
+        **legacy_build_options: Any,
     ) -> HCGRetriever:
         """Chunk ``documents`` (unless ``chunk=False``), build the graph, and wrap it.
 
@@ -114,9 +135,20 @@ class HCGRetriever(BaseRetriever):
             k: documents per query.
             chunk: set False when the documents are already split: each becomes one chunk.
             chunk_words, overlap_words: the word-window chunker's settings.
-            tier, outcome, spec, progress, build_options: see ``hcg_core.graph_build.build_graph``.
+            tier, outcome, spec, progress: see ``hcg_core.graph_build.build_graph``.
+            build_options: further builder options, passed to ``build_graph`` (the same argument
+                as ``HCGIndex``'s).
             config: stage 3 settings.
         """
+        build_options = dict(build_options or {})
+        if legacy_build_options:
+            warnings.warn(
+                f"builder options as keywords ({', '.join(sorted(legacy_build_options))}) are "
+                "deprecated; pass build_options={...} as HCGIndex does",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            build_options.update(legacy_build_options)
         docs = list(documents)
         if not docs:
             raise InputError("from_documents got no documents")
@@ -172,8 +204,21 @@ class HCGRetriever(BaseRetriever):
 
     # ------------------------------------------------------------------ retrieval
 
-    def _search(self, query: str, k: int | None) -> list[Document]:
-        result = self.core.retrieve(query, k=self.k if k is None else k)
+    def _allowed(self, filter: dict[str, Any] | None) -> Any:
+        spec = self.filter if filter is None else filter
+        if spec is None:
+            return None
+        keep = dict_filter(spec)
+        return filter_mask(self.core.graph.chunks, lambda c: keep(metadata_view(c)))
+
+    def _search(
+        self, query: str, k: int | None, filter: dict[str, Any] | None, qvec: Any = None
+    ) -> list[Document]:
+        allowed = self._allowed(filter)
+        qvec = self.core.embed_query(query) if qvec is None else self.core.query_vector(qvec)
+        result = self.core.retrieve_by_vector(
+            query, qvec, self.k if k is None else k, allowed=allowed
+        )
         return to_lc_documents(result.chunks, result.served_by)
 
     def _get_relevant_documents(
@@ -182,9 +227,11 @@ class HCGRetriever(BaseRetriever):
         *,
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
+        filter: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> list[Document]:
-        return self._search(query, k)
+        _no_unknown(kwargs)
+        return self._search(query, k, filter)
 
     async def _aget_relevant_documents(
         self,
@@ -192,10 +239,24 @@ class HCGRetriever(BaseRetriever):
         *,
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
+        filter: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> list[Document]:
-        # Query embedding and traversal are CPU work: keep them off the event loop.
-        return await asyncio.to_thread(self._search, query, k)
+        _no_unknown(kwargs)
+        # The embeddings' own async API where they have one (else a thread); the graph and
+        # ranking work is CPU: keep it off the event loop too.
+        qvec = await amean_query_vector(self.core.embedder, [query])
+        return await asyncio.to_thread(self._search, query, k, filter, qvec)
+
+
+def _no_unknown(kwargs: dict[str, Any]) -> None:
+    # Ignoring an option (a misspelt filter, a vector store's search_type) would return
+    # unfiltered results without a word. ``verbose`` is LangChain's own (invoke forwards it).
+    kwargs = {k: v for k, v in kwargs.items() if k != "verbose"}
+    if kwargs:
+        raise ConfigError(
+            f"unknown retrieval option(s) {sorted(kwargs)}; HCGRetriever takes k and filter"
+        )
 
 
 def _aligned(matrix: Any, rows: int) -> Any:

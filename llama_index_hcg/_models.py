@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms.llm import LLM
@@ -18,9 +19,10 @@ from llama_index.core.prompts import ChatPromptTemplate
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from hcg_core.embedders import CallableEmbedder, default_embedder
+from hcg_core.embedders._common import check_text
 from hcg_core.errors import ConfigError, LLMError
 from hcg_core.llm.structured import complete_validated
-from hcg_core.ports import Embedder, StructuredLLM, is_embedder
+from hcg_core.ports import Embedder, StructuredLLM, embedder_errors, is_embedder
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -92,11 +94,31 @@ def to_core_embedder(embed_model: Any) -> Embedder:
             f"embed_model must be a LlamaIndex BaseEmbedding or an hcg_core Embedder, "
             f"got {type(embed_model).__name__}"
         )
-    return CallableEmbedder(
-        embed_model.get_text_embedding_batch,
-        name=f"llamaindex:{embed_model.class_name()}:{embed_model.model_name}",
-        query_fn=embed_model.get_query_embedding,
-    )
+    return LlamaIndexEmbedder(embed_model)
+
+
+class LlamaIndexEmbedder(CallableEmbedder):
+    """A ``BaseEmbedding`` as a core Embedder, with its async query API kept (``aembed_query``),
+    so ``aretrieve`` awaits the model instead of blocking the event loop."""
+
+    def __init__(self, embed_model: BaseEmbedding) -> None:
+        name = f"llamaindex:{embed_model.class_name()}:{embed_model.model_name}"
+        dimensions = getattr(embed_model, "dimensions", None)  # e.g. OpenAI's dimensions=
+        if isinstance(dimensions, int):
+            name += f":d{dimensions}"
+        super().__init__(
+            embed_model.get_text_embedding_batch,
+            name=name,
+            query_fn=embed_model.get_query_embedding,
+        )
+        self.model = embed_model
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        """One query vector through the model's ``aget_query_embedding``, checked like the sync one."""
+        text = check_text(text, who=self.name)
+        with embedder_errors(f"{self.name} failed on a query"):
+            raw = await self.model.aget_query_embedding(text)
+        return self._check(np.asarray(raw, dtype=np.float32)[None, :], 1)[0]
 
 
 def resolve_embedder(embed_model: Any | None) -> Embedder:

@@ -28,6 +28,7 @@ from hcg_core.config import (
     DEFAULT_TIER,
     RetrievalConfig,
 )
+from hcg_core.contract import vectors_match
 from hcg_core.errors import BuildError, StoreError
 from hcg_core.graph_build import build_graph
 from hcg_core.graph_build.evidence import edge_text
@@ -221,7 +222,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
                 "load with the storage context the index was persisted with"
             )
         graph = graph_from_dict(struct.graph, [node_to_chunk(n) for n in nodes])
-        same = struct.embedder_name == self._embedder.name
+        same = vectors_match(struct.embedder_name, struct.dim, self._embedder)
         self._set_state(
             graph,
             decode_matrix(struct.variable_embeddings, struct.dim) if same else None,
@@ -230,10 +231,13 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         if not same:  # re-embedded with the new model: store what retrieval now uses
             if struct.embedder_name:
                 logger.warning(
-                    "HCGIndex was built with embedder %r and is loaded with %r: all vectors were "
-                    "recomputed; pass the original embed_model to reuse the stored ones",
+                    "HCGIndex was built with embedder %r (dim %s) and is loaded with %r (dim %s): "
+                    "all vectors were recomputed; pass the original embed_model to reuse the "
+                    "stored ones",
                     struct.embedder_name,
+                    struct.dim,
                     self._embedder.name,
+                    self._embedder.dim,
                 )
             self._write_struct(struct)
 
@@ -302,50 +306,110 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         """Remove a chunk and its evidence links; edges left with no evidence are dropped."""
         self._remove_chunks([node_id])
 
-    def _remove_chunks(self, node_ids: Sequence[str]) -> None:
+    def _remove_chunks(self, node_ids: Sequence[str]) -> tuple[str, ...]:
+        """Drop chunks from the graph; returns (and logs) the edges dropped with them."""
         graph, chunk_emb, dropped = remove_chunks(self.graph, node_ids, self._chunk_emb)
         if len(graph.chunks) == len(self.graph.chunks):
-            return
+            return ()
+        if dropped:
+            # Loud on purpose: re-inserting the text does not bring these edges back (insert
+            # only links evidence to existing edges), so an edit can hollow the graph out.
+            logger.warning(
+                "removing %d node(s) dropped %d causal edge(s) that only they supported (%s); "
+                "%d edge(s) remain. Re-inserting the text does not restore them: rebuild the "
+                "index to re-extract edges",
+                len(self.graph.chunks) - len(graph.chunks),
+                len(dropped),
+                ", ".join(dropped[:5]) + (", ..." if len(dropped) > 5 else ""),
+                len(graph.edges),
+            )
         self._index_struct.dropped_edges.extend(dropped)
         self._set_state(graph, self._variable_emb, chunk_emb)
         self._write_struct(self._index_struct)
+        return dropped
 
     def delete_nodes(
         self, node_ids: list[str], delete_from_docstore: bool = False, **delete_kwargs: Any
-    ) -> None:
-        """Delete nodes in one graph edit (one re-compile, one struct write)."""
+    ) -> tuple[str, ...]:
+        """Delete nodes in one graph edit (one re-compile, one struct write).
+
+        Returns the ids of the edges dropped because these nodes were their only evidence
+        (also logged as a warning and appended to ``index_struct.dropped_edges``).
+        """
         node_ids = list(node_ids)
-        self._remove_chunks(node_ids)
+        dropped = self._remove_chunks(node_ids)
         if delete_from_docstore:
             for node_id in node_ids:
                 self.docstore.delete_document(node_id, raise_error=False)
         self._storage_context.index_store.add_index_struct(self._index_struct)
+        return dropped
 
     async def adelete_nodes(
         self, node_ids: list[str], delete_from_docstore: bool = False, **delete_kwargs: Any
-    ) -> None:
-        self.delete_nodes(node_ids, delete_from_docstore=delete_from_docstore, **delete_kwargs)
+    ) -> tuple[str, ...]:
+        return self.delete_nodes(
+            node_ids, delete_from_docstore=delete_from_docstore, **delete_kwargs
+        )
 
     def delete_ref_doc(
         self, ref_doc_id: str, delete_from_docstore: bool = False, **delete_kwargs: Any
-    ) -> None:
-        """Delete a document's nodes, their evidence links, and edges only they supported."""
+    ) -> tuple[str, ...]:
+        """Delete a document's nodes, their evidence links, and edges only they supported.
+
+        Returns the dropped edges' ids (see :meth:`delete_nodes`).
+        """
         info = self.docstore.get_ref_doc_info(ref_doc_id)
         if info is None:
             logger.warning("ref_doc_id %s not found, nothing deleted.", ref_doc_id)
-            return
+            return ()
         # Copy the ids: the base class iterates the docstore's own list while deleting from it,
         # which skips every other node of a multi-node document.
-        self.delete_nodes(
+        dropped = self.delete_nodes(
             list(info.node_ids), delete_from_docstore=delete_from_docstore, **delete_kwargs
         )
         if delete_from_docstore:
             self.docstore.delete_ref_doc(ref_doc_id, raise_error=False)
+        return dropped
 
     async def adelete_ref_doc(
         self, ref_doc_id: str, delete_from_docstore: bool = False, **delete_kwargs: Any
-    ) -> None:
-        self.delete_ref_doc(ref_doc_id, delete_from_docstore=delete_from_docstore, **delete_kwargs)
+    ) -> tuple[str, ...]:
+        return self.delete_ref_doc(
+            ref_doc_id, delete_from_docstore=delete_from_docstore, **delete_kwargs
+        )
+
+    def update_ref_doc(self, document: Any, **update_kwargs: Any) -> tuple[str, ...]:
+        """Delete then re-insert a document (the base class's update), returning the ids of the
+        edges the delete dropped: insertion re-links evidence to the remaining edges only."""
+        with self._callback_manager.as_trace("update_ref_doc"):
+            dropped = self.delete_ref_doc(
+                document.id_, delete_from_docstore=True, **update_kwargs.pop("delete_kwargs", {})
+            )
+            self.insert(document, **update_kwargs.pop("insert_kwargs", {}))
+        return dropped
+
+    async def aupdate_ref_doc(self, document: Any, **update_kwargs: Any) -> tuple[str, ...]:
+        return self.update_ref_doc(document, **update_kwargs)
+
+    def refresh_ref_docs(self, documents: Sequence[Any], **update_kwargs: Any) -> list[bool]:
+        """The base class's refresh (which documents changed), plus one warning that totals the
+        edges the updates dropped; their ids are in ``index_struct.dropped_edges``."""
+        before = len(self._index_struct.dropped_edges)
+        refreshed = super().refresh_ref_docs(documents, **update_kwargs)
+        lost = len(self._index_struct.dropped_edges) - before
+        if lost:
+            logger.warning(
+                "refresh_ref_docs: %d of %d document(s) changed and %d causal edge(s) were "
+                "dropped with their old text (ids in index_struct.dropped_edges); rebuild the "
+                "index to re-extract edges",
+                sum(refreshed),
+                len(documents),
+                lost,
+            )
+        return refreshed
+
+    async def arefresh_ref_docs(self, documents: Sequence[Any], **update_kwargs: Any) -> list[bool]:
+        return self.refresh_ref_docs(documents, **update_kwargs)
 
     @property
     def ref_doc_info(self) -> dict[str, RefDocInfo]:
@@ -363,7 +427,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
     # ------------------------------------------------------------------ querying
 
     def as_retriever(self, **kwargs: Any) -> HCGRetriever:
-        """An :class:`HCGRetriever`; ``similarity_top_k`` and ``config`` are read, the rest ignored."""
+        """An :class:`HCGRetriever`; ``similarity_top_k``, ``config``, ``filters``, ``doc_ids``
+        and ``node_ids`` are read; other keywords (``as_query_engine`` forwards its own) ignored."""
         return HCGRetriever(
             self,
             similarity_top_k=kwargs.get("similarity_top_k"),
@@ -371,6 +436,9 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             callback_manager=kwargs.get("callback_manager"),
             object_map=self._object_map,
             verbose=bool(kwargs.get("verbose", False)),
+            filters=kwargs.get("filters"),
+            doc_ids=kwargs.get("doc_ids"),
+            node_ids=kwargs.get("node_ids"),
         )
 
     # ------------------------------------------------------------------ core graph directories

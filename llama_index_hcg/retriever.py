@@ -2,28 +2,44 @@
 
 It returns the index's docstore nodes (same ``node_id``), so evaluators, ``ref_doc_id`` and source
 tracking work as with any native retriever; ``retrieve()`` stays the base class's, which emits the
-callback events and instrumentation spans.
+callback events and instrumentation spans. Like ``VectorIndexRetriever`` it honours metadata
+filters and ``doc_ids`` (applied before ranking), a query bundle's ``embedding`` and
+``custom_embedding_strs`` (so HyDE works), and retrieves asynchronously without blocking the loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks.base import CallbackManager
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.vector_stores.types import MetadataFilters
 
-from hcg_core.config import DEFAULT_TOP_K, RetrievalConfig
-from hcg_core.errors import ConfigError
+from hcg_core.config import HybridConfig, RetrievalConfig
+from hcg_core.contract import DEFAULT_K, amean_query_vector, filter_mask, mean_query_vector
+from hcg_core.errors import ConfigError, StoreError
+from hcg_core.store import atomic_write_text
+from hcg_core.types import Chunk, RetrievalResult
 
 from ._convert import stored_id, with_provenance
 
 if TYPE_CHECKING:
     from .index import HCGIndex
 
-# HCG returns the evidence of whole causal cones; LlamaIndex's vector default of 2 would cut every
-# cone to its first chunk, so the default is the core's (10).
-DEFAULT_SIMILARITY_TOP_K = DEFAULT_TOP_K
+# One default for both adapters (hcg_core.contract.DEFAULT_K): LlamaIndex's vector default of 2
+# would cut every causal cone to its first chunk.
+DEFAULT_SIMILARITY_TOP_K = DEFAULT_K
+
+# Written next to the storage context's files by persist(); read by from_persist_dir().
+RETRIEVER_FILE = "hcg_retriever.json"
 
 
 class HCGRetriever(BaseRetriever):
@@ -35,14 +51,23 @@ class HCGRetriever(BaseRetriever):
         for nws in retriever.retrieve("Why does stroke risk rise?"):
             print(nws.node.node_id, nws.score, nws.node.metadata["hcg_paths"])
 
-    Each returned node is a shallow copy of the docstore node carrying ``hcg_route`` ("graph" or
-    "fallback"), ``hcg_served_by``, ``hcg_paths``, ``hcg_mechanisms`` and ``hcg_edge_ids`` in its
-    metadata; these keys are excluded from what the LLM and embedders see.
+        retriever = HCGRetriever.from_defaults(nodes=nodes, similarity_top_k=5)
+        retriever.persist("storage")
+        retriever = HCGRetriever.from_persist_dir("storage")
+
+    Each returned node is a shallow copy of the docstore node carrying the provenance keys of
+    :meth:`hcg_core.types.RetrievedChunk.provenance` (``hcg_score`` and its parts, ``hcg_route``,
+    ``hcg_served_by``, ``hcg_paths``, ``hcg_mechanisms``, ``hcg_edge_ids``, ``hcg_parent_id``);
+    these keys are excluded from what the LLM and embedders see.
 
     Args:
         index: the HCGIndex to query (later inserts and deletes are seen).
-        similarity_top_k: chunks per query (default 10).
+        similarity_top_k: nodes per query (default 10, the same in both adapters).
         config: stage 3 settings; default the index's.
+        filters: LlamaIndex ``MetadataFilters``, evaluated exactly as ``SimpleVectorStore`` does
+            (EQ, NE, GT, GTE, LT, LTE, IN, NIN, CONTAINS, ANY, ALL, TEXT_MATCH, IS_EMPTY; AND, OR,
+            NOT), on each node's metadata, before ranking.
+        doc_ids: keep only nodes of these documents (``ref_doc_id``); node_ids: only these nodes.
         callback_manager: default the index's.
         kwargs: accepted and ignored, as ``as_query_engine`` forwards its own options here.
     """
@@ -55,31 +80,179 @@ class HCGRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         object_map: dict | None = None,
         verbose: bool = False,
+        *,
+        filters: MetadataFilters | None = None,
+        doc_ids: Sequence[str] | None = None,
+        node_ids: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
         top_k = DEFAULT_SIMILARITY_TOP_K if similarity_top_k is None else similarity_top_k
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ConfigError(f"similarity_top_k must be an int >= 1, got {similarity_top_k!r}")
+        if filters is not None and not isinstance(filters, MetadataFilters):
+            raise ConfigError(
+                f"filters must be llama_index MetadataFilters, got {type(filters).__name__}"
+            )
+        if filters is not None and any(isinstance(f, MetadataFilters) for f in filters.filters):
+            raise ConfigError(
+                "nested MetadataFilters are not supported (as in SimpleVectorStore); "
+                "flatten them into one MetadataFilters with a condition"
+            )
         self._index = index
         self._similarity_top_k = top_k
         self._config = config
+        self._filters = filters
+        self._doc_ids = None if doc_ids is None else frozenset(doc_ids)
+        self._node_ids = None if node_ids is None else frozenset(node_ids)
+        self._mask_cache: tuple[Any, np.ndarray | None] | None = None
         super().__init__(
             callback_manager=callback_manager or index._callback_manager,
             object_map=object_map,
             verbose=verbose,
         )
 
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_defaults(
+        cls,
+        index: HCGIndex | None = None,
+        nodes: Sequence[BaseNode] | None = None,
+        docstore: Any | None = None,
+        similarity_top_k: int | None = None,
+        *,
+        embed_model: Any | None = None,
+        config: RetrievalConfig | None = None,
+        filters: MetadataFilters | None = None,
+        doc_ids: Sequence[str] | None = None,
+        **index_kwargs: Any,
+    ) -> HCGRetriever:
+        """A retriever from exactly one of ``index``, ``nodes`` or ``docstore`` (whose nodes are
+        indexed), as ``BM25Retriever.from_defaults``; ``index_kwargs`` go to :class:`HCGIndex`
+        (``llm``, ``tier``, ``build_options``, ...)."""
+        from llama_index.core.storage.storage_context import StorageContext
+
+        from .index import HCGIndex
+
+        sources = {"index": index, "nodes": nodes, "docstore": docstore}
+        given = [name for name, value in sources.items() if value is not None]
+        if len(given) != 1:
+            raise ConfigError(
+                f"pass exactly one of index, nodes or docstore (got {', '.join(given) or 'none'})"
+            )
+        if index is None:
+            if docstore is not None:
+                nodes = list(docstore.docs.values())
+                index_kwargs["storage_context"] = StorageContext.from_defaults(docstore=docstore)
+            index = HCGIndex(nodes=list(nodes or []), embed_model=embed_model, **index_kwargs)
+        elif not isinstance(index, HCGIndex):
+            raise ConfigError(f"index must be an HCGIndex, got {type(index).__name__}")
+        return cls(
+            index,
+            similarity_top_k=similarity_top_k,
+            config=config,
+            filters=filters,
+            doc_ids=doc_ids,
+        )
+
+    def persist(self, persist_dir: str | os.PathLike) -> None:
+        """Write the index (docstore, index store) and this retriever's settings to a directory."""
+        self._index.storage_context.persist(persist_dir=str(persist_dir))
+        settings = {
+            "index_id": self._index.index_id,
+            "similarity_top_k": self._similarity_top_k,
+            "config": asdict(self._config) if self._config is not None else None,
+            "filters": self._filters.model_dump(mode="json") if self._filters else None,
+            "doc_ids": sorted(self._doc_ids) if self._doc_ids is not None else None,
+            "node_ids": sorted(self._node_ids) if self._node_ids is not None else None,
+        }
+        atomic_write_text(Path(persist_dir) / RETRIEVER_FILE, json.dumps(settings, indent=2))
+
+    @classmethod
+    def from_persist_dir(
+        cls, persist_dir: str | os.PathLike, *, embed_model: Any | None = None, **kwargs: Any
+    ) -> HCGRetriever:
+        """Load what :meth:`persist` wrote. Pass ``embed_model`` as when building (with none, the
+        offline embedder named in the index is rebuilt); ``kwargs`` override stored settings."""
+        from llama_index.core import StorageContext, load_index_from_storage
+
+        path = Path(persist_dir) / RETRIEVER_FILE
+        try:
+            settings = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise StoreError(
+                f"no {RETRIEVER_FILE}: not written by HCGRetriever.persist", path=path.parent
+            ) from None
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"cannot read {RETRIEVER_FILE}: {exc}", path=path.parent) from exc
+        storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
+        index = load_index_from_storage(
+            storage, index_id=settings.get("index_id"), embed_model=embed_model
+        )
+        config = settings.get("config")
+        if config is not None:
+            config = RetrievalConfig(**{**config, "hybrid": HybridConfig(**config["hybrid"])})
+        options = {
+            "similarity_top_k": settings.get("similarity_top_k"),
+            "config": config,
+            "filters": MetadataFilters.model_validate(settings["filters"])
+            if settings.get("filters")
+            else None,
+            "doc_ids": settings.get("doc_ids"),
+            "node_ids": settings.get("node_ids"),
+        }
+        options.update(kwargs)
+        return cls(index, **options)
+
     @property
     def similarity_top_k(self) -> int:
         return self._similarity_top_k
 
-    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+    # ------------------------------------------------------------------ retrieval
+
+    def _core(self) -> Any:
         core = self._index.core_retriever
         if self._config is not None:
             core = core.with_config(
                 **{f: getattr(self._config, f) for f in self._config.field_names()}
             )
-        result = core.retrieve(query_bundle.query_str, k=self._similarity_top_k)
+        return core
+
+    def _allowed(self, core: Any) -> np.ndarray | None:
+        """The filter mask over the current graph's chunks (recomputed after an edit)."""
+        if self._filters is None and self._doc_ids is None and self._node_ids is None:
+            return None
+        chunks = core.graph.chunks
+        cached = self._mask_cache
+        if cached is not None and cached[0] is chunks:
+            return cached[1]
+        from llama_index.core.vector_stores.simple import build_metadata_filter_fn
+
+        by_id = {c.id: c.metadata for c in chunks}
+        matches = build_metadata_filter_fn(by_id.__getitem__, self._filters)
+        doc_ids, node_ids = self._doc_ids, self._node_ids
+
+        def keep(chunk: Chunk) -> bool:
+            return (
+                (doc_ids is None or chunk.doc_id in doc_ids)
+                and (node_ids is None or chunk.id in node_ids)
+                and matches(chunk.id)
+            )
+
+        try:
+            mask = filter_mask(chunks, keep)
+        except (TypeError, ValueError) as exc:  # SimpleVectorStore's own errors for bad filters
+            raise ConfigError(f"metadata filters cannot be applied: {exc}") from exc
+        self._mask_cache = (chunks, mask)
+        return mask
+
+    def _texts_to_embed(self, query_bundle: QueryBundle) -> list[str] | None:
+        # VectorIndexRetriever's rule: embed custom_embedding_strs when given (HyDE sets them);
+        # None means the query string alone.
+        strs = query_bundle.custom_embedding_strs
+        return list(strs) if strs else None
+
+    def _nodes(self, result: RetrievalResult) -> list[NodeWithScore]:
         ids = list(dict.fromkeys(stored_id(rc) for rc in result.chunks))
         nodes = {n.node_id: n for n in self._index.docstore.get_nodes(ids, raise_error=False) if n}
         return [
@@ -87,3 +260,34 @@ class HCGRetriever(BaseRetriever):
             for rc in result.chunks
             if stored_id(rc) in nodes
         ]
+
+    def _search(self, core: Any, query_bundle: QueryBundle, qvec: Any) -> list[NodeWithScore]:
+        result = core.retrieve_by_vector(
+            query_bundle.query_str,
+            core.query_vector(qvec),
+            self._similarity_top_k,
+            allowed=self._allowed(core),
+        )
+        return self._nodes(result)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        core = self._core()
+        qvec = query_bundle.embedding
+        if qvec is None:
+            strs = self._texts_to_embed(query_bundle)
+            qvec = (
+                mean_query_vector(core.embedder, strs)
+                if strs
+                else core.embed_query(query_bundle.query_str)
+            )
+        return self._search(core, query_bundle, qvec)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """The embedder's async API where it has one (else a worker thread), then the graph and
+        ranking work in a worker thread: the event loop is never blocked."""
+        core = self._core()
+        qvec = query_bundle.embedding
+        if qvec is None:
+            strs = self._texts_to_embed(query_bundle) or [query_bundle.query_str]
+            qvec = await amean_query_vector(core.embedder, strs)
+        return await asyncio.to_thread(self._search, core, query_bundle, qvec)

@@ -25,6 +25,7 @@ from hcg_core.errors import ConfigError, InputError, LLMOutputError
 from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
 from hcg_core.types import CausalGraph, Chunk, DomainSpec
 from langchain_hcg import (
+    DEFAULT_K,
     HCGDefaultEmbeddings,
     HCGRetriever,
     LangChainStructuredLLM,
@@ -63,7 +64,8 @@ def test_invoke_returns_k_documents_with_ids_and_provenance(retriever: HCGRetrie
     chunk_ids = {c.id for c in retriever.graph.chunks}
     for d in docs:
         assert d.id in chunk_ids
-        assert d.metadata["chunk_id"] == d.id
+        assert d.metadata["hcg_parent_id"] is None  # a whole chunk, not part of one
+        assert "chunk_id" not in d.metadata and "passage_of" not in d.metadata
         assert d.metadata["doc_id"].startswith("sec-")
         assert d.metadata["hcg_route"] in ("graph", "fallback")
         assert isinstance(d.metadata["hcg_paths"], list)
@@ -139,7 +141,7 @@ def test_save_and_from_persist_dir_round_trip(
             [d.metadata["hcg_score"] for d in b]
         )
     explicit = HCGRetriever.from_persist_dir(tmp_path / "g", embeddings=embeddings)
-    assert explicit.k == 4
+    assert explicit.k == DEFAULT_K == 10  # the same default as the LlamaIndex adapter
 
 
 def test_chunk_false_keeps_the_callers_splits(embeddings: HCGDefaultEmbeddings) -> None:

@@ -427,7 +427,8 @@ def test_loading_without_embed_model_rebuilds_the_build_embedder(
 def test_passages_of_long_nodes_come_back_as_parts_of_docstore_nodes(
     embed: HCGDefaultEmbedding,
 ) -> None:
-    """Asked for ~100-word passages, a long node comes back as a part, still traceable."""
+    """Passages asked for explicitly: a long node comes back as a part that keeps the framework
+    link (ref_doc_id, a PARENT relationship to the docstore node, hcg_parent_id)."""
     folder = Path(__file__).resolve().parents[1] / "examples" / "corpus"
     docs = [
         Document(text=p.read_text(encoding="utf-8"), id_=p.stem)
@@ -443,12 +444,16 @@ def test_passages_of_long_nodes_come_back_as_parts_of_docstore_nodes(
         "What does obesity lead to?"
     )
     assert len(got) == 6 and len(set(ids(got))) == 6
-    parts = [n for n in got if "hcg_passage_of" in n.node.metadata]
+    parts = [n for n in got if n.node.metadata["hcg_parent_id"] is not None]
     assert parts, "nodes of ~300 words should be split into passages"
     for nws in parts:
-        stored = index.docstore.get_node(nws.node.metadata["hcg_passage_of"])
+        stored = index.docstore.get_node(nws.node.metadata["hcg_parent_id"])
+        assert nws.node.parent_node is not None
+        assert nws.node.parent_node.node_id == stored.node_id
         assert nws.node.node_id.startswith(stored.node_id + "#p")
         assert 0 < len(nws.node.get_content()) < len(stored.get_content())
         assert " ".join(nws.node.get_content().split()) in " ".join(stored.get_content().split())
         assert nws.node.ref_doc_id == stored.ref_doc_id
-        assert "hcg_passage_of" not in nws.node.get_content(metadata_mode=MetadataMode.LLM)
+        assert "hcg_parent_id" not in nws.node.get_content(metadata_mode=MetadataMode.LLM)
+    whole = index.as_retriever(similarity_top_k=6).retrieve("What does obesity lead to?")
+    assert all(index.docstore.document_exists(i) for i in ids(whole))

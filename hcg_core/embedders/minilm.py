@@ -180,6 +180,21 @@ class MiniLMEmbedder:
     def __repr__(self) -> str:
         return f"MiniLMEmbedder(name={self.name!r}, batch_size={self.batch_size})"
 
+    # A copy or pickle carries the settings only: the ONNX session and tokenizer cannot be
+    # pickled, so the copy loads its own on first use (and gets a fresh lock).
+    _RUNTIME = ("_lock", "_session", "_tokenizer", "_input_names", "_output_name")
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in self._RUNTIME}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._session = None
+        self._tokenizer = None
+        self._input_names = frozenset()
+        self._output_name = ""
+
     # -- loading ---------------------------------------------------------------------------------
 
     def _load(self) -> None:

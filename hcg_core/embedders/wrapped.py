@@ -57,6 +57,14 @@ class CallableEmbedder:
     def __repr__(self) -> str:
         return f"CallableEmbedder(name={self.name!r}, dim={self._dim})"
 
+    # Copies and pickles (multiprocessing, deepcopy) get a fresh lock; a lock cannot be copied.
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     @property
     def dim(self) -> int:
         """The vector size; found by embedding one probe text if neither given nor seen yet."""

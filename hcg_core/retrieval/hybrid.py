@@ -260,6 +260,7 @@ class HybridRanker:
         k: int | None = None,
         word_budget: int | None = None,
         use_graph: bool = True,
+        allowed: np.ndarray | None = None,
     ) -> RetrievalResult:
         """Rank and pack the chunks for one query.
 
@@ -273,6 +274,8 @@ class HybridRanker:
             word_budget: stop once the returned chunks hold this many words (the last chunk may
                 cross it: chunks are never cut).
             use_graph: False drops the graph signal (the ablation); all else stays the same.
+            allowed: a boolean mask over the chunks (a metadata filter): only their units are
+                candidates, so ``k`` come back when ``k`` exist.
         """
         if k is None and word_budget is None:
             raise ConfigError("give k, word_budget or both, so the result has a size limit")
@@ -284,17 +287,27 @@ class HybridRanker:
         n = len(self.units)
 
         bm25 = self.bm25.scores(query).astype(np.float64)
-        bm_order, _ = top_k_indices(bm25, cfg.candidates, positive_only=True)
+        # A filter (allowed) acts before ranking: filtered-out units are never candidates.
+        ok = None if allowed is None else np.asarray(allowed, dtype=bool)[self.parent]
+        bm_order, _ = top_k_indices(
+            bm25 if ok is None else np.where(ok, bm25, 0.0), cfg.candidates, positive_only=True
+        )
         if query_vec is not None and self.chunk_embeddings is not None and n:
             # A passage is scored with its chunk's vector: nothing is embedded twice.
             dense = np.clip(self.chunk_embeddings @ np.asarray(query_vec, np.float32), 0, None)
             dense = dense.astype(np.float64)[self.parent]
-            dn_order, _ = top_k_indices(dense, cfg.candidates, positive_only=True)
+            dn_order, _ = top_k_indices(
+                dense if ok is None else np.where(ok, dense, 0.0),
+                cfg.candidates,
+                positive_only=True,
+            )
         else:
             dense = np.zeros(n)
             dn_order = np.zeros(0, dtype=np.int64)
 
         graph_rows, graph_hits = self._graph_rows(graph_result) if use_graph else ([], {})
+        if ok is not None:
+            graph_rows = [r for r in graph_rows if ok[r]]
         graph_part = np.zeros(n)
         if graph_rows:
             g = np.asarray(graph_rows, dtype=np.int64)
@@ -310,11 +323,12 @@ class HybridRanker:
         pool = np.unique(np.concatenate([bm_order, dn_order, np.asarray(graph_rows, np.int64)]))
         # Only a budget (k None): pad to the candidate count, not to the whole corpus, which would
         # make packing quadratic in the corpus size.
-        need = min(cfg.candidates if k is None else k, n)
+        eligible = np.arange(n) if ok is None else np.flatnonzero(ok)
+        need = min(cfg.candidates if k is None else k, eligible.size)
         if pool.size < need:
             # Too few candidates matched at all: pad with the best remaining passages by fused
             # score (then index), so k passages come back whenever the corpus has k.
-            rest = np.setdiff1d(np.arange(n), pool)
+            rest = np.setdiff1d(eligible, pool)
             extra, _ = top_k_indices(fused[rest], need - pool.size)
             pool = np.concatenate([pool, rest[extra]])
         # Stable candidate order (fused score, then chunk index) makes ties deterministic.

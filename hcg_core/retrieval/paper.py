@@ -224,6 +224,7 @@ def rank_evidence(
     ev_chunk: np.ndarray,
     chunk_sims_of,
     need: int,
+    allowed: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Deduplicate the chunks cited by ``edges`` and rank them (the paper only deduplicates).
 
@@ -233,7 +234,9 @@ def rank_evidence(
     so a query touches the few evidence rows it returns, not all of them.
 
     Returns ``(chunk rows, pairs)``: the ranked rows, and (chunk row, edge) pairs in rank order
-    for every citing edge seen (provenance).
+    for every citing edge seen (provenance). ``allowed`` (a boolean mask over chunk rows, e.g. a
+    metadata filter) drops the other chunks' evidence before ranking, so ``need`` allowed chunks
+    come back when the edges cite that many.
 
     >>> ptr = np.array([0, 2, 3]); chunks = np.array([5, 6, 6])
     >>> conf = np.array([0.9, 0.5])
@@ -260,6 +263,9 @@ def rank_evidence(
         else:
             head = np.argsort(key)
         pos, owner = gather(ev_ptr, edges[head])
+        if allowed is not None:
+            keep = allowed[ev_chunk[pos]]
+            pos, owner = pos[keep], owner[keep]
         chunk = ev_chunk[pos]
         if take >= edges.size or np.unique(chunk).size >= need:
             break

@@ -7,6 +7,7 @@ threads. The LlamaIndex and LangChain adapters are thin wrappers around this cla
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from dataclasses import dataclass, replace
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..config import HybridConfig, RetrievalConfig
+from ..contract import vectors_match
 from ..errors import ConfigError, EmbedderError
 from ..ports import Embedder, embed_texts, embedder_errors
 from ..store import StoredGraph, load_graph, save_graph, variable_text
@@ -30,6 +32,8 @@ from .paper import (
     rank_evidence,
     toward_ends,
 )
+
+logger = logging.getLogger(__name__)
 
 MAX_PATHS_PER_CHUNK = 3  # provenance: the best few causal paths behind each graph chunk
 
@@ -102,6 +106,26 @@ class CausalGraphRetriever:
         self._rankers: dict[HybridConfig, HybridRanker] = {}
         self._ranker_lock = threading.Lock()
 
+    # Pickling and deepcopy (LangChain copies retrievers; multiprocessing pickles them): the lock
+    # is recreated, everything else is plain data plus the embedder, which must pickle too.
+    def __getstate__(self) -> dict[str, Any]:
+        import pickle  # only to name an embedder that cannot be copied; nothing is persisted
+
+        try:
+            pickle.dumps(self.embedder)
+        except Exception as exc:
+            raise ConfigError(
+                f"cannot copy or pickle this retriever: its embedder "
+                f"{getattr(self.embedder, 'name', type(self.embedder).__name__)!r} cannot be "
+                f"pickled ({type(exc).__name__}: {exc}); use an embedder that pickles, or "
+                "rebuild the retriever in the other process with from_persist_dir/load"
+            ) from exc
+        return {k: v for k, v in self.__dict__.items() if k != "_ranker_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._ranker_lock = threading.Lock()
+
     # ------------------------------------------------------------------ construction
 
     @classmethod
@@ -128,7 +152,27 @@ class CausalGraphRetriever:
             if not stored.embedder_name:
                 raise ConfigError(f"{stored.path}: the manifest names no embedder; pass one")
             embedder = embedder_from_name(stored.embedder_name)
-        same = stored.embedder_name == getattr(embedder, "name", None)
+        stored_dim = next(
+            (
+                int(a.shape[1])
+                for a in (stored.chunk_embeddings, stored.variable_embeddings)
+                if a is not None and a.ndim == 2 and a.size
+            ),
+            None,
+        )
+        same = vectors_match(stored.embedder_name, stored_dim, embedder)
+        if not same and (
+            stored.chunk_embeddings is not None or stored.variable_embeddings is not None
+        ):
+            logger.warning(
+                "%s: stored vectors were made by %r (dim %s) and the embedder is %r (dim %s): "
+                "all vectors are recomputed; pass the original embedder to reuse them",
+                stored.path,
+                stored.embedder_name,
+                stored_dim,
+                getattr(embedder, "name", "?"),
+                getattr(embedder, "dim", "?"),
+            )
         retriever = cls(
             stored.graph,
             embedder,
@@ -179,7 +223,14 @@ class CausalGraphRetriever:
         """The L2-normalised query vector, checked like stored vectors are."""
         who = getattr(self.embedder, "name", "?")
         with embedder_errors(f"embedder {who!r} failed on the query"):
-            vec = np.asarray(self.embedder.embed_query(query), dtype=np.float32).reshape(-1)
+            vec = self.embedder.embed_query(query)
+        return self.query_vector(vec)
+
+    def query_vector(self, vector: Any) -> np.ndarray:
+        """A query vector made elsewhere (a framework's query bundle, an async embedder), checked
+        against the graph's dimension and L2-normalised."""
+        who = getattr(self.embedder, "name", "?")
+        vec = np.asarray(vector, dtype=np.float32).reshape(-1)
         dims = {a.shape[1] for a in (self.compiled.chunk_emb, self.compiled.var_emb) if a.size}
         if dims and vec.shape[0] not in dims:
             raise EmbedderError(
@@ -191,9 +242,27 @@ class CausalGraphRetriever:
         norm = float(np.linalg.norm(vec))
         return vec / norm if norm > 0 else vec
 
-    def retrieve(self, query: str, k: int | None = None) -> RetrievalResult:
-        """Return the chunks for ``query``: graph evidence first, then vector fill to ``k``."""
-        return self.retrieve_by_vector(query, self.embed_query(query), k)
+    def retrieve(
+        self, query: str, k: int | None = None, *, allowed: np.ndarray | None = None
+    ) -> RetrievalResult:
+        """Return the chunks for ``query``: graph evidence first, then vector fill to ``k``.
+
+        ``allowed``: a boolean mask over ``graph.chunks`` (a metadata filter, evaluated by the
+        caller); only those chunks are ranked, so ``k`` of them come back when ``k`` exist.
+        """
+        return self.retrieve_by_vector(query, self.embed_query(query), k, allowed=allowed)
+
+    def _allowed(self, allowed: Any) -> np.ndarray | None:
+        if allowed is None:
+            return None
+        mask = np.asarray(allowed)
+        n = len(self.graph.chunks)
+        if mask.dtype != np.bool_ or mask.shape != (n,):
+            raise ConfigError(
+                f"allowed must be a boolean mask with one entry per chunk ({n}), "
+                f"got dtype {mask.dtype} and shape {mask.shape}"
+            )
+        return mask
 
     def traverse(self, qvec: np.ndarray) -> Traversal:
         """Stage 3 steps 1-3 for an embedded query: matching, bounded BFS, outcome cones."""
@@ -220,22 +289,35 @@ class CausalGraphRetriever:
         return Traversal(rows, sims, dist, parent, sub, sub_src, sub_dst, cones, node_rank)
 
     def retrieve_by_vector(
-        self, query: str, qvec: np.ndarray, k: int | None = None
+        self,
+        query: str,
+        qvec: np.ndarray,
+        k: int | None = None,
+        *,
+        allowed: np.ndarray | None = None,
     ) -> RetrievalResult:
-        """Retrieval for an already embedded query, in the configured mode."""
+        """Retrieval for an already embedded query, in the configured mode (``allowed``: see
+        :meth:`retrieve`)."""
         cfg = self.config
         k = cfg.top_k if k is None else int(k)
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}")
+        allowed = self._allowed(allowed)
         if cfg.mode == "paper":
-            return self.retrieve_paper(query, qvec, k)
+            return self.retrieve_paper(query, qvec, k, allowed=allowed)
         graph = (
-            self.retrieve_paper(query, qvec, cfg.graph_candidates, fill=False)
+            self.retrieve_paper(query, qvec, cfg.graph_candidates, fill=False, allowed=allowed)
             if cfg.use_graph
             else None
         )
         result = self.ranker.rank(
-            query, qvec, graph, k=k, word_budget=cfg.word_budget, use_graph=cfg.use_graph
+            query,
+            qvec,
+            graph,
+            k=k,
+            word_budget=cfg.word_budget,
+            use_graph=cfg.use_graph,
+            allowed=allowed,
         )
         return replace(result, matched=graph.matched if graph is not None else ())
 
@@ -262,7 +344,13 @@ class CausalGraphRetriever:
         return ranker
 
     def retrieve_paper(
-        self, query: str, qvec: np.ndarray, k: int, *, fill: bool = True
+        self,
+        query: str,
+        qvec: np.ndarray,
+        k: int,
+        *,
+        fill: bool = True,
+        allowed: np.ndarray | None = None,
     ) -> RetrievalResult:
         """Stage 3 exactly as the paper (the part the latency benchmark times).
 
@@ -293,6 +381,7 @@ class CausalGraphRetriever:
                 g.ev_chunk,
                 sims_of,
                 need=k,
+                allowed=allowed,
             )
             served_by = "cones"
             if chunk_rows.size:
@@ -312,6 +401,7 @@ class CausalGraphRetriever:
                 g.ev_chunk,
                 sims_of,
                 need=k,
+                allowed=allowed,
             )
             served_by = "bfs"
         if chunk_rows.size == 0:
@@ -320,7 +410,7 @@ class CausalGraphRetriever:
         picked = self._pack(chunk_rows, k) if fill else chunk_rows[:k]
         out = self._graph_chunks(picked, qvec, pairs, t.parent, toward)
         if fill and len(out) < k and cfg.vector_fill and self._budget_left(picked):
-            out.extend(self._vector_fill(qvec, k - len(out), picked))
+            out.extend(self._vector_fill(qvec, k - len(out), picked, allowed))
         diag["graph_chunks"] = sum(rc.route == "graph" for rc in out)
         matched = tuple(g.var_names[r] for r in t.rows)
         return RetrievalResult(query, tuple(out), matched, served_by, diag)
@@ -367,15 +457,27 @@ class CausalGraphRetriever:
         """Keep the first ``k`` ranked rows, also stopping at the word budget when one is set."""
         return self._within_budget(rows[:k])
 
-    def _vector_fill(self, qvec: np.ndarray, need: int, picked: np.ndarray) -> list[RetrievedChunk]:
-        """Up to ``need`` more chunks by cosine, skipping the ``picked`` rows (route fallback)."""
+    def _vector_fill(
+        self,
+        qvec: np.ndarray,
+        need: int,
+        picked: np.ndarray,
+        allowed: np.ndarray | None = None,
+    ) -> list[RetrievedChunk]:
+        """Up to ``need`` more chunks by cosine, skipping the ``picked`` rows (route fallback)
+        and, with ``allowed``, every chunk it excludes."""
         g = self.compiled
         n = g.chunk_emb.shape[0]
         if n == 0:
             return []
         sims = g.chunk_emb @ qvec
+        if allowed is not None:
+            sims = np.where(allowed, sims, -np.inf)
+            n = int(allowed.sum())
+            if n == 0:
+                return []
         want = min(n, need + picked.size)
-        top = np.argpartition(-sims, want - 1)[:want] if want < n else np.arange(n)
+        top = np.argpartition(-sims, want - 1)[:want] if want < sims.size else np.arange(n)
         top = top[np.lexsort((top, -sims[top]))]
         rows = top[~np.isin(top, picked)][:need]
         rows = self._within_budget(rows, int(g.chunk_words[picked].sum()))
