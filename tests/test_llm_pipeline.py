@@ -80,7 +80,8 @@ def test_end_to_end_graph_is_plausible(clean):
 
 
 def test_no_metric_outside_the_spec_enters_the_graph(clean):
-    """Whatever the replies say: a Tier 2 reply naming an outsider is rejected by the schema."""
+    """Whatever the replies say: an item naming an outsider is dropped, counted, and the rest of
+    the reply is kept (item-by-item validation; one bad name no longer costs the whole batch)."""
 
     def intruder(req):
         out = respond(req)
@@ -103,10 +104,9 @@ def test_no_metric_outside_the_spec_enters_the_graph(clean):
     )
     assert not any("Corruption" in v.name for v in r.graph.variables)
     t2 = r.report["stages"]["tier2"]
-    assert t2["failed"] == t2["items"] > 0  # every batch failed, counted, reported
-    assert r.report["failures"] and "Tier2Reply" in r.report["failures"][0]["error"]
-    assert r.report["stages"]["tier1"]["failed"] == 0  # the build went on
-    assert len(r.graph.edges) == len(clean.graph.spec.relations)  # only the seed edges remain
+    assert t2["failed"] == 0 and t2["reasks"] == 0
+    assert t2["dropped_items"] == t2["items"] > 0  # one dropped per batch, counted
+    assert signature(r)[2] == signature(clean)[2]  # the valid items all survived
 
 
 def test_given_spec_skips_stage1_and_gives_same_graph(clean):

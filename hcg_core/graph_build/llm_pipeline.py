@@ -22,7 +22,7 @@ from ..config import (
     DEFAULT_TIER,
     tier_caps,
 )
-from ..errors import ConfigError
+from ..errors import BuildError, ConfigError, IncompleteBuildError
 from ..llm.accounting import COUNTERS, Ledger, stage
 from ..llm.bridge import run_sync
 from ..llm.runner import Failures, StageTimer, metered, stage_progress
@@ -67,6 +67,8 @@ OPTIONS = {
     "min_confidence": 0.0,
     "domain": "",
     "prompts": None,
+    "allow_partial": False,
+    "cache_dir": None,
 }
 
 
@@ -137,7 +139,7 @@ async def abuild_with_llm(
     """
     opts = _options(options)
     caps = tier_caps(tier)  # validates the tier name early
-    llm, ledger = metered(llm)
+    llm, ledger = metered(llm, cache_dir=opts["cache_dir"])
     before = ledger.snapshot()
     failures = Failures()
     dropped: Counter[str] = Counter()
@@ -148,7 +150,7 @@ async def abuild_with_llm(
     chunk_embeddings = embed_texts(embedder, [c.text for c in chunks], what="chunks", progress=show)
     stage1_info: dict[str, Any]
     if spec is None:
-        with stage_progress("stage 1 (spec)", progress):
+        with stage_progress("stage 1 (spec)", progress), _stage1_failure(ledger, before, failures):
             spec, stage1_info = await agenerate_spec(
                 chunks,
                 llm,
@@ -253,7 +255,73 @@ async def abuild_with_llm(
         failures=failures,
         seconds=time.perf_counter() - t_start,
     )
-    return BuildResult(graph, variable_embeddings, chunk_embeddings, report)
+    result = BuildResult(graph, variable_embeddings, chunk_embeddings, report)
+    problems = build_problems(report, has_sources=bool(tier1_sources(spec)))
+    report["partial"] = bool(problems)
+    report["problems"] = problems
+    if problems and not opts["allow_partial"]:
+        raise IncompleteBuildError(
+            incomplete_message(problems, report), report=report, result=result
+        )
+    return result
+
+
+def build_problems(report: Mapping[str, Any], *, has_sources: bool) -> list[str]:
+    """Why a build must not pass as a success: failed items, or a degenerate graph."""
+    problems = []
+    failed = int(report["totals"]["failed"])
+    if failed:
+        problems.append(f"{failed} LLM item(s) failed")
+    if not has_sources:
+        problems.append("every metric is terminal: no metric can be a cause")
+    elif report["stages"]["tier1"]["templates"] == 0:
+        problems.append("Tier 1 found 0 metric templates")
+    if report["counts"]["edges"] == 0:
+        problems.append("the graph has 0 edges")
+    return problems
+
+
+def incomplete_message(problems: Sequence[str], report: Mapping[str, Any]) -> str:
+    """The one message an incomplete build raises with: what is wrong, failures by cause, what to do."""
+    lines = ["the LLM build is incomplete: " + "; ".join(problems)]
+    groups = report.get("failure_causes") or []
+    if groups:
+        lines.append("failures by cause:")
+        for g in groups:
+            lines.append(f"  {g['items']:>5} x {g['cause']} (in {', '.join(g['stages'])})")
+            if g["example"]:
+                lines.append(f"          e.g. {g['example'][:300]}")
+    lines.append(
+        "finished calls are cached: fix the provider (URL, model, --timeout) and rerun to resume; "
+        "--allow-partial writes the partial graph anyway, marked partial"
+    )
+    return "\n".join(lines)
+
+
+class _stage1_failure:
+    """Turns Stage 1's 'nothing to build on' into an IncompleteBuildError listing the failures."""
+
+    def __init__(self, ledger: Ledger, before: dict, failures: Failures) -> None:
+        self.ledger, self.before, self.failures = ledger, before, failures
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        if not isinstance(exc, BuildError) or isinstance(exc, IncompleteBuildError):
+            return
+        stage1 = _delta(self.ledger.snapshot(), self.before, "stage1")
+        report = {
+            "builder": "llm",
+            "partial": True,
+            "stages": {"stage1": stage1},
+            "failures": self.failures.records,
+            "failure_causes": self.failures.grouped(),
+        }
+        problems = [str(exc)]
+        if len(self.failures):
+            problems.insert(0, f"{len(self.failures)} Stage 1 LLM item(s) failed")
+        raise IncompleteBuildError(incomplete_message(problems, report), report=report) from exc
 
 
 def _delta(after: dict, before: dict, name: str) -> dict[str, float]:
@@ -308,6 +376,7 @@ def _report(
         },
         "dropped": dict(sorted(dropped.items())),
         "failures": failures.records,
+        "failure_causes": failures.grouped(),
     }
 
 
