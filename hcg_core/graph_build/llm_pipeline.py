@@ -100,18 +100,26 @@ def build_with_llm(
     **options: Any,
 ) -> BuildResult:
     """Sync entry (safe inside a running event loop); see ``abuild_with_llm``."""
-    return run_sync(
-        lambda: abuild_with_llm(
-            chunks,
-            embedder=embedder,
-            llm=llm,
-            tier=tier,
-            outcome=outcome,
-            spec=spec,
-            progress=progress,
-            **options,
-        )
-    )
+
+    async def once() -> BuildResult:
+        try:
+            return await abuild_with_llm(
+                chunks,
+                embedder=embedder,
+                llm=llm,
+                tier=tier,
+                outcome=outcome,
+                spec=spec,
+                progress=progress,
+                **options,
+            )
+        finally:
+            # The bridge's loop ends here: close the client it opened (per-loop HTTP clients).
+            aclose = getattr(llm, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    return run_sync(once)
 
 
 async def abuild_with_llm(

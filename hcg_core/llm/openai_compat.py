@@ -277,7 +277,14 @@ class OpenAIStructuredLLM:
 
     def complete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
         """Sync form of ``acomplete`` (works inside a running event loop too)."""
-        return run_sync(lambda: self.acomplete(messages, response_model))
+
+        async def once() -> M:
+            try:
+                return await self.acomplete(messages, response_model)
+            finally:
+                await self.aclose()  # this loop ends here; its HTTP client must not outlive it
+
+        return run_sync(once)
 
     # -- HTTP ---------------------------------------------------------------------------------
     def _loop_state(self) -> tuple[Any, asyncio.Semaphore]:
