@@ -72,7 +72,9 @@ def test_end_to_end_graph_is_plausible(clean):
     )
     assert all(len(x.evidence) <= 2 for x in g.edges)
     rep = clean.report
-    assert rep["stages"]["stage1"]["repaired"]["relation_endpoint"] >= 1
+    # Relation endpoints are enums of full variable names: the drifted one is dropped, counted.
+    assert rep["stages"]["stage1"]["dropped_items"] >= 1
+    assert len(g.spec.relations) == 1
     assert rep["dropped"]["tier2_new_variable_outside_vocabulary"] == 1
     assert rep["stages"]["tier1"]["calls"] == 9  # one per non-terminal metric
     assert clean.variable_embeddings.shape == (len(g.variables), EMB.dim)
@@ -166,8 +168,11 @@ def test_link_evidence_is_the_papers():
     edge = CausalEdge("e1", "A", "B", "m")
     (linked,) = link_evidence([edge], chunks, emb, Fixed(), quotes={"e1": "alpha beta"})
     assert linked.evidence == ("x", "y")  # text matches first, capped at 2
-    (linked,) = link_evidence([edge], chunks, emb, Fixed(), quotes={"e1": "alpha"}, per_edge=3)
+    quote = {"e1": "Alpha\n  beta"}  # whitespace and case do not matter
+    (linked,) = link_evidence([edge], chunks, emb, Fixed(), quotes=quote, per_edge=3)
     assert linked.evidence == ("x", "y", "z")  # plus the semantic match (cosine 1.0 >= 0.78)
+    (linked,) = link_evidence([edge], chunks, emb, Fixed(), quotes={"e1": "alpha"}, per_edge=3)
+    assert linked.evidence == ("z",)  # a 5-character quote is too short to be evidence
     (linked,) = link_evidence([edge], chunks, emb, Fixed(), tau=1.01)
     assert linked.evidence == ()
 
