@@ -65,6 +65,9 @@ def test_end_to_end_graph_is_plausible(clean):
     edges = {(e.source, e.target): e for e in g.edges}
     e = edges[("NutrientLoad(phosphorus, Lake Erie)", "AlgalBloomSeverity(Lake Erie)")]
     assert e.confidence == 0.95 and e.evidence == ("c0-2",)  # linked by the quoted text
+    assert e.effect == "increases"
+    down = edges[("WaterTemperature(Lake Erie)", "DissolvedOxygen(Lake Erie)")]
+    assert down.effect == "decreases"  # the sign of a decreasing effect is kept
     assert ("FertilizerRunoff(Lake Erie)", "FishMortality(Lake Erie)") not in edges
     assert not any(
         metrics[g_metric].role == "terminal"

@@ -236,7 +236,12 @@ async def abuild_with_llm(
                 continue
             eid = edge_id(d.source, d.target)
             edges[(d.source, d.target)] = CausalEdge(
-                eid, d.source, d.target, d.mechanism, round(float(d.confidence), 4)
+                eid,
+                d.source,
+                d.target,
+                d.mechanism,
+                round(float(d.confidence), 4),
+                effect=d.effect,
             )
             if d.quote:
                 quotes[eid] = d.quote
