@@ -142,9 +142,8 @@ def compact_schema(response_model: type[BaseModel]) -> str:
     """A short, TypeScript-like rendering of the model's schema with its enums, for a prompt.
 
     >>> from typing import Literal
-    >>> class R(BaseModel):
-    ...     name: Literal["a", "b"]
-    ...     note: str = ""
+    >>> from pydantic import create_model
+    >>> R = create_model("R", name=(Literal["a", "b"], ...), note=(str, ""))
     >>> compact_schema(R)
     '{"name": "a"|"b", "note"?: string}'
     """
