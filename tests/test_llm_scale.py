@@ -215,3 +215,49 @@ def test_snippets_end_at_sentence_boundaries():
     )
     s = snippet(text, 60)
     assert s == "Salt raises blood pressure. Exercise lowers it."
+
+
+def test_stage1_merges_by_meaning_and_caps_by_support():
+    from hcg_core.spec.assemble import AssemblyReport, merge_dimensions, merge_metrics
+    from hcg_core.spec.generate import _by_meaning
+    from hcg_core.types import Dimension
+
+    report = AssemblyReport()
+    dims = merge_dimensions(
+        [
+            [{"name": "drug", "entities": ["statins", "aspirin"]}],
+            [{"name": "Drug", "entities": ["Statin"]}],
+        ],
+        5,
+        report,
+    )
+    assert dims == (Dimension("drug", ("statins", "aspirin")),)
+    assert report.repaired["entity_near_duplicate_merged"] == 1
+
+    class Words:  # "ldl cholesterol" and "ldl cholesterol level" embed alike; the rest apart
+        name, dim = "words", 4
+
+        def embed_documents(self, texts):
+            out = []
+            for t in texts:
+                if t.startswith("ldl"):
+                    out.append([1.0, 0.0, 0.0, 0.0])
+                elif t.startswith("clot"):
+                    out.append([0.0, 1.0, 0.0, 0.0])
+                else:
+                    out.append([0.0, 0.0, 1.0, 0.0])
+            return np.array(out)
+
+    drafts = [
+        [{"name": "LDLCholesterol"}, {"name": "Mood"}, {"name": "ClotFormation"}],
+        [{"name": "LDLCholesterolLevel"}],
+        [{"name": "LDLCholesterolLevel"}],
+    ]
+    # Most chunks are about clots: the cap of 2 keeps the merged LDL metric (3 batches) and
+    # the clot metric (more corpus support than Mood), not the first ones proposed.
+    chunks = np.array([[0.0, 1.0, 0.0, 0.0]] * 5 + [[0.0, 0.0, 1.0, 0.0]], dtype=np.float32)
+    report = AssemblyReport()
+    renamed, support = _by_meaning(drafts, Words(), chunks, report)
+    assert report.repaired["metric_near_duplicate_merged"] == 1
+    metrics, _ = merge_metrics(renamed, (), 2, None, report, support=support)
+    assert [m.name for m in metrics] == ["LDLCholesterolLevel", "ClotFormation"]

@@ -21,6 +21,7 @@ from .validate import validate_spec
 from .yaml_io import apply_outcome_roles
 
 ENTITY_CUTOFF = 0.85  # difflib ratio to accept an entity spelled differently from the dimension's
+ENTITY_DUPLICATE_CUTOFF = 0.92  # difflib ratio at which two entities of a dimension are one
 ENDPOINT_CUTOFF = 0.80  # difflib ratio to repair a relation endpoint to an existing variable
 _ROLES = ("terminal", "outcome", "intermediate")
 
@@ -89,8 +90,14 @@ def merge_dimensions(
                 e = entity_name(raw)
                 if not _entity_ok(e):
                     report.dropped["entity_unusable_name"] += 1
-                elif e.lower() not in {x.lower() for x in entities[name]}:
-                    entities[name].append(e)
+                    continue
+                known = {x.lower() for x in entities[name]}
+                if e.lower() in known:
+                    continue
+                if difflib.get_close_matches(e.lower(), known, n=1, cutoff=ENTITY_DUPLICATE_CUTOFF):
+                    report.repaired["entity_near_duplicate_merged"] += 1  # "statin" / "statins"
+                    continue
+                entities[name].append(e)
     ranked = sorted(order, key=lambda n: (-votes[n], order.index(n)))
     kept = [n for n in ranked if entities[n]][:cap]
     report.dropped["dimension_over_cap_or_empty"] += len(order) - len(kept)

@@ -386,7 +386,7 @@ def _by_meaning(
         vecs = _unit_rows(
             as_matrix(embedder.embed_documents([text[n] for n in keep]), len(keep), who="embedder")
         )
-        top = min(SUPPORT_TOP_METRICS, len(keep))
+        top = max(1, min(SUPPORT_TOP_METRICS, len(keep) // 4))  # few metrics: the nearest one
         counts = np.zeros(len(keep))
         for lo in range(0, len(chunk_embeddings), 1024):
             sims = np.asarray(chunk_embeddings[lo : lo + 1024], dtype=np.float32) @ vecs.T
