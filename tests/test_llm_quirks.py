@@ -223,3 +223,55 @@ def test_framework_models_get_retries_cache_and_accounting(tmp_path):
 
 def test_rejected_error_type_is_an_llm_error():
     assert issubclass(LLMContextLengthError, LLMRejectedError)
+
+
+def _edges(result):
+    return sorted(
+        (e.source, e.target, e.mechanism, e.effect, e.evidence) for e in result.graph.edges
+    )
+
+
+def test_pipeline_splits_a_batch_too_long_for_the_context_and_builds_the_same_graph():
+    from fixtures.llm.responder import OUTCOME, load_chunks, respond
+
+    from hcg_core.embedders import HashingEmbedder
+    from hcg_core.graph_build import build_graph
+    from hcg_core.testing import ScriptedLLM
+
+    emb = HashingEmbedder()
+    clean = build_graph(
+        load_chunks(), embedder=emb, llm=ScriptedLLM(respond), tier="XS", outcome=OUTCOME
+    )
+    # Tier 2's longest request is about 9k characters; 6k refuses it as too long.
+    with StubLLMServer(respond, faults=FaultPlan(context_limit_chars=6000)) as srv:
+        llm = make(srv)
+        r = build_graph(load_chunks(), embedder=emb, llm=llm, tier="XS", outcome=OUTCOME)
+    assert r.report["stages"]["tier2"]["splits"] >= 1 and r.report["totals"]["failed"] == 0
+    assert any(k.startswith("400: This model's maximum context") for k in srv.by_fault)
+    assert _edges(r) == _edges(clean)
+
+
+def test_tier1_targets_left_out_are_asked_again():
+    from fixtures.llm.responder import OUTCOME, load_chunks, respond
+
+    from hcg_core.embedders import HashingEmbedder
+    from hcg_core.graph_build import build_graph
+    from hcg_core.testing import ScriptedLLM
+
+    def forgetful(req):
+        out = respond(req)
+        if req.schema_name == "Tier1Reply" and len(out["links"]) > 5:  # not the re-ask
+            out["links"] = out["links"][::2]  # judges every other target only
+        return out
+
+    emb = HashingEmbedder()
+    clean = build_graph(
+        load_chunks(), embedder=emb, llm=ScriptedLLM(respond), tier="XS", outcome=OUTCOME
+    )
+    r = build_graph(
+        load_chunks(), embedder=emb, llm=ScriptedLLM(forgetful), tier="XS", outcome=OUTCOME
+    )
+    assert r.report["dropped"]["tier1_targets_missing_reasked"] > 0
+    assert "tier1_targets_never_judged" not in r.report["dropped"]
+    assert r.report["stages"]["tier1"]["templates"] == clean.report["stages"]["tier1"]["templates"]
+    assert _edges(r) == _edges(clean)

@@ -250,9 +250,9 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
             ctx.dropped["tier1_targets_missing_reasked"] += len(missing)
             again = await judge(source, missing, f"tier1 {source.name} (missing targets)")
             links.update(again["links"])
-            ctx.dropped["tier1_targets_never_judged"] += sum(
-                1 for c in missing if c.name not in links
-            )
+            never = sum(1 for c in missing if c.name not in links)
+            if never:
+                ctx.dropped["tier1_targets_never_judged"] += never
         return [
             Template(source.name, t, links[t].rationale) for t in sorted(links) if links[t].causal
         ]
@@ -443,32 +443,36 @@ async def run_tier2(
         )
         return messages, model
 
-    async def one(n: int, batch: Tier2Batch) -> tuple[list[tuple[list, Any]], str]:
-        idx = evidence_for(batch)
-        shown = normalize_text(
-            " ".join(snippet(ctx.chunks[i].text, ctx.snippet_chars) for i in idx)
-        )
+    metric_of = {v.name: v.metric for v in spec.variables}
 
-        async def ask(sub: Sequence[tuple[str, str]]) -> Any:
-            messages, model = render(batch, sub, idx)
-            return await ctx.llm.acomplete(messages, model)
+    def units(batch: Tier2Batch) -> list[tuple[Template, tuple[str, str] | None]]:
+        # The split unit: one candidate pair with its template, or a template to populate. A
+        # split half carries only its own templates and evidence, so it really is shorter.
+        out: list[tuple[Template, tuple[str, str] | None]] = []
+        for t in batch.templates:
+            mine = [
+                p for p in batch.pairs if (metric_of[p[0]], metric_of[p[1]]) == (t.source, t.target)
+            ]
+            out += [(t, p) for p in mine] or [(t, None)]
+        return out
+
+    async def one(n: int, batch: Tier2Batch) -> list[tuple[list, Any]]:
+        async def ask(sub: Sequence[tuple[Template, tuple[str, str] | None]]) -> Any:
+            part = Tier2Batch(
+                tuple(dict.fromkeys(t for t, _ in sub)), tuple(p for _, p in sub if p is not None)
+            )
+            idx = evidence_for(part)
+            shown = normalize_text(
+                " ".join(snippet(ctx.chunks[i].text, ctx.snippet_chars) for i in idx)
+            )
+            messages, model = render(part, part.pairs, idx)
+            return await ctx.llm.acomplete(messages, model), shown, part
 
         names = ", ".join(f"{t.source}->{t.target}" for t in batch.templates)
         item = f"tier2 batch {n + 1} ({len(batch.pairs)} pairs; {names})"[:300]
-        if not batch.pairs:
-            messages, model = render(batch, [], idx)
-            parts = await ask_split(
-                [None],
-                lambda _: ctx.llm.acomplete(messages, model),
-                item=item,
-                ledger=ctx.ledger,
-                failures=ctx.failures,
-            )
-        else:
-            parts = await ask_split(
-                list(batch.pairs), ask, item=item, ledger=ctx.ledger, failures=ctx.failures
-            )
-        return parts, shown
+        return await ask_split(
+            units(batch), ask, item=item, ledger=ctx.ledger, failures=ctx.failures
+        )
 
     results = await asyncio.gather(*(one(n, b) for n, b in enumerate(batches)))
     drafts: dict[tuple[str, str], EdgeDraft] = {}
@@ -480,12 +484,13 @@ async def run_tier2(
         if old is None or (-d.confidence, d.mechanism) < (-old.confidence, old.mechanism):
             drafts[(d.source, d.target)] = d
 
-    for batch, (parts, shown) in zip(batches, results, strict=True):  # batches are sorted
-        pairs_of = {(t.source, t.target) for t in batch.templates}
-        for sub, reply in parts:
-            if reply is None:
+    for parts in results:  # batches are sorted, and so are their parts
+        for _, got in parts:
+            if got is None:
                 continue
-            allowed = {p for p in sub if p is not None}
+            reply, shown, part = got
+            pairs_of = {(t.source, t.target) for t in part.templates}
+            allowed = set(part.pairs)
             judged = set()
             for j in reply.judgements:
                 if (j.source, j.target) not in allowed:
@@ -503,7 +508,8 @@ async def run_tier2(
                             j.effect,
                         )
                     )
-            ctx.dropped["tier2_candidates_not_judged"] += len(allowed - judged)
+            if allowed - judged:
+                ctx.dropped["tier2_candidates_not_judged"] += len(allowed - judged)
             for ne in reply.new_edges:
                 if (ne.source.metric, ne.target.metric) not in pairs_of:
                     ctx.dropped["tier2_new_edge_not_a_template"] += 1
