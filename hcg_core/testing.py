@@ -173,6 +173,7 @@ class FaultPlan:
     retry_after: str = "0.01"
     reject_json_schema: bool = False
     reject_json_object: bool = False
+    reject_strict: bool = False
     reject_temperature: bool = False
     context_limit_chars: int = 0
     length_every: int = 0
@@ -363,6 +364,11 @@ class StubLLMServer:
 
         if self.faults.reject_json_schema and fmt.get("type") == "json_schema":
             return bad_request("response_format json_schema is not supported")
+        if self.faults.reject_strict and schema_block.get("strict"):
+            return bad_request(
+                f"Invalid schema for response_format '{name}': In context=(), 'minimum' is not "
+                "permitted"
+            )
         if self.faults.reject_json_object and fmt.get("type") == "json_object":
             return bad_request("response_format json_object is not supported by this model")
         if self.faults.reject_temperature and "temperature" in body:

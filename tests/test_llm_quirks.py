@@ -84,6 +84,14 @@ def test_response_format_400_steps_down_only_that_request_kind():
     assert llm.modes == {"Answer": "text"}
 
 
+def test_a_rejected_strict_schema_falls_back_to_the_plain_schema_not_further():
+    with StubLLMServer(answer, faults=FaultPlan(reject_strict=True)) as srv:
+        llm = make(srv)
+        assert llm.complete(MSG, Answer).verdict is True
+    assert [r["format"] for r in srv.log] == ["json_schema-strict", "json_schema"]
+    assert llm.modes == {"Answer": "json_schema"} and llm.json_schema_supported
+
+
 def test_other_400_fails_the_item_with_the_providers_message_and_keeps_the_mode():
     with StubLLMServer(answer, faults=FaultPlan(script={1: "bad_request"})) as srv:
         llm = make(srv)

@@ -94,6 +94,21 @@ def classify_bad_request(message: str) -> str:
     return "other"
 
 
+_REFUSAL_WORDS = ("not supported", "unsupported", "does not support", "unknown", "not allowed")
+
+
+def _refuses_json_schema(message: str) -> bool:
+    """Whether a response-format 400 refuses ``json_schema`` as such (not just a strict schema).
+
+    >>> _refuses_json_schema("response_format json_schema is not supported")
+    True
+    >>> _refuses_json_schema("Invalid schema for response_format 'R': 'required' is missing")
+    False
+    """
+    text = message.lower()
+    return "json_schema" in text and any(w in text for w in _REFUSAL_WORDS)
+
+
 class _Resend(Exception):
     """Internal: the request must be sent again with changed settings (re-keyed for the cache)."""
 
@@ -349,7 +364,7 @@ class OpenAIStructuredLLM:
             raise _Resend
         if cause == "response_format" and mode != RESPONSE_MODES[-1]:
             step = RESPONSE_MODES.index(mode) + 1
-            if mode == "json_schema_strict" and "strict" not in message.lower():
+            if mode == "json_schema_strict" and _refuses_json_schema(message):
                 step += 1  # json_schema itself is refused, not its strict form: skip both
             self.modes[kind] = RESPONSE_MODES[step]
             raise _Resend

@@ -174,6 +174,8 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(node, dict):
             return node
         out = {k: walk(v) for k, v in node.items() if k != "default"}
+        if "const" in out:  # not every strict implementation takes const; a one-value enum is
+            out["enum"] = [out.pop("const")]
         if out.get("type") == "object" or "properties" in out:
             out["additionalProperties"] = False
             out["required"] = list(out.get("properties", {}))
