@@ -317,6 +317,13 @@ def format_build_report(report: dict[str, Any]) -> str:
                 if not isinstance(v, (dict, list))
             )
         )
+    if report.get("partial"):
+        lines.append("  PARTIAL graph: " + "; ".join(report.get("problems") or []))
+    if isinstance(report.get("coverage"), dict):
+        lines.append(
+            "  coverage: "
+            + ", ".join(f"{k.replace('_', ' ')} {v:.0%}" for k, v in report["coverage"].items())
+        )
     for key in ("failures", "warnings"):
         items = report.get(key) or []
         for item in items if isinstance(items, list) else [items]:

@@ -128,6 +128,9 @@ def test_allow_partial_writes_a_graph_marked_partial(spec_file, tmp_path, capsys
     assert report["partial"] is True
     assert any("failed" in p for p in report["problems"])
     assert report["failure_causes"][0]["cause"] == "server errors (HTTP 5xx)"
+    assert main(["inspect", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "PARTIAL graph: " in shown and "coverage: chunks shown to stage1 0%" in shown
 
 
 def test_rerun_after_recovery_resumes_from_the_cache(tmp_path, capsys, monkeypatch):
