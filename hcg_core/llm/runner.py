@@ -106,10 +106,14 @@ class Failures:
 
     records: list[dict[str, Any]] = field(default_factory=list)
     causes: Counter[str] = field(default_factory=Counter)
+    _stages: dict[str, set[str]] = field(default_factory=dict)
+    _examples: dict[str, str] = field(default_factory=dict)
 
     def add(self, item: str, exc: Exception) -> None:
         cause = failure_cause(exc)
         self.causes[cause] += 1
+        self._stages.setdefault(cause, set()).add(current_stage.get())
+        self._examples.setdefault(cause, f"{type(exc).__name__}: {exc}"[:500])
         if len(self.records) < MAX_FAILURE_RECORDS:
             self.records.append(
                 {
@@ -125,18 +129,15 @@ class Failures:
 
     def grouped(self) -> list[dict[str, Any]]:
         """One entry per cause, most frequent first: count, stages, one example error."""
-        out = []
-        for cause, n in sorted(self.causes.items(), key=lambda kv: (-kv[1], kv[0])):
-            recs = [r for r in self.records if r["cause"] == cause]
-            out.append(
-                {
-                    "cause": cause,
-                    "items": n,
-                    "stages": sorted({r["stage"] for r in recs}),
-                    "example": recs[0]["error"] if recs else "",
-                }
-            )
-        return out
+        return [
+            {
+                "cause": cause,
+                "items": n,
+                "stages": sorted(self._stages.get(cause, ())),
+                "example": self._examples.get(cause, ""),
+            }
+            for cause, n in sorted(self.causes.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
 
 
 ITEM_ERRORS = (LLMOutputError, LLMUnavailableError, LLMRejectedError)
