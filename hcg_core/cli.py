@@ -184,6 +184,13 @@ def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
             return exc.result
         print(f"hcg build: error: {exc}", file=sys.stderr)
         print(f"hcg build: no graph written to {args.out}", file=sys.stderr)
+        if exc.report:
+            # Kept beside the reply cache (not as the graph's build_report.json: there is no graph).
+            from .store import atomic_write_text
+
+            path = Path(args.llm_cache or Path(args.out) / ".llm_cache") / "failed_build.json"
+            atomic_write_text(path, json.dumps(exc.report, indent=1, default=str))
+            print(f"hcg build: the failed build's report: {path}", file=sys.stderr)
         return None
 
 

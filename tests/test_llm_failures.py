@@ -68,6 +68,8 @@ def _assert_loud(code: int, err: str, out: Path, cause: str) -> None:
     assert cause in err
     assert "no graph written" in err
     assert not (out / "graph.json").exists() and not (out / "manifest.json").exists()
+    saved = json.loads((out / ".llm_cache" / "failed_build.json").read_text())
+    assert saved["partial"] is True and saved["failure_causes"][0]["cause"] in err
 
 
 FAILING = {

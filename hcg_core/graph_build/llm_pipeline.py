@@ -332,7 +332,7 @@ def build_problems(report: Mapping[str, Any], *, has_sources: bool) -> list[str]
     if failed:
         problems.append(f"{failed} LLM item(s) failed")
     if not has_sources:
-        problems.append("every metric is terminal: no metric can be a cause")
+        problems.append("no metric can be a cause (every metric is terminal, or there is one)")
     elif report["stages"]["tier1"]["templates"] == 0:
         problems.append("Tier 1 found 0 metric templates")
     if report["counts"]["edges"] == 0:
