@@ -304,3 +304,12 @@ def test_killed_build_resumes_repeating_at_most_the_calls_in_flight(tmp_path, cl
     assert second < total
     edges = [tuple(x[:5]) + (tuple(x[5]),) for x in json.loads(out.read_text())]
     assert edges == signature(clean)[2]
+
+
+def test_edge_effect_reaches_the_audit_view(clean):
+    from hcg_core.audit.view import render_html, view_data
+
+    data = view_data(clean.graph)
+    effects = {e["effect"] for e in data["edges"]}
+    assert {"increases", "decreases"} <= effects
+    assert "effectTag" in render_html(data)
