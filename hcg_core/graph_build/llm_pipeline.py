@@ -139,15 +139,19 @@ async def abuild_with_llm(
 ) -> BuildResult:
     """Build the causal graph with an LLM.
 
-    Items that fail (a reply that never validates, a server down for that request) are counted
-    as ``failed`` per stage and listed in ``report["failures"]``; the build goes on. Rerun with
-    the same arguments and a cached LLM to retry only those.
+    Items that fail (a reply that never validates, a server down for that request, a 400 about
+    that request) are counted as ``failed`` per stage, grouped by cause, and the build goes on to
+    the end; then, if any failed or the graph is degenerate (0 edges, 0 Tier 1 templates, no
+    metric that can be a cause), ``IncompleteBuildError`` is raised with the report and the
+    partial result, unless ``allow_partial=True`` (the report then says ``partial``). Rerun with
+    the same arguments and a cached LLM to retry only the failed items.
 
     Options (all optional): ``max_batch_pairs`` (50), ``snippets`` (3) and ``snippet_chars``
-    (400) of embedding-searched evidence per call, Stage 1's ``spec_sample_chunks`` (12),
-    ``chunks_per_call`` (4) and ``excerpt_chars`` (1500), the paper's evidence settings
+    (500) of embedding-searched evidence, Stage 1's ``spec_sample_chunks`` (None: the tier's
+    budget), ``chunks_per_call`` (4) and ``excerpt_chars`` (1500), the paper's evidence settings
     ``evidence_tau`` (0.78), ``evidence_per_edge`` (2), ``evidence_prefix_chars`` (200),
-    ``min_confidence`` (0.0), ``domain`` and ``prompts`` (overrides of hcg_core.prompts).
+    ``min_confidence`` (0.0), ``domain``, ``prompts`` (overrides of hcg_core.prompts),
+    ``allow_partial`` (False) and ``cache_dir`` (a reply cache for a framework model).
     """
     opts = _options(options)
     caps = tier_caps(tier)  # validates the tier name early
