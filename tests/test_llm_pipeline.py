@@ -178,6 +178,13 @@ def test_link_evidence_is_the_papers():
     assert linked.evidence == ("z",)  # a 5-character quote is too short to be evidence
     (linked,) = link_evidence([edge], chunks, emb, Fixed(), tau=1.01)
     assert linked.evidence == ()
+    # The fallback: the most similar of the chunks the judging call was shown, above a floor.
+    stats = {}
+    shown = {"e1": [0, 2]}
+    (linked,) = link_evidence([edge], chunks, emb, Fixed(), tau=1.01, shown=shown, stats=stats)
+    assert linked.evidence == ("z",) and stats == {"text": 0, "semantic": 0, "shown": 1}
+    (linked,) = link_evidence([edge], chunks, emb, Fixed(), tau=1.01, shown={"e1": [0, 1]})
+    assert linked.evidence == ()  # shown chunks at cosine 0 are below the floor
 
 
 def test_estimate_bounds_the_report(clean):

@@ -6,7 +6,9 @@ line as one line), through a ``QuoteIndex`` built once over the whole corpus. (2
 the embedding of ``"source -> target: mechanism"`` against the pre-embedded chunks, linking chunks
 with cosine >= ``tau`` (0.78), computed in blocks with a top-k per edge, never as a full
 edges x chunks matrix. At most ``per_edge`` (2) chunks per edge: text matches first (corpus
-order), then semantic matches (most similar first).
+order), then semantic matches (most similar first). An edge that neither match links may fall
+back to (3) the chunk most similar to it among those the LLM was shown when it judged the edge,
+if within cosine ``shown_tau``: the text its judgement rests on (counted apart in the report).
 
 ``snippet`` cuts a chunk into a prompt excerpt that starts and ends at sentence boundaries.
 """
@@ -25,6 +27,7 @@ from ..ports import Embedder, as_matrix
 from ..types import CausalEdge, Chunk
 
 SEMANTIC_BLOCK = 512  # edges per block of the semantic match (bounds memory: block x chunks)
+DEFAULT_SHOWN_TAU = 0.35  # floor for the shown-chunk fallback (MiniLM: related text is 0.4-0.7)
 MIN_QUOTE_CHARS = 10  # a shorter quote matches too much to count as evidence
 _WS = re.compile(r"\s+")
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]?\s")
@@ -148,6 +151,9 @@ def link_evidence(
     per_edge: int = DEFAULT_EVIDENCE_PER_EDGE,
     prefix_chars: int = DEFAULT_EVIDENCE_PREFIX_CHARS,
     index: QuoteIndex | None = None,
+    shown: Mapping[str, Sequence[int]] | None = None,
+    shown_tau: float = DEFAULT_SHOWN_TAU,
+    stats: dict[str, int] | None = None,
 ) -> tuple[CausalEdge, ...]:
     """Return ``edges`` with ``evidence`` set to at most ``per_edge`` linked chunk ids.
 
@@ -155,8 +161,13 @@ def link_evidence(
         quotes: edge id -> the evidence text the LLM quoted (for the text match).
         chunk_embeddings: rows aligned with ``chunks``, L2-normalised.
         index: a prebuilt ``QuoteIndex`` of ``chunks`` (built here when None).
+        shown: edge id -> indices of the chunks shown to the call that judged the edge (the
+            fallback); ``stats`` gets ``text``, ``semantic`` and ``shown`` edge counts.
     """
     quotes = quotes or {}
+    stats = stats if stats is not None else {}
+    for key in ("text", "semantic", "shown"):
+        stats.setdefault(key, 0)
     if not edges:
         return ()
     index = index if index is not None else QuoteIndex(chunks)
@@ -166,13 +177,26 @@ def link_evidence(
     semantic = semantic_matches(
         vectors, np.asarray(chunk_embeddings, dtype=np.float32), tau, top_k=per_edge
     )
+    shown = shown or {}
+    emb = np.asarray(chunk_embeddings, dtype=np.float32)
     linked = []
-    for edge, sem in zip(edges, semantic, strict=True):
+    for edge, vec, sem in zip(edges, vectors, semantic, strict=True):
         ids: dict[str, None] = {}
-        for i in (*index.find(quotes.get(edge.id, ""), prefix_chars), *sem):
+        text = index.find(quotes.get(edge.id, ""), prefix_chars)
+        for i in (*text, *sem):
             if len(ids) >= per_edge:
                 break
             ids.setdefault(chunks[i].id, None)
+        if text:
+            stats["text"] += 1
+        elif sem:
+            stats["semantic"] += 1
+        elif shown.get(edge.id):
+            cand = [i for i in shown[edge.id] if 0 <= i < len(chunks)]
+            sims = emb[cand] @ vec if cand else np.zeros(0)
+            if len(sims) and float(sims.max()) >= shown_tau:
+                ids[chunks[cand[int(np.argmax(sims))]].id] = None
+                stats["shown"] += 1
         linked.append(replace(edge, evidence=tuple(ids)))
     return tuple(linked)
 

@@ -42,7 +42,7 @@ from ..spec.validate import validate_graph, validate_spec
 from ..store import variable_text
 from ..types import CausalEdge, CausalGraph, Chunk, DomainSpec, OutcomeConfig
 from . import BuildResult
-from .evidence import QuoteIndex, link_evidence, normalize_text
+from .evidence import DEFAULT_SHOWN_TAU, QuoteIndex, link_evidence, normalize_text
 from .llm_tiers import (
     DEFAULT_MAX_BATCH_PAIRS,
     DEFAULT_SNIPPET_CHARS,
@@ -73,6 +73,8 @@ OPTIONS = {
     "prompts": None,
     "allow_partial": False,
     "cache_dir": None,
+    "evidence_from_shown": True,
+    "evidence_shown_tau": DEFAULT_SHOWN_TAU,
 }
 
 
@@ -230,6 +232,8 @@ async def abuild_with_llm(
     with StageTimer(ledger, "evidence"):
         edges: dict[tuple[str, str], CausalEdge] = {}
         quotes: dict[str, str] = {}
+        shown: dict[str, tuple[int, ...]] = {}
+        link_stats: dict[str, int] = {}
         for r in spec.relations:
             edges[(r.source, r.target)] = CausalEdge(
                 edge_id(r.source, r.target), r.source, r.target, r.mechanism, SEED_CONFIDENCE
@@ -249,6 +253,8 @@ async def abuild_with_llm(
             )
             if d.quote:
                 quotes[eid] = d.quote
+            if d.shown:
+                shown[eid] = d.shown
         ordered = [edges[k] for k in sorted(edges)]
         linked = link_evidence(
             ordered,
@@ -260,6 +266,9 @@ async def abuild_with_llm(
             per_edge=opts["evidence_per_edge"],
             prefix_chars=opts["evidence_prefix_chars"],
             index=QuoteIndex(chunks),
+            shown=shown if opts["evidence_from_shown"] else None,
+            shown_tau=opts["evidence_shown_tau"],
+            stats=link_stats,
         )
         variables = (*spec.variables, *new_vars)
         validate_graph(spec, variables, linked, {c.id for c in chunks})
@@ -274,6 +283,9 @@ async def abuild_with_llm(
         )
         if variable_embeddings.size == 0:
             variable_embeddings = np.zeros((0, chunk_embeddings.shape[1]), dtype=np.float32)
+        t2_counts["edges_linked_by_quote"] = link_stats.get("text", 0)
+        t2_counts["edges_linked_semantically"] = link_stats.get("semantic", 0)
+        t2_counts["edges_linked_to_shown_chunk"] = link_stats.get("shown", 0)
         t2_counts["quoted_edges"] = len(quotes)
         t2_counts["quotes_found_in_corpus"] = sum(
             1 for e in linked if e.id in quotes and e.evidence

@@ -146,6 +146,7 @@ class EdgeDraft:
     confidence: float
     quote: str
     effect: str = "increases"
+    shown: tuple[int, ...] = ()  # the chunks the call that judged it was shown (corpus indices)
 
 
 @dataclass
@@ -466,7 +467,7 @@ async def run_tier2(
                 " ".join(snippet(ctx.chunks[i].text, ctx.snippet_chars) for i in idx)
             )
             messages, model = render(part, part.pairs, idx)
-            return await ctx.llm.acomplete(messages, model), shown, part
+            return await ctx.llm.acomplete(messages, model), shown, part, tuple(idx)
 
         names = ", ".join(f"{t.source}->{t.target}" for t in batch.templates)
         item = f"tier2 batch {n + 1} ({len(batch.pairs)} pairs; {names})"[:300]
@@ -488,7 +489,7 @@ async def run_tier2(
         for _, got in parts:
             if got is None:
                 continue
-            reply, shown, part = got
+            reply, shown, part, idx = got
             pairs_of = {(t.source, t.target) for t in part.templates}
             allowed = set(part.pairs)
             judged = set()
@@ -506,6 +507,7 @@ async def run_tier2(
                             j.confidence,
                             j.evidence,
                             j.effect,
+                            idx,
                         )
                     )
             if allowed - judged:
@@ -533,6 +535,7 @@ async def run_tier2(
                         ne.confidence,
                         ne.evidence,
                         ne.effect,
+                        idx,
                     )
                 )
     counts["new_variables"] = len(vocab.new_variables)
