@@ -329,7 +329,11 @@ def format_build_report(report: dict[str, Any]) -> str:
     if isinstance(report.get("coverage"), dict):
         lines.append(
             "  coverage: "
-            + ", ".join(f"{k.replace('_', ' ')} {v:.0%}" for k, v in report["coverage"].items())
+            + ", ".join(
+                f"{k.replace('_', ' ')} {v:.0%}"
+                for k, v in report["coverage"].items()
+                if isinstance(v, (int, float))
+            )
         )
     for key in ("failures", "warnings"):
         items = report.get(key) or []
