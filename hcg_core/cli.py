@@ -105,6 +105,8 @@ def cmd_build(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             max_retries=args.max_retries,
             cache_dir=cache_dir,
+            temperature=None if args.no_temperature else args.temperature,
+            max_tokens=args.max_tokens,
         )
     if args.estimate:
         if llm is None:
@@ -116,15 +118,20 @@ def cmd_build(args: argparse.Namespace) -> int:
         return 0
     embedder = make_embedder(args.embedder, args.embedder_base_url)
     progress = None if not args.quiet else False
-    result = build_graph(
-        chunks,
-        embedder=embedder,
-        llm=llm,
-        tier=args.tier,
-        outcome=outcome,
-        spec=spec,
-        progress=progress,
+    result = _build_or_report(
+        args,
+        lambda: build_graph(
+            chunks,
+            embedder=embedder,
+            llm=llm,
+            tier=args.tier,
+            outcome=outcome,
+            spec=spec,
+            progress=progress,
+        ),
     )
+    if result is None:
+        return EXIT_BUILD_INCOMPLETE
     report = dict(result.report)
     report.setdefault("input", {})
     report["input"].update(
@@ -153,11 +160,38 @@ def cmd_build(args: argparse.Namespace) -> int:
     )
     g = result.graph
     print(
-        f"built {args.out}: {len(g.variables)} variables, {len(g.edges)} edges, "
+        f"built {args.out}{' (PARTIAL)' if report.get('partial') else ''}: "
+        f"{len(g.variables)} variables, {len(g.edges)} edges, "
         f"{len(g.spec.metrics)} metrics, {len(g.chunks)} chunks in "
         f"{report['total_seconds']:.1f} s"
     )
     return 0
+
+
+EXIT_BUILD_INCOMPLETE = 3  # the LLM failed or the graph is degenerate; nothing was written
+
+
+def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
+    """Run the build; an incomplete LLM build prints its failures by cause and returns None,
+    unless --allow-partial, which returns the partial result after a warning."""
+    from .errors import IncompleteBuildError
+
+    try:
+        return build()
+    except IncompleteBuildError as exc:
+        if args.allow_partial and exc.result is not None:
+            print(f"hcg build: warning: writing a PARTIAL graph: {exc}", file=sys.stderr)
+            return exc.result
+        print(f"hcg build: error: {exc}", file=sys.stderr)
+        print(f"hcg build: no graph written to {args.out}", file=sys.stderr)
+        if exc.report:
+            # Kept beside the reply cache (not as the graph's build_report.json: there is no graph).
+            from .store import atomic_write_text
+
+            path = Path(args.llm_cache or Path(args.out) / ".llm_cache") / "failed_build.json"
+            atomic_write_text(path, json.dumps(exc.report, indent=1, default=str))
+            print(f"hcg build: the failed build's report: {path}", file=sys.stderr)
+        return None
 
 
 def _read_outcome(path: str):
@@ -288,6 +322,17 @@ def format_build_report(report: dict[str, Any]) -> str:
                 f"{v} {k.replace('_', ' ')}"
                 for k, v in cost.items()
                 if not isinstance(v, (dict, list))
+            )
+        )
+    if report.get("partial"):
+        lines.append("  PARTIAL graph: " + "; ".join(report.get("problems") or []))
+    if isinstance(report.get("coverage"), dict):
+        lines.append(
+            "  coverage: "
+            + ", ".join(
+                f"{k.replace('_', ' ')} {v:.0%}"
+                for k, v in report["coverage"].items()
+                if isinstance(v, (int, float))
             )
         )
     for key in ("failures", "warnings"):
@@ -447,6 +492,20 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--max-concurrency", type=int, default=8)
     b.add_argument("--timeout", type=_positive_seconds, default=60.0)
     b.add_argument("--max-retries", type=int, default=5)
+    b.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (0.0)")
+    b.add_argument(
+        "--no-temperature",
+        action="store_true",
+        help="send no temperature (it is also dropped when the provider rejects it)",
+    )
+    b.add_argument(
+        "--max-tokens", type=int, default=None, help="completion token limit per LLM request"
+    )
+    b.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="write the graph even when LLM items failed or it is degenerate (marked partial)",
+    )
     b.add_argument(
         "--estimate",
         action="store_true",

@@ -74,3 +74,33 @@ class LLMOutputError(LLMError, ValueError):
 
 class LLMUnavailableError(LLMError):
     """The LLM server kept failing (429, 5xx, timeouts) after every retry; rerun to resume."""
+
+
+class LLMRejectedError(LLMError):
+    """The provider rejected one request (HTTP 400) for a reason other than the response format
+    or the temperature; the message is the provider's. That item fails, the build goes on."""
+
+
+class LLMContextLengthError(LLMRejectedError):
+    """The request is longer than the model's context: the pipeline splits the batch."""
+
+
+class LLMTruncatedError(LLMOutputError):
+    """The reply stopped at the token limit (``finish_reason == "length"``): split or raise it."""
+
+
+class LLMRefusalError(LLMOutputError):
+    """The model refused to answer (``message.refusal``); counted as a failed item."""
+
+
+class IncompleteBuildError(BuildError):
+    """A build whose LLM items failed, or whose graph is degenerate (no edges, no templates).
+
+    ``report`` is the build report (failures grouped by cause under ``failure_causes``);
+    ``result`` is the partial ``BuildResult`` when a graph could be assembled, else None.
+    """
+
+    def __init__(self, message: str, *, report: dict | None = None, result: object = None):
+        self.report = report or {}
+        self.result = result
+        super().__init__(message)

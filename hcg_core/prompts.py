@@ -17,8 +17,11 @@ SCHEMA_MARKER = "Response schema name:"
 
 _SYSTEM = (
     "You build a schema-constrained causal graph of a domain from its documents. Be precise and "
-    "conservative: state only causal links the text supports. Reply with one JSON object that "
-    "matches the given schema; use only the allowed names, exactly as written."
+    "conservative: state causal links the documents support; where a step allows it, a link that "
+    "is well-established domain knowledge may be added, and its rationale says so. A causal link "
+    "is DIRECT: the source changes the target without going through another listed metric or "
+    "variable (a mediated effect is two links, each stated once). Reply with one JSON object "
+    "that matches the given schema; use only the allowed names, exactly as written."
 )
 
 
@@ -47,9 +50,9 @@ PROMPTS: dict[str, Prompt] = {
         "dimensions",
         "Domain: {domain}\nOutcomes the graph builds toward: {outcome}\n\n"
         "Read these excerpts and list the categorical DIMENSIONS of the domain (at most {cap}): "
-        "axes such as disease, treatment or population, each with the concrete entities the "
-        "excerpts name. Use short snake_case dimension names and the entities' usual names.\n\n"
-        "{excerpts}",
+        "axes that identify WHAT a measurement is about, such as disease, population or organ, "
+        "each with the concrete entities the excerpts name. Use short snake_case dimension names "
+        "and the entities' usual names, as the excerpts spell them.\n\n{excerpts}",
         {
             "domain": "domain name or 'unknown'",
             "outcome": "outcome configuration text",
@@ -62,10 +65,12 @@ PROMPTS: dict[str, Prompt] = {
         "Domain: {domain}\nOutcomes the graph builds toward: {outcome}\n"
         "Dimensions (use only these in signatures):\n{dimensions}\n\n"
         "From these excerpts, define measurable or assessable METRICS (at most {cap}) in "
-        "CamelCase. Give each a signature (the dimensions it depends on), a one-paragraph "
-        "description (what it is, what drives it, what it influences), a category, and a role: "
-        "'terminal' for final sinks, 'outcome' for retrieval endpoints, else 'intermediate'.\n\n"
-        "{excerpts}",
+        "CamelCase, one per distinct quantity (no near-duplicates such as a risk and its "
+        "incidence). Give each a signature: the dimensions that IDENTIFY what the metric is "
+        "measured for (usually one, often none); never put its causes, drivers or treatments in "
+        "the signature, they are metrics of their own. Give a one-paragraph description (what it "
+        "is, what drives it, what it influences), a category, and a role: 'terminal' for final "
+        "sinks, 'outcome' for retrieval endpoints, else 'intermediate'.\n\n{excerpts}",
         {
             "domain": "domain name",
             "outcome": "outcome configuration text",
@@ -78,7 +83,9 @@ PROMPTS: dict[str, Prompt] = {
         "variables",
         "Domain: {domain}\nDimensions and entities:\n{dimensions}\nMetrics (name(signature)):\n"
         "{metrics}\n\nList the concrete VARIABLES these excerpts discuss: a metric bound to one "
-        "entity per dimension of its signature, in signature order.\n\n{excerpts}",
+        "entity per dimension of its signature, in signature order (an empty list for a metric "
+        "without signature). Bind only entity combinations the excerpts actually pair with that "
+        "metric.\n\n{excerpts}",
         {
             "domain": "domain name",
             "dimensions": "dimensions with entities",
@@ -88,9 +95,10 @@ PROMPTS: dict[str, Prompt] = {
     ),
     "relations": Prompt(
         "relations",
-        "Domain: {domain}\nVariables:\n{variables}\n\nList CAUSAL RELATIONS between these "
-        "variables that the excerpts state or clearly imply: source causes/influences target, "
-        "with a one-sentence mechanism. Use variable names exactly as listed.\n\n{excerpts}",
+        "Domain: {domain}\nVariables:\n{variables}\n\nList direct CAUSAL RELATIONS between "
+        "these variables that the excerpts state or clearly imply: source causes/influences "
+        "target, with a one-sentence mechanism. Source and target are full variable names, "
+        "exactly as listed.\n\n{excerpts}",
         {
             "domain": "domain name",
             "variables": "variable names, one a line",
@@ -100,32 +108,41 @@ PROMPTS: dict[str, Prompt] = {
     "tier1": Prompt(
         "tier1",
         "Source metric: {source}\n{source_description}\n\nEvidence from the corpus:\n{evidence}\n\n"
-        "Candidate target metrics:\n{candidates}\n\nFor EVERY candidate target, decide whether "
-        "the source metric causally influences it in this domain (a metric-level template). "
-        "Answer causal=true only with a plausible mechanism supported by the evidence or by "
-        "well-established domain knowledge; give a short rationale.",
+        "Seed relations already known from the corpus (source -> target metric):\n{seeds}\n\n"
+        "Candidate target metrics, each with an evidence line from the corpus:\n{candidates}\n\n"
+        "For EVERY candidate target (one link each), decide whether the source metric DIRECTLY "
+        "causes a change in it in this domain (a metric-level template); an effect that runs "
+        "through another listed metric is not direct. Answer causal=true only with a mechanism "
+        "the evidence supports or that is well-established domain knowledge (say which in the "
+        "rationale); give a short rationale for every candidate.",
         {
             "source": "source metric with signature",
             "source_description": "its description",
             "evidence": "numbered evidence snippets found by embedding search",
-            "candidates": "candidate target metrics with descriptions",
+            "seeds": "the spec's seed relations from this metric, lifted to metrics",
+            "candidates": "candidate target metrics with descriptions and evidence summaries",
         },
     ),
     "tier2": Prompt(
         "tier2",
-        "Template: {source_metric} -> {target_metric}\n{template}\n\nEvidence from the corpus:\n"
-        "{evidence}\n\nCandidate edges (source -> target):\n{candidates}\n\nJudge every candidate: "
-        "keep=true only if the source variable causally influences the target variable here. For "
-        "kept edges give the mechanism (one sentence), a confidence in [0, 1], and, when the "
-        "evidence states it, a verbatim quote. You may add edges between NEW variables of these "
-        "two metrics, using only these entities:\n{entities}",
+        "Templates (metric-level causal links; the text after each colon is a rationale, NOT "
+        "corpus text: never quote it):\n{templates}\n\nMetrics:\n{metrics}\n\n"
+        "Evidence from the corpus:\n{evidence}\n\nCandidate edges (source -> target):\n"
+        "{candidates}\n\nJudge EVERY numbered candidate (one judgement each): keep=true only if "
+        "the source variable directly causes a change in the target variable here. For kept "
+        "edges give effect (does raising the source increase or decrease the target?), the "
+        "mechanism (one sentence), a confidence in [0, 1], and, when the evidence above states "
+        "the link, a verbatim quote of those words (else leave evidence empty).\n"
+        "Then add new_edges for variables the evidence discusses that no candidate covers, "
+        "between a template's source and target metric: one entity per signature dimension, "
+        "taken from these lists or, for an entity not listed, copied exactly from the evidence "
+        "above:\n{entities}",
         {
-            "source_metric": "source metric",
-            "target_metric": "target metric",
-            "template": "the Tier 1 rationale",
-            "evidence": "numbered evidence snippets",
+            "templates": "the batch's Tier 1 templates with their rationale",
+            "metrics": "the templates' metrics with signatures and descriptions",
+            "evidence": "numbered evidence snippets chosen for the batch's pairs",
             "candidates": "numbered candidate pairs",
-            "entities": "allowed entities per dimension",
+            "entities": "allowed entities per dimension the templates use",
         },
     ),
 }

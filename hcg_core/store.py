@@ -236,6 +236,7 @@ def graph_to_dict(graph: CausalGraph) -> dict[str, Any]:
                 "mechanism": e.mechanism,
                 "confidence": round(float(e.confidence), 6),
                 "evidence": list(e.evidence),
+                **({"effect": e.effect} if e.effect else {}),
             }
             for e in graph.edges
         ],
@@ -515,6 +516,7 @@ def _edge_from_item(item: Any, i: int, path: Path | None) -> CausalEdge:
         mechanism=str(item.get("mechanism", "") or ""),
         confidence=confidence,
         evidence=tuple(str(c) for c in evidence),
+        effect=str(item.get("effect", "") or ""),
     )
 
 

@@ -3,7 +3,9 @@
 - ``ScriptedLLM``: a StructuredLLM whose replies come from a responder function (no network).
 - ``StubLLMServer``: a small OpenAI-compatible HTTP server on 127.0.0.1 (port 0) whose replies come
   from the same kind of responder, with fault injection (429 + Retry-After, 500/503, slow replies,
-  malformed JSON, json_schema rejection) and a count of every request it saw.
+  malformed JSON, json_schema rejection) and provider quirks (400 for any temperature, 400
+  "context length exceeded" above a prompt size, a reply cut with ``finish_reason: "length"``, a
+  ``<think>`` block with braces, a refusal, another 400), and a count of every request it saw.
 
 A responder is ``f(request: LLMRequest) -> dict | str``: a dict is sent as JSON, a str verbatim.
 Responders should depend only on the request's content, so replies are reproducible.
@@ -126,6 +128,8 @@ class ScriptedLLM:
             response_model,
             max_reasks=self.max_reasks,
             on_reask=lambda exc: self.ledger.add(reasks=1),
+            on_dropped=lambda n: self.ledger.add(dropped_items=n),
+            schema_hint=False,  # the responder sees the schema itself, like a json_schema server
         )
 
     def complete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
@@ -136,7 +140,18 @@ class ScriptedLLM:
 
 # -- the stub server ------------------------------------------------------------------------------
 
-FAULTS = ("rate_limit", "server_error", "unavailable", "slow", "malformed", "unauthorized")
+FAULTS = (
+    "rate_limit",
+    "server_error",
+    "unavailable",
+    "slow",
+    "malformed",
+    "unauthorized",
+    "length",  # 200 with half the reply and finish_reason "length"
+    "think",  # 200 with a <think> block holding braces before the JSON
+    "refusal",  # 200 with message.refusal set and no content
+    "bad_request",  # 400 about the request itself (not its format)
+)
 
 
 @dataclass
@@ -157,6 +172,13 @@ class FaultPlan:
     slow_seconds: float = 0.5
     retry_after: str = "0.01"
     reject_json_schema: bool = False
+    reject_json_object: bool = False
+    reject_strict: bool = False
+    reject_temperature: bool = False
+    context_limit_chars: int = 0
+    length_every: int = 0
+    think_every: int = 0
+    refusal_every: int = 0
     allow_consecutive: bool = False
     script: dict[int, str] = field(default_factory=dict)
 
@@ -169,6 +191,9 @@ class FaultPlan:
             ("unavailable", self.unavailable_every),
             ("slow", self.slow_every),
             ("malformed", self.malformed_every),
+            ("length", self.length_every),
+            ("think", self.think_every),
+            ("refusal", self.refusal_every),
         ):
             if every and n % every == 0:
                 return name
@@ -218,6 +243,8 @@ class StubLLMServer:
             self.completion_tokens = 0
             self.by_schema: Counter[str] = Counter()
             self.by_fault: Counter[str] = Counter()
+            # Per request: response_format type (+ "-strict"), temperature, token limit sent.
+            self.log: list[dict[str, Any]] = []
             self._last_fault_n = -10
 
     # lifecycle
@@ -305,6 +332,16 @@ class StubLLMServer:
         with self._lock:
             self.calls += 1
             n = self.calls
+            strict = bool(schema_block.get("strict"))
+            self.log.append(
+                {
+                    "schema": name,
+                    "format": (fmt.get("type") or "text") + ("-strict" if strict else ""),
+                    "temperature": body.get("temperature"),
+                    "max_tokens": body.get("max_tokens", body.get("max_completion_tokens")),
+                    "prompt": str(messages[-1].get("content", "")) if messages else "",
+                }
+            )
             self.by_schema[name] += 1
             fault = self.faults.fault_for(n)
             if (
@@ -319,18 +356,33 @@ class StubLLMServer:
                 self.by_fault[fault] += 1
         if self.delay:
             time.sleep(self.delay)
+
+        def bad_request(message: str) -> tuple[int, Any, dict, bytes | None]:
+            with self._lock:
+                self.by_fault["400: " + message.split(":")[0]] += 1
+            return 400, {"error": {"message": message, "type": "invalid_request_error"}}, {}, None
+
         if self.faults.reject_json_schema and fmt.get("type") == "json_schema":
-            return (
-                400,
-                {
-                    "error": {
-                        "message": "response_format json_schema is not supported",
-                        "type": "invalid_request_error",
-                    }
-                },
-                {},
-                None,
+            return bad_request("response_format json_schema is not supported")
+        if self.faults.reject_strict and schema_block.get("strict"):
+            return bad_request(
+                f"Invalid schema for response_format '{name}': In context=(), 'minimum' is not "
+                "permitted"
             )
+        if self.faults.reject_json_object and fmt.get("type") == "json_object":
+            return bad_request("response_format json_object is not supported by this model")
+        if self.faults.reject_temperature and "temperature" in body:
+            return bad_request(
+                "Unsupported value: 'temperature' does not support this value with this model"
+            )
+        prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)
+        if self.faults.context_limit_chars and prompt_chars > self.faults.context_limit_chars:
+            return bad_request(
+                f"This model's maximum context length is {self.faults.context_limit_chars // 4} "
+                f"tokens; your messages resulted in {prompt_chars // 4} tokens"
+            )
+        if fault == "bad_request":
+            return bad_request("messages: content flagged as invalid by the provider")
         if fault == "rate_limit":
             return (
                 429,
@@ -352,11 +404,18 @@ class StubLLMServer:
         if fault == "slow":
             time.sleep(self.faults.slow_seconds)
         request = LLMRequest(name, schema, tuple(dict(m) for m in messages))
+        finish, refusal = "stop", None
         if fault == "malformed":
             content = '{"this is": not json'
+        elif fault == "refusal":
+            content, refusal = "", "I can't help with that request."
         else:
             reply = self.responder(request)
             content = reply if isinstance(reply, str) else json.dumps(reply)
+            if fault == "length":
+                content, finish = content[: len(content) // 2], "length"
+            elif fault == "think":
+                content = '<think>Should it be {a} or {b}? {"draft": 1}</think>\n' + content
         prompt_tokens = _tokens("".join(str(m.get("content", "")) for m in messages))
         completion_tokens = _tokens(content)
         with self._lock:
@@ -373,8 +432,12 @@ class StubLLMServer:
                 "choices": [
                     {
                         "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": finish,
+                        "message": {
+                            "role": "assistant",
+                            "content": content or None,
+                            "refusal": refusal,
+                        },
                     }
                 ],
                 "usage": {

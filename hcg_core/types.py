@@ -115,6 +115,7 @@ class CausalEdge:
     mechanism: str = ""
     confidence: float = 1.0
     evidence: tuple[str, ...] = ()
+    effect: str = ""  # "increases" / "decreases" when the builder knows the sign, else ""
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ def test_cli_llm_build_under_faults_counts_every_call(tmp_path, capsys, monkeypa
         assert srv.calls == calls
     graph = json.loads((out / "graph.json").read_text())
     assert graph["edges"] and all(e["mechanism"] for e in graph["edges"])
+    assert {e.get("effect") for e in graph["edges"]} >= {"increases", "decreases"}
 
 
 def test_llm_build_shows_a_progress_bar_per_stage(capsys):

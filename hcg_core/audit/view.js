@@ -122,11 +122,15 @@
   }
 
   // ------------------------------------------------------------ results list (search, flags)
+  // The sign of an edge's effect, when the builder knows it: " (decreases)" / " (increases)".
+  function effectTag(e) {
+    return e.effect ? " (" + e.effect + ")" : "";
+  }
   function itemLabel(kind, key) {
     if (kind === "variable") return V[key].name;
     if (kind === "metric") return key;
     const e = E[key];
-    return V[e.s].name + " \u2192 " + V[e.t].name + ": " + edgeEdit(key).mechanism;
+    return V[e.s].name + " \u2192 " + V[e.t].name + effectTag(e) + ": " + edgeEdit(key).mechanism;
   }
   function showList(title, list) {
     $("results-title").textContent = title + " (" + list.length + ")";
@@ -297,7 +301,7 @@
       const line = svg("path", { class: "line", d, "stroke-width": e.width.toFixed(2), "marker-end": "url(#arrow)" });
       g.append(svg("path", { class: "hit", d }), line);
       const t = svg("title");
-      t.textContent = e.kind === "edge" ? V[E[e.key].s].name + " \u2192 " + V[E[e.key].t].name + "\n" + edgeEdit(e.key).mechanism : e.key + ": " + e.label + " edges";
+      t.textContent = e.kind === "edge" ? V[E[e.key].s].name + " \u2192 " + V[E[e.key].t].name + effectTag(E[e.key]) + "\n" + edgeEdit(e.key).mechanism : e.key + ": " + e.label + " edges";
       g.append(t);
       if (e.label) { const lt = svg("text", { x: mx.toFixed(1), y: my.toFixed(1) }); lt.textContent = e.label; g.append(lt); }
       g.addEventListener("click", (ev) => { ev.stopPropagation(); if (e.kind === "edge") selectEdge(e.key); else selectMetric(e.key.split("\u2192")[0], false); });

@@ -56,6 +56,7 @@ def view_data(
                 "s": index[e.source],
                 "t": index[e.target],
                 "mechanism": e.mechanism,
+                "effect": e.effect,
                 "confidence": round(float(e.confidence), 4),
                 "evidence": list(e.evidence),
                 "support": support,

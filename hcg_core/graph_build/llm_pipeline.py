@@ -8,12 +8,14 @@ failed items and seconds, taken from the same ledger the LLM client counts reque
 
 from __future__ import annotations
 
-import math
+import re
 import sys
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from ..config import (
     DEFAULT_EVIDENCE_PER_EDGE,
@@ -22,7 +24,7 @@ from ..config import (
     DEFAULT_TIER,
     tier_caps,
 )
-from ..errors import ConfigError
+from ..errors import BuildError, ConfigError, IncompleteBuildError
 from ..llm.accounting import COUNTERS, Ledger, stage
 from ..llm.bridge import run_sync
 from ..llm.runner import Failures, StageTimer, metered, stage_progress
@@ -33,17 +35,19 @@ from ..spec.generate import (
     DEFAULT_EXCERPT_CHARS,
     DEFAULT_SPEC_SAMPLE_CHUNKS,
     agenerate_spec,
+    stage1_budget,
     stage1_calls,
 )
 from ..spec.validate import validate_graph, validate_spec
 from ..store import variable_text
 from ..types import CausalEdge, CausalGraph, Chunk, DomainSpec, OutcomeConfig
 from . import BuildResult
-from .evidence import link_evidence
+from .evidence import DEFAULT_SHOWN_TAU, QuoteIndex, link_evidence, normalize_text
 from .llm_tiers import (
     DEFAULT_MAX_BATCH_PAIRS,
     DEFAULT_SNIPPET_CHARS,
     DEFAULT_SNIPPETS,
+    OPEN_TEMPLATE_WEIGHT,
     Stage2Context,
     edge_id,
     metric_text,
@@ -67,6 +71,10 @@ OPTIONS = {
     "min_confidence": 0.0,
     "domain": "",
     "prompts": None,
+    "allow_partial": False,
+    "cache_dir": None,
+    "evidence_from_shown": True,
+    "evidence_shown_tau": DEFAULT_SHOWN_TAU,
 }
 
 
@@ -81,7 +89,7 @@ def _options(options: Mapping[str, Any]) -> dict[str, Any]:
             f"got {opts['max_batch_pairs']}"
         )
     for key in ("spec_sample_chunks", "chunks_per_call", "evidence_per_edge"):
-        if int(opts[key]) < 1:
+        if opts[key] is not None and int(opts[key]) < 1:
             raise ConfigError(f"{key} must be at least 1, got {opts[key]}")
     return opts
 
@@ -98,18 +106,26 @@ def build_with_llm(
     **options: Any,
 ) -> BuildResult:
     """Sync entry (safe inside a running event loop); see ``abuild_with_llm``."""
-    return run_sync(
-        lambda: abuild_with_llm(
-            chunks,
-            embedder=embedder,
-            llm=llm,
-            tier=tier,
-            outcome=outcome,
-            spec=spec,
-            progress=progress,
-            **options,
-        )
-    )
+
+    async def once() -> BuildResult:
+        try:
+            return await abuild_with_llm(
+                chunks,
+                embedder=embedder,
+                llm=llm,
+                tier=tier,
+                outcome=outcome,
+                spec=spec,
+                progress=progress,
+                **options,
+            )
+        finally:
+            # The bridge's loop ends here: close the client it opened (per-loop HTTP clients).
+            aclose = getattr(llm, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    return run_sync(once)
 
 
 async def abuild_with_llm(
@@ -125,19 +141,23 @@ async def abuild_with_llm(
 ) -> BuildResult:
     """Build the causal graph with an LLM.
 
-    Items that fail (a reply that never validates, a server down for that request) are counted
-    as ``failed`` per stage and listed in ``report["failures"]``; the build goes on. Rerun with
-    the same arguments and a cached LLM to retry only those.
+    Items that fail (a reply that never validates, a server down for that request, a 400 about
+    that request) are counted as ``failed`` per stage, grouped by cause, and the build goes on to
+    the end; then, if any failed or the graph is degenerate (0 edges, 0 Tier 1 templates, no
+    metric that can be a cause), ``IncompleteBuildError`` is raised with the report and the
+    partial result, unless ``allow_partial=True`` (the report then says ``partial``). Rerun with
+    the same arguments and a cached LLM to retry only the failed items.
 
     Options (all optional): ``max_batch_pairs`` (50), ``snippets`` (3) and ``snippet_chars``
-    (400) of embedding-searched evidence per call, Stage 1's ``spec_sample_chunks`` (12),
-    ``chunks_per_call`` (4) and ``excerpt_chars`` (1500), the paper's evidence settings
+    (500) of embedding-searched evidence, Stage 1's ``spec_sample_chunks`` (None: the tier's
+    budget), ``chunks_per_call`` (4) and ``excerpt_chars`` (1500), the paper's evidence settings
     ``evidence_tau`` (0.78), ``evidence_per_edge`` (2), ``evidence_prefix_chars`` (200),
-    ``min_confidence`` (0.0), ``domain`` and ``prompts`` (overrides of hcg_core.prompts).
+    ``min_confidence`` (0.0), ``domain``, ``prompts`` (overrides of hcg_core.prompts),
+    ``allow_partial`` (False) and ``cache_dir`` (a reply cache for a framework model).
     """
     opts = _options(options)
     caps = tier_caps(tier)  # validates the tier name early
-    llm, ledger = metered(llm)
+    llm, ledger = metered(llm, cache_dir=opts["cache_dir"])
     before = ledger.snapshot()
     failures = Failures()
     dropped: Counter[str] = Counter()
@@ -148,7 +168,7 @@ async def abuild_with_llm(
     chunk_embeddings = embed_texts(embedder, [c.text for c in chunks], what="chunks", progress=show)
     stage1_info: dict[str, Any]
     if spec is None:
-        with stage_progress("stage 1 (spec)", progress):
+        with stage_progress("stage 1 (spec)", progress), _stage1_failure(ledger, before, failures):
             spec, stage1_info = await agenerate_spec(
                 chunks,
                 llm,
@@ -161,6 +181,8 @@ async def abuild_with_llm(
                 chunks_per_call=opts["chunks_per_call"],
                 excerpt_chars=opts["excerpt_chars"],
                 prompts=opts["prompts"],
+                chunk_embeddings=chunk_embeddings,
+                embedder=embedder,
             )
         stage1_info["skipped"] = False
     else:
@@ -183,6 +205,11 @@ async def abuild_with_llm(
             strict=True,
         )
     )
+    spec_var_vectors = as_matrix(
+        embedder.embed_documents([variable_text(v) for v in spec.variables]),
+        len(spec.variables),
+        who="embedder",
+    )
     ctx = Stage2Context(
         spec,
         chunks,
@@ -195,15 +222,18 @@ async def abuild_with_llm(
         opts["prompts"],
         opts["snippets"],
         opts["snippet_chars"],
+        dict(zip([v.name for v in spec.variables], spec_var_vectors, strict=True)),
     )
     with stage("tier1"), StageTimer(ledger, "tier1"), stage_progress("tier 1 (metrics)", progress):
         templates = await run_tier1(ctx)
     with stage("tier2"), StageTimer(ledger, "tier2"), stage_progress("tier 2 (edges)", progress):
-        drafts, new_vars, t2_counts = await run_tier2(ctx, templates, opts["max_batch_pairs"])
+        drafts, new_vars, t2_counts, spec = await run_tier2(ctx, templates, opts["max_batch_pairs"])
 
     with StageTimer(ledger, "evidence"):
         edges: dict[tuple[str, str], CausalEdge] = {}
         quotes: dict[str, str] = {}
+        shown: dict[str, tuple[int, ...]] = {}
+        link_stats: dict[str, int] = {}
         for r in spec.relations:
             edges[(r.source, r.target)] = CausalEdge(
                 edge_id(r.source, r.target), r.source, r.target, r.mechanism, SEED_CONFIDENCE
@@ -214,10 +244,17 @@ async def abuild_with_llm(
                 continue
             eid = edge_id(d.source, d.target)
             edges[(d.source, d.target)] = CausalEdge(
-                eid, d.source, d.target, d.mechanism, round(float(d.confidence), 4)
+                eid,
+                d.source,
+                d.target,
+                d.mechanism,
+                round(float(d.confidence), 4),
+                effect=d.effect,
             )
             if d.quote:
                 quotes[eid] = d.quote
+            if d.shown:
+                shown[eid] = d.shown
         ordered = [edges[k] for k in sorted(edges)]
         linked = link_evidence(
             ordered,
@@ -228,15 +265,33 @@ async def abuild_with_llm(
             tau=opts["evidence_tau"],
             per_edge=opts["evidence_per_edge"],
             prefix_chars=opts["evidence_prefix_chars"],
+            index=QuoteIndex(chunks),
+            shown=shown if opts["evidence_from_shown"] else None,
+            shown_tau=opts["evidence_shown_tau"],
+            stats=link_stats,
         )
         variables = (*spec.variables, *new_vars)
         validate_graph(spec, variables, linked, {c.id for c in chunks})
         graph = CausalGraph(spec=spec, variables=variables, edges=linked, chunks=tuple(chunks))
-        variable_embeddings = as_matrix(
-            embedder.embed_documents([variable_text(v) for v in variables]),
-            len(variables),
+        new_vectors = as_matrix(
+            embedder.embed_documents([variable_text(v) for v in new_vars]),
+            len(new_vars),
             who="embedder",
         )
+        variable_embeddings = (
+            np.vstack([spec_var_vectors, new_vectors]) if len(new_vars) else spec_var_vectors
+        )
+        if variable_embeddings.size == 0:
+            variable_embeddings = np.zeros((0, chunk_embeddings.shape[1]), dtype=np.float32)
+        t2_counts["edges_linked_by_quote"] = link_stats.get("text", 0)
+        t2_counts["edges_linked_semantically"] = link_stats.get("semantic", 0)
+        t2_counts["edges_linked_to_shown_chunk"] = link_stats.get("shown", 0)
+        t2_counts["quoted_edges"] = len(quotes)
+        t2_counts["quotes_found_in_corpus"] = sum(
+            1 for e in linked if e.id in quotes and e.evidence
+        )
+        stage1_info.setdefault("chunks_shown", 0)
+        coverage = corpus_coverage(graph, stage1_info["chunks_shown"])
 
     report = _report(
         ledger,
@@ -253,7 +308,95 @@ async def abuild_with_llm(
         failures=failures,
         seconds=time.perf_counter() - t_start,
     )
-    return BuildResult(graph, variable_embeddings, chunk_embeddings, report)
+    report["coverage"] = coverage
+    result = BuildResult(graph, variable_embeddings, chunk_embeddings, report)
+    problems = build_problems(report, has_sources=bool(tier1_sources(spec)))
+    report["partial"] = bool(problems)
+    report["problems"] = problems
+    if problems and not opts["allow_partial"]:
+        raise IncompleteBuildError(
+            incomplete_message(problems, report), report=report, result=result
+        )
+    return result
+
+
+def corpus_coverage(graph: CausalGraph, chunks_shown: int) -> dict[str, float]:
+    """Shares of the corpus: shown to Stage 1, cited as evidence of an edge, and naming at least
+    one variable's entity (whitespace- and case-insensitive, whole words)."""
+    n = len(graph.chunks) or 1
+    cited = {c for e in graph.edges for c in e.evidence}
+    entities = sorted(
+        {normalize_text(x) for v in graph.variables for x in v.entities if len(x.strip()) >= 3},
+        key=len,
+        reverse=True,
+    )
+    mentioned = 0
+    if entities:
+        pattern = re.compile(r"\b(?:" + "|".join(re.escape(e) for e in entities) + r")\b")
+        mentioned = sum(1 for c in graph.chunks if pattern.search(normalize_text(c.text)))
+    return {
+        "chunks_shown_to_stage1": round(chunks_shown / n, 4),
+        "chunks_cited_as_evidence": round(len(cited) / n, 4),
+        "chunks_naming_a_variable_entity": round(mentioned / n, 4),
+    }
+
+
+def build_problems(report: Mapping[str, Any], *, has_sources: bool) -> list[str]:
+    """Why a build must not pass as a success: failed items, or a degenerate graph."""
+    problems = []
+    failed = int(report["totals"]["failed"])
+    if failed:
+        problems.append(f"{failed} LLM item(s) failed")
+    if not has_sources:
+        problems.append("no metric can be a cause (every metric is terminal, or there is one)")
+    elif report["stages"]["tier1"]["templates"] == 0:
+        problems.append("Tier 1 found 0 metric templates")
+    if report["counts"]["edges"] == 0:
+        problems.append("the graph has 0 edges")
+    return problems
+
+
+def incomplete_message(problems: Sequence[str], report: Mapping[str, Any]) -> str:
+    """The one message an incomplete build raises with: what is wrong, failures by cause, what to do."""
+    lines = ["the LLM build is incomplete: " + "; ".join(problems)]
+    groups = report.get("failure_causes") or []
+    if groups:
+        lines.append("failures by cause:")
+        for g in groups:
+            lines.append(f"  {g['items']:>5} x {g['cause']} (in {', '.join(g['stages'])})")
+            if g["example"]:
+                lines.append(f"          e.g. {g['example'][:300]}")
+    lines.append(
+        "finished calls are cached: fix the provider (URL, model, --timeout) and rerun to resume; "
+        "--allow-partial writes the partial graph anyway, marked partial"
+    )
+    return "\n".join(lines)
+
+
+class _stage1_failure:
+    """Turns Stage 1's 'nothing to build on' into an IncompleteBuildError listing the failures."""
+
+    def __init__(self, ledger: Ledger, before: dict, failures: Failures) -> None:
+        self.ledger, self.before, self.failures = ledger, before, failures
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        if not isinstance(exc, BuildError) or isinstance(exc, IncompleteBuildError):
+            return
+        stage1 = _delta(self.ledger.snapshot(), self.before, "stage1")
+        report = {
+            "builder": "llm",
+            "partial": True,
+            "stages": {"stage1": stage1},
+            "failures": self.failures.records,
+            "failure_causes": self.failures.grouped(),
+        }
+        problems = [str(exc)]
+        if len(self.failures):
+            problems.insert(0, f"{len(self.failures)} Stage 1 LLM item(s) failed")
+        raise IncompleteBuildError(incomplete_message(problems, report), report=report) from exc
 
 
 def _delta(after: dict, before: dict, name: str) -> dict[str, float]:
@@ -308,6 +451,7 @@ def _report(
         },
         "dropped": dict(sorted(dropped.items())),
         "failures": failures.records,
+        "failure_causes": failures.grouped(),
     }
 
 
@@ -316,6 +460,25 @@ def _report(
 CHARS_PER_TOKEN = 4  # the estimate's stated approximation
 COMPLETION_TOKENS_PER_JUDGEMENT = 60  # a judged candidate: names, a sentence, a number
 COMPLETION_TOKENS_STAGE1 = 800
+# Share of ordered metric pairs Tier 1 makes templates of, measured on a real run (a capable LLM,
+# the example corpus, XS: 122 templates of 40 x 39 pairs); the expected Tier 2 figure uses it.
+TEMPLATE_DENSITY = 0.08
+VARIABLES_PER_METRIC_EXPECTED = 1.5  # the same run: 58 variables over 40 metrics
+ENTITIES_PER_DIMENSION = 20  # assumed without a spec, for prompt sizes
+CHARS_PER_ENTITY = 16
+CHARS_PER_VARIABLE_NAME = 40
+
+
+def _packed_calls(weights: Sequence[int], max_pairs: int) -> int:
+    """Calls of ``tier2_batches`` for templates of these candidate counts (0: an open template)."""
+    calls, load = 0, 0
+    for w in weights:
+        pieces = [max_pairs] * (w // max_pairs) + ([w % max_pairs] if w % max_pairs else [])
+        for piece in pieces or [min(OPEN_TEMPLATE_WEIGHT, max_pairs)]:
+            if load and load + piece > max_pairs:
+                calls, load = calls + 1, 0
+            load += piece
+    return calls + (1 if load else 0)
 
 
 def estimate_build(
@@ -324,20 +487,24 @@ def estimate_build(
     tier: str = DEFAULT_TIER,
     *,
     max_batch_pairs: int = DEFAULT_MAX_BATCH_PAIRS,
-    spec_sample_chunks: int = DEFAULT_SPEC_SAMPLE_CHUNKS,
+    spec_sample_chunks: int | None = DEFAULT_SPEC_SAMPLE_CHUNKS,
     chunks_per_call: int = DEFAULT_CHUNKS_PER_CALL,
     excerpt_chars: int = DEFAULT_EXCERPT_CHARS,
     snippets: int = DEFAULT_SNIPPETS,
     snippet_chars: int = DEFAULT_SNIPPET_CHARS,
     assumed_variables_per_metric: float = 4.0,
+    template_density: float = TEMPLATE_DENSITY,
 ) -> dict[str, Any]:
-    """How many calls (and about how many tokens) a build makes at most, before spending anything.
+    """How many calls (and about how many tokens) a build makes, before spending anything.
 
-    Calls are the number of items (one request each when nothing is retried or re-asked; fewer
-    when the cache answers). Stage 1 and Tier 1 are exact; Tier 2 is Remark 1's bound, every
-    ordered metric pair taken as a template: ``sum ceil(|V_s| |V_t| / max_batch_pairs)``. Without
-    a spec, |M| is the tier's cap and each metric is assumed to get
-    ``assumed_variables_per_metric`` variables (k). Tokens are approximate (4 characters a token).
+    Calls are items (one request each when nothing is retried, re-asked or split; fewer when the
+    cache answers). Stage 1 (every chunk up to the tier's budget) and, with a spec, Tier 1 are
+    exact. Tier 2 depends on the templates Tier 1 finds: the expected figure assumes
+    ``template_density`` of the ordered metric pairs become templates (measured on a real run),
+    the upper bound that every pair does; candidates are packed ``max_batch_pairs`` to a call.
+    Without a spec, |M| is the tier's cap and each metric gets ``assumed_variables_per_metric``
+    variables (k) for the bound, ``VARIABLES_PER_METRIC_EXPECTED`` (measured) for the figure.
+    Prompt sizes include the entity lists; tokens are 4 characters each.
     """
     caps = tier_caps(tier)
     overhead = sum(len(p.user) + len(p.system) for p in PROMPTS.values()) // len(PROMPTS)
@@ -346,31 +513,52 @@ def estimate_build(
     s1_prompt = 0
     if spec is None:
         s1 = stage1_calls(
-            len(chunks), sample_size=spec_sample_chunks, chunks_per_call=chunks_per_call
+            len(chunks), tier=tier, sample_size=spec_sample_chunks, chunks_per_call=chunks_per_call
         )
-        per_call = overhead + chunks_per_call * excerpt_chars + 40 * caps.max_metrics
-        s1_prompt = s1 * per_call // CHARS_PER_TOKEN
         n_metrics = caps.max_metrics
+        entity_chars = caps.max_dimensions * ENTITIES_PER_DIMENSION * CHARS_PER_ENTITY
+        # dimensions, metrics and variables prompts list the vocabulary so far; relations the
+        # variables.
+        vocab_chars = entity_chars + 40 * n_metrics
+        per_call = overhead + chunks_per_call * excerpt_chars + vocab_chars
+        s1_prompt = s1 * per_call // CHARS_PER_TOKEN
         k = assumed_variables_per_metric
         t1 = n_metrics
-        pair_sizes = [k * k] * (n_metrics * (n_metrics - 1))
+        sizes = [int(k * k)] * (n_metrics * (n_metrics - 1))
+        k_exp = min(k, VARIABLES_PER_METRIC_EXPECTED)
+        expected_per_template = max(1, round(k_exp * k_exp))
         desc_chars = 400 * n_metrics
+        n_vars = int(n_metrics * k)
     else:
         sources = tier1_sources(spec)
         t1 = len(sources)
         n_metrics = len(spec.metrics)
         count = Counter(v.metric for v in spec.variables)
-        pair_sizes = [count[s.name] * count[t.name] for s, ts in sources for t in ts]
+        sizes = [count[s.name] * count[t.name] for s, ts in sources for t in ts]
         k = len(spec.variables) / max(1, n_metrics)
         desc_chars = sum(len(metric_text(m)) + 3 for m in spec.metrics)
-    t2 = sum(math.ceil(p / max_batch_pairs) for p in pair_sizes if p)
-    candidates = n_metrics * (n_metrics - 1) + int(sum(pair_sizes))
+        entity_chars = sum(len(e) + 2 for d in spec.dimensions for e in d.entities)
+        n_vars = len(spec.variables)
+    t2_max = _packed_calls(sizes, max_batch_pairs)
+    expected_sizes = sorted(sizes, reverse=True)[: max(1, round(template_density * len(sizes)))]
+    if spec is None:  # without a spec, variables per metric as measured, not the bound's k
+        expected_sizes = [expected_per_template] * len(expected_sizes)
+    t2_expected = _packed_calls(expected_sizes, max_batch_pairs) if sizes else 0
+    pairs_max = int(sum(sizes))
+    pairs_expected = int(sum(expected_sizes)) if sizes else 0
     snip = snippets * snippet_chars
-    t1_prompt = t1 * (overhead + desc_chars + snip) // CHARS_PER_TOKEN
-    t2_prompt = (t2 * (overhead + snip + 800) + int(sum(pair_sizes)) * 80) // CHARS_PER_TOKEN
+    t1_prompt = t1 * (overhead + desc_chars + snip + 220 * n_metrics) // CHARS_PER_TOKEN
+    t2_per_call = overhead + 4 * snip + entity_chars + 600
+
+    def t2_tokens(calls: int, pairs: int) -> int:
+        return (calls * t2_per_call + pairs * 2 * CHARS_PER_VARIABLE_NAME) // CHARS_PER_TOKEN
+
     out["stages"] = {
         "stage1": {
             "calls": s1,
+            "chunks_read": min(len(chunks), stage1_budget(tier, spec_sample_chunks))
+            if spec is None
+            else 0,
             "prompt_tokens": s1_prompt,
             "completion_tokens": s1 * COMPLETION_TOKENS_STAGE1,
             "exact": True,
@@ -382,14 +570,19 @@ def estimate_build(
             "exact": spec is not None,
         },
         "tier2": {
-            "calls_max": t2,
-            "prompt_tokens_max": t2_prompt,
-            "completion_tokens_max": int(sum(pair_sizes)) * COMPLETION_TOKENS_PER_JUDGEMENT,
+            "calls_expected": t2_expected,
+            "calls_max": t2_max,
+            "prompt_tokens_expected": t2_tokens(t2_expected, pairs_expected),
+            "prompt_tokens_max": t2_tokens(t2_max, pairs_max),
+            "completion_tokens_max": pairs_max * COMPLETION_TOKENS_PER_JUDGEMENT,
+            "per_call_prompt_tokens": (t2_per_call + max_batch_pairs * 2 * CHARS_PER_VARIABLE_NAME)
+            // CHARS_PER_TOKEN,
             "exact": False,
         },
     }
-    out["calls_max"] = s1 + t1 + t2
-    out["prompt_tokens_max"] = s1_prompt + t1_prompt + t2_prompt
+    out["calls_expected"] = s1 + t1 + t2_expected
+    out["calls_max"] = s1 + t1 + t2_max
+    out["prompt_tokens_max"] = s1_prompt + t1_prompt + t2_tokens(t2_max, pairs_max)
     out["completion_tokens_max"] = sum(
         v.get("completion_tokens", v.get("completion_tokens_max", 0))
         for v in out["stages"].values()
@@ -397,8 +590,10 @@ def estimate_build(
     out["remark1"] = {
         "metrics": n_metrics,
         "mean_variables_per_metric": round(k, 2),
-        "candidates_max": candidates,
-        "naive_pairs": int((n_metrics * k) ** 2),
+        "tier1_judgements": t1 * max(0, n_metrics - 1),
+        "candidates_expected": pairs_expected,
+        "candidates_max": pairs_max,
+        "naive_pairs": n_vars * n_vars,
     }
     return out
 
@@ -407,19 +602,30 @@ def format_estimate(est: Mapping[str, Any]) -> str:
     """Human-readable lines for ``hcg build --estimate``."""
     st = est["stages"]
     r = est["remark1"]
+    s1 = st["stage1"]
+    t2 = st["tier2"]
     return "\n".join(
         [
             f"LLM build estimate (tier {est['tier']}), before any call:",
-            f"  stage 1 (spec)    {st['stage1']['calls']:>7} calls"
-            + ("  (skipped: spec given)" if st["stage1"]["calls"] == 0 else ""),
+            f"  stage 1 (spec)    {s1['calls']:>7} calls"
+            + (
+                "  (skipped: spec given)"
+                if s1["calls"] == 0
+                else f", reading {s1['chunks_read']} chunks"
+            ),
             f"  tier 1 (metrics)  {st['tier1']['calls']:>7} calls, one per non-terminal metric",
-            f"  tier 2 (edges)  <={st['tier2']['calls_max']:>7} calls, at most "
-            f"{est['max_batch_pairs']} pairs each",
-            f"  total           <={est['calls_max']:>7} calls, about {est['prompt_tokens_max']:,} "
-            f"prompt + {est['completion_tokens_max']:,} completion tokens at most",
-            f"  Remark 1: <= {r['candidates_max']:,} candidates for {r['metrics']} metrics "
-            f"(k = {r['mean_variables_per_metric']}); naive |V|^2 = {r['naive_pairs']:,}",
-            "  (retries, re-asks and cache hits change the count of requests; see the report)",
+            f"  tier 2 (edges)    {t2['calls_expected']:>7} calls expected, <= {t2['calls_max']} "
+            f"(at most {est['max_batch_pairs']} pairs, about {t2['per_call_prompt_tokens']:,} "
+            "prompt tokens each)",
+            f"  total             {est['calls_expected']:>7} calls expected, <= {est['calls_max']};"
+            f" about {est['prompt_tokens_max']:,} prompt + {est['completion_tokens_max']:,} "
+            "completion tokens at most",
+            f"  Remark 1: {r['tier1_judgements']:,} Tier 1 judgements; Tier 2 candidates about "
+            f"{r['candidates_expected']:,} expected, <= {r['candidates_max']:,}, for "
+            f"{r['metrics']} metrics (k = {r['mean_variables_per_metric']}); "
+            f"naive |V|^2 = {r['naive_pairs']:,}",
+            "  (retries, re-asks, splits and cache hits change the count of requests; see the "
+            "report)",
         ]
     )
 

@@ -8,15 +8,26 @@ Nothing here imports LlamaIndex or LangChain; the adapters wrap their models wit
 from .accounting import COUNTERS, Ledger, current_stage, stage
 from .bridge import run_sync
 from .cache import ResponseCache, cache_key
-from .openai_compat import OpenAIStructuredLLM, llm_from_cli
-from .structured import complete_validated, extract_json, parse_reply, schema_for
+from .openai_compat import OpenAIStructuredLLM, classify_bad_request, llm_from_cli
+from .runner import ResilientLLM
+from .structured import (
+    compact_schema,
+    complete_validated,
+    extract_json,
+    parse_reply,
+    schema_for,
+    strict_schema,
+)
 
 __all__ = [
     "COUNTERS",
     "Ledger",
     "OpenAIStructuredLLM",
+    "ResilientLLM",
     "ResponseCache",
     "cache_key",
+    "classify_bad_request",
+    "compact_schema",
     "complete_validated",
     "current_stage",
     "extract_json",
@@ -25,4 +36,5 @@ __all__ = [
     "run_sync",
     "schema_for",
     "stage",
+    "strict_schema",
 ]

@@ -1,4 +1,5 @@
-"""Content-addressed on-disk cache of validated LLM replies: sha256(model, messages, schema) -> JSON.
+"""Content-addressed on-disk cache of validated LLM replies: sha256(provider base URL, model,
+sampling settings, response mode, messages, schema) -> JSON.
 
 One file per key, written atomically (temp file + rename), so a killed build leaves only whole
 entries behind and a rerun repeats at most the calls that were in flight.
@@ -15,13 +16,34 @@ from typing import Any
 
 from ..store import atomic_write_text
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 
-def cache_key(model: str, messages: Sequence[dict[str, str]], schema: dict[str, Any]) -> str:
-    """The hex sha256 of a canonical JSON of the request's content (model, messages, schema)."""
+def cache_key(
+    model: str,
+    messages: Sequence[dict[str, str]],
+    schema: dict[str, Any],
+    *,
+    base_url: str | None = None,
+    sampling: dict[str, Any] | None = None,
+    mode: str = "",
+) -> str:
+    """The hex sha256 of a canonical JSON of everything that shapes a reply.
+
+    ``base_url`` tells two servers with the same model name apart; ``sampling`` holds the
+    temperature and token limit sent (None values are dropped); ``mode`` is the response mode
+    (``json_schema_strict``, ``json_schema``, ``json_object``, or a framework's own).
+    """
     payload = json.dumps(
-        {"v": CACHE_FORMAT, "model": model, "messages": list(messages), "schema": schema},
+        {
+            "v": CACHE_FORMAT,
+            "base_url": (base_url or "").rstrip("/"),
+            "model": model,
+            "sampling": {k: v for k, v in (sampling or {}).items() if v is not None},
+            "mode": mode,
+            "messages": list(messages),
+            "schema": schema,
+        },
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),

@@ -2,7 +2,11 @@
 LM Studio, a LiteLLM proxy), with its own retry loop, a concurrency bound, a cache and a ledger.
 
 The SDK's own retries are switched off (``max_retries=0``) so that every request the server sees is
-counted here, and ``Retry-After`` is honoured exactly.
+counted here, and ``Retry-After`` is honoured exactly. Provider quirks are handled per cause of a
+400 (see ``classify_bad_request``): only a complaint about the response format steps that request
+kind down a mode (strict schema, schema, JSON object, plain text); a rejected temperature is
+dropped; a context-length 400 and a reply cut at the token limit raise errors the pipeline answers
+by splitting the batch; any other 400 fails that one item with the provider's message.
 """
 
 from __future__ import annotations
@@ -14,14 +18,23 @@ import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlparse
 
 from pydantic import BaseModel
 
-from ..errors import ConfigError, LLMError, LLMUnavailableError
+from ..errors import (
+    ConfigError,
+    LLMContextLengthError,
+    LLMError,
+    LLMRefusalError,
+    LLMRejectedError,
+    LLMTruncatedError,
+    LLMUnavailableError,
+)
 from .accounting import Ledger
 from .bridge import run_sync
 from .cache import ResponseCache, cache_key
-from .structured import DEFAULT_MAX_REASKS, complete_validated, schema_for
+from .structured import DEFAULT_MAX_REASKS, complete_validated, schema_for, strict_schema
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -30,6 +43,85 @@ DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_RETRIES = 5
 DEFAULT_BACKOFF_BASE = 1.0  # seconds; doubled per attempt, with jitter
 DEFAULT_BACKOFF_MAX = 60.0  # cap on one wait, Retry-After included
+DEFAULT_TEMPERATURE = 0.0  # None: never sent (some models reject any temperature)
+MAX_TOKENS_CEILING = 32768  # a reply cut at the limit doubles max_tokens up to this, then splits
+MAX_RESENDS = 8  # settings changes (mode, temperature, token limit) tried for one item
+# Response modes, most to least structured; a request kind steps down only on a 400 about it.
+RESPONSE_MODES = ("json_schema_strict", "json_schema", "json_object", "text")
+
+_CONTEXT_WORDS = (
+    "context length",
+    "context_length",
+    "context window",
+    "maximum context",
+    "too many tokens",
+    "prompt is too long",
+    "input is too long",
+    "reduce the length",
+    "tokens exceed",
+)
+_FORMAT_WORDS = (
+    "response_format",
+    "json_schema",
+    "json schema",
+    "json_object",
+    "structured output",
+)
+
+
+def classify_bad_request(message: str) -> str:
+    """What a 400 is about: ``context``, ``temperature``, ``max_tokens``, ``response_format``
+    or ``other`` (only the first three change what is sent; ``other`` fails the item).
+
+    >>> classify_bad_request("This model's maximum context length is 8192 tokens")
+    'context'
+    >>> classify_bad_request("Unsupported value: 'temperature' does not support 0.0")
+    'temperature'
+    >>> classify_bad_request("response_format json_schema is not supported")
+    'response_format'
+    >>> classify_bad_request("messages[1].content must be a string")
+    'other'
+    """
+    text = (message or "").lower()
+    if any(w in text for w in _CONTEXT_WORDS):
+        return "context"
+    if "temperature" in text:
+        return "temperature"
+    if "max_tokens" in text or "max_completion_tokens" in text:
+        return "max_tokens"
+    if any(w in text for w in _FORMAT_WORDS) or ("schema" in text and "strict" in text):
+        return "response_format"
+    return "other"
+
+
+_REFUSAL_WORDS = ("not supported", "unsupported", "does not support", "unknown", "not allowed")
+
+
+def _refuses_json_schema(message: str) -> bool:
+    """Whether a response-format 400 refuses ``json_schema`` as such (not just a strict schema).
+
+    >>> _refuses_json_schema("response_format json_schema is not supported")
+    True
+    >>> _refuses_json_schema("Invalid schema for response_format 'R': 'required' is missing")
+    False
+    """
+    text = message.lower()
+    return "json_schema" in text and any(w in text for w in _REFUSAL_WORDS)
+
+
+class _Resend(Exception):
+    """Internal: the request must be sent again with changed settings (re-keyed for the cache)."""
+
+
+def _check_base_url(base_url: str | None) -> None:
+    if base_url is None:
+        return
+    parsed = urlparse(base_url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ConfigError(
+            f"--llm-base-url {base_url!r} is not an http(s) URL; pass the server's base URL, "
+            "e.g. http://localhost:11434/v1"
+        )
 
 
 def _retry_after(response: Any) -> float | None:
@@ -51,10 +143,11 @@ def _retry_after(response: Any) -> float | None:
 class OpenAIStructuredLLM:
     """Structured output from an OpenAI-compatible server.
 
-    Each request asks for ``response_format={"type": "json_schema", ...}`` built from the pydantic
-    model; if the server rejects that (HTTP 400), this client switches to ``{"type":
-    "json_object"}`` for good and validates the reply itself. Replies that fail validation are
-    re-asked with the error appended (``max_reasks``), then ``LLMOutputError`` is raised.
+    Each request kind (response schema) starts with ``response_format`` ``json_schema`` in strict
+    form; a 400 about the response format steps that kind down to a non-strict schema, then
+    ``json_object`` and plain text, where the compact schema goes into the prompt. Replies are
+    validated here item by item; replies that fail are re-asked with the error appended
+    (``max_reasks``), then ``LLMOutputError`` is raised.
 
     Args:
         model: the server's model name.
@@ -66,6 +159,9 @@ class OpenAIStructuredLLM:
         cache_dir: on-disk reply cache; a rebuild with the same inputs then makes zero calls.
         backoff_base / backoff_max: exponential backoff (with jitter) bounds, in seconds.
         max_reasks: re-asks after a reply fails validation.
+        temperature: sent unless None; dropped for good when the provider rejects it.
+        max_tokens: the completion limit sent (None: the server's default). A reply cut at the
+            limit doubles it (up to ``MAX_TOKENS_CEILING``) for that request kind.
         ledger: where calls, tokens and retries are counted (per stage); one is made if None.
 
     Example::
@@ -87,7 +183,8 @@ class OpenAIStructuredLLM:
         backoff_base: float = DEFAULT_BACKOFF_BASE,
         backoff_max: float = DEFAULT_BACKOFF_MAX,
         max_reasks: int = DEFAULT_MAX_REASKS,
-        temperature: float = 0.0,
+        temperature: float | None = DEFAULT_TEMPERATURE,
+        max_tokens: int | None = None,
         ledger: Ledger | None = None,
     ) -> None:
         if not model:
@@ -98,6 +195,9 @@ class OpenAIStructuredLLM:
             raise ConfigError(f"timeout must be positive seconds, got {timeout}")
         if max_retries < 0 or max_reasks < 0:
             raise ConfigError("max_retries and max_reasks must be >= 0")
+        if max_tokens is not None and max_tokens < 1:
+            raise ConfigError(f"max_tokens must be at least 1 (or None), got {max_tokens}")
+        _check_base_url(base_url)
         self.model = model
         self.base_url = base_url
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY")
@@ -115,49 +215,91 @@ class OpenAIStructuredLLM:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.temperature = temperature
+        self.max_tokens = max_tokens
         self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
         self.ledger = ledger if ledger is not None else Ledger()
         self.name = f"openai-compatible:{model}"
-        self.json_schema_supported = True
+        # Provider quirks learnt while running: per request kind (schema name) the response mode
+        # and token limit; for the whole provider, whether a temperature is accepted and the
+        # name of the token-limit parameter.
+        self.modes: dict[str, str] = {}
+        self._kind_max_tokens: dict[str, int] = {}
+        self.send_temperature = temperature is not None
+        self._max_tokens_param = "max_tokens"
         # The SDK's HTTP client and the semaphore belong to one event loop; the sync bridge may
         # run each build on a fresh loop, so keep one pair per loop.
         self._per_loop: weakref.WeakKeyDictionary[Any, tuple[Any, asyncio.Semaphore]] = (
             weakref.WeakKeyDictionary()
         )
 
+    @property
+    def json_schema_supported(self) -> bool:
+        """False once any request kind had to leave the JSON-schema modes."""
+        return all(m.startswith("json_schema") for m in self.modes.values())
+
     # -- the StructuredLLM seam --------------------------------------------------------------
+    def _sampling(self, kind: str) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature if self.send_temperature else None,
+            self._max_tokens_param: self._kind_max_tokens.get(kind, self.max_tokens),
+        }
+
     async def acomplete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
         """Return a validated ``response_model`` instance (from the cache when possible)."""
         schema = schema_for(response_model)
-        key = cache_key(self.model, messages, schema) if self.cache is not None else None
-        if key is not None:
-            cached = self.cache.get(key)
-            if cached is not None:
-                try:
-                    result = response_model.model_validate(cached)
-                except ValueError:
-                    result = None  # schema changed under the same key: ask again
-                if result is not None:
-                    self.ledger.add(cache_hits=1)
-                    return result
+        kind = response_model.__name__
+        for _ in range(MAX_RESENDS):
+            mode = self.modes.get(kind, RESPONSE_MODES[0])
+            key = None
+            if self.cache is not None:
+                key = cache_key(
+                    self.model,
+                    messages,
+                    schema,
+                    base_url=self.base_url,
+                    sampling=self._sampling(kind),
+                    mode=mode,
+                )
+                cached = self.cache.get(key)
+                if cached is not None:
+                    try:
+                        result = response_model.model_validate(cached)
+                    except ValueError:
+                        result = None  # schema changed under the same key: ask again
+                    if result is not None:
+                        self.ledger.add(cache_hits=1)
+                        return result
 
-        async def send(msgs: list[dict[str, str]]) -> str:
-            return await self._send(msgs, response_model, schema)
+            async def send(msgs: list[dict[str, str]], mode: str = mode) -> str:
+                return await self._send(msgs, response_model, schema, mode)
 
-        result = await complete_validated(
-            send,
-            messages,
-            response_model,
-            max_reasks=self.max_reasks,
-            on_reask=lambda exc: self.ledger.add(reasks=1),
-        )
-        if key is not None:
-            self.cache.put(key, result.model_dump(mode="json"), model=self.model)
-        return result
+            try:
+                result = await complete_validated(
+                    send,
+                    messages,
+                    response_model,
+                    max_reasks=self.max_reasks,
+                    on_reask=lambda exc: self.ledger.add(reasks=1),
+                    on_dropped=lambda n: self.ledger.add(dropped_items=n),
+                    schema_hint=not mode.startswith("json_schema"),
+                )
+            except _Resend:
+                continue
+            if key is not None:
+                self.cache.put(key, result.model_dump(mode="json"), model=self.model)
+            return result
+        raise LLMRejectedError(f"{self.name}: no request settings the provider accepts for {kind}")
 
     def complete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
         """Sync form of ``acomplete`` (works inside a running event loop too)."""
-        return run_sync(lambda: self.acomplete(messages, response_model))
+
+        async def once() -> M:
+            try:
+                return await self.acomplete(messages, response_model)
+            finally:
+                await self.aclose()  # this loop ends here; its HTTP client must not outlive it
+
+        return run_sync(once)
 
     # -- HTTP ---------------------------------------------------------------------------------
     def _loop_state(self) -> tuple[Any, asyncio.Semaphore]:
@@ -178,43 +320,90 @@ class OpenAIStructuredLLM:
             self._per_loop[loop] = state
         return state
 
-    def _response_format(self, response_model: type[BaseModel], schema: dict) -> dict:
-        if self.json_schema_supported:
-            return {
+    def _request_options(
+        self, response_model: type[BaseModel], schema: dict, mode: str
+    ) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        if mode == "json_schema_strict":
+            options["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": response_model.__name__,
+                    "schema": strict_schema(schema),
+                    "strict": True,
+                },
+            }
+        elif mode == "json_schema":
+            options["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": response_model.__name__, "schema": schema, "strict": False},
             }
-        return {"type": "json_object"}
+        elif mode == "json_object":
+            options["response_format"] = {"type": "json_object"}
+        for name, value in self._sampling(response_model.__name__).items():
+            if value is not None:
+                options[name] = value
+        return options
 
     def _backoff(self, attempt: int, server_wait: float | None) -> float:
         own = self.backoff_base * (2**attempt) * random.uniform(0.5, 1.0)
         return min(self.backoff_max, max(own, server_wait or 0.0))
 
+    def _on_bad_request(self, exc: Any, kind: str, mode: str) -> None:
+        """Adapt to a 400 and raise ``_Resend``, or raise the error that fails the item."""
+        message = str(getattr(exc, "message", "") or exc)
+        cause = classify_bad_request(message)
+        if cause == "context":
+            raise LLMContextLengthError(f"{self.name}: request too long (400): {message}") from exc
+        if cause == "temperature" and self.send_temperature:
+            self.send_temperature = False
+            raise _Resend
+        sends_limit = self.max_tokens is not None or kind in self._kind_max_tokens
+        if cause == "max_tokens" and self._max_tokens_param == "max_tokens" and sends_limit:
+            self._max_tokens_param = "max_completion_tokens"
+            raise _Resend
+        if cause == "response_format" and mode != RESPONSE_MODES[-1]:
+            step = RESPONSE_MODES.index(mode) + 1
+            if mode == "json_schema_strict" and _refuses_json_schema(message):
+                step += 1  # json_schema itself is refused, not its strict form: skip both
+            self.modes[kind] = RESPONSE_MODES[step]
+            raise _Resend
+        raise LLMRejectedError(f"{self.name} rejected the request (400): {message}") from exc
+
+    def _on_truncated(self, kind: str) -> None:
+        limit = self._kind_max_tokens.get(kind, self.max_tokens)
+        if limit is not None and limit < MAX_TOKENS_CEILING:
+            self._kind_max_tokens[kind] = min(MAX_TOKENS_CEILING, limit * 2)
+            raise _Resend
+        raise LLMTruncatedError(
+            f"{self.name}: the reply for {kind} stopped at the token limit "
+            f"({limit if limit is not None else 'server default'})"
+        )
+
     async def _send(
-        self, messages: list[dict[str, str]], response_model: type[BaseModel], schema: dict
+        self,
+        messages: list[dict[str, str]],
+        response_model: type[BaseModel],
+        schema: dict,
+        mode: str,
     ) -> str:
         import openai
 
         client, semaphore = self._loop_state()
+        kind = response_model.__name__
         attempt = 0
         while True:
-            fmt = self._response_format(response_model, schema)
+            options = self._request_options(response_model, schema, mode)
             wait: float | None = None
             async with semaphore:
                 try:
                     resp = await client.chat.completions.create(
-                        model=self.model,
-                        messages=messages,
-                        temperature=self.temperature,
-                        response_format=fmt,
+                        model=self.model, messages=messages, **options
                     )
                 except openai.BadRequestError as exc:
                     self.ledger.add(calls=1)
-                    if fmt["type"] == "json_schema":
-                        # The server does not do json_schema: fall back once, for good.
-                        self.json_schema_supported = False
-                        continue
-                    raise LLMError(f"{self.name} rejected the request (400): {exc}") from exc
+                    self._on_bad_request(exc, kind, mode)
+                    raise  # unreachable: _on_bad_request always raises
                 except (
                     openai.RateLimitError,
                     openai.InternalServerError,
@@ -228,18 +417,27 @@ class OpenAIStructuredLLM:
                     error = exc
                 except openai.APIStatusError as exc:
                     self.ledger.add(calls=1)
+                    if exc.status_code in (413, 422):  # too large / unprocessable: this item only
+                        self._on_bad_request(exc, kind, mode)
                     raise LLMError(
                         f"{self.name} at {self.base_url or 'api.openai.com'} answered "
                         f"{exc.status_code}: {exc.message}; check the model name, URL and API key"
                     ) from exc
                 else:
                     self._account(resp)
-                    content = resp.choices[0].message.content if resp.choices else None
-                    return content or ""
+                    choice = resp.choices[0] if resp.choices else None
+                    message = getattr(choice, "message", None)
+                    refusal = getattr(message, "refusal", None)
+                    if refusal:
+                        raise LLMRefusalError(f"{self.name} refused: {str(refusal)[:300]}")
+                    if getattr(choice, "finish_reason", None) == "length":
+                        self._on_truncated(kind)
+                    return (getattr(message, "content", None) or "") if message else ""
             if attempt >= self.max_retries:
                 raise LLMUnavailableError(
-                    f"{self.name}: giving up after {attempt + 1} attempts: {error}; rerun the "
-                    "build to resume (finished calls are cached)"
+                    f"{self.name}: giving up after {attempt + 1} attempts: "
+                    f"{type(error).__name__}: {error}; rerun the build to resume (finished "
+                    "calls are cached)"
                 ) from error
             self.ledger.add(retries=1)
             await asyncio.sleep(self._backoff(attempt, wait))
@@ -276,6 +474,8 @@ def llm_from_cli(
     timeout: float = DEFAULT_TIMEOUT,
     max_retries: int = DEFAULT_MAX_RETRIES,
     cache_dir: str | os.PathLike[str] | None = None,
+    temperature: float | None = DEFAULT_TEMPERATURE,
+    max_tokens: int | None = None,
 ) -> OpenAIStructuredLLM:
     """What ``hcg build --llm-base-url URL --llm-model NAME`` constructs (key from OPENAI_API_KEY)."""
     return OpenAIStructuredLLM(
@@ -286,4 +486,6 @@ def llm_from_cli(
         timeout=timeout,
         max_retries=max_retries,
         cache_dir=Path(cache_dir) if cache_dir is not None else None,
+        temperature=temperature,
+        max_tokens=max_tokens,
     )

@@ -1,15 +1,22 @@
 """Asking one pipeline item: catch what an item may fail with, count it, and let the build go on.
 
-Output that never validates (``LLMOutputError``) and a server that stays down for one request
-(``LLMUnavailableError``) fail that item only; anything else (a wrong URL, a bad key) stops the
-build, because every other item would fail the same way.
+Output that never validates (``LLMOutputError``), a server that stays down for one request
+(``LLMUnavailableError``) and a 400 about that request (``LLMRejectedError``) fail that item only,
+recorded with a short cause so the CLI can group them; anything else (a bad key, an unknown model)
+stops the build, because every other item would fail the same way. ``ask_split`` halves a batch
+whose request was too long or whose reply was cut at the token limit. ``ResilientLLM`` gives a
+framework model (LlamaIndex, LangChain) the retries, cache and accounting of the HTTP client.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+import random
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -17,54 +24,197 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from ..errors import LLMOutputError, LLMUnavailableError
+from ..errors import (
+    LLMContextLengthError,
+    LLMOutputError,
+    LLMRefusalError,
+    LLMRejectedError,
+    LLMTruncatedError,
+    LLMUnavailableError,
+)
 from ..ports import StructuredLLM
 from .accounting import Ledger, current_stage
+from .cache import ResponseCache, cache_key
+from .structured import schema_for
 
 M = TypeVar("M", bound=BaseModel)
-MAX_FAILURE_RECORDS = 50  # failures listed in the report (all are counted)
+T = TypeVar("T")
+MAX_FAILURE_RECORDS = 50  # failures listed in the report (all are counted, by cause)
+MAX_SPLIT_DEPTH = 5  # a batch is halved at most this often (1/32 of it)
+DEFAULT_FRAMEWORK_RETRIES = 4
+DEFAULT_FRAMEWORK_BACKOFF = 1.0  # seconds, doubled per attempt, with jitter
+_TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+_TRANSIENT_NAMES = ("timeout", "ratelimit", "connection", "unavailable", "overloaded", "internal")
 
 
-class MeteredLLM:
-    """Counts seam calls for an LLM that keeps no ledger of its own (e.g. a framework wrapper).
+def _chain(exc: BaseException | None) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
 
-    Such an LLM's retries and tokens are invisible here, so ``calls`` means items asked.
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a framework model's error is worth a retry: 429, 5xx, timeouts, lost connections.
+
+    Looks through the cause chain (adapters wrap provider errors in ``LLMError``).
     """
+    for e in _chain(exc):
+        if isinstance(e, LLMUnavailableError | TimeoutError | ConnectionError):
+            return True
+        status = getattr(e, "status_code", None) or getattr(
+            getattr(e, "response", None), "status_code", None
+        )
+        if isinstance(status, int):
+            return status in _TRANSIENT_STATUS
+        if any(n in type(e).__name__.lower() for n in _TRANSIENT_NAMES):
+            return True
+    return False
 
-    def __init__(self, inner: StructuredLLM, ledger: Ledger) -> None:
-        self.inner = inner
-        self.ledger = ledger
-        self.name = inner.name
 
-    async def acomplete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
-        self.ledger.add(calls=1)
-        return await self.inner.acomplete(messages, response_model)
-
-
-def metered(llm: StructuredLLM) -> tuple[StructuredLLM, Ledger]:
-    """The LLM to use and the ledger that counts its calls (its own when it keeps one)."""
-    ledger = getattr(llm, "ledger", None)
-    if isinstance(ledger, Ledger):
-        return llm, ledger
-    ledger = Ledger()
-    return MeteredLLM(llm, ledger), ledger
+def failure_cause(exc: BaseException) -> str:
+    """A short cause for grouping failures: the same cause reads the same for every item."""
+    if isinstance(exc, LLMUnavailableError):
+        inner = [type(e).__name__ for e in _chain(exc)][1:]
+        kinds = {
+            "APIConnectionError": "server unreachable (connection failed)",
+            "APITimeoutError": "server too slow (request timed out)",
+            "InternalServerError": "server errors (HTTP 5xx)",
+            "RateLimitError": "rate limited (HTTP 429)",
+        }
+        for name in inner:
+            if name in kinds:
+                return kinds[name]
+        return "server unavailable after retries"
+    if isinstance(exc, LLMRefusalError):
+        return "the model refused"
+    if isinstance(exc, LLMTruncatedError):
+        return "reply cut at the token limit"
+    if isinstance(exc, LLMOutputError):
+        return "reply never matched the schema (malformed or invalid JSON)"
+    if isinstance(exc, LLMContextLengthError):
+        return "request longer than the model's context"
+    if isinstance(exc, LLMRejectedError):
+        return "provider rejected the request (HTTP 400)"
+    return type(exc).__name__
 
 
 @dataclass
 class Failures:
-    """Failed items: all counted in the ledger, the first ``MAX_FAILURE_RECORDS`` described."""
+    """Failed items: all counted by cause, the first ``MAX_FAILURE_RECORDS`` described."""
 
     records: list[dict[str, Any]] = field(default_factory=list)
+    causes: Counter[str] = field(default_factory=Counter)
+    _stages: dict[str, set[str]] = field(default_factory=dict)
+    _examples: dict[str, str] = field(default_factory=dict)
 
     def add(self, item: str, exc: Exception) -> None:
+        cause = failure_cause(exc)
+        self.causes[cause] += 1
+        self._stages.setdefault(cause, set()).add(current_stage.get())
+        self._examples.setdefault(cause, f"{type(exc).__name__}: {exc}"[:500])
         if len(self.records) < MAX_FAILURE_RECORDS:
             self.records.append(
                 {
                     "stage": current_stage.get(),
                     "item": item,
+                    "cause": cause,
                     "error": f"{type(exc).__name__}: {exc}"[:500],
                 }
             )
+
+    def __len__(self) -> int:
+        return sum(self.causes.values())
+
+    def grouped(self) -> list[dict[str, Any]]:
+        """One entry per cause, most frequent first: count, stages, one example error."""
+        return [
+            {
+                "cause": cause,
+                "items": n,
+                "stages": sorted(self._stages.get(cause, ())),
+                "example": self._examples.get(cause, ""),
+            }
+            for cause, n in sorted(self.causes.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
+
+
+ITEM_ERRORS = (LLMOutputError, LLMUnavailableError, LLMRejectedError)
+
+
+class ResilientLLM:
+    """A framework model (LlamaIndex, LangChain, any StructuredLLM without a ledger) with the care
+    the HTTP client gives: retries with backoff on transient errors, the reply cache (resume),
+    and accounting (``calls`` are requests made, retries included; tokens are not visible).
+    """
+
+    def __init__(
+        self,
+        inner: StructuredLLM,
+        ledger: Ledger | None = None,
+        *,
+        cache_dir: str | os.PathLike[str] | None = None,
+        max_retries: int = DEFAULT_FRAMEWORK_RETRIES,
+        backoff_base: float = DEFAULT_FRAMEWORK_BACKOFF,
+        backoff_max: float = 60.0,
+    ) -> None:
+        self.inner = inner
+        self.ledger = ledger if ledger is not None else Ledger()
+        self.name = inner.name
+        self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+
+    async def acomplete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
+        key = None
+        if self.cache is not None:
+            schema = schema_for(response_model)
+            key = cache_key(self.name, messages, schema, mode="framework")
+            cached = self.cache.get(key)
+            if cached is not None:
+                try:
+                    result = response_model.model_validate(cached)
+                    self.ledger.add(cache_hits=1)
+                    return result
+                except ValueError:
+                    pass
+        attempt = 0
+        while True:
+            self.ledger.add(calls=1)
+            try:
+                result = await self.inner.acomplete(messages, response_model)
+                break
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                if attempt >= self.max_retries:
+                    raise LLMUnavailableError(
+                        f"{self.name}: giving up after {attempt + 1} attempts: "
+                        f"{type(exc).__name__}: {exc}; rerun the build to resume"
+                    ) from exc
+                self.ledger.add(retries=1)
+                wait = self.backoff_base * (2**attempt) * random.uniform(0.5, 1.0)
+                await asyncio.sleep(min(self.backoff_max, wait))
+                attempt += 1
+        if key is not None:
+            self.cache.put(key, result.model_dump(mode="json"), model=self.name)
+        return result
+
+
+def metered(
+    llm: StructuredLLM, *, cache_dir: str | os.PathLike[str] | None = None
+) -> tuple[StructuredLLM, Ledger]:
+    """The LLM to use and the ledger that counts its calls (its own when it keeps one).
+
+    An LLM without a ledger (a framework wrapper) is wrapped in ``ResilientLLM``.
+    """
+    ledger = getattr(llm, "ledger", None)
+    if isinstance(ledger, Ledger):
+        return llm, ledger
+    wrapped = ResilientLLM(llm, cache_dir=cache_dir)
+    return wrapped, wrapped.ledger
 
 
 # The progress bar of the running stage, if any; tasks started inside a stage inherit it.
@@ -102,13 +252,56 @@ async def ask_item(
     """The validated reply, or None when this item failed (counted as ``failed``)."""
     try:
         return await llm.acomplete(messages, response_model)
-    except (LLMOutputError, LLMUnavailableError) as exc:
+    except ITEM_ERRORS as exc:
         ledger.add(failed=1)
         failures.add(item, exc)
         return None
     finally:
         bar = stage_bar.get()
         if bar is not None:
+            bar.update(1)
+
+
+async def ask_split(
+    items: Sequence[T],
+    ask: Callable[[Sequence[T]], Awaitable[Any]],
+    *,
+    item: str,
+    ledger: Ledger,
+    failures: Failures,
+    depth: int = 0,
+) -> list[tuple[list[T], Any | None]]:
+    """``ask(items)`` for a batch; halve it when the request is too long or the reply was cut.
+
+    Returns (sub-batch, reply or None) pairs covering ``items`` in order; a failed sub-batch is
+    counted and recorded once, under ``item``.
+    """
+    items = list(items)
+    try:
+        return [(items, await ask(items))]
+    except (LLMContextLengthError, LLMTruncatedError) as exc:
+        if len(items) > 1 and depth < MAX_SPLIT_DEPTH:
+            ledger.add(splits=1)
+            mid = len(items) // 2
+            halves = await asyncio.gather(
+                ask_split(
+                    items[:mid], ask, item=item, ledger=ledger, failures=failures, depth=depth + 1
+                ),
+                ask_split(
+                    items[mid:], ask, item=item, ledger=ledger, failures=failures, depth=depth + 1
+                ),
+            )
+            return [*halves[0], *halves[1]]
+        ledger.add(failed=1)
+        failures.add(item, exc)
+        return [(items, None)]
+    except ITEM_ERRORS as exc:
+        ledger.add(failed=1)
+        failures.add(item, exc)
+        return [(items, None)]
+    finally:
+        bar = stage_bar.get()
+        if bar is not None and depth == 0:
             bar.update(1)
 
 

@@ -10,15 +10,18 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import numpy as np
 
 from ..types import Dimension, DomainSpec, Metric, OutcomeConfig, Relation, Variable, variable_name
 from .validate import validate_spec
 from .yaml_io import apply_outcome_roles
 
 ENTITY_CUTOFF = 0.85  # difflib ratio to accept an entity spelled differently from the dimension's
+ENTITY_DUPLICATE_CUTOFF = 0.92  # difflib ratio at which two entities of a dimension are one
 ENDPOINT_CUTOFF = 0.80  # difflib ratio to repair a relation endpoint to an existing variable
 _ROLES = ("terminal", "outcome", "intermediate")
 
@@ -87,12 +90,51 @@ def merge_dimensions(
                 e = entity_name(raw)
                 if not _entity_ok(e):
                     report.dropped["entity_unusable_name"] += 1
-                elif e.lower() not in {x.lower() for x in entities[name]}:
-                    entities[name].append(e)
+                    continue
+                known = {x.lower() for x in entities[name]}
+                if e.lower() in known:
+                    continue
+                if difflib.get_close_matches(e.lower(), known, n=1, cutoff=ENTITY_DUPLICATE_CUTOFF):
+                    report.repaired["entity_near_duplicate_merged"] += 1  # "statin" / "statins"
+                    continue
+                entities[name].append(e)
     ranked = sorted(order, key=lambda n: (-votes[n], order.index(n)))
     kept = [n for n in ranked if entities[n]][:cap]
     report.dropped["dimension_over_cap_or_empty"] += len(order) - len(kept)
     return tuple(Dimension(n, tuple(entities[n]), descriptions[n]) for n in order if n in kept)
+
+
+def near_duplicate_names(
+    names: Sequence[str], vectors: np.ndarray, tau: float, votes: Mapping[str, int]
+) -> dict[str, str]:
+    """name -> the canonical name of its group: names whose (unit) vectors have cosine >= tau
+    are one group (transitively), named by its most-voted member (ties: first seen).
+
+    >>> v = np.array([[1.0, 0.0], [0.99, 0.141], [0.0, 1.0]])
+    >>> near_duplicate_names(["A", "B", "C"], v, 0.9, {"A": 1, "B": 2, "C": 1})
+    {'A': 'B', 'B': 'B', 'C': 'C'}
+    """
+    parent = list(range(len(names)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    if len(names) > 1:
+        sims = vectors @ vectors.T
+        for i, j in zip(*np.nonzero(np.triu(sims >= tau, k=1)), strict=True):
+            parent[root(int(i))] = root(int(j))
+    groups: dict[int, list[int]] = {}
+    for i in range(len(names)):
+        groups.setdefault(root(i), []).append(i)
+    out: dict[str, str] = {}
+    for members in groups.values():
+        best = min(members, key=lambda i: (-votes.get(names[i], 0), i))
+        for i in members:
+            out[names[i]] = names[best]
+    return out
 
 
 def merge_metrics(
@@ -101,12 +143,17 @@ def merge_metrics(
     cap: int,
     outcome: OutcomeConfig | None,
     report: AssemblyReport | None = None,
+    *,
+    support: Mapping[str, float] | None = None,
 ) -> tuple[tuple[Metric, ...], OutcomeConfig]:
     """Union the per-batch metric lists over known dimensions; cap; settle the outcome config.
 
     A given ``outcome`` wins: its metrics are always kept (added bare if no batch proposed them).
-    With no outcome, the metrics the LLM tagged ``outcome`` / ``terminal`` make it up.
+    With no outcome, the metrics the LLM tagged ``outcome`` / ``terminal`` make it up. The cap
+    keeps the metrics proposed by the most batches, then those with the most corpus ``support``
+    (e.g. the share of chunks near the metric), then the first seen.
     """
+    support = support or {}
     report = report if report is not None else AssemblyReport()
     dim_names = {d.name for d in dimensions}
     order: list[str] = []
@@ -156,7 +203,10 @@ def merge_metrics(
             found[n] = Metric(
                 n, (), outcome.description or f"{n}: a configured outcome.", "outcome"
             )
-    ranked = sorted(order, key=lambda n: (n not in anchored, -votes[n], order.index(n)))
+    ranked = sorted(
+        order,
+        key=lambda n: (n not in anchored, -votes[n], -support.get(n, 0.0), order.index(n)),
+    )
     kept = set(ranked[: max(cap, len(anchored))])
     report.dropped["metric_over_cap"] += len(order) - len(kept)
     metrics = apply_outcome_roles([found[n] for n in order if n in kept], outcome)
@@ -277,5 +327,6 @@ __all__ = [
     "merge_relations",
     "merge_variables",
     "metric_name",
+    "near_duplicate_names",
     "variable_name",
 ]

@@ -1,24 +1,32 @@
-"""Stage 1 with an LLM: dimensions -> metrics -> variables -> causal seed relations, from sampled
-corpus chunks in batches, anchored by the outcome configuration; then the deterministic assembly.
+"""Stage 1 with an LLM: dimensions -> metrics -> variables -> causal seed relations, from corpus
+chunks in batches, anchored by the outcome configuration; then the deterministic assembly.
 
-The response models are built per call with ``Literal`` choices of the names already fixed
-(dimensions for signatures, metrics for variables), and what comes back is validated again by
-``hcg_core.spec.assemble``: the vocabulary is enforced twice.
+Stage 1 reads the whole corpus when it fits the tier's chunk budget (``STAGE1_CHUNK_BUDGET``);
+beyond that it reads a corpus-covering sample: the chunk vectors are clustered into as many
+clusters as the budget and the chunk nearest each centre is read, so every region of the corpus
+is represented (the report gives the coverage). Cost grows with the corpus up to the budget.
+Each step's replies from all batches are merged into one vocabulary: near-duplicate metric names
+(by embedding) become one, and the tier cap keeps the metrics proposed by the most batches, then
+those nearest to the most chunks. The response models are built per call with ``Literal``
+choices of the names already fixed (dimensions for signatures, metrics for variables, variable
+names for relation endpoints), and ``hcg_core.spec.assemble`` validates again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, Field, create_model
 
 from ..config import tier_caps
 from ..errors import BuildError
 from ..llm.accounting import Ledger, stage
-from ..llm.runner import Failures, StageTimer, ask_item
-from ..ports import StructuredLLM
+from ..llm.runner import Failures, StageTimer, ask_split
+from ..ports import Embedder, StructuredLLM, as_matrix
 from ..prompts import Prompt, get_prompt
 from ..types import Chunk, DomainSpec, OutcomeConfig
 from .assemble import (
@@ -28,12 +36,74 @@ from .assemble import (
     merge_metrics,
     merge_relations,
     merge_variables,
+    near_duplicate_names,
 )
 
-DEFAULT_SPEC_SAMPLE_CHUNKS = 12  # chunks of the corpus Stage 1 reads (evenly spaced)
+# Chunks Stage 1 reads at most, per tier; a larger corpus is covered by clustering.
+STAGE1_CHUNK_BUDGET = {"XS": 48, "S": 96, "M": 192, "L": 384}
+DEFAULT_SPEC_SAMPLE_CHUNKS: int | None = None  # None: the tier's budget
 DEFAULT_CHUNKS_PER_CALL = 4  # chunks per Stage 1 call
 DEFAULT_EXCERPT_CHARS = 1500  # characters of each chunk shown to Stage 1
+KMEANS_ITERATIONS = 8
+METRIC_DUPLICATE_COSINE = 0.9  # metric names (as words) this close are one metric (MiniLM)
+SUPPORT_TOP_METRICS = 3  # a chunk supports the metrics among its 3 nearest
 STAGE1_STEPS = ("dimensions", "metrics", "variables", "relations")
+
+
+def stage1_budget(tier: str, sample_size: int | None = None) -> int:
+    """Chunks Stage 1 reads at most: ``sample_size`` if given, else the tier's budget."""
+    if sample_size is not None:
+        return int(sample_size)
+    tier_caps(tier)  # an unknown tier is a ConfigError here too
+    return STAGE1_CHUNK_BUDGET.get(tier.upper(), max(STAGE1_CHUNK_BUDGET.values()))
+
+
+def cover_sample(chunk_embeddings: np.ndarray, k: int) -> tuple[list[int], dict[str, Any]]:
+    """Indices (corpus order) of ``k`` chunks covering the corpus, and the coverage figures.
+
+    All chunks when there are at most ``k``; else k-means over the (unit) chunk vectors, seeded
+    farthest-first from the chunk nearest the corpus mean (deterministic), and the chunk
+    nearest each centre. ``mean_cosine_to_sample``: how close an average chunk is to the
+    nearest chunk read.
+    """
+    x = np.asarray(chunk_embeddings, dtype=np.float32)
+    n = len(x)
+    if n <= k:
+        return list(range(n)), {
+            "chunks_shown": n,
+            "clusters": n,
+            "sampled": False,
+            "mean_cosine_to_sample": 1.0,
+        }
+    centre = x.mean(axis=0)
+    seeds = [int(np.argmax(x @ centre))]
+    nearest = x @ x[seeds[0]]
+    while len(seeds) < k:
+        i = int(np.argmin(nearest))
+        seeds.append(i)
+        nearest = np.maximum(nearest, x @ x[i])
+    centres = x[seeds].copy()
+    for _ in range(KMEANS_ITERATIONS):
+        assign = np.argmax(x @ centres.T, axis=1)
+        for c in range(k):
+            members = x[assign == c]
+            if len(members):
+                m = members.mean(axis=0)
+                centres[c] = m / (np.linalg.norm(m) or 1.0)
+    assign = np.argmax(x @ centres.T, axis=1)
+    picked: set[int] = set()
+    for c in range(k):
+        members = np.flatnonzero(assign == c)
+        if len(members):
+            picked.add(int(members[np.argmax(x[members] @ centres[c])]))
+    idx = sorted(picked)
+    to_sample = (x @ x[idx].T).max(axis=1)
+    return idx, {
+        "chunks_shown": len(idx),
+        "clusters": k,
+        "sampled": True,
+        "mean_cosine_to_sample": round(float(to_sample.mean()), 4),
+    }
 
 
 def sample_chunks(chunks: Sequence[Chunk], n: int) -> list[Chunk]:
@@ -82,6 +152,17 @@ class RelationsReply(BaseModel):
     relations: list[RelationItem]
 
 
+def relations_model(variable_names: Sequence[str]) -> type[BaseModel]:
+    """``RelationsReply`` whose endpoints may only be the given full variable names."""
+    item = create_model(
+        "RelationItem",
+        source=(_choice(variable_names), ...),
+        target=(_choice(variable_names), ...),
+        mechanism=(str, ""),
+    )
+    return create_model("RelationsReply", relations=(list[item], ...))
+
+
 def metrics_model(dimension_names: Sequence[str]) -> type[BaseModel]:
     """``MetricsReply`` whose signatures may only use the given dimensions."""
     item = create_model(
@@ -106,9 +187,11 @@ def variables_model(metric_names: Sequence[str]) -> type[BaseModel]:
     return create_model("VariablesReply", variables=(list[item], ...))
 
 
-def _outcome_text(outcome: OutcomeConfig | None) -> str:
+def _outcome_text(outcome: OutcomeConfig | None, *, choose: bool = True) -> str:
     if outcome is None:
-        return "not given: choose the final outcomes (terminal) and key endpoints (outcome)"
+        if not choose:
+            return "not given"
+        return "not given: tag the final outcomes 'terminal' and key endpoints 'outcome'"
     parts = []
     if outcome.outcomes:
         parts.append("outcome metrics: " + ", ".join(outcome.outcomes))
@@ -127,6 +210,14 @@ def _metrics_text(metrics: Sequence[Any]) -> str:
     return "\n".join(f"- {m.name}({', '.join(m.signature)})" for m in metrics) or "(none)"
 
 
+def _words(name: str) -> str:
+    return " ".join(re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", name)).lower() or name.lower()
+
+
+def _unit_rows(m: np.ndarray) -> np.ndarray:
+    return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+
+
 async def agenerate_spec(
     chunks: Sequence[Chunk],
     llm: StructuredLLM,
@@ -136,42 +227,58 @@ async def agenerate_spec(
     tier: str,
     outcome: OutcomeConfig | None = None,
     domain: str = "",
-    sample_size: int = DEFAULT_SPEC_SAMPLE_CHUNKS,
+    sample_size: int | None = DEFAULT_SPEC_SAMPLE_CHUNKS,
     chunks_per_call: int = DEFAULT_CHUNKS_PER_CALL,
     excerpt_chars: int = DEFAULT_EXCERPT_CHARS,
     prompts: Mapping[str, Prompt] | None = None,
+    chunk_embeddings: np.ndarray | None = None,
+    embedder: Embedder | None = None,
 ) -> tuple[DomainSpec, dict[str, Any]]:
-    """Generate and assemble a spec; returns it with an assembly report (dropped/repaired counts).
+    """Generate and assemble a spec; returns it with an assembly and coverage report.
 
-    Makes ``4 * ceil(min(sample_size, len(chunks)) / chunks_per_call)`` calls, one per step and
-    batch; all calls of a step run concurrently. Calls are charged to ledger stage ``stage1``.
+    Makes ``4 * ceil(read / chunks_per_call)`` calls, ``read`` being every chunk up to the tier's
+    budget (a clustered sample beyond it, when ``chunk_embeddings`` are given; evenly spaced
+    chunks otherwise); all calls of a step run concurrently, and a batch too long for the model
+    is split. Calls are charged to ledger stage ``stage1``.
 
     Raises:
         BuildError: when no usable dimension or metric came back (nothing to build on).
     """
     caps = tier_caps(tier)
-    batches = batch(sample_chunks(chunks, sample_size), chunks_per_call)
-    texts = [excerpts(b, excerpt_chars) for b in batches]
+    budget = stage1_budget(tier, sample_size)
+    if chunk_embeddings is not None and len(chunk_embeddings) == len(chunks):
+        idx, coverage = cover_sample(chunk_embeddings, budget)
+        shown = [chunks[i] for i in idx]
+    else:
+        shown = sample_chunks(chunks, budget)
+        coverage = {"chunks_shown": len(shown), "clusters": 0, "sampled": len(shown) < len(chunks)}
+    coverage["share_shown"] = round(len(shown) / max(1, len(chunks)), 4)
+    batches = batch(shown, chunks_per_call)
     report = AssemblyReport()
 
     async def step(
         name: str, model: type[BaseModel], field_name: str, **values: str
     ) -> list[list[dict[str, Any]]]:
         prompt = get_prompt(name, prompts)
-        replies = await asyncio.gather(
+
+        async def ask(sub: Sequence[Chunk]) -> Any:
+            messages = prompt.render(
+                model.__name__, excerpts=excerpts(sub, excerpt_chars), **values
+            )
+            return await llm.acomplete(messages, model)
+
+        parts = await asyncio.gather(
             *(
-                ask_item(
-                    llm,
-                    prompt.render(model.__name__, excerpts=t, **values),
-                    model,
-                    item=f"{name}[batch {i}]",
-                    ledger=ledger,
-                    failures=failures,
-                )
-                for i, t in enumerate(texts)
+                ask_split(b, ask, item=f"{name}[batch {i}]", ledger=ledger, failures=failures)
+                for i, b in enumerate(batches)
             )
         )
-        return [[x.model_dump() for x in getattr(r, field_name)] for r in replies if r is not None]
+        return [
+            [x.model_dump() for x in getattr(r, field_name)]
+            for p in parts
+            for _, r in p
+            if r is not None
+        ]
 
     dom = domain or "unknown"
     with stage("stage1"), StageTimer(ledger, "stage1"):
@@ -181,7 +288,7 @@ async def agenerate_spec(
                 DimensionsReply,
                 "dimensions",
                 domain=dom,
-                outcome=_outcome_text(outcome),
+                outcome=_outcome_text(outcome, choose=False),
                 cap=str(caps.max_dimensions),
             ),
             caps.max_dimensions,
@@ -189,8 +296,8 @@ async def agenerate_spec(
         )
         if not dims:
             raise BuildError(
-                "Stage 1 found no dimensions: the LLM failed or the corpus sample "
-                "names no entities; see the failures, or pass --spec"
+                "Stage 1 found no dimensions: the LLM failed or the corpus names no entities; "
+                "see the failures, or pass --spec"
             )
         metric_drafts = await step(
             "metrics",
@@ -201,8 +308,9 @@ async def agenerate_spec(
             dimensions=_dims_text(dims),
             cap=str(caps.max_metrics),
         )
+        metric_drafts, support = _by_meaning(metric_drafts, embedder, chunk_embeddings, report)
         metrics, final_outcome = merge_metrics(
-            metric_drafts, dims, caps.max_metrics, outcome, report
+            metric_drafts, dims, caps.max_metrics, outcome, report, support=support
         )
         if not metrics:
             raise BuildError("Stage 1 produced no metrics; see the failures, or pass --spec")
@@ -217,7 +325,7 @@ async def agenerate_spec(
         variables = merge_variables(var_drafts, metrics, dims, report)
         rel_drafts = await step(
             "relations",
-            RelationsReply,
+            relations_model([v.name for v in variables]),
             "relations",
             domain=dom,
             variables="\n".join(f"- {v.name}" for v in variables) or "(none)",
@@ -227,18 +335,78 @@ async def agenerate_spec(
     return spec, {
         "batches": len(batches),
         "calls_planned": len(STAGE1_STEPS) * len(batches),
+        **coverage,
         **report.as_dict(),
     }
+
+
+def _by_meaning(
+    drafts: list[list[dict[str, Any]]],
+    embedder: Embedder | None,
+    chunk_embeddings: np.ndarray | None,
+    report: AssemblyReport,
+) -> tuple[list[list[dict[str, Any]]], dict[str, float]]:
+    """Rename near-duplicate metrics to one name, and measure each metric's corpus support
+    (the share of chunks that have it among their ``SUPPORT_TOP_METRICS`` nearest metrics)."""
+    if embedder is None:
+        return drafts, {}
+    from .assemble import metric_name
+
+    names: list[str] = []
+    text: dict[str, str] = {}
+    for draft in drafts:
+        for item in draft:
+            n = metric_name(item.get("name", ""))
+            if n and n not in text:
+                names.append(n)
+                text[n] = f"{_words(n)}: {item.get('description', '')}"
+    if not names:
+        return drafts, {}
+    word_vecs = _unit_rows(
+        as_matrix(embedder.embed_documents([_words(n) for n in names]), len(names), who="embedder")
+    )
+    votes: dict[str, int] = {}
+    for draft in drafts:
+        for n in {metric_name(i.get("name", "")) for i in draft}:
+            votes[n] = votes.get(n, 0) + 1
+    canonical = near_duplicate_names(names, word_vecs, METRIC_DUPLICATE_COSINE, votes)
+    merged = sum(1 for a, b in canonical.items() if a != b)
+    if merged:
+        report.repaired["metric_near_duplicate_merged"] += merged
+    renamed = [
+        [
+            {**i, "name": canonical.get(metric_name(i.get("name", "")), i.get("name", ""))}
+            for i in draft
+        ]
+        for draft in drafts
+    ]
+    support: dict[str, float] = {}
+    if chunk_embeddings is not None and len(chunk_embeddings):
+        keep = sorted(set(canonical.values()), key=names.index)
+        vecs = _unit_rows(
+            as_matrix(embedder.embed_documents([text[n] for n in keep]), len(keep), who="embedder")
+        )
+        top = max(1, min(SUPPORT_TOP_METRICS, len(keep) // 4))  # few metrics: the nearest one
+        counts = np.zeros(len(keep))
+        for lo in range(0, len(chunk_embeddings), 1024):
+            sims = np.asarray(chunk_embeddings[lo : lo + 1024], dtype=np.float32) @ vecs.T
+            best = np.argpartition(-sims, top - 1, axis=1)[:, :top]
+            np.add.at(counts, best.ravel(), 1)
+        support = {
+            n: round(float(c) / len(chunk_embeddings), 4) for n, c in zip(keep, counts, strict=True)
+        }
+    return renamed, support
 
 
 def stage1_calls(
     n_chunks: int,
     *,
-    sample_size: int = DEFAULT_SPEC_SAMPLE_CHUNKS,
+    tier: str = "M",
+    sample_size: int | None = DEFAULT_SPEC_SAMPLE_CHUNKS,
     chunks_per_call: int = DEFAULT_CHUNKS_PER_CALL,
 ) -> int:
-    """Exact number of Stage 1 items (calls without retries, re-asks or cache hits)."""
-    n = min(sample_size, n_chunks)
+    """Exact number of Stage 1 items (calls without retries, re-asks, splits or cache hits)."""
+    n = min(stage1_budget(tier, sample_size), n_chunks)
     return len(STAGE1_STEPS) * -(-n // chunks_per_call)
 
 
@@ -247,8 +415,11 @@ __all__ = [
     "DEFAULT_SPEC_SAMPLE_CHUNKS",
     "DimensionsReply",
     "RelationsReply",
+    "STAGE1_CHUNK_BUDGET",
     "agenerate_spec",
+    "cover_sample",
     "metrics_model",
+    "relations_model",
     "sample_chunks",
     "stage1_calls",
     "variables_model",
