@@ -254,7 +254,13 @@ def _assemble(
     )
     # Only nodes that carry an edge become variables.
     used = sorted({n for link in support for n in link}, key=NodeKey.sort_key)
-    metric_used = sorted({n.metric for n in used})
+    metric_used = {n.metric for n in used}
+    if spec is not None:
+        # A given spec's seed variables stay in the spec, so their metrics must too (even when no
+        # edge reached them), or the built spec would not validate.
+        index = {m.name: i for i, m in enumerate(spec.metrics)}
+        metric_used |= {index[v.metric] for v in spec.variables}
+    metric_used = sorted(metric_used)
     node_aliases = nodes.node_aliases()
     dims, signature, entity_names = dimensions(
         used, node_aliases, nodes.support, vocab, spec, max_dimensions, embedder
