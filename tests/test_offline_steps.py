@@ -194,8 +194,8 @@ def test_lift_supports_ancestors_at_a_discount():
     support, din, dout = link_support(sts, vocab, nodes, lift=True, lift_discount=0.5)
     smoke, basal = NodeKey(0), NodeKey(1, "basal cell skin")
     assert support[(smoke, basal)] == {0: 0.95}
-    assert support[(smoke, NodeKey(1, "skin"))] == {0: 0.475}
-    # Both statements lift onto the two generic variables ("sun" is an entity of metric 0).
+    # "sun" is an entity of metric 0, so "Sun causes skin cancer" lifts onto Smoking(generic).
+    assert support[(smoke, NodeKey(1, "skin"))] == {0: 0.475, 1: 0.475}
     assert support[(smoke, NodeKey(1))] == {0: 0.475, 1: 0.475}
     assert (din[1], dout[0]) == (2, 2)
     plain, _, _ = link_support(sts, vocab, nodes, lift=False, lift_discount=0.5)
