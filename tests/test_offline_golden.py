@@ -12,7 +12,7 @@ from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import ConfigError
 from hcg_core.graph_build import build_graph
 from hcg_core.graph_build.offline import build_offline
-from hcg_core.types import Dimension, Document, DomainSpec, Metric, Variable
+from hcg_core.types import Dimension, Document, DomainSpec, Metric, OutcomeConfig, Variable
 
 TEXT = """Smoking causes lung cancer. Asbestos causes lung cancer. Smoking causes skin cancer in rare
 cases. Sunburn causes skin cancer. Sun exposure causes skin cancer. Skin cancer leads to death.
@@ -113,6 +113,14 @@ def test_build_graph_keywords_and_config_agree(golden, chunks):
     assert via.graph == cfg.graph != golden.graph
     with pytest.raises(ConfigError, match="unknown offline build option.*lfit"):
         build_graph(chunks, embedder=HashingEmbedder(dim=256), lfit=False)
+
+
+def test_forced_terminal_emits_no_edge(golden, chunks):
+    forced = _build(chunks, outcome=OutcomeConfig((), ("blood pressure",)))
+    assert _links(golden) - _links(forced) == {("Blood_Pressure", "Stroke")}
+    assert _links(forced) <= _links(golden)
+    assert forced.report["stages"]["graph"]["edges_dropped_leaving_terminal"] == 1
+    assert set(forced.graph.spec.outcome.terminals) == {"Death", "Blood_Pressure"}
 
 
 # ------------------------------------------------------------------ one test per option
