@@ -48,6 +48,9 @@ _BLANK_LINE_RE = re.compile(r"\n[ \t]*\r?\n")
 # A word that ends a sentence: terminal punctuation (Latin or CJK full-width 。！？), optionally
 # followed by closing quotes/brackets.
 _SENTENCE_END_RE = re.compile(r"[.!?\u3002\uff01\uff1f][\"'\u201d\u2019)\]\u300d\u300f\uff09]*$")
+# Public names of the two patterns, so the hybrid mode's passages cut where chunks would.
+WORD_RE = _WORD_RE
+SENTENCE_END_RE = _SENTENCE_END_RE
 
 BadFile = tuple[Path, str]
 
@@ -488,8 +491,10 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_OVERLAP_WORDS",
     "MAX_TOKEN_CHARS",
+    "SENTENCE_END_RE",
     "SUPPORTED_SUFFIXES",
     "TEXT_KEYS",
+    "WORD_RE",
     "chunk_documents",
     "chunk_id",
     "decode_text",

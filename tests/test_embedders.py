@@ -43,6 +43,7 @@ def test_public_surface_is_pinned():
         "MiniLMEmbedder",
         "OpenAIEmbedder",
         "default_embedder",
+        "embedder_by_name",
         "embedder_from_name",
     ]
 
@@ -398,3 +399,22 @@ def test_openai_embedder_without_key_or_url_explains(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(EmbedderError, match="OPENAI_API_KEY"):
         OpenAIEmbedder("text-embedding-3-small").embed_query("x")
+
+
+def test_embedder_by_name_resolves_cli_names():
+    from hcg_core.embedders import (
+        HashingEmbedder,
+        OpenAIEmbedder,
+        default_embedder,
+        embedder_by_name,
+    )
+    from hcg_core.errors import ConfigError
+
+    assert embedder_by_name(None) is default_embedder()
+    assert embedder_by_name("default") is default_embedder()
+    assert isinstance(embedder_by_name("hashing"), HashingEmbedder)
+    assert embedder_by_name("hashing-v1-128").dim == 128
+    remote = embedder_by_name("openai:text-embedding-3-small", "http://127.0.0.1:9/v1")
+    assert isinstance(remote, OpenAIEmbedder)
+    with pytest.raises(ConfigError, match="unknown embedder 'nope'"):
+        embedder_by_name("nope")

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..ports import Embedder, as_matrix
+from ..embedding import as_matrix
+from ..ports import Embedder
 from ..spec.offline_vocabulary import NodeKey, Vocabulary
 from ..types import Dimension, DomainSpec
 from .extract import singular

@@ -36,8 +36,9 @@ from ..config import (
     OfflineBuildConfig,
     tier_caps,
 )
+from ..embedding import as_matrix, embed_texts
 from ..errors import BuildError
-from ..ports import Embedder, as_matrix, embed_texts
+from ..ports import Embedder
 from ..spec.offline_vocabulary import (
     NodeKey,
     Vocabulary,

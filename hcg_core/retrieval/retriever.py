@@ -17,10 +17,11 @@ import numpy as np
 
 from ..config import HybridConfig, RetrievalConfig
 from ..contract import vectors_match
+from ..embedding import embed_texts, embedder_errors
 from ..errors import ConfigError, EmbedderError
-from ..ports import Embedder, embed_texts, embedder_errors
-from ..store import StoredGraph, load_graph, save_graph, variable_text
-from ..types import CausalGraph, CausalPath, RetrievalResult, RetrievedChunk
+from ..ports import Embedder
+from ..store import StoredGraph, load_graph, save_graph
+from ..types import CausalGraph, CausalPath, RetrievalResult, RetrievedChunk, variable_text
 from .compiled import CompiledGraph
 from .hybrid import HybridRanker
 from .paper import (

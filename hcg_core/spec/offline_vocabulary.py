@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..embedding import as_matrix
 from ..graph_build.extract import STRONG_CUE, Span, Statement, head_of
-from ..ports import Embedder, as_matrix
+from ..ports import Embedder
 from ..types import DomainSpec, Metric, variable_text
 
 
