@@ -1,6 +1,6 @@
 """Typed settings for each stage; every default is a named constant, the paper's value where it has one.
 
-Paper values (Table 4 and Appendix B of the paper, restated in shared/docs/METHOD.md) are marked
+Paper values (Table 4 and Appendix B of the paper, restated in docs/method.md) are marked
 "paper"; values the paper leaves open are marked "project" and documented in docs/configuration.md.
 """
 

@@ -24,7 +24,7 @@ SUPPORTED_SUFFIXES: tuple[str, ...] = (".txt", ".md", ".markdown", ".json", ".js
 TEXT_KEYS: tuple[str, ...] = ("text", "content", "context", "page_content", "body")
 DEFAULT_MAX_BYTES = 50_000_000
 # 200/40 words measured better for BM25-style evidence on a medical textbook than the paper's
-# NaiveRAG setting of 1,200/200 (see METHOD.md, "Chunking for evidence").
+# NaiveRAG setting of 1,200/200 (see docs/method.md, "Chunking").
 DEFAULT_CHUNK_WORDS = 200
 DEFAULT_OVERLAP_WORDS = 40
 # The character cap of a chunk, unless given, is this many characters for each word of the longest

@@ -21,7 +21,7 @@ from ..errors import ConfigError, EmbedderError
 from ._common import check_text, check_texts
 
 # onnxruntime 1.32 writes a device id under ~/.cache and tries to reach a telemetry host unless this
-# is set before it is imported (shared/docs/EMBEDDERS.md); setdefault keeps a user's own choice.
+# is set before it is imported (docs/embedders.md); setdefault keeps a user's own choice.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 MINILM_NAME = "minilm-l6-v2-int8"

@@ -392,7 +392,7 @@ class CausalGraphRetriever:
                 )
         if chunk_rows.size == 0 and cfg.bfs_fallback and t.sub is not None and t.sub.size:
             # No outcome reached, or cones without evidence: the BFS subgraph's evidence,
-            # nearer hops first (METHOD.md, "fall back gracefully").
+            # nearer hops first (docs/method.md, "Falling back").
             chunk_rows, pairs = rank_evidence(
                 t.sub,
                 t.dist[t.sub_src],
