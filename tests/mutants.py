@@ -122,10 +122,7 @@ MUTANTS = (
         "graph_bonus_flat",
         "hcg_core/retrieval/hybrid.py",
         "the hybrid graph bonus no longer decays with the graph route's rank",
-        (
-            "graph_bonus[g] = cfg.graph_weight * (1.0 - np.arange(g.size) / (2.0 * g.size))",
-            "graph_bonus[g] = cfg.graph_weight",
-        ),
+        ("graph_part[g] = 1.0 - np.arange(g.size) / (2.0 * g.size)", "graph_part[g] = 1.0"),
     ),
     # ---------------------------------------------------------------- offline builder
     m(
