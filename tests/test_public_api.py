@@ -68,6 +68,7 @@ SUBPACKAGE_ALL = {
         "embedder_from_name",
     },
     "hcg_core.retrieval": {
+        "BM25Index",
         "CausalGraphRetriever",
         "CompiledGraph",
         "bounded_bfs",
