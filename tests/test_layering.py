@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -12,10 +13,13 @@ PACKAGES = ("hcg_core", "llama_index_hcg", "langchain_hcg")
 KNOWN_PRIVATE_IMPORTS = {("hcg_core/graph_build/llm_tiers.py", "_match")}
 
 
-def _modules():
-    for pkg in PACKAGES:
-        for path in sorted((ROOT / pkg).rglob("*.py")):
-            yield path, ast.parse(path.read_text(encoding="utf-8"))
+@cache
+def _modules() -> tuple[tuple[Path, ast.Module], ...]:
+    return tuple(
+        (path, ast.parse(path.read_text(encoding="utf-8")))
+        for pkg in PACKAGES
+        for path in sorted((ROOT / pkg).rglob("*.py"))
+    )
 
 
 def test_no_private_names_imported_across_modules():
