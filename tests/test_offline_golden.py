@@ -225,3 +225,10 @@ def test_options_span_and_metric_match_thresholds(chunks):
     assert strict_metric.graph.edges == ()
     assert [m.name for m in strict_metric.graph.spec.metrics] == ["Cancer"]
     assert strict_metric.report["stages"]["vocabulary"]["spans_dropped"] == 12
+
+
+def test_option_embed_chunks(golden, chunks):
+    assert golden.chunk_embeddings is None and "embed_chunks" not in golden.report["stages"]
+    embedded = build_offline(chunks, embedder=HashingEmbedder(dim=256), tier="XS")
+    assert embedded.chunk_embeddings.shape == (len(chunks), 256)
+    assert embedded.graph == golden.graph
