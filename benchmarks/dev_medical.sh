@@ -3,13 +3,14 @@
 #   1. hcg build (offline pipeline, default embedder, 200/40 chunks), timed, peak RSS recorded;
 #   2. hcg eval against vector top-k (same embedder) and BM25 (same chunks; 1,200/200 top 5);
 #   3. LlamaIndex VectorStoreIndex.from_documents with the same embedder, timed, peak RSS.
-# Usage: benchmarks/dev_medical.sh [OUT_DIR]   (env: LIMIT=N to evaluate the first N questions)
+# Usage: benchmarks/dev_medical.sh DATA_DIR [OUT_DIR]   (env: LIMIT=N: only the first N questions)
+#   DATA_DIR: the GraphRAG-Bench medical folder, holding corpus.json and dev_questions.json.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/.." && pwd)"
-DATA="${HCG_MEDICAL_DIR:-$REPO/../shared/data/graphrag-bench-medical}"
-OUT="${1:-$REPO/benchmarks/out/dev_medical}"
+DATA="${1:?usage: benchmarks/dev_medical.sh DATA_DIR [OUT_DIR]}"
+OUT="${2:-$REPO/benchmarks/out/dev_medical}"
 LIMIT_ARGS=()
 if [[ -n "${LIMIT:-}" ]]; then LIMIT_ARGS=(--limit "$LIMIT"); fi
 export ORT_DISABLE_TELEMETRY=1

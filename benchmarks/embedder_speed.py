@@ -18,8 +18,6 @@ from pathlib import Path
 
 from hcg_core.embedders import HashingEmbedder, MiniLMEmbedder
 
-DEFAULT_CORPUS = Path("/work/shared/data/graphrag-bench-medical/corpus.json")
-
 
 def passages(corpus: Path, n: int, words: int = 200) -> list[str]:
     """The first ``n`` consecutive ``words``-word passages of the corpus (deterministic)."""
@@ -40,7 +38,7 @@ def rate(embed, texts: list[str], repeats: int) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--corpus", type=Path, required=True, help="a corpus .json (a list of texts)")
     ap.add_argument("--passages", type=int, default=200)
     ap.add_argument("--batch-tokens", default="256,1000000", help="max_batch_tokens values")
     ap.add_argument("--batch-size", type=int, default=32)

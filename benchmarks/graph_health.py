@@ -1,9 +1,9 @@
 """Build the offline graph of a corpus and print its health figures (size, density, reach, time).
 
-python benchmarks/graph_health.py                      # medical corpus, HashingEmbedder, tier M
-python benchmarks/graph_health.py --embedder minilm    # the default MiniLM embedder
+python benchmarks/graph_health.py --input CORPUS     # e.g. GraphRAG-Bench medical corpus.json
+python benchmarks/graph_health.py --input CORPUS --embedder minilm    # the default MiniLM
 python benchmarks/graph_health.py --input my_docs/ --tier S --no-lift
-python benchmarks/graph_health.py --embedder minilm --min-variable-support 3 --keep-weak
+python benchmarks/graph_health.py --input CORPUS --embedder minilm --min-variable-support 3
 """
 
 from __future__ import annotations
@@ -11,20 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 
 from hcg_core.corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents, load_inputs
 from hcg_core.graph_build.health import graph_health
 from hcg_core.graph_build.offline import build_offline
 
-MEDICAL = Path(__file__).resolve().parents[1] / "shared/data/graphrag-bench-medical/corpus.json"
-if not MEDICAL.exists():
-    MEDICAL = Path("/work/shared/data/graphrag-bench-medical/corpus.json")
-
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--input", nargs="+", default=[str(MEDICAL)])
+    ap.add_argument("--input", nargs="+", required=True, help="corpus files or folders")
     ap.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing")
     ap.add_argument("--tier", default="M")
     ap.add_argument("--chunk-words", type=int, default=DEFAULT_CHUNK_WORDS)

@@ -25,7 +25,6 @@ from hcg_core.eval.runner import evaluate, load_questions
 from hcg_core.retrieval.hybrid import HybridConfig, HybridRanker
 
 HERE = Path(__file__).resolve().parent
-DATA = HERE.parent.parent / "shared" / "data" / "graphrag-bench-medical"
 
 
 def cached_embeddings(embedder, texts: list[str], cache: Path) -> np.ndarray:
@@ -46,8 +45,8 @@ def cached_embeddings(embedder, texts: list[str], cache: Path) -> np.ndarray:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", default=str(DATA / "corpus.json"))
-    ap.add_argument("--questions", default=str(DATA / "dev_questions.json"))
+    ap.add_argument("--corpus", required=True, help="corpus file (e.g. corpus.json)")
+    ap.add_argument("--questions", required=True, help="QA file (e.g. dev_questions.json)")
     ap.add_argument("--budget", type=int, default=2000)
     ap.add_argument("--chunk-words", type=int, default=200)
     ap.add_argument("--chunk-overlap", type=int, default=40)

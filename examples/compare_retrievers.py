@@ -23,7 +23,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from hcg_core.corpus import chunk_documents
-from hcg_core.retrieval.lexical import BM25Index
+from hcg_core.retrieval import BM25Index
 from hcg_core.types import Document as CoreDocument
 from langchain_hcg import HCGDefaultEmbeddings, HCGRetriever
 

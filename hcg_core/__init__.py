@@ -3,8 +3,9 @@
 The public surface is re-exported here; see docs/ for the pipeline and the graph directory format.
 """
 
-from .config import HybridConfig, RetrievalConfig
+from .config import HybridConfig, OfflineBuildConfig, RetrievalConfig
 from .corpus import chunk_documents, load_inputs
+from .embedders import default_embedder
 from .errors import (
     BuildError,
     ConfigError,
@@ -66,6 +67,7 @@ __all__ = [
     "LLMUnavailableError",
     "Metric",
     "MissingFileError",
+    "OfflineBuildConfig",
     "OutcomeConfig",
     "Relation",
     "RetrievalConfig",
@@ -79,6 +81,7 @@ __all__ = [
     "__version__",
     "build_graph",
     "chunk_documents",
+    "default_embedder",
     "load_graph",
     "load_inputs",
     "read_spec_file",

@@ -23,32 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+# Embedder names are resolved in hcg_core.embedders; make_embedder stays importable from here.
+from .embedders.factory import EMBEDDER_HELP
+from .embedders.factory import embedder_by_name as make_embedder
 from .errors import HCGError
 
 EXIT_USAGE = 2
-
-
-EMBEDDER_HELP = (
-    "'default' (MiniLM int8, offline), 'hashing' (numpy only), a stored name "
-    "(minilm-l6-v2-int8, hashing-v1-4096), or openai:MODEL with --embedder-base-url"
-)
-
-
-def make_embedder(name: str | None, base_url: str | None = None):
-    """The embedder a CLI flag names (see EMBEDDER_HELP)."""
-    from .embedders import HashingEmbedder, OpenAIEmbedder, default_embedder, embedder_from_name
-    from .errors import ConfigError, EmbedderError
-
-    if name in (None, "", "default"):
-        return default_embedder()
-    if name == "hashing":
-        return HashingEmbedder()
-    if name.startswith("openai:"):
-        return OpenAIEmbedder(name.split(":", 1)[1], base_url=base_url)
-    try:
-        return embedder_from_name(name)
-    except EmbedderError:
-        raise ConfigError(f"unknown embedder {name!r}; use {EMBEDDER_HELP}") from None
 
 
 def _add_embedder_arguments(parser: argparse.ArgumentParser, default_help: str) -> None:

@@ -1,12 +1,12 @@
 """Typed settings for each stage; every default is a named constant, the paper's value where it has one.
 
-Paper values (Table 4 and Appendix B of the paper, restated in shared/docs/METHOD.md) are marked
+Paper values (Table 4 and Appendix B of the paper, restated in docs/method.md) are marked
 "paper"; values the paper leaves open are marked "project" and documented in docs/configuration.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 from .errors import ConfigError
 
@@ -184,3 +184,83 @@ def tier_caps(tier: str) -> TierCaps:
         return TIERS[tier.upper()]
     except KeyError:
         raise ConfigError(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}") from None
+
+
+# The offline (LLM-free) builder -- project (the paper has no LLM-free builder); see
+# docs/offline-builder.md for what each setting moves on the medical dev corpus.
+DEFAULT_MIN_VARIABLE_SUPPORT = 2
+"""Statements a (metric, entity) needs before it is its own variable; rarer ones collapse onto the
+metric's generic variable."""
+DEFAULT_MAX_VARIABLES_PER_METRIC = 24
+"""Entity variables kept per metric, most supported first."""
+DEFAULT_MIN_METRIC_SUPPORT = 2
+"""Statements a head word needs before it seeds a metric (one strong-cue statement also does)."""
+DEFAULT_METRIC_MERGE_THRESHOLD = 0.7
+"""Cosine of a rare head's span to a metric's centroid for it to join that metric. High on
+purpose: a weak similarity maps a word onto a different concept ("death" onto Failure)."""
+DEFAULT_SPAN_MATCH_THRESHOLD = 0.5
+"""Given spec: cosine of a span to an existing variable for it to become that variable."""
+DEFAULT_METRIC_MATCH_THRESHOLD = 0.3
+"""Given spec: cosine of a span to a metric's name and description for a new variable of it."""
+DEFAULT_LIFT = True
+"""Each statement also supports its generic ("lifted") form: the offline stand-in for the paper's
+Tier-1 metric templates, and what gives BFS and outcome cones structure."""
+DEFAULT_LIFT_DISCOUNT = 0.8
+"""Strength factor of lifted support."""
+DEFAULT_MAX_EVIDENCE = 5
+"""Evidence chunks kept per edge, the mechanism's chunk first."""
+DEFAULT_DROP_WEAK = True
+"""Drop variables stated by one sentence with a weak cue ("affects"): mostly mis-parsed spans."""
+
+
+@dataclass(frozen=True)
+class OfflineBuildConfig:
+    """Settings of the offline builder (``graph_build.offline.build_offline``).
+
+    Each default is the module constant of the same name (``DEFAULT_<NAME>``); docs/offline-builder.md
+    describes what each one does. ``from_options`` builds one from keyword options, the way
+    ``build_graph(..., lift=False)`` passes them.
+    """
+
+    min_variable_support: int = DEFAULT_MIN_VARIABLE_SUPPORT
+    max_variables_per_metric: int = DEFAULT_MAX_VARIABLES_PER_METRIC
+    min_metric_support: int = DEFAULT_MIN_METRIC_SUPPORT
+    metric_merge_threshold: float = DEFAULT_METRIC_MERGE_THRESHOLD
+    span_match_threshold: float = DEFAULT_SPAN_MATCH_THRESHOLD
+    metric_match_threshold: float = DEFAULT_METRIC_MATCH_THRESHOLD
+    lift: bool = DEFAULT_LIFT
+    lift_discount: float = DEFAULT_LIFT_DISCOUNT
+    max_evidence: int = DEFAULT_MAX_EVIDENCE
+    drop_weak: bool = DEFAULT_DROP_WEAK
+
+    def __post_init__(self) -> None:
+        if self.min_variable_support < 1 or self.max_variables_per_metric < 0:
+            raise ConfigError(
+                "min_variable_support must be >= 1 and max_variables_per_metric >= 0, got "
+                f"{self.min_variable_support} and {self.max_variables_per_metric}"
+            )
+        if self.max_evidence < 1:
+            raise ConfigError(f"max_evidence must be >= 1, got {self.max_evidence}")
+        if not 0.0 < self.lift_discount <= 1.0:
+            raise ConfigError(f"lift_discount must be in (0, 1], got {self.lift_discount}")
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def from_options(
+        cls, base: OfflineBuildConfig | None = None, **options: object
+    ) -> OfflineBuildConfig:
+        """``base`` (default settings when None) with ``options`` changed; unknown names raise.
+
+        >>> OfflineBuildConfig.from_options(lift=False).lift
+        False
+        """
+        unknown = sorted(set(options) - set(cls.field_names()))
+        if unknown:
+            raise ConfigError(
+                f"unknown offline build option(s) {', '.join(unknown)}; "
+                f"known: {', '.join(cls.field_names())}, embed_chunks"
+            )
+        return replace(base or cls(), **options)  # type: ignore[arg-type]

@@ -24,7 +24,7 @@ SUPPORTED_SUFFIXES: tuple[str, ...] = (".txt", ".md", ".markdown", ".json", ".js
 TEXT_KEYS: tuple[str, ...] = ("text", "content", "context", "page_content", "body")
 DEFAULT_MAX_BYTES = 50_000_000
 # 200/40 words measured better for BM25-style evidence on a medical textbook than the paper's
-# NaiveRAG setting of 1,200/200 (see METHOD.md, "Chunking for evidence").
+# NaiveRAG setting of 1,200/200 (see docs/method.md, "Chunking").
 DEFAULT_CHUNK_WORDS = 200
 DEFAULT_OVERLAP_WORDS = 40
 # The character cap of a chunk, unless given, is this many characters for each word of the longest
@@ -48,6 +48,9 @@ _BLANK_LINE_RE = re.compile(r"\n[ \t]*\r?\n")
 # A word that ends a sentence: terminal punctuation (Latin or CJK full-width 。！？), optionally
 # followed by closing quotes/brackets.
 _SENTENCE_END_RE = re.compile(r"[.!?\u3002\uff01\uff1f][\"'\u201d\u2019)\]\u300d\u300f\uff09]*$")
+# Public names of the two patterns, so the hybrid mode's passages cut where chunks would.
+WORD_RE = _WORD_RE
+SENTENCE_END_RE = _SENTENCE_END_RE
 
 BadFile = tuple[Path, str]
 
@@ -488,8 +491,10 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_OVERLAP_WORDS",
     "MAX_TOKEN_CHARS",
+    "SENTENCE_END_RE",
     "SUPPORTED_SUFFIXES",
     "TEXT_KEYS",
+    "WORD_RE",
     "chunk_documents",
     "chunk_id",
     "decode_text",

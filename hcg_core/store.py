@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from .safe_files import (
 from .spec import spec_from_dict, spec_to_yaml, validate_graph
 from .spec.yaml_io import variable_from_item
 from .types import CausalEdge, CausalGraph, Chunk, DomainSpec, Variable
+from .types import variable_text as variable_text  # re-exported: it lived here before types.py
 
 FORMAT_NAME = "hcg-graph"
 FORMAT_VERSION = 1
@@ -74,20 +74,6 @@ class StoredGraph:
 
 
 # ---------------------------------------------------------------- text the vectors are made of
-
-
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-
-
-def variable_text(v: Variable) -> str:
-    """What a variable's embedding is computed from: its readable name, then its description.
-
-    >>> variable_text(Variable("StrokeRisk", ("tobacco smoking",)))
-    'Stroke Risk: tobacco smoking'
-    """
-    metric = _CAMEL.sub(" ", v.metric).replace("_", " ")
-    readable = f"{metric}: {', '.join(v.entities)}" if v.entities else metric
-    return f"{readable}. {v.description}" if v.description else readable
 
 
 def texts_digest(texts: Iterable[str]) -> str:

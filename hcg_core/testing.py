@@ -294,8 +294,13 @@ class StubLLMServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        # serve_forever checks for shutdown every poll_interval (0.5 s by default): each close()
+        # waited that long, about half a second per test that starts a server.
         self._thread = threading.Thread(
-            target=self._server.serve_forever, daemon=True, name="stub-llm-server"
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.02},
+            daemon=True,
+            name="stub-llm-server",
         )
         self._thread.start()
         return self

@@ -6,9 +6,13 @@ Nothing here does I/O; validation of a spec lives in ``hcg_core.spec``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    import numpy as np
 
 GraphRole = Literal["terminal", "outcome", "intermediate"]
 GRAPH_ROLES: tuple[str, ...] = ("terminal", "outcome", "intermediate")
@@ -269,3 +273,34 @@ class RetrievalResult:
     matched: tuple[str, ...] = ()
     served_by: str = "cones"
     diagnostics: Mapping[str, Any] = field(default_factory=dict)
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def variable_text(v: Variable) -> str:
+    """What a variable's embedding is computed from: its readable name, then its description.
+
+    Both builders and the retriever embed this text, and the store fingerprints it to detect stale
+    vectors, so it lives here with the data rather than in any one of them.
+
+    >>> variable_text(Variable("StrokeRisk", ("tobacco smoking",)))
+    'Stroke Risk: tobacco smoking'
+    """
+    metric = _CAMEL.sub(" ", v.metric).replace("_", " ")
+    readable = f"{metric}: {', '.join(v.entities)}" if v.entities else metric
+    return f"{readable}. {v.description}" if v.description else readable
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What a build produces: the graph plus the vectors it computed, and an honest report.
+
+    ``report`` is JSON-ready: per stage ``seconds``, counts, and LLM ``calls``, ``prompt_tokens``,
+    ``completion_tokens``, ``retries``, ``failed`` (zero for the offline builder).
+    """
+
+    graph: CausalGraph
+    variable_embeddings: np.ndarray | None = None
+    chunk_embeddings: np.ndarray | None = None
+    report: dict[str, Any] = field(default_factory=dict)

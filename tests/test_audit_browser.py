@@ -52,11 +52,16 @@ try:
 except ImportError:  # the test extra installs it
     SELENIUM = False
 
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM and CHROMEDRIVER and SELENIUM),
-    reason="needs Chromium and chromedriver (apt-get install chromium chromium-driver) and "
-    "selenium (pip install -e '.[test]')",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not (CHROMIUM and CHROMEDRIVER and SELENIUM),
+        reason="needs Chromium and chromedriver (apt-get install chromium chromium-driver) and "
+        "selenium (pip install -e '.[test]')",
+    ),
+    # A browser process per test (docs/testing.md).
+    pytest.mark.slow,
+    pytest.mark.integration,
+]
 
 
 @pytest.fixture(scope="module")

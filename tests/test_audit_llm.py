@@ -3,6 +3,7 @@ corrected spec with the same reply cache, re-apply the same corrections.yaml."""
 
 from __future__ import annotations
 
+import pytest
 import yaml
 from fixtures.llm.responder import OUTCOME, load_chunks, respond
 
@@ -48,6 +49,7 @@ def save(result, path):
     return path
 
 
+@pytest.mark.slow
 def test_llm_rebuild_from_the_corrected_spec_keeps_the_corrections(tmp_path):
     cache = tmp_path / "cache"
     with StubLLMServer(respond) as srv:

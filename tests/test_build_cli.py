@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from hcg_core.cli import main
 from hcg_core.store import load_graph
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "corpus"
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 def test_readme_main_job(tmp_path, capsys):
     out = tmp_path / "hcg_graph"
     assert main(["build", str(EXAMPLES), "--out", str(out), "--quiet"]) == 0

@@ -176,6 +176,7 @@ def test_constructor_checks() -> None:
         HCGRetriever.from_documents([])
 
 
+@pytest.mark.slow
 def test_default_embeddings_are_the_offline_default_and_feed_a_vector_store() -> None:
     emb = HCGDefaultEmbeddings()
     assert emb.embedder is default_embedder()

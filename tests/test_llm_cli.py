@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from fixtures.llm.responder import respond
 
 from hcg_core.cli import main
@@ -19,6 +20,7 @@ def _outcome(tmp_path: Path) -> Path:
     return p
 
 
+@pytest.mark.slow
 def test_cli_llm_build_under_faults_counts_every_call(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     plan = FaultPlan(rate_limit_every=4, malformed_every=9, retry_after="0.01")

@@ -221,6 +221,7 @@ def http_build(srv, cache_dir=None, spec=None, **kw):
     )
 
 
+@pytest.mark.slow
 def test_faulty_server_gives_the_clean_graph_and_counts_match(clean):
     plan = FaultPlan(
         rate_limit_every=5,
@@ -253,6 +254,7 @@ def test_clean_http_tokens_match_the_server(clean):
     assert signature(r) == signature(clean)
 
 
+@pytest.mark.slow
 def test_cached_rebuild_makes_zero_calls_and_edit_reasks_only_the_change(tmp_path, clean):
     cache = tmp_path / "cache"
     with StubLLMServer(respond) as srv:
@@ -289,6 +291,8 @@ json.dump([[e.id, e.source, e.target, e.mechanism, e.confidence, list(e.evidence
 """
 
 
+@pytest.mark.slow
+@pytest.mark.integration
 def test_killed_build_resumes_repeating_at_most_the_calls_in_flight(tmp_path, clean):
     script = tmp_path / "build.py"
     script.write_text(RESUME_SCRIPT.format(tests=str(Path(__file__).parent)))

@@ -70,6 +70,8 @@ def test_extracts_forward_passive_and_initial_cues():
 
 def test_negated_and_cue_free_sentences_give_nothing():
     assert extract_statements("Smoking does not cause diabetes.") == []
+    assert extract_statements("Smoking never causes diabetes.") == []
+    assert extract_statements("Exercise doesn't cause stroke.") == []
     assert extract_statements("The kidney sits below the ribs.") == []
     assert extract_statements("The goal is to treat cancer.") == []
 

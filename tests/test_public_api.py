@@ -37,6 +37,7 @@ HCG_CORE_ALL = {
     "LLMUnavailableError",
     "Metric",
     "MissingFileError",
+    "OfflineBuildConfig",
     "OutcomeConfig",
     "Relation",
     "RetrievalConfig",
@@ -50,10 +51,90 @@ HCG_CORE_ALL = {
     "__version__",
     "build_graph",
     "chunk_documents",
+    "default_embedder",
     "load_graph",
     "load_inputs",
     "read_spec_file",
     "save_graph",
+}
+SUBPACKAGE_ALL = {
+    "hcg_core.embedders": {
+        "CallableEmbedder",
+        "HashingEmbedder",
+        "MiniLMEmbedder",
+        "OpenAIEmbedder",
+        "default_embedder",
+        "embedder_by_name",
+        "embedder_from_name",
+    },
+    "hcg_core.retrieval": {
+        "BM25Index",
+        "CausalGraphRetriever",
+        "CompiledGraph",
+        "bounded_bfs",
+        "match_nodes",
+        "outcome_cones",
+        "rank_evidence",
+    },
+    "hcg_core.spec": {
+        "parse_call",
+        "spec_from_dict",
+        "spec_from_yaml",
+        "spec_to_dict",
+        "spec_to_yaml",
+        "validate_graph",
+        "validate_spec",
+    },
+    "hcg_core.graph_build": {"BuildResult", "build_graph"},
+    "hcg_core.audit": {
+        "ApplyReport",
+        "DEFAULT_LOW_CONFIDENCE",
+        "FORMATS",
+        "apply_corrections",
+        "apply_to_directory",
+        "diff_graphs",
+        "export_graph",
+        "format_diff",
+        "metric_overview",
+        "read_corrections",
+        "render_html",
+        "review_flags",
+        "supporting_sentence",
+        "view_data",
+        "write_view",
+    },
+    "hcg_core.eval": {
+        "DEFAULT_BUDGET",
+        "EvalReport",
+        "QAItem",
+        "add_eval_arguments",
+        "answer_recall",
+        "bm25_system",
+        "bm25s_system",
+        "content_words",
+        "context_words",
+        "evaluate",
+        "fill_budget",
+        "load_questions",
+        "run_eval",
+        "vector_system",
+        "word_windows",
+    },
+    "hcg_core.llm": {
+        "COUNTERS",
+        "Ledger",
+        "OpenAIStructuredLLM",
+        "ResponseCache",
+        "cache_key",
+        "complete_validated",
+        "current_stage",
+        "extract_json",
+        "llm_from_cli",
+        "parse_reply",
+        "run_sync",
+        "schema_for",
+        "stage",
+    },
 }
 LLAMA_INDEX_HCG_ALL = {
     "DEFAULT_SIMILARITY_TOP_K",
@@ -99,6 +180,33 @@ def test_all_is_pinned(module: str, expected: set[str]) -> None:
         assert hasattr(mod, name), f"{module}.__all__ names {name!r}, which it does not define"
 
 
+@pytest.mark.parametrize("module", sorted(SUBPACKAGE_ALL))
+def test_subpackage_all_is_pinned(module: str) -> None:
+    import importlib
+
+    mod = importlib.import_module(module)
+    assert set(mod.__all__) == SUBPACKAGE_ALL[module]
+    for name in mod.__all__:
+        assert hasattr(mod, name), f"{module}.__all__ names {name!r}, which it does not define"
+
+
+def test_every_subpackage_is_pinned() -> None:
+    import pkgutil
+
+    import hcg_core
+
+    packages = {m.name for m in pkgutil.walk_packages(hcg_core.__path__, "hcg_core.") if m.ispkg}
+    assert packages == set(SUBPACKAGE_ALL)
+
+
+def test_the_default_embedder_factory_is_top_level() -> None:
+    import hcg_core
+    from hcg_core.embedders import MiniLMEmbedder
+
+    assert isinstance(hcg_core.default_embedder(), MiniLMEmbedder)  # built lazily: no model load
+
+
+@pytest.mark.integration
 def test_core_imports_no_framework() -> None:
     out = _run(
         """
@@ -129,6 +237,7 @@ else:
 """
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("adapter", "top", "extra"),
     [

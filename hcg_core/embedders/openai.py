@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ..embedding import as_matrix
 from ..errors import ConfigError, EmbedderError
-from ..ports import as_matrix
 from ._common import check_text, check_texts
 
 DEFAULT_OPENAI_BATCH_SIZE = 256

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ..embedding import as_matrix, embedder_errors
 from ..errors import ConfigError, EmbedderError
-from ..ports import as_matrix, embedder_errors
 from ._common import check_text, check_texts
 
 

@@ -10,8 +10,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..embedding import as_matrix
 from ..errors import ConfigError
-from ..ports import Embedder, as_matrix
+from ..ports import Embedder
 from ..retrieval.lexical import BM25Index, top_k_indices
 from ..types import Chunk
 

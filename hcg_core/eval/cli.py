@@ -199,10 +199,10 @@ def run_eval(args: argparse.Namespace) -> int:
             check_report_path(args.out)
         sentences = load_sentences(args.sentences) if args.sentences else None
         questions = load_questions(args.questions, limit=args.limit, sentences=sentences)
-        from ..cli import make_embedder
+        from ..embedders import embedder_by_name
 
         embedder = (
-            make_embedder(args.embedder, args.embedder_base_url)
+            embedder_by_name(args.embedder, args.embedder_base_url)
             if getattr(args, "embedder", None)
             else None
         )

@@ -7,29 +7,12 @@ pipeline otherwise. Both return the same artefact, which ``hcg_core.store.save_g
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from ..config import DEFAULT_TIER
 from ..errors import BuildError, InputError
 from ..ports import Embedder, StructuredLLM
-from ..types import CausalGraph, Chunk, DomainSpec, OutcomeConfig
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    """What a build produces: the graph plus the vectors it computed, and an honest report.
-
-    ``report`` is JSON-ready: per stage ``seconds``, counts, and LLM ``calls``, ``prompt_tokens``,
-    ``completion_tokens``, ``retries``, ``failed`` (zero for the offline builder).
-    """
-
-    graph: CausalGraph
-    variable_embeddings: np.ndarray | None = None
-    chunk_embeddings: np.ndarray | None = None
-    report: dict[str, Any] = field(default_factory=dict)
+from ..types import BuildResult, Chunk, DomainSpec, OutcomeConfig
 
 
 def build_graph(

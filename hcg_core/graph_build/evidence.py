@@ -23,7 +23,8 @@ from dataclasses import replace
 import numpy as np
 
 from ..config import DEFAULT_EVIDENCE_PER_EDGE, DEFAULT_EVIDENCE_PREFIX_CHARS, DEFAULT_EVIDENCE_TAU
-from ..ports import Embedder, as_matrix
+from ..embedding import as_matrix
+from ..ports import Embedder
 from ..types import CausalEdge, Chunk
 
 SEMANTIC_BLOCK = 512  # edges per block of the semantic match (bounds memory: block x chunks)

@@ -20,6 +20,9 @@ _SENT_SPLIT_RE = re.compile(
     r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c(\[]?[A-Z0-9])|\n\s*\n"
 )
 MAX_SENTENCE_CHARS = 600
+# A cue at least this strong ("causes", "leads to", "is caused by") states a link outright; weaker
+# ones ("affects", "improves") need a second sentence before the offline builder trusts them.
+STRONG_CUE = 0.85
 
 
 def split_sentences(text: str) -> list[str]:

@@ -3,10 +3,12 @@
 import warnings as _warnings
 
 from .compiled import CompiledGraph
+from .lexical import BM25Index
 from .paper import bounded_bfs, match_nodes, outcome_cones, rank_evidence
 from .retriever import CausalGraphRetriever
 
 __all__ = [
+    "BM25Index",
     "CompiledGraph",
     "CausalGraphRetriever",
     "bounded_bfs",

@@ -2,7 +2,7 @@
 
 Each function takes arrays (see ``CompiledGraph``) and returns arrays; none does I/O or keeps
 state, so they are safe to call from many threads on one compiled graph. Definitions 2-4 of the
-paper are restated in shared/docs/METHOD.md; the choices the paper leaves open are marked.
+paper are restated in docs/method.md; the choices the paper leaves open are marked.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def bounded_bfs(
     Returns ``(dist, parent_edge)`` over all variables: hop distance (-1 when not reached) and the
     edge through which each reached node was first found (-1 for sources), for path provenance.
     Nodes flagged in ``stop`` are reached but not expanded further (outcome and terminal nodes:
-    METHOD.md, "BFS treats reaching it as reaching an end"), except when they are sources.
+    docs/method.md, "Stage 3", Definition 3), except when they are sources.
 
     >>> ptr = np.array([0, 1, 2, 3, 3]); dst = np.array([1, 2, 3]); eid = np.array([0, 1, 2])
     >>> bounded_bfs(ptr, dst, eid, np.array([0]), 2)[0].tolist()

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 # The chunker's own word and sentence-end patterns, so passages cut where chunks would.
-from ..corpus import _SENTENCE_END_RE, _WORD_RE
+from ..corpus import SENTENCE_END_RE, WORD_RE
 from ..types import Chunk
 
 
@@ -37,10 +37,10 @@ def _cuts(words: Sequence[str], target: int) -> list[int]:
         at = round(p * size)
         best = at
         for d in range(int(size // 3) + 1):
-            if 0 < at + d < n and _SENTENCE_END_RE.search(words[at + d - 1]):
+            if 0 < at + d < n and SENTENCE_END_RE.search(words[at + d - 1]):
                 best = at + d
                 break
-            if 0 < at - d < n and _SENTENCE_END_RE.search(words[at - d - 1]):
+            if 0 < at - d < n and SENTENCE_END_RE.search(words[at - d - 1]):
                 best = at - d
                 break
         if cuts[-1] < best < n:
@@ -69,7 +69,7 @@ def split_passages(
     out: list[Chunk] = []
     parent: list[int] = []
     for row, c in enumerate(chunks):
-        spans = [m.span() for m in _WORD_RE.finditer(c.text)]
+        spans = [m.span() for m in WORD_RE.finditer(c.text)]
         cuts = _cuts([c.text[a:b] for a, b in spans], target_words)
         if len(cuts) <= 2:
             out.append(c)

@@ -17,10 +17,11 @@ import numpy as np
 
 from ..config import HybridConfig, RetrievalConfig
 from ..contract import vectors_match
+from ..embedding import embed_texts, embedder_errors
 from ..errors import ConfigError, EmbedderError
-from ..ports import Embedder, embed_texts, embedder_errors
-from ..store import StoredGraph, load_graph, save_graph, variable_text
-from ..types import CausalGraph, CausalPath, RetrievalResult, RetrievedChunk
+from ..ports import Embedder
+from ..store import StoredGraph, load_graph, save_graph
+from ..types import CausalGraph, CausalPath, RetrievalResult, RetrievedChunk, variable_text
 from .compiled import CompiledGraph
 from .hybrid import HybridRanker
 from .paper import (
@@ -391,7 +392,7 @@ class CausalGraphRetriever:
                 )
         if chunk_rows.size == 0 and cfg.bfs_fallback and t.sub is not None and t.sub.size:
             # No outcome reached, or cones without evidence: the BFS subgraph's evidence,
-            # nearer hops first (METHOD.md, "fall back gracefully").
+            # nearer hops first (docs/method.md, "Falling back").
             chunk_rows, pairs = rank_evidence(
                 t.sub,
                 t.dist[t.sub_src],

@@ -1,0 +1,97 @@
+"""Offline builder, step 5: each supported link becomes a ``CausalEdge`` with mechanism and evidence.
+
+The mechanism is the link's strongest supporting sentence; the confidence a noisy-or over its
+distinct supporting sentences; the evidence the chunks holding them, the mechanism's chunk first
+(docs/offline-builder.md, step 6).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from ..spec.offline_vocabulary import NodeKey
+from ..types import CausalEdge, Variable
+from .statements import SentenceCorpus, containers, distinct_sentences
+from .support import Support
+
+# One sentence with a cue of strength s alone gives confidence 0.6 * s; more sentences add up.
+SENTENCE_WEIGHT = 0.6
+MAX_CONFIDENCE = 0.99  # never certain: the text states the link, it does not prove it
+MAX_MECHANISM_CHARS = 400
+
+
+def stable_id(prefix: str, *parts: str) -> str:
+    """A short id that depends only on ``parts`` (so rebuilding gives the same edge ids).
+
+    >>> stable_id("e_", "Smoking", "Stroke")
+    'e_973535c4a6a0'
+    """
+    h = hashlib.blake2b("\x00".join(parts).encode(), digest_size=6)
+    return prefix + h.hexdigest()
+
+
+def edge_confidence(strengths: Iterable[float]) -> float:
+    """Noisy-or of the supporting sentences' cue strengths, each weighted by 0.6.
+
+    >>> edge_confidence([0.9]), edge_confidence([0.9, 0.9])
+    (0.54, 0.7884)
+    """
+    miss = 1.0
+    for s in strengths:
+        miss *= 1.0 - SENTENCE_WEIGHT * max(0.0, min(1.0, s))
+    return round(min(MAX_CONFIDENCE, 1.0 - miss), 4)
+
+
+def rank_evidence(sids: Sequence[int], best: int, chunks_of: Sequence[Sequence[int]], limit: int):
+    """Chunk indices for an edge: the mechanism sentence's chunk first, then chunks holding more
+    of the supporting sentences ``sids`` (ties by chunk order), at most ``limit``.
+
+    >>> rank_evidence([0, 1, 2], 2, [[0, 1], [1], [3]], 3)
+    [3, 1, 0]
+    """
+    per_chunk: Counter = Counter()
+    for i in sids:
+        for c in chunks_of[i]:
+            per_chunk[c] += 1
+    first = chunks_of[best][0]
+    return sorted(per_chunk, key=lambda c: (c != first, -per_chunk[c], c))[:limit]
+
+
+def make_edges(
+    support: Support,
+    var_of: dict[NodeKey, Variable],
+    corpus: SentenceCorpus,
+    chunk_ids: Sequence[str],
+    max_evidence: int,
+) -> list[CausalEdge]:
+    """One edge per supported link, sorted by (source name, target name).
+
+    Sentence fragments cut by a chunk edge are counted once (``statements.distinct_sentences``).
+    The mechanism is the sentence with the strongest support, then held by more chunks, then the
+    shorter, then the earlier.
+    """
+    sentences, chunks_of = corpus.sentences, corpus.chunks_of
+    within = containers(sentences, {i for sents in support.values() for i in sents})
+    edges: list[CausalEdge] = []
+    for s, t in sorted(support, key=lambda k: (var_of[k[0]].name, var_of[k[1]].name)):
+        sents = support[(s, t)]
+        sids = distinct_sentences(sents, sentences, within)
+        best = max(sids, key=lambda i: (sents[i], len(chunks_of[i]), -len(sentences[i]), -i))
+        ranked = rank_evidence(sids, best, chunks_of, max_evidence)
+        src, tgt = var_of[s], var_of[t]
+        edges.append(
+            CausalEdge(
+                id=stable_id("e_", src.name, tgt.name),
+                source=src.name,
+                target=tgt.name,
+                mechanism=sentences[best][:MAX_MECHANISM_CHARS],
+                confidence=edge_confidence(sents[i] for i in sids),
+                evidence=tuple(chunk_ids[c] for c in ranked),
+            )
+        )
+    return edges
+
+
+__all__ = ["edge_confidence", "make_edges", "rank_evidence", "stable_id"]

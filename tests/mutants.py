@@ -1,0 +1,285 @@
+"""Mutation check: small behaviour changes to a copy of hcg_core, each of which the core tests must catch.
+
+Each mutant replaces one or a few exact snippets of a module (a tie-break dropped, a bound
+inverted, an option ignored) in a temporary copy of the package and runs the core tests against
+that copy. A mutant the tests still pass is "survived": a behaviour no test pins. A snippet that
+no longer occurs exactly once is reported as "stale" (the code moved on; update the mutant).
+
+Not part of the default test run (pytest collects ``test_*.py`` only). Run it from the repository
+root (about a minute per ten mutants):
+
+    python tests/mutants.py                 # all mutants; exit status 1 if any survived or is stale
+    python tests/mutants.py --list          # names only
+    python tests/mutants.py cone_rank_inverted budget_never_crosses   # some of them
+
+See docs/testing.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE_TESTS = (
+    "tests/test_retrieval_paper.py",
+    "tests/test_retrieval_cones.py",
+    "tests/test_hybrid.py",
+    "tests/test_offline_build.py",
+    "tests/test_offline_golden.py",
+    "tests/test_offline_steps.py",
+    "tests/test_doctests.py",
+)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: str  # relative to the repository root
+    edits: tuple[tuple[str, str], ...]  # (exact old snippet, replacement)
+    why: str
+
+
+def m(name: str, path: str, why: str, *edits: tuple[str, str]) -> Mutant:
+    return Mutant(name, path, tuple(edits), why)
+
+
+MUTANTS = (
+    # ---------------------------------------------------------------- Stage 3 (paper.py)
+    m(
+        "evidence_similarity_tiebreak_removed",
+        "hcg_core/retrieval/paper.py",
+        "evidence of equal cone rank and confidence no longer ordered by query similarity",
+        (
+            "entry = np.lexsort((-sims, -conf[sel], edge_rank[sel]))",
+            "entry = np.lexsort((-conf[sel], edge_rank[sel]))",
+        ),
+    ),
+    m(
+        "cone_similarity_tiebreak_removed",
+        "hcg_core/retrieval/paper.py",
+        "cones of equal convergence ordered by metric only, not by their best-matched node",
+        (
+            "order = np.lexsort((np.arange(present.size), -best_sim, -counts))",
+            "order = np.lexsort((np.arange(present.size), -counts))",
+        ),
+    ),
+    m(
+        "cone_rank_inverted",
+        "hcg_core/retrieval/paper.py",
+        "a node in several cones takes the worst cone's rank instead of the best",
+        (
+            "for r in range(cones.groups.size - 1, -1, -1):",
+            "for r in range(cones.groups.size):",
+        ),
+    ),
+    m(
+        "bfs_expands_end_nodes",
+        "hcg_core/retrieval/paper.py",
+        "BFS continues past outcome and terminal nodes",
+        ("frontier = frontier[~stop[frontier]]", "frontier = frontier"),
+    ),
+    m(
+        "band_threshold_max",
+        "hcg_core/retrieval/paper.py",
+        "the admission threshold is the larger of floor and band, not the smaller",
+        (
+            "tau_j = min(tau_min, float(best[g]) * (1.0 - band))",
+            "tau_j = max(tau_min, float(best[g]) * (1.0 - band))",
+        ),
+    ),
+    m(
+        "per_metric_cap_ignored",
+        "hcg_core/retrieval/paper.py",
+        "more than P variables admitted per metric",
+        (
+            'ok = ok[np.argsort(-local[ok], kind="stable")[:per_metric]]',
+            'ok = ok[np.argsort(-local[ok], kind="stable")]',
+        ),
+    ),
+    # ---------------------------------------------------------------- retriever and hybrid
+    m(
+        "budget_never_crosses",
+        "hcg_core/retrieval/retriever.py",
+        "the word budget is never crossed, instead of the last chunk crossing it",
+        (
+            "before = used + np.cumsum(self.compiled.chunk_words[rows]) - self.compiled.chunk_words[rows]",
+            "before = used + np.cumsum(self.compiled.chunk_words[rows])",
+        ),
+        (
+            'return rows[: int(np.searchsorted(before, budget, side="left"))]',
+            'return rows[: int(np.searchsorted(before, budget, side="right"))]',
+        ),
+    ),
+    m(
+        "graph_bonus_flat",
+        "hcg_core/retrieval/hybrid.py",
+        "the hybrid graph bonus no longer decays with the graph route's rank",
+        ("graph_part[g] = 1.0 - np.arange(g.size) / (2.0 * g.size)", "graph_part[g] = 1.0"),
+    ),
+    # ---------------------------------------------------------------- offline builder
+    m(
+        "offline_lift_off",
+        "hcg_core/graph_build/offline.py",
+        "the offline builder never lifts support to generic variables",
+        ("lift=cfg.lift and spec is None,", "lift=False,"),
+    ),
+    m(
+        "offline_drop_weak_off",
+        "hcg_core/graph_build/offline.py",
+        "weak single-sentence variables are kept",
+        (
+            "dropped_weak = drop_weak_nodes(support) if cfg.drop_weak else 0",
+            "dropped_weak = 0",
+        ),
+    ),
+    m(
+        "offline_max_evidence_ignored",
+        "hcg_core/graph_build/edges.py",
+        "every supporting chunk becomes evidence",
+        (
+            "ranked = rank_evidence(sids, best, chunks_of, max_evidence)",
+            "ranked = rank_evidence(sids, best, chunks_of, 10**9)",
+        ),
+    ),
+    m(
+        "offline_mechanism_chunk_not_first",
+        "hcg_core/graph_build/edges.py",
+        "evidence ordered by supporting sentences only; the mechanism's chunk is not put first",
+        (
+            "key=lambda c: (c != first, -per_chunk[c], c)",
+            "key=lambda c: (-per_chunk[c], c)",
+        ),
+    ),
+    m(
+        "offline_fragments_counted_twice",
+        "hcg_core/graph_build/statements.py",
+        "a sentence fragment cut by a chunk edge counts as a second supporting sentence",
+        ("if not within[i] & kept:", "if True:"),
+    ),
+    m(
+        "offline_terminal_edges_kept",
+        "hcg_core/graph_build/offline.py",
+        "edges leaving a terminal metric are kept",
+        (
+            'support, {i for i, r in enumerate(metric_roles) if r == "terminal"}',
+            "support, set()",
+        ),
+    ),
+    m(
+        "offline_min_variable_support_ignored",
+        "hcg_core/graph_build/support.py",
+        "every entity becomes its own variable, however rarely stated",
+        (
+            "key.is_existing or (support[key] >= min_support and kept < max_per_metric)",
+            "key.is_existing or kept < max_per_metric",
+        ),
+    ),
+    m(
+        "offline_sentence_weight",
+        "hcg_core/graph_build/edges.py",
+        "a supporting sentence adds more confidence",
+        ("SENTENCE_WEIGHT = 0.6", "SENTENCE_WEIGHT = 0.7"),
+    ),
+    m(
+        "extract_negation_ignored",
+        "hcg_core/graph_build/extract.py",
+        "negated cues ('does not cause') become statements",
+        (
+            'return any(w in _NEGATIONS or w.endswith("n\'t") for w in tail)',
+            "return False",
+        ),
+    ),
+)
+
+
+def _copy_tree(dest: Path) -> None:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "hcg_core", dest / "hcg_core", ignore=ignore)
+    shutil.copytree(ROOT / "tests", dest / "tests", ignore=ignore)
+    shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
+
+
+def _apply(dest: Path, mutant: Mutant) -> str | None:
+    """Apply the edits in ``dest``; the reason it cannot be applied, or None."""
+    path = dest / mutant.path
+    text = path.read_text(encoding="utf-8")
+    for old, new in mutant.edits:
+        n = text.count(old)
+        if n != 1:
+            return f"snippet found {n} times in {mutant.path}: {old!r}"
+        text = text.replace(old, new)
+    path.write_text(text, encoding="utf-8")
+    return None
+
+
+def _run_tests(dest: Path, tests: tuple[str, ...]) -> subprocess.CompletedProcess:
+    # The copy comes first on the path (cwd and PYTHONPATH), so the editable install is not used.
+    env = {**os.environ, "PYTHONPATH": str(dest), "PYTHONDONTWRITEBYTECODE": "1"}
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    return subprocess.run(cmd, cwd=dest, env=env, capture_output=True, text=True)
+
+
+def _first_failure(out: str) -> str:
+    for line in out.splitlines():
+        if line.startswith("FAILED") or line.startswith("ERROR"):
+            return line[:150]
+    return out.strip().splitlines()[-1][:150] if out.strip() else ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", help="run only these mutants (default: all)")
+    ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--tests", nargs="+", default=list(CORE_TESTS), help="test files to run")
+    args = ap.parse_args(argv)
+    if args.list:
+        for mu in MUTANTS:
+            print(f"{mu.name:40} {mu.path:36} {mu.why}")
+        return 0
+    unknown = set(args.names) - {mu.name for mu in MUTANTS}
+    if unknown:
+        ap.error(f"unknown mutant(s): {', '.join(sorted(unknown))}")
+    chosen = [mu for mu in MUTANTS if not args.names or mu.name in args.names]
+    tests = tuple(args.tests)
+    with tempfile.TemporaryDirectory(prefix="hcg-mutants-") as tmp:
+        base = Path(tmp) / "base"
+        _copy_tree(base)
+        t = time.perf_counter()
+        proc = _run_tests(base, tests)
+        if proc.returncode != 0:
+            print("the unmutated copy fails the tests; fix them first:\n" + proc.stdout[-2000:])
+            return 2
+        print(f"baseline: core tests pass ({time.perf_counter() - t:.1f} s)")
+        killed, survived, stale = [], [], []
+        for mu in chosen:
+            dest = Path(tmp) / mu.name
+            _copy_tree(dest)
+            problem = _apply(dest, mu)
+            if problem:
+                stale.append(mu.name)
+                print(f"STALE     {mu.name}: {problem}")
+                continue
+            t = time.perf_counter()
+            proc = _run_tests(dest, tests)
+            took = time.perf_counter() - t
+            if proc.returncode == 0:
+                survived.append(mu.name)
+                print(f"SURVIVED  {mu.name} ({took:.1f} s): {mu.why}")
+            else:
+                killed.append(mu.name)
+                print(f"killed    {mu.name} ({took:.1f} s): {_first_failure(proc.stdout)}")
+            shutil.rmtree(dest, ignore_errors=True)
+    print(f"\n{len(killed)}/{len(chosen)} killed, {len(survived)} survived, {len(stale)} stale")
+    return 0 if not survived and not stale else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
