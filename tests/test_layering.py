@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("hcg_core", "llama_index_hcg", "langchain_hcg")
 # Private names one module still takes from another: each is a known debt, listed so that no new
 # one appears silently. (llm_tiers reuses the spec assembler's fuzzy matcher.)
-KNOWN_PRIVATE_IMPORTS = {("hcg_core/graph_build/llm_tiers.py", "_match")}
+KNOWN_PRIVATE_IMPORTS: set[tuple[str, str]] = set()
 
 
 @cache

@@ -124,8 +124,11 @@ SUBPACKAGE_ALL = {
         "COUNTERS",
         "Ledger",
         "OpenAIStructuredLLM",
+        "ResilientLLM",
         "ResponseCache",
         "cache_key",
+        "classify_bad_request",
+        "compact_schema",
         "complete_validated",
         "current_stage",
         "extract_json",
@@ -134,6 +137,7 @@ SUBPACKAGE_ALL = {
         "run_sync",
         "schema_for",
         "stage",
+        "strict_schema",
     },
 }
 LLAMA_INDEX_HCG_ALL = {

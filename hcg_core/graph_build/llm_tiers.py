@@ -27,7 +27,7 @@ from ..llm.accounting import Ledger
 from ..llm.runner import Failures, ask_split
 from ..ports import StructuredLLM
 from ..prompts import Prompt, get_prompt
-from ..spec.assemble import ENTITY_CUTOFF, _entity_ok, _match, entity_name
+from ..spec.assemble import ENTITY_CUTOFF, entity_name, entity_ok, match_name
 from ..types import Chunk, Dimension, DomainSpec, Metric, Variable
 from .evidence import normalize_text, snippet
 
@@ -343,10 +343,10 @@ class Vocabulary:
         new: list[tuple[str, str]] = []
         for dim, e in zip(metric.signature, raw, strict=True):
             name = entity_name(e)
-            hit, _ = _match(name, self.entities(dim), ENTITY_CUTOFF)
+            hit, _ = match_name(name, self.entities(dim), ENTITY_CUTOFF)
             if hit is not None:
                 ents.append(hit)
-            elif not _entity_ok(name) or normalize_text(name) not in shown:
+            elif not entity_ok(name) or normalize_text(name) not in shown:
                 self.dropped["tier2_new_entity_not_in_shown_text"] += 1
                 return None
             elif len(self.new_entities.get(dim, ())) >= NEW_ENTITIES_PER_DIMENSION:

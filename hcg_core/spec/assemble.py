@@ -56,7 +56,7 @@ def entity_name(text: str) -> str:
     return re.sub(r"\s+", " ", str(text)).strip()
 
 
-def _entity_ok(e: str) -> bool:
+def entity_ok(e: str) -> bool:
     return bool(e) and not any(c in e for c in ",()")
 
 
@@ -88,7 +88,7 @@ def merge_dimensions(
                 seen_here.add(name)
             for raw in item.get("entities", []) or []:
                 e = entity_name(raw)
-                if not _entity_ok(e):
+                if not entity_ok(e):
                     report.dropped["entity_unusable_name"] += 1
                     continue
                 known = {x.lower() for x in entities[name]}
@@ -213,7 +213,7 @@ def merge_metrics(
     return tuple(metrics), outcome
 
 
-def _match(name: str, choices: Sequence[str], cutoff: float) -> tuple[str | None, bool]:
+def match_name(name: str, choices: Sequence[str], cutoff: float) -> tuple[str | None, bool]:
     """Exact, then case-insensitive, then difflib match; returns (match, repaired?)."""
     if name in choices:
         return name, False
@@ -247,7 +247,7 @@ def merge_variables(
                 continue
             ents: list[str] = []
             for dim, e in zip(metric.signature, raw, strict=True):
-                hit, repaired = _match(e, dims[dim].entities, ENTITY_CUTOFF)
+                hit, repaired = match_name(e, dims[dim].entities, ENTITY_CUTOFF)
                 if hit is None:
                     break
                 report.repaired["variable_entity"] += int(repaired)
@@ -279,8 +279,8 @@ def merge_relations(
     out: dict[tuple[str, str], Relation] = {}
     for draft in drafts:
         for item in draft:
-            src, rep_s = _match(str(item.get("source", "")).strip(), names, ENDPOINT_CUTOFF)
-            tgt, rep_t = _match(str(item.get("target", "")).strip(), names, ENDPOINT_CUTOFF)
+            src, rep_s = match_name(str(item.get("source", "")).strip(), names, ENDPOINT_CUTOFF)
+            tgt, rep_t = match_name(str(item.get("target", "")).strip(), names, ENDPOINT_CUTOFF)
             if src is None or tgt is None:
                 report.dropped["relation_undefined_variable"] += 1
                 continue
