@@ -19,11 +19,11 @@ from hcg_core.retrieval import CausalGraphRetriever
 MANY = 200  # chunks asked for; the word budget stops first (as in hcg eval)
 SETTINGS = {
     "graph off": {"use_graph": False},
-    "weight 0.25": {"hybrid": HybridConfig(graph_weight=0.25)},
-    "weight 0.5 (default)": {},
+    "weight 0.25 (default)": {},
+    "weight 0.5": {"hybrid": HybridConfig(graph_weight=0.5)},
     "weight 1.0": {"hybrid": HybridConfig(graph_weight=1.0)},
-    "weight 0.5, 5 graph candidates": {"graph_candidates": 5},
-    "weight 0.5, 20 graph candidates": {"graph_candidates": 20},
+    "weight 0.25, 5 graph candidates": {"graph_candidates": 5},
+    "weight 0.25, 20 graph candidates": {"graph_candidates": 20},
 }
 
 

@@ -233,6 +233,7 @@ def test_hybrid_graph_bonus_decays_with_rank():
     )
     res = ranker.rank("nothing matches", None, graph, k=4)
     got = {c.chunk.id: c.details["fused_score"] for c in res.chunks}
-    # weight * (1 - rank / (2 n)), n = 3: 0.5, 0.5 * 5/6, 0.5 * 4/6; c1 is not on a graph route.
-    assert got == pytest.approx({"c2": 0.5, "c0": 0.5 * 5 / 6, "c3": 0.5 * 4 / 6, "c1": 0.0})
+    # weight * (1 - rank / (2 n)), n = 3: w, w * 5/6, w * 4/6; c1 is not on a graph route.
+    w = HybridConfig().graph_weight
+    assert got == pytest.approx({"c2": w, "c0": w * 5 / 6, "c3": w * 4 / 6, "c1": 0.0})
     assert _ids(res) == ["c2", "c0", "c3", "c1"]
