@@ -47,3 +47,11 @@ def test_off_topic_questions_score_below_on_topic_ones(retriever):
     on = [retriever.retrieve(q, k=3).chunks[0].score for q in ON_TOPIC]
     off = [retriever.retrieve(q, k=3).chunks[0].score for q in OFF_TOPIC]
     assert max(off) < DOCUMENTED_CUTOFF < min(on), (on, off)
+
+
+@pytest.mark.parametrize("question", ["", "   \n", None])
+def test_an_empty_question_is_a_typed_error(retriever, question):
+    from hcg_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="non-empty string"):
+        retriever.retrieve(question)

@@ -246,11 +246,17 @@ class CausalGraphRetriever:
     def retrieve(
         self, query: str, k: int | None = None, *, allowed: np.ndarray | None = None
     ) -> RetrievalResult:
-        """Return the chunks for ``query``: graph evidence first, then vector fill to ``k``.
+        """Return the chunks for ``query``, best first (see the configured ``mode``).
 
         ``allowed``: a boolean mask over ``graph.chunks`` (a metadata filter, evaluated by the
         caller); only those chunks are ranked, so ``k`` of them come back when ``k`` exist.
+
+        Raises:
+            ConfigError: ``query`` is not a string, or empty or whitespace only (nothing to match:
+                every chunk would score 0).
         """
+        if not isinstance(query, str) or not query.strip():
+            raise ConfigError(f"the question must be a non-empty string, got {query!r}")
         return self.retrieve_by_vector(query, self.embed_query(query), k, allowed=allowed)
 
     def _allowed(self, allowed: Any) -> np.ndarray | None:
