@@ -1,15 +1,15 @@
 """The default retrieval mode: fuse graph evidence, BM25 and dense similarity, then pack a budget.
 
-The unit ranked and packed is a passage: each stored chunk split at sentence ends into parts of
-about ``passage_words`` words (``passages.py``; 0 keeps whole chunks). Three ranked signals are
-fused into one relevance score per passage:
-BM25 over the passages (``lexical.py``), dense cosine (query vector against the stored vector of the
-passage's chunk), and the graph route's evidence (the paper's Stage 3 result, chunks on kept causal
-paths; of those, the passages holding an edge's mechanism sentence). Packing then picks passages
-greedily by maximal marginal relevance (MMR): relevance minus redundancy with what is already
-chosen, redundancy measured on words (cosine of BM25 term vectors), and skips a passage whose words
-mostly repeat chosen ones (neighbouring windows of one document overlap). Passages are returned whole,
-in pick order, with their provenance; a passage's metadata names its chunk (``passage_of``).
+The unit ranked and returned is the stored chunk, whole (``passage_words`` > 0 splits chunks into
+passages instead, ``passages.py``). Three signals score each unit: BM25 (``lexical.py``), the dense
+cosine of the query against the unit's chunk vector, and the graph route's evidence (the paper's
+Stage 3 result: chunks on kept causal paths; of a split chunk, the passages holding an edge's
+mechanism sentence). The text signals are fused per query as z-scores against their own best
+candidates (``standardise``), and the graph adds a bonus. Packing picks units greedily by maximal
+marginal relevance (MMR): relevance minus redundancy with what is already chosen (cosine of BM25
+term vectors), skipping a unit whose words mostly repeat chosen ones (overlapping windows of one
+text). The chosen units are returned best first, each with a calibrated score in [0, 1]
+(``calibrated_scores``) and its parts.
 
 ``use_graph=False`` runs exactly the same pipeline with the graph signal removed: the ablation that
 measures what the graph adds.
