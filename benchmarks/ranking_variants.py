@@ -21,12 +21,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from dev_suite import parse_set  # benchmarks/ is on sys.path when this script runs
 
 from hcg_core.config import HybridConfig
 from hcg_core.corpus import chunk_documents, load_inputs
 from hcg_core.embedders import default_embedder
+from hcg_core.embedding import embed_texts
 from hcg_core.eval.runner import evaluate, load_questions, load_sentences
-from hcg_core.ports import embed_texts
 from hcg_core.retrieval.hybrid import HybridRanker
 from hcg_core.types import Document
 
@@ -45,14 +46,6 @@ VARIANTS: dict[str, HybridConfig] = {
 VARIANTS["previous default (max fusion, passages)"] = replace(
     DEFAULT, fusion="max", passage_words=100
 )
-
-
-def parse_set(text: str) -> tuple[str, list[Path]]:
-    name, _, paths = text.partition("=")
-    parts = [Path(p) for p in paths.split(":") if p]
-    if not name or len(parts) not in (2, 3):
-        raise SystemExit(f"--set NAME=CORPUS:QUESTIONS[:SENTENCES], got {text!r}")
-    return name, parts
 
 
 def cached(embedder, texts: list[str], cache: Path, kind: str) -> np.ndarray:

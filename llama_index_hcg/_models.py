@@ -20,9 +20,10 @@ from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from hcg_core.embedders import CallableEmbedder, default_embedder
 from hcg_core.embedders._common import check_text
+from hcg_core.embedding import embedder_errors, is_embedder
 from hcg_core.errors import ConfigError, LLMError
 from hcg_core.llm.structured import complete_validated
-from hcg_core.ports import Embedder, StructuredLLM, embedder_errors, is_embedder
+from hcg_core.ports import Embedder, StructuredLLM
 
 M = TypeVar("M", bound=BaseModel)
 

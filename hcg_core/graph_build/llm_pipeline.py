@@ -24,11 +24,12 @@ from ..config import (
     DEFAULT_TIER,
     tier_caps,
 )
+from ..embedding import as_matrix, embed_texts
 from ..errors import BuildError, ConfigError, IncompleteBuildError
 from ..llm.accounting import COUNTERS, Ledger, stage
 from ..llm.bridge import run_sync
 from ..llm.runner import Failures, StageTimer, metered, stage_progress
-from ..ports import Embedder, StructuredLLM, as_matrix, embed_texts
+from ..ports import Embedder, StructuredLLM
 from ..prompts import PROMPTS, Prompt
 from ..spec.generate import (
     DEFAULT_CHUNKS_PER_CALL,
@@ -39,8 +40,7 @@ from ..spec.generate import (
     stage1_calls,
 )
 from ..spec.validate import validate_graph, validate_spec
-from ..store import variable_text
-from ..types import CausalEdge, CausalGraph, Chunk, DomainSpec, OutcomeConfig
+from ..types import CausalEdge, CausalGraph, Chunk, DomainSpec, OutcomeConfig, variable_text
 from . import BuildResult
 from .evidence import DEFAULT_SHOWN_TAU, QuoteIndex, link_evidence, normalize_text
 from .llm_tiers import (

@@ -375,13 +375,10 @@ class CausalGraphRetriever:
         def sims_of(r: np.ndarray) -> np.ndarray:
             return g.chunk_emb[r] @ qvec
 
-        if t.node_rank is not None:
-            n_cones = t.cones.groups.size
-            edge_rank = t.node_rank[t.sub_dst]
-            keep = edge_rank < n_cones
-            chunk_rows, pairs = rank_evidence(
-                t.sub[keep],
-                edge_rank[keep],
+        def evidence(edges: np.ndarray, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return rank_evidence(
+                edges,
+                ranks,
                 g.edge_conf,
                 g.edge_conf_order,
                 g.ev_ptr,
@@ -390,6 +387,12 @@ class CausalGraphRetriever:
                 need=k,
                 allowed=allowed,
             )
+
+        if t.node_rank is not None:
+            n_cones = t.cones.groups.size
+            edge_rank = t.node_rank[t.sub_dst]
+            keep = edge_rank < n_cones
+            chunk_rows, pairs = evidence(t.sub[keep], edge_rank[keep])
             served_by = "cones"
             if chunk_rows.size:
                 inside = t.node_rank < n_cones
@@ -399,17 +402,7 @@ class CausalGraphRetriever:
         if chunk_rows.size == 0 and cfg.bfs_fallback and t.sub is not None and t.sub.size:
             # No outcome reached, or cones without evidence: the BFS subgraph's evidence,
             # nearer hops first (docs/method.md, "Falling back").
-            chunk_rows, pairs = rank_evidence(
-                t.sub,
-                t.dist[t.sub_src],
-                g.edge_conf,
-                g.edge_conf_order,
-                g.ev_ptr,
-                g.ev_chunk,
-                sims_of,
-                need=k,
-                allowed=allowed,
-            )
+            chunk_rows, pairs = evidence(t.sub, t.dist[t.sub_src])
             served_by = "bfs"
         if chunk_rows.size == 0:
             served_by = "vector"

@@ -23,10 +23,11 @@ import numpy as np
 from pydantic import BaseModel, Field, create_model
 
 from ..config import tier_caps
+from ..embedding import as_matrix
 from ..errors import BuildError
 from ..llm.accounting import Ledger, stage
 from ..llm.runner import Failures, StageTimer, ask_split
-from ..ports import Embedder, StructuredLLM, as_matrix
+from ..ports import Embedder, StructuredLLM
 from ..prompts import Prompt, get_prompt
 from ..types import Chunk, DomainSpec, OutcomeConfig
 from .assemble import (
