@@ -63,8 +63,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     )
     words = sum(len(d.text.split()) for d in docs)
     print(
-        f"read {len(docs)} documents ({words:,} words) -> {len(chunks)} chunks of "
-        f"{args.chunk_words} words ({args.chunk_overlap} overlap)",
+        f"read {len(docs)} documents ({words:,} words) -> {len(chunks)} chunks (following "
+        f"paragraphs; {args.chunk_words}-word windows, {args.chunk_overlap} overlap, in longer text)",
         file=sys.stderr,
     )
     spec = read_spec_file(args.spec) if args.spec else None
