@@ -49,6 +49,7 @@ logger = logging.getLogger(__name__)
 LEDGER_FORMAT = 1
 MAX_MECHANISM_CHARS = 400  # as edges.make_edges
 MAX_EXAMPLES = 5  # statements named in a report, per kind
+EXISTING = "="  # entity-key prefix of a given spec's variables (never a word)
 
 Link = tuple[str, str]  # (source variable name, target variable name)
 
@@ -136,21 +137,25 @@ class UpdateReport:
             logger.debug("%s: %s", what, self.summary())
 
 
+NodeId = tuple[int, str]  # (metric index, entity key); "" is the metric's generic variable
+
+
 @dataclass
 class SupportLedger:
     """The offline build's per-link support, kept so edits update only the links they touch.
 
-    ``spans``: span text -> variable name (``""``: the span's node is not a variable; ``None``:
-    the build dropped the span). ``nodes``: generated variable -> (metric index, entity key),
-    for lifting and for mapping unseen spans by head. ``links``: (source, target) -> supporting
-    sentence -> strongest cue strength. ``sentence_chunks``: sentence -> chunk ids holding it;
-    ``order``: sentence -> first-seen rank (the builder's tie-break).
+    ``spans``: span text -> the node the build mapped it to (None: the build dropped the span).
+    ``nodes``: every node the build kept -> its variable name (``""``: kept but not a variable,
+    e.g. dropped as weakly supported; its lifted links to ancestors still count). ``links``:
+    (source, target) variable names -> supporting sentence -> strongest cue strength.
+    ``sentence_chunks``: sentence -> chunk ids holding it; ``order``: sentence -> first-seen
+    rank (the builder's tie-break).
     """
 
     heads: list[str]
     compounds: frozenset[str]
-    spans: dict[str, str | None]
-    nodes: dict[str, tuple[int, str]]
+    spans: dict[str, NodeId | None]
+    nodes: dict[NodeId, str]
     links: dict[Link, dict[str, float]]
     sentence_chunks: dict[str, list[str]]
     order: dict[str, int]
@@ -164,13 +169,12 @@ class SupportLedger:
         for link, sents in self.links.items():
             for s in sents:
                 self._by_sentence[s].add(link)
-        self._node_index = {v: k for k, v in self.nodes.items()}
         self._head_index = {h: i for i, h in enumerate(self.heads)}
         self._next = max(self.order.values(), default=-1) + 1
-        self._words: dict[int, list[tuple[frozenset[str], str]]] = defaultdict(list)
-        for name, (metric, key) in self.nodes.items():
-            if key:
-                self._words[metric].append((frozenset(key.split()), name))
+        self._words: dict[int, list[tuple[frozenset[str], NodeId]]] = defaultdict(list)
+        for node in self.nodes:
+            if node[1] and not node[1].startswith(EXISTING):
+                self._words[node[0]].append((frozenset(node[1].split()), node))
 
     # ------------------------------------------------------------------ persistence
 
@@ -178,6 +182,8 @@ class SupportLedger:
         """JSON-ready data (``incremental.json``), fingerprinted against ``graph``'s edges."""
         sentences = sorted(self.order, key=self.order.__getitem__)
         index = {s: i for i, s in enumerate(sentences)}
+        nodes = list(self.nodes)
+        node_index = {n: i for i, n in enumerate(nodes)}
         return {
             "format": LEDGER_FORMAT,
             "edges_digest": edges_digest(graph.edges),
@@ -186,8 +192,8 @@ class SupportLedger:
             "lift": self.lift,
             "lift_discount": self.lift_discount,
             "max_evidence": self.max_evidence,
-            "spans": self.spans,
-            "nodes": {k: list(v) for k, v in self.nodes.items()},
+            "nodes": [[m, key, self.nodes[(m, key)]] for m, key in nodes],
+            "spans": {t: (node_index[n] if n is not None else None) for t, n in self.spans.items()},
             "sentences": sentences,
             "sentence_chunks": [self.sentence_chunks.get(s, []) for s in sentences],
             "links": [
@@ -208,11 +214,15 @@ class SupportLedger:
             links: dict[Link, dict[str, float]] = {}
             for s, t, sents in data["links"]:
                 links[(str(s), str(t))] = {sentences[int(i)]: float(w) for i, w in sents.items()}
+            nodes = [((int(m), str(k)), str(name)) for m, k, name in data["nodes"]]
             return cls(
                 heads=[str(h) for h in data["heads"]],
                 compounds=frozenset(data["compounds"]),
-                spans={str(k): v for k, v in data["spans"].items()},
-                nodes={str(k): (int(v[0]), str(v[1])) for k, v in data["nodes"].items()},
+                spans={
+                    str(k): (nodes[int(v)][0] if v is not None else None)
+                    for k, v in data["spans"].items()
+                },
+                nodes=dict(nodes),
                 links=links,
                 sentence_chunks={
                     s: [str(c) for c in cs]
@@ -230,33 +240,27 @@ class SupportLedger:
 
     # ------------------------------------------------------------------ mapping text
 
-    def resolve(self, span: Span) -> str | None:
-        """The variable a span names: the build's own assignment, else by head (see module)."""
+    def resolve(self, span: Span) -> NodeId | None:
+        """The node a span names: the build's own assignment, else by head (see module)."""
         if span.text in self.spans:
-            return self.spans[span.text] or None
+            return self.spans[span.text]
         if not self.heads:
             return None  # a given spec maps spans by embedding, which an edit does not redo
         head, entity = head_of(span, self.compounds)
         metric = self._head_index.get(head)
         if metric is None:
             return None
-        key = " ".join(sorted(set(entity.split())))
-        return self._node_index.get((metric, key)) or self._node_index.get((metric, ""))
+        key = (metric, " ".join(sorted(set(entity.split()))))
+        return key if key in self.nodes else (metric, "")
 
-    def ancestors(self, name: str) -> list[str]:
-        """Variables a statement about ``name`` also supports (``support.ancestors``)."""
-        node = self.nodes.get(name)
-        if node is None:
-            return []
+    def ancestors(self, node: NodeId) -> list[NodeId]:
+        """Kept nodes a statement about ``node`` also supports (``support.ancestors``)."""
         metric, key = node
-        up = []
-        if key:
-            generic = self._node_index.get((metric, ""))
-            if generic is not None:
-                up.append(generic)
-            words = frozenset(key.split())
-            up += [n for w, n in self._words[metric] if w < words]
-        return up
+        if not key or key.startswith(EXISTING):
+            return []
+        up: list[NodeId] = [(metric, "")]  # the generic variable: every entity's root
+        words = frozenset(key.split())
+        return up + [n for w, n in self._words[metric] if w < words]
 
     # ------------------------------------------------------------------ edits
 
@@ -297,8 +301,12 @@ class SupportLedger:
                 tgts = [tgt, *self.ancestors(tgt)]
                 pairs += [(a, b, lifted) for a in srcs for b in tgts if (a, b) != (src, tgt)]
             text = corpus.sentences[st.sentence]
-            for s, t, w in pairs:
-                if s == t or s in terminal:
+            for a, b, w in pairs:
+                s, t = self.nodes.get(a), self.nodes.get(b)
+                if a == b or s in terminal:
+                    continue
+                if not s or not t:
+                    report.links_skipped += 1
                     continue
                 link = (s, t)
                 sents = self.links.setdefault(link, {})
@@ -377,14 +385,17 @@ def ledger_from_build(
     max_evidence: int,
 ) -> SupportLedger:
     """The ledger of an offline build, from its steps' own data (``offline._assemble``)."""
-    spans: dict[str, str | None] = {}
+    def node_id(node: Any) -> NodeId:
+        if node.existing is not None:
+            return (node.metric, EXISTING + "|".join(node.existing))
+        return (node.metric, node.entity)
+
+    node_map: dict[NodeId, str] = {}
+    for node in set(nodes.keep.values()) | set(var_of):
+        node_map[node_id(node)] = var_of[node].name if node in var_of else ""
+    spans: dict[str, NodeId | None] = {}
     for text, key in vocab.assign.items():
-        if key is None:
-            spans[text] = None
-            continue
-        node = nodes.keep.get(key.normalised())
-        spans[text] = var_of[node].name if node in var_of else ""
-    node_map = {v.name: (n.metric, n.entity) for n, v in var_of.items() if n.existing is None}
+        spans[text] = None if key is None else node_id(nodes.keep[key.normalised()])
     links: dict[Link, dict[str, float]] = {}
     used: set[int] = set()
     for (s, t), sents in support.items():
