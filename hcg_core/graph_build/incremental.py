@@ -385,6 +385,7 @@ def ledger_from_build(
     max_evidence: int,
 ) -> SupportLedger:
     """The ledger of an offline build, from its steps' own data (``offline._assemble``)."""
+
     def node_id(node: Any) -> NodeId:
         if node.existing is not None:
             return (node.metric, EXISTING + "|".join(node.existing))
