@@ -8,6 +8,7 @@ files. Models are never persisted: pass ``embed_model`` (and ``llm``) again on l
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Sequence
@@ -53,23 +54,30 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class HCGIndexStruct(IndexStruct):
-    """The JSON-persisted state of an HCGIndex: the graph as plain data and base64 float32 vectors.
+    """The JSON-persisted state of an HCGIndex: the graph as a JSON string and base64 float32
+    vectors.
 
-    ``variable_embeddings`` rows follow ``graph["variables"]``, ``chunk_embeddings`` rows follow
-    ``graph["chunk_ids"]``; both were made by the embedder named ``embedder_name`` and are reused on
+    ``variable_embeddings`` rows follow the graph's ``variables``, ``chunk_embeddings`` rows its
+    ``chunk_ids``; both were made by the embedder named ``embedder_name`` and are reused on
     load only with that same embedder (otherwise recomputed).
     """
 
-    graph: dict[str, Any] = field(default_factory=dict)
+    graph: dict[str, Any] = field(default_factory=dict)  # read from older persisted indexes
+    # The graph as one JSON string: dataclasses_json copies a str in O(1) Python steps, where a
+    # nested dict costs one per item on every struct write (each insert writes the struct).
+    graph_json: str = ""
     embedder_name: str = ""
     dim: int = 0
     variable_embeddings: str = ""
     chunk_embeddings: str = ""
     dropped_edges: list[str] = field(default_factory=list)
     report: dict[str, Any] = field(default_factory=dict)
-    # The offline builder's support ledger (hcg_core.graph_build.incremental), so edits after a
-    # reload still re-extract edges; empty for LLM-built graphs.
-    ledger: dict[str, Any] = field(default_factory=dict)
+    # The offline builder's support ledger (hcg_core.graph_build.incremental) as JSON, so edits
+    # after a reload still re-extract edges; empty for LLM-built graphs.
+    ledger_json: str = ""
+
+    def graph_data(self) -> dict[str, Any]:
+        return json.loads(self.graph_json) if self.graph_json else self.graph
 
     @classmethod
     def get_type(cls) -> str:  # type: ignore[override]  # a str key works like IndexStructType
@@ -202,7 +210,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
 
     def _write_struct(self, struct: HCGIndexStruct) -> None:
         assert self._graph is not None  # internal invariant, not user input
-        struct.graph = graph_to_dict(self._graph)
+        struct.graph = {}
+        struct.graph_json = json.dumps(graph_to_dict(self._graph), ensure_ascii=False)
         struct.embedder_name = self._embedder.name
         struct.dim = (
             int(self._chunk_emb.shape[1])
@@ -212,10 +221,11 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         struct.variable_embeddings = encode_matrix(self._variable_emb)
         struct.chunk_embeddings = encode_matrix(self._chunk_emb)
         ledger = self._core.ledger_json() if self._core is not None else None
-        struct.ledger = ledger or {}
+        struct.ledger_json = json.dumps(ledger, ensure_ascii=False) if ledger else ""
 
     def _restore(self, struct: HCGIndexStruct) -> None:
-        chunk_ids = struct.graph.get("chunk_ids", [])
+        data = struct.graph_data()
+        chunk_ids = data.get("chunk_ids", [])
         nodes = self._docstore.get_nodes(chunk_ids, raise_error=False)
         if len(nodes) != len(chunk_ids):
             found = {n.node_id for n in nodes}
@@ -224,18 +234,18 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
                 f"the docstore lacks {len(missing)} of the graph's nodes (first: {missing[0]!r}); "
                 "load with the storage context the index was persisted with"
             )
-        graph = graph_from_dict(struct.graph, [node_to_chunk(n) for n in nodes])
+        graph = graph_from_dict(data, [node_to_chunk(n) for n in nodes])
         same = vectors_match(struct.embedder_name, struct.dim, self._embedder)
         self._set_state(
             graph,
             decode_matrix(struct.variable_embeddings, struct.dim) if same else None,
             decode_matrix(struct.chunk_embeddings, struct.dim) if same else None,
         )
-        if struct.ledger:
+        if struct.ledger_json:
             from hcg_core.graph_build.incremental import SupportLedger
 
             try:
-                self._core.ledger = SupportLedger.from_json(struct.ledger, graph)
+                self._core.ledger = SupportLedger.from_json(json.loads(struct.ledger_json), graph)
             except StoreError as exc:
                 logger.warning("HCGIndex: %s; edits will link evidence only", exc)
         if not same:  # re-embedded with the new model: store what retrieval now uses
@@ -470,12 +480,13 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             nodes.append(node)
         storage_context.docstore.add_documents(nodes, allow_update=True)
         struct = HCGIndexStruct(
-            graph=graph_to_dict(stored.graph),
+            graph_json=json.dumps(graph_to_dict(stored.graph), ensure_ascii=False),
             embedder_name=stored.embedder_name or "",
             dim=int(stored.chunk_embeddings.shape[1]) if stored.chunk_embeddings is not None else 0,
             variable_embeddings=encode_matrix(stored.variable_embeddings),
             chunk_embeddings=encode_matrix(stored.chunk_embeddings),
             report=_json_report(stored.report or {}),
+            ledger_json=json.dumps(stored.ledger, ensure_ascii=False) if stored.ledger else "",
         )
         if stored.variable_embeddings is None or stored.chunk_embeddings is None:
             struct.embedder_name = ""  # force recomputation of what is missing

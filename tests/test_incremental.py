@@ -336,7 +336,7 @@ def test_llamaindex_refresh_keeps_the_graph_and_edits_match_a_fresh_build() -> N
     assert retrieved and all(
         n.node.node_id in {c.id for c in index.graph.chunks} for n in retrieved
     )
-    assert index.index_struct.ledger
+    assert index.index_struct.ledger_json
 
 
 def test_llamaindex_delete_ref_doc_reports_the_edges_it_removes() -> None:
