@@ -7,7 +7,7 @@ insert + query into the large index costs at most 3x the same into the small one
 incremental inserts). Then ``--stream`` sequential inserts into the large index: the last ten
 must cost no more than the first ten (an insert's cost must not grow with the inserts before it).
 
-    python benchmarks/incremental_insert.py CORPUS... [--embedder hashing|minilm]
+    python benchmarks/incremental_insert.py CORPUS... [--embedder hashing|hashing-v1-384|default]
         [--small-words 1000] [--large-words 200000] [--stream 100] [--json FILE]
 
 Use ``--embedder hashing`` to time the index rather than the embedder.
@@ -91,7 +91,11 @@ def llama_index_of(core: CausalGraphRetriever, embedder, folder: Path):
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", nargs="+", help="files or folders (hcg_core.corpus.load_inputs)")
-    ap.add_argument("--embedder", default="hashing", help="hashing (default) or minilm")
+    ap.add_argument(
+        "--embedder",
+        default="hashing",
+        help="hashing (default), hashing-v1-384, default (MiniLM) or a stored name",
+    )
     ap.add_argument("--small-words", type=int, default=1000)
     ap.add_argument("--large-words", type=int, default=200_000)
     ap.add_argument("--doc-words", type=int, default=150, help="words per inserted document")

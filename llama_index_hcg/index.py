@@ -75,6 +75,10 @@ class HCGIndexStruct(IndexStruct):
     # The offline builder's support ledger (hcg_core.graph_build.incremental) as JSON, so edits
     # after a reload still re-extract edges; empty for LLM-built graphs.
     ledger_json: str = ""
+    # The edge-text vectors the similarity linking of an LLM-built graph's inserts uses (base64
+    # float32, rows in ``edge_texts`` order): each edge text is embedded once, across reloads.
+    edge_texts: list[str] = field(default_factory=list)
+    edge_vectors: str = ""
 
     def graph_data(self) -> dict[str, Any]:
         return json.loads(self.graph_json) if self.graph_json else self.graph
@@ -222,6 +226,10 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         struct.chunk_embeddings = encode_matrix(self._chunk_emb)
         ledger = self._core.ledger_json() if self._core is not None else None
         struct.ledger_json = json.dumps(ledger, ensure_ascii=False) if ledger else ""
+        cache = self._core.__dict__.get("edge_vectors") if self._core is not None else None
+        if cache and len(cache) != len(struct.edge_texts):
+            struct.edge_texts = list(cache)
+            struct.edge_vectors = encode_matrix(np.vstack(list(cache.values())))
 
     def _restore(self, struct: HCGIndexStruct) -> None:
         data = struct.graph_data()
@@ -248,6 +256,12 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
                 self._core.ledger = SupportLedger.from_json(json.loads(struct.ledger_json), graph)
             except StoreError as exc:
                 logger.warning("HCGIndex: %s; edits will link evidence only", exc)
+        if same and struct.edge_texts and struct.edge_vectors:
+            vectors = decode_matrix(struct.edge_vectors, struct.dim)
+            if vectors is not None and len(vectors) == len(struct.edge_texts):
+                self._core.__dict__["edge_vectors"] = dict(
+                    zip(struct.edge_texts, vectors, strict=True)
+                )
         if not same:  # re-embedded with the new model: store what retrieval now uses
             if struct.embedder_name:
                 logger.warning(

@@ -370,3 +370,36 @@ def test_langchain_add_documents_and_delete_go_through_the_core() -> None:
         retriever.add_documents(lc[1:2])  # already indexed
     docs_out = retriever.invoke(QUERIES[0])
     assert docs_out and all(d.metadata["doc_id"] != lc[0].id for d in docs_out)
+
+
+def test_llamaindex_persists_the_edge_vector_cache(tmp_path: Path) -> None:
+    """Without a ledger (as an LLM-built index), inserts embed each edge text once, and the
+    vectors persist with the index: after a reload no edge is embedded again."""
+    from llama_index.core import Document as LIDocument
+    from llama_index.core import StorageContext, load_index_from_storage
+
+    from llama_index_hcg import HCGDefaultEmbedding
+
+    seen: list[str] = []
+
+    class Counting(HashingEmbedder):
+        def embed_documents(self, texts):  # noqa: ANN001, ANN202 (the port's signature)
+            seen.extend(texts)
+            return super().embed_documents(texts)
+
+    emb = Counting(1024)
+    index = _li_index(_li_docs())
+    index.core_retriever.ledger = None
+    index._embedder = emb
+    index.core_retriever.embedder = emb
+    index.insert(LIDocument(text="Salt raises blood pressure.", id_="salt"))
+    assert len(seen) > 1 and index.index_struct.edge_texts
+    index.storage_context.persist(persist_dir=tmp_path)
+    loaded = load_index_from_storage(
+        StorageContext.from_defaults(persist_dir=tmp_path),
+        embed_model=HCGDefaultEmbedding(embedder=emb),
+    )
+    seen.clear()
+    loaded.insert(LIDocument(text="Stress raises blood pressure too.", id_="stress"))
+    assert seen == ["Stress raises blood pressure too."]
+    assert loaded.last_update.graph_mode == "similarity"
