@@ -140,7 +140,8 @@ class CausalGraphRetriever:
                 f"pickled ({type(exc).__name__}: {exc}); use an embedder that pickles, or "
                 "rebuild the retriever in the other process with from_persist_dir/load"
             ) from exc
-        return {k: v for k, v in self.__dict__.items() if k != "_ranker_lock"}
+        # The edit buffers (grown with spare capacity) are rebuilt on the next edit.
+        return {k: v for k, v in self.__dict__.items() if k not in ("_ranker_lock", "_edit_state")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -239,6 +240,7 @@ class CausalGraphRetriever:
         :class:`~hcg_core.graph_build.incremental.UpdateReport`; what the current vocabulary
         cannot express is counted there and logged, never dropped silently. Raises
         ``InputError`` when a chunk id or document id is already indexed (nothing changes).
+        Edits are not safe while other threads query this retriever: serialise them.
         See docs/offline-builder.md, "Incremental updates".
         """
         from . import updates
