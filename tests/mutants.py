@@ -224,6 +224,9 @@ def _copy_tree(dest: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(ROOT / "hcg_core", dest / "hcg_core", ignore=ignore)
     shutil.copytree(ROOT / "tests", dest / "tests", ignore=ignore)
+    # test_incremental.py edits the example corpus through both adapters.
+    for extra in ("llama_index_hcg", "langchain_hcg", "examples/corpus"):
+        shutil.copytree(ROOT / extra, dest / extra, ignore=ignore)
     shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
 
 
