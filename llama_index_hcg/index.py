@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from llama_index.core.data_structs.data_structs import IndexStruct
 from llama_index.core.indices.base import BaseIndex
 from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.storage.docstore.types import RefDocInfo
+from llama_index.core.storage.index_store.simple_index_store import SimpleIndexStore
 from llama_index.core.storage.storage_context import StorageContext
 
 from hcg_core.config import (
@@ -320,12 +322,39 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._sync()
 
     def _sync(self) -> None:
-        """Take the core retriever's edited graph and vectors, and store them in the struct."""
+        """Take the core retriever's edited graph and vectors; store them in the struct now, or,
+        with an in-memory ``SimpleIndexStore``, when the store is next read or persisted."""
         core = self.core_retriever
         self._graph = core.graph
         self._variable_emb = core.variable_embeddings
         self._chunk_emb = core.chunk_embeddings
-        self._write_struct(self._index_struct)
+        store = self._storage_context.index_store
+        if not isinstance(store, SimpleIndexStore):
+            # A remote store (Redis, Mongo...) is the persisted state: write it every time.
+            self._write_struct(self._index_struct)
+            return
+        # Encoding the whole graph and every vector after each insert would make a stream of n
+        # inserts O(n x corpus). Until the store is read or persisted, the struct it receives
+        # (BaseIndex.insert_nodes writes it after every insert) carries no graph data; reading
+        # the store, persisting it, or ``index_struct`` writes it in full first.
+        struct = self._index_struct
+        struct.graph, struct.graph_json, struct.ledger_json = {}, "", ""
+        struct.variable_embeddings = struct.chunk_embeddings = struct.edge_vectors = ""
+        struct.edge_texts = []
+        self._struct_stale = True
+        _flush_before_reads(store).add(self)
+
+    def _flush_struct(self) -> None:
+        """Write the deferred struct (see :meth:`_sync`) into the struct and the index store."""
+        if self.__dict__.get("_struct_stale"):
+            self._struct_stale = False
+            self._write_struct(self._index_struct)
+            self._storage_context.index_store.add_index_struct(self._index_struct)
+
+    @property
+    def index_struct(self) -> HCGIndexStruct:
+        self._flush_struct()
+        return self._index_struct
 
     def _delete_node(self, node_id: str, **delete_kwargs: Any) -> None:
         """Remove a chunk and its evidence links; edges it alone supported are removed."""
@@ -507,6 +536,45 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         return cls(
             index_struct=struct, storage_context=storage_context, embed_model=embed_model, **kwargs
         )
+
+
+# Index store methods that read or persist structs: a deferred HCGIndex struct is written first.
+_READERS = ("persist", "to_dict", "get_index_struct", "index_structs")
+_AREADERS = ("aget_index_struct", "async_index_structs")
+
+
+def _flush_before_reads(store: SimpleIndexStore) -> weakref.WeakSet:
+    """The set of indexes with a deferred struct in ``store``; on first use, the store's reading
+    and persisting methods are wrapped (on this instance only) to write those structs first."""
+    pending = store.__dict__.get("_hcg_pending")
+    if pending is not None:
+        return pending
+    pending = store.__dict__["_hcg_pending"] = weakref.WeakSet()
+
+    def flush() -> None:
+        for index in list(pending):
+            index._flush_struct()
+        pending.clear()
+
+    for name in _READERS:
+        method = getattr(store, name)
+
+        def reader(*args: Any, _method: Any = method, **kwargs: Any) -> Any:
+            flush()
+            return _method(*args, **kwargs)
+
+        setattr(store, name, reader)
+    for name in _AREADERS:
+        method = getattr(store, name, None)
+        if method is None:
+            continue
+
+        async def areader(*args: Any, _method: Any = method, **kwargs: Any) -> Any:
+            flush()
+            return await _method(*args, **kwargs)
+
+        setattr(store, name, areader)
+    return pending
 
 
 def _loading_embedder(embed_model: Any | None, struct: HCGIndexStruct | None) -> Embedder:

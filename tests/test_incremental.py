@@ -403,3 +403,23 @@ def test_llamaindex_persists_the_edge_vector_cache(tmp_path: Path) -> None:
     loaded.insert(LIDocument(text="Stress raises blood pressure too.", id_="stress"))
     assert seen == ["Stress raises blood pressure too."]
     assert loaded.last_update.graph_mode == "similarity"
+
+
+def test_llamaindex_struct_writes_are_deferred_until_the_store_is_read(tmp_path: Path) -> None:
+    """Inserts do not re-encode the graph into the in-memory index store; every read or persist
+    of the store writes it in full first, so nothing stale is ever read or saved."""
+    from llama_index.core import Document as LIDocument
+    from llama_index.core import StorageContext, load_index_from_storage
+
+    index = _li_index(_li_docs()[:3])
+    index.insert(LIDocument(text=_li_docs()[3].text, id_="04-diabetes.md"))
+    assert index._index_struct.graph_json == ""  # deferred: the insert wrote no graph data
+    store = index.storage_context.index_store
+    stored = store.get_index_struct(index.index_id)
+    assert stored.graph_data()["chunk_ids"] == [c.id for c in index.graph.chunks]
+    index.insert(LIDocument(text="Salt raises blood pressure.", id_="salt"))
+    index.storage_context.persist(persist_dir=tmp_path)
+    # No embed_model: the offline embedder named in the struct is rebuilt.
+    loaded = load_index_from_storage(StorageContext.from_defaults(persist_dir=tmp_path))
+    assert edge_set(loaded.graph) == edge_set(index.graph)
+    assert loaded.core_retriever.ledger is not None
