@@ -358,7 +358,7 @@ def _print_update(report: Any, as_json: bool) -> None:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    from .corpus import chunk_documents, load_inputs
+    from .corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents, load_inputs
     from .errors import InputError
     from .retrieval import CausalGraphRetriever
 
@@ -370,7 +370,16 @@ def cmd_add(args: argparse.Namespace) -> int:
         print(f"skipped {path}: {reason}", file=sys.stderr)
     if not docs:
         raise InputError("no readable document among the files given; nothing was added")
-    chunks = chunk_documents(docs, chunk_words=args.chunk_words, overlap_words=args.overlap_words)
+    # The build's chunking (recorded in its report), unless given: new text is cut the same way.
+    built = (retriever.build_report or {}).get("input") or {}
+    chunk_words = args.chunk_words or built.get("chunk_words") or DEFAULT_CHUNK_WORDS
+    overlap = args.chunk_overlap
+    if overlap is None:
+        overlap = built.get("chunk_overlap", DEFAULT_OVERLAP_WORDS)
+    max_chars = args.chunk_chars or built.get("chunk_chars")
+    chunks = chunk_documents(
+        docs, chunk_words=int(chunk_words), overlap_words=int(overlap), max_chars=max_chars
+    )
     report = retriever.insert(chunks)
     retriever.save(args.dir)  # atomic: the old graph stays loadable until the new one is whole
     _print_update(report, args.json)
@@ -598,8 +607,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument("dir", help="an existing graph directory (hcg build's output)")
     a.add_argument("files", nargs="+", help=".txt, .md, .json, .jsonl files or folders of them")
-    a.add_argument("--chunk-words", type=int, default=DEFAULT_CHUNK_WORDS)
-    a.add_argument("--overlap-words", type=int, default=DEFAULT_OVERLAP_WORDS)
+    a.add_argument(
+        "--chunk-words",
+        type=int,
+        default=None,
+        help=f"words per chunk (default: the build's, else {DEFAULT_CHUNK_WORDS})",
+    )
+    a.add_argument(
+        "--chunk-overlap",
+        type=int,
+        default=None,
+        help=f"overlap words (default: the build's, else {DEFAULT_OVERLAP_WORDS})",
+    )
+    a.add_argument(
+        "--chunk-chars",
+        type=int,
+        default=None,
+        help="character cap per chunk (default: the build's)",
+    )
     a.add_argument("--json", action="store_true", help="print the update report as JSON")
     _add_embedder_arguments(a, "default: the one named in the graph's manifest")
     a.set_defaults(func=cmd_add)

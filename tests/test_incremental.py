@@ -423,3 +423,13 @@ def test_llamaindex_struct_writes_are_deferred_until_the_store_is_read(tmp_path:
     loaded = load_index_from_storage(StorageContext.from_defaults(persist_dir=tmp_path))
     assert edge_set(loaded.graph) == edge_set(index.graph)
     assert loaded.core_retriever.ledger is not None
+
+
+def test_hcg_add_chunks_new_text_like_the_build(tmp_path: Path) -> None:
+    out = tmp_path / "g"
+    files = sorted(str(p) for p in CORPUS.glob("*.md"))
+    argv = ["build", *files[:2], "--out", str(out), "--embedder", "hashing", "--chunk-words", "80"]
+    assert main([*argv, "--chunk-overlap", "10"]) == 0
+    assert main(["add", str(out), files[2]]) == 0
+    added = [c for c in load_graph(out).graph.chunks if c.doc_id == Path(files[2]).name]
+    assert len(added) > 2 and max(len(c.text.split()) for c in added) <= 80
