@@ -170,6 +170,8 @@ class HybridRanker:
     Setup: ``HybridRanker(chunks, chunk_embeddings)`` splits the chunks into passages and builds the
     BM25 index and the per-passage word counts and spans.
     Use: ``rank(query, query_vec, graph_result, k=10, word_budget=2000)``.
+    Edits: ``extended(new_chunks, embeddings)`` / ``subset(keep, embeddings)`` return a ranker over
+    more or fewer chunks, splitting and tokenising only the new ones; this one is unchanged.
 
     >>> from hcg_core.types import Chunk
     >>> chunks = [Chunk("a", "aspirin thins the blood"), Chunk("b", "statins lower cholesterol"),

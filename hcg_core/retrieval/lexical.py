@@ -1,9 +1,10 @@
-"""Okapi BM25 over the corpus's chunks, in numpy only: an inverted index compiled once, array scoring.
+"""Okapi BM25 over the corpus's chunks, in numpy only: an inverted index that grows, array scoring.
 
 The scoring is the "lucene" variant of bm25s (Kamphuis et al., ECIR 2020): idf = ln(1 + (N - df +
-0.5) / (df + 0.5)) and a saturated term frequency tf / (tf + k1 (1 - b + b |d| / avgdl)). Each
-posting's full contribution is computed at construction, so a query is one gather and one
-``np.bincount`` over the postings of its terms.
+0.5) / (df + 0.5)) and a saturated term frequency tf / (tf + k1 (1 - b + b |d| / avgdl)). A query
+gathers the postings of its terms, computes their contributions from the current statistics and
+sums them with one ``np.bincount``. Documents can be added (``BM25Index.add``) in time
+proportional to their tokens: see the class docstring.
 """
 
 from __future__ import annotations
