@@ -334,6 +334,13 @@ def format_build_report(report: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- add / remove
 
 
+def _quiet_update_log() -> None:
+    # The commands print the report themselves; the library's one-line log would repeat it.
+    import logging
+
+    logging.getLogger("hcg_core.graph_build.incremental").setLevel(logging.ERROR)
+
+
 def _print_update(report: Any, as_json: bool) -> None:
     if as_json:
         print(json.dumps(report.as_dict(), indent=1))
@@ -380,6 +387,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     chunks = chunk_documents(
         docs, chunk_words=int(chunk_words), overlap_words=int(overlap), max_chars=max_chars
     )
+    _quiet_update_log()
     report = retriever.insert(chunks)
     retriever.save(args.dir)  # atomic: the old graph stays loadable until the new one is whole
     _print_update(report, args.json)
@@ -399,6 +407,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
             f"{len(missing)} document id(s) are not in {args.dir} (first: {missing[0]!r}); "
             "the ids are the doc_id field of chunks.jsonl; nothing was removed"
         )
+    _quiet_update_log()
     report = retriever.delete(args.doc_ids)
     retriever.save(args.dir)
     _print_update(report, args.json)
