@@ -98,8 +98,8 @@ def insert(
     r: CausalGraphRetriever,
     items: Document | Chunk | Iterable[Document | Chunk],
     *,
-    chunk_words: int = DEFAULT_CHUNK_WORDS,
-    overlap_words: int = DEFAULT_OVERLAP_WORDS,
+    chunk_words: int | None = None,
+    overlap_words: int | None = None,
     evidence_tau: float = DEFAULT_EVIDENCE_TAU,
     evidence_per_edge: int = DEFAULT_EVIDENCE_PER_EDGE,
     chunk_vectors: np.ndarray | None = None,
@@ -107,6 +107,12 @@ def insert(
 ) -> UpdateReport:
     """See :meth:`CausalGraphRetriever.insert`."""
     _check_editable(r)
+    # Documents are chunked like the build was (``hcg build`` records it), else by the defaults.
+    built = (r.build_report or {}).get("input") or {}
+    if chunk_words is None:
+        chunk_words = int(built.get("chunk_words") or DEFAULT_CHUNK_WORDS)
+    if overlap_words is None:
+        overlap_words = int(built.get("chunk_overlap", DEFAULT_OVERLAP_WORDS))
     new = _as_chunks(items, chunk_words, overlap_words)
     graph = r.graph
     st = EditState.of(r)
