@@ -4,6 +4,7 @@
     hcg inspect DIR [--json]
     hcg query DIR QUESTION [--k N] [--json]
     hcg eval DIR --questions FILE [--json]
+    hcg add DIR FILES... | remove DIR DOC_ID...   (incremental edits of a graph directory)
     hcg view DIR [--out FILE.html] | apply DIR corrections.yaml --out NEW_DIR | diff DIR_A DIR_B
     hcg export DIR --format graphml|gexf|mermaid|cypher|csv [--out PATH]
 
@@ -137,6 +138,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         chunk_embeddings=result.chunk_embeddings,
         report=report,
         force=args.force,
+        ledger=result.ledger.to_json(result.graph) if result.ledger is not None else None,
     )
     g = result.graph
     print(
@@ -327,6 +329,89 @@ def format_build_report(report: dict[str, Any]) -> str:
             f"  skipped input: {item[0]}: {item[1]}" if pair else f"  skipped input: {item}"
         )
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- add / remove
+
+
+def _quiet_update_log() -> None:
+    # The commands print the report themselves; the library's one-line log would repeat it.
+    import logging
+
+    logging.getLogger("hcg_core.graph_build.incremental").setLevel(logging.ERROR)
+
+
+def _print_update(report: Any, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(report.as_dict(), indent=1))
+        return
+    print(report.summary())
+    for note in report.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if report.statements_unmapped:
+        print(
+            f"warning: {report.statements_unmapped} causal statement(s) of the new text name "
+            "quantities the graph's vocabulary does not have (e.g. "
+            + "; ".join(report.examples[:3])
+            + "); `hcg build` re-derives the vocabulary",
+            file=sys.stderr,
+        )
+    if report.edges_removed:
+        print(
+            f"warning: {len(report.edges_removed)} edge(s) lost their last support and were "
+            "removed: " + ", ".join(report.edges_removed[:5]),
+            file=sys.stderr,
+        )
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    from .corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents, load_inputs
+    from .errors import InputError
+    from .retrieval import CausalGraphRetriever
+
+    embedder = make_embedder(args.embedder, args.embedder_base_url) if args.embedder else None
+    # Loading reuses every stored vector (checked by digest): only the new chunks are embedded.
+    retriever = CausalGraphRetriever.load(args.dir, embedder)
+    docs, bad = load_inputs(args.files, follow_symlinks=False)
+    for path, reason in bad:
+        print(f"skipped {path}: {reason}", file=sys.stderr)
+    if not docs:
+        raise InputError("no readable document among the files given; nothing was added")
+    # The build's chunking (recorded in its report), unless given: new text is cut the same way.
+    built = (retriever.build_report or {}).get("input") or {}
+    chunk_words = args.chunk_words or built.get("chunk_words") or DEFAULT_CHUNK_WORDS
+    overlap = args.chunk_overlap
+    if overlap is None:
+        overlap = built.get("chunk_overlap", DEFAULT_OVERLAP_WORDS)
+    max_chars = args.chunk_chars or built.get("chunk_chars")
+    chunks = chunk_documents(
+        docs, chunk_words=int(chunk_words), overlap_words=int(overlap), max_chars=max_chars
+    )
+    _quiet_update_log()
+    report = retriever.insert(chunks)
+    retriever.save(args.dir)  # atomic: the old graph stays loadable until the new one is whole
+    _print_update(report, args.json)
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    from .errors import InputError
+    from .retrieval import CausalGraphRetriever
+
+    embedder = make_embedder(args.embedder, args.embedder_base_url) if args.embedder else None
+    retriever = CausalGraphRetriever.load(args.dir, embedder)
+    known = {c.doc_id for c in retriever.graph.chunks}
+    missing = [d for d in args.doc_ids if d not in known]
+    if missing:  # checked first: nothing is removed when one id is wrong
+        raise InputError(
+            f"{len(missing)} document id(s) are not in {args.dir} (first: {missing[0]!r}); "
+            "the ids are the doc_id field of chunks.jsonl; nothing was removed"
+        )
+    _quiet_update_log()
+    report = retriever.delete(args.doc_ids)
+    retriever.save(args.dir)
+    _print_update(report, args.json)
+    return 0
 
 
 # ---------------------------------------------------------------- query
@@ -523,6 +608,42 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_embedder_arguments(q, "default: the one named in the graph's manifest")
     q.set_defaults(func=cmd_query)
+
+    from .corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
+
+    a = sub.add_parser(
+        "add", help="add documents to a graph directory in place (only the new text is embedded)"
+    )
+    a.add_argument("dir", help="an existing graph directory (hcg build's output)")
+    a.add_argument("files", nargs="+", help=".txt, .md, .json, .jsonl files or folders of them")
+    a.add_argument(
+        "--chunk-words",
+        type=int,
+        default=None,
+        help=f"words per chunk (default: the build's, else {DEFAULT_CHUNK_WORDS})",
+    )
+    a.add_argument(
+        "--chunk-overlap",
+        type=int,
+        default=None,
+        help=f"overlap words (default: the build's, else {DEFAULT_OVERLAP_WORDS})",
+    )
+    a.add_argument(
+        "--chunk-chars",
+        type=int,
+        default=None,
+        help="character cap per chunk (default: the build's)",
+    )
+    a.add_argument("--json", action="store_true", help="print the update report as JSON")
+    _add_embedder_arguments(a, "default: the one named in the graph's manifest")
+    a.set_defaults(func=cmd_add)
+
+    r = sub.add_parser("remove", help="remove documents (by doc id) from a graph directory")
+    r.add_argument("dir", help="an existing graph directory")
+    r.add_argument("doc_ids", nargs="+", help="document ids (chunks.jsonl's doc_id)")
+    r.add_argument("--json", action="store_true", help="print the update report as JSON")
+    _add_embedder_arguments(r, "default: the one named in the graph's manifest")
+    r.set_defaults(func=cmd_remove)
 
     from .eval.cli import add_eval_arguments, run_eval
 

@@ -52,6 +52,7 @@ SPEC = "spec.yaml"
 GRAPH = "graph.json"
 CHUNKS = "chunks.jsonl"
 REPORT = "build_report.json"
+LEDGER = "incremental.json"  # the offline builder's support ledger (incremental edits)
 VARIABLE_VECTORS = "embeddings/variables.npy"
 CHUNK_VECTORS = "embeddings/chunks.npy"
 
@@ -67,6 +68,7 @@ class StoredGraph:
     report: dict[str, Any] | None = None
     path: Path | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    ledger: dict[str, Any] | None = None  # incremental.json, checked by SupportLedger.from_json
 
     @property
     def embedder_name(self) -> str | None:
@@ -99,7 +101,7 @@ def _atomic_write_npy(path: Path, arr: np.ndarray, like: Path | None = None) -> 
 # cache. A folder holding only these may be (re)written without ``force``.
 HCG_OWNED: tuple[str, ...] = (".llm_cache",)
 # What a save writes: on a rebuild, these entries of the previous folder are replaced or dropped.
-_GRAPH_ENTRIES = frozenset({MANIFEST, SPEC, GRAPH, CHUNKS, REPORT, "embeddings"})
+_GRAPH_ENTRIES = frozenset({MANIFEST, SPEC, GRAPH, CHUNKS, REPORT, LEDGER, "embeddings"})
 
 
 def is_graph_dir(path: str | os.PathLike) -> bool:
@@ -238,8 +240,12 @@ def save_graph(
     chunk_embeddings: np.ndarray | None = None,
     report: dict[str, Any] | None = None,
     force: bool = False,
+    ledger: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``graph`` as a graph directory; return its path.
+
+    ``ledger``: the offline builder's support ledger as JSON (``SupportLedger.to_json``),
+    written as ``incremental.json`` so ``hcg add``/``hcg remove`` can edit the graph in place.
 
     Embeddings are written only with ``embedder_name`` (the manifest records which model made
     them) and must align with ``graph.variables`` / ``graph.chunks``.
@@ -271,6 +277,17 @@ def save_graph(
         _write_graph_files(
             graph, staging, real, embedder_name, variable_embeddings, chunk_embeddings, report
         )
+        if ledger is not None:  # before the manifest is rewritten below, which names it
+            atomic_write_text(
+                staging / LEDGER,
+                json.dumps(ledger, ensure_ascii=False, separators=(",", ":")) + "\n",
+                like=real / LEDGER,
+            )
+            manifest = json.loads((staging / MANIFEST).read_text(encoding="utf-8"))
+            manifest["incremental"] = LEDGER
+            atomic_write_text(
+                staging / MANIFEST, json.dumps(manifest, indent=1) + "\n", like=real / MANIFEST
+            )
         old = swap_in(staging, real)
         swapped = True
     except OSError as exc:
@@ -641,7 +658,26 @@ def load_graph(directory: str | os.PathLike) -> StoredGraph:
     )
     chunk_vecs = _load_vectors(directory, manifest, "chunks", [c.text for c in chunks], notes)
     report = _read_report(directory, notes)
-    return StoredGraph(graph, manifest, var_vecs, chunk_vecs, report, directory, tuple(notes))
+    ledger = _read_ledger(directory, manifest, notes)
+    return StoredGraph(
+        graph, manifest, var_vecs, chunk_vecs, report, directory, tuple(notes), ledger
+    )
+
+
+def _read_ledger(directory: Path, manifest: dict[str, Any], notes: list[str]) -> dict | None:
+    """The optional support ledger; a missing or corrupt one is noted (edits then link evidence
+    only) and never blocks loading."""
+    if manifest.get("incremental") != LEDGER:
+        return None
+    try:
+        data = _read_json(_confined(directory, LEDGER))
+    except StoreError as exc:
+        notes.append(f"warning: {LEDGER} ignored: {exc}")
+        return None
+    if not isinstance(data, dict):
+        notes.append(f"warning: {LEDGER} ignored: not a JSON object")
+        return None
+    return data
 
 
 __all__ = [

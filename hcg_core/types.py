@@ -304,3 +304,6 @@ class BuildResult:
     variable_embeddings: np.ndarray | None = None
     chunk_embeddings: np.ndarray | None = None
     report: dict[str, Any] = field(default_factory=dict)
+    # The offline builder's per-edge support (graph_build.incremental.SupportLedger), which
+    # incremental inserts and deletes update; None from the LLM pipeline.
+    ledger: Any = None

@@ -19,7 +19,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from hcg_core.config import DEFAULT_TIER, RetrievalConfig
 from hcg_core.contract import DEFAULT_K, amean_query_vector, dict_filter, filter_mask
@@ -72,6 +72,7 @@ class HCGRetriever(BaseRetriever):
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+    _last_update: Any = PrivateAttr(default=None)
 
     core: Any = Field(description="the hcg_core.retrieval.HCGRetriever doing the work")
     k: int = Field(default=DEFAULT_K, description="documents returned per query")
@@ -178,6 +179,7 @@ class HCGRetriever(BaseRetriever):
             variable_embeddings=_aligned(result.variable_embeddings, len(result.graph.variables)),
             chunk_embeddings=_aligned(result.chunk_embeddings, len(result.graph.chunks)),
         )
+        core.ledger = result.ledger  # lets add_documents/delete update the edges
         return cls(core=core, k=k)
 
     @classmethod
@@ -201,6 +203,52 @@ class HCGRetriever(BaseRetriever):
     def graph(self) -> CausalGraph:
         """The causal graph behind this retriever."""
         return self.core.graph
+
+    # ------------------------------------------------------------------ edits
+
+    def add_documents(
+        self,
+        documents: Sequence[Document],
+        *,
+        chunk: bool = True,
+        chunk_words: int = DEFAULT_CHUNK_WORDS,
+        overlap_words: int = DEFAULT_OVERLAP_WORDS,
+    ) -> list[str]:
+        """Add documents incrementally (like a vector store's ``add_documents``); returns the
+        ids of the chunks added.
+
+        Only the new text is embedded and indexed; with an offline-built graph its causal
+        statements update the edges (see ``hcg_core`` ``CausalGraphRetriever.insert``; the
+        report, with anything the graph could not keep, is ``last_update`` and is logged). A
+        document whose id is already indexed raises ``InputError``: ``delete`` it first.
+        """
+        docs = list(documents)
+        if chunk:
+            items: list[Any] = [to_core_document(d) for d in docs]
+        else:
+            items = [to_chunk(d) for d in docs]
+        before = len(self.core.graph.chunks)
+        self._last_update = self.core.insert(
+            items, chunk_words=chunk_words, overlap_words=overlap_words
+        )
+        return [c.id for c in self.core.graph.chunks[before:]]
+
+    def delete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> bool:
+        """Delete documents (by document id) or chunks (by chunk id), like a vector store's
+        ``delete``; edges only they supported are removed (``last_update.edges_removed``,
+        logged). Returns False when none of the ids was found."""
+        if kwargs:
+            raise ConfigError(f"unknown delete option(s) {sorted(kwargs)}; pass ids")
+        if not ids:
+            raise InputError("delete needs the ids of the documents or chunks to remove")
+        ids = [ids] if isinstance(ids, str) else list(ids)
+        self._last_update = self.core.delete(ids, chunk_ids=ids)
+        return self._last_update.chunks_removed > 0
+
+    @property
+    def last_update(self) -> Any:
+        """The ``UpdateReport`` of the latest ``add_documents`` or ``delete`` (None before)."""
+        return self._last_update
 
     # ------------------------------------------------------------------ retrieval
 

@@ -8,8 +8,10 @@ files. Models are never persisted: pass ``embed_model`` (and ``llm``) again on l
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +22,7 @@ from llama_index.core.data_structs.data_structs import IndexStruct
 from llama_index.core.indices.base import BaseIndex
 from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.storage.docstore.types import RefDocInfo
+from llama_index.core.storage.index_store.simple_index_store import SimpleIndexStore
 from llama_index.core.storage.storage_context import StorageContext
 
 from hcg_core.config import (
@@ -31,21 +34,17 @@ from hcg_core.config import (
 from hcg_core.contract import vectors_match
 from hcg_core.errors import BuildError, StoreError
 from hcg_core.graph_build import build_graph
-from hcg_core.graph_build.evidence import edge_text
 from hcg_core.ports import Embedder
 from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
-from hcg_core.retrieval.retriever import embed_texts
 from hcg_core.store import load_graph
 from hcg_core.types import CausalGraph, DomainSpec, OutcomeConfig
 
 from ._convert import node_to_chunk
 from ._graph import (
-    add_chunks,
     decode_matrix,
     encode_matrix,
     graph_from_dict,
     graph_to_dict,
-    remove_chunks,
 )
 from ._models import resolve_embedder, to_structured_llm
 from .retriever import HCGRetriever
@@ -57,20 +56,34 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class HCGIndexStruct(IndexStruct):
-    """The JSON-persisted state of an HCGIndex: the graph as plain data and base64 float32 vectors.
+    """The JSON-persisted state of an HCGIndex: the graph as a JSON string and base64 float32
+    vectors.
 
-    ``variable_embeddings`` rows follow ``graph["variables"]``, ``chunk_embeddings`` rows follow
-    ``graph["chunk_ids"]``; both were made by the embedder named ``embedder_name`` and are reused on
+    ``variable_embeddings`` rows follow the graph's ``variables``, ``chunk_embeddings`` rows its
+    ``chunk_ids``; both were made by the embedder named ``embedder_name`` and are reused on
     load only with that same embedder (otherwise recomputed).
     """
 
-    graph: dict[str, Any] = field(default_factory=dict)
+    graph: dict[str, Any] = field(default_factory=dict)  # read from older persisted indexes
+    # The graph as one JSON string: dataclasses_json copies a str in O(1) Python steps, where a
+    # nested dict costs one per item on every struct write (each insert writes the struct).
+    graph_json: str = ""
     embedder_name: str = ""
     dim: int = 0
     variable_embeddings: str = ""
     chunk_embeddings: str = ""
     dropped_edges: list[str] = field(default_factory=list)
     report: dict[str, Any] = field(default_factory=dict)
+    # The offline builder's support ledger (hcg_core.graph_build.incremental) as JSON, so edits
+    # after a reload still re-extract edges; empty for LLM-built graphs.
+    ledger_json: str = ""
+    # The edge-text vectors the similarity linking of an LLM-built graph's inserts uses (base64
+    # float32, rows in ``edge_texts`` order): each edge text is embedded once, across reloads.
+    edge_texts: list[str] = field(default_factory=list)
+    edge_vectors: str = ""
+
+    def graph_data(self) -> dict[str, Any]:
+        return json.loads(self.graph_json) if self.graph_json else self.graph
 
     @classmethod
     def get_type(cls) -> str:  # type: ignore[override]  # a str key works like IndexStructType
@@ -142,9 +155,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._variable_emb: np.ndarray | None = None
         self._chunk_emb: np.ndarray | None = None
         self._core: CoreRetriever | None = None
-        # Edge text -> vector, for linking inserted chunks: edges do not change on insert, so each
-        # is embedded once per session, not on every insert.
-        self._edge_vectors: dict[str, np.ndarray] = {}
+        self.last_update: Any = None  # the UpdateReport of the latest insert or delete
         super().__init__(
             nodes=nodes,
             index_struct=index_struct,
@@ -175,6 +186,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             **self._build_options,
         )
         self._set_state(result.graph, result.variable_embeddings, result.chunk_embeddings)
+        assert self._core is not None
+        self._core.ledger = result.ledger
         struct = HCGIndexStruct(report=_json_report(result.report))
         self._write_struct(struct)
         return struct
@@ -194,6 +207,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             variable_embeddings=variable_emb,
             chunk_embeddings=chunk_emb,
         )
+        if self._core is not None and self._core.graph is graph:
+            core.ledger = self._core.ledger
         self._graph = graph
         self._variable_emb = core.variable_embeddings
         self._chunk_emb = core.chunk_embeddings
@@ -201,7 +216,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
 
     def _write_struct(self, struct: HCGIndexStruct) -> None:
         assert self._graph is not None  # internal invariant, not user input
-        struct.graph = graph_to_dict(self._graph)
+        struct.graph = {}
+        struct.graph_json = json.dumps(graph_to_dict(self._graph), ensure_ascii=False)
         struct.embedder_name = self._embedder.name
         struct.dim = (
             int(self._chunk_emb.shape[1])
@@ -210,9 +226,16 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         )
         struct.variable_embeddings = encode_matrix(self._variable_emb)
         struct.chunk_embeddings = encode_matrix(self._chunk_emb)
+        ledger = self._core.ledger_json() if self._core is not None else None
+        struct.ledger_json = json.dumps(ledger, ensure_ascii=False) if ledger else ""
+        cache = self._core.__dict__.get("edge_vectors") if self._core is not None else None
+        if cache and len(cache) != len(struct.edge_texts):
+            struct.edge_texts = list(cache)
+            struct.edge_vectors = encode_matrix(np.vstack(list(cache.values())))
 
     def _restore(self, struct: HCGIndexStruct) -> None:
-        chunk_ids = struct.graph.get("chunk_ids", [])
+        data = struct.graph_data()
+        chunk_ids = data.get("chunk_ids", [])
         nodes = self._docstore.get_nodes(chunk_ids, raise_error=False)
         if len(nodes) != len(chunk_ids):
             found = {n.node_id for n in nodes}
@@ -221,13 +244,26 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
                 f"the docstore lacks {len(missing)} of the graph's nodes (first: {missing[0]!r}); "
                 "load with the storage context the index was persisted with"
             )
-        graph = graph_from_dict(struct.graph, [node_to_chunk(n) for n in nodes])
+        graph = graph_from_dict(data, [node_to_chunk(n) for n in nodes])
         same = vectors_match(struct.embedder_name, struct.dim, self._embedder)
         self._set_state(
             graph,
             decode_matrix(struct.variable_embeddings, struct.dim) if same else None,
             decode_matrix(struct.chunk_embeddings, struct.dim) if same else None,
         )
+        if struct.ledger_json:
+            from hcg_core.graph_build.incremental import SupportLedger
+
+            try:
+                self._core.ledger = SupportLedger.from_json(json.loads(struct.ledger_json), graph)
+            except StoreError as exc:
+                logger.warning("HCGIndex: %s; edits will link evidence only", exc)
+        if same and struct.edge_texts and struct.edge_vectors:
+            vectors = decode_matrix(struct.edge_vectors, struct.dim)
+            if vectors is not None and len(vectors) == len(struct.edge_texts):
+                self._core.__dict__["edge_vectors"] = dict(
+                    zip(struct.edge_texts, vectors, strict=True)
+                )
         if not same:  # re-embedded with the new model: store what retrieval now uses
             if struct.embedder_name:
                 logger.warning(
@@ -258,7 +294,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
 
     @property
     def core_retriever(self) -> CoreRetriever:
-        """The framework-free retriever over the current graph (rebuilt after edits)."""
+        """The framework-free retriever over the current graph (edited in place by inserts and
+        deletes)."""
         if self._core is None:
             self._set_state(self.graph, self._variable_emb, self._chunk_emb)
         assert self._core is not None
@@ -267,65 +304,71 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
     # ------------------------------------------------------------------ edits
 
     def _insert(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
-        """Add nodes as chunks and link them as evidence to the edges they support.
+        """Add nodes as chunks through the core retriever's incremental insert.
 
-        Insertion does not discover new variables or edges (that needs the builder): a new chunk
-        is reachable through the edges it is linked to, and through the vector fill otherwise.
+        Only the new nodes are embedded, tokenised and split; with the offline builder's ledger
+        their causal statements update the graph's edges (existing metrics and variables; what
+        they cannot express is logged and in ``last_update``). An LLM-built graph has no ledger:
+        new nodes are linked as evidence of existing edges and no edge is extracted from them
+        (a documented limitation; rebuild to re-extract). Nodes already in the graph are skipped.
         """
-        graph = self.graph
-        chunks = [node_to_chunk(n) for n in nodes]
-        known = {c.id for c in graph.chunks}
-        chunks = [c for c in chunks if c.id not in known]
-        if not chunks:
-            return
-        new_emb = embed_texts(self._embedder, [c.text for c in chunks], what="inserted chunks")
-        similarity = None
-        if graph.edges:
-            similarity = self._edge_matrix(graph) @ new_emb.T
-        graph = add_chunks(
-            graph, chunks, similarity, tau=self._evidence_tau, per_edge=self._evidence_per_edge
+        core = self.core_retriever
+        self.last_update = core.insert(
+            [node_to_chunk(n) for n in nodes],
+            skip_existing=True,
+            evidence_tau=self._evidence_tau,
+            evidence_per_edge=self._evidence_per_edge,
         )
-        chunk_emb = (
-            new_emb
-            if self._chunk_emb is None or not len(self._chunk_emb)
-            else np.vstack([self._chunk_emb, new_emb])
-        )
-        self._set_state(graph, self._variable_emb, chunk_emb)
-        self._write_struct(self._index_struct)
+        self._sync()
 
-    def _edge_matrix(self, graph: CausalGraph) -> np.ndarray:
-        """Vectors of the graph's edge texts, one row per edge; only unseen texts are embedded."""
-        texts = [edge_text(e) for e in graph.edges]
-        missing = [t for t in dict.fromkeys(texts) if t not in self._edge_vectors]
-        if missing:
-            vectors = embed_texts(self._embedder, missing, what="edges")
-            self._edge_vectors.update(zip(missing, vectors, strict=True))
-        return np.vstack([self._edge_vectors[t] for t in texts])
+    def _sync(self) -> None:
+        """Take the core retriever's edited graph and vectors; store them in the struct now, or,
+        with an in-memory ``SimpleIndexStore``, when the store is next read or persisted."""
+        core = self.core_retriever
+        self._graph = core.graph
+        self._variable_emb = core.variable_embeddings
+        self._chunk_emb = core.chunk_embeddings
+        store = self._storage_context.index_store
+        if not isinstance(store, SimpleIndexStore):
+            # A remote store (Redis, Mongo...) is the persisted state: write it every time.
+            self._write_struct(self._index_struct)
+            return
+        # Encoding the whole graph and every vector after each insert would make a stream of n
+        # inserts O(n x corpus). Until the store is read or persisted, the struct it receives
+        # (BaseIndex.insert_nodes writes it after every insert) carries no graph data; reading
+        # the store, persisting it, or ``index_struct`` writes it in full first.
+        struct = self._index_struct
+        struct.graph, struct.graph_json, struct.ledger_json = {}, "", ""
+        struct.variable_embeddings = struct.chunk_embeddings = struct.edge_vectors = ""
+        struct.edge_texts = []
+        self._struct_stale = True
+        _flush_before_reads(store).add(self)
+
+    def _flush_struct(self) -> None:
+        """Write the deferred struct (see :meth:`_sync`) into the struct and the index store."""
+        if self.__dict__.get("_struct_stale"):
+            self._struct_stale = False
+            self._write_struct(self._index_struct)
+            self._storage_context.index_store.add_index_struct(self._index_struct)
+
+    @property
+    def index_struct(self) -> HCGIndexStruct:
+        self._flush_struct()
+        return self._index_struct
 
     def _delete_node(self, node_id: str, **delete_kwargs: Any) -> None:
-        """Remove a chunk and its evidence links; edges left with no evidence are dropped."""
+        """Remove a chunk and its evidence links; edges it alone supported are removed."""
         self._remove_chunks([node_id])
 
     def _remove_chunks(self, node_ids: Sequence[str]) -> tuple[str, ...]:
-        """Drop chunks from the graph; returns (and logs) the edges dropped with them."""
-        graph, chunk_emb, dropped = remove_chunks(self.graph, node_ids, self._chunk_emb)
-        if len(graph.chunks) == len(self.graph.chunks):
+        """Drop chunks from the graph; returns (and logs) the edges removed with them."""
+        report = self.core_retriever.delete(chunk_ids=list(node_ids))
+        self.last_update = report
+        if not report.chunks_removed:
             return ()
-        if dropped:
-            # Loud on purpose: re-inserting the text does not bring these edges back (insert
-            # only links evidence to existing edges), so an edit can hollow the graph out.
-            logger.warning(
-                "removing %d node(s) dropped %d causal edge(s) that only they supported (%s); "
-                "%d edge(s) remain. Re-inserting the text does not restore them: rebuild the "
-                "index to re-extract edges",
-                len(self.graph.chunks) - len(graph.chunks),
-                len(dropped),
-                ", ".join(dropped[:5]) + (", ..." if len(dropped) > 5 else ""),
-                len(graph.edges),
-            )
+        dropped = report.edges_removed
         self._index_struct.dropped_edges.extend(dropped)
-        self._set_state(graph, self._variable_emb, chunk_emb)
-        self._write_struct(self._index_struct)
+        self._sync()
         return dropped
 
     def delete_nodes(
@@ -379,34 +422,40 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         )
 
     def update_ref_doc(self, document: Any, **update_kwargs: Any) -> tuple[str, ...]:
-        """Delete then re-insert a document (the base class's update), returning the ids of the
-        edges the delete dropped: insertion re-links evidence to the remaining edges only."""
+        """Replace a document's nodes: delete, then insert through the core, which re-extracts
+        the new text's causal statements. Returns the ids of the edges the update lost (removed
+        with the old text and not restored by the new one), which are also logged."""
         with self._callback_manager.as_trace("update_ref_doc"):
-            dropped = self.delete_ref_doc(
+            removed = self.delete_ref_doc(
                 document.id_, delete_from_docstore=True, **update_kwargs.pop("delete_kwargs", {})
             )
             self.insert(document, **update_kwargs.pop("insert_kwargs", {}))
-        return dropped
+        current = {e.id for e in self.graph.edges}
+        lost = tuple(e for e in removed if e not in current)
+        restored = set(removed) - set(lost)
+        if restored:  # back again: not lost after all
+            self._index_struct.dropped_edges[:] = [
+                e for e in self._index_struct.dropped_edges if e not in restored
+            ]
+            self._storage_context.index_store.add_index_struct(self._index_struct)
+        if lost:
+            logger.warning(
+                "update_ref_doc(%s): %d causal edge(s) were supported only by the old text and "
+                "are not supported by the new one (%s)",
+                document.id_,
+                len(lost),
+                ", ".join(lost[:5]) + (", ..." if len(lost) > 5 else ""),
+            )
+        return lost
 
     async def aupdate_ref_doc(self, document: Any, **update_kwargs: Any) -> tuple[str, ...]:
         return self.update_ref_doc(document, **update_kwargs)
 
     def refresh_ref_docs(self, documents: Sequence[Any], **update_kwargs: Any) -> list[bool]:
-        """The base class's refresh (which documents changed), plus one warning that totals the
-        edges the updates dropped; their ids are in ``index_struct.dropped_edges``."""
-        before = len(self._index_struct.dropped_edges)
-        refreshed = super().refresh_ref_docs(documents, **update_kwargs)
-        lost = len(self._index_struct.dropped_edges) - before
-        if lost:
-            logger.warning(
-                "refresh_ref_docs: %d of %d document(s) changed and %d causal edge(s) were "
-                "dropped with their old text (ids in index_struct.dropped_edges); rebuild the "
-                "index to re-extract edges",
-                sum(refreshed),
-                len(documents),
-                lost,
-            )
-        return refreshed
+        """The base class's refresh (which documents changed), each changed one updated through
+        the core (see :meth:`update_ref_doc`); the edges lost are in
+        ``index_struct.dropped_edges`` and each update logs its own."""
+        return super().refresh_ref_docs(documents, **update_kwargs)
 
     async def arefresh_ref_docs(self, documents: Sequence[Any], **update_kwargs: Any) -> list[bool]:
         return self.refresh_ref_docs(documents, **update_kwargs)
@@ -474,18 +523,58 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             nodes.append(node)
         storage_context.docstore.add_documents(nodes, allow_update=True)
         struct = HCGIndexStruct(
-            graph=graph_to_dict(stored.graph),
+            graph_json=json.dumps(graph_to_dict(stored.graph), ensure_ascii=False),
             embedder_name=stored.embedder_name or "",
             dim=int(stored.chunk_embeddings.shape[1]) if stored.chunk_embeddings is not None else 0,
             variable_embeddings=encode_matrix(stored.variable_embeddings),
             chunk_embeddings=encode_matrix(stored.chunk_embeddings),
             report=_json_report(stored.report or {}),
+            ledger_json=json.dumps(stored.ledger, ensure_ascii=False) if stored.ledger else "",
         )
         if stored.variable_embeddings is None or stored.chunk_embeddings is None:
             struct.embedder_name = ""  # force recomputation of what is missing
         return cls(
             index_struct=struct, storage_context=storage_context, embed_model=embed_model, **kwargs
         )
+
+
+# Index store methods that read or persist structs: a deferred HCGIndex struct is written first.
+_READERS = ("persist", "to_dict", "get_index_struct", "index_structs")
+_AREADERS = ("aget_index_struct", "async_index_structs")
+
+
+def _flush_before_reads(store: SimpleIndexStore) -> weakref.WeakSet:
+    """The set of indexes with a deferred struct in ``store``; on first use, the store's reading
+    and persisting methods are wrapped (on this instance only) to write those structs first."""
+    pending = store.__dict__.get("_hcg_pending")
+    if pending is not None:
+        return pending
+    pending = store.__dict__["_hcg_pending"] = weakref.WeakSet()
+
+    def flush() -> None:
+        for index in list(pending):
+            index._flush_struct()
+        pending.clear()
+
+    for name in _READERS:
+        method = getattr(store, name)
+
+        def reader(*args: Any, _method: Any = method, **kwargs: Any) -> Any:
+            flush()
+            return _method(*args, **kwargs)
+
+        setattr(store, name, reader)
+    for name in _AREADERS:
+        method = getattr(store, name, None)
+        if method is None:
+            continue
+
+        async def areader(*args: Any, _method: Any = method, **kwargs: Any) -> Any:
+            flush()
+            return await _method(*args, **kwargs)
+
+        setattr(store, name, areader)
+    return pending
 
 
 def _loading_embedder(embed_model: Any | None, struct: HCGIndexStruct | None) -> Embedder:

@@ -36,6 +36,7 @@ CORE_TESTS = (
     "tests/test_offline_golden.py",
     "tests/test_offline_steps.py",
     "tests/test_doctests.py",
+    "tests/test_incremental.py",
 )
 
 
@@ -52,6 +53,25 @@ def m(name: str, path: str, why: str, *edits: tuple[str, str]) -> Mutant:
 
 
 MUTANTS = (
+    # ---------------------------------------------------------------- incremental edits
+    m(
+        "incremental_no_lift",
+        "hcg_core/graph_build/incremental.py",
+        "an inserted statement no longer supports its ancestors' links (the build's lifting)",
+        ("            if self.lift:\n", "            if False:\n"),
+    ),
+    m(
+        "bm25_delta_ignored",
+        "hcg_core/retrieval/lexical.py",
+        "documents added since the last CSR merge are not scored",
+        ("        if delta_nnz:\n", "        if False:\n"),
+    ),
+    m(
+        "delete_keeps_sentences",
+        "hcg_core/graph_build/incremental.py",
+        "a sentence no chunk holds any more keeps supporting its links",
+        ("                if held:\n                    continue\n", "                continue\n"),
+    ),
     # ---------------------------------------------------------------- Stage 3 (paper.py)
     m(
         "evidence_similarity_tiebreak_removed",
@@ -204,6 +224,9 @@ def _copy_tree(dest: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(ROOT / "hcg_core", dest / "hcg_core", ignore=ignore)
     shutil.copytree(ROOT / "tests", dest / "tests", ignore=ignore)
+    # test_incremental.py edits the example corpus through both adapters.
+    for extra in ("llama_index_hcg", "langchain_hcg", "examples/corpus"):
+        shutil.copytree(ROOT / extra, dest / extra, ignore=ignore)
     shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
 
 

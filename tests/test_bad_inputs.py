@@ -200,7 +200,7 @@ ROWS = [
         0,
         ("built out",),
         writes=("out/graph.json", "out/manifest.json", "out/spec.yaml", "out/chunks.jsonl")
-        + ("out/embeddings", "out/build_report.json"),
+        + ("out/embeddings", "out/build_report.json", "out/incremental.json"),
         check=_keeps_notes,
     ),
     Row("out-empty", lambda d, b: _corpus(d), ["build", "docs", "--out", ""], 2, ("empty",)),

@@ -252,8 +252,9 @@ def test_delete_ref_doc_removes_chunks_links_and_unsupported_edges(index: HCGInd
         assert not gone & set(ids(index.as_retriever(similarity_top_k=10).retrieve(q)))
 
 
-def test_inserts_embed_each_edge_once() -> None:
-    """Linking inserted chunks needs the edges' vectors; a second insert reuses them."""
+def test_inserts_embed_only_the_new_text_and_each_edge_once() -> None:
+    """With the offline ledger an insert embeds only its own chunk; without one (an LLM-built
+    graph), linking needs the edges' vectors, embedded once and reused by the next insert."""
     hashing = HashingEmbedder(1024)
     seen: list[str] = []
 
@@ -267,12 +268,17 @@ def test_inserts_embed_each_edge_once() -> None:
     index = HCGIndex.from_documents(
         demo_documents(), embed_model=embedder, transformations=[splitter()]
     )
-    assert index.graph.edges
+    assert index.graph.edges and index.core_retriever.ledger is not None
     seen.clear()
     first = Document(text="Chronic hypertension raises the risk of ischaemic stroke.", id_="n1")
     index.insert(first)
+    assert seen == [first.text]
+    index.core_retriever.ledger = None  # as an LLM-built graph has none
+    seen.clear()
+    index.insert(Document(text="Salt raises blood pressure in older adults.", id_="n0"))
     edge_calls = len(seen) - 1  # one text for the new chunk, the rest are edges
     assert edge_calls == len({edge_text(e) for e in index.graph.edges})
+    assert index.last_update.graph_mode == "similarity"
     seen.clear()
     index.insert(Document(text="Atrial fibrillation causes clots in the heart.", id_="n2"))
     assert seen == ["Atrial fibrillation causes clots in the heart."]

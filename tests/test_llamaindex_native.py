@@ -5,7 +5,6 @@ block the loop, standalone constructors and persistence, and edits that say what
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -371,33 +370,6 @@ def test_persist_and_from_persist_dir(
     )
     with pytest.raises(StoreError, match="hcg_retriever.json"):
         HCGRetriever.from_persist_dir(tmp_path)
-
-
-# ------------------------------------------------------------------ edits are loud
-
-
-def test_edits_that_drop_edges_warn_and_return_them(
-    embed: HCGDefaultEmbedding, caplog: pytest.LogCaptureFixture
-) -> None:
-    docs = corpus_documents()
-    index = HCGIndex.from_documents(
-        docs,
-        embed_model=embed,
-        transformations=[SentenceSplitter(chunk_size=128, chunk_overlap=16)],
-    )
-    before = len(index.graph.edges)
-    changed = Document(text=docs[0].text + " ", id_=docs[0].id_, metadata=docs[0].metadata)
-    with caplog.at_level(logging.WARNING, logger="llama_index_hcg.index"):
-        dropped = index.update_ref_doc(changed)
-    assert dropped, "the first document alone backs some edges in the example graph"
-    assert len(index.graph.edges) == before - len(dropped)
-    assert f"dropped {len(dropped)} causal edge(s)" in caplog.text
-    caplog.clear()
-    again = [Document(text=d.text + "  ", id_=d.id_, metadata=d.metadata) for d in docs[1:]]
-    with caplog.at_level(logging.WARNING, logger="llama_index_hcg.index"):
-        assert index.refresh_ref_docs(again) == [True] * len(again)
-    assert "refresh_ref_docs: 3 of 3 document(s) changed" in caplog.text
-    assert len(index.index_struct.dropped_edges) == before - len(index.graph.edges)
 
 
 # ------------------------------------------------------------------ scores

@@ -62,6 +62,7 @@ from ..types import (
 from .dimensions import GENERIC_ENTITY, dimensions, spherical_kmeans
 from .edges import edge_confidence, make_edges
 from .extract import STRONG_CUE
+from .incremental import SupportLedger, ledger_from_build
 from .statements import SentenceCorpus, collect_statements
 from .support import (
     Support,
@@ -184,7 +185,7 @@ def build_offline(
     )
 
     t = time.perf_counter()
-    graph, info = _assemble(
+    graph, info, ledger = _assemble(
         corpus, chunks, vocab, spec, outcome, caps.max_dimensions, embedder, cfg, warnings
     )
     validate_graph(graph.spec, graph.variables, graph.edges, {c.id for c in chunks})
@@ -217,7 +218,11 @@ def build_offline(
         "warnings": warnings,
     }
     return BuildResult(
-        graph=graph, variable_embeddings=var_vec, chunk_embeddings=chunk_vec, report=report
+        graph=graph,
+        variable_embeddings=var_vec,
+        chunk_embeddings=chunk_vec,
+        report=report,
+        ledger=ledger,
     )
 
 
@@ -231,8 +236,9 @@ def _assemble(
     embedder: Embedder,
     cfg: OfflineBuildConfig,
     warnings: list[str],
-) -> tuple[CausalGraph, dict[str, Any]]:
-    """Steps 3-5 on a vocabulary: variables, supported links, roles, dimensions, edges."""
+) -> tuple[CausalGraph, dict[str, Any], SupportLedger]:
+    """Steps 3-5 on a vocabulary: variables, supported links, roles, dimensions, edges; and the
+    ledger of the support behind each edge (for incremental updates)."""
     given = vocab.given is not None
     nodes = choose_nodes(
         corpus.statements, vocab, cfg.min_variable_support, cfg.max_variables_per_metric
@@ -283,13 +289,24 @@ def _assemble(
         edges=tuple(edges),
         chunks=tuple(chunks),
     )
+    ledger = ledger_from_build(
+        corpus,
+        vocab,
+        nodes,
+        support,
+        var_of,
+        chunks,
+        lift=cfg.lift and spec is None,
+        lift_discount=cfg.lift_discount,
+        max_evidence=cfg.max_evidence,
+    )
     info = {
         "edges_dropped_leaving_terminal": dropped_terminal,
         "weak_single_sentence_variables_dropped": dropped_weak,
         "outcome_metrics": sum(m.role == "outcome" for m in metrics_out),
         "terminal_metrics": sum(m.role == "terminal" for m in metrics_out),
     }
-    return graph, info
+    return graph, info, ledger
 
 
 def _metrics(

@@ -2,11 +2,13 @@
 
 Variables are laid out grouped by metric (so a per-metric max is one ``np.maximum.reduceat``);
 adjacency is CSR in both directions; evidence links are CSR from edge to chunk row. Nothing here
-is mutated after construction, which is what makes concurrent queries on one graph safe.
+is mutated after construction, which is what makes concurrent queries on one graph safe (an
+incremental insert compiles a new one, reusing the chunk arrays it already has).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,8 +117,17 @@ class CompiledGraph:
 
     @classmethod
     def compile(
-        cls, graph: CausalGraph, variable_embeddings: np.ndarray, chunk_embeddings: np.ndarray
+        cls,
+        graph: CausalGraph,
+        variable_embeddings: np.ndarray,
+        chunk_embeddings: np.ndarray,
+        *,
+        chunk_words: np.ndarray | None = None,
+        chunk_row: Mapping[str, int] | None = None,
     ) -> CompiledGraph:
+        """Compile ``graph``. ``chunk_words`` and ``chunk_row`` (chunk id -> row), when the
+        caller keeps them up to date (incremental inserts), spare the per-chunk Python work, so a
+        recompile after an insert costs O(variables + edges + links), not O(chunks)."""
         n, c = len(graph.variables), len(graph.chunks)
         if variable_embeddings.shape[0] != n or chunk_embeddings.shape[0] != c:
             raise EmbedderError(
@@ -146,7 +157,8 @@ class CompiledGraph:
         eids = np.arange(m, dtype=np.int64)
         out_ptr, out_dst, out_eid = csr(src, dst, eids, n)
         in_ptr, in_src, in_eid = csr(dst, src, eids, n)
-        chunk_row = {ch.id: i for i, ch in enumerate(graph.chunks)}
+        if chunk_row is None:
+            chunk_row = {ch.id: i for i, ch in enumerate(graph.chunks)}
         ev_rows = [(i, chunk_row[cid]) for i, e in enumerate(graph.edges) for cid in e.evidence]
         ev_e = np.array([r[0] for r in ev_rows], dtype=np.int64)
         ev_c = np.array([r[1] for r in ev_rows], dtype=np.int64)
@@ -158,7 +170,11 @@ class CompiledGraph:
         dense = {k: i for i, k in enumerate(end_metrics)}
         end_group = np.array([dense.get(int(k), -1) for k in var_metric], dtype=np.int64)
         conf = np.array([e.confidence for e in graph.edges], dtype=np.float64)
-        words = np.array([len(ch.text.split()) for ch in graph.chunks], dtype=np.int64)
+        words = (
+            np.array([len(ch.text.split()) for ch in graph.chunks], dtype=np.int64)
+            if chunk_words is None
+            else np.asarray(chunk_words, dtype=np.int64)[:c]
+        )
         return cls(
             var_emb=_frozen(np.asarray(variable_embeddings, dtype=np.float32)[order]),
             var_metric=_frozen(var_metric),

@@ -17,6 +17,7 @@ measures what the graph adds.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,7 +26,7 @@ import numpy as np
 from ..config import DEFAULT_DIVERSITY, DEFAULT_MIN_NOVELTY, HybridConfig
 from ..errors import ConfigError
 from ..types import Chunk, RetrievalResult, RetrievedChunk
-from .lexical import BM25Index, top_k_indices
+from .lexical import BM25Index, Growable, top_k_indices
 from .passages import split_passages
 
 
@@ -169,6 +170,8 @@ class HybridRanker:
     Setup: ``HybridRanker(chunks, chunk_embeddings)`` splits the chunks into passages and builds the
     BM25 index and the per-passage word counts and spans.
     Use: ``rank(query, query_vec, graph_result, k=10, word_budget=2000)``.
+    Edits: ``extended(new_chunks, embeddings)`` / ``subset(keep, embeddings)`` return a ranker over
+    more or fewer chunks, splitting and tokenising only the new ones; this one is unchanged.
 
     >>> from hcg_core.types import Chunk
     >>> chunks = [Chunk("a", "aspirin thins the blood"), Chunk("b", "statins lower cholesterol"),
@@ -190,44 +193,103 @@ class HybridRanker:
         self.config = config or HybridConfig()
         # The packed unit: passages of the chunks (or the chunks, passage_words 0). Row i of every
         # per-unit array below is self.units[i]; self.parent[i] is its chunk's row.
-        self.units, self.parent = split_passages(self.chunks, self.config.passage_words)
-        n = len(self.chunks)
-        if chunk_embeddings is not None:
-            emb = np.asarray(chunk_embeddings, dtype=np.float32)
-            if emb.ndim != 2 or emb.shape[0] != n:
-                raise ConfigError(
-                    f"chunk_embeddings has shape {emb.shape}; expected ({n}, dim), one row per chunk"
-                )
-            self.chunk_embeddings: np.ndarray | None = emb
-        else:
-            self.chunk_embeddings = None
-        self.bm25 = bm25 if bm25 is not None else BM25Index([u.text for u in self.units])
-        if self.bm25.n_docs != len(self.units):
+        units, parent = split_passages(self.chunks, self.config.passage_words)
+        self.chunk_embeddings = _checked_embeddings(chunk_embeddings, len(self.chunks))
+        self.bm25 = bm25 if bm25 is not None else BM25Index([u.text for u in units])
+        if self.bm25.n_docs != len(units):
             raise ConfigError(
-                f"the BM25 index has {self.bm25.n_docs} documents for {len(self.units)} passages"
+                f"the BM25 index has {self.bm25.n_docs} documents for {len(units)} passages"
             )
-        self.units_of: dict[str, list[int]] = {}
-        for row, p in enumerate(self.parent.tolist()):
-            self.units_of.setdefault(self.chunks[p].id, []).append(row)
-        self.word_counts = np.asarray([len(u.text.split()) for u in self.units], dtype=np.int64)
-        # Passage texts with whitespace squashed, for finding a graph edge's mechanism sentence.
-        self._flat_texts = [_squash(u.text) for u in self.units]
-        self.spans = _chunk_spans(self.units)
-        self._doc_major()
+        self.units: tuple[Chunk, ...] = ()
+        self._parent = Growable(np.zeros(0, dtype=np.int64))
+        self._word_counts = Growable(np.zeros(0, dtype=np.int64))
+        self._spans: Growable | None = Growable(np.zeros((0, 3), dtype=np.int64))
+        self._span_docs: dict[str, int] = {}
+        self._flat_texts: tuple[str, ...] = ()
+        # Chunk id -> unit rows; shared with later snapshots (extended), which only add keys.
+        self._units_of: list[Any] = [{}, 0]
+        self._append_units(units, parent)
 
-    def _doc_major(self) -> None:
-        """Chunk -> (term, weight) rows of the BM25 index, L2-normalised: the redundancy vectors."""
-        b = self.bm25
-        term_of_posting = np.repeat(np.arange(b.vocab_size), np.diff(b.indptr))
-        order = np.lexsort((term_of_posting, b.doc_ids))
+    # ------------------------------------------------------------------ per-unit arrays
+
+    @property
+    def parent(self) -> np.ndarray:
+        return self._parent.view(len(self.units))
+
+    @property
+    def word_counts(self) -> np.ndarray:
+        return self._word_counts.view(len(self.units))
+
+    @property
+    def spans(self) -> np.ndarray | None:
+        """``(n, 3)`` (document number, start word, end word) when every unit carries them."""
+        return self._spans.view(len(self.units)) if self._spans is not None else None
+
+    @property
+    def units_of(self) -> dict[str, list[int]]:
+        return self._units_of[0]
+
+    def _append_units(self, units: Sequence[Chunk], parent: np.ndarray) -> None:
+        """Add units (and their chunk rows) to the per-unit arrays: O(new units)."""
         n = len(self.units)
-        self._row_ptr = np.zeros(n + 1, dtype=np.int64)
-        self._row_ptr[1:] = np.cumsum(np.bincount(b.doc_ids, minlength=n))
-        self._row_terms = term_of_posting[order]
-        w = b.weights[order].astype(np.float64)
-        norms = np.sqrt(np.bincount(b.doc_ids[order], weights=w * w, minlength=n))
-        norms[norms == 0] = 1.0
-        self._row_weights = (w / np.repeat(norms, np.diff(self._row_ptr))).astype(np.float32)
+        shared = self._units_of
+        ids = {self.chunks[p].id for p in parent.tolist()}
+        if shared[1] != n or any(i in shared[0] for i in ids):
+            # Another snapshot already added units here: take a private copy of the map.
+            shared = [{k: [r for r in v if r < n] for k, v in shared[0].items()}, n]
+        for row, p in enumerate(parent.tolist(), start=n):
+            shared[0].setdefault(self.chunks[p].id, []).append(row)
+        shared[1] = n + len(units)
+        self._units_of = shared
+        self._parent = self._parent.append(n, parent)
+        counts = np.asarray([len(u.text.split()) for u in units], dtype=np.int64)
+        self._word_counts = self._word_counts.append(n, counts)
+        # Passage texts with whitespace squashed, for finding a graph edge's mechanism sentence.
+        self._flat_texts = self._flat_texts + tuple(_squash(u.text) for u in units)
+        if self._spans is not None:
+            spans = _chunk_spans(units, self._span_docs)
+            self._spans = None if spans is None else self._spans.append(n, spans)
+        self.units = self.units + tuple(units)
+
+    def extended(
+        self, chunks: Sequence[Chunk], chunk_embeddings: np.ndarray | None
+    ) -> HybridRanker:
+        """A ranker over these chunks plus ``chunks`` (appended rows), sharing this one's storage.
+
+        ``chunk_embeddings``: the vectors of all chunks, old and new. Costs O(new chunks) plus
+        pointer copies; this ranker keeps ranking its own chunks.
+        """
+        out = copy.copy(self)
+        if self._spans is not None:
+            out._span_docs = dict(self._span_docs)
+        first = len(self.chunks)
+        out.chunks = self.chunks + tuple(chunks)
+        out.chunk_embeddings = _checked_embeddings(chunk_embeddings, len(out.chunks))
+        units, parent = split_passages(chunks, self.config.passage_words)
+        out.bm25 = self.bm25.extended([u.text for u in units])
+        out._append_units(units, parent + first)
+        return out
+
+    def subset(self, keep: np.ndarray, chunk_embeddings: np.ndarray | None) -> HybridRanker:
+        """A ranker over the chunks where the boolean ``keep`` is true (order kept); the BM25
+        index is compacted from its stored term ids, nothing is re-split or re-tokenised."""
+        keep = np.asarray(keep, dtype=bool)
+        unit_keep = keep[self.parent]
+        new_row = np.cumsum(keep) - 1
+        out = copy.copy(self)
+        out.chunks = tuple(c for c, k in zip(self.chunks, keep.tolist(), strict=True) if k)
+        out.chunk_embeddings = _checked_embeddings(chunk_embeddings, len(out.chunks))
+        out.bm25 = self.bm25.subset(unit_keep)
+        rows = np.flatnonzero(unit_keep)
+        out.units = ()
+        out._parent = Growable(np.zeros(0, dtype=np.int64))
+        out._word_counts = Growable(np.zeros(0, dtype=np.int64))
+        out._spans = Growable(np.zeros((0, 3), dtype=np.int64))
+        out._span_docs = {}
+        out._flat_texts = ()
+        out._units_of = [{}, 0]
+        out._append_units([self.units[r] for r in rows.tolist()], new_row[self.parent[rows]])
+        return out
 
     def word_features(self, rows: np.ndarray) -> np.ndarray:
         """Unit BM25 term vectors of the given chunks, over the terms two or more of them share.
@@ -238,17 +300,19 @@ class HybridRanker:
         m = rows.size
         if m == 0:
             return np.zeros((0, 0), dtype=np.float32)
-        lens = self._row_ptr[rows + 1] - self._row_ptr[rows]
-        pos = np.repeat(self._row_ptr[rows] - np.cumsum(lens) + lens, lens) + np.arange(lens.sum())
-        terms = self._row_terms[pos]
+        lens, terms, w = self.bm25.doc_terms(rows)
+        row = np.repeat(np.arange(m), lens)
+        w = w.astype(np.float64)
+        norms = np.sqrt(np.bincount(row, weights=w * w, minlength=m))
+        norms[norms == 0] = 1.0
+        w = (w / norms[row]).astype(np.float32)
         # Counting over the vocabulary (bincount) avoids sorting the candidates' terms.
         count = np.bincount(terms, minlength=self.bm25.vocab_size)
         is_shared = count > 1
         column = np.cumsum(is_shared) - 1
         keep = is_shared[terms]
         dense = np.zeros((m, int(is_shared.sum())), dtype=np.float32)
-        row = np.repeat(np.arange(m), lens)
-        dense[row[keep], column[terms[keep]]] = self._row_weights[pos][keep]
+        dense[row[keep], column[terms[keep]]] = w[keep]
         return dense
 
     def rank(
@@ -439,11 +503,9 @@ def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
-def _chunk_spans(chunks: Sequence[Chunk]) -> np.ndarray | None:
-    """``(n, 3)`` int64 (document number, start word, end word) when every chunk carries them."""
-    if not chunks:
-        return None
-    docs: dict[str, int] = {}
+def _chunk_spans(chunks: Sequence[Chunk], docs: dict[str, int]) -> np.ndarray | None:
+    """``(n, 3)`` int64 (document number, start word, end word) when every chunk carries them;
+    ``docs`` numbers the documents (and learns the new ones)."""
     out = np.zeros((len(chunks), 3), dtype=np.int64)
     for i, c in enumerate(chunks):
         meta: Mapping[str, Any] = c.metadata or {}
@@ -453,3 +515,14 @@ def _chunk_spans(chunks: Sequence[Chunk]) -> np.ndarray | None:
         doc = c.doc_id or str(meta.get("doc_id", ""))
         out[i] = (docs.setdefault(doc, len(docs)), s, e)
     return out
+
+
+def _checked_embeddings(chunk_embeddings: np.ndarray | None, n: int) -> np.ndarray | None:
+    if chunk_embeddings is None:
+        return None
+    emb = np.asarray(chunk_embeddings, dtype=np.float32)
+    if emb.ndim != 2 or emb.shape[0] != n:
+        raise ConfigError(
+            f"chunk_embeddings has shape {emb.shape}; expected ({n}, dim), one row per chunk"
+        )
+    return emb

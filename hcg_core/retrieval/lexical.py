@@ -1,13 +1,15 @@
-"""Okapi BM25 over the corpus's chunks, in numpy only: an inverted index compiled once, array scoring.
+"""Okapi BM25 over the corpus's chunks, in numpy only: an inverted index that grows, array scoring.
 
 The scoring is the "lucene" variant of bm25s (Kamphuis et al., ECIR 2020): idf = ln(1 + (N - df +
-0.5) / (df + 0.5)) and a saturated term frequency tf / (tf + k1 (1 - b + b |d| / avgdl)). Each
-posting's full contribution is computed at construction, so a query is one gather and one
-``np.bincount`` over the postings of its terms.
+0.5) / (df + 0.5)) and a saturated term frequency tf / (tf + k1 (1 - b + b |d| / avgdl)). A query
+gathers the postings of its terms, computes their contributions from the current statistics and
+sums them with one ``np.bincount``. Documents can be added (``BM25Index.add``) in time
+proportional to their tokens: see the class docstring.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -60,20 +62,64 @@ def tokenize(text: str) -> list[str]:
     ]
 
 
+class Growable:
+    """An append-only 1-D array with capacity doubling, shared by index snapshots.
+
+    ``append`` writes past the used length in place only while the caller's view is the newest
+    (``n == filled``); an older snapshot that appends gets a private copy, so no snapshot ever
+    sees rows it did not add. Appending k items costs O(k) amortised.
+    """
+
+    def __init__(self, data: np.ndarray):
+        self.buf = np.ascontiguousarray(data)
+        self.filled = int(self.buf.shape[0])
+
+    def view(self, n: int) -> np.ndarray:
+        return self.buf[:n]
+
+    def append(self, n: int, items: np.ndarray) -> Growable:
+        """The buffer holding ``view(n) + items`` (this one when ``n`` is its newest length)."""
+        items = np.asarray(items, dtype=self.buf.dtype)
+        owner = self if n == self.filled else Growable(self.buf[:n].copy())
+        need = n + items.shape[0]
+        if need > owner.buf.shape[0]:
+            grown = np.empty(
+                (max(need, 2 * owner.buf.shape[0], 16),) + owner.buf.shape[1:],
+                dtype=owner.buf.dtype,
+            )
+            grown[:n] = owner.buf[:n]
+            owner.buf = grown
+        owner.buf[n:need] = items
+        owner.filled = need
+        return owner
+
+
+# When the postings added since the term-major CSR was built exceed this share of it, the CSR is
+# rebuilt (once, on the next query): each posting is re-sorted O(1) times on average.
+MERGE_SHARE = 0.25
+
+
 class BM25Index:
-    """A compiled BM25 index: CSR postings (term -> documents) with precomputed contributions.
+    """A compiled BM25 index: CSR postings (term -> documents) plus an append-only delta.
 
     >>> index = BM25Index(["aspirin thins blood", "blood pressure rises", "the sky is blue"])
     >>> index.top_k("blood thinning aspirin", 2)[0].tolist()
     [0, 1]
+    >>> index.add(["aspirin again"])
+    >>> index.n_docs, index.top_k("aspirin", 3)[0].tolist()
+    (4, [3, 0])
+
+    Documents are stored doc-major (term ids and frequencies per document, append-only); queries
+    read a term-major CSR of the first ``n_main`` documents plus a scan of the later ones, and the
+    CSR is rebuilt once the later ones grow past ``MERGE_SHARE`` of it. BM25 weights are computed
+    at query time from the current document count, document frequencies and mean length, so an
+    index grown by :meth:`add` scores exactly like one built from all its texts at once.
 
     Attributes:
         n_docs: number of indexed documents.
-        vocabulary: term -> term id.
-        indptr: ``(V + 1,)`` int64; postings of term t are ``indptr[t]:indptr[t + 1]``.
-        doc_ids: ``(nnz,)`` int32 document of each posting.
-        weights: ``(nnz,)`` float32 BM25 contribution of each posting.
+        vocabulary: term -> term id (shared, append-only).
         doc_lengths: ``(n_docs,)`` int32 token count of each document after tokenisation.
+        indptr / doc_ids / weights: the full term-major CSR (built on access).
     """
 
     def __init__(
@@ -108,45 +154,160 @@ class BM25Index:
         if k1 < 0 or not 0.0 <= b <= 1.0:
             raise ConfigError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
         self.k1, self.b = float(k1), float(b)
-        self.n_docs = len(docs)
-        vocab: dict[str, int] = {}
-        rows: list[int] = []
-        cols: list[int] = []
-        tfs: list[int] = []
-        for d, toks in enumerate(docs):
-            for term, tf in Counter(toks).items():
-                rows.append(vocab.setdefault(term, len(vocab)))
-                cols.append(d)
-                tfs.append(tf)
-        self.vocabulary = vocab
-        term = np.asarray(rows, dtype=np.int64)
-        doc = np.asarray(cols, dtype=np.int32)
-        tf = np.asarray(tfs, dtype=np.float64)
-        self.doc_lengths = np.asarray([len(t) for t in docs], dtype=np.int32)
-        avgdl = float(self.doc_lengths.mean()) if self.n_docs and self.doc_lengths.sum() else 1.0
+        self.vocabulary: dict[str, int] = {}
+        self.n_docs = 0
+        self._ptr = Growable(np.zeros(1, dtype=np.int64))
+        self._terms = Growable(np.zeros(0, dtype=np.int64))
+        self._tf = Growable(np.zeros(0, dtype=np.float64))
+        self._lengths = Growable(np.zeros(0, dtype=np.int32))
+        self._df = np.zeros(0, dtype=np.int64)
+        self._total_length = 0
+        self._append(docs)
+        self._merge()
 
-        # Sort postings by term (stable, so documents stay ascending inside a term): CSR layout.
-        order = np.argsort(term, kind="stable")
-        term, doc, tf = term[order], doc[order], tf[order]
-        df = np.bincount(term, minlength=len(vocab)).astype(np.int64)
-        self.indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
-        self.indptr[1:] = np.cumsum(df)
-        self.idf = np.log1p((self.n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
-        norm = self.k1 * (1.0 - self.b + self.b * self.doc_lengths[doc] / avgdl)
-        self.doc_ids = doc
-        self.weights = (self.idf[term] * tf / (tf + norm)).astype(np.float32)
+    # ------------------------------------------------------------------ growth
+
+    def _append(self, docs: list[list[str]]) -> None:
+        """Add tokenised documents to the doc-major store and the statistics (O(new tokens))."""
+        vocab = self.vocabulary
+        terms: list[int] = []
+        tfs: list[int] = []
+        counts: list[int] = []
+        for toks in docs:
+            c = Counter(toks)
+            for term, tf in c.items():
+                terms.append(vocab.setdefault(term, len(vocab)))
+                tfs.append(tf)
+            counts.append(len(c))
+        n, nnz = self.n_docs, int(self._ptr.view(self.n_docs + 1)[-1])
+        t = np.asarray(terms, dtype=np.int64)
+        self._ptr = self._ptr.append(n + 1, nnz + np.cumsum(np.asarray(counts, dtype=np.int64)))
+        self._terms = self._terms.append(nnz, t)
+        self._tf = self._tf.append(nnz, np.asarray(tfs, dtype=np.float64))
+        lengths = np.asarray([len(d) for d in docs], dtype=np.int32)
+        self._lengths = self._lengths.append(n, lengths)
+        df = np.zeros(len(vocab), dtype=np.int64)
+        df[: self._df.size] = self._df
+        np.add.at(df, t, 1)
+        self._df = df
+        self._total_length += int(lengths.sum())
+        self.n_docs = n + len(docs)
+
+    def _merge(self) -> None:
+        """Rebuild the term-major CSR over all documents (vectorised, no tokenising)."""
+        n = self.n_docs
+        ptr = self._ptr.view(n + 1)
+        terms = self._terms.view(int(ptr[-1]))
+        docs = np.repeat(np.arange(n, dtype=np.int32), np.diff(ptr))
+        order = np.argsort(terms, kind="stable")  # documents stay ascending inside a term
+        indptr = np.zeros(self.vocab_size + 1, dtype=np.int64)
+        indptr[1:] = np.cumsum(np.bincount(terms, minlength=self.vocab_size))
+        # One attribute, swapped at once: concurrent queries may trigger a merge.
+        self._main = (n, indptr, docs[order], self._tf.view(terms.size)[order])
+
+    def extended(self, texts: Sequence[str]) -> BM25Index:
+        """A new index of these documents plus ``texts``, sharing this one's storage.
+
+        This index is unchanged (it keeps scoring its own documents); the cost is the new
+        texts' tokens plus a copy of the document-frequency array.
+        """
+        if isinstance(texts, str):
+            raise ConfigError("BM25Index.extended expects a list of texts, got a single str")
+        out = copy.copy(self)
+        out._append([self._tokenizer(t) for t in texts])
+        return out
+
+    def add(self, texts: Sequence[str]) -> None:
+        """Index more documents in place (row numbers continue after the existing ones)."""
+        self.__dict__.update(self.extended(texts).__dict__)
+
+    def subset(self, keep: np.ndarray) -> BM25Index:
+        """A new index of the documents where the boolean ``keep`` is true, renumbered in order.
+
+        Vectorised over the stored term ids (nothing is re-tokenised); O(postings).
+        """
+        keep = np.asarray(keep, dtype=bool)
+        if keep.shape != (self.n_docs,):
+            raise ConfigError(f"keep must have one entry per document ({self.n_docs})")
+        ptr = self._ptr.view(self.n_docs + 1)
+        lens = np.diff(ptr)
+        sel = np.repeat(keep, lens)
+        out = copy.copy(self)
+        nnz = int(ptr[-1])
+        terms = self._terms.view(nnz)[sel]
+        out._ptr = Growable(np.concatenate(([0], np.cumsum(lens[keep]))).astype(np.int64))
+        out._terms = Growable(terms.copy())
+        out._tf = Growable(self._tf.view(nnz)[sel].copy())
+        lengths = self._lengths.view(self.n_docs)[keep]
+        out._lengths = Growable(lengths.copy())
+        out._df = np.bincount(terms, minlength=len(self.vocabulary)).astype(np.int64)
+        out._total_length = int(lengths.sum())
+        out.n_docs = int(keep.sum())
+        out._merge()
+        return out
+
+    # ------------------------------------------------------------------ statistics
 
     @property
     def vocab_size(self) -> int:
-        return len(self.vocabulary)
+        return int(self._df.size)
+
+    @property
+    def doc_lengths(self) -> np.ndarray:
+        return self._lengths.view(self.n_docs)
+
+    @property
+    def idf(self) -> np.ndarray:
+        df = self._df
+        return np.log1p((self.n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
+
+    def _avgdl(self) -> float:
+        return self._total_length / self.n_docs if self.n_docs and self._total_length else 1.0
+
+    def _weights(self, terms: np.ndarray, tf: np.ndarray, docs: np.ndarray, idf: np.ndarray):
+        """BM25 contribution of postings (the "lucene" formula of the module docstring)."""
+        norm = self.k1 * (1.0 - self.b + self.b * self.doc_lengths[docs] / self._avgdl())
+        return (idf[terms] * tf / (tf + norm)).astype(np.float32)
+
+    def _full(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+        if self._main[0] != self.n_docs or self._main[1].size != self.vocab_size + 1:
+            self._merge()
+        return self._main
+
+    @property
+    def indptr(self) -> np.ndarray:
+        return self._full()[1]
+
+    @property
+    def doc_ids(self) -> np.ndarray:
+        return self._full()[2]
+
+    @property
+    def weights(self) -> np.ndarray:
+        _, indptr, docs, tf = self._full()
+        terms = np.repeat(np.arange(self.vocab_size), np.diff(indptr))
+        return self._weights(terms, tf, docs, self.idf)
+
+    def doc_terms(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Postings of the given documents, doc-major: ``(lengths, term ids, weights)``."""
+        ptr = self._ptr.view(self.n_docs + 1)
+        rows = np.asarray(rows, dtype=np.int64)
+        lens = ptr[rows + 1] - ptr[rows]
+        pos = np.repeat(ptr[rows] - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
+        terms = self._terms.buf[pos]
+        docs = np.repeat(rows, lens)
+        return lens, terms, self._weights(terms, self._tf.buf[pos], docs, self.idf)
+
+    # ------------------------------------------------------------------ queries
 
     def term_ids(self, query: str | Sequence[str]) -> np.ndarray:
         """Distinct known term ids of a query (a str is tokenised; a token list is used as is)."""
         tokens = self._tokenizer(query) if isinstance(query, str) else list(query)
         seen: dict[int, None] = {}
+        limit = self.vocab_size  # a newer snapshot may have added terms to the shared vocabulary
         for t in tokens:
             tid = self.vocabulary.get(t)
-            if tid is not None:
+            if tid is not None and tid < limit and self._df[tid] > 0:
                 seen.setdefault(tid, None)
         return np.fromiter(seen, dtype=np.int64, count=len(seen))
 
@@ -158,15 +319,45 @@ class BM25Index:
         tids = self.term_ids(query)
         if tids.size == 0 or self.n_docs == 0:
             return np.zeros(self.n_docs, dtype=np.float32)
-        starts, ends = self.indptr[tids], self.indptr[tids + 1]
-        # Concatenate the postings of the query terms without a Python loop over postings.
+        main_n, main_ptr, main_docs, main_tf = self._main
+        delta_nnz = int(self._ptr.view(self.n_docs + 1)[-1]) - int(main_docs.size)
+        if delta_nnz > MERGE_SHARE * max(int(main_docs.size), 1):
+            self._merge()
+            main_n, main_ptr, main_docs, main_tf = self._main
+            delta_nnz = 0
+        known = tids[tids < main_ptr.size - 1]
+        starts, ends = main_ptr[known], main_ptr[known + 1]
         lengths = ends - starts
+        # Concatenate the postings of the query terms without a Python loop over postings.
         offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(
             lengths.sum()
         )
-        summed = np.bincount(
-            self.doc_ids[offsets], weights=self.weights[offsets], minlength=self.n_docs
-        )
+        docs = main_docs[offsets]
+        terms = np.repeat(known, lengths)
+        tf = main_tf[offsets]
+        if delta_nnz:
+            # Documents added since the CSR was built: scan their postings, then order them by
+            # query term like the CSR's, so scores sum in the same order as a fresh index.
+            lo = int(self._ptr.view(main_n + 1)[-1])
+            hi = lo + delta_nnz
+            dterms = self._terms.buf[lo:hi]
+            hit = np.flatnonzero(np.isin(dterms, tids))
+            if hit.size:
+                dptr = self._ptr.view(self.n_docs + 1)[main_n:] - lo
+                ddocs = (np.searchsorted(dptr, hit, side="right") - 1 + main_n).astype(np.int32)
+                rank = {int(t): i for i, t in enumerate(tids.tolist())}
+                key_all = np.concatenate(
+                    (
+                        np.array([rank[int(t)] for t in known], np.int64).repeat(lengths),
+                        np.array([rank[int(t)] for t in dterms[hit].tolist()], np.int64),
+                    )
+                )
+                order = np.argsort(key_all, kind="stable")
+                docs = np.concatenate((docs, ddocs))[order]
+                terms = np.concatenate((terms, dterms[hit]))[order]
+                tf = np.concatenate((tf, self._tf.buf[lo:hi][hit]))[order]
+        w = self._weights(terms, tf, docs, self.idf)
+        summed = np.bincount(docs, weights=w, minlength=self.n_docs)
         return summed.astype(np.float32)
 
     def max_score(self, query: str | Sequence[str]) -> float:

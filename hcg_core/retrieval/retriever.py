@@ -36,6 +36,23 @@ from .paper import (
 
 logger = logging.getLogger(__name__)
 
+
+def stored_ledger(stored: StoredGraph) -> Any:
+    """The loaded directory's support ledger, or None (absent, or stale: logged)."""
+    if stored.ledger is None:
+        return None
+    from ..errors import StoreError
+    from ..graph_build.incremental import SupportLedger
+
+    try:
+        return SupportLedger.from_json(stored.ledger, stored.graph)
+    except StoreError as exc:
+        logger.warning(
+            "%s: %s; edits will link evidence only (rebuild to restore)", stored.path, exc
+        )
+        return None
+
+
 MAX_PATHS_PER_CHUNK = 3  # provenance: the best few causal paths behind each graph chunk
 
 
@@ -106,6 +123,8 @@ class CausalGraphRetriever:
         # Shared by clones (with_config): one ranker per hybrid setting, one BM25 index for all.
         self._rankers: dict[HybridConfig, HybridRanker] = {}
         self._ranker_lock = threading.Lock()
+        # The offline builder's support ledger (graph_build.incremental), for insert/delete.
+        self.ledger: Any = None
 
     # Pickling and deepcopy (LangChain copies retrievers; multiprocessing pickles them): the lock
     # is recreated, everything else is plain data plus the embedder, which must pickle too.
@@ -121,7 +140,8 @@ class CausalGraphRetriever:
                 f"pickled ({type(exc).__name__}: {exc}); use an embedder that pickles, or "
                 "rebuild the retriever in the other process with from_persist_dir/load"
             ) from exc
-        return {k: v for k, v in self.__dict__.items() if k != "_ranker_lock"}
+        # The edit buffers (grown with spare capacity) are rebuilt on the next edit.
+        return {k: v for k, v in self.__dict__.items() if k not in ("_ranker_lock", "_edit_state")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -182,6 +202,7 @@ class CausalGraphRetriever:
             chunk_embeddings=stored.chunk_embeddings if same else None,
         )
         retriever.build_report = stored.report
+        retriever.ledger = stored_ledger(stored)
         return retriever
 
     @classmethod
@@ -195,7 +216,8 @@ class CausalGraphRetriever:
         return cls.from_stored(load_graph(directory), embedder, config)
 
     def save(self, directory: str | os.PathLike, *, report: dict | None = None) -> None:
-        """Write the graph directory (with its vectors, and the build report it was loaded with)."""
+        """Write the graph directory (with its vectors, the build report it was loaded with, and
+        the support ledger that incremental edits use)."""
         save_graph(
             self.graph,
             directory,
@@ -203,7 +225,56 @@ class CausalGraphRetriever:
             variable_embeddings=self.variable_embeddings,
             chunk_embeddings=self.chunk_embeddings,
             report=report if report is not None else self.build_report,
+            ledger=self.ledger_json(),
         )
+
+    # ------------------------------------------------------------------ incremental edits
+
+    def insert(self, documents_or_chunks: Any, **options: Any) -> Any:
+        """Add documents (chunked with ``chunk_words``/``overlap_words``) or chunks, in place.
+
+        Costs O(new text): only the new chunks are embedded, tokenised and split; the chunk
+        vectors, BM25 index and compiled graph grow instead of being rebuilt. The graph's edges
+        are updated from the new text's causal statements with the offline builder's rules
+        (existing metrics and variables only). Returns a
+        :class:`~hcg_core.graph_build.incremental.UpdateReport`; what the current vocabulary
+        cannot express is counted there and logged, never dropped silently. Raises
+        ``InputError`` when a chunk id or document id is already indexed (nothing changes).
+        Edits are not safe while other threads query this retriever: serialise them.
+        See docs/offline-builder.md, "Incremental updates".
+        """
+        from . import updates
+
+        return updates.insert(self, documents_or_chunks, **options)
+
+    def delete(self, doc_ids: Any = (), *, chunk_ids: Any = ()) -> Any:
+        """Remove documents (by doc id) and/or chunks (by chunk id), in place.
+
+        Their evidence links go; an edge whose support all came from them is removed (its id is
+        in the returned ``UpdateReport.edges_removed``, and logged). Ids not found are listed in
+        ``UpdateReport.missing``.
+        """
+        from . import updates
+
+        if isinstance(doc_ids, str):
+            doc_ids = [doc_ids]
+        if isinstance(chunk_ids, str):
+            chunk_ids = [chunk_ids]
+        return updates.delete(self, doc_ids, chunk_ids)
+
+    def ledger_json(self) -> dict | None:
+        """The support ledger as JSON for ``save_graph``; None when absent, or when another
+        retriever sharing it (a ``with_config`` view's origin) has edited it since."""
+        ledger = self.ledger
+        if ledger is None:
+            return None
+        if self.__dict__.get("_ledger_version", ledger.version) != ledger.version:
+            logger.warning(
+                "this retriever's support ledger was edited through another retriever; it is "
+                "saved without one (later inserts link evidence only; rebuild to restore it)"
+            )
+            return None
+        return ledger.to_json(self.graph)
 
     def with_config(self, **changes: Any) -> CausalGraphRetriever:
         """A retriever sharing this one's compiled arrays, with some settings changed."""
@@ -216,6 +287,10 @@ class CausalGraphRetriever:
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
         clone.config = replace(self.config, **changes)
+        # A view: it shares this retriever's arrays and ledger, so only this one may edit them.
+        clone._edit_owner = self.__dict__.get("_edit_owner", self)
+        if self.ledger is not None:
+            clone._ledger_version = self.__dict__.get("_ledger_version", self.ledger.version)
         return clone
 
     # ------------------------------------------------------------------ querying

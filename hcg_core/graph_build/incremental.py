@@ -1,0 +1,520 @@
+"""Incremental graph updates: what the offline builder knew per edge, kept so edits cost O(edit).
+
+The offline builder derives every edge from the sentences that support it (``support``), then
+makes the edge from them (``edges.make_edges``: mechanism, noisy-or confidence, evidence). A
+``SupportLedger`` keeps exactly that per-link support, the sentence -> chunks map and the span ->
+variable assignment of the build, so that:
+
+* inserting chunks extracts their statements only (``statements.collect_statements``), maps their
+  spans onto the *existing* vocabulary (the build's span assignment; an unseen span by its head:
+  a metric head's entity variable, else that metric's generic variable), adds their support
+  (with the build's lifting) and recomputes only the links they touch, with the builder's own
+  functions;
+* deleting chunks removes them from the sentences that name them; a sentence no chunk holds any
+  more stops supporting its links, and a link with no sentence left loses its edge.
+
+What an edit does not do, by design (docs/offline-builder.md, "Incremental updates"): it never adds
+metrics, variables or dimensions, and never re-decides corpus-wide choices (which heads are
+metrics, which entities have enough support to be variables, metric roles, dimension clusters).
+A statement that the existing vocabulary cannot express is counted in the ``UpdateReport``
+(and logged), not dropped silently; a rebuild re-decides the vocabulary. So an edit gives exactly
+the edges a fresh build gives whenever the fresh build's vocabulary is the same (tests assert
+this), and otherwise the edges of the old vocabulary.
+
+Graphs without a ledger (the LLM pipeline, graphs saved before ledgers existed, edited graphs) are
+updated the way the paper links evidence: new chunks become evidence of existing edges by
+embedding similarity (``link_by_similarity``); a deletion drops the chunks' evidence links and the
+edges left with none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ..errors import StoreError
+from ..types import CausalEdge, CausalGraph, Chunk
+from .edges import edge_confidence, rank_evidence, stable_id
+from .extract import Span, head_of, split_sentences
+from .statements import collect_statements, containers, distinct_sentences
+
+logger = logging.getLogger(__name__)
+
+LEDGER_FORMAT = 1
+MAX_MECHANISM_CHARS = 400  # as edges.make_edges
+MAX_EXAMPLES = 5  # statements named in a report, per kind
+EXISTING = "="  # entity-key prefix of a given spec's variables (never a word)
+
+Link = tuple[str, str]  # (source variable name, target variable name)
+
+
+def edges_digest(edges: Iterable[CausalEdge]) -> str:
+    """Fingerprint of a graph's edge set, so a ledger that no longer matches its graph is seen."""
+    h = hashlib.blake2b(digest_size=12)
+    for key in sorted(f"{e.source}\x00{e.target}" for e in edges):
+        h.update(key.encode("utf-8"))
+        h.update(b"\x01")
+    return h.hexdigest()
+
+
+@dataclass
+class UpdateReport:
+    """What an insert or delete changed, and what it could not keep (never silent).
+
+    ``statements_unmapped``: statements of the new text whose cause or effect the existing
+    vocabulary cannot express (a rebuild may add a metric or variable for them);
+    ``statements_as_built``: statements whose spans the build itself left out (dropped, or a node
+    without enough support to be a variable), which a fresh build of the same vocabulary also
+    leaves out;
+    ``links_skipped``: supported links (mostly lifted ones) to a node that is not a variable;
+    ``edges_removed``: ids of edges that lost their last supporting sentence or evidence chunk.
+    ``graph_mode``: "ledger" (the offline builder's rules), "similarity" (no ledger: evidence
+    linked to existing edges only) or "none" (no edges to update).
+    """
+
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    statements: int = 0
+    statements_mapped: int = 0
+    statements_unmapped: int = 0
+    statements_as_built: int = 0
+    links_skipped: int = 0
+    edges_added: tuple[str, ...] = ()
+    edges_updated: tuple[str, ...] = ()
+    edges_removed: tuple[str, ...] = ()
+    evidence_links_added: int = 0
+    graph_mode: str = "ledger"
+    missing: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def lost(self) -> bool:
+        """Whether anything of the text or the graph could not be kept."""
+        return bool(self.statements_unmapped or self.links_skipped or self.edges_removed)
+
+    def summary(self) -> str:
+        parts = [f"+{self.chunks_added}/-{self.chunks_removed} chunks"]
+        parts.append(
+            f"edges +{len(self.edges_added)} ~{len(self.edges_updated)} -{len(self.edges_removed)}"
+        )
+        if self.statements:
+            parts.append(f"{self.statements_mapped}/{self.statements} statements mapped")
+        if self.statements_unmapped:
+            parts.append(f"{self.statements_unmapped} not expressible in the current vocabulary")
+        if self.statements_as_built:
+            parts.append(f"{self.statements_as_built} left out as the build left them out")
+        if self.links_skipped:
+            parts.append(f"{self.links_skipped} links to non-variables skipped")
+        if self.evidence_links_added:
+            parts.append(f"{self.evidence_links_added} evidence links added")
+        return "; ".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items()}
+        d["edges_added"], d["edges_updated"] = list(self.edges_added), list(self.edges_updated)
+        d["edges_removed"], d["missing"] = list(self.edges_removed), list(self.missing)
+        d["examples"] = list(self.examples)
+        return d
+
+    def log(self, what: str) -> None:
+        """One warning when something was not kept, else a debug line."""
+        if self.lost or self.notes:
+            logger.warning(
+                "%s: %s%s%s",
+                what,
+                self.summary(),
+                (" (e.g. " + " | ".join(self.examples[:3]) + ")") if self.examples else "",
+                ("; " + "; ".join(self.notes)) if self.notes else "",
+            )
+        else:
+            logger.debug("%s: %s", what, self.summary())
+
+
+NodeId = tuple[int, str]  # (metric index, entity key); "" is the metric's generic variable
+
+
+@dataclass
+class SupportLedger:
+    """The offline build's per-link support, kept so edits update only the links they touch.
+
+    ``spans``: span text -> the node the build mapped it to (None: the build dropped the span).
+    ``nodes``: every node the build kept -> its variable name (``""``: kept but not a variable,
+    e.g. dropped as weakly supported; its lifted links to ancestors still count). ``links``:
+    (source, target) variable names -> supporting sentence -> strongest cue strength.
+    ``sentence_chunks``: sentence -> chunk ids holding it; ``order``: sentence -> first-seen
+    rank (the builder's tie-break).
+    """
+
+    heads: list[str]
+    compounds: frozenset[str]
+    spans: dict[str, NodeId | None]
+    nodes: dict[NodeId, str]
+    links: dict[Link, dict[str, float]]
+    sentence_chunks: dict[str, list[str]]
+    order: dict[str, int]
+    lift: bool = True
+    lift_discount: float = 0.5
+    max_evidence: int = 5
+    version: int = 0  # bumped by every edit (a retriever's clones check it before saving)
+
+    def __post_init__(self) -> None:
+        self._by_sentence: dict[str, set[Link]] = defaultdict(set)
+        for link, sents in self.links.items():
+            for s in sents:
+                self._by_sentence[s].add(link)
+        self._head_index = {h: i for i, h in enumerate(self.heads)}
+        self._next = max(self.order.values(), default=-1) + 1
+        self._words: dict[int, list[tuple[frozenset[str], NodeId]]] = defaultdict(list)
+        for node in self.nodes:
+            if node[1] and not node[1].startswith(EXISTING):
+                self._words[node[0]].append((frozenset(node[1].split()), node))
+
+    # ------------------------------------------------------------------ persistence
+
+    def to_json(self, graph: CausalGraph) -> dict[str, Any]:
+        """JSON-ready data (``incremental.json``), fingerprinted against ``graph``'s edges."""
+        sentences = sorted(self.order, key=self.order.__getitem__)
+        index = {s: i for i, s in enumerate(sentences)}
+        nodes = list(self.nodes)
+        node_index = {n: i for i, n in enumerate(nodes)}
+        return {
+            "format": LEDGER_FORMAT,
+            "edges_digest": edges_digest(graph.edges),
+            "heads": self.heads,
+            "compounds": sorted(self.compounds),
+            "lift": self.lift,
+            "lift_discount": self.lift_discount,
+            "max_evidence": self.max_evidence,
+            "nodes": [[m, key, self.nodes[(m, key)]] for m, key in nodes],
+            "spans": {t: (node_index[n] if n is not None else None) for t, n in self.spans.items()},
+            "sentences": sentences,
+            "sentence_chunks": [self.sentence_chunks.get(s, []) for s in sentences],
+            "links": [
+                [s, t, {str(index[x]): w for x, w in sents.items()}]
+                for (s, t), sents in self.links.items()
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], graph: CausalGraph) -> SupportLedger:
+        """Inverse of :meth:`to_json`; ``StoreError`` when it does not describe ``graph``."""
+        try:
+            if data.get("format") != LEDGER_FORMAT:
+                raise StoreError(f"incremental ledger format {data.get('format')!r} is unknown")
+            if data.get("edges_digest") != edges_digest(graph.edges):
+                raise StoreError("the incremental ledger does not match the graph's edges")
+            sentences = [str(s) for s in data["sentences"]]
+            links: dict[Link, dict[str, float]] = {}
+            for s, t, sents in data["links"]:
+                links[(str(s), str(t))] = {sentences[int(i)]: float(w) for i, w in sents.items()}
+            nodes = [((int(m), str(k)), str(name)) for m, k, name in data["nodes"]]
+            return cls(
+                heads=[str(h) for h in data["heads"]],
+                compounds=frozenset(data["compounds"]),
+                spans={
+                    str(k): (nodes[int(v)][0] if v is not None else None)
+                    for k, v in data["spans"].items()
+                },
+                nodes=dict(nodes),
+                links=links,
+                sentence_chunks={
+                    s: [str(c) for c in cs]
+                    for s, cs in zip(sentences, data["sentence_chunks"], strict=True)
+                },
+                order={s: i for i, s in enumerate(sentences)},
+                lift=bool(data["lift"]),
+                lift_discount=float(data["lift_discount"]),
+                max_evidence=int(data["max_evidence"]),
+            )
+        except StoreError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise StoreError(f"the incremental ledger is malformed: {exc}") from exc
+
+    # ------------------------------------------------------------------ mapping text
+
+    def resolve(self, span: Span) -> NodeId | None:
+        """The node a span names: the build's own assignment, else by head (see module)."""
+        if span.text in self.spans:
+            return self.spans[span.text]
+        if not self.heads:
+            return None  # a given spec maps spans by embedding, which an edit does not redo
+        head, entity = head_of(span, self.compounds)
+        metric = self._head_index.get(head)
+        if metric is None:
+            return None
+        key = (metric, " ".join(sorted(set(entity.split()))))
+        return key if key in self.nodes else (metric, "")
+
+    def ancestors(self, node: NodeId) -> list[NodeId]:
+        """Kept nodes a statement about ``node`` also supports (``support.ancestors``)."""
+        metric, key = node
+        if not key or key.startswith(EXISTING):
+            return []
+        up: list[NodeId] = [(metric, "")]  # the generic variable: every entity's root
+        words = frozenset(key.split())
+        return up + [n for w, n in self._words[metric] if w < words]
+
+    # ------------------------------------------------------------------ edits
+
+    def add_chunks(
+        self, chunks: Sequence[Chunk], terminal: Iterable[str], report: UpdateReport
+    ) -> set[Link]:
+        """Add the support the chunks' statements give; return the links whose support changed.
+
+        ``terminal``: variable names of terminal metrics (their outgoing links are dropped, as
+        ``support.drop_leaving`` does).
+        """
+        terminal = set(terminal)
+        corpus = collect_statements(chunks)
+        touched: set[Link] = set()
+        for sid, text in enumerate(corpus.sentences):
+            ids = [chunks[c].id for c in corpus.chunks_of[sid]]
+            held = self.sentence_chunks.get(text)
+            if held is not None:
+                held.extend(i for i in ids if i not in held)
+                touched |= self._by_sentence.get(text, set())
+        examples = list(report.examples)
+        for st in corpus.statements:
+            report.statements += 1
+            src, tgt = self.resolve(st.cause), self.resolve(st.effect)
+            if src is None or tgt is None:
+                if st.cause.text in self.spans and st.effect.text in self.spans:
+                    report.statements_as_built += 1
+                    continue
+                report.statements_unmapped += 1
+                if len(examples) < MAX_EXAMPLES:
+                    examples.append(f"{st.cause.text} -> {st.effect.text}")
+                continue
+            report.statements_mapped += 1
+            pairs = [(src, tgt, st.strength)]
+            if self.lift:
+                lifted = st.strength * self.lift_discount
+                srcs = [src, *self.ancestors(src)]
+                tgts = [tgt, *self.ancestors(tgt)]
+                pairs += [(a, b, lifted) for a in srcs for b in tgts if (a, b) != (src, tgt)]
+            text = corpus.sentences[st.sentence]
+            for a, b, w in pairs:
+                s, t = self.nodes.get(a), self.nodes.get(b)
+                if a == b or s in terminal:
+                    continue
+                if not s or not t:
+                    report.links_skipped += 1
+                    continue
+                link = (s, t)
+                sents = self.links.setdefault(link, {})
+                sents[text] = max(sents.get(text, 0.0), w)
+                self._by_sentence[text].add(link)
+                if text not in self.order:
+                    self.order[text] = self._next
+                    self._next += 1
+                    held = self.sentence_chunks.setdefault(text, [])
+                    held.extend(chunks[c].id for c in corpus.chunks_of[st.sentence])
+                touched.add(link)
+        report.examples = tuple(examples)
+        self.version += 1
+        return touched
+
+    def remove_chunks(self, chunks: Sequence[Chunk]) -> set[Link]:
+        """Remove the chunks from the sentences they hold; return the links whose support changed
+        (a link absent from ``links`` afterwards has lost all its support)."""
+        touched: set[Link] = set()
+        for chunk in chunks:
+            for text in dict.fromkeys(split_sentences(chunk.text)):
+                held = self.sentence_chunks.get(text)
+                if held is None or chunk.id not in held:
+                    continue
+                held.remove(chunk.id)
+                links = self._by_sentence.get(text, set())
+                touched |= links
+                if held:
+                    continue
+                for link in links:  # no chunk holds the sentence any more: it supports nothing
+                    sents = self.links.get(link)
+                    if sents is not None:
+                        sents.pop(text, None)
+                        if not sents:
+                            del self.links[link]
+                self._by_sentence.pop(text, None)
+                del self.sentence_chunks[text]
+                self.order.pop(text, None)
+        self.version += 1
+        return touched
+
+    def edge(self, link: Link, chunk_row: Mapping[str, int], chunks: Sequence[Chunk]) -> CausalEdge:
+        """The edge the builder makes for ``link`` from its current support (``make_edges``)."""
+        sents = self.links[link]
+        texts = sorted(sents, key=self.order.__getitem__)
+        ids = range(len(texts))
+        sids = distinct_sentences(ids, texts, containers(texts, ids))
+        chunks_of = [
+            sorted(chunk_row[c] for c in self.sentence_chunks.get(t, ()) if c in chunk_row)
+            for t in texts
+        ]
+        sids = [i for i in sids if chunks_of[i]] or list(sids)
+        best = max(sids, key=lambda i: (sents[texts[i]], len(chunks_of[i]), -len(texts[i]), -i))
+        ranked = rank_evidence(sids, best, chunks_of, self.max_evidence) if chunks_of[best] else []
+        source, target = link
+        return CausalEdge(
+            id=stable_id("e_", source, target),
+            source=source,
+            target=target,
+            mechanism=texts[best][:MAX_MECHANISM_CHARS],
+            confidence=edge_confidence(sents[texts[i]] for i in sids),
+            evidence=tuple(chunks[c].id for c in ranked),
+        )
+
+
+def ledger_from_build(
+    corpus: Any,
+    vocab: Any,
+    nodes: Any,
+    support: Mapping[Any, Mapping[int, float]],
+    var_of: Mapping[Any, Any],
+    chunks: Sequence[Chunk],
+    *,
+    lift: bool,
+    lift_discount: float,
+    max_evidence: int,
+) -> SupportLedger:
+    """The ledger of an offline build, from its steps' own data (``offline._assemble``)."""
+
+    def node_id(node: Any) -> NodeId:
+        if node.existing is not None:
+            return (node.metric, EXISTING + "|".join(node.existing))
+        return (node.metric, node.entity)
+
+    node_map: dict[NodeId, str] = {}
+    for node in set(nodes.keep.values()) | set(var_of):
+        node_map[node_id(node)] = var_of[node].name if node in var_of else ""
+    spans: dict[str, NodeId | None] = {}
+    for text, key in vocab.assign.items():
+        spans[text] = None if key is None else node_id(nodes.keep[key.normalised()])
+    links: dict[Link, dict[str, float]] = {}
+    used: set[int] = set()
+    for (s, t), sents in support.items():
+        link = (var_of[s].name, var_of[t].name)
+        merged = links.setdefault(link, {})
+        for sid, w in sents.items():
+            text = corpus.sentences[sid]
+            merged[text] = max(merged.get(text, 0.0), w)
+            used.add(sid)
+    return SupportLedger(
+        heads=list(vocab.heads) if vocab.given is None else [],
+        compounds=frozenset(corpus.compounds),
+        spans=spans,
+        nodes=node_map,
+        links=links,
+        sentence_chunks={
+            corpus.sentences[i]: [chunks[c].id for c in corpus.chunks_of[i]] for i in sorted(used)
+        },
+        order={corpus.sentences[i]: i for i in sorted(used)},
+        lift=lift,
+        lift_discount=lift_discount,
+        max_evidence=max_evidence,
+    )
+
+
+def apply_links(
+    graph: CausalGraph,
+    ledger: SupportLedger,
+    touched: set[Link],
+    chunk_row: Mapping[str, int],
+    report: UpdateReport,
+) -> tuple[CausalEdge, ...]:
+    """The graph's edges with the ``touched`` links recomputed from the ledger, in the builder's
+    order (source name, then target name). ``graph.chunks`` must already hold every chunk the
+    ledger names (``chunk_row``: chunk id -> row). Links between names that are not variables
+    are skipped and counted."""
+    names = {v.name for v in graph.variables}
+    by_link = {(e.source, e.target): e for e in graph.edges}
+    added, updated, removed = [], [], []
+    for link in touched:
+        old = by_link.get(link)
+        if link not in ledger.links:
+            if old is not None:
+                removed.append(old.id)
+                del by_link[link]
+            continue
+        if link[0] not in names or link[1] not in names:
+            report.links_skipped += 1
+            continue
+        new = ledger.edge(link, chunk_row, graph.chunks)
+        if old is None:
+            added.append(new.id)
+        elif new != old:
+            updated.append(new.id)
+        by_link[link] = new
+    report.edges_added += tuple(sorted(added))
+    report.edges_updated += tuple(sorted(updated))
+    report.edges_removed += tuple(sorted(removed))
+    return tuple(by_link[k] for k in sorted(by_link))
+
+
+def drop_evidence(
+    edges: Sequence[CausalEdge], gone: set[str], report: UpdateReport
+) -> tuple[CausalEdge, ...]:
+    """Remove evidence links to ``gone`` chunks; an edge whose evidence was all removed goes too
+    (the graph must not keep asserting a link no remaining passage backs)."""
+    out: list[CausalEdge] = []
+    removed = []
+    for e in edges:
+        evidence = tuple(c for c in e.evidence if c not in gone)
+        if e.evidence and not evidence:
+            removed.append(e.id)
+            continue
+        out.append(e if evidence == e.evidence else replace(e, evidence=evidence))
+    report.edges_removed += tuple(removed)
+    return tuple(out)
+
+
+def link_by_similarity(
+    edges: Sequence[CausalEdge],
+    chunks: Sequence[Chunk],
+    similarity: np.ndarray | None,
+    *,
+    tau: float,
+    per_edge: int,
+    report: UpdateReport,
+) -> tuple[CausalEdge, ...]:
+    """Link new chunks as evidence of existing edges (the paper's semantic match, no ledger).
+
+    ``similarity[e, j]``: cosine of edge ``e``'s text and new chunk ``j``. A chunk is linked when
+    the cosine is at least ``tau``, best first, while the edge has fewer than ``per_edge`` links.
+    """
+    out = list(edges)
+    if similarity is None or not chunks:
+        return tuple(out)
+    for ei, e in enumerate(out):
+        room = per_edge - len(e.evidence)
+        if room <= 0:
+            continue
+        scored = sorted(
+            ((float(similarity[ei, j]), c.id) for j, c in enumerate(chunks)),
+            key=lambda t: (-t[0], t[1]),
+        )
+        extra = tuple(cid for s, cid in scored if s >= tau)[:room]
+        if extra:
+            out[ei] = replace(e, evidence=e.evidence + extra)
+            report.evidence_links_added += len(extra)
+            report.edges_updated += (e.id,)
+    return tuple(out)
+
+
+__all__ = [
+    "LEDGER_FORMAT",
+    "SupportLedger",
+    "UpdateReport",
+    "apply_links",
+    "drop_evidence",
+    "edges_digest",
+    "ledger_from_build",
+    "link_by_similarity",
+]

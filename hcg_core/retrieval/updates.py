@@ -1,0 +1,281 @@
+"""Incremental insert and delete for ``CausalGraphRetriever``: edit the arrays, not rebuild them.
+
+An insert of k chunks costs O(k) (embedding, tokenising and splitting only the new text) plus
+memcpy-level appends: chunk vectors and word counts go into capacity-doubling buffers, the BM25
+index and the hybrid ranker grow by the new passages (``HybridRanker.extended``), and the compiled
+graph is recompiled from the edge list with the chunk arrays it already has (O(variables + edges)).
+The graph's edges are updated by ``graph_build.incremental``: with the offline builder's support
+ledger, from the new text's statements; without one, by linking the new chunks as evidence of the
+existing edges (the paper's semantic match). A delete compacts the arrays with a mask (no
+re-embedding, no re-tokenising; O(chunks) array copies).
+
+Edits replace the retriever's state attribute by attribute; they are not safe while other
+threads query the same retriever (serialise edits and queries, or edit a copy). Retrievers made
+with ``with_config`` are read-only views: edit the retriever they came from.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..config import DEFAULT_EVIDENCE_PER_EDGE, DEFAULT_EVIDENCE_TAU
+from ..corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents
+from ..embedding import embed_texts
+from ..errors import ConfigError, InputError
+from ..graph_build.evidence import edge_text
+from ..graph_build.incremental import (
+    UpdateReport,
+    apply_links,
+    drop_evidence,
+    link_by_similarity,
+)
+from ..types import CausalGraph, Chunk, Document
+from .compiled import CompiledGraph
+from .lexical import Growable
+
+if TYPE_CHECKING:
+    from .retriever import CausalGraphRetriever
+
+
+@dataclass
+class EditState:
+    """Per-chunk arrays kept in growable buffers, for the retriever that owns them."""
+
+    owner: Any
+    n: int
+    vectors: Growable
+    words: Growable
+    row: dict[str, int]
+    docs: dict[str, int]  # document id -> chunks of it
+
+    @classmethod
+    def of(cls, r: CausalGraphRetriever) -> EditState:
+        st = r.__dict__.get("_edit_state")
+        if st is None or st.owner is not r or st.n != len(r.graph.chunks):
+            chunks = r.graph.chunks
+            st = cls(
+                owner=r,
+                n=len(chunks),
+                vectors=Growable(np.asarray(r.chunk_embeddings, dtype=np.float32)),
+                words=Growable(np.asarray(r.compiled.chunk_words, dtype=np.int64)),
+                row={c.id: i for i, c in enumerate(chunks)},
+                docs=_doc_counts(chunks),
+            )
+            r.__dict__["_edit_state"] = st
+        return st
+
+
+def _check_editable(r: CausalGraphRetriever) -> None:
+    if r.__dict__.get("_edit_owner", r) is not r:
+        raise ConfigError(
+            "this retriever was made by with_config from another one and shares its arrays; "
+            "insert into or delete from the original retriever, then call with_config again"
+        )
+
+
+def _as_chunks(items: Any, chunk_words: int, overlap_words: int) -> list[Chunk]:
+    if isinstance(items, (Chunk, Document)):
+        items = [items]
+    items = list(items)
+    bad = [type(x).__name__ for x in items if not isinstance(x, (Chunk, Document))]
+    if bad:
+        raise InputError(
+            f"insert takes hcg_core Document or Chunk objects, got {', '.join(sorted(set(bad)))}"
+        )
+    docs = [x for x in items if isinstance(x, Document)]
+    chunks = [x for x in items if isinstance(x, Chunk)]
+    if docs:
+        chunks += chunk_documents(docs, chunk_words=chunk_words, overlap_words=overlap_words)
+    return chunks
+
+
+def insert(
+    r: CausalGraphRetriever,
+    items: Document | Chunk | Iterable[Document | Chunk],
+    *,
+    chunk_words: int | None = None,
+    overlap_words: int | None = None,
+    evidence_tau: float = DEFAULT_EVIDENCE_TAU,
+    evidence_per_edge: int = DEFAULT_EVIDENCE_PER_EDGE,
+    chunk_vectors: np.ndarray | None = None,
+    skip_existing: bool = False,
+) -> UpdateReport:
+    """See :meth:`CausalGraphRetriever.insert`."""
+    _check_editable(r)
+    # Documents are chunked like the build was (``hcg build`` records it), else by the defaults.
+    built = (r.build_report or {}).get("input") or {}
+    if chunk_words is None:
+        chunk_words = int(built.get("chunk_words") or DEFAULT_CHUNK_WORDS)
+    if overlap_words is None:
+        overlap_words = int(built.get("chunk_overlap", DEFAULT_OVERLAP_WORDS))
+    new = _as_chunks(items, chunk_words, overlap_words)
+    graph = r.graph
+    st = EditState.of(r)
+    skipped = 0
+    if skip_existing:
+        fresh = [i for i, c in enumerate(new) if c.id not in st.row]
+        skipped = len(new) - len(fresh)
+        if chunk_vectors is not None:
+            chunk_vectors = np.asarray(chunk_vectors)[fresh]
+        new = [new[i] for i in fresh]
+    report = UpdateReport(chunks_added=len(new))
+    if skipped:
+        report.notes.append(f"{skipped} chunk(s) already indexed were skipped")
+    if not new:
+        report.graph_mode = "none"
+        return report
+    ids = Counter(c.id for c in new)
+    clash = sorted(i for i, n in ids.items() if n > 1 or i in st.row)
+    if clash:
+        raise InputError(
+            f"{len(clash)} chunk id(s) are already indexed or repeated (first: {clash[0]!r}); "
+            "delete the document first (or update it), or give the chunks their own ids"
+        )
+    known = sorted({c.doc_id for c in new if c.doc_id in st.docs})
+    if known:
+        raise InputError(
+            f"document {known[0]!r} is already indexed; delete it first (or update it), so its "
+            "old and new text do not both count"
+        )
+    if chunk_vectors is None:
+        vectors = embed_texts(r.embedder, [c.text for c in new], what="inserted chunks")
+    else:  # reused rows (hcg add: unchanged chunks are not embedded again)
+        vectors = np.asarray(chunk_vectors, dtype=np.float32)
+        if vectors.shape[0] != len(new):
+            raise ConfigError(f"chunk_vectors has {vectors.shape[0]} rows for {len(new)} chunks")
+    n = st.n
+    st.vectors = st.vectors.append(n, vectors)
+    st.words = st.words.append(n, np.asarray([len(c.text.split()) for c in new], np.int64))
+    for i, c in enumerate(new, start=n):
+        st.row[c.id] = i
+        if c.doc_id:
+            st.docs[c.doc_id] = st.docs.get(c.doc_id, 0) + 1
+    st.n = n + len(new)
+    grown = replace(graph, chunks=graph.chunks + tuple(new))
+    ledger = _usable_ledger(r)
+    if ledger is not None:
+        roles = {m.name: m.role for m in graph.spec.metrics}
+        terminal = {v.name for v in graph.variables if roles.get(v.metric) == "terminal"}
+        touched = ledger.add_chunks(new, terminal, report)
+        edges = apply_links(grown, ledger, touched, st.row, report)
+        r.__dict__["_ledger_version"] = ledger.version
+    elif graph.edges:
+        report.graph_mode = "similarity"
+        similarity = _edge_matrix(r, graph) @ vectors.T
+        edges = link_by_similarity(
+            graph.edges,
+            new,
+            similarity,
+            tau=evidence_tau,
+            per_edge=evidence_per_edge,
+            report=report,
+        )
+        report.notes.append(
+            "this graph has no offline support ledger (LLM-built, edited, or saved before "
+            "ledgers): the new text was linked as evidence of existing edges, no edge was "
+            "extracted from it; rebuild to extract its causal statements"
+        )
+    else:
+        report.graph_mode = "none"
+        edges = graph.edges
+    _install(r, replace(grown, edges=edges), st)
+    for key, ranker in list(r._rankers.items()):
+        r._rankers[key] = ranker.extended(new, r.chunk_embeddings)
+    report.log("insert")
+    return report
+
+
+def delete(
+    r: CausalGraphRetriever,
+    doc_ids: Iterable[str] = (),
+    chunk_ids: Iterable[str] = (),
+) -> UpdateReport:
+    """See :meth:`CausalGraphRetriever.delete`."""
+    _check_editable(r)
+    docs, ids = set(doc_ids), set(chunk_ids)
+    graph = r.graph
+    keep = np.array([c.doc_id not in docs and c.id not in ids for c in graph.chunks], dtype=bool)
+    removed = [c for c, k in zip(graph.chunks, keep.tolist(), strict=True) if not k]
+    found = {c.doc_id for c in removed} | {c.id for c in removed}
+    report = UpdateReport(chunks_removed=len(removed))
+    report.missing = tuple(sorted((docs | ids) - found))
+    if not removed:
+        report.graph_mode = "none"
+        return report
+    st = EditState.of(r)
+    kept_chunks = tuple(c for c, k in zip(graph.chunks, keep.tolist(), strict=True) if k)
+    st.vectors = Growable(st.vectors.view(st.n)[keep])
+    st.words = Growable(st.words.view(st.n)[keep])
+    st.row = {c.id: i for i, c in enumerate(kept_chunks)}
+    st.docs = _doc_counts(kept_chunks)
+    st.n = len(kept_chunks)
+    shrunk = replace(graph, chunks=kept_chunks)
+    gone = {c.id for c in removed}
+    ledger = _usable_ledger(r)
+    if ledger is not None:
+        touched = ledger.remove_chunks(removed)
+        edges = apply_links(shrunk, ledger, touched, st.row, report)
+        r.__dict__["_ledger_version"] = ledger.version
+    else:
+        report.graph_mode = "similarity" if graph.edges else "none"
+        edges = graph.edges
+    # Whatever still cites a removed chunk (edges the ledger does not manage) loses that link.
+    edges = drop_evidence(edges, gone, report)
+    _install(r, replace(shrunk, edges=edges), st)
+    for key, ranker in list(r._rankers.items()):
+        r._rankers[key] = ranker.subset(keep, r.chunk_embeddings)
+    report.log("delete")
+    return report
+
+
+def _usable_ledger(r: CausalGraphRetriever) -> Any:
+    ledger = r.__dict__.get("ledger")
+    if ledger is None:
+        return None
+    if r.__dict__.get("_ledger_version", ledger.version) != ledger.version:
+        return None  # advanced by another retriever sharing it
+    return ledger
+
+
+def _install(r: CausalGraphRetriever, graph: CausalGraph, st: EditState) -> None:
+    """Swap in the edited graph: a new compiled graph over the grown/compacted chunk arrays, and
+    a new ranker dict (retrievers cloned earlier keep the old one, consistent with their graph)."""
+    r.graph = graph
+    r.chunk_embeddings = st.vectors.view(st.n)
+    r.compiled = CompiledGraph.compile(
+        graph,
+        r.variable_embeddings,
+        r.chunk_embeddings,
+        chunk_words=st.words.view(st.n),
+        chunk_row=st.row,
+    )
+    r._rankers = dict(r._rankers)
+
+
+def _edge_matrix(r: CausalGraphRetriever, graph: CausalGraph) -> np.ndarray:
+    """Vectors of the edges' texts; each text is embedded once per retriever (a cache)."""
+    cache: dict[str, np.ndarray] = r.__dict__.setdefault("edge_vectors", {})
+    texts = [edge_text(e) for e in graph.edges]
+    missing = [t for t in dict.fromkeys(texts) if t not in cache]
+    if missing:
+        vectors = embed_texts(r.embedder, missing, what="edges")
+        cache.update(zip(missing, vectors, strict=True))
+    return np.vstack([cache[t] for t in texts])
+
+
+def _doc_counts(chunks: Iterable[Chunk]) -> dict[str, int]:
+    return dict(Counter(c.doc_id for c in chunks if c.doc_id))
+
+
+def chunks_of_documents(graph: CausalGraph, doc_ids: Sequence[str]) -> list[Chunk]:
+    """The chunks of the given documents, in graph order."""
+    wanted = set(doc_ids)
+    return [c for c in graph.chunks if c.doc_id in wanted]
+
+
+__all__ = ["EditState", "UpdateReport", "chunks_of_documents", "delete", "insert"]

@@ -1,0 +1,435 @@
+"""Incremental insert and delete: the core, the store, the CLI and both adapters (issues 11 and 15).
+
+The graph side is checked against fresh builds of the same documents on examples/corpus; the
+array side (BM25, passages, compiled graph) against a retriever compiled from scratch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hcg_core.cli import main
+from hcg_core.corpus import chunk_documents, load_inputs
+from hcg_core.embedders import HashingEmbedder
+from hcg_core.errors import ConfigError, InputError
+from hcg_core.graph_build import build_graph
+from hcg_core.graph_build.incremental import SupportLedger, UpdateReport, apply_links
+from hcg_core.retrieval import CausalGraphRetriever
+from hcg_core.retrieval.lexical import BM25Index, Growable
+from hcg_core.store import load_graph
+from hcg_core.types import CausalGraph, Document
+
+CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
+QUERIES = [
+    "What raises the risk of stroke?",
+    "how does diabetes damage arteries",
+    "atrial fibrillation clots",
+    "cholesterol and plaque",
+]
+EMB = HashingEmbedder(1024)
+
+
+def docs() -> list[Document]:
+    out, bad = load_inputs([CORPUS])
+    assert not bad
+    return out
+
+
+def fresh(documents: list[Document]) -> CausalGraphRetriever:
+    result = build_graph(chunk_documents(documents), embedder=EMB, progress=False)
+    core = CausalGraphRetriever.from_graph(
+        result.graph,
+        EMB,
+        variable_embeddings=result.variable_embeddings,
+        chunk_embeddings=result.chunk_embeddings,
+    )
+    core.ledger = result.ledger
+    return core
+
+
+def edge_set(graph: CausalGraph, with_evidence: bool = True) -> list[tuple]:
+    """Edges as comparable rows; evidence as the texts of the cited chunks (ids may change)."""
+    text = {c.id: " ".join(c.text.split()) for c in graph.chunks}
+    return sorted(
+        (e.id, e.source, e.target, e.mechanism, e.confidence)
+        + ((tuple(sorted(text[c] for c in e.evidence)),) if with_evidence else ())
+        for e in graph.edges
+    )
+
+
+def same_results(a: CausalGraphRetriever, b: CausalGraphRetriever) -> None:
+    for q in QUERIES:
+        for mode in ("hybrid", "paper"):
+            ra, rb = (
+                a.with_config(mode=mode).retrieve(q, k=6),
+                b.with_config(mode=mode).retrieve(q, k=6),
+            )
+            assert [c.chunk.id for c in ra.chunks] == [c.chunk.id for c in rb.chunks], (q, mode)
+            np.testing.assert_allclose(
+                [c.score for c in ra.chunks], [c.score for c in rb.chunks], rtol=1e-5, atol=1e-6
+            )
+
+
+def recompiled(r: CausalGraphRetriever) -> CausalGraphRetriever:
+    """The same graph and vectors, compiled and indexed from scratch."""
+    return CausalGraphRetriever.from_graph(
+        r.graph,
+        EMB,
+        variable_embeddings=np.array(r.variable_embeddings),
+        chunk_embeddings=np.array(r.chunk_embeddings),
+    )
+
+
+# ------------------------------------------------------------------ the pieces
+
+
+def test_bm25_add_and_subset_score_exactly_like_a_fresh_index() -> None:
+    texts = [" ".join(d.text.split()[i : i + 40]) for d in docs() for i in range(0, 200, 40)]
+    grown = BM25Index(texts[:5])
+    for i in range(5, len(texts), 3):
+        grown.add(texts[i : i + 3])
+    whole = BM25Index(texts)
+    keep = np.arange(len(texts)) % 3 != 1
+    part = BM25Index([t for t, k in zip(texts, keep, strict=True) if k])
+    for q in QUERIES + ["blood pressure blood"]:
+        assert np.array_equal(grown.scores(q), whole.scores(q))
+        assert np.array_equal(grown.subset(keep).scores(q), part.scores(q))
+        assert grown.max_score(q) == pytest.approx(whole.max_score(q))
+
+
+def test_an_older_index_keeps_its_documents_after_a_newer_one_grows() -> None:
+    old = BM25Index(["aspirin thins blood", "salt raises pressure"])
+    before = old.scores("aspirin blood")
+    new = old.extended(["aspirin again and again"])
+    branch = old.extended(["unrelated words"])  # appends from the older state: its own copy
+    assert np.array_equal(old.scores("aspirin blood"), before)
+    assert new.n_docs == 3 and branch.n_docs == 3
+    assert new.scores("aspirin")[2] > 0 and branch.scores("aspirin")[2] == 0
+    g = Growable(np.arange(3))
+    g2 = g.append(3, np.array([7]))
+    g3 = g.append(2, np.array([9]))  # not the newest length: a private copy
+    assert g2.view(4).tolist() == [0, 1, 2, 7] and g3.view(3).tolist() == [0, 1, 9]
+
+
+def test_the_ledger_reproduces_the_builders_edges() -> None:
+    r = fresh(docs())
+    row = {c.id: i for i, c in enumerate(r.graph.chunks)}
+    edges = apply_links(r.graph, r.ledger, set(r.ledger.links), row, UpdateReport())
+    assert edges == r.graph.edges
+    again = SupportLedger.from_json(json.loads(json.dumps(r.ledger.to_json(r.graph))), r.graph)
+    assert apply_links(r.graph, again, set(again.links), row, UpdateReport()) == r.graph.edges
+
+
+# ------------------------------------------------------------------ the core retriever
+
+
+def test_insert_keeps_arrays_equal_to_a_fresh_compile(caplog: pytest.LogCaptureFixture) -> None:
+    d = docs()
+    r = fresh(d[:3])
+    r.retrieve(QUERIES[0])  # the hybrid ranker exists before the insert and must grow
+    with caplog.at_level(logging.WARNING):
+        report = r.insert(d[3])
+    assert report.chunks_added == 2 and report.graph_mode == "ledger"
+    # Every statement of the new text is accounted for; what the 3-document vocabulary cannot
+    # express (diabetes is not one of its metrics) is counted and logged, not dropped silently.
+    assert report.statements == (
+        report.statements_mapped + report.statements_unmapped + report.statements_as_built
+    )
+    assert report.statements_unmapped > 0 and "not expressible" in caplog.text
+    assert {c.doc_id for c in r.graph.chunks} == {x.id for x in d}
+    same_results(r, recompiled(r))
+    removed = r.delete([d[0].id])
+    assert removed.chunks_removed == 2 and not removed.missing
+    assert d[0].id not in {c.doc_id for c in r.graph.chunks}
+    same_results(r, recompiled(r))
+    assert r.delete(["no-such-doc"]).missing == ("no-such-doc",)
+
+
+def test_whitespace_only_refresh_keeps_every_edge() -> None:
+    d = docs()
+    r = fresh(d)
+    before = edge_set(r.graph)
+    for doc in d:
+        r.delete(doc.id)
+        r.insert(Document(doc.id, doc.text.replace(". ", ".  ") + "\n", doc.metadata))
+    assert edge_set(r.graph) == before
+
+
+def test_a_real_text_change_equals_a_fresh_build_of_the_same_documents() -> None:
+    d = docs()
+    r = fresh(d)
+    stroke = d[2]
+    changed = Document(
+        stroke.id,
+        stroke.text.replace("Severe strokes cause death.", "Severe strokes often cause death."),
+        stroke.metadata,
+    )
+    assert changed.text != stroke.text
+    r.delete(stroke.id)
+    r.insert(changed)
+    ref = fresh([*d[:2], changed, *d[3:]])
+    # The edit keeps the vocabulary (the fresh build derives the same variables), so the
+    # incremental graph must be exactly the fresh build's.
+    assert sorted(v.name for v in ref.graph.variables) == sorted(v.name for v in r.graph.variables)
+    assert edge_set(r.graph) == edge_set(ref.graph)
+    assert "Severe strokes often cause death." in {e.mechanism for e in r.graph.edges}
+
+
+def test_an_edit_that_changes_the_vocabulary_keeps_the_old_one_and_says_so() -> None:
+    d = docs()
+    r = fresh(d)
+    stroke = d[2]
+    changed = Document(stroke.id, stroke.text + "\nHypertension causes atrial fibrillation.\n")
+    r.delete(stroke.id)
+    report = r.insert(changed)
+    ref = fresh([*d[:2], changed, *d[3:]])
+    # The fresh build promotes a new variable; the edit cannot (corpus-wide decision), reports
+    # the links it skipped, and every edge it has is one the fresh build has too.
+    assert report.links_skipped > 0
+    assert set(edge_set(r.graph, False)) <= set(edge_set(ref.graph, False))
+    chunks = {c.id: " ".join(c.text.split()) for c in r.graph.chunks}
+    for e in r.graph.edges:
+        assert e.evidence and e.mechanism in chunks[e.evidence[0]]
+
+
+def test_bad_edits_raise_and_change_nothing() -> None:
+    d = docs()
+    r = fresh(d[:2])
+    n = len(r.graph.chunks)
+    with pytest.raises(InputError, match="already indexed"):
+        r.insert(d[0])
+    with pytest.raises(InputError, match="Document or Chunk"):
+        r.insert(["plain text"])
+    assert len(r.graph.chunks) == n
+    view = r.with_config(top_k=3)
+    with pytest.raises(ConfigError, match="with_config"):
+        view.insert(d[2])
+    r.insert(d[2])
+    assert len(view.graph.chunks) == n  # a view made before an edit keeps its own graph
+    assert [c.chunk.id for c in view.retrieve(QUERIES[0]).chunks]
+
+
+def test_inserts_cost_the_new_text_only() -> None:
+    """Each insert embeds only its own chunks: n inserts embed n documents, not n corpora."""
+    seen: list[int] = []
+
+    class Counting(HashingEmbedder):
+        def embed_documents(self, texts):  # noqa: ANN001, ANN202 (the port's signature)
+            seen.append(len(texts))
+            return super().embed_documents(texts)
+
+    d = docs()
+    emb = Counting(1024)
+    result = build_graph(chunk_documents(d[:1]), embedder=emb, progress=False)
+    r = CausalGraphRetriever.from_graph(
+        result.graph,
+        emb,
+        variable_embeddings=result.variable_embeddings,
+        chunk_embeddings=result.chunk_embeddings,
+    )
+    r.ledger = result.ledger
+    seen.clear()
+    for doc in d[1:]:
+        r.insert(doc)
+    assert seen == [2, 2, 2]
+
+
+# ------------------------------------------------------------------ store and CLI
+
+
+def test_hcg_add_and_remove_edit_a_graph_directory(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "g"
+    files = sorted(str(p) for p in CORPUS.glob("*.md"))
+    assert main(["build", *files[:3], "--out", str(out), "--embedder", "hashing"]) == 0
+    assert (out / "incremental.json").is_file()
+    assert main(["add", str(out), files[3], "--json"]) == 0
+    report = json.loads(_last_json(capsys))
+    assert report["chunks_added"] == 2
+    stored = load_graph(out)
+    assert not stored.notes and stored.chunk_embeddings.shape[0] == len(stored.graph.chunks)
+    assert stored.ledger is not None
+    assert main(["remove", str(out), "01-blood-pressure.md"]) == 0
+    assert main(["remove", str(out), "no-such.md"]) == 2  # refused before anything changes
+    stored = load_graph(out)
+    assert "01-blood-pressure.md" not in {c.doc_id for c in stored.graph.chunks}
+    # The edited directory equals the core edit of the same documents.
+    r = fresh(docs()[:3])
+    r.insert(docs()[3])
+    r.delete("01-blood-pressure.md")
+    assert edge_set(stored.graph) == edge_set(r.graph)
+
+
+def _last_json(capsys) -> str:
+    text = capsys.readouterr().out
+    return text[text.index("{") :]
+
+
+def test_a_stale_ledger_is_ignored_with_a_warning(tmp_path: Path, caplog) -> None:
+    r = fresh(docs())
+    r.save(tmp_path / "g")
+    graph = json.loads((tmp_path / "g" / "graph.json").read_text())
+    graph["edges"] = graph["edges"][1:]  # a hand edit the ledger does not know about
+    (tmp_path / "g" / "graph.json").write_text(json.dumps(graph))
+    with caplog.at_level(logging.WARNING):
+        loaded = CausalGraphRetriever.load(tmp_path / "g", EMB)
+    assert loaded.ledger is None and "does not match" in caplog.text
+    report = loaded.insert(Document("new", "Salt raises blood pressure. Salt causes stroke."))
+    assert report.graph_mode == "similarity" and report.notes
+
+
+# ------------------------------------------------------------------ the adapters
+
+
+def _li_docs():
+    from llama_index.core import Document as LIDocument
+
+    return [
+        LIDocument(text=p.read_text(encoding="utf-8"), id_=p.name, metadata={"topic": p.stem[3:]})
+        for p in sorted(CORPUS.glob("*.md"))
+    ]
+
+
+def _li_index(documents):
+    from llama_index.core.node_parser import SentenceSplitter
+
+    from llama_index_hcg import HCGDefaultEmbedding, HCGIndex
+
+    return HCGIndex.from_documents(
+        documents,
+        embed_model=HCGDefaultEmbedding(embedder=EMB),
+        transformations=[SentenceSplitter(chunk_size=128, chunk_overlap=16)],
+    )
+
+
+def test_llamaindex_refresh_keeps_the_graph_and_edits_match_a_fresh_build() -> None:
+    from llama_index.core import Document as LIDocument
+
+    original = _li_docs()
+    index = _li_index(original)
+    before = edge_set(index.graph)
+    assert before
+    spaced = [LIDocument(text=d.text + " ", id_=d.id_, metadata=d.metadata) for d in original]
+    assert index.refresh_ref_docs(spaced) == [True] * len(spaced)
+    assert edge_set(index.graph) == before  # was: 55 edges -> 0 (issue 11)
+    assert not index.index_struct.dropped_edges
+    stroke = spaced[2]
+    changed = LIDocument(
+        text=stroke.text.replace(
+            "Severe strokes cause death.", "Severe strokes often cause death."
+        ),
+        id_=stroke.id_,
+        metadata=stroke.metadata,
+    )
+    assert index.update_ref_doc(changed) == ()
+    ref = _li_index([*spaced[:2], changed, *spaced[3:]])
+    assert sorted(v.name for v in ref.graph.variables) == sorted(
+        v.name for v in index.graph.variables
+    )
+    assert edge_set(index.graph) == edge_set(ref.graph)
+    # The retriever sees the edited graph, and the struct round-trips with its ledger.
+    retrieved = index.as_retriever(similarity_top_k=5).retrieve(QUERIES[0])
+    assert retrieved and all(
+        n.node.node_id in {c.id for c in index.graph.chunks} for n in retrieved
+    )
+    assert index.index_struct.ledger_json
+
+
+def test_llamaindex_delete_ref_doc_reports_the_edges_it_removes() -> None:
+    index = _li_index(_li_docs())
+    edges = len(index.graph.edges)
+    removed = index.delete_ref_doc("03-stroke.md", delete_from_docstore=True)
+    assert removed and len(index.graph.edges) == edges - len(removed)
+    assert index.last_update.edges_removed == removed
+    assert set(removed) <= set(index.index_struct.dropped_edges)
+
+
+def test_langchain_add_documents_and_delete_go_through_the_core() -> None:
+    from langchain_core.documents import Document as LCDocument
+
+    from langchain_hcg import HCGRetriever
+
+    lc = [
+        LCDocument(page_content=p.read_text(encoding="utf-8"), id=p.name)
+        for p in sorted(CORPUS.glob("*.md"))
+    ]
+    retriever = HCGRetriever.from_documents(lc[:3], embeddings=EMB)
+    added = retriever.add_documents(lc[3:])
+    assert added and set(added) <= {c.id for c in retriever.graph.chunks}
+    assert retriever.last_update.chunks_added == len(added)
+    whole = HCGRetriever.from_documents(lc, embeddings=EMB)
+    assert {c.id for c in whole.graph.chunks} == {c.id for c in retriever.graph.chunks}
+    assert retriever.delete([lc[0].id]) is True
+    assert lc[0].id not in {c.doc_id for c in retriever.graph.chunks}
+    assert retriever.delete(["nothing-here"]) is False
+    with pytest.raises(InputError):
+        retriever.add_documents(lc[1:2])  # already indexed
+    docs_out = retriever.invoke(QUERIES[0])
+    assert docs_out and all(d.metadata["doc_id"] != lc[0].id for d in docs_out)
+
+
+def test_llamaindex_persists_the_edge_vector_cache(tmp_path: Path) -> None:
+    """Without a ledger (as an LLM-built index), inserts embed each edge text once, and the
+    vectors persist with the index: after a reload no edge is embedded again."""
+    from llama_index.core import Document as LIDocument
+    from llama_index.core import StorageContext, load_index_from_storage
+
+    from llama_index_hcg import HCGDefaultEmbedding
+
+    seen: list[str] = []
+
+    class Counting(HashingEmbedder):
+        def embed_documents(self, texts):  # noqa: ANN001, ANN202 (the port's signature)
+            seen.extend(texts)
+            return super().embed_documents(texts)
+
+    emb = Counting(1024)
+    index = _li_index(_li_docs())
+    index.core_retriever.ledger = None
+    index._embedder = emb
+    index.core_retriever.embedder = emb
+    index.insert(LIDocument(text="Salt raises blood pressure.", id_="salt"))
+    assert len(seen) > 1 and index.index_struct.edge_texts
+    index.storage_context.persist(persist_dir=tmp_path)
+    loaded = load_index_from_storage(
+        StorageContext.from_defaults(persist_dir=tmp_path),
+        embed_model=HCGDefaultEmbedding(embedder=emb),
+    )
+    seen.clear()
+    loaded.insert(LIDocument(text="Stress raises blood pressure too.", id_="stress"))
+    assert seen == ["Stress raises blood pressure too."]
+    assert loaded.last_update.graph_mode == "similarity"
+
+
+def test_llamaindex_struct_writes_are_deferred_until_the_store_is_read(tmp_path: Path) -> None:
+    """Inserts do not re-encode the graph into the in-memory index store; every read or persist
+    of the store writes it in full first, so nothing stale is ever read or saved."""
+    from llama_index.core import Document as LIDocument
+    from llama_index.core import StorageContext, load_index_from_storage
+
+    index = _li_index(_li_docs()[:3])
+    index.insert(LIDocument(text=_li_docs()[3].text, id_="04-diabetes.md"))
+    assert index._index_struct.graph_json == ""  # deferred: the insert wrote no graph data
+    store = index.storage_context.index_store
+    stored = store.get_index_struct(index.index_id)
+    assert stored.graph_data()["chunk_ids"] == [c.id for c in index.graph.chunks]
+    index.insert(LIDocument(text="Salt raises blood pressure.", id_="salt"))
+    index.storage_context.persist(persist_dir=tmp_path)
+    # No embed_model: the offline embedder named in the struct is rebuilt.
+    loaded = load_index_from_storage(StorageContext.from_defaults(persist_dir=tmp_path))
+    assert edge_set(loaded.graph) == edge_set(index.graph)
+    assert loaded.core_retriever.ledger is not None
+
+
+def test_hcg_add_chunks_new_text_like_the_build(tmp_path: Path) -> None:
+    out = tmp_path / "g"
+    files = sorted(str(p) for p in CORPUS.glob("*.md"))
+    argv = ["build", *files[:2], "--out", str(out), "--embedder", "hashing", "--chunk-words", "80"]
+    assert main([*argv, "--chunk-overlap", "10"]) == 0
+    assert main(["add", str(out), files[2]]) == 0
+    added = [c for c in load_graph(out).graph.chunks if c.doc_id == Path(files[2]).name]
+    assert len(added) > 2 and max(len(c.text.split()) for c in added) <= 80
