@@ -3,7 +3,7 @@
 The public surface is re-exported here; see docs/ for the pipeline and the graph directory format.
 """
 
-from .config import HybridConfig, OfflineBuildConfig, RetrievalConfig
+from .config import HybridConfig, LLMBuildConfig, OfflineBuildConfig, RetrievalConfig
 from .corpus import chunk_documents, load_inputs
 from .embedders import default_embedder
 from .errors import (
@@ -67,6 +67,7 @@ __all__ = [
     "LLMUnavailableError",
     "Metric",
     "MissingFileError",
+    "LLMBuildConfig",
     "OfflineBuildConfig",
     "OutcomeConfig",
     "Relation",

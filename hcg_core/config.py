@@ -6,7 +6,10 @@ Paper values (Table 4 and Appendix B of the paper, restated in docs/method.md) a
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from .errors import ConfigError
 
@@ -158,6 +161,78 @@ class RetrievalConfig:
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in fields(cls))
+
+
+# The LLM pipeline (project values where the paper is silent; docs/llm.md).
+DEFAULT_MAX_BATCH_PAIRS = 50
+"""Candidate variable pairs per Tier 2 call (several templates share a call)."""
+DEFAULT_SNIPPETS = 3
+"""Evidence snippets per Tier 1 call, and per template in a Tier 2 call."""
+DEFAULT_SNIPPET_CHARS = 500
+"""Characters of one snippet (cut at sentence boundaries)."""
+DEFAULT_SPEC_SAMPLE_CHUNKS: int | None = None
+"""Chunks Stage 1 reads; None: the tier's budget (every chunk up to it, else one per cluster)."""
+DEFAULT_CHUNKS_PER_CALL = 4
+"""Chunks per Stage 1 call."""
+DEFAULT_EXCERPT_CHARS = 1500
+"""Characters of each chunk shown to Stage 1."""
+DEFAULT_SHOWN_TAU = 0.35
+"""Floor of the shown-chunk evidence fallback (MiniLM: related text scores 0.4-0.7)."""
+DEFAULT_MIN_CONFIDENCE = 0.0
+"""Tier 2 edges under this confidence are dropped."""
+
+
+@dataclass(frozen=True)
+class LLMBuildConfig:
+    """Settings of the LLM pipeline (``graph_build.llm_pipeline``), each a named default above.
+
+    ``build_graph(..., llm=..., max_batch_pairs=20)`` still works: ``from_options`` builds the
+    config from keyword options, and an unknown name is a ``ConfigError``.
+
+    >>> LLMBuildConfig.from_options(max_batch_pairs=20).max_batch_pairs
+    20
+    """
+
+    max_batch_pairs: int = DEFAULT_MAX_BATCH_PAIRS
+    snippets: int = DEFAULT_SNIPPETS
+    snippet_chars: int = DEFAULT_SNIPPET_CHARS
+    spec_sample_chunks: int | None = DEFAULT_SPEC_SAMPLE_CHUNKS
+    chunks_per_call: int = DEFAULT_CHUNKS_PER_CALL
+    excerpt_chars: int = DEFAULT_EXCERPT_CHARS
+    evidence_tau: float = DEFAULT_EVIDENCE_TAU
+    evidence_per_edge: int = DEFAULT_EVIDENCE_PER_EDGE
+    evidence_prefix_chars: int = DEFAULT_EVIDENCE_PREFIX_CHARS
+    min_confidence: float = DEFAULT_MIN_CONFIDENCE
+    domain: str = ""
+    prompts: Mapping[str, Any] | None = None
+    allow_partial: bool = False
+    cache_dir: str | os.PathLike | None = None
+    evidence_from_shown: bool = True
+    evidence_shown_tau: float = DEFAULT_SHOWN_TAU
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_batch_pairs <= DEFAULT_MAX_BATCH_PAIRS:
+            raise ConfigError(
+                f"max_batch_pairs must be in 1..{DEFAULT_MAX_BATCH_PAIRS}, got {self.max_batch_pairs}"
+            )
+        for name in ("spec_sample_chunks", "chunks_per_call", "evidence_per_edge"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"{name} must be at least 1, got {value}")
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def from_options(cls, base: LLMBuildConfig | None = None, **options: Any) -> LLMBuildConfig:
+        """``base`` (default settings when None) with ``options`` changed; unknown names raise."""
+        unknown = sorted(set(options) - set(cls.field_names()))
+        if unknown:
+            raise ConfigError(
+                f"unknown LLM-build options {unknown}; known: {sorted(cls.field_names())}"
+            )
+        return replace(base or cls(), **options)
 
 
 @dataclass(frozen=True)

@@ -324,3 +324,18 @@ def test_edge_effect_reaches_the_audit_view(clean):
     effects = {e["effect"] for e in data["edges"]}
     assert {"increases", "decreases"} <= effects
     assert "effectTag" in render_html(data)
+
+
+def test_llm_build_config_is_typed_and_checked():
+    from hcg_core import LLMBuildConfig
+    from hcg_core.errors import ConfigError
+
+    cfg = LLMBuildConfig.from_options(max_batch_pairs=10, domain="cardiology")
+    assert (cfg.max_batch_pairs, cfg.domain, cfg.snippets) == (10, "cardiology", 3)
+    assert LLMBuildConfig.from_options(cfg, snippets=5).max_batch_pairs == 10
+    with pytest.raises(ConfigError, match="unknown LLM-build options"):
+        LLMBuildConfig.from_options(max_batch_pair=10)
+    with pytest.raises(ConfigError, match="max_batch_pairs"):
+        LLMBuildConfig(max_batch_pairs=51)
+    with pytest.raises(ConfigError, match="chunks_per_call"):
+        LLMBuildConfig(chunks_per_call=0)

@@ -32,6 +32,7 @@ HCG_CORE_ALL = {
     "CausalGraphRetriever",
     "HybridConfig",
     "InputError",
+    "LLMBuildConfig",
     "LLMError",
     "LLMOutputError",
     "LLMUnavailableError",

@@ -36,7 +36,9 @@ def build_graph(
         outcome: the causal sinks to build toward; generated when ``None``.
         spec: a given (possibly hand-edited) spec; Stage 1 is skipped when set.
         progress: show progress bars; ``None`` means only when stderr is a terminal.
-        options: builder-specific settings, passed through.
+        options: builder settings: ``config=`` an ``OfflineBuildConfig`` (no ``llm``) or an
+            ``LLMBuildConfig`` (with ``llm``), and/or their field names as keywords (an unknown
+            name is a ``ConfigError``).
     """
     if not chunks:
         raise BuildError("no chunks to build from: the corpus is empty")

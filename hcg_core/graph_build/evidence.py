@@ -22,13 +22,17 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..config import DEFAULT_EVIDENCE_PER_EDGE, DEFAULT_EVIDENCE_PREFIX_CHARS, DEFAULT_EVIDENCE_TAU
+from ..config import (
+    DEFAULT_EVIDENCE_PER_EDGE,
+    DEFAULT_EVIDENCE_PREFIX_CHARS,
+    DEFAULT_EVIDENCE_TAU,
+    DEFAULT_SHOWN_TAU,
+)
 from ..embedding import as_matrix
 from ..ports import Embedder
 from ..types import CausalEdge, Chunk
 
 SEMANTIC_BLOCK = 512  # edges per block of the semantic match (bounds memory: block x chunks)
-DEFAULT_SHOWN_TAU = 0.35  # floor for the shown-chunk fallback (MiniLM: related text is 0.4-0.7)
 MIN_QUOTE_CHARS = 10  # a shorter quote matches too much to count as evidence
 _WS = re.compile(r"\s+")
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]?\s")

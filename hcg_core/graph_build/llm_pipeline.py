@@ -18,10 +18,14 @@ from typing import Any
 import numpy as np
 
 from ..config import (
-    DEFAULT_EVIDENCE_PER_EDGE,
-    DEFAULT_EVIDENCE_PREFIX_CHARS,
-    DEFAULT_EVIDENCE_TAU,
+    DEFAULT_CHUNKS_PER_CALL,
+    DEFAULT_EXCERPT_CHARS,
+    DEFAULT_MAX_BATCH_PAIRS,
+    DEFAULT_SNIPPET_CHARS,
+    DEFAULT_SNIPPETS,
+    DEFAULT_SPEC_SAMPLE_CHUNKS,
     DEFAULT_TIER,
+    LLMBuildConfig,
     tier_caps,
 )
 from ..embedding import as_matrix, embed_texts
@@ -32,9 +36,6 @@ from ..llm.runner import Failures, StageTimer, metered, stage_progress
 from ..ports import Embedder, StructuredLLM
 from ..prompts import PROMPTS, Prompt
 from ..spec.generate import (
-    DEFAULT_CHUNKS_PER_CALL,
-    DEFAULT_EXCERPT_CHARS,
-    DEFAULT_SPEC_SAMPLE_CHUNKS,
     agenerate_spec,
     stage1_budget,
     stage1_calls,
@@ -42,11 +43,8 @@ from ..spec.generate import (
 from ..spec.validate import validate_graph, validate_spec
 from ..types import CausalEdge, CausalGraph, Chunk, DomainSpec, OutcomeConfig, variable_text
 from . import BuildResult
-from .evidence import DEFAULT_SHOWN_TAU, QuoteIndex, link_evidence, normalize_text
+from .evidence import QuoteIndex, link_evidence, normalize_text
 from .llm_tiers import (
-    DEFAULT_MAX_BATCH_PAIRS,
-    DEFAULT_SNIPPET_CHARS,
-    DEFAULT_SNIPPETS,
     OPEN_TEMPLATE_WEIGHT,
     Stage2Context,
     edge_id,
@@ -58,40 +56,6 @@ from .llm_tiers import (
 
 LLM_STAGES = ("stage1", "tier1", "tier2")
 SEED_CONFIDENCE = 1.0  # a relation written in the spec is taken as given
-OPTIONS = {
-    "max_batch_pairs": DEFAULT_MAX_BATCH_PAIRS,
-    "snippets": DEFAULT_SNIPPETS,
-    "snippet_chars": DEFAULT_SNIPPET_CHARS,
-    "spec_sample_chunks": DEFAULT_SPEC_SAMPLE_CHUNKS,
-    "chunks_per_call": DEFAULT_CHUNKS_PER_CALL,
-    "excerpt_chars": DEFAULT_EXCERPT_CHARS,
-    "evidence_tau": DEFAULT_EVIDENCE_TAU,
-    "evidence_per_edge": DEFAULT_EVIDENCE_PER_EDGE,
-    "evidence_prefix_chars": DEFAULT_EVIDENCE_PREFIX_CHARS,
-    "min_confidence": 0.0,
-    "domain": "",
-    "prompts": None,
-    "allow_partial": False,
-    "cache_dir": None,
-    "evidence_from_shown": True,
-    "evidence_shown_tau": DEFAULT_SHOWN_TAU,
-}
-
-
-def _options(options: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = set(options) - set(OPTIONS)
-    if unknown:
-        raise ConfigError(f"unknown LLM-build options {sorted(unknown)}; known: {sorted(OPTIONS)}")
-    opts = {**OPTIONS, **options}
-    if not 1 <= int(opts["max_batch_pairs"]) <= DEFAULT_MAX_BATCH_PAIRS:
-        raise ConfigError(
-            f"max_batch_pairs must be in 1..{DEFAULT_MAX_BATCH_PAIRS}, "
-            f"got {opts['max_batch_pairs']}"
-        )
-    for key in ("spec_sample_chunks", "chunks_per_call", "evidence_per_edge"):
-        if opts[key] is not None and int(opts[key]) < 1:
-            raise ConfigError(f"{key} must be at least 1, got {opts[key]}")
-    return opts
 
 
 def build_with_llm(
@@ -103,6 +67,7 @@ def build_with_llm(
     outcome: OutcomeConfig | None = None,
     spec: DomainSpec | None = None,
     progress: bool | None = None,
+    config: LLMBuildConfig | None = None,
     **options: Any,
 ) -> BuildResult:
     """Sync entry (safe inside a running event loop); see ``abuild_with_llm``."""
@@ -117,6 +82,7 @@ def build_with_llm(
                 outcome=outcome,
                 spec=spec,
                 progress=progress,
+                config=config,
                 **options,
             )
         finally:
@@ -137,6 +103,7 @@ async def abuild_with_llm(
     outcome: OutcomeConfig | None = None,
     spec: DomainSpec | None = None,
     progress: bool | None = None,
+    config: LLMBuildConfig | None = None,
     **options: Any,
 ) -> BuildResult:
     """Build the causal graph with an LLM.
@@ -148,16 +115,14 @@ async def abuild_with_llm(
     partial result, unless ``allow_partial=True`` (the report then says ``partial``). Rerun with
     the same arguments and a cached LLM to retry only the failed items.
 
-    Options (all optional): ``max_batch_pairs`` (50), ``snippets`` (3) and ``snippet_chars``
-    (500) of embedding-searched evidence, Stage 1's ``spec_sample_chunks`` (None: the tier's
-    budget), ``chunks_per_call`` (4) and ``excerpt_chars`` (1500), the paper's evidence settings
-    ``evidence_tau`` (0.78), ``evidence_per_edge`` (2), ``evidence_prefix_chars`` (200),
-    ``min_confidence`` (0.0), ``domain``, ``prompts`` (overrides of hcg_core.prompts),
-    ``allow_partial`` (False) and ``cache_dir`` (a reply cache for a framework model).
+    Settings: ``config`` (an ``LLMBuildConfig``: batch size, snippets, Stage 1's sample, the
+    paper's evidence settings, ``min_confidence``, ``domain``, ``prompts`` (overrides of
+    hcg_core.prompts), ``allow_partial``, ``cache_dir`` (a reply cache for a framework model)...),
+    or the same names as keyword ``options``, which change ``config`` (unknown names raise).
     """
-    opts = _options(options)
+    opts = LLMBuildConfig.from_options(config, **options)
     caps = tier_caps(tier)  # validates the tier name early
-    llm, ledger = metered(llm, cache_dir=opts["cache_dir"])
+    llm, ledger = metered(llm, cache_dir=opts.cache_dir)
     before = ledger.snapshot()
     failures = Failures()
     dropped: Counter[str] = Counter()
@@ -176,11 +141,11 @@ async def abuild_with_llm(
                 failures=failures,
                 tier=tier,
                 outcome=outcome,
-                domain=opts["domain"],
-                sample_size=opts["spec_sample_chunks"],
-                chunks_per_call=opts["chunks_per_call"],
-                excerpt_chars=opts["excerpt_chars"],
-                prompts=opts["prompts"],
+                domain=opts.domain,
+                sample_size=opts.spec_sample_chunks,
+                chunks_per_call=opts.chunks_per_call,
+                excerpt_chars=opts.excerpt_chars,
+                prompts=opts.prompts,
                 chunk_embeddings=chunk_embeddings,
                 embedder=embedder,
             )
@@ -219,15 +184,15 @@ async def abuild_with_llm(
         ledger,
         failures,
         dropped,
-        opts["prompts"],
-        opts["snippets"],
-        opts["snippet_chars"],
+        opts.prompts,
+        opts.snippets,
+        opts.snippet_chars,
         dict(zip([v.name for v in spec.variables], spec_var_vectors, strict=True)),
     )
     with stage("tier1"), StageTimer(ledger, "tier1"), stage_progress("tier 1 (metrics)", progress):
         templates = await run_tier1(ctx)
     with stage("tier2"), StageTimer(ledger, "tier2"), stage_progress("tier 2 (edges)", progress):
-        drafts, new_vars, t2_counts, spec = await run_tier2(ctx, templates, opts["max_batch_pairs"])
+        drafts, new_vars, t2_counts, spec = await run_tier2(ctx, templates, opts.max_batch_pairs)
 
     with StageTimer(ledger, "evidence"):
         edges: dict[tuple[str, str], CausalEdge] = {}
@@ -239,7 +204,7 @@ async def abuild_with_llm(
                 edge_id(r.source, r.target), r.source, r.target, r.mechanism, SEED_CONFIDENCE
             )
         for d in drafts:
-            if d.confidence < opts["min_confidence"]:
+            if d.confidence < opts.min_confidence:
                 dropped["tier2_below_min_confidence"] += 1
                 continue
             eid = edge_id(d.source, d.target)
@@ -262,12 +227,12 @@ async def abuild_with_llm(
             chunk_embeddings,
             embedder,
             quotes=quotes,
-            tau=opts["evidence_tau"],
-            per_edge=opts["evidence_per_edge"],
-            prefix_chars=opts["evidence_prefix_chars"],
+            tau=opts.evidence_tau,
+            per_edge=opts.evidence_per_edge,
+            prefix_chars=opts.evidence_prefix_chars,
             index=QuoteIndex(chunks),
-            shown=shown if opts["evidence_from_shown"] else None,
-            shown_tau=opts["evidence_shown_tau"],
+            shown=shown if opts.evidence_from_shown else None,
+            shown_tau=opts.evidence_shown_tau,
             stats=link_stats,
         )
         variables = (*spec.variables, *new_vars)
@@ -313,7 +278,7 @@ async def abuild_with_llm(
     problems = build_problems(report, has_sources=bool(tier1_sources(spec)))
     report["partial"] = bool(problems)
     report["problems"] = problems
-    if problems and not opts["allow_partial"]:
+    if problems and not opts.allow_partial:
         raise IncompleteBuildError(
             incomplete_message(problems, report), report=report, result=result
         )
@@ -629,6 +594,9 @@ def format_estimate(est: Mapping[str, Any]) -> str:
         ]
     )
 
+
+# The option names build_graph(..., llm=...) accepts (the fields of LLMBuildConfig).
+OPTIONS = LLMBuildConfig.field_names()
 
 __all__ = [
     "OPTIONS",

@@ -23,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field, create_model
 
+from ..config import DEFAULT_SNIPPET_CHARS, DEFAULT_SNIPPETS
 from ..llm.accounting import Ledger
 from ..llm.runner import Failures, ask_split
 from ..ports import StructuredLLM
@@ -31,9 +32,6 @@ from ..spec.assemble import ENTITY_CUTOFF, entity_name, entity_ok, match_name
 from ..types import Chunk, Dimension, DomainSpec, Metric, Variable
 from .evidence import normalize_text, snippet
 
-DEFAULT_MAX_BATCH_PAIRS = 50  # candidate pairs per Tier 2 call (issue: at most 50)
-DEFAULT_SNIPPETS = 3  # evidence snippets per Tier 1 call, and per template in a Tier 2 call
-DEFAULT_SNIPPET_CHARS = 500  # characters of one snippet (cut at sentence boundaries)
 SUMMARY_CHARS = 220  # the evidence summary of one candidate metric in Tier 1
 MAX_TIER2_SNIPPETS = 8  # snippets shown to one packed Tier 2 call
 OPEN_TEMPLATE_WEIGHT = 10  # a template without candidates takes this many pair slots in a batch

@@ -22,7 +22,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field, create_model
 
-from ..config import tier_caps
+from ..config import (
+    DEFAULT_CHUNKS_PER_CALL,
+    DEFAULT_EXCERPT_CHARS,
+    DEFAULT_SPEC_SAMPLE_CHUNKS,
+    tier_caps,
+)
 from ..embedding import as_matrix
 from ..errors import BuildError
 from ..llm.accounting import Ledger, stage
@@ -42,9 +47,6 @@ from .assemble import (
 
 # Chunks Stage 1 reads at most, per tier; a larger corpus is covered by clustering.
 STAGE1_CHUNK_BUDGET = {"XS": 48, "S": 96, "M": 192, "L": 384}
-DEFAULT_SPEC_SAMPLE_CHUNKS: int | None = None  # None: the tier's budget
-DEFAULT_CHUNKS_PER_CALL = 4  # chunks per Stage 1 call
-DEFAULT_EXCERPT_CHARS = 1500  # characters of each chunk shown to Stage 1
 KMEANS_ITERATIONS = 8
 METRIC_DUPLICATE_COSINE = 0.9  # metric names (as words) this close are one metric (MiniLM)
 SUPPORT_TOP_METRICS = 3  # a chunk supports the metrics among its 3 nearest
