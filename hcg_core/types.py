@@ -133,12 +133,24 @@ class Document:
 
 @dataclass(frozen=True)
 class Chunk:
-    """A passage of the corpus: the unit that retrieval returns."""
+    """A stored unit of the corpus (a chunk the build made, or a node the user indexed)."""
 
     id: str
     text: str
     doc_id: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Passage(Chunk):
+    """A part of a stored chunk, returned only when passages are asked for (``passage_words``).
+
+    ``parent_id`` names the stored chunk (also in ``metadata["passage_of"]``, for JSON output),
+    ``index`` its place in that chunk. Its id is ``"<parent id>#p<index>"``.
+    """
+
+    parent_id: str = ""
+    index: int = 0
 
 
 @dataclass(frozen=True)
@@ -226,6 +238,8 @@ class RetrievedChunk:
     @property
     def parent_id(self) -> str | None:
         """The stored chunk this unit is part of, when it is a finer unit (a passage); else None."""
+        if isinstance(self.chunk, Passage):
+            return self.chunk.parent_id
         parent = (self.chunk.metadata or {}).get("passage_of")
         return parent if isinstance(parent, str) and parent != self.chunk.id else None
 

@@ -8,7 +8,7 @@ import pytest
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import ConfigError
 from hcg_core.retrieval.hybrid import HybridConfig, HybridRanker, mmr_pack
-from hcg_core.types import CausalPath, Chunk, RetrievalResult, RetrievedChunk
+from hcg_core.types import CausalPath, Chunk, Passage, RetrievalResult, RetrievedChunk
 
 TEXTS = [
     "Smoking damages the airways and is the leading cause of lung cancer worldwide.",
@@ -205,6 +205,8 @@ def test_long_chunks_are_packed_as_passages_that_name_their_chunk():
     assert parts[2] is short  # a short chunk stays the same object
     assert " ".join(p.text for p in parts[:2]) == chunk.text  # cut at a sentence end, nothing lost
     assert parts[0].metadata["passage_of"] == "long" and parts[1].metadata["passage"] == 1
+    assert isinstance(parts[0], Passage) and (parts[1].parent_id, parts[1].index) == ("long", 1)
+    assert not isinstance(parts[2], Passage)
     assert parts[0].metadata["start_word"] == 500
     assert parts[1].metadata["end_word"] == chunk.metadata["end_word"]
     assert split_passages([chunk], 0)[0] == (chunk,)
@@ -215,6 +217,10 @@ def test_long_chunks_are_packed_as_passages_that_name_their_chunk():
     )
     res = r.rank("what causes mesothelioma", None, k=1)
     assert ids(res) == ["long#p0"]  # the half holding the answer, not the whole chunk
+    assert (
+        res.chunks[0].parent_id == "long"
+        and res.chunks[0].provenance("hybrid")["hcg_parent_id"] == "long"
+    )
     assert ANSWER in res.chunks[0].chunk.text and len(res.chunks[0].chunk.text) < len(chunk.text)
     whole = HybridRanker(chunks, None, HybridConfig(passage_words=0))
     assert ids(whole.rank("what causes mesothelioma", None, k=1)) == ["long"]

@@ -40,6 +40,7 @@ HCG_CORE_ALL = {
     "MissingFileError",
     "OfflineBuildConfig",
     "OutcomeConfig",
+    "Passage",
     "Relation",
     "RetrievalConfig",
     "RetrievalResult",

@@ -18,7 +18,7 @@ import numpy as np
 
 # The chunker's own word and sentence-end patterns, so passages cut where chunks would.
 from ..corpus import SENTENCE_END_RE, WORD_RE
-from ..types import Chunk
+from ..types import Chunk, Passage
 
 
 def _cuts(words: Sequence[str], target: int) -> list[int]:
@@ -57,7 +57,7 @@ def split_passages(
     """Passages of about ``target_words`` words, and the row of the chunk each comes from.
 
     A chunk shorter than 1.5 passages stays whole (the same object, same id). Otherwise each passage
-    is a :class:`Chunk` with id ``"<chunk id>#p<i>"``, the original text of its words (whitespace
+    is a :class:`~hcg_core.types.Passage` with id ``"<chunk id>#p<i>"``, the original text of its words (whitespace
     inside kept), the chunk's ``doc_id`` and metadata plus ``passage_of`` (the chunk's id),
     ``passage`` (i), and ``start_word``/``end_word`` shifted to the passage when the chunk has them.
     ``target_words`` 0 returns the chunks unchanged.
@@ -84,6 +84,15 @@ def split_passages(
             if isinstance(start, int):
                 meta.update(start_word=start + a, end_word=start + b)
             text = c.text[spans[a][0] : spans[b - 1][1]]
-            out.append(Chunk(id=f"{c.id}#p{i}", text=text, doc_id=c.doc_id, metadata=meta))
+            out.append(
+                Passage(
+                    id=f"{c.id}#p{i}",
+                    text=text,
+                    doc_id=c.doc_id,
+                    metadata=meta,
+                    parent_id=c.id,
+                    index=i,
+                )
+            )
             parent.append(row)
     return tuple(out), np.asarray(parent, dtype=np.int64)
