@@ -30,6 +30,7 @@ from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
 from hcg_core.types import CausalGraph, DomainSpec, OutcomeConfig
 
 from ._convert import metadata_view, to_chunk, to_core_document, to_lc_documents
+from ._dense import LangChainStoreDense
 from ._models import resolve_embedder, to_structured_llm
 
 # DEFAULT_K (hcg_core.contract) is the same in both adapters: 10, the core's top_k.
@@ -125,6 +126,8 @@ class HCGRetriever(BaseRetriever):
         config: RetrievalConfig | None = None,
         progress: bool | None = None,
         build_options: dict[str, Any] | None = None,
+        vector_store: Any | None = None,
+        id_filter: Any | None = None,
         **legacy_build_options: Any,
     ) -> HCGRetriever:
         """Chunk ``documents`` (unless ``chunk=False``), build the graph, and wrap it.
@@ -140,6 +143,11 @@ class HCGRetriever(BaseRetriever):
             build_options: further builder options, passed to ``build_graph`` (the same argument
                 as ``HCGIndex``'s).
             config: stage 3 settings.
+            vector_store: a LangChain ``VectorStore`` (Qdrant, Chroma, PGVector...) to hold the
+                chunk vectors and serve the dense candidates; BM25 and the graph stay local. Its
+                embeddings must be the retriever's (docs/scaling.md). Default: in-process numpy.
+            id_filter: for a store other than Qdrant or ``InMemoryVectorStore``: ids -> that
+                store's ``filter=`` value selecting those ids.
         """
         build_options = dict(build_options or {})
         if legacy_build_options:
@@ -180,6 +188,8 @@ class HCGRetriever(BaseRetriever):
             chunk_embeddings=_aligned(result.chunk_embeddings, len(result.graph.chunks)),
         )
         core.ledger = result.ledger  # lets add_documents/delete update the edges
+        if vector_store is not None:
+            _attach_store(core, vector_store, id_filter)
         return cls(core=core, k=k)
 
     @classmethod
@@ -189,11 +199,19 @@ class HCGRetriever(BaseRetriever):
         embeddings: Any | None = None,
         k: int = DEFAULT_K,
         config: RetrievalConfig | None = None,
+        *,
+        vector_store: Any | None = None,
+        id_filter: Any | None = None,
     ) -> HCGRetriever:
         """Load a core graph directory (``save``, ``hcg build``). With no ``embeddings``, the
-        embedder named in its manifest is rebuilt (the offline ones are; others must be passed)."""
+        embedder named in its manifest is rebuilt (the offline ones are; others must be passed).
+        ``vector_store``/``id_filter``: as in :meth:`from_documents`; a store that already holds
+        the graph's chunks (a persisted collection) is not rewritten."""
         embedder = None if embeddings is None else resolve_embedder(embeddings)
-        return cls(core=CoreRetriever.load(path, embedder=embedder, config=config), k=k)
+        core = CoreRetriever.load(path, embedder=embedder, config=config)
+        if vector_store is not None:
+            _attach_store(core, vector_store, id_filter)
+        return cls(core=core, k=k)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the graph, its vectors and the embedder's name as a core graph directory."""
@@ -305,6 +323,16 @@ def _no_unknown(kwargs: dict[str, Any]) -> None:
         raise ConfigError(
             f"unknown retrieval option(s) {sorted(kwargs)}; HCGRetriever takes k and filter"
         )
+
+
+def _attach_store(core: CoreRetriever, store: Any, id_filter: Any) -> None:
+    """Serve the core's dense candidates from ``store``, writing the chunks there unless the
+    store already holds them (probed on the first chunk)."""
+    chunks = core.graph.chunks
+    dense = LangChainStoreDense(store, [c.id for c in chunks], id_filter)
+    if chunks and not dense.holds(chunks[0].id, core.chunk_embeddings[0]):
+        dense.write(chunks, core.chunk_embeddings)
+    core.dense_index = dense
 
 
 def _aligned(matrix: Any, rows: int) -> Any:

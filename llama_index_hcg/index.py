@@ -40,6 +40,7 @@ from hcg_core.store import load_graph
 from hcg_core.types import CausalGraph, DomainSpec, OutcomeConfig
 
 from ._convert import node_to_chunk
+from ._dense import VectorStoreDense
 from ._graph import (
     decode_matrix,
     encode_matrix,
@@ -118,6 +119,9 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         config: stage 3 settings for retrievers made by ``as_retriever``.
         build_options: further builder options, passed through to ``build_graph``.
         evidence_tau, evidence_per_edge: how ``insert`` links new chunks to existing edges.
+        vector_store: any LlamaIndex ``BasePydanticVectorStore`` (Qdrant, Milvus, pgvector...):
+            chunk vectors are written there and the hybrid ranker's dense candidates read from
+            there; BM25 and the graph stay local. Pass it again on load (docs/scaling.md).
     """
 
     index_struct_cls = HCGIndexStruct
@@ -139,6 +143,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         build_options: dict[str, Any] | None = None,
         evidence_tau: float = DEFAULT_EVIDENCE_TAU,
         evidence_per_edge: int = DEFAULT_EVIDENCE_PER_EDGE,
+        vector_store: Any | None = None,
         **kwargs: Any,
     ) -> None:
         # Consumed here, before BaseIndex builds: the same kwargs also reach the transformations.
@@ -156,6 +161,10 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._chunk_emb: np.ndarray | None = None
         self._core: CoreRetriever | None = None
         self.last_update: Any = None  # the UpdateReport of the latest insert or delete
+        # Dense candidates from a vector store (docs/scaling.md); None: the in-process matrix.
+        self._dense_store = vector_store
+        if vector_store is not None:
+            VectorStoreDense(vector_store, [])  # refuses a non-LlamaIndex store before the build
         super().__init__(
             nodes=nodes,
             index_struct=index_struct,
@@ -209,10 +218,21 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         )
         if self._core is not None and self._core.graph is graph:
             core.ledger = self._core.ledger
+        if self._dense_store is not None:
+            core.dense_index = self._attach_vector_store(graph, core.chunk_embeddings)
         self._graph = graph
         self._variable_emb = core.variable_embeddings
         self._chunk_emb = core.chunk_embeddings
         self._core = core
+
+    def _attach_vector_store(self, graph: CausalGraph, chunk_emb: np.ndarray) -> VectorStoreDense:
+        """The dense index over the vector store, after writing every chunk's vector there unless
+        the store already holds them (probed on the first chunk: a persisted store). Inserts and
+        deletes then go through the core, which writes and deletes only the chunks they touch."""
+        dense = VectorStoreDense(self._dense_store, [c.id for c in graph.chunks])
+        if graph.chunks and not dense.holds(graph.chunks[0].id, chunk_emb[0]):
+            dense.write(graph.chunks, chunk_emb)
+        return dense
 
     def _write_struct(self, struct: HCGIndexStruct) -> None:
         assert self._graph is not None  # internal invariant, not user input

@@ -26,6 +26,7 @@ import numpy as np
 from ..config import DEFAULT_DIVERSITY, DEFAULT_MIN_NOVELTY, HybridConfig
 from ..errors import ConfigError
 from ..types import Chunk, RetrievalResult, RetrievedChunk
+from .dense import DenseIndex, NumpyDenseIndex
 from .lexical import BM25Index, Growable, top_k_indices
 from .passages import split_passages
 
@@ -188,6 +189,7 @@ class HybridRanker:
         config: HybridConfig | None = None,
         *,
         bm25: BM25Index | None = None,
+        dense: DenseIndex | None = None,
     ):
         self.chunks = tuple(chunks)
         self.config = config or HybridConfig()
@@ -195,6 +197,9 @@ class HybridRanker:
         # per-unit array below is self.units[i]; self.parent[i] is its chunk's row.
         units, parent = split_passages(self.chunks, self.config.passage_words)
         self.chunk_embeddings = _checked_embeddings(chunk_embeddings, len(self.chunks))
+        # Dense search goes through the seam (retrieval/dense.py): this index when given (a
+        # vector store the adapters wrap), else the in-process matrix of chunk_embeddings.
+        self.dense_index = dense
         self.bm25 = bm25 if bm25 is not None else BM25Index([u.text for u in units])
         if self.bm25.n_docs != len(units):
             raise ConfigError(
@@ -209,6 +214,13 @@ class HybridRanker:
         # Chunk id -> unit rows; shared with later snapshots (extended), which only add keys.
         self._units_of: list[Any] = [{}, 0]
         self._append_units(units, parent)
+
+    @property
+    def dense(self) -> DenseIndex | None:
+        """Where dense candidates come from: the given index, else the chunk vectors in memory."""
+        if self.dense_index is not None:
+            return self.dense_index
+        return None if self.chunk_embeddings is None else NumpyDenseIndex(self.chunk_embeddings)
 
     # ------------------------------------------------------------------ per-unit arrays
 
@@ -252,7 +264,10 @@ class HybridRanker:
         self.units = self.units + tuple(units)
 
     def extended(
-        self, chunks: Sequence[Chunk], chunk_embeddings: np.ndarray | None
+        self,
+        chunks: Sequence[Chunk],
+        chunk_embeddings: np.ndarray | None,
+        dense: DenseIndex | None = None,
     ) -> HybridRanker:
         """A ranker over these chunks plus ``chunks`` (appended rows), sharing this one's storage.
 
@@ -265,12 +280,18 @@ class HybridRanker:
         first = len(self.chunks)
         out.chunks = self.chunks + tuple(chunks)
         out.chunk_embeddings = _checked_embeddings(chunk_embeddings, len(out.chunks))
+        out.dense_index = dense  # the edited store's index, or None: the new matrix
         units, parent = split_passages(chunks, self.config.passage_words)
         out.bm25 = self.bm25.extended([u.text for u in units])
         out._append_units(units, parent + first)
         return out
 
-    def subset(self, keep: np.ndarray, chunk_embeddings: np.ndarray | None) -> HybridRanker:
+    def subset(
+        self,
+        keep: np.ndarray,
+        chunk_embeddings: np.ndarray | None,
+        dense: DenseIndex | None = None,
+    ) -> HybridRanker:
         """A ranker over the chunks where the boolean ``keep`` is true (order kept); the BM25
         index is compacted from its stored term ids, nothing is re-split or re-tokenised."""
         keep = np.asarray(keep, dtype=bool)
@@ -279,6 +300,7 @@ class HybridRanker:
         out = copy.copy(self)
         out.chunks = tuple(c for c, k in zip(self.chunks, keep.tolist(), strict=True) if k)
         out.chunk_embeddings = _checked_embeddings(chunk_embeddings, len(out.chunks))
+        out.dense_index = dense
         out.bm25 = self.bm25.subset(unit_keep)
         rows = np.flatnonzero(unit_keep)
         out.units = ()
@@ -356,10 +378,17 @@ class HybridRanker:
         bm_order, _ = top_k_indices(
             bm25 if ok is None else np.where(ok, bm25, 0.0), cfg.candidates, positive_only=True
         )
-        if query_vec is not None and self.chunk_embeddings is not None and n:
-            # A passage is scored with its chunk's vector: nothing is embedded twice.
-            dense = np.clip(self.chunk_embeddings @ np.asarray(query_vec, np.float32), 0, None)
-            dense = dense.astype(np.float64)[self.parent]
+        dense_cos = _ChunkCosines(self.dense, query_vec, len(self.chunks))
+        if dense_cos.active and n:
+            # Dense search ranks chunks and a passage takes its chunk's cosine (nothing is
+            # embedded twice); every passage among the best `candidates` belongs to one of the
+            # best `candidates` chunks.
+            dense_cos.search(cfg.candidates, allowed)
+            if allowed is not None and cfg.fusion == "max":
+                # Max-normalisation divides by the best cosine of all chunks, filtered or not
+                # (as it does for BM25): fetch that one too.
+                dense_cos.search(1, None)
+            dense = dense_cos.values[self.parent]
             dn_order, _ = top_k_indices(
                 dense if ok is None else np.where(ok, dense, 0.0),
                 cfg.candidates,
@@ -378,13 +407,20 @@ class HybridRanker:
             graph_part[g] = 1.0 - np.arange(g.size) / (2.0 * g.size)
         graph_bonus = cfg.graph_weight * graph_part
 
-        norm = standardise if cfg.fusion == "zscore" else _max_normalise
-        fused = (
-            cfg.bm25_weight * norm(bm25, bm_order)
-            + cfg.dense_weight * norm(dense, dn_order)
-            + graph_bonus
-        )
         pool = np.unique(np.concatenate([bm_order, dn_order, np.asarray(graph_rows, np.int64)]))
+        # The BM25 and graph candidates outside the dense top still get their exact cosine.
+        if dense_cos.fill(self.parent[pool]):
+            dense = dense_cos.values[self.parent]
+        norm = standardise if cfg.fusion == "zscore" else _max_normalise
+
+        def fuse() -> np.ndarray:
+            return (
+                cfg.bm25_weight * norm(bm25, bm_order)
+                + cfg.dense_weight * norm(dense, dn_order)
+                + graph_bonus
+            )
+
+        fused = fuse()
         # Only a budget (k None): pad to the candidate count, not to the whole corpus, which would
         # make packing quadratic in the corpus size.
         eligible = np.arange(n) if ok is None else np.flatnonzero(ok)
@@ -393,6 +429,9 @@ class HybridRanker:
             # Too few candidates matched at all: pad with the best remaining passages by fused
             # score (then index), so k passages come back whenever the corpus has k.
             rest = np.setdiff1d(eligible, pool)
+            if dense_cos.maybe_positive_beyond_search() and dense_cos.fill(self.parent[rest]):
+                dense = dense_cos.values[self.parent]
+                fused = fuse()
             extra, _ = top_k_indices(fused[rest], need - pool.size)
             pool = np.concatenate([pool, rest[extra]])
         # Stable candidate order (fused score, then chunk index) makes ties deterministic.
@@ -491,6 +530,55 @@ class HybridRanker:
                     rows.append(r)
                     hits[r] = rc
         return rows, hits
+
+
+class _ChunkCosines:
+    """One query's dense cosines per chunk (clipped at 0), fetched from the dense index lazily.
+
+    A chunk's value is known once dense search returned it or ``fill`` asked for it; unknown
+    values stay 0 and are never read for a candidate (the ranker fills every candidate's first).
+    """
+
+    def __init__(self, index: DenseIndex | None, query_vec: np.ndarray | None, n_chunks: int):
+        self.index = index if query_vec is not None else None
+        self.query = None if query_vec is None else np.asarray(query_vec, np.float32)
+        self.values = np.zeros(n_chunks)
+        self.known = np.zeros(n_chunks, dtype=bool)
+        self.asked = 0
+        self.last = 0.0
+
+    @property
+    def active(self) -> bool:
+        return self.index is not None
+
+    def search(self, n: int, allowed: np.ndarray | None) -> None:
+        rows, cos = self.index.search(self.query, n, allowed)
+        self._set(np.asarray(rows, np.int64), cos)
+        if not self.asked:
+            self.asked = n
+            self.last = float(cos[-1]) if len(cos) == n and n else 0.0
+
+    def maybe_positive_beyond_search(self) -> bool:
+        """Whether chunks outside the search's result may still have a positive cosine (the
+        search returned all ``n`` asked and the last was positive)."""
+        return self.active and self.last > 0
+
+    def fill(self, rows: np.ndarray) -> bool:
+        """Fetch the cosines of those ``rows`` not known yet; True when any were fetched."""
+        if self.index is None:
+            return False
+        rows = np.unique(rows)
+        rows = rows[~self.known[rows]]
+        if rows.size == 0:
+            return False
+        self._set(rows, self.index.cosines(self.query, rows))
+        return True
+
+    def _set(self, rows: np.ndarray, cos: np.ndarray) -> None:
+        # float32 cosines, clipped at 0, then widened: the same numbers the full matrix gave.
+        cos = np.clip(np.asarray(cos, np.float32), 0, None).astype(np.float64)
+        self.values[rows] = cos
+        self.known[rows] = True
 
 
 # Characters of a mechanism looked for in a passage: enough to be specific, short enough that a

@@ -23,6 +23,7 @@ from ..ports import Embedder
 from ..store import StoredGraph, load_graph, save_graph
 from ..types import CausalGraph, CausalPath, RetrievalResult, RetrievedChunk, variable_text
 from .compiled import CompiledGraph
+from .dense import DenseIndex
 from .hybrid import HybridRanker
 from .paper import (
     Cones,
@@ -106,6 +107,7 @@ class CausalGraphRetriever:
         *,
         variable_embeddings: np.ndarray | None = None,
         chunk_embeddings: np.ndarray | None = None,
+        dense_index: DenseIndex | None = None,
     ) -> None:
         self.graph = graph
         self.embedder = embedder
@@ -119,6 +121,9 @@ class CausalGraphRetriever:
         self.variable_embeddings = variable_embeddings
         self.chunk_embeddings = chunk_embeddings
         self.build_report: dict[str, Any] | None = None
+        # Where the hybrid ranker's dense candidates come from (retrieval/dense.py): None is the
+        # in-process matrix of chunk_embeddings; the adapters pass a vector store's wrapper.
+        self.dense_index = dense_index
         self.compiled = CompiledGraph.compile(graph, variable_embeddings, chunk_embeddings)
         # Shared by clones (with_config): one ranker per hybrid setting, one BM25 index for all.
         self._rankers: dict[HybridConfig, HybridRanker] = {}
@@ -421,7 +426,13 @@ class CausalGraphRetriever:
                         ),
                         None,
                     )
-                    ranker = HybridRanker(self.graph.chunks, self.chunk_embeddings, key, bm25=bm25)
+                    ranker = HybridRanker(
+                        self.graph.chunks,
+                        self.chunk_embeddings,
+                        key,
+                        bm25=bm25,
+                        dense=self.dense_index,
+                    )
                     self._rankers[key] = ranker
         return ranker
 

@@ -184,8 +184,10 @@ def insert(
         report.graph_mode = "none"
         edges = graph.edges
     _install(r, replace(grown, edges=edges), st)
+    if r.dense_index is not None:  # a vector store serves the dense search: write the new chunks
+        r.dense_index = r.dense_index.extended(new, vectors)
     for key, ranker in list(r._rankers.items()):
-        r._rankers[key] = ranker.extended(new, r.chunk_embeddings)
+        r._rankers[key] = ranker.extended(new, r.chunk_embeddings, r.dense_index)
     report.log("insert")
     return report
 
@@ -227,8 +229,10 @@ def delete(
     # Whatever still cites a removed chunk (edges the ledger does not manage) loses that link.
     edges = drop_evidence(edges, gone, report)
     _install(r, replace(shrunk, edges=edges), st)
+    if r.dense_index is not None:  # and remove the deleted chunks' points from the store
+        r.dense_index = r.dense_index.subset(keep, [c.id for c in removed])
     for key, ranker in list(r._rankers.items()):
-        r._rankers[key] = ranker.subset(keep, r.chunk_embeddings)
+        r._rankers[key] = ranker.subset(keep, r.chunk_embeddings, r.dense_index)
     report.log("delete")
     return report
 
