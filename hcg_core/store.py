@@ -9,8 +9,10 @@ directory, lies inside an input, or cannot be written.
 
 Loading trusts nothing: every file must resolve inside the directory (no links out), chunks
 need non-empty text, malformed entries are named with their file and expected shape.
-Embeddings are plain ``.npy`` read with ``allow_pickle=False``; a missing, stale or damaged one
-(NaN, inf, extra all-zero rows) is reported as ``None`` with a note, so the caller recomputes it.
+Embeddings are plain ``.npy`` read with ``allow_pickle=False`` and memory-mapped read-only
+(``mmap_mode="r"``), so processes serving one directory share its pages; they are validated in
+blocks of rows. A missing, stale or damaged one (NaN, inf, extra all-zero rows) is reported as
+``None`` with a note, so the caller recomputes it.
 A corrupt ``build_report.json`` is noted and ignored.
 """
 
@@ -580,7 +582,9 @@ def _load_vectors(
         notes.append(f"{path.name} missing: {key} embeddings will be recomputed")
         return None
     try:
-        arr = np.load(path, allow_pickle=False)
+        # Memory-mapped, read-only: worker processes that load one directory share its pages
+        # through the page cache instead of each holding a copy. Never pickle.
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
         raise CorruptFileError(f"not a readable .npy array: {exc}", path=path) from exc
     if arr.ndim != 2 or arr.shape[0] != len(texts) or info.get("digest") != texts_digest(texts):
@@ -590,12 +594,16 @@ def _load_vectors(
     if problem:
         notes.append(f"warning: {path.name} {problem}: {key} embeddings recomputed")
         return None
-    return np.ascontiguousarray(arr, dtype=np.float32)
+    if arr.dtype == np.float32 and arr.flags.c_contiguous:
+        return arr  # the memmap itself (read-only): no copy
+    return np.ascontiguousarray(arr, dtype=np.float32)  # another float dtype: converted in memory
 
 
 # Stored rows are L2-normalised by the embedder check (ports.as_matrix); float32 rounding and
 # float16 files stay well within this.
 _UNIT_NORM_TOLERANCE = 1e-2
+# Rows per block when checking stored vectors (16k rows of 384 float64: 50 MB at most).
+_CHECK_ROWS = 16_384
 
 
 def _vector_problem(arr: np.ndarray, recorded_zero_rows: Any) -> str | None:
@@ -606,9 +614,13 @@ def _vector_problem(arr: np.ndarray, recorded_zero_rows: Any) -> str | None:
     """
     if arr.dtype.kind != "f":
         return f"holds {arr.dtype} values, not floats"
-    if not np.all(np.isfinite(arr)):
-        return "holds NaN or infinite values"
-    norms = np.linalg.norm(arr.astype(np.float64), axis=1)
+    # Checked in blocks of rows, so a memory-mapped file is never copied whole into memory.
+    norms = np.zeros(arr.shape[0])
+    for start in range(0, arr.shape[0], _CHECK_ROWS):
+        block = np.asarray(arr[start : start + _CHECK_ROWS], dtype=np.float64)
+        if not np.all(np.isfinite(block)):
+            return "holds NaN or infinite values"
+        norms[start : start + block.shape[0]] = np.linalg.norm(block, axis=1)
     zero = int(np.count_nonzero(norms == 0))
     allowed = recorded_zero_rows if isinstance(recorded_zero_rows, int) else 0
     if zero > allowed:
