@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from hcg_core.config import HybridConfig
-from hcg_core.embedders import HashingEmbedder
 from hcg_core.retrieval.dense import DenseIndex, NumpyDenseIndex, StoreDenseIndex
 from hcg_core.retrieval.hybrid import HybridRanker
 from hcg_core.types import Chunk
@@ -47,12 +46,26 @@ def corpus():
         # Every fifth chunk repeats an earlier text: equal cosines at the candidate cut.
         text = chunks[i - 5].text if i % 5 == 4 else f"Note {i % 7}: {words} in adults."
         chunks.append(Chunk(f"c{i}", text, f"d{i % 4}", {"start_word": 0, "end_word": 9}))
-    vectors = HashingEmbedder().embed_documents([c.text for c in chunks])
-    return chunks, np.asarray(vectors, np.float32)
+    # Vectors unrelated to the words, so BM25's and dense search's candidates differ and the
+    # BM25 candidates' cosines must be fetched; repeated texts get repeated vectors (ties).
+    vectors = rng.standard_normal((len(chunks), 16)).astype(np.float32)
+    for i in range(4, len(chunks), 5):
+        vectors[i] = vectors[i - 5]
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return chunks, vectors
 
 
-def _ranked(ranker, q, k, allowed):
-    out = ranker.rank(q, HashingEmbedder().embed_query(q), k=k, allowed=allowed)
+def _ranked(ranker, q, k, allowed, vectors):
+    qvec = np.random.default_rng(len(q)).standard_normal(16).astype(np.float32)
+    qvec /= np.linalg.norm(qvec)
+    out = ranker.rank(q, qvec, k=k, allowed=allowed)
+    # Every returned unit's dense part is its chunk's true cosine (clipped), whichever signal
+    # made it a candidate: the seam fetched the cosines dense search did not return.
+    row = {c.id: i for i, c in enumerate(ranker.chunks)}
+    for c in out.chunks:
+        chunk_id = c.chunk.metadata.get("passage_of", c.chunk.id)
+        want = float(np.clip(vectors[row[chunk_id]] @ qvec, 0, 1))
+        assert c.details["dense"] == pytest.approx(want, abs=1e-6)
     return [(c.chunk.id, c.score, c.details["dense"]) for c in out.chunks]
 
 
@@ -74,7 +87,8 @@ def test_store_like_index_ranks_as_numpy(corpus, config):
     for q in ("aspirin and blood", "cholesterol statins", "stress", "unrelated words"):
         for k in (2, 8, 40):  # 40 > candidates: padding needs the other chunks' cosines
             for allowed in (None, even):
-                a, b = _ranked(plain, q, k, allowed), _ranked(stored, q, k, allowed)
+                a = _ranked(plain, q, k, allowed, vectors)
+                b = _ranked(stored, q, k, allowed, vectors)
                 assert [x[0] for x in a] == [x[0] for x in b], (q, k, allowed is None)
                 assert np.allclose([x[1:] for x in a], [x[1:] for x in b], atol=1e-6)
     assert store.calls > 0
