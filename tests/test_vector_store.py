@@ -320,3 +320,25 @@ def test_langchain_other_store_takes_an_id_filter(chunks):
     )
     for q in QUERIES:
         _same(_lc_results(plain, q, 10), _lc_results(stored, q, 10))
+
+
+def test_langchain_add_and_delete_go_to_the_store(chunks):
+    embeddings = HCGDefaultEmbeddings(embedder=HashingEmbedder())
+    client = QdrantClient(":memory:")
+    store = _qdrant_lc(client, embeddings)
+    last = chunks[-1].doc_id  # the core refuses a document id already indexed: add a whole one
+    first = _lc_docs([c for c in chunks if c.doc_id != last])
+    rest = _lc_docs([c for c in chunks if c.doc_id == last])
+    plain = LCRetriever.from_documents(first, embeddings=embeddings, chunk=False, config=CONFIG)
+    stored = LCRetriever.from_documents(
+        first, embeddings=embeddings, chunk=False, config=CONFIG, vector_store=store
+    )
+    for r in (plain, stored):
+        r.add_documents(rest, chunk=False)
+        assert r.delete([chunks[0].id])
+    # The core's incremental edit wrote the new chunks' points and removed the deleted one.
+    assert client.count("hcg").count == len(chunks) - 1
+    gone = client.retrieve("hcg", [store_point_id(chunks[0].id)])
+    assert gone == []
+    for q in QUERIES:
+        _same(_lc_results(plain, q, 10), _lc_results(stored, q, 10))

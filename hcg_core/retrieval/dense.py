@@ -137,7 +137,9 @@ class StoreDenseIndex:
         out.chunk_ids = self.chunk_ids + [c.id for c in chunks]
         out.point_ids = self.point_ids + [store_point_id(c.id) for c in chunks]
         out._row_of_point = dict(self._row_of_point)
-        out._row_of_point.update((p, i) for i, p in enumerate(out.point_ids) if i >= len(self))
+        out._row_of_point.update(
+            (p, i) for i, p in enumerate(out.point_ids[len(self) :], start=len(self))
+        )
         return out
 
     def subset(self, keep: np.ndarray, removed: Sequence[str]) -> StoreDenseIndex:
@@ -248,11 +250,20 @@ def search_allowed(
         if allowed is not None:
             keep = allowed[rows]
             rows, cos = rows[keep], cos[keep]
-        order = np.lexsort((rows, -cos))
-        rows, cos = rows[order], cos[order]
+        rows, cos = _rank(rows, cos)
         if exhausted or (rows.size >= n and lowest < cos[n - 1] - TIE_TOLERANCE):
             return rows[:n], cos[:n]
         m = min(total, m * OVERFETCH_FACTOR)
+
+
+def _rank(rows: np.ndarray, cos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted by cosine, best first; cosines within :data:`TIE_TOLERANCE` of the one before
+    count as tied and go by row (a store's float32 rounding must not reorder equal vectors)."""
+    order = np.lexsort((rows, -cos))
+    rows, cos = rows[order], cos[order]
+    group = np.concatenate([[0], np.cumsum(-np.diff(cos) > TIE_TOLERANCE)]) if cos.size else cos
+    order = np.lexsort((rows, group))
+    return rows[order], cos[order]
 
 
 __all__ = [

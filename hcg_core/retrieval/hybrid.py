@@ -389,11 +389,10 @@ class HybridRanker:
                 # (as it does for BM25): fetch that one too.
                 dense_cos.search(1, None)
             dense = dense_cos.values[self.parent]
-            dn_order, _ = top_k_indices(
-                dense if ok is None else np.where(ok, dense, 0.0),
-                cfg.candidates,
-                positive_only=True,
-            )
+            # The units of the found chunks in the order dense search gave (a store's near-equal
+            # cosines may differ in the last bit; its order already breaks such ties by row).
+            units = _units_of_rows(self.parent, dense_cos.order)
+            dn_order = units[dense[units] > 0][: cfg.candidates]
         else:
             dense = np.zeros(n)
             dn_order = np.zeros(0, dtype=np.int64)
@@ -532,6 +531,19 @@ class HybridRanker:
         return rows, hits
 
 
+def _units_of_rows(parent: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The unit rows of the given chunk rows, chunk by chunk in the order given (``parent`` is
+    non-decreasing: a chunk's units are consecutive).
+
+    >>> _units_of_rows(np.array([0, 0, 1, 2, 2]), np.array([2, 0])).tolist()
+    [3, 4, 0, 1]
+    """
+    starts = np.searchsorted(parent, rows, side="left")
+    lens = np.searchsorted(parent, rows, side="right") - starts
+    offsets = np.repeat(starts - (np.cumsum(lens) - lens), lens)
+    return (offsets + np.arange(int(lens.sum()))).astype(np.int64)
+
+
 class _ChunkCosines:
     """One query's dense cosines per chunk (clipped at 0), fetched from the dense index lazily.
 
@@ -545,6 +557,7 @@ class _ChunkCosines:
         self.values = np.zeros(n_chunks)
         self.known = np.zeros(n_chunks, dtype=bool)
         self.asked = 0
+        self.order = np.zeros(0, np.int64)  # the first search's rows, best first
         self.last = 0.0
 
     @property
@@ -553,9 +566,11 @@ class _ChunkCosines:
 
     def search(self, n: int, allowed: np.ndarray | None) -> None:
         rows, cos = self.index.search(self.query, n, allowed)
-        self._set(np.asarray(rows, np.int64), cos)
+        rows = np.asarray(rows, np.int64)
+        self._set(rows, cos)
         if not self.asked:
             self.asked = n
+            self.order = rows
             self.last = float(cos[-1]) if len(cos) == n and n else 0.0
 
     def maybe_positive_beyond_search(self) -> bool:
