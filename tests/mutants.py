@@ -149,7 +149,10 @@ MUTANTS = (
         "offline_lift_off",
         "hcg_core/graph_build/offline.py",
         "the offline builder never lifts support to generic variables",
-        ("lift=cfg.lift and spec is None,", "lift=False,"),
+        (
+            "        vocab,\n        nodes,\n        lift=cfg.lift and spec is None,",
+            "        vocab,\n        nodes,\n        lift=False,",
+        ),
     ),
     m(
         "offline_drop_weak_off",
