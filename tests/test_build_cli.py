@@ -37,6 +37,12 @@ def test_readme_main_job(tmp_path, capsys):
     assert main(["inspect", str(out)]) == 0
     text = capsys.readouterr().out
     assert "graph health" in text and "build report" in text
+    # The README's second question, printed as text: three ranked chunks, matched on blood sugar.
+    kidneys = "What does high blood sugar do to the kidneys?"
+    assert main(["query", str(out), kidneys, "--k", "3"]) == 0
+    text = capsys.readouterr().out
+    ranks = [line.split()[0] for line in text.splitlines() if line.startswith("[")]
+    assert ranks == ["[1]", "[2]", "[3]"] and "Blood_Sugar" in text, text
 
     # Whole stored chunks by default, best first; --passage-words N packs passages of them.
     chunk_ids = {c.id for c in stored.graph.chunks}
