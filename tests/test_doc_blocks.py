@@ -6,7 +6,9 @@
   folder whose ``data/`` and ``examples/corpus/`` hold the example corpus and whose ``hcg_graph/``
   is a graph built from it;
 - ``bash``/``console`` blocks are ``hcg`` commands, run in order through the CLI's ``main`` in one
-  folder per doc; a ``console`` block's printed lines must be what the command prints;
+  folder per doc (``my_docs/`` holds the example corpus); a ``console`` block's printed lines must
+  be what the command prints; a block marked ``<!-- file: NAME -->`` is written to ``NAME``
+  first;
 - ``json``/``yaml`` blocks parse, and the library's own reader accepts the ones it reads (a
   questions file, a corrections file, a spec, a graph.json);
 - ``text`` blocks (diagrams, listings) are only read;
@@ -70,9 +72,10 @@ def fast_embedder(monkeypatch: pytest.MonkeyPatch) -> HashingEmbedder:
 
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fast_embedder) -> Path:
-    """A folder with the example corpus at data/ and examples/corpus/, as the current directory."""
+    """The current directory: the example corpus at data/, examples/corpus/ and my_docs/."""
     shutil.copytree(CORPUS, tmp_path / "data")
     shutil.copytree(CORPUS, tmp_path / "examples" / "corpus")
+    shutil.copytree(CORPUS, tmp_path / "my_docs")  # the docs' stand-in for your documents
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -103,6 +106,7 @@ PY_SECTIONS = [
 ]
 
 
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant")
 @pytest.mark.parametrize(
     ("doc", "section"), PY_SECTIONS, ids=[f"{_name(d)}[{s}]" for d, s in PY_SECTIONS]
 )
@@ -133,10 +137,11 @@ SHELL_DOCS = [doc for doc in DOCS if any(b.lang in SHELL and not b.reason for b 
 
 @pytest.mark.parametrize("doc", SHELL_DOCS, ids=_name)
 def test_shell_blocks_run(doc: Path, workdir: Path, capsys: pytest.CaptureFixture) -> None:
+    for b in blocks(doc):
+        if b.file:  # files the doc shows, e.g. the questions file read by the command above it
+            Path(b.file).write_text(b.code, encoding="utf-8")
     ran = 0
     for b in blocks(doc):
-        if b.file:
-            Path(b.file).write_text(b.code, encoding="utf-8")
         if b.lang not in SHELL or b.reason:
             continue
         for argv in _commands(b):
