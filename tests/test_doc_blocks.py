@@ -41,7 +41,7 @@ from hcg_core.cli import main
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.eval.runner import load_questions
 from hcg_core.spec.yaml_io import spec_from_dict
-from hcg_core.store import graph_from_dict
+from hcg_core.store import graph_from_dict, read_manifest
 from hcg_core.types import DomainSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,6 +168,9 @@ def test_data_blocks_parse(doc: Path, block: Block, tmp_path: Path) -> None:
         path = tmp_path / "qa.json"
         path.write_text(block.code, encoding="utf-8")
         assert [q.question for q in load_questions(path)] == [i["question"] for i in data]
+    elif isinstance(data, dict) and data.get("format") == "hcg-graph":
+        (tmp_path / "manifest.json").write_text(block.code, encoding="utf-8")
+        assert read_manifest(tmp_path) == data
     elif isinstance(data, dict) and data.get("format") == "hcg-corrections":
         assert len(parse_corrections(data)) == len(data["corrections"])
     elif isinstance(data, dict) and "metrics" in data:
