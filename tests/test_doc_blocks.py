@@ -57,10 +57,6 @@ def _name(doc: Path) -> str:
     return doc.relative_to(ROOT).as_posix()
 
 
-def _runs(b: Block) -> bool:
-    return b.lang in ("python", *SHELL) and not b.reason
-
-
 @pytest.fixture
 def fast_embedder(monkeypatch: pytest.MonkeyPatch) -> HashingEmbedder:
     """The default embedder, everywhere it is looked up, is a small hashing embedder."""
