@@ -219,6 +219,7 @@ class SlowEmbeddings(Embeddings):
         return self.inner.embed_query(text).tolist()
 
 
+@pytest.mark.slow  # waits on a slow async embedder to show the calls overlap
 async def test_ainvoke_awaits_the_embeddings_async_api() -> None:
     r = HCGRetriever.from_documents(
         corpus_documents(), embeddings=SlowEmbeddings(), k=3, chunk_words=80

@@ -296,6 +296,7 @@ class SlowAsyncEmbedding(BaseEmbedding):
         return self._inner.embed_documents([text])[0].tolist()
 
 
+@pytest.mark.slow  # waits on a 0.2 s embedder to show the calls overlap
 async def test_concurrent_aretrieve_calls_overlap() -> None:
     index = HCGIndex.from_documents(
         corpus_documents(),

@@ -43,6 +43,7 @@ def test_schema_valid_reply_and_counts_match_server():
         assert llm.ledger.total("completion_tokens") == srv.completion_tokens > 0
 
 
+@pytest.mark.slow  # honours a real Retry-After delay
 def test_retry_after_is_honoured_and_429_500_503_are_retried():
     plan = FaultPlan(
         script={1: "rate_limit", 3: "server_error", 5: "unavailable"}, retry_after="0.25"

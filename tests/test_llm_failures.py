@@ -83,6 +83,7 @@ FAILING = {
 }
 
 
+@pytest.mark.slow  # real timeouts and retries against the stub: about 5 s in all
 @pytest.mark.parametrize("with_spec", [False, True], ids=["stage1", "spec"])
 @pytest.mark.parametrize("mode", sorted(FAILING))
 def test_failing_provider_exits_non_zero_with_failures_by_cause(
@@ -135,6 +136,7 @@ def test_allow_partial_writes_a_graph_marked_partial(spec_file, tmp_path, capsys
     assert "PARTIAL graph: " in shown and "coverage: chunks shown to stage1 0%" in shown
 
 
+@pytest.mark.slow
 def test_rerun_after_recovery_resumes_from_the_cache(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     out = tmp_path / "g"
