@@ -372,6 +372,8 @@ def test_questions_with_gold_sentence_ids_and_jsonl(tmp_path):
     qa.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     items = load_questions(qa, sentences=load_sentences(sentences))
     assert items[0].id == "Q1" and items[0].question_type == "psy"
+    with pytest.warns(UserWarning, match="--sentences"):
+        assert load_questions(qa)[0].context == ()  # ids without the file: said, not silent
     assert items[0].context == ("Smoking  damages vessels.", "A stroke follows.")
     assert items[1].context == ("A stroke follows.",)
     score = score_question(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -162,6 +163,15 @@ def load_questions(
             break
     if not items:
         raise InputError(f"{p}: the questions file is empty", path=p)
+    if sentences is None and any(
+        isinstance(o, dict) and o.get("context_sentence_ids") and not o.get("context") for o in data
+    ):
+        # Not an error (answer recall still works), but the user most likely wanted both.
+        warnings.warn(
+            f"{p}: the questions carry context_sentence_ids but no sentences file was given "
+            "(hcg eval --sentences FILE): gold-context recall is not measured",
+            stacklevel=2,
+        )
     return items
 
 
