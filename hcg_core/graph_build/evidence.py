@@ -96,10 +96,25 @@ class QuoteIndex:
             pos += len(p) + 1
         self.text = self.SEP.join(parts)
 
-    def find(self, quote: str, prefix_chars: int = DEFAULT_EVIDENCE_PREFIX_CHARS) -> list[int]:
-        """Indices of chunks holding the quote's first ``prefix_chars`` characters, corpus order."""
+    def find(
+        self,
+        quote: str,
+        prefix_chars: int = DEFAULT_EVIDENCE_PREFIX_CHARS,
+        limit: int | None = None,
+    ) -> list[int]:
+        """Indices of chunks holding the quote's first ``prefix_chars`` characters, corpus order;
+        only the first ``limit`` chunks when given.
+
+        The limit matters for text that repeats across the corpus (boilerplate, duplicated
+        documents): without it every occurrence is visited, so linking E edges that quote such
+        text costs O(E x occurrences), which grows with the square of the corpus.
+
+        >>> QuoteIndex([Chunk(str(i), "the same boilerplate") for i in range(5)]).find(
+        ...     "same boilerplate", limit=2)
+        [0, 1]
+        """
         key = normalize_text(quote)[:prefix_chars].strip().strip("\"'“”…. ")
-        if len(key) < MIN_QUOTE_CHARS:
+        if len(key) < MIN_QUOTE_CHARS or (limit is not None and limit <= 0):
             return []
         out: list[int] = []
         at = self.text.find(key)
@@ -107,7 +122,11 @@ class QuoteIndex:
             i = bisect.bisect_right(self.starts, at) - 1
             if not out or out[-1] != i:
                 out.append(i)
-            at = self.text.find(key, at + 1)
+                if limit is not None and len(out) >= limit:
+                    break
+            # Resume at the next chunk: a chunk counts once, however often it holds the quote.
+            nxt = self.starts[i + 1] if i + 1 < len(self.starts) else len(self.text)
+            at = self.text.find(key, max(at + 1, nxt))
         return out
 
 
@@ -187,7 +206,9 @@ def link_evidence(
     linked = []
     for edge, vec, sem in zip(edges, vectors, semantic, strict=True):
         ids: dict[str, None] = {}
-        text = index.find(quotes.get(edge.id, ""), prefix_chars)
+        # Only the first per_edge text matches can be linked (they come first), so stop there;
+        # at least one, which is what the "text" count needs.
+        text = index.find(quotes.get(edge.id, ""), prefix_chars, limit=max(per_edge, 1))
         for i in (*text, *sem):
             if len(ids) >= per_edge:
                 break
