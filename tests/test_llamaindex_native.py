@@ -385,6 +385,7 @@ OFF_TOPIC = (
 )
 
 
+@pytest.mark.slow  # the MiniLM default model
 def test_sorted_unit_scores_and_the_documented_cutoff_on_the_defaults() -> None:
     """All defaults (LlamaIndex's splitter, the bundled MiniLM): scores sorted, in [0, 1], and
     SimilarityPostprocessor at the documented cut-off drops every off-topic node only."""

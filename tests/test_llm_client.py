@@ -63,6 +63,7 @@ def test_retry_after_is_honoured_and_429_500_503_are_retried():
         assert llm.ledger.get("probe", "retries") == 3
 
 
+@pytest.mark.slow  # waits for a real timeout
 def test_slow_reply_times_out_and_is_retried():
     plan = FaultPlan(script={1: "slow"}, slow_seconds=1.0)
     with StubLLMServer(answer, faults=plan) as srv:

@@ -118,6 +118,7 @@ def test_not_a_url_is_a_clear_error(with_spec, spec_file, tmp_path, capsys):
     assert not (out / "graph.json").exists()
 
 
+@pytest.mark.slow  # a full LLM build against a failing stub
 def test_allow_partial_writes_a_graph_marked_partial(spec_file, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     out = tmp_path / "g"

@@ -62,6 +62,7 @@ def test_loaded_vectors_are_read_only_memmaps_used_without_copy(saved, embedder)
     assert result.chunks  # and it answers queries
 
 
+@pytest.mark.slow  # starts two worker processes
 @pytest.mark.integration
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")
 def test_two_processes_map_the_same_files(saved):

@@ -9,6 +9,8 @@ import pytest
 from hcg_core.cli import main
 from hcg_core.retrieval import CausalGraphRetriever
 
+pytestmark = pytest.mark.slow  # the defaults include the MiniLM model
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "corpus"
 ON_TOPIC = [
     "Why does smoking raise the risk of stroke?",

@@ -155,6 +155,7 @@ KILL_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # kills a real subprocess at each step
 @pytest.mark.parametrize("kill_at", [1, 4, 6, 7, 8])
 def test_a_killed_rebuild_leaves_a_loadable_graph(tmp_path, two_graphs, kill_at):
     """Killed at the 1st/4th/6th write, at the swap, or just after it (steps counted from 1)."""
