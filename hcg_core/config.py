@@ -75,6 +75,27 @@ lost gold-context recall on HolisQA, where an answer spans several sentences of 
 (docs/evaluation.md), so they are an option, not the default."""
 
 
+class _Settings:
+    """What every settings dataclass here shares: its field names, and a copy with some changed."""
+
+    # Named in the error for an unknown option, e.g. "offline build"; extra known names, if any.
+    _kind = "setting"
+    _also_known: tuple[str, ...] = ()
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def from_options(cls, base: Any = None, **options: Any) -> Any:
+        """``base`` (default settings when None) with ``options`` changed; unknown names raise."""
+        unknown = sorted(set(options) - set(cls.field_names()))
+        if unknown:
+            known = ", ".join((*cls.field_names(), *cls._also_known))
+            raise ConfigError(f"unknown {cls._kind} option(s) {', '.join(unknown)}; known: {known}")
+        return replace(base or cls(), **options)
+
+
 @dataclass(frozen=True)
 class HybridConfig:
     """Settings of the hybrid mode; see the module constants for what each does and why."""
@@ -107,7 +128,7 @@ class HybridConfig:
 
 
 @dataclass(frozen=True)
-class RetrievalConfig:
+class RetrievalConfig(_Settings):
     """Stage 3 settings.
 
     Attributes:
@@ -158,10 +179,6 @@ class RetrievalConfig:
         if self.word_budget is not None and self.word_budget < 1:
             raise ConfigError(f"word_budget must be positive or None, got {self.word_budget}")
 
-    @classmethod
-    def field_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
 
 # The LLM pipeline (project values where the paper is silent; docs/llm.md).
 DEFAULT_MAX_BATCH_PAIRS = 50
@@ -183,7 +200,7 @@ DEFAULT_MIN_CONFIDENCE = 0.0
 
 
 @dataclass(frozen=True)
-class LLMBuildConfig:
+class LLMBuildConfig(_Settings):
     """Settings of the LLM pipeline (``graph_build.llm_pipeline``), each a named default above.
 
     ``build_graph(..., llm=..., max_batch_pairs=20)`` still works: ``from_options`` builds the
@@ -192,6 +209,8 @@ class LLMBuildConfig:
     >>> LLMBuildConfig.from_options(max_batch_pairs=20).max_batch_pairs
     20
     """
+
+    _kind = "LLM-build"
 
     max_batch_pairs: int = DEFAULT_MAX_BATCH_PAIRS
     snippets: int = DEFAULT_SNIPPETS
@@ -219,20 +238,6 @@ class LLMBuildConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"{name} must be at least 1, got {value}")
-
-    @classmethod
-    def field_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
-    @classmethod
-    def from_options(cls, base: LLMBuildConfig | None = None, **options: Any) -> LLMBuildConfig:
-        """``base`` (default settings when None) with ``options`` changed; unknown names raise."""
-        unknown = sorted(set(options) - set(cls.field_names()))
-        if unknown:
-            raise ConfigError(
-                f"unknown LLM-build options {unknown}; known: {sorted(cls.field_names())}"
-            )
-        return replace(base or cls(), **options)
 
 
 @dataclass(frozen=True)
@@ -291,13 +296,16 @@ DEFAULT_DROP_WEAK = True
 
 
 @dataclass(frozen=True)
-class OfflineBuildConfig:
+class OfflineBuildConfig(_Settings):
     """Settings of the offline builder (``graph_build.offline.build_offline``).
 
     Each default is the module constant of the same name (``DEFAULT_<NAME>``); docs/offline-builder.md
     describes what each one does. ``from_options`` builds one from keyword options, the way
     ``build_graph(..., lift=False)`` passes them.
     """
+
+    _kind = "offline build"
+    _also_known = ("embed_chunks",)  # a build_offline argument, not a setting
 
     min_variable_support: int = DEFAULT_MIN_VARIABLE_SUPPORT
     max_variables_per_metric: int = DEFAULT_MAX_VARIABLES_PER_METRIC
@@ -320,24 +328,3 @@ class OfflineBuildConfig:
             raise ConfigError(f"max_evidence must be >= 1, got {self.max_evidence}")
         if not 0.0 < self.lift_discount <= 1.0:
             raise ConfigError(f"lift_discount must be in (0, 1], got {self.lift_discount}")
-
-    @classmethod
-    def field_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
-    @classmethod
-    def from_options(
-        cls, base: OfflineBuildConfig | None = None, **options: object
-    ) -> OfflineBuildConfig:
-        """``base`` (default settings when None) with ``options`` changed; unknown names raise.
-
-        >>> OfflineBuildConfig.from_options(lift=False).lift
-        False
-        """
-        unknown = sorted(set(options) - set(cls.field_names()))
-        if unknown:
-            raise ConfigError(
-                f"unknown offline build option(s) {', '.join(unknown)}; "
-                f"known: {', '.join(cls.field_names())}, embed_chunks"
-            )
-        return replace(base or cls(), **options)  # type: ignore[arg-type]

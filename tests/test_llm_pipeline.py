@@ -333,7 +333,7 @@ def test_llm_build_config_is_typed_and_checked():
     cfg = LLMBuildConfig.from_options(max_batch_pairs=10, domain="cardiology")
     assert (cfg.max_batch_pairs, cfg.domain, cfg.snippets) == (10, "cardiology", 3)
     assert LLMBuildConfig.from_options(cfg, snippets=5).max_batch_pairs == 10
-    with pytest.raises(ConfigError, match="unknown LLM-build options"):
+    with pytest.raises(ConfigError, match="unknown LLM-build option"):
         LLMBuildConfig.from_options(max_batch_pair=10)
     with pytest.raises(ConfigError, match="max_batch_pairs"):
         LLMBuildConfig(max_batch_pairs=51)
