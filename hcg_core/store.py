@@ -630,20 +630,26 @@ def _vector_problem(arr: np.ndarray, recorded_zero_rows: Any) -> str | None:
     return None
 
 
+def _read_optional_object(directory: Path, name: str, notes: list[str]) -> dict[str, Any] | None:
+    """An optional JSON object file of the directory; a corrupt one is noted and ignored (it
+    never blocks loading)."""
+    try:
+        data = _read_json(_confined(directory, name))
+    except StoreError as exc:
+        notes.append(f"warning: {name} ignored: {exc}")
+        return None
+    if not isinstance(data, dict):
+        notes.append(f"warning: {name} ignored: it is a JSON {_json_type(data)}, not an object")
+        return None
+    return data
+
+
 def _read_report(directory: Path, notes: list[str]) -> dict[str, Any] | None:
-    """The optional build report; a corrupt one is noted and ignored (it never blocks a query)."""
+    """The optional build report (it never blocks a query)."""
     path = directory / REPORT
     if not path.exists() and not path.is_symlink():
         return None
-    try:
-        report = _read_json(_confined(directory, REPORT))
-    except StoreError as exc:
-        notes.append(f"warning: {REPORT} ignored: {exc}")
-        return None
-    if not isinstance(report, dict):
-        notes.append(f"warning: {REPORT} ignored: it is a JSON {_json_type(report)}, not an object")
-        return None
-    return report
+    return _read_optional_object(directory, REPORT, notes)
 
 
 def load_graph(directory: str | os.PathLike) -> StoredGraph:
@@ -681,15 +687,7 @@ def _read_ledger(directory: Path, manifest: dict[str, Any], notes: list[str]) ->
     only) and never blocks loading."""
     if manifest.get("incremental") != LEDGER:
         return None
-    try:
-        data = _read_json(_confined(directory, LEDGER))
-    except StoreError as exc:
-        notes.append(f"warning: {LEDGER} ignored: {exc}")
-        return None
-    if not isinstance(data, dict):
-        notes.append(f"warning: {LEDGER} ignored: not a JSON object")
-        return None
-    return data
+    return _read_optional_object(directory, LEDGER, notes)
 
 
 __all__ = [
