@@ -125,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         report = evaluate(systems_for(retriever), questions, budget=BUDGET)
         has_context = report.row("hcg default").context_recall is not None
         rows = {}
+        per_question = {
+            system: [(q.context_recall if has_context else q.recall) for q in report.scores[system]]
+            for system in report.scores
+        }
         for r in report.rows:
             if r.group != "all":
                 continue
@@ -134,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                 "primary": r.context_recall if has_context else r.recall,
                 "p50_ms": r.latency_p50_ms,
                 "graph_word_share": r.graph_word_share,
+                "per_question": per_question[r.system],
             }
         own = [q.question for q in questions[:CALIBRATION_QUESTIONS]]
         foreign = [
@@ -179,22 +184,39 @@ def format_set(name: str, res: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def paired_interval(a: list[float], b: list[float], resamples: int = 2000) -> tuple[float, float]:
+    """95% paired-bootstrap interval of mean(a - b) over the same questions, in points.
+
+    >>> lo, hi = paired_interval([1.0, 1.0, 0.0, 1.0], [0.0, 1.0, 0.0, 0.0])
+    >>> 0 <= lo <= hi <= 100
+    True
+    """
+    diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    rng = np.random.default_rng(0)
+    means = diff[rng.integers(0, diff.size, (resamples, diff.size))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return 100 * float(lo), 100 * float(hi)
+
+
 def format_summary(results: dict) -> str:
     lines = [
-        "### margins of hcg default (points of the primary metric)",
+        "### margins of hcg default (points of the primary metric; 95% paired-bootstrap interval)",
         "",
         "| set | vs best BM25 (200/40, 1200/200) | vs vector same chunks | vs vector 200/40 | "
         "graph on - off |",
         "|---|---|---|---|---|",
     ]
     for name, res in results.items():
-        s = {k: v["primary"] for k, v in res["systems"].items()}
-        best_bm25 = max(s["bm25 200/40"], s["bm25 1200/200 top 5"])
-        d = s["hcg default"]
-        lines.append(
-            f"| {name} | {100 * (d - best_bm25):+.1f} | {100 * (d - s['vector same chunks']):+.1f} "
-            f"| {100 * (d - s['vector 200/40']):+.1f} | {100 * (d - s['hcg graph off']):+.1f} |"
-        )
+        systems = res["systems"]
+        best_bm25 = max(("bm25 200/40", "bm25 1200/200 top 5"), key=lambda k: systems[k]["primary"])
+        cells = []
+        for other in (best_bm25, "vector same chunks", "vector 200/40", "hcg graph off"):
+            mine, theirs = systems["hcg default"], systems[other]
+            lo, hi = paired_interval(mine["per_question"], theirs["per_question"])
+            cells.append(
+                f"{100 * (mine['primary'] - theirs['primary']):+.1f} [{lo:+.1f}, {hi:+.1f}]"
+            )
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -41,6 +41,7 @@ VARIANTS: dict[str, HybridConfig] = {
     "lambda 0.7": replace(DEFAULT, diversity=0.7),
     "BM25 only": replace(DEFAULT, dense_weight=0.0),
     "dense only": replace(DEFAULT, bm25_weight=0.0),
+    "clear match not followed (follow_gap None)": replace(DEFAULT, follow_gap=None),
 }
 # The previous default, for reference: fixed-weight fusion, passages.
 VARIANTS["previous default (max fusion, passages)"] = replace(

@@ -67,6 +67,12 @@ DEFAULT_MIN_NOVELTY = 0.5
 """Skip a chunk when under half of its words are new: its span is mostly covered by chosen chunks
 of the same document (chunk overlap). Measured on word spans when chunks carry ``start_word`` and
 ``end_word`` metadata."""
+DEFAULT_FOLLOW_GAP: float | None = 1.0
+"""When the best unit's fused relevance leads the runner-up by at least this much (1.0: three
+standard deviations of one signal), the windows overlapping it (the rest of its text block, which
+the chunker cut into overlapping windows) are ranked right after it: the answer a clear match holds
+often runs on into the next window (auto-merging). ``None`` turns this off. Needs word spans
+(``start_word``/``end_word``), which hcg's chunker records. Dev sets: docs/evaluation.md."""
 DEFAULT_PASSAGE_WORDS = 0
 """0 (default): the unit ranked and returned is the stored chunk, whole, as the user indexed it.
 N > 0 splits each chunk at sentence ends into passages of about N words (a chunk under 1.5 N words
@@ -108,6 +114,7 @@ class HybridConfig:
     min_novelty: float = DEFAULT_MIN_NOVELTY
     passage_words: int = DEFAULT_PASSAGE_WORDS
     fusion: str = DEFAULT_FUSION
+    follow_gap: float | None = DEFAULT_FOLLOW_GAP
 
     def __post_init__(self) -> None:
         if self.fusion not in FUSIONS:
@@ -125,6 +132,8 @@ class HybridConfig:
             raise ConfigError(f"diversity (MMR lambda) must be in [0, 1], got {self.diversity}")
         if not 0.0 <= self.min_novelty <= 1.0:
             raise ConfigError(f"min_novelty must be in [0, 1], got {self.min_novelty}")
+        if self.follow_gap is not None and not self.follow_gap >= 0:
+            raise ConfigError(f"follow_gap must be >= 0 or None, got {self.follow_gap}")
 
 
 @dataclass(frozen=True)

@@ -236,3 +236,65 @@ def test_graph_signal_goes_to_the_passage_holding_the_mechanism():
     assert ids(res) == ["long#p0"] and res.chunks[0].route == "graph"
     assert res.chunks[0].paths == (path,)
     assert res.diagnostics["graph_candidates"] == 1  # only the passage holding the sentence
+
+
+def _windowed_block():
+    """One text block cut into three overlapping windows (w0 w1 w2), plus unrelated chunks."""
+    words = [f"filler{i}" for i in range(120)]
+    words[50:53] = ["warfarin", "interacts", "grapefruit"]
+    spans = [(0, 50), (40, 90), (80, 120)]
+    block = [
+        Chunk(
+            id=f"w{i}",
+            text=" ".join(words[s:e]),
+            doc_id="doc",
+            metadata={"start_word": s, "end_word": e},
+        )
+        for i, (s, e) in enumerate(spans)
+    ]
+    others = [
+        Chunk(
+            id=f"o{i}",
+            text=f"other{i} text about warfarin dosing number {i}",
+            doc_id=f"d{i}",
+            metadata={"start_word": 0, "end_word": 7},
+        )
+        for i in range(16)
+    ]
+    # Sixteen weak matches put the clear match about four standard deviations above the rest.
+    return others[:8] + block + others[8:]
+
+
+def test_a_clear_match_brings_its_overlapping_windows_right_after_it():
+    chunks = _windowed_block()
+    query = "warfarin interacts with grapefruit"
+    on = HybridRanker(chunks, None).rank(query, None, k=5)
+    assert ids(on)[:3] == ["w1", "w0", "w2"]
+    assert [c.details.get("follows") for c in on.chunks[:3]] == [None, "w1", "w1"]
+    assert on.chunks[1].score <= on.chunks[0].score
+    off = HybridRanker(chunks, None, HybridConfig(follow_gap=None)).rank(query, None, k=5)
+    assert ids(off)[0] == "w1" and "w0" not in ids(off)[:3]
+    # No clear lead (the gap is not reached): nothing follows.
+    never = HybridRanker(chunks, None, HybridConfig(follow_gap=100.0)).rank(query, None, k=5)
+    assert ids(never) == ids(off)
+    # A filter that excludes a window keeps it out.
+    allowed = np.array([c.id != "w0" for c in chunks])
+    filtered = HybridRanker(chunks, None).rank(query, None, k=5, allowed=allowed)
+    assert "w0" not in ids(filtered) and ids(filtered)[:2] == ["w1", "w2"]
+    with pytest.raises(ConfigError):
+        HybridConfig(follow_gap=-1.0)
+
+
+def test_grown_and_shrunk_rankers_know_the_same_window_neighbours_as_a_fresh_one():
+    chunks = _windowed_block()
+    query = "warfarin interacts with grapefruit"
+    fresh = HybridRanker(chunks, None).rank(query, None, k=6)
+    grown = HybridRanker(chunks[:9], None).extended(chunks[9:], None).rank(query, None, k=6)
+    assert ids(grown) == ids(fresh)
+    assert [c.details.get("follows") for c in grown.chunks] == [
+        c.details.get("follows") for c in fresh.chunks
+    ]
+    keep = np.array([c.id != "o0" for c in chunks])
+    shrunk = HybridRanker(chunks, None).subset(keep, None).rank(query, None, k=6)
+    rebuilt = HybridRanker([c for c in chunks if c.id != "o0"], None).rank(query, None, k=6)
+    assert ids(shrunk) == ids(rebuilt) and ids(shrunk)[:3] == ["w1", "w0", "w2"]

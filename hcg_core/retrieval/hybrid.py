@@ -5,10 +5,11 @@ passages instead, ``passages.py``). Three signals score each unit: BM25 (``lexic
 cosine of the query against the unit's chunk vector, and the graph route's evidence (the paper's
 Stage 3 result: chunks on kept causal paths; of a split chunk, the passages holding an edge's
 mechanism sentence). The text signals are fused per query as z-scores against their own best
-candidates (``standardise``), and the graph adds a bonus. Packing picks units greedily by maximal
-marginal relevance (MMR): relevance minus redundancy with what is already chosen (cosine of BM25
-term vectors), skipping a unit whose words mostly repeat chosen ones (overlapping windows of one
-text). The chosen units are returned best first, each with a calibrated score in [0, 1]
+candidates (``standardise``), and the graph adds a bonus. When one unit clearly leads, the windows
+overlapping it follow it (``follow_gap``, ``_follow_best``). Packing picks units greedily by
+maximal marginal relevance (MMR): relevance minus redundancy with what is already chosen (cosine of
+BM25 term vectors), skipping a unit whose words mostly repeat chosen ones (overlapping windows of
+one text). The chosen units are returned best first, each with a calibrated score in [0, 1]
 (``calibrated_scores``) and its parts.
 
 ``use_graph=False`` runs exactly the same pipeline with the graph signal removed: the ablation that
@@ -210,6 +211,8 @@ class HybridRanker:
         self._word_counts = Growable(np.zeros(0, dtype=np.int64))
         self._spans: Growable | None = Growable(np.zeros((0, 3), dtype=np.int64))
         self._span_docs: dict[str, int] = {}
+        # Row i overlaps row i - 1: two windows of one text block (needs spans).
+        self._overlaps_prev = Growable(np.zeros(0, dtype=bool))
         self._flat_texts: tuple[str, ...] = ()
         # Chunk id -> unit rows; shared with later snapshots (extended), which only add keys.
         self._units_of: list[Any] = [{}, 0]
@@ -261,6 +264,12 @@ class HybridRanker:
         if self._spans is not None:
             spans = _chunk_spans(units, self._span_docs)
             self._spans = None if spans is None else self._spans.append(n, spans)
+        if self._spans is not None:
+            both = self._spans.view(n + len(units))[max(n - 1, 0) :]
+            overlaps = (both[1:, 0] == both[:-1, 0]) & (both[1:, 1] < both[:-1, 2])
+            if n == 0:  # the first row has no predecessor
+                overlaps = np.concatenate(([False], overlaps))[: len(units)]
+            self._overlaps_prev = self._overlaps_prev.append(n, overlaps)
         self.units = self.units + tuple(units)
 
     def extended(
@@ -308,6 +317,7 @@ class HybridRanker:
         out._word_counts = Growable(np.zeros(0, dtype=np.int64))
         out._spans = Growable(np.zeros((0, 3), dtype=np.int64))
         out._span_docs = {}
+        out._overlaps_prev = Growable(np.zeros(0, dtype=bool))
         out._flat_texts = ()
         out._units_of = [{}, 0]
         out._append_units([self.units[r] for r in rows.tolist()], new_row[self.parent[rows]])
@@ -433,6 +443,11 @@ class HybridRanker:
                 fused = fuse()
             extra, _ = top_k_indices(fused[rest], need - pool.size)
             pool = np.concatenate([pool, rest[extra]])
+        followers = np.zeros(0, dtype=np.int64)
+        if cfg.follow_gap is not None and self.spans is not None and pool.size >= 2:
+            fused, pool, followers = self._follow_best(fused, pool, cfg.follow_gap, ok)
+            if followers.size and dense_cos.fill(self.parent[followers]):
+                dense = dense_cos.values[self.parent]
         # Stable candidate order (fused score, then chunk index) makes ties deterministic.
         pool = pool[np.lexsort((pool, -fused[pool]))]
 
@@ -471,6 +486,8 @@ class HybridRanker:
             }
             if hit is not None:
                 details.update({f"graph_{k_}": v for k_, v in hit.details.items()})
+            if r in followers:
+                details["follows"] = self.units[int(pool[0])].id
             out.append(
                 RetrievedChunk(
                     chunk=self.units[r],
@@ -500,6 +517,37 @@ class HybridRanker:
             served_by="hybrid" if use_graph else "hybrid-nograph",
             diagnostics=diagnostics,
         )
+
+    def _follow_best(
+        self, fused: np.ndarray, pool: np.ndarray, gap: float, ok: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """When the best candidate leads the runner-up by ``gap``, its overlapping windows follow.
+
+        Returns the fused scores (a copy, the followers raised to just below the best), the pool
+        (the followers added) and the follower rows. A clear match's answer often runs on past the
+        window cut; its neighbours would otherwise rank low (they repeat its edge words and miss
+        the query's) or be pushed out as redundant.
+        """
+        order = np.argsort(-fused[pool], kind="stable")
+        best, second = int(pool[order[0]]), int(pool[order[1]])
+        if fused[best] - fused[second] < gap:
+            return fused, pool, np.zeros(0, dtype=np.int64)
+        overlaps = self._overlaps_prev.view(len(self.units))
+        rows = [
+            r
+            for r, linked in (
+                (best - 1, overlaps[best]),
+                (best + 1, best + 1 < overlaps.size and overlaps[best + 1]),
+            )
+            if linked and (ok is None or ok[r])
+        ]
+        followers = np.asarray(rows, dtype=np.int64)
+        if followers.size == 0:
+            return fused, pool, followers
+        fused = fused.copy()
+        # Just below the best, so the best stays first and both followers come right after it.
+        fused[followers] = np.maximum(fused[followers], np.nextafter(fused[best], -np.inf))
+        return fused, np.union1d(pool, followers), followers
 
     def _graph_rows(
         self, graph_result: RetrievalResult | None
