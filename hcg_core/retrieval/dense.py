@@ -28,6 +28,7 @@ import numpy as np
 from ..errors import ConfigError, StoreError
 from ..types import Chunk
 from .lexical import top_k_indices
+from .matvec import matvec
 
 # Fetch this many times more than asked when a filter mask must be applied after a store's
 # search (a store knows nothing of the mask), growing until enough allowed rows are found.
@@ -80,7 +81,7 @@ class NumpyDenseIndex:
     def search(
         self, query_vec: np.ndarray, n: int, allowed: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        sims = self.vectors @ np.asarray(query_vec, np.float32)
+        sims = matvec(self.vectors, np.asarray(query_vec, np.float32))
         if allowed is not None:
             sims = np.where(allowed, sims, -np.inf)
         rows, cos = top_k_indices(sims, n)
@@ -90,7 +91,7 @@ class NumpyDenseIndex:
         return rows, cos
 
     def cosines(self, query_vec: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        return self.vectors[np.asarray(rows, np.int64)] @ np.asarray(query_vec, np.float32)
+        return matvec(self.vectors[np.asarray(rows, np.int64)], np.asarray(query_vec, np.float32))
 
 
 class StoreDenseIndex:

@@ -29,6 +29,7 @@ from ..errors import ConfigError
 from ..types import Chunk, RetrievalResult, RetrievedChunk
 from .dense import DenseIndex, NumpyDenseIndex
 from .lexical import BM25Index, Growable, top_k_indices
+from .matvec import matvec
 from .passages import split_passages
 
 
@@ -162,7 +163,7 @@ def mmr_pack(
                     continue
         picked.append(j)
         words += int(lengths[j])
-        redundancy = np.maximum(redundancy, features @ features[j])
+        redundancy = np.maximum(redundancy, matvec(features, features[j]))
     return np.asarray(picked, dtype=np.int64)
 
 

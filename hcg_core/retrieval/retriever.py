@@ -25,6 +25,7 @@ from ..types import CausalGraph, CausalPath, RetrievalResult, RetrievedChunk, va
 from .compiled import CompiledGraph
 from .dense import DenseIndex
 from .hybrid import HybridRanker
+from .matvec import matvec
 from .paper import (
     Cones,
     bounded_bfs,
@@ -355,7 +356,7 @@ class CausalGraphRetriever:
         """Stage 3 steps 1-3 for an embedded query: matching, bounded BFS, outcome cones."""
         cfg, g = self.config, self.compiled
         rows, sims = match_nodes(
-            g.var_emb @ qvec,
+            matvec(g.var_emb, qvec),
             g.metric_starts,
             tau_min=cfg.tau_min,
             top_metrics=cfg.top_metrics,
@@ -459,7 +460,7 @@ class CausalGraphRetriever:
         toward = None
 
         def sims_of(r: np.ndarray) -> np.ndarray:
-            return g.chunk_emb[r] @ qvec
+            return matvec(g.chunk_emb[r], qvec)
 
         def evidence(edges: np.ndarray, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return rank_evidence(
@@ -556,7 +557,7 @@ class CausalGraphRetriever:
         n = g.chunk_emb.shape[0]
         if n == 0:
             return []
-        sims = g.chunk_emb @ qvec
+        sims = matvec(g.chunk_emb, qvec)
         if allowed is not None:
             sims = np.where(allowed, sims, -np.inf)
             n = int(allowed.sum())
@@ -588,7 +589,7 @@ class CausalGraphRetriever:
             edges = citing.get(chunk)
             if edges is not None and len(edges) < MAX_PATHS_PER_CHUNK and edge not in edges:
                 edges.append(edge)
-        scores = g.chunk_emb[rows] @ qvec
+        scores = matvec(g.chunk_emb[rows], qvec)
         return [
             RetrievedChunk(
                 self.graph.chunks[r],
