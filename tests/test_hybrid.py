@@ -180,6 +180,25 @@ def test_word_features_give_exact_cosines_between_chunks():
     np.testing.assert_allclose(got[off], want[off], atol=1e-6)
 
 
+def test_word_features_columns_are_the_shared_terms_in_term_order():
+    r = ranker()
+    rows = np.array([5, 0, 2, 3])
+    lens, terms, weights = r.bm25.doc_terms(rows)
+    per_row = np.split(np.arange(terms.size), np.cumsum(lens)[:-1])
+    held = [set(terms[p].tolist()) for p in per_row]
+    shared = sorted(t for t in set().union(*held) if sum(t in h for h in held) > 1)
+    want = np.zeros((rows.size, len(shared)), np.float32)
+    for i, p in enumerate(per_row):
+        w = weights[p].astype(np.float64)
+        unit = (w / np.sqrt((w * w).sum())).astype(np.float32)
+        for t, x in zip(terms[p].tolist(), unit.tolist(), strict=True):
+            if t in shared:
+                want[i, shared.index(t)] = x
+    got = r.word_features(rows)
+    assert got.shape == want.shape and shared
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+
+
 def _long_chunk(sentences, cid="long", start=0):
     text = " ".join(sentences)
     n = len(text.split())

@@ -99,3 +99,26 @@ def test_empty_corpus_scores_nothing():
     index = BM25Index([])
     assert index.scores("anything").shape == (0,)
     assert index.top_k("anything", 3)[0].size == 0
+
+
+def test_idf_follows_every_edit_when_queries_come_between_them():
+    # idf is computed once per index state (queries read it several times); adds, snapshots and
+    # subsets between queries must still score exactly like a fresh index of the same texts.
+    grown = BM25Index(CORPUS[:3])
+    for q in QUERIES:
+        grown.scores(q)
+    for i in range(3, len(CORPUS), 2):
+        before = grown.extended([])  # a snapshot of this state
+        kept = before.scores(QUERIES[0])
+        grown.add(CORPUS[i : i + 2])
+        fresh = BM25Index(CORPUS[: i + 2])
+        for q in QUERIES:
+            assert np.array_equal(grown.scores(q), fresh.scores(q))
+            assert grown.max_score(q) == fresh.max_score(q)
+        assert np.array_equal(grown.idf, fresh.idf)
+        assert np.array_equal(before.scores(QUERIES[0]), kept)  # the snapshot keeps its own
+    keep = np.arange(len(CORPUS)) % 2 == 0
+    part = grown.subset(keep)
+    fresh = BM25Index([t for t, k in zip(CORPUS, keep, strict=True) if k])
+    for q in QUERIES:
+        assert np.array_equal(part.scores(q), fresh.scores(q))

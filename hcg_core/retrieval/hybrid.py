@@ -163,7 +163,9 @@ def mmr_pack(
                     continue
         picked.append(j)
         words += int(lengths[j])
-        redundancy = np.maximum(redundancy, matvec(features, features[j]))
+        if len(picked) < limit and (word_budget is None or words < word_budget):
+            # The product is most of a pick's cost; after the last pick nothing reads it.
+            redundancy = np.maximum(redundancy, matvec(features, features[j]))
     return np.asarray(picked, dtype=np.int64)
 
 
@@ -341,11 +343,14 @@ class HybridRanker:
         w = (w / norms[row]).astype(np.float32)
         # Counting over the vocabulary (bincount) avoids sorting the candidates' terms.
         count = np.bincount(terms, minlength=self.bm25.vocab_size)
-        is_shared = count > 1
-        column = np.cumsum(is_shared) - 1
-        keep = is_shared[terms]
-        dense = np.zeros((m, int(is_shared.sum())), dtype=np.float32)
-        dense[row[keep], column[terms[keep]]] = w[keep]
+        shared = np.flatnonzero(count > 1)  # the columns, in term-id order
+        keep = count[terms] > 1
+        # Column of each shared term; the other entries are never read, so they stay unset.
+        column = np.empty(count.size, dtype=np.int64)
+        column[shared] = np.arange(shared.size)
+        dense = np.zeros((m, shared.size), dtype=np.float32)
+        # Flat positions: one 1-D scatter instead of a 2-D fancy index.
+        dense.reshape(-1)[row[keep] * shared.size + column[terms[keep]]] = w[keep]
         return dense
 
     def rank(

@@ -258,8 +258,19 @@ class BM25Index:
 
     @property
     def idf(self) -> np.ndarray:
-        df = self._df
-        return np.log1p((self.n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
+        """``(vocab_size,)`` float32 idf of every term under the current statistics.
+
+        A query reads it up to three times (its postings, its candidates' term vectors, its best
+        possible score), so it is computed once per index state: ``_df`` is replaced, never
+        written in place, whenever documents are added or removed, so its identity and the
+        document count name the state (a snapshot made by ``extended`` keeps its own).
+        """
+        df, n = self._df, self.n_docs
+        cached = self.__dict__.get("_idf_cache")
+        if cached is None or cached[0] is not df or cached[1] != n:
+            cached = (df, n, np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32))
+            self._idf_cache = cached
+        return cached[2]
 
     def _avgdl(self) -> float:
         return self._total_length / self.n_docs if self.n_docs and self._total_length else 1.0

@@ -10,10 +10,11 @@ On the 2-core development machine, with other jobs running, a 2,048 x 384 float3
 of a hybrid query's time at 0.2M words (docs/offline-builder.md, "Incremental updates").
 
 So :func:`matvec` runs the product in row blocks that stay below the threshold. Each block is the
-same BLAS call (gemv) on fewer rows, and a row's result does not depend on the rows beside it
-when blocks hold a multiple of 8 rows, so the result is bit-identical to ``matrix @ vector``
-computed on one thread (tests/test_matvec.py). The pool itself splits rows differently and can
-change a float32 result in its last bit; one thread is also the reproducible choice.
+same BLAS call (gemv) on fewer rows. The kernels work on small groups of rows (a row computed
+alone can differ from the same row computed in a group in its last bit), so every block starts at
+a multiple of 64 rows: the rows are grouped exactly as in one call on one thread, and the result
+is bit-identical to it (tests/test_matvec.py). The pool splits the rows its own way, so its result
+could differ in the last bit; one thread is also the reproducible choice.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ from __future__ import annotations
 import numpy as np
 
 BLOCK_ELEMENTS = 1 << 16
-"""Matrix entries per BLAS call (256 KB of float32). numpy's bundled OpenBLAS kept products of
-393k entries on one thread and threaded those of 786k (measured); a build with OpenBLAS's compiled
-default threshold (9,216 entries) still threads these blocks, which costs what one call did."""
+"""Matrix entries per BLAS call (256 KB of float32), at least ``ROW_MULTIPLE`` rows. numpy's
+bundled OpenBLAS kept products of 393k entries on one thread and threaded those of 786k
+(measured); a BLAS built with a lower threshold (OpenBLAS's compiled default is 9,216 entries)
+still threads these blocks, which costs what one call did."""
 
-_ROW_MULTIPLE = 8  # rows per block are a multiple of this (the kernels' column unrolling)
+ROW_MULTIPLE = 64
+"""Rows per block are a multiple of this, so blocks keep the kernels' grouping of rows."""
 
 
 def matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -36,10 +39,17 @@ def matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     [3.0, 12.0, 21.0, 30.0]
     """
     rows, cols = matrix.shape
-    step = max(_ROW_MULTIPLE, BLOCK_ELEMENTS // max(cols, 1) // _ROW_MULTIPLE * _ROW_MULTIPLE)
+    step = max(ROW_MULTIPLE, BLOCK_ELEMENTS // max(cols, 1) // ROW_MULTIPLE * ROW_MULTIPLE)
     if rows <= step:
         return matrix @ vector
     out = np.empty(rows, dtype=np.result_type(matrix, vector))
-    for start in range(0, rows, step):
-        np.matmul(matrix[start : start + step], vector, out=out[start : start + step])
+    start = 0
+    while start < rows:
+        stop = start + step
+        if rows - stop == 1:
+            # A 1-row product goes to another BLAS routine (numpy's matmul takes a dot product),
+            # which can round differently: the last row stays in this block.
+            stop = rows
+        np.matmul(matrix[start:stop], vector, out=out[start:stop])
+        start = stop
     return out
