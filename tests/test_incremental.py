@@ -116,6 +116,31 @@ def test_an_older_index_keeps_its_documents_after_a_newer_one_grows() -> None:
     assert g2.view(4).tolist() == [0, 1, 2, 7] and g3.view(3).tolist() == [0, 1, 9]
 
 
+def test_an_insert_that_changes_no_edge_keeps_the_compiled_graph_arrays() -> None:
+    from dataclasses import fields
+
+    from hcg_core.retrieval.compiled import CompiledGraph
+
+    r = fresh(docs())
+    before = r.compiled
+    # Text with no causal statement: no edge changes, so only the chunk arrays are new.
+    r.insert(Document("plain", "The clinic opens at nine. Parking is free on weekends."))
+    assert r.compiled.var_emb is before.var_emb and r.compiled.ev_chunk is before.ev_chunk
+    scratch = CompiledGraph.compile(r.graph, r.variable_embeddings, r.chunk_embeddings)
+    for f in fields(CompiledGraph):
+        got, want = getattr(r.compiled, f.name), getattr(scratch, f.name)
+        assert np.array_equal(got, want) if isinstance(want, np.ndarray) else got == want, f.name
+    # One that adds support recompiles (new edge objects): still equal to a fresh compile.
+    mid = r.compiled
+    report = r.insert(
+        Document("causal", "Smoking raises blood pressure. High blood pressure causes stroke.")
+    )
+    assert report.edges_added and r.compiled.var_emb is not mid.var_emb
+    scratch = CompiledGraph.compile(r.graph, r.variable_embeddings, r.chunk_embeddings)
+    assert np.array_equal(r.compiled.ev_chunk, scratch.ev_chunk)
+    assert np.array_equal(r.compiled.chunk_words, scratch.chunk_words)
+
+
 def test_the_ledger_reproduces_the_builders_edges() -> None:
     r = fresh(docs())
     row = {c.id: i for i, c in enumerate(r.graph.chunks)}

@@ -9,7 +9,7 @@ incremental insert compiles a new one, reusing the chunk arrays it already has).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -114,6 +114,18 @@ class CompiledGraph:
     @property
     def n_vars(self) -> int:
         return len(self.var_names)
+
+    def with_chunks(self, chunk_embeddings: np.ndarray, chunk_words: np.ndarray) -> CompiledGraph:
+        """This graph over grown chunk arrays: chunks appended after the existing rows (so every
+        evidence row stays valid), all variable and edge arrays shared. O(1) besides the views."""
+        emb = _frozen(np.asarray(chunk_embeddings, dtype=np.float32))
+        words = _frozen(np.asarray(chunk_words, dtype=np.int64))
+        if emb.shape[0] != words.shape[0] or emb.shape[0] < self.chunk_emb.shape[0]:
+            raise EmbedderError(
+                f"chunk arrays do not align: {emb.shape[0]} vectors, {words.shape[0]} word "
+                f"counts, {self.chunk_emb.shape[0]} chunks before"
+            )
+        return replace(self, chunk_emb=emb, chunk_words=words)
 
     @classmethod
     def compile(

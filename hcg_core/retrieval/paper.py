@@ -258,8 +258,9 @@ def rank_evidence(
             head = head[np.argsort(key[head])]
             # Extend over ties with the last edge, so similarity breaks them correctly.
             last = head[-1]
-            ties = np.flatnonzero((edge_rank == edge_rank[last]) & (conf == conf[last]))
-            head = np.concatenate([head, np.setdiff1d(ties, head)])
+            tied = (edge_rank == edge_rank[last]) & (conf == conf[last])
+            tied[head] = False  # the tied edges not in head yet, in index order (no sort needed)
+            head = np.concatenate([head, np.flatnonzero(tied)])
         else:
             head = np.argsort(key)
         pos, owner = gather(ev_ptr, edges[head])

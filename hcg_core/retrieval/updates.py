@@ -183,7 +183,7 @@ def insert(
     else:
         report.graph_mode = "none"
         edges = graph.edges
-    _install(r, replace(grown, edges=edges), st)
+    _install(r, replace(grown, edges=edges), st, appended=True)
     if r.dense_index is not None:  # a vector store serves the dense search: write the new chunks
         r.dense_index = r.dense_index.extended(new, vectors)
     for key, ranker in list(r._rankers.items()):
@@ -246,19 +246,41 @@ def _usable_ledger(r: CausalGraphRetriever) -> Any:
     return ledger
 
 
-def _install(r: CausalGraphRetriever, graph: CausalGraph, st: EditState) -> None:
+def _install(
+    r: CausalGraphRetriever, graph: CausalGraph, st: EditState, *, appended: bool = False
+) -> None:
     """Swap in the edited graph: a new compiled graph over the grown/compacted chunk arrays, and
-    a new ranker dict (retrievers cloned earlier keep the old one, consistent with their graph)."""
+    a new ranker dict (retrievers cloned earlier keep the old one, consistent with their graph).
+    ``appended``: the edit only added chunks after the existing ones (an insert)."""
+    old_graph, old = r.graph, r.compiled
     r.graph = graph
     r.chunk_embeddings = st.vectors.view(st.n)
-    r.compiled = CompiledGraph.compile(
-        graph,
-        r.variable_embeddings,
-        r.chunk_embeddings,
-        chunk_words=st.words.view(st.n),
-        chunk_row=st.row,
-    )
+    if appended and _same_edges(old_graph, graph):
+        # Most inserts change no edge (their statements map to no link, or to links whose
+        # edge stays the same): every variable, edge and evidence array stays valid, since
+        # appended chunks leave the existing chunk rows as they were. Only the chunk arrays
+        # are new; this spares the O(variables + edges + evidence) recompile.
+        r.compiled = old.with_chunks(r.chunk_embeddings, st.words.view(st.n))
+    else:
+        r.compiled = CompiledGraph.compile(
+            graph,
+            r.variable_embeddings,
+            r.chunk_embeddings,
+            chunk_words=st.words.view(st.n),
+            chunk_row=st.row,
+        )
     r._rankers = dict(r._rankers)
+
+
+def _same_edges(old: CausalGraph, new: CausalGraph) -> bool:
+    """Whether ``new`` has ``old``'s spec, variables and edge objects, in the same order
+    (identity, so the check is O(edges) pointer comparisons)."""
+    return (
+        new.variables is old.variables
+        and new.spec is old.spec
+        and len(new.edges) == len(old.edges)
+        and all(a is b for a, b in zip(new.edges, old.edges, strict=True))
+    )
 
 
 def _edge_matrix(r: CausalGraphRetriever, graph: CausalGraph) -> np.ndarray:
