@@ -37,6 +37,7 @@ WITH_EXAMPLES = frozenset(
         "hcg_core.retrieval.compiled",
         "hcg_core.retrieval.hybrid",
         "hcg_core.retrieval.lexical",
+        "hcg_core.retrieval.matvec",
         "hcg_core.retrieval.paper",
         "hcg_core.retrieval.passages",
         "hcg_core.spec.generate",

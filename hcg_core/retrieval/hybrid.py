@@ -144,6 +144,10 @@ def mmr_pack(
     available = np.ones(n, dtype=bool)
     redundancy = np.zeros(n)
     picked: list[int] = []
+    # The novelty check compares one span with the few picked ones: plain Python ints, since
+    # numpy's per-call overhead on arrays of k rows costs more than the arithmetic.
+    span_rows = spans.tolist() if spans is not None else None
+    picked_spans: dict[int, list[tuple[int, int]]] = {}  # group -> (start, end) of picks
     words = 0
     while len(picked) < limit and available.any():
         if word_budget is not None and words >= word_budget:
@@ -152,17 +156,17 @@ def mmr_pack(
         score[~available] = -np.inf
         j = int(np.argmax(score))
         available[j] = False
-        if spans is not None and picked and min_novelty > 0:
-            g, s, e = spans[j]
+        if span_rows is not None and picked and min_novelty > 0:
+            g, s, e = span_rows[j]
             if e > s:
-                same = spans[picked]
-                same = same[same[:, 0] == g]
-                # (np.maximum, not np.clip: the same integers, without clip's per-call overhead)
-                covered = np.maximum(np.minimum(same[:, 2], e) - np.maximum(same[:, 1], s), 0)
+                covered = sum(max(min(pe, e) - max(ps, s), 0) for ps, pe in picked_spans.get(g, ()))
                 # Picked spans may overlap one another; the sum bounds the covered part from above.
-                if 1.0 - min(float(covered.sum()), e - s) / (e - s) < min_novelty:
+                if 1.0 - min(float(covered), e - s) / (e - s) < min_novelty:
                     continue
         picked.append(j)
+        if span_rows is not None:
+            g, s, e = span_rows[j]
+            picked_spans.setdefault(g, []).append((s, e))
         words += int(lengths[j])
         if len(picked) < limit and (word_budget is None or words < word_budget):
             # The product is most of a pick's cost; after the last pick nothing reads it.
