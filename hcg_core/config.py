@@ -65,14 +65,15 @@ textbook balance (Carbonell & Goldstein 1998). MMR picks which units fill the bu
 returned best first by relevance. Dev sets (graph off): see docs/evaluation.md."""
 DEFAULT_MIN_NOVELTY = 0.5
 """Skip a chunk when under half of its words are new: its span is mostly covered by chosen chunks
-of the same document (chunk overlap). Measured on word spans when chunks carry ``start_word`` and
-``end_word`` metadata."""
+of the same document (chunk overlap). Measured on the units' spans in their document (see
+``DEFAULT_FOLLOW_GAP``)."""
 DEFAULT_FOLLOW_GAP: float | None = 1.0
 """When the best unit's fused relevance leads the runner-up by at least this much (1.0: three
 standard deviations of one signal), the windows overlapping it (the rest of its text block, which
 the chunker cut into overlapping windows) are ranked right after it: the answer a clear match holds
-often runs on into the next window (auto-merging). ``None`` turns this off. Needs word spans
-(``start_word``/``end_word``), which hcg's chunker records. Dev sets: docs/evaluation.md."""
+often runs on into the next window (auto-merging). ``None`` turns this off. Needs each unit's span in its
+document (hcg's word spans, a LlamaIndex node's character offsets or LangChain's ``start_index``;
+``hybrid._chunk_spans``). Dev sets: docs/evaluation.md."""
 DEFAULT_PASSAGE_WORDS = 0
 """0 (default): the unit ranked and returned is the stored chunk, whole, as the user indexed it.
 N > 0 splits each chunk at sentence ends into passages of about N words (a chunk under 1.5 N words

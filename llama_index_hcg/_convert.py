@@ -21,11 +21,16 @@ def node_to_chunk(node: BaseNode) -> Chunk:
 
     Metadata follows the adapters' one rule (:func:`hcg_core.contract.json_metadata`).
     """
+    metadata = json_metadata(node.metadata, who=f"node {node.node_id}")
+    # The node's place in its document: the ranker skips and follows overlapping windows by it.
+    start, end = getattr(node, "start_char_idx", None), getattr(node, "end_char_idx", None)
+    if isinstance(start, int) and isinstance(end, int):
+        metadata = {**metadata, "start_char_idx": start, "end_char_idx": end}
     return Chunk(
         id=node.node_id,
         text=node.get_content(metadata_mode=MetadataMode.NONE),
         doc_id=node.ref_doc_id or "",
-        metadata=json_metadata(node.metadata, who=f"node {node.node_id}"),
+        metadata=metadata,
     )
 
 

@@ -281,3 +281,33 @@ async def test_structured_llm_types_transport_errors() -> None:
         await LangChainStructuredLLM(Broken(responses=["x"])).acomplete(
             [{"role": "user", "content": "q"}], Verdict
         )
+
+
+def test_pre_split_documents_with_start_index_follow_a_clear_match(
+    embeddings: HCGDefaultEmbeddings,
+) -> None:
+    """Splits made with LangChain's ``add_start_index=True`` carry ``start_index``: the core reads
+    overlapping windows of one source from it (chunk=False keeps the caller's splits)."""
+    from test_llamaindex_adapter import notes_text
+
+    text = notes_text()
+    sentences = [s if s.endswith(".") else s + "." for s in text.split(". ")]
+    docs = []
+    for i in range(0, len(sentences), 3):  # windows of 4 sentences, 1 shared with the next
+        window = " ".join(sentences[i : i + 4])
+        docs.append(
+            Document(
+                id=f"w{i}",
+                page_content=window,
+                metadata={"source": "notes", "start_index": text.index(window)},
+            )
+        )
+    r = HCGRetriever.from_documents(docs, embeddings=embeddings, chunk=False, k=3)
+    got = r.invoke("Does warfarin interact with grapefruit juice?")
+    assert "grapefruit" in got[0].page_content
+
+    def span(d: Document) -> tuple[int, int]:
+        return d.metadata["start_index"], d.metadata["start_index"] + len(d.page_content)
+
+    (s0, e0) = span(got[0])
+    assert all(s < e0 and s0 < e for s, e in map(span, got[1:]))

@@ -463,3 +463,38 @@ def test_passages_of_long_nodes_come_back_as_parts_of_docstore_nodes(
         assert "hcg_parent_id" not in nws.node.get_content(metadata_mode=MetadataMode.LLM)
     whole = index.as_retriever(similarity_top_k=6).retrieve("What does obesity lead to?")
     assert all(index.docstore.document_exists(i) for i in ids(whole))
+
+
+def notes_text() -> str:
+    """Forty look-alike notes that mention warfarin, and one sentence that answers the question."""
+    notes = [
+        f"Clinic note {i} says patients on warfarin dose{i} rested well after treatment{i}."
+        for i in range(40)
+    ]
+    answer = "Warfarin interacts strongly with grapefruit juice and raises bleeding risk."
+    return " ".join([*notes[:20], answer, *notes[20:]])
+
+
+def test_overlapping_nodes_of_a_splitter_follow_a_clear_match_by_their_offsets(
+    embed: HCGDefaultEmbedding,
+) -> None:
+    """The core ranks overlapping windows by where they sit in their document; for LlamaIndex
+    nodes that is their character offsets (no hcg word spans)."""
+    index = HCGIndex.from_documents(
+        [Document(text=notes_text(), id_="notes")],
+        embed_model=embed,
+        transformations=[SentenceSplitter(chunk_size=80, chunk_overlap=20)],
+    )
+    question = "Does warfarin interact with grapefruit juice?"
+
+    def overlaps(a: Any, b: Any) -> bool:
+        return a.start_char_idx < b.end_char_idx and b.start_char_idx < a.end_char_idx
+
+    got = index.as_retriever(similarity_top_k=3).retrieve(question)
+    top = got[0].node
+    assert "grapefruit" in top.get_content()
+    assert all(overlaps(n.node, top) for n in got[1:])
+    config = RetrievalConfig(hybrid=HybridConfig(follow_gap=None))
+    off = index.as_retriever(similarity_top_k=3, config=config).retrieve(question)
+    assert off[0].node.node_id == top.node_id
+    assert not any(overlaps(n.node, top) for n in off[1:])

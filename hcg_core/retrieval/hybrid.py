@@ -666,16 +666,35 @@ def _squash(text: str) -> str:
 
 
 def _chunk_spans(chunks: Sequence[Chunk], docs: dict[str, int]) -> np.ndarray | None:
-    """``(n, 3)`` int64 (document number, start word, end word) when every chunk carries them;
-    ``docs`` numbers the documents (and learns the new ones)."""
+    """``(n, 3)`` int64 (document number, start, end) when every chunk carries its span in its
+    document; ``docs`` numbers the documents (and learns the new ones).
+
+    A span is read, in this order, from ``start_word``/``end_word`` (hcg's chunker), from
+    ``start_char_idx``/``end_char_idx`` (a LlamaIndex node's character offsets, which the adapter
+    copies), or from ``start_index`` (LangChain's text splitters with ``add_start_index=True``)
+    plus the text's length. Only spans of one document are ever compared, so words in one
+    document and characters in another do not mix.
+
+    >>> _chunk_spans([Chunk("a", "xyz", doc_id="d", metadata={"start_index": 5})], {}).tolist()
+    [[0, 5, 8]]
+    """
     out = np.zeros((len(chunks), 3), dtype=np.int64)
     for i, c in enumerate(chunks):
         meta: Mapping[str, Any] = c.metadata or {}
-        s, e = meta.get("start_word"), meta.get("end_word")
-        if not isinstance(s, int) or not isinstance(e, int):
+        span = next(
+            (
+                (meta[a], meta[b])
+                for a, b in (("start_word", "end_word"), ("start_char_idx", "end_char_idx"))
+                if isinstance(meta.get(a), int) and isinstance(meta.get(b), int)
+            ),
+            None,
+        )
+        if span is None and isinstance(meta.get("start_index"), int):
+            span = (meta["start_index"], meta["start_index"] + len(c.text))
+        if span is None:
             return None
         doc = c.doc_id or str(meta.get("doc_id", ""))
-        out[i] = (docs.setdefault(doc, len(docs)), s, e)
+        out[i] = (docs.setdefault(doc, len(docs)), *span)
     return out
 
 

@@ -59,7 +59,8 @@ def split_passages(
     A chunk shorter than 1.5 passages stays whole (the same object, same id). Otherwise each passage
     is a :class:`~hcg_core.types.Passage` with id ``"<chunk id>#p<i>"``, the original text of its words (whitespace
     inside kept), the chunk's ``doc_id`` and metadata plus ``passage_of`` (the chunk's id),
-    ``passage`` (i), and ``start_word``/``end_word`` shifted to the passage when the chunk has them.
+    ``passage`` (i), and ``start_word``/``end_word`` (and a LlamaIndex node's or LangChain's character
+    offsets) shifted to the passage when the chunk has them.
     ``target_words`` 0 returns the chunks unchanged.
 
     >>> parts, parent = split_passages([Chunk("c", "One two three. Four five six.")], 3)
@@ -77,12 +78,20 @@ def split_passages(
             out.append(c)
             parent.append(row)
             continue
-        start = (c.metadata or {}).get("start_word")
+        meta0 = c.metadata or {}
+        start = meta0.get("start_word")
         for i, (a, b) in enumerate(itertools.pairwise(cuts)):
-            meta = dict(c.metadata or {})
+            meta = dict(meta0)
             meta.update(passage_of=c.id, passage=i)
             if isinstance(start, int):
                 meta.update(start_word=start + a, end_word=start + b)
+            # Character offsets in the document (a LlamaIndex node's, LangChain's start_index)
+            # shift to the passage too, so passages of one chunk never look like copies.
+            for key, end_key in (("start_char_idx", "end_char_idx"), ("start_index", None)):
+                if isinstance(meta0.get(key), int):
+                    meta[key] = meta0[key] + spans[a][0]
+                    if end_key is not None:
+                        meta[end_key] = meta0[key] + spans[b - 1][1]
             text = c.text[spans[a][0] : spans[b - 1][1]]
             out.append(
                 Passage(
