@@ -82,7 +82,9 @@ def load(folder: Path, embed: HCGDefaultEmbedding, **kwargs) -> HCGIndex:
     )
 
 
-def test_persist_writes_npy_files_not_base64(index: HCGIndex, embed, tmp_path: Path) -> None:
+def test_persist_writes_npy_files_not_base64(
+    index: HCGIndex, embed, core_embedder, tmp_path: Path
+) -> None:
     index.storage_context.persist(persist_dir=str(tmp_path))
     struct = stored_struct(tmp_path)
     assert struct["chunk_embeddings"] == struct["variable_embeddings"] == ""
@@ -94,7 +96,9 @@ def test_persist_writes_npy_files_not_base64(index: HCGIndex, embed, tmp_path: P
     assert chunks.shape == (len(index.graph.chunks), 1024) == tuple(refs["chunks"]["shape"])
     np.testing.assert_array_equal(chunks, index.core_retriever.chunk_embeddings)
 
+    core_embedder.embedded.clear()
     loaded = load(tmp_path, embed)
+    assert core_embedder.embedded == []
     assert results(loaded) == results(index)
     # Memory-mapped read-only from the folder: worker processes share the pages.
     assert isinstance(loaded.core_retriever.chunk_embeddings, np.memmap)
@@ -119,6 +123,9 @@ def test_insert_after_load_then_persist_again(
     again = load(tmp_path, embed)
     assert results(again) == results(loaded)
     assert "salt" in {c.doc_id for c in again.graph.chunks}
+    again.delete_ref_doc("salt")  # deletes work on memory-mapped (read-only) arrays too
+    again.storage_context.persist(persist_dir=str(tmp_path))
+    assert results(load(tmp_path, embed)) == results(index)
 
 
 def test_an_unchanged_persist_rewrites_no_vector_file(index: HCGIndex, tmp_path: Path) -> None:
@@ -215,7 +222,7 @@ def test_a_store_that_does_not_know_its_folder(index: HCGIndex, embed, tmp_path:
 
 
 def test_a_copied_storage_context_takes_its_files_along(
-    index: HCGIndex, embed, tmp_path: Path
+    index: HCGIndex, embed, core_embedder, tmp_path: Path
 ) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
     index.storage_context.persist(persist_dir=str(first))
@@ -223,16 +230,22 @@ def test_a_copied_storage_context_takes_its_files_along(
     for path in first.glob("hcg__*.npy"):
         path.unlink()
     assert npy_files(second)
-    assert results(load(second, embed)) == results(index)
+    core_embedder.embedded.clear()
+    loaded = load(second, embed)
+    assert core_embedder.embedded == []
+    assert results(loaded) == results(index)
 
 
-def test_to_dict_stands_alone(index: HCGIndex, embed, tmp_path: Path) -> None:
+def test_to_dict_stands_alone(index: HCGIndex, embed, core_embedder, tmp_path: Path) -> None:
     index.storage_context.persist(persist_dir=str(tmp_path))
     loaded = load(tmp_path, embed)
     storage = StorageContext.from_dict(loaded.storage_context.to_dict())
     for path in tmp_path.glob("hcg__*.npy"):
         path.unlink()
-    assert results(load_index_from_storage(storage, embed_model=embed)) == results(index)
+    core_embedder.embedded.clear()
+    loaded = load_index_from_storage(storage, embed_model=embed)
+    assert core_embedder.embedded == []
+    assert results(loaded) == results(index)
 
 
 def test_a_non_local_fs_keeps_the_vectors_inline(index: HCGIndex, embed) -> None:
@@ -248,6 +261,26 @@ def test_a_non_local_fs_keeps_the_vectors_inline(index: HCGIndex, embed) -> None
         loaded = load_index_from_storage(
             StorageContext.from_defaults(persist_dir=folder, fs=fs), embed_model=embed
         )
+        assert results(loaded) == results(index)
+    finally:
+        fs.rm(folder, recursive=True)
+
+
+def test_npy_files_are_read_through_a_non_local_fs(
+    index: HCGIndex, embed, core_embedder, tmp_path: Path
+) -> None:
+    """A folder persisted locally, then copied to another filesystem, loads from there."""
+    index.storage_context.persist(persist_dir=str(tmp_path))
+    fs = fsspec.filesystem("memory")
+    folder = f"/hcg-test-{uuid.uuid4().hex}"
+    try:
+        for path in tmp_path.iterdir():
+            fs.pipe_file(f"{folder}/{path.name}", path.read_bytes())
+        core_embedder.embedded.clear()
+        loaded = load_index_from_storage(
+            StorageContext.from_defaults(persist_dir=folder, fs=fs), embed_model=embed
+        )
+        assert core_embedder.embedded == []  # read, not recomputed
         assert results(loaded) == results(index)
     finally:
         fs.rm(folder, recursive=True)
