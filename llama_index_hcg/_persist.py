@@ -211,7 +211,11 @@ def _read_ref(ref: Any, source: VectorSource) -> tuple[np.ndarray | None, str | 
 class StoreHooks:
     """What the wrapped methods of one ``SimpleIndexStore`` instance need: the indexes using it,
     those whose struct is deferred (written on the next read or persist), and where referenced
-    ``.npy`` files are (set when read from or persisted to a local folder)."""
+    ``.npy`` files are (set when read from or persisted to a local folder).
+
+    The wrappers call back into ``HCGIndex`` (``_flush_struct``, ``_persist_struct``), whose
+    private helpers they are: this module is split from ``index.py`` only to keep it readable.
+    """
 
     indexes: weakref.WeakSet = field(default_factory=weakref.WeakSet)
     pending: weakref.WeakSet = field(default_factory=weakref.WeakSet)

@@ -179,8 +179,13 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             show_progress=show_progress,
             **kwargs,
         )
-        if isinstance(self._storage_context.index_store, SimpleIndexStore):
-            store_hooks(self._storage_context.index_store).indexes.add(self)
+        store = self._storage_context.index_store
+        if isinstance(store, SimpleIndexStore):
+            hooks = store_hooks(store)
+            hooks.indexes.add(self)
+            if persist_dir is not None and hooks.source is None:
+                # The caller says where this store's files are: later reads of it use them too.
+                hooks.source = VectorSource(os.path.abspath(os.fspath(persist_dir)))
         if self._graph is None:  # loaded from an existing struct
             self._restore(self._index_struct)
 

@@ -219,6 +219,9 @@ def test_a_store_that_does_not_know_its_folder(index: HCGIndex, embed, tmp_path:
         load_index_from_storage(storage, embed_model=embed)
     loaded = load_index_from_storage(storage, embed_model=embed, persist_dir=tmp_path)
     assert results(loaded) == results(index)
+    # The folder given is now the store's: its to_dict() can inline the vectors.
+    copy = StorageContext.from_dict(storage.to_dict())
+    assert results(load_index_from_storage(copy, embed_model=embed)) == results(index)
 
 
 def test_a_copied_storage_context_takes_its_files_along(
