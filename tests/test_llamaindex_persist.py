@@ -311,3 +311,17 @@ def test_retriever_persist_keeps_npy_files(index: HCGIndex, embed, tmp_path: Pat
     assert [n.node.node_id for n in loaded.retrieve(QUERIES[0])] == [
         n.node.node_id for n in retriever.retrieve(QUERIES[0])
     ]
+
+
+def test_from_graph_dir_keeps_the_mapped_arrays(
+    index: HCGIndex, embed, core_embedder, tmp_path: Path
+) -> None:
+    index.save_graph_dir(tmp_path / "graph")
+    core_embedder.embedded.clear()
+    wrapped = HCGIndex.from_graph_dir(tmp_path / "graph", embed_model=embed)
+    assert core_embedder.embedded == []
+    assert isinstance(wrapped.core_retriever.chunk_embeddings, np.memmap)
+    # Its struct is written in full when read (deferred, as after an insert).
+    assert wrapped.index_struct.chunk_embeddings and wrapped.index_struct.graph_json
+    wrapped.storage_context.persist(persist_dir=str(tmp_path / "storage"))
+    assert results(load(tmp_path / "storage", embed)) == results(wrapped)
