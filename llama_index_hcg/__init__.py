@@ -1,7 +1,9 @@
 """LlamaIndex adapter for HCG-RAG: ``HCGIndex`` (a ``BaseIndex``) and ``HCGRetriever``.
 
 Install with ``pip install "hcg-rag[llamaindex]"``. Importing this package registers the index
-struct type, so ``load_index_from_storage`` can rebuild a persisted ``HCGIndex``.
+struct type, so ``load_index_from_storage`` can rebuild a persisted ``HCGIndex``, and has
+``SimpleIndexStore`` remember the folder it read an HCG struct from (where the index's ``.npy``
+vector files are; see ``_persist``).
 """
 
 try:
@@ -15,12 +17,14 @@ from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_ST
 from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
 
 from ._models import HCGDefaultEmbedding, LlamaIndexStructuredLLM, to_core_embedder
+from ._persist import install_folder_memory
 from .index import INDEX_STRUCT_TYPE, HCGIndex, HCGIndexStruct
 from .retriever import DEFAULT_SIMILARITY_TOP_K, HCGRetriever
 
 # load_index_from_storage looks both tables up by the persisted type string.
 INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS[INDEX_STRUCT_TYPE] = HCGIndexStruct  # type: ignore[index]
 INDEX_STRUCT_TYPE_TO_INDEX_CLASS[INDEX_STRUCT_TYPE] = HCGIndex  # type: ignore[index]
+install_folder_memory()
 
 __all__ = [
     "DEFAULT_SIMILARITY_TOP_K",

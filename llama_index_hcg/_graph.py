@@ -2,7 +2,8 @@
 (pure functions, no I/O). Edits go through the core retriever (``hcg_core.retrieval.updates``).
 
 The index struct must be JSON (LlamaIndex persists it through its key-value index store; never
-pickle), so the graph is written as plain data and the vectors as base64 float32.
+pickle), so the graph is written as plain data and inline vectors as base64 float32 (persisted
+to a local folder, the vectors are ``.npy`` files instead: ``_persist``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """``HCGIndex``: the causal graph as a LlamaIndex ``BaseIndex`` (build, insert, delete, persist).
 
 The nodes live in the storage context's docstore like any index's; the graph (spec, variables,
-edges, evidence links by node id) and its vectors live in the JSON index struct, so
-``storage_context.persist`` / ``load_index_from_storage`` round-trip with no pickle and no extra
-files. Models are never persisted: pass ``embed_model`` (and ``llm``) again on load.
+edges, evidence links by node id) lives in the JSON index struct and its vectors in ``.npy``
+files beside ``index_store.json`` (inline base64 where there is no local folder; see
+``_persist``), so ``storage_context.persist`` / ``load_index_from_storage`` round-trip with no
+pickle. Models are never persisted: pass ``embed_model`` (and ``llm``) again on load.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,13 +42,9 @@ from hcg_core.types import CausalGraph, DomainSpec, OutcomeConfig
 
 from ._convert import node_to_chunk
 from ._dense import VectorStoreDense
-from ._graph import (
-    decode_matrix,
-    encode_matrix,
-    graph_from_dict,
-    graph_to_dict,
-)
+from ._graph import graph_from_dict, graph_to_dict
 from ._models import resolve_embedder, to_structured_llm
+from ._persist import VectorSource, put_vectors, read_vectors, store_hooks, store_source
 from .retriever import HCGRetriever
 
 INDEX_STRUCT_TYPE = "hcg_causal_graph"
@@ -57,8 +54,9 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class HCGIndexStruct(IndexStruct):
-    """The JSON-persisted state of an HCGIndex: the graph as a JSON string and base64 float32
-    vectors.
+    """The JSON-persisted state of an HCGIndex: the graph as a JSON string and its vectors,
+    either base64 float32 inline or (persisted to a local folder) ``.npy`` files named in
+    ``vector_files``.
 
     ``variable_embeddings`` rows follow the graph's ``variables``, ``chunk_embeddings`` rows its
     ``chunk_ids``; both were made by the embedder named ``embedder_name`` and are reused on
@@ -82,6 +80,9 @@ class HCGIndexStruct(IndexStruct):
     # float32, rows in ``edge_texts`` order): each edge text is embedded once, across reloads.
     edge_texts: list[str] = field(default_factory=list)
     edge_vectors: str = ""
+    # Kinds ("variables", "chunks", "edges") kept in .npy files beside index_store.json instead of
+    # inline: {"file", "shape", "dtype", "sha256"} each (llama_index_hcg._persist).
+    vector_files: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def graph_data(self) -> dict[str, Any]:
         return json.loads(self.graph_json) if self.graph_json else self.graph
@@ -122,6 +123,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         vector_store: any LlamaIndex ``BasePydanticVectorStore`` (Qdrant, Milvus, pgvector...):
             chunk vectors are written there and the hybrid ranker's dense candidates read from
             there; BM25 and the graph stay local. Pass it again on load (docs/scaling.md).
+        persist_dir: on load, the folder holding the index's ``.npy`` vector files; needed only
+            when the index store cannot say which folder it was read from.
     """
 
     index_struct_cls = HCGIndexStruct
@@ -144,6 +147,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         evidence_tau: float = DEFAULT_EVIDENCE_TAU,
         evidence_per_edge: int = DEFAULT_EVIDENCE_PER_EDGE,
         vector_store: Any | None = None,
+        persist_dir: str | os.PathLike | None = None,
         **kwargs: Any,
     ) -> None:
         # Consumed here, before BaseIndex builds: the same kwargs also reach the transformations.
@@ -156,6 +160,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._build_options = dict(build_options or {})
         self._evidence_tau = evidence_tau
         self._evidence_per_edge = evidence_per_edge
+        # Where a loaded struct's .npy files are; None: the folder the index store was read from.
+        self._persist_dir = persist_dir
         self._graph: CausalGraph | None = None
         self._variable_emb: np.ndarray | None = None
         self._chunk_emb: np.ndarray | None = None
@@ -173,6 +179,13 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             show_progress=show_progress,
             **kwargs,
         )
+        store = self._storage_context.index_store
+        if isinstance(store, SimpleIndexStore):
+            hooks = store_hooks(store)
+            hooks.indexes.add(self)
+            if persist_dir is not None and hooks.source is None:
+                # The caller says where this store's files are: later reads of it use them too.
+                hooks.source = VectorSource(os.path.abspath(os.fspath(persist_dir)))
         if self._graph is None:  # loaded from an existing struct
             self._restore(self._index_struct)
 
@@ -234,7 +247,9 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             dense.write(graph.chunks, chunk_emb)
         return dense
 
-    def _write_struct(self, struct: HCGIndexStruct) -> None:
+    def _write_struct(self, struct: HCGIndexStruct, folder: Path | None = None) -> None:
+        """Write the whole state into ``struct``: vectors inline, or as ``.npy`` files in
+        ``folder`` (a local persist folder)."""
         assert self._graph is not None  # internal invariant, not user input
         struct.graph = {}
         struct.graph_json = json.dumps(graph_to_dict(self._graph), ensure_ascii=False)
@@ -244,14 +259,30 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             if self._chunk_emb is not None and self._chunk_emb.size
             else int(self._embedder.dim)
         )
-        struct.variable_embeddings = encode_matrix(self._variable_emb)
-        struct.chunk_embeddings = encode_matrix(self._chunk_emb)
+        arrays = {"variables": self._variable_emb, "chunks": self._chunk_emb}
         ledger = self._core.ledger_json() if self._core is not None else None
         struct.ledger_json = json.dumps(ledger, ensure_ascii=False) if ledger else ""
         cache = self._core.__dict__.get("edge_vectors") if self._core is not None else None
-        if cache and len(cache) != len(struct.edge_texts):
+        # Unchanged edge vectors are not re-encoded inline; a folder gets every file it names.
+        if cache and (folder is not None or len(cache) != len(struct.edge_texts)):
             struct.edge_texts = list(cache)
-            struct.edge_vectors = encode_matrix(np.vstack(list(cache.values())))
+            arrays["edges"] = np.vstack(list(cache.values()))
+        elif folder is not None and not cache:
+            struct.edge_texts = []
+            arrays["edges"] = None
+        put_vectors(struct, arrays, folder)
+
+    def _persist_struct(self, folder: Path | None) -> None:
+        """Called by the index store's ``persist``: the struct in full, vectors as ``.npy`` in
+        ``folder`` (None: inline), into the store."""
+        self._struct_stale = False
+        self._write_struct(self._index_struct, folder)
+        self._storage_context.index_store.add_index_struct(self._index_struct)
+
+    def _vector_source(self) -> VectorSource | None:
+        if self._persist_dir is not None:
+            return VectorSource(os.path.abspath(os.fspath(self._persist_dir)))
+        return store_source(self._storage_context.index_store)
 
     def _restore(self, struct: HCGIndexStruct) -> None:
         data = struct.graph_data()
@@ -266,11 +297,16 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             )
         graph = graph_from_dict(data, [node_to_chunk(n) for n in nodes])
         same = vectors_match(struct.embedder_name, struct.dim, self._embedder)
-        self._set_state(
-            graph,
-            decode_matrix(struct.variable_embeddings, struct.dim) if same else None,
-            decode_matrix(struct.chunk_embeddings, struct.dim) if same else None,
-        )
+        # from_graph_dir hands its (memory-mapped) arrays over directly, not through the struct.
+        handed = struct.__dict__.pop("_hcg_arrays", None)
+        vectors: dict[str, np.ndarray | None] = {}
+        problems: list[str] = []
+        if same:
+            vectors, problems = handed or read_vectors(struct, self._vector_source())
+        for problem in problems:
+            # The vectors derive from the docstore's texts: recomputing them loses nothing.
+            logger.warning("HCGIndex: %s; these vectors were recomputed", problem)
+        self._set_state(graph, vectors.get("variables"), vectors.get("chunks"))
         if struct.ledger_json:
             from hcg_core.graph_build.incremental import SupportLedger
 
@@ -278,12 +314,17 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
                 self._core.ledger = SupportLedger.from_json(json.loads(struct.ledger_json), graph)
             except StoreError as exc:
                 logger.warning("HCGIndex: %s; edits will link evidence only", exc)
-        if same and struct.edge_texts and struct.edge_vectors:
-            vectors = decode_matrix(struct.edge_vectors, struct.dim)
-            if vectors is not None and len(vectors) == len(struct.edge_texts):
-                self._core.__dict__["edge_vectors"] = dict(
-                    zip(struct.edge_texts, vectors, strict=True)
-                )
+        edge_vectors = vectors.get("edges")
+        if (
+            edge_vectors is not None
+            and struct.edge_texts
+            and len(edge_vectors) == len(struct.edge_texts)
+        ):
+            self._core.__dict__["edge_vectors"] = dict(
+                zip(struct.edge_texts, edge_vectors, strict=True)
+            )
+        if same and (problems or handed is not None):
+            self._restate()
         if not same:  # re-embedded with the new model: store what retrieval now uses
             if struct.embedder_name:
                 logger.warning(
@@ -295,7 +336,15 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
                     self._embedder.name,
                     self._embedder.dim,
                 )
-            self._write_struct(struct)
+            self._restate()
+
+    def _restate(self) -> None:
+        """After a load whose stored vectors are not the ones in use (recomputed, or handed over
+        by from_graph_dir): store them, in full now (remote store) or deferred (in memory)."""
+        self._sync()
+        store = self._storage_context.index_store
+        if not isinstance(store, SimpleIndexStore):
+            store.add_index_struct(self._index_struct)
 
     @property
     def graph(self) -> CausalGraph:
@@ -360,9 +409,9 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         struct = self._index_struct
         struct.graph, struct.graph_json, struct.ledger_json = {}, "", ""
         struct.variable_embeddings = struct.chunk_embeddings = struct.edge_vectors = ""
-        struct.edge_texts = []
+        struct.edge_texts, struct.vector_files = [], {}
         self._struct_stale = True
-        _flush_before_reads(store).add(self)
+        store_hooks(store).pending.add(self)
 
     def _flush_struct(self) -> None:
         """Write the deferred struct (see :meth:`_sync`) into the struct and the index store."""
@@ -542,59 +591,27 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
                 node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=c.doc_id)
             nodes.append(node)
         storage_context.docstore.add_documents(nodes, allow_update=True)
+        dims = [
+            m.shape[1]
+            for m in (stored.chunk_embeddings, stored.variable_embeddings)
+            if m is not None
+        ]
         struct = HCGIndexStruct(
             graph_json=json.dumps(graph_to_dict(stored.graph), ensure_ascii=False),
             embedder_name=stored.embedder_name or "",
-            dim=int(stored.chunk_embeddings.shape[1]) if stored.chunk_embeddings is not None else 0,
-            variable_embeddings=encode_matrix(stored.variable_embeddings),
-            chunk_embeddings=encode_matrix(stored.chunk_embeddings),
+            dim=int(dims[0]) if dims else 0,
             report=_json_report(stored.report or {}),
             ledger_json=json.dumps(stored.ledger, ensure_ascii=False) if stored.ledger else "",
         )
-        if stored.variable_embeddings is None or stored.chunk_embeddings is None:
-            struct.embedder_name = ""  # force recomputation of what is missing
+        # The directory's (memory-mapped) arrays go to the index as they are, not through base64;
+        # a missing set is computed (see _restore).
+        struct.__dict__["_hcg_arrays"] = (
+            {"variables": stored.variable_embeddings, "chunks": stored.chunk_embeddings},
+            [],
+        )
         return cls(
             index_struct=struct, storage_context=storage_context, embed_model=embed_model, **kwargs
         )
-
-
-# Index store methods that read or persist structs: a deferred HCGIndex struct is written first.
-_READERS = ("persist", "to_dict", "get_index_struct", "index_structs")
-_AREADERS = ("aget_index_struct", "async_index_structs")
-
-
-def _flush_before_reads(store: SimpleIndexStore) -> weakref.WeakSet:
-    """The set of indexes with a deferred struct in ``store``; on first use, the store's reading
-    and persisting methods are wrapped (on this instance only) to write those structs first."""
-    pending = store.__dict__.get("_hcg_pending")
-    if pending is not None:
-        return pending
-    pending = store.__dict__["_hcg_pending"] = weakref.WeakSet()
-
-    def flush() -> None:
-        for index in list(pending):
-            index._flush_struct()
-        pending.clear()
-
-    for name in _READERS:
-        method = getattr(store, name)
-
-        def reader(*args: Any, _method: Any = method, **kwargs: Any) -> Any:
-            flush()
-            return _method(*args, **kwargs)
-
-        setattr(store, name, reader)
-    for name in _AREADERS:
-        method = getattr(store, name, None)
-        if method is None:
-            continue
-
-        async def areader(*args: Any, _method: Any = method, **kwargs: Any) -> Any:
-            flush()
-            return await _method(*args, **kwargs)
-
-        setattr(store, name, areader)
-    return pending
 
 
 def _loading_embedder(embed_model: Any | None, struct: HCGIndexStruct | None) -> Embedder:

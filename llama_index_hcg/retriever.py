@@ -187,7 +187,10 @@ class HCGRetriever(BaseRetriever):
             raise StoreError(f"cannot read {RETRIEVER_FILE}: {exc}", path=path.parent) from exc
         storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
         index = load_index_from_storage(
-            storage, index_id=settings.get("index_id"), embed_model=embed_model
+            storage,
+            index_id=settings.get("index_id"),
+            embed_model=embed_model,
+            persist_dir=str(persist_dir),
         )
         config = settings.get("config")
         if config is not None:
