@@ -65,13 +65,7 @@ def word_docs(docs: list[Document], words: int, size: int) -> list[Document]:
 
 def build(docs: list[Document], embedder) -> CausalGraphRetriever:
     result = build_graph(chunk_documents(docs), embedder=embedder, progress=False)
-    core = CausalGraphRetriever.from_graph(
-        result.graph,
-        embedder,
-        variable_embeddings=result.variable_embeddings,
-        chunk_embeddings=result.chunk_embeddings,
-    )
-    core.ledger = result.ledger
+    core = CausalGraphRetriever.from_build(result, embedder)
     core.retrieve(QUERY)  # the hybrid ranker is built before timing, as in a serving process
     return core
 

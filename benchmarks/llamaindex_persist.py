@@ -91,13 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     source, _ = load_inputs(args.corpus)
     docs = first_words(source, args.words)
     result = build_graph(chunk_documents(docs), embedder=embedder, progress=False)
-    core = CausalGraphRetriever.from_graph(
-        result.graph,
-        embedder,
-        variable_embeddings=result.variable_embeddings,
-        chunk_embeddings=result.chunk_embeddings,
-    )
-    core.ledger = result.ledger
+    core = CausalGraphRetriever.from_build(result, embedder)
     tmp = Path(tempfile.mkdtemp(prefix="hcg_persist_bench_"))
     core.save(tmp / "graph")
     index = HCGIndex.from_graph_dir(tmp / "graph", embed_model=embed)

@@ -42,13 +42,7 @@ def docs() -> list[Document]:
 
 def fresh(documents: list[Document]) -> CausalGraphRetriever:
     result = build_graph(chunk_documents(documents), embedder=EMB, progress=False)
-    core = CausalGraphRetriever.from_graph(
-        result.graph,
-        EMB,
-        variable_embeddings=result.variable_embeddings,
-        chunk_embeddings=result.chunk_embeddings,
-    )
-    core.ledger = result.ledger
+    core = CausalGraphRetriever.from_build(result, EMB)
     return core
 
 
@@ -251,13 +245,7 @@ def test_inserts_cost_the_new_text_only() -> None:
     d = docs()
     emb = Counting(1024)
     result = build_graph(chunk_documents(d[:1]), embedder=emb, progress=False)
-    r = CausalGraphRetriever.from_graph(
-        result.graph,
-        emb,
-        variable_embeddings=result.variable_embeddings,
-        chunk_embeddings=result.chunk_embeddings,
-    )
-    r.ledger = result.ledger
+    r = CausalGraphRetriever.from_build(result, emb)
     seen.clear()
     for doc in d[1:]:
         r.insert(doc)

@@ -21,7 +21,14 @@ from ..embedding import embed_texts, embedder_errors
 from ..errors import ConfigError, EmbedderError
 from ..ports import Embedder
 from ..store import StoredGraph, load_graph, save_graph
-from ..types import CausalGraph, CausalPath, RetrievalResult, RetrievedChunk, variable_text
+from ..types import (
+    BuildResult,
+    CausalGraph,
+    CausalPath,
+    RetrievalResult,
+    RetrievedChunk,
+    variable_text,
+)
 from .compiled import CompiledGraph
 from .dense import DenseIndex
 from .hybrid import HybridRanker
@@ -164,6 +171,28 @@ class CausalGraphRetriever:
         **kwargs: Any,
     ) -> CausalGraphRetriever:
         return cls(graph, embedder, config, **kwargs)
+
+    @classmethod
+    def from_build(
+        cls,
+        result: BuildResult,
+        embedder: Embedder,
+        config: RetrievalConfig | None = None,
+        **kwargs: Any,
+    ) -> CausalGraphRetriever:
+        """A retriever over a fresh build: its vectors reused, its support ledger kept (so
+        ``insert``/``delete`` re-extract edges) and its report as ``build_report``."""
+        core = cls(
+            result.graph,
+            embedder,
+            config,
+            variable_embeddings=result.variable_embeddings,
+            chunk_embeddings=result.chunk_embeddings,
+            **kwargs,
+        )
+        core.ledger = result.ledger
+        core.build_report = result.report
+        return core
 
     @classmethod
     def from_stored(
