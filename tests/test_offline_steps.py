@@ -84,6 +84,25 @@ def test_containers_match_on_random_fragments():
     assert containers(s, range(len(s))) == _naive_containers(s, list(range(len(s))))
 
 
+def test_containers_match_on_fragments_cut_mid_word():
+    # A chunk edge may cut a word: the fragment's first and last words are then only the end
+    # and the start of the container's words; sentences sharing all but their first or last
+    # word (indexed together) must not be taken for containers.
+    rng = np.random.default_rng(1)
+    words = ["lung", "cancer", "raises", "risk", "in", "case", "1.", "2.", "ab", "b"]
+    full = [" ".join(rng.choice(words, size=rng.integers(2, 9))) for _ in range(60)]
+    cuts = []
+    for text in full:
+        a, b = sorted(rng.integers(0, len(text) + 1, size=2))
+        cuts.append(text[a:b].strip())
+    s = list(dict.fromkeys(t for t in full + cuts if t))
+    s += ["case 1. and more", "x case 1.", "case 1.x"]  # same inner words, other first/last
+    ids = list(range(len(s)))
+    got = containers(s, ids)
+    assert got == _naive_containers(s, ids)
+    assert sum(map(len, got.values())) > 50  # the cuts did produce containments to find
+
+
 def test_distinct_sentences_drop_fragments_longest_first():
     s = ["Smoking causes lung cancer in most cases.", "causes lung cancer in", "Salt kills."]
     within = containers(s, [0, 1, 2])

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StoreError
+from ..spec.offline_vocabulary import NodeKey
 from ..types import CausalEdge, CausalGraph, Chunk
 from .edges import edge_confidence, rank_evidence, stable_id
 from .extract import Span, head_of, split_sentences
@@ -392,7 +393,9 @@ def ledger_from_build(
         return (node.metric, node.entity)
 
     node_map: dict[NodeId, str] = {}
-    for node in set(nodes.keep.values()) | set(var_of):
+    # Sorted, so incremental.json lists its nodes in the same order on every run (a set of keys
+    # iterates in an order that changes between processes: hash(None) is per-process).
+    for node in sorted(set(nodes.keep.values()) | set(var_of), key=NodeKey.sort_key):
         node_map[node_id(node)] = var_of[node].name if node in var_of else ""
     spans: dict[str, NodeId | None] = {}
     for text, key in vocab.assign.items():

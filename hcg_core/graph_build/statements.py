@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ..types import Chunk
 from .extract import Statement, compound_heads, extract_statements, split_sentences
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -64,12 +67,17 @@ def collect_statements(
 def containers(sentences: Sequence[str], ids: Iterable[int]) -> dict[int, frozenset[int]]:
     """For each sentence id in ``ids``, the other ids in ``ids`` whose sentence contains it.
 
-    If sentence A is a substring of sentence B, A's inner words (all but the first and last, which
-    a cut may split) occur in B as consecutive whole words. So each sentence's run of inner words is
-    a hash key; one pass over the word runs of every sentence finds the sentences holding each
-    key, and only those are checked with ``in``. The cost grows with the sentences and their
-    length, not with the number of sentence pairs. A sentence of one or two words has no inner
-    word and is checked against every sentence (rare: "Stress kills.").
+    If sentence A (of two or more words) is a substring of sentence B, then B's words hold A's
+    inner words (all but the first and last) as a consecutive run, the word before that run ends
+    with A's first word and the word after it starts with A's last word (a cut may split those
+    two). So sentences are indexed by (inner words, first word, last word); one pass over the word
+    runs of every sentence B looks up the run, then the first words that end B's word before it,
+    then the last words that start B's word after it, and only the sentences found are checked
+    with ``in``. Matching all three parts, not only the inner words, matters: sentences that
+    differ only in their first or last word ("X causes Y in case 1.", "... case 2.") share their
+    inner words, and checking every pair of them would be quadratic. The cost grows with the
+    sentences, their length and the containments found, not with the number of sentence pairs.
+    A sentence of one word (rare: "Warning.") is checked against every sentence.
 
     >>> s = ["Smoking causes lung cancer in most cases.", "causes lung cancer in", "Salt kills."]
     >>> containers(s, [0, 1, 2])
@@ -77,24 +85,51 @@ def containers(sentences: Sequence[str], ids: Iterable[int]) -> dict[int, frozen
     """
     ids = sorted(set(ids))
     words = {i: sentences[i].split() for i in ids}
-    inner = {i: tuple(words[i][1:-1]) for i in ids}
-    holders: dict[tuple[str, ...], set[int]] = {key: set() for key in inner.values() if key}
-    lengths = sorted({len(key) for key in holders})
-    for j in ids:
-        w = words[j]
-        for n in lengths:
-            if n > len(w):
-                break
-            for k in range(len(w) - n + 1):
-                hit = holders.get(tuple(w[k : k + n]))
-                if hit is not None:
-                    hit.add(j)
-    out: dict[int, frozenset[int]] = {}
+    # inner words -> first word -> last word -> ids of the sentences of two or more words.
+    index: dict[tuple[str, ...], dict[str, dict[str, list[int]]]] = {}
+    single: list[int] = []
     for i in ids:
+        w = words[i]
+        if len(w) < 2:
+            single.append(i)
+            continue
+        by_first = index.setdefault(tuple(w[1:-1]), {})
+        by_first.setdefault(w[0], {}).setdefault(w[-1], []).append(i)
+    found: dict[int, set[int]] = {i: set() for i in ids}
+    lengths = sorted({len(key) for key in index})
+    for j in ids:
+        w, text = words[j], sentences[j]
+        for n in lengths:
+            # A run of n inner words needs a word before it and one after it.
+            for k in range(1, len(w) - n):
+                by_first = index.get(tuple(w[k : k + n]))
+                if by_first is None:
+                    continue
+                for by_last in _ends_of(by_first, w[k - 1]):
+                    for holders in _starts_of(by_last, w[k + n]):
+                        for i in holders:
+                            if i != j and sentences[i] in text:
+                                found[i].add(j)
+    for i in single:
         text = sentences[i]
-        cands = holders[inner[i]] if inner[i] else ids
-        out[i] = frozenset(j for j in cands if j != i and text in sentences[j])
-    return out
+        found[i].update(j for j in ids if j != i and text in sentences[j])
+    return {i: frozenset(found[i]) for i in ids}
+
+
+def _ends_of(table: dict[str, T], word: str) -> list[T]:
+    """The values of ``table`` whose key is a suffix of ``word``, looked up the cheaper way: by
+    each suffix of the word, or by each key when the table has fewer keys than the word letters.
+    """
+    if len(table) < len(word):
+        return [v for key, v in table.items() if word.endswith(key)]
+    return [table[s] for s in (word[x:] for x in range(len(word))) if s in table]
+
+
+def _starts_of(table: dict[str, T], word: str) -> list[T]:
+    """As ``_ends_of``, for the keys that are a prefix of ``word``."""
+    if len(table) < len(word):
+        return [v for key, v in table.items() if word.startswith(key)]
+    return [table[p] for p in (word[:x] for x in range(1, len(word) + 1)) if p in table]
 
 
 def distinct_sentences(
