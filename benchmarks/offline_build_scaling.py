@@ -11,12 +11,14 @@ Usage: python benchmarks/offline_build_scaling.py [N ...]   (default: 1000 2000 
 
 Prints, per size, the statements found, the build time, the "graph" stage time (where the
 per-edge work happens) and the ratio of each to the previous size; with linear cost the time
-ratio follows the size ratio.
+ratio follows the size ratio. Then the growth exponents: the least-squares slope of log(time) on
+log(statements) over all sizes, and over the last step alone (1.0 is linear, 2.0 quadratic).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import time
 
@@ -57,6 +59,18 @@ def synthetic_chunks(n_sentences: int, *, seed: int = 0, entities: int = 60) -> 
     ]
 
 
+def slope(xs: list[float], ys: list[float]) -> float:
+    """Least-squares slope of log(y) on log(x): the growth exponent.
+
+    >>> round(slope([1000, 2000, 4000], [1.0, 2.0, 4.0]), 2), round(slope([1, 2], [1, 4]), 2)
+    (1.0, 2.0)
+    """
+    lx, ly = [math.log(x) for x in xs], [math.log(max(y, 1e-9)) for y in ys]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    den = sum((a - mx) ** 2 for a in lx)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True)) / den if den else 0.0
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("sizes", nargs="*", type=int, default=[1000, 2000, 4000, 8000])
@@ -68,6 +82,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{'size x':>7} {'build x':>8} {'graph x':>8}"
     )
     prev = None
+    rows: list[tuple[int, float, float]] = []  # (statements, build s, graph s)
     for n in args.sizes:
         chunks = synthetic_chunks(n)
         # The fastest of a few runs: the machine is shared, and noise only ever adds time.
@@ -91,6 +106,15 @@ def main(argv: list[str] | None = None) -> None:
             f"{graph_s:>8.3f} {ratios[0]:>7} {ratios[1]:>8} {ratios[2]:>8}"
         )
         prev = (statements, total, graph_s)
+        rows.append(prev)
+    if len(rows) >= 2:
+        sizes = [r[0] for r in rows]
+        fits = [
+            f"{name} {slope(sizes, [r[col] for r in rows]):.2f} "
+            f"(last step {slope(sizes[-2:], [r[col] for r in rows[-2:]]):.2f})"
+            for name, col in (("build", 1), ("graph stage", 2))
+        ]
+        print("growth exponent, log-log slope over all sizes: " + "; ".join(fits))
 
 
 if __name__ == "__main__":

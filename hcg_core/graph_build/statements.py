@@ -84,21 +84,23 @@ def containers(sentences: Sequence[str], ids: Iterable[int]) -> dict[int, frozen
     {0: frozenset(), 1: frozenset({0}), 2: frozenset()}
     """
     ids = sorted(set(ids))
-    words = {i: sentences[i].split() for i in ids}
     # inner words -> first word -> last word -> ids of the sentences of two or more words.
     index: dict[tuple[str, ...], dict[str, dict[str, list[int]]]] = {}
     single: list[int] = []
     for i in ids:
-        w = words[i]
+        w = sentences[i].split()
         if len(w) < 2:
             single.append(i)
             continue
         by_first = index.setdefault(tuple(w[1:-1]), {})
         by_first.setdefault(w[0], {}).setdefault(w[-1], []).append(i)
-    found: dict[int, set[int]] = {i: set() for i in ids}
+    # Few sentences have a container: sets only for those (fewer live objects for the garbage
+    # collector to walk on a large corpus), one shared empty set for the rest.
+    found: dict[int, set[int]] = {}
     lengths = sorted({len(key) for key in index})
     for j in ids:
-        w, text = words[j], sentences[j]
+        text = sentences[j]
+        w = text.split()
         for n in lengths:
             # A run of n inner words needs a word before it and one after it.
             for k in range(1, len(w) - n):
@@ -109,11 +111,16 @@ def containers(sentences: Sequence[str], ids: Iterable[int]) -> dict[int, frozen
                     for holders in _starts_of(by_last, w[k + n]):
                         for i in holders:
                             if i != j and sentences[i] in text:
-                                found[i].add(j)
+                                found.setdefault(i, set()).add(j)
     for i in single:
         text = sentences[i]
-        found[i].update(j for j in ids if j != i and text in sentences[j])
-    return {i: frozenset(found[i]) for i in ids}
+        hits = {j for j in ids if j != i and text in sentences[j]}
+        if hits:
+            found[i] = hits
+    return {i: frozenset(found[i]) if i in found else _NONE for i in ids}
+
+
+_NONE: frozenset[int] = frozenset()
 
 
 def _ends_of(table: dict[str, T], word: str) -> list[T]:
