@@ -166,16 +166,25 @@ class SupportLedger:
     version: int = 0  # bumped by every edit (a retriever's clones check it before saving)
 
     def __post_init__(self) -> None:
-        self._by_sentence: dict[str, set[Link]] = defaultdict(set)
-        for link, sents in self.links.items():
-            for s in sents:
-                self._by_sentence[s].add(link)
+        # sentence -> the links it supports; made on the first edit (``by_sentence``), not here:
+        # every build makes a ledger, and most are only saved.
+        self._by_sentence: dict[str, set[Link]] | None = None
         self._head_index = {h: i for i, h in enumerate(self.heads)}
         self._next = max(self.order.values(), default=-1) + 1
         self._words: dict[int, list[tuple[frozenset[str], NodeId]]] = defaultdict(list)
         for node in self.nodes:
             if node[1] and not node[1].startswith(EXISTING):
                 self._words[node[0]].append((frozenset(node[1].split()), node))
+
+    @property
+    def by_sentence(self) -> dict[str, set[Link]]:
+        """Sentence -> the links it supports (the reverse of ``links``; kept up to date by edits)."""
+        if self._by_sentence is None:
+            self._by_sentence = defaultdict(set)
+            for link, sents in self.links.items():
+                for s in sents:
+                    self._by_sentence[s].add(link)
+        return self._by_sentence
 
     # ------------------------------------------------------------------ persistence
 
@@ -281,7 +290,7 @@ class SupportLedger:
             held = self.sentence_chunks.get(text)
             if held is not None:
                 held.extend(i for i in ids if i not in held)
-                touched |= self._by_sentence.get(text, set())
+                touched |= self.by_sentence.get(text, set())
         examples = list(report.examples)
         for st in corpus.statements:
             report.statements += 1
@@ -312,7 +321,7 @@ class SupportLedger:
                 link = (s, t)
                 sents = self.links.setdefault(link, {})
                 sents[text] = max(sents.get(text, 0.0), w)
-                self._by_sentence[text].add(link)
+                self.by_sentence[text].add(link)
                 if text not in self.order:
                     self.order[text] = self._next
                     self._next += 1
@@ -333,7 +342,7 @@ class SupportLedger:
                 if held is None or chunk.id not in held:
                     continue
                 held.remove(chunk.id)
-                links = self._by_sentence.get(text, set())
+                links = self.by_sentence.get(text, set())
                 touched |= links
                 if held:
                     continue
@@ -343,7 +352,7 @@ class SupportLedger:
                         sents.pop(text, None)
                         if not sents:
                             del self.links[link]
-                self._by_sentence.pop(text, None)
+                self.by_sentence.pop(text, None)
                 del self.sentence_chunks[text]
                 self.order.pop(text, None)
         self.version += 1
