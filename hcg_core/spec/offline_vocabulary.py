@@ -15,6 +15,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -24,13 +25,15 @@ from ..ports import Embedder
 from ..types import DomainSpec, Metric, variable_text
 
 
-@dataclass(frozen=True)
-class NodeKey:
+class NodeKey(NamedTuple):
     """A variable of the offline graph before it is named: a metric index and an entity.
 
     ``entity`` is "" for the metric's generic variable; otherwise its words (after
     ``entity_key``, sorted content words). ``existing`` holds the entities of a variable a given
     spec already has (its entity words are then not re-normalised).
+
+    A named tuple, not a dataclass: the builder hashes and compares node keys a few dozen times
+    per statement, and a tuple does both in C (a dataclass's ``__hash__``/``__eq__`` are Python).
 
     >>> NodeKey(0).is_generic, NodeKey(0, "lung").is_generic, NodeKey(0, existing=("x",)).is_generic
     (True, False, False)
