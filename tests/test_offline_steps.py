@@ -97,6 +97,7 @@ def test_containers_match_on_fragments_cut_mid_word():
         cuts.append(text[a:b].strip())
     s = list(dict.fromkeys(t for t in full + cuts if t))
     s += ["case 1. and more", "x case 1.", "case 1.x"]  # same inner words, other first/last
+    s += ["risk  in case", "risk in\tcase 1.", " in case "]  # other whitespace: `in` decides
     ids = list(range(len(s)))
     got = containers(s, ids)
     assert got == _naive_containers(s, ids)
