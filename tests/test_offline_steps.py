@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -318,6 +319,23 @@ def test_make_edges_mechanism_confidence_and_fragments():
     assert edge.mechanism == "Smoking harms."
     assert edge.evidence == ("c2", "c1")
     assert edge.confidence == edge_confidence([0.6, 0.95])
+
+
+# ------------------------------------------------------------------ ledger
+
+
+def test_ledger_lists_nodes_in_node_key_order():
+    # incremental.json must not depend on a set's iteration order (hash(None) changes between
+    # processes, and NodeKey holds None): the ledger lists its nodes sorted.
+    from hcg_core.corpus import chunk_documents, load_inputs
+    from hcg_core.embedders import HashingEmbedder
+    from hcg_core.graph_build.offline import build_offline
+
+    docs, _ = load_inputs([Path(__file__).resolve().parents[1] / "examples" / "corpus"])
+    ledger = build_offline(chunk_documents(docs), embedder=HashingEmbedder(), progress=False).ledger
+    nodes = list(ledger.nodes)
+    assert len(nodes) > 20
+    assert nodes == sorted(nodes, key=lambda n: NodeKey(n[0], n[1]).sort_key())
 
 
 # ------------------------------------------------------------------ config
