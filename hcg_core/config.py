@@ -133,8 +133,12 @@ class HybridConfig:
             raise ConfigError(f"diversity (MMR lambda) must be in [0, 1], got {self.diversity}")
         if not 0.0 <= self.min_novelty <= 1.0:
             raise ConfigError(f"min_novelty must be in [0, 1], got {self.min_novelty}")
-        if self.follow_gap is not None and not self.follow_gap >= 0:
-            raise ConfigError(f"follow_gap must be >= 0 or None, got {self.follow_gap}")
+        if self.follow_gap is not None and not (
+            isinstance(self.follow_gap, int | float)
+            and not isinstance(self.follow_gap, bool)
+            and self.follow_gap >= 0
+        ):
+            raise ConfigError(f"follow_gap must be a number >= 0 or None, got {self.follow_gap!r}")
 
 
 @dataclass(frozen=True)

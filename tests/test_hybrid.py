@@ -300,8 +300,9 @@ def test_a_clear_match_brings_its_overlapping_windows_right_after_it():
     allowed = np.array([c.id != "w0" for c in chunks])
     filtered = HybridRanker(chunks, None).rank(query, None, k=5, allowed=allowed)
     assert "w0" not in ids(filtered) and ids(filtered)[:2] == ["w1", "w2"]
-    with pytest.raises(ConfigError):
-        HybridConfig(follow_gap=-1.0)
+    for bad in (-1.0, float("nan"), "1", True):
+        with pytest.raises(ConfigError):
+            HybridConfig(follow_gap=bad)
 
 
 def test_grown_and_shrunk_rankers_know_the_same_window_neighbours_as_a_fresh_one():
