@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -41,7 +41,7 @@ import numpy as np
 from ..errors import StoreError
 from ..spec.offline_vocabulary import NodeKey
 from ..types import CausalEdge, CausalGraph, Chunk
-from .edges import edge_confidence, rank_evidence, stable_id
+from .edges import MAX_CONFIDENCE, noisy_or_miss, rank_evidence, stable_id
 from .extract import Span, head_of, split_sentences
 from .statements import collect_statements, containers, distinct_sentences
 
@@ -139,6 +139,27 @@ class UpdateReport:
 
 
 NodeId = tuple[int, str]  # (metric index, entity key); "" is the metric's generic variable
+ChunkRows = Mapping[str, int]  # chunk id -> row in the graph's chunks
+
+
+@dataclass
+class LinkState:
+    """What a link's last full recomputation (``SupportLedger.edge``) found, kept while its
+    confidence is capped, so sentences new to the ledger that are no fragment of another sentence
+    and have none update the edge by themselves (docs/offline-builder.md, "Incremental updates").
+
+    Then every new sentence is distinct (the old ones keep their status: none of their containers
+    changed), the noisy-or stays at ``MAX_CONFIDENCE`` (each factor is at most 1), the mechanism
+    is the old one or a new sentence with a higher key, and the evidence's top chunks are among
+    the old top and the chunks whose counts grew (counts only grow).
+    """
+
+    best: tuple[float, int, int, int]  # (strength, chunks, -length, -order) of the mechanism
+    best_text: str
+    first: int  # the mechanism's first chunk row
+    counts: Counter  # chunk row -> distinct supporting sentences it holds
+    top: list[int]  # the max_evidence rows by (most sentences, lower row)
+    pending: dict[str, None] = field(default_factory=dict)  # new sentences not counted yet
 
 
 @dataclass
@@ -175,6 +196,13 @@ class SupportLedger:
         for node in self.nodes:
             if node[1] and not node[1].startswith(EXISTING):
                 self._words[node[0]].append((frozenset(node[1].split()), node))
+        # In memory only: per-link states (``LinkState``) and, made on the first insert that
+        # needs them, the fragment index of every sentence (``_related``).
+        self._state: dict[Link, LinkState] = {}
+        self._inner: dict[str, list[str]] | None = None  # inner words -> sentences (3+ words)
+        self._short: list[str] = []  # sentences of one or two words
+        self._lengths: set[int] = set()  # inner-word counts in ``_inner``
+        self._joined = ""  # every sentence, NUL-separated: "is x inside one?" at memory speed
 
     @property
     def by_sentence(self) -> dict[str, set[Link]]:
@@ -290,7 +318,16 @@ class SupportLedger:
             held = self.sentence_chunks.get(text)
             if held is not None:
                 held.extend(i for i in ids if i not in held)
-                touched |= self.by_sentence.get(text, set())
+                links = self.by_sentence.get(text, set())
+                touched |= links
+                for link in links:  # a sentence's chunks changed: recompute in full
+                    self._state.pop(link, None)
+        fresh = [text for text in corpus.sentences if text not in self.order]
+        if self._state or self._inner is not None:
+            related = self._related(fresh)
+            plain = {text for text in fresh if text not in related}
+        else:
+            plain = set()
         examples = list(report.examples)
         for st in corpus.statements:
             report.statements += 1
@@ -320,6 +357,12 @@ class SupportLedger:
                     continue
                 link = (s, t)
                 sents = self.links.setdefault(link, {})
+                state = self._state.get(link)
+                if state is not None:
+                    if text in plain and (text not in sents or text in state.pending):
+                        state.pending[text] = None
+                    else:
+                        del self._state[link]
                 sents[text] = max(sents.get(text, 0.0), w)
                 self.by_sentence[text].add(link)
                 if text not in self.order:
@@ -328,14 +371,65 @@ class SupportLedger:
                     held = self.sentence_chunks.setdefault(text, [])
                     held.extend(chunks[c].id for c in corpus.chunks_of[st.sentence])
                 touched.add(link)
+        if self._inner is not None:
+            added = [text for text in fresh if text in self.order]
+            for text in added:
+                self._index(text)
+            if added:
+                self._joined += "\x00" + "\x00".join(added)
         report.examples = tuple(examples)
         self.version += 1
         return touched
+
+    def _index(self, text: str) -> None:
+        words = text.split()
+        if len(words) < 3:
+            self._short.append(text)
+        else:
+            self._inner.setdefault(" ".join(words[1:-1]), []).append(text)
+            self._lengths.add(len(words) - 2)
+
+    def _related(self, texts: Sequence[str]) -> set[str]:
+        """Which of ``texts`` (sentences new to the ledger) are a fragment of, or contain, another
+        sentence of the ledger or of ``texts``: their links are recomputed in full.
+
+        Costs O(new text) plus one substring search of all sentences' text per new sentence
+        (C speed). A removed sentence stays in the index and can only make this answer "related"
+        (a full recomputation), never miss a fragment.
+        """
+        if self._inner is None:
+            self._inner = {}
+            for text in self.order:
+                self._index(text)
+            self._joined = "\x00".join(self.order)
+        related: set[str] = set()
+        for i, holders in containers(texts, range(len(texts))).items():
+            if holders:
+                related.add(texts[i])
+                related.update(texts[j] for j in holders)
+        for x in texts:
+            if x in related:
+                continue
+            if "\x00" in x or x in self._joined or any(y in x for y in self._short):
+                related.add(x)
+                continue
+            # A sentence y of 3+ words inside x has y's inner words as a run of x's words with
+            # a word before and after (``statements.containers``).
+            w = x.split()
+            if any(
+                y in x and y in self.order
+                for n in self._lengths
+                for k in range(1, len(w) - n)
+                for y in self._inner.get(" ".join(w[k : k + n]), ())
+            ):
+                related.add(x)
+        return related
 
     def remove_chunks(self, chunks: Sequence[Chunk]) -> set[Link]:
         """Remove the chunks from the sentences they hold; return the links whose support changed
         (a link absent from ``links`` afterwards has lost all its support)."""
         touched: set[Link] = set()
+        self._state.clear()  # chunk rows shift: recompute in full
         for chunk in chunks:
             for text in dict.fromkeys(split_sentences(chunk.text)):
                 held = self.sentence_chunks.get(text)
@@ -358,8 +452,18 @@ class SupportLedger:
         self.version += 1
         return touched
 
-    def edge(self, link: Link, chunk_row: Mapping[str, int], chunks: Sequence[Chunk]) -> CausalEdge:
-        """The edge the builder makes for ``link`` from its current support (``make_edges``)."""
+    def edge(self, link: Link, chunk_row: ChunkRows, chunks: Sequence[Chunk]) -> CausalEdge:
+        """The edge the builder makes for ``link`` from its current support (``make_edges``).
+
+        From the link's ``LinkState`` when it has one and only new sentences to add, else
+        recomputed from all its sentences (the state is kept when the confidence is capped).
+        """
+        state = self._state.get(link)
+        if state is not None:
+            edge = self._update(link, state, chunk_row, chunks)
+            if edge is not None:
+                return edge
+            del self._state[link]
         sents = self.links[link]
         texts = sorted(sents, key=self.order.__getitem__)
         ids = range(len(texts))
@@ -368,17 +472,70 @@ class SupportLedger:
             sorted(chunk_row[c] for c in self.sentence_chunks.get(t, ()) if c in chunk_row)
             for t in texts
         ]
-        sids = [i for i in sids if chunks_of[i]] or list(sids)
+        held = [i for i in sids if chunks_of[i]]
+        sids = held or list(sids)
         best = max(sids, key=lambda i: (sents[texts[i]], len(chunks_of[i]), -len(texts[i]), -i))
         ranked = rank_evidence(sids, best, chunks_of, self.max_evidence) if chunks_of[best] else []
+        miss = noisy_or_miss(sents[texts[i]] for i in sids)  # as edge_confidence
+        if len(held) == len(sids) and 1.0 - miss >= MAX_CONFIDENCE:
+            counts: Counter = Counter(c for i in sids for c in chunks_of[i])
+            self._state[link] = LinkState(
+                best=(
+                    sents[texts[best]],
+                    len(chunks_of[best]),
+                    -len(texts[best]),
+                    -self.order[texts[best]],
+                ),
+                best_text=texts[best],
+                first=chunks_of[best][0],
+                counts=counts,
+                top=sorted(counts, key=lambda c: (-counts[c], c))[: self.max_evidence],
+            )
         source, target = link
         return CausalEdge(
             id=stable_id("e_", source, target),
             source=source,
             target=target,
             mechanism=texts[best][:MAX_MECHANISM_CHARS],
-            confidence=edge_confidence(sents[texts[i]] for i in sids),
+            confidence=round(min(MAX_CONFIDENCE, 1.0 - miss), 4),
             evidence=tuple(chunks[c].id for c in ranked),
+        )
+
+    def _update(
+        self, link: Link, state: LinkState, chunk_row: ChunkRows, chunks: Sequence[Chunk]
+    ) -> CausalEdge | None:
+        """The edge from ``state`` plus its pending sentences (see ``LinkState``), in O(new
+        sentences + evidence); None when a new sentence has no chunk in the graph."""
+        sents = self.links[link]
+        rows = {}
+        for x in state.pending:
+            rows[x] = sorted(
+                chunk_row[c] for c in self.sentence_chunks.get(x, ()) if c in chunk_row
+            )
+            if not rows[x]:
+                return None
+        counts, grew = state.counts, set()
+        for x, held in rows.items():
+            key = (sents[x], len(held), -len(x), -self.order[x])
+            if key > state.best:
+                state.best, state.best_text, state.first = key, x, held[0]
+            counts.update(held)
+            grew.update(held)
+        state.pending.clear()
+        state.top = sorted(set(state.top) | grew, key=lambda c: (-counts[c], c))[
+            : self.max_evidence
+        ]
+        first = state.first
+        ranked = sorted(set(state.top) | {first}, key=lambda c: (c != first, -counts[c], c))
+        source, target = link
+        return CausalEdge(
+            id=stable_id("e_", source, target),
+            source=source,
+            target=target,
+            mechanism=state.best_text[:MAX_MECHANISM_CHARS],
+            # Capped before, so capped now: round(min(MAX, 1 - miss), 4) with 1 - miss >= MAX.
+            confidence=round(MAX_CONFIDENCE, 4),
+            evidence=tuple(chunks[c].id for c in ranked[: self.max_evidence]),
         )
 
 
