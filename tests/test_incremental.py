@@ -446,3 +446,74 @@ def test_hcg_add_chunks_new_text_like_the_build(tmp_path: Path) -> None:
     assert main(["add", str(out), files[2]]) == 0
     added = [c for c in load_graph(out).graph.chunks if c.doc_id == Path(files[2]).name]
     assert len(added) > 2 and max(len(c.text.split()) for c in added) <= 80
+
+
+# ------------------------------------------------------------------ capped links (LinkState)
+
+
+def _hub_sentences(n: int, seed: int, start: int) -> list[str]:
+    """Causal sentences between entity variables of two hub metrics (benchmarks/insert_hub_cost.py)."""
+    import random
+
+    pool = ["velor", "kamin", "tusar", "podri", "nelqua", "zenbo"]
+    rng = random.Random(seed)
+    return [
+        f"{rng.choice(pool).capitalize()} {rng.choice(('damage', 'inflammation'))} "
+        f"{rng.choice(('leads to', 'causes', 'triggers'))} {rng.choice(pool)} "
+        f"{rng.choice(('failure', 'disease'))} in adults number {start + i}."
+        for i in range(n)
+    ]
+
+
+def full_recomputation(r: CausalGraphRetriever) -> dict[tuple[str, str], object]:
+    """Every ledger link's edge recomputed from all its sentences by a ledger without states."""
+    ledger = SupportLedger.from_json(r.ledger.to_json(r.graph), r.graph)
+    row = {c.id: i for i, c in enumerate(r.graph.chunks)}
+    names = {v.name for v in r.graph.variables}
+    return {
+        link: ledger.edge(link, row, r.graph.chunks)
+        for link in ledger.links
+        if link[0] in names and link[1] in names
+    }
+
+
+def test_capped_links_updated_in_place_equal_a_full_recomputation(monkeypatch) -> None:
+    """Hub links (confidence capped) take new sentences without recomputing; after every kind
+    of edit (new sentences, a fragment cut by overlapping chunks, a repeated sentence, a delete)
+    every edge equals the full recomputation: ids, mechanisms, confidences, evidence."""
+    from hcg_core.types import Chunk
+
+    in_place = []
+    original = SupportLedger._update
+
+    def counted(self, *args, **kwargs):  # noqa: ANN001, ANN202
+        out = original(self, *args, **kwargs)
+        in_place.append(out is not None)
+        return out
+
+    monkeypatch.setattr(SupportLedger, "_update", counted)
+    base = _hub_sentences(240, 0, 0)
+    chunks = [Chunk(f"c{i}", " ".join(base[i : i + 8]), f"d{i}") for i in range(0, 240, 8)]
+    r = CausalGraphRetriever.from_build(build_graph(chunks, embedder=EMB, progress=False), EMB)
+    by_link = lambda: {(e.source, e.target): e for e in r.graph.edges}  # noqa: E731
+    assert by_link() == full_recomputation(r)
+    new = _hub_sentences(48, 1, 1000)
+    tail = lambda s: s.split(" ", 1)[1]  # noqa: E731 (a fragment: the cut dropped a word)
+    edits = [
+        [Chunk("n0", " ".join(new[:8]), "n0")],
+        [Chunk("n1", " ".join(new[8:16]), "n1")],
+        [Chunk("n2", " ".join(new[16:24]) + " " + base[3], "n2")],  # a known sentence, new chunk
+        [Chunk("n3a", " ".join(new[24:28]), "n3"), Chunk("n3b", tail(new[27]), "n3")],
+        [Chunk("n4a", " ".join(new[28:32]), "n4"), Chunk("n4b", tail(base[5]), "n4")],  # in old
+        [Chunk("n5", " ".join(new[32:36]) + " Moreover, " + base[6], "n5")],  # holds an old one
+        "delete",  # the first chunk: every row after it moves
+        [Chunk("n6", " ".join(new[36:48]), "n6")],
+    ]
+    for edit in edits:
+        if edit == "delete":
+            r.delete(["d0"])
+        else:
+            report = r.insert(edit)
+            assert report.statements_mapped > 0
+        assert by_link() == full_recomputation(r), edit
+    assert any(in_place) and in_place.count(True) >= 4  # the in-place path ran
