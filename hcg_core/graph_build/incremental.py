@@ -9,7 +9,9 @@ variable assignment of the build, so that:
   spans onto the *existing* vocabulary (the build's span assignment; an unseen span by its head:
   a metric head's entity variable, else that metric's generic variable), adds their support
   (with the build's lifting) and recomputes only the links they touch, with the builder's own
-  functions;
+  functions; a link whose confidence is capped keeps what its last recomputation found
+  (``LinkState``) and takes sentences new to the ledger that are no fragment of another sentence
+  (and hold none) without a recomputation, with the same result;
 * deleting chunks removes them from the sentences that name them; a sentence no chunk holds any
   more stops supporting its links, and a link with no sentence left loses its edge.
 
