@@ -325,7 +325,7 @@ class SupportLedger:
                 for link in links:  # a sentence's chunks changed: recompute in full
                     self._state.pop(link, None)
         fresh = [text for text in corpus.sentences if text not in self.order]
-        if self._state or self._inner is not None:
+        if self._state:  # no state: every touched link is recomputed in full anyway
             related = self._related(fresh)
             plain = {text for text in fresh if text not in related}
         else:
