@@ -53,6 +53,8 @@ LEDGER_FORMAT = 1
 MAX_MECHANISM_CHARS = 400  # as edges.make_edges
 MAX_EXAMPLES = 5  # statements named in a report, per kind
 EXISTING = "="  # entity-key prefix of a given spec's variables (never a word)
+# An insert of more new sentences recomputes the links it touches in full (``LinkState``).
+MAX_IN_PLACE_SENTENCES = 256
 
 Link = tuple[str, str]  # (source variable name, target variable name)
 
@@ -325,7 +327,9 @@ class SupportLedger:
                 for link in links:  # a sentence's chunks changed: recompute in full
                     self._state.pop(link, None)
         fresh = [text for text in corpus.sentences if text not in self.order]
-        if self._state:  # no state: every touched link is recomputed in full anyway
+        # No state: every touched link is recomputed in full anyway. Many new sentences: their
+        # substring searches (each over all sentences' text) would cost more than recomputing.
+        if self._state and len(fresh) <= MAX_IN_PLACE_SENTENCES:
             related = self._related(fresh)
             plain = {text for text in fresh if text not in related}
         else:
