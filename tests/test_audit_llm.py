@@ -5,37 +5,13 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from fixtures.llm.responder import OUTCOME, load_chunks, respond
+from fixtures.llm.responder import respond
+from test_llm_pipeline import EMB, http_build
 
 from hcg_core.audit import apply_to_directory, diff_graphs
 from hcg_core.audit.diff import is_empty
-from hcg_core.embedders import HashingEmbedder
-from hcg_core.graph_build import build_graph
-from hcg_core.llm import OpenAIStructuredLLM
 from hcg_core.store import load_graph, save_graph
 from hcg_core.testing import StubLLMServer
-
-EMB = HashingEmbedder()
-
-
-def http_build(srv, cache_dir, spec=None):
-    llm = OpenAIStructuredLLM(
-        "stub-model",
-        base_url=srv.base_url,
-        api_key="x",
-        timeout=1,
-        backoff_base=0.001,
-        max_concurrency=4,
-        cache_dir=cache_dir,
-    )
-    return build_graph(
-        load_chunks(),
-        embedder=EMB,
-        llm=llm,
-        tier="XS",
-        outcome=None if spec else OUTCOME,
-        spec=spec,
-    )
 
 
 def save(result, path):
