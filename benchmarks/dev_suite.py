@@ -3,7 +3,8 @@
 For each set the corpus is built with ``hcg build`` on the library defaults (reused from --work when
 already built), then every system answers every question at the same word budget and is scored on
 gold-context recall (when the questions carry gold context) and lexical answer recall
-(``hcg_core.eval``). Systems:
+(``hcg_core.eval``). ``--embedder NAME`` builds with another embedder (for example
+``multilingual``); the vector baselines then use it too. Systems:
 
 - ``hcg default``: the retriever as a user gets it (hybrid mode, graph signal on);
 - ``hcg graph off``: the same pipeline with the graph signal off (the ablation);
@@ -62,12 +63,16 @@ def parse_set(text: str) -> tuple[str, list[Path]]:
     return name, parts
 
 
-def build(name: str, corpus: Path, work: Path, rebuild: bool) -> tuple[Path, float | None]:
+def build(
+    name: str, corpus: Path, work: Path, rebuild: bool, embedder: str | None = None
+) -> tuple[Path, float | None]:
     out = work / name / "graph"
     if out.exists() and not rebuild and (out / "manifest.json").exists():
         return out, None
     t0 = time.perf_counter()
     args = ["build", str(corpus), "--out", str(out), "--quiet"]
+    if embedder:
+        args += ["--embedder", embedder]
     if out.exists():
         args.append("--force")
     if hcg_main(args) != 0:
@@ -102,6 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, required=True, help="graphs and results go here")
     parser.add_argument("--limit", type=int, default=None, help="first N questions per set")
     parser.add_argument("--rebuild", action="store_true", help="rebuild graphs already in --work")
+    parser.add_argument(
+        "--embedder",
+        default=None,
+        help="build with this embedder (hcg build --embedder; default the library's); the vector "
+        "baselines use the same one",
+    )
     args = parser.parse_args(argv)
     results: dict[str, dict] = {}
     question_sets = {
@@ -114,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name, paths in args.set:
         questions = question_sets[name]
-        graph_dir, build_s = build(name, paths[0], args.work, args.rebuild)
+        graph_dir, build_s = build(name, paths[0], args.work, args.rebuild, args.embedder)
         retriever = CausalGraphRetriever.load(graph_dir)
         print(
             f"== {name}: {len(questions)} questions, {len(retriever.graph.chunks)} chunks, "

@@ -41,6 +41,7 @@ def test_public_surface_is_pinned():
         "CallableEmbedder",
         "HashingEmbedder",
         "MiniLMEmbedder",
+        "MultilingualE5Embedder",
         "OpenAIEmbedder",
         "default_embedder",
         "embedder_by_name",

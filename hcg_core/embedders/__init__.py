@@ -1,8 +1,9 @@
-"""Embedders: the offline default (MiniLM int8 ONNX), feature hashing, OpenAI-compatible, wrappers.
+"""Embedders: the offline default (MiniLM int8 ONNX), multilingual e5, hashing, OpenAI-compatible, wrappers.
 
 Each satisfies :class:`hcg_core.ports.Embedder`; see docs/embedders.md for which to use when.
 """
 
+from .e5 import MultilingualE5Embedder
 from .factory import default_embedder, embedder_by_name, embedder_from_name
 from .hashing import HashingEmbedder
 from .minilm import MiniLMEmbedder
@@ -13,6 +14,7 @@ __all__ = [
     "CallableEmbedder",
     "HashingEmbedder",
     "MiniLMEmbedder",
+    "MultilingualE5Embedder",
     "OpenAIEmbedder",
     "default_embedder",
     "embedder_by_name",

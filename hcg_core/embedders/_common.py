@@ -1,8 +1,11 @@
-"""Input checks shared by the embedders, so every one rejects bad input with the same message."""
+"""What the embedders share: input checks (one message for bad input) and finding bundled model files."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import EmbedderError
@@ -34,3 +37,26 @@ def check_text(text: Any, *, who: str) -> str:
     if not isinstance(text, str):
         raise EmbedderError(f"{who}.embed_query expects a str, got {type(text).__name__}")
     return text
+
+
+def package_dirs(package: str, install_hint: str) -> list[Path]:
+    """Folders of an installed package, found without executing its ``__init__``."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbedderError(
+            f"this embedder needs the package {package!r}, which is not installed; "
+            f"run: {install_hint}"
+        )
+    return [Path(p) for p in spec.submodule_search_locations]
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, read in 1 MiB blocks (model files are tens of MB)."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

