@@ -16,29 +16,17 @@ Nothing here knows a particular corpus: any graph directory and any QA file with
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 import numpy as np
 
+from hcg_core.corpus import NOT_ENGLISH_SHARE, english_share
 from hcg_core.eval.metric import normalise_space
 from hcg_core.eval.runner import load_questions, load_sentences
 from hcg_core.retrieval import CausalGraphRetriever
-from hcg_core.retrieval.lexical import STOPWORDS
 
 DEPTH = 50
 CUTS = (1, 3, 10, DEPTH)
-_WORD = re.compile(r"[^\W\d_]+")
-
-
-def english_share(text: str) -> float:
-    """Share of a text's words that are English function words (about 0.4 in English prose).
-
-    >>> round(english_share("The cat sat on the mat"), 2), english_share("Elde edilen bulgular")
-    (0.5, 0.0)
-    """
-    words = _WORD.findall(text.lower())
-    return sum(w in STOPWORDS for w in words) / len(words) if words else 0.0
 
 
 def best_rank(order: np.ndarray, holders: set[int]) -> int | None:
@@ -96,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         shares = [sum(1 for r in rs if r is not None and r <= c) / n for c in CUTS]
         missing = sum(1 for r in rs if r is None) / n
         print(f"| {name} | " + " | ".join(f"{s:.3f}" for s in shares) + f" | {missing:.3f} |")
-    foreign = sum(1 for t in missed_everywhere if english_share(t) < 0.05)
+    foreign = sum(1 for t in missed_everywhere if english_share(t) < NOT_ENGLISH_SHARE)
     print(
         f"\nmissed by all three: {len(missed_everywhere)} of {n} questions; "
         f"their gold reads as not English in {foreign}"

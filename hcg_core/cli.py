@@ -14,13 +14,15 @@ Errors of the library (``HCGError``) are printed as one line and exit with statu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import math
 import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,18 +101,19 @@ def cmd_build(args: argparse.Namespace) -> int:
         return 0
     embedder = make_embedder(args.embedder, args.embedder_base_url)
     progress = None if not args.quiet else False
-    result = _build_or_report(
-        args,
-        lambda: build_graph(
-            chunks,
-            embedder=embedder,
-            llm=llm,
-            tier=args.tier,
-            outcome=outcome,
-            spec=spec,
-            progress=progress,
-        ),
-    )
+    with _library_warnings() as shown:
+        result = _build_or_report(
+            args,
+            lambda: build_graph(
+                chunks,
+                embedder=embedder,
+                llm=llm,
+                tier=args.tier,
+                outcome=outcome,
+                spec=spec,
+                progress=progress,
+            ),
+        )
     if result is None:
         return EXIT_BUILD_INCOMPLETE
     report = dict(result.report)
@@ -129,7 +132,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     report["embedder"] = embedder.name
     report["total_seconds"] = round(time.perf_counter() - t0, 2)
     for warning in report.get("warnings") or []:
-        print(f"warning: {warning}", file=sys.stderr)
+        if warning not in shown:
+            print(f"warning: {warning}", file=sys.stderr)
     save_graph(
         result.graph,
         args.out,
@@ -151,6 +155,25 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 EXIT_BUILD_INCOMPLETE = 3  # the LLM failed or the graph is degenerate; nothing was written
+
+
+@contextlib.contextmanager
+def _library_warnings() -> Iterator[set[str]]:
+    """Print the library's logged warnings as this command's own, when they happen (a build may
+    warn before its long part), and collect them so the report does not print them again."""
+    shown: set[str] = set()
+
+    class Echo(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            shown.add(record.getMessage())
+            print(f"warning: {record.getMessage()}", file=sys.stderr)
+
+    handler, log = Echo(logging.WARNING), logging.getLogger("hcg_core")
+    log.addHandler(handler)
+    try:
+        yield shown
+    finally:
+        log.removeHandler(handler)
 
 
 def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
@@ -336,8 +359,6 @@ def format_build_report(report: dict[str, Any]) -> str:
 
 def _quiet_update_log() -> None:
     # The commands print the report themselves; the library's one-line log would repeat it.
-    import logging
-
     logging.getLogger("hcg_core.graph_build.incremental").setLevel(logging.ERROR)
 
 

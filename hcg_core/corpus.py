@@ -501,3 +501,61 @@ __all__ = [
     "load_inputs",
     "word_spans",
 ]
+
+
+# Frequent English function words: about a quarter of the words of English prose and next to none
+# of a Turkish, Spanish or German text's, so their share tells English text from the rest without
+# a language model. Under NOT_ENGLISH_SHARE a text of at least MIN_WORDS_TO_JUDGE words counts as
+# not English (measured on paper abstracts: English ones near 0.25, Turkish and Spanish 0.00-0.02).
+_ENGLISH_FUNCTION_WORDS = frozenset(
+    [
+        "the",
+        "of",
+        "and",
+        "to",
+        "in",
+        "is",
+        "that",
+        "for",
+        "with",
+        "are",
+        "was",
+        "as",
+        "on",
+        "by",
+        "be",
+        "this",
+        "from",
+        "which",
+        "were",
+        "an",
+        "or",
+        "has",
+        "have",
+    ]
+)
+_LETTER_WORD_RE = re.compile(r"[^\W\d_]+")
+NOT_ENGLISH_SHARE = 0.05
+MIN_WORDS_TO_JUDGE = 20
+
+
+def _english_words(text: str) -> tuple[int, int]:
+    """(frequent English function words, all words) of a text."""
+    words = _LETTER_WORD_RE.findall(text.lower())
+    return sum(w in _ENGLISH_FUNCTION_WORDS for w in words), len(words)
+
+
+def english_share(text: str) -> float:
+    """Share of a text's words that are frequent English function words.
+
+    >>> english_share("The cat sat on the mat"), english_share("Elde edilen bulgular")
+    (0.5, 0.0)
+    """
+    hits, n = _english_words(text)
+    return hits / n if n else 0.0
+
+
+def count_not_english(texts: Iterable[str]) -> int:
+    """How many of ``texts`` (those of at least ``MIN_WORDS_TO_JUDGE`` words) read as not English."""
+    counts = (_english_words(t) for t in texts)
+    return sum(1 for hits, n in counts if n >= MIN_WORDS_TO_JUDGE and hits < NOT_ENGLISH_SHARE * n)

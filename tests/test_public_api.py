@@ -64,6 +64,7 @@ SUBPACKAGE_ALL = {
         "CallableEmbedder",
         "HashingEmbedder",
         "MiniLMEmbedder",
+        "MultilingualE5Embedder",
         "OpenAIEmbedder",
         "default_embedder",
         "embedder_by_name",

@@ -100,3 +100,16 @@ def embedder_by_name(name: str | None, base_url: str | None = None) -> Embedder:
         return embedder_from_name(name)
     except EmbedderError:
         raise ConfigError(f"unknown embedder {name!r}; use {EMBEDDER_HELP}") from None
+
+
+def reads_one_language(embedder: Embedder) -> bool:
+    """Whether ``embedder`` is one of this package's that match text within one language only.
+
+    The MiniLM default was trained on English; feature hashing matches words. A user's own
+    embedder may be multilingual, so it is not judged.
+
+    >>> reads_one_language(HashingEmbedder()), reads_one_language(MultilingualE5Embedder())
+    (True, False)
+    """
+    name = getattr(embedder, "name", "")
+    return isinstance(name, str) and name.startswith((MINILM_NAME, "hashing-"))
