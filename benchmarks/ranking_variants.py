@@ -1,7 +1,8 @@
 """Why the hybrid defaults are what they are: each setting changed alone, on every dev set, graph off.
 
 For each set the corpus is chunked (the library's structure-aware chunker, or plain 200/40 windows
-that ignore blank lines), embedded once with the default embedder (cached under --cache), and
+that ignore blank lines), embedded once with the default embedder or ``--embedder NAME`` (cached
+under --cache), and
 ranked with ``HybridRanker`` under each variant, every system filled to the 2,000-word budget.
 Reports gold-context recall (when the questions carry gold context) and answer recall. The graph
 is off here on purpose: these are the text-ranking choices; benchmarks/dev_suite.py measures the
@@ -25,7 +26,8 @@ from dev_suite import parse_set  # benchmarks/ is on sys.path when this script r
 
 from hcg_core.config import HybridConfig
 from hcg_core.corpus import chunk_documents, load_inputs
-from hcg_core.embedders import default_embedder
+from hcg_core.embedders import embedder_by_name
+from hcg_core.embedders.factory import EMBEDDER_HELP
 from hcg_core.embedding import embed_texts
 from hcg_core.eval.runner import evaluate, load_questions, load_sentences
 from hcg_core.retrieval.hybrid import HybridRanker
@@ -42,6 +44,7 @@ VARIANTS: dict[str, HybridConfig] = {
     "BM25 only": replace(DEFAULT, dense_weight=0.0),
     "dense only": replace(DEFAULT, bm25_weight=0.0),
     "clear match not followed (follow_gap None)": replace(DEFAULT, follow_gap=None),
+    "language gap not filled": replace(DEFAULT, fill_language_gap=False),
 }
 # The previous default, for reference: fixed-weight fusion, passages.
 VARIANTS["previous default (max fusion, passages)"] = replace(
@@ -74,8 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", required=True, type=parse_set)
     ap.add_argument("--cache", type=Path, required=True, help="embedding cache folder")
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--embedder", default=None, help=f"{EMBEDDER_HELP}; default: 'default'")
+    ap.add_argument(
+        "--no-windows",
+        action="store_true",
+        help="skip the plain 200/40-window chunking (saves embedding it with a slow embedder)",
+    )
     args = ap.parse_args(argv)
-    embedder = default_embedder()
+    embedder = embedder_by_name(args.embedder)
     lines = [
         "| set | variant | primary | context recall | answer recall |",
         "|---|---|---|---|---|",
@@ -86,10 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         qvecs = cached(embedder, [q.question for q in questions], args.cache, "query")
         row_of = {q.question: i for i, q in enumerate(questions)}
         docs, _ = load_inputs([paths[0]])
-        for chunking, chunks in (
-            ("structure", chunk_documents(docs)),
-            ("plain 200/40 windows", chunk_documents(windows_only(docs))),
-        ):
+        chunkings = [("structure", chunk_documents(docs))]
+        if not args.no_windows:
+            chunkings.append(("plain 200/40 windows", chunk_documents(windows_only(docs))))
+        for chunking, chunks in chunkings:
             emb = cached(embedder, [c.text for c in chunks], args.cache, "chunks")
             variants = VARIANTS if chunking == "structure" else {"default": DEFAULT}
             systems = {}

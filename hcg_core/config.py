@@ -74,6 +74,12 @@ the chunker cut into overlapping windows) are ranked right after it: the answer 
 often runs on into the next window (auto-merging). ``None`` turns this off. Needs each unit's span in its
 document (hcg's word spans, a LlamaIndex node's character offsets or LangChain's ``start_index``;
 ``hybrid._chunk_spans``). Dev sets: docs/evaluation.md."""
+DEFAULT_FILL_LANGUAGE_GAP = True
+"""For a question in English, a unit that reads as not English (``corpus.reads_not_english``)
+takes its dense evidence in place of BM25's when that is higher: BM25 cannot match words across
+languages, so its silence there is missing evidence, not evidence against. Only a multilingual
+embedder's cosine carries across languages (``--embedder multilingual``); with the English default
+the change is small. Text all in English is unaffected. Dev sets: docs/evaluation.md."""
 DEFAULT_PASSAGE_WORDS = 0
 """0 (default): the unit ranked and returned is the stored chunk, whole, as the user indexed it.
 N > 0 splits each chunk at sentence ends into passages of about N words (a chunk under 1.5 N words
@@ -116,6 +122,7 @@ class HybridConfig:
     passage_words: int = DEFAULT_PASSAGE_WORDS
     fusion: str = DEFAULT_FUSION
     follow_gap: float | None = DEFAULT_FOLLOW_GAP
+    fill_language_gap: bool = DEFAULT_FILL_LANGUAGE_GAP
 
     def __post_init__(self) -> None:
         if self.fusion not in FUSIONS:

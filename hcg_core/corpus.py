@@ -485,24 +485,6 @@ def _windows(
     return out
 
 
-__all__ = [
-    "DEFAULT_CHARS_PER_WORD",
-    "DEFAULT_CHUNK_WORDS",
-    "DEFAULT_MAX_BYTES",
-    "DEFAULT_OVERLAP_WORDS",
-    "MAX_TOKEN_CHARS",
-    "SENTENCE_END_RE",
-    "SUPPORTED_SUFFIXES",
-    "TEXT_KEYS",
-    "WORD_RE",
-    "chunk_documents",
-    "chunk_id",
-    "decode_text",
-    "load_inputs",
-    "word_spans",
-]
-
-
 # Frequent English function words: about a quarter of the words of English prose and next to none
 # of a Turkish, Spanish or German text's, so their share tells English text from the rest without
 # a language model. Under NOT_ENGLISH_SHARE a text of at least MIN_WORDS_TO_JUDGE words counts as
@@ -532,6 +514,14 @@ _ENGLISH_FUNCTION_WORDS = frozenset(
         "or",
         "has",
         "have",
+        # Question words, so that a short English question reads as English too.
+        "what",
+        "how",
+        "does",
+        "why",
+        "who",
+        "when",
+        "where",
     ]
 )
 _LETTER_WORD_RE = re.compile(r"[^\W\d_]+")
@@ -539,7 +529,7 @@ NOT_ENGLISH_SHARE = 0.05
 MIN_WORDS_TO_JUDGE = 20
 
 
-def _english_words(text: str) -> tuple[int, int]:
+def english_word_counts(text: str) -> tuple[int, int]:
     """(frequent English function words, all words) of a text."""
     words = _LETTER_WORD_RE.findall(text.lower())
     return sum(w in _ENGLISH_FUNCTION_WORDS for w in words), len(words)
@@ -551,11 +541,44 @@ def english_share(text: str) -> float:
     >>> english_share("The cat sat on the mat"), english_share("Elde edilen bulgular")
     (0.5, 0.0)
     """
-    hits, n = _english_words(text)
+    hits, n = english_word_counts(text)
     return hits / n if n else 0.0
 
 
+def reads_not_english(text: str) -> bool:
+    """Whether a text of at least ``MIN_WORDS_TO_JUDGE`` words reads as not English.
+
+    >>> reads_not_english("Bu araştırmanın amacı " * 7), reads_not_english("Elde edilen bulgular")
+    (True, False)
+    """
+    hits, n = english_word_counts(text)
+    return n >= MIN_WORDS_TO_JUDGE and hits < NOT_ENGLISH_SHARE * n
+
+
 def count_not_english(texts: Iterable[str]) -> int:
-    """How many of ``texts`` (those of at least ``MIN_WORDS_TO_JUDGE`` words) read as not English."""
-    counts = (_english_words(t) for t in texts)
-    return sum(1 for hits, n in counts if n >= MIN_WORDS_TO_JUDGE and hits < NOT_ENGLISH_SHARE * n)
+    """How many of ``texts`` read as not English (``reads_not_english``)."""
+    return sum(map(reads_not_english, texts))
+
+
+__all__ = [
+    "DEFAULT_CHARS_PER_WORD",
+    "DEFAULT_CHUNK_WORDS",
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_OVERLAP_WORDS",
+    "MAX_TOKEN_CHARS",
+    "MIN_WORDS_TO_JUDGE",
+    "NOT_ENGLISH_SHARE",
+    "SENTENCE_END_RE",
+    "SUPPORTED_SUFFIXES",
+    "TEXT_KEYS",
+    "WORD_RE",
+    "chunk_documents",
+    "chunk_id",
+    "count_not_english",
+    "decode_text",
+    "english_share",
+    "english_word_counts",
+    "load_inputs",
+    "reads_not_english",
+    "word_spans",
+]

@@ -318,3 +318,61 @@ def test_grown_and_shrunk_rankers_know_the_same_window_neighbours_as_a_fresh_one
     shrunk = HybridRanker(chunks, None).subset(keep, None).rank(query, None, k=6)
     rebuilt = HybridRanker([c for c in chunks if c.id != "o0"], None).rank(query, None, k=6)
     assert ids(shrunk) == ids(rebuilt) and ids(shrunk)[:3] == ["w1", "w0", "w2"]
+
+
+# -- units in another language (config.DEFAULT_FILL_LANGUAGE_GAP) ---------------------------------
+
+_TURKISH = (
+    "Bu araştırmanın amacı, dijital yönetişim uygulamaları ile örgütsel çeviklik arasındaki "
+    "ilişkiyi anlamak ve çalışanların iç girişimcilik davranışlarının bu ilişkideki rolünü "
+    "değerlendirmektir; veriler anket yoluyla toplanmış ve yapısal eşitlik modeli ile incelenmiştir."
+)
+
+
+def _mixed_ranker(fill: bool) -> HybridRanker:
+    chunks = [
+        Chunk("e1", "Digital governance and agility in the public sector were surveyed in 2024."),
+        Chunk("e2", "Digital tools change how firms train their staff and share knowledge."),
+        Chunk("e3", "Governance codes were revised after the audit scandal of the decade."),
+        Chunk("e4", "Rainfall patterns shape the yield of highland potato farms."),
+        Chunk("tr", _TURKISH),
+    ]
+    # A multilingual embedder's view: the Turkish abstract is the closest to the question.
+    emb = np.array(
+        [[0.6, 0.8, 0, 0], [0.5, 0, 0.866, 0], [0.4, 0, 0, 0.917], [0, 1.0, 0, 0], [1.0, 0, 0, 0]],
+        dtype=np.float32,
+    )
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    return HybridRanker(chunks, emb, HybridConfig(fill_language_gap=fill))
+
+
+def test_a_unit_in_another_language_takes_its_dense_evidence_for_the_missing_bm25():
+    q, vec = "How does digital governance shape agility?", np.array([1.0, 0, 0, 0], np.float32)
+    filled = _mixed_ranker(True).rank(q, vec, k=3)
+    plain = _mixed_ranker(False).rank(q, vec, k=3)
+    assert [c.chunk.id for c in filled.chunks][0] == "tr"
+    assert [c.chunk.id for c in plain.chunks][0] == "e1"  # BM25's silence counted against it
+    top = filled.chunks[0]
+    assert top.details["bm25"] == 0.0  # the parts stay what each signal measured
+    assert top.score >= 0.5  # judged by its cosine (1.0), not by a BM25 that cannot read it
+
+
+def test_a_keyword_query_or_an_english_corpus_is_left_alone():
+    vec = np.array([1.0, 0, 0, 0], np.float32)
+    # No English function word: the query's language is unknown, nothing is filled.
+    keywords = [c.chunk.id for c in _mixed_ranker(True).rank("digital governance", vec, k=5).chunks]
+    assert keywords == [
+        c.chunk.id for c in _mixed_ranker(False).rank("digital governance", vec, k=5).chunks
+    ]
+    ranker = _mixed_ranker(True)
+    assert ranker._language_gap("How does digital governance shape agility?") is not None
+    english = ranker.subset(np.array([1, 1, 1, 1, 0], dtype=bool), ranker.chunk_embeddings[:4])
+    assert english._language_gap("How does digital governance shape agility?") is None
+    grown = english.extended([Chunk("tr2", _TURKISH)], ranker.chunk_embeddings)
+    assert grown._language_gap("What is the role of digital governance?").tolist() == [
+        False,
+        False,
+        False,
+        False,
+        True,
+    ]

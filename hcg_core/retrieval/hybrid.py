@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..config import DEFAULT_DIVERSITY, DEFAULT_MIN_NOVELTY, HybridConfig
+from ..corpus import english_word_counts, reads_not_english
 from ..errors import ConfigError
 from ..types import Chunk, RetrievalResult, RetrievedChunk
 from .dense import DenseIndex, NumpyDenseIndex
@@ -221,6 +222,8 @@ class HybridRanker:
         self._span_docs: dict[str, int] = {}
         # Row i overlaps row i - 1: two windows of one text block (needs spans).
         self._overlaps_prev = Growable(np.zeros(0, dtype=bool))
+        # Units that read as not English (config.DEFAULT_FILL_LANGUAGE_GAP).
+        self._not_english = Growable(np.zeros(0, dtype=bool))
         self._flat_texts: tuple[str, ...] = ()
         # Chunk id -> unit rows; shared with later snapshots (extended), which only add keys.
         self._units_of: list[Any] = [{}, 0]
@@ -267,6 +270,8 @@ class HybridRanker:
         self._parent = self._parent.append(n, parent)
         counts = np.asarray([len(u.text.split()) for u in units], dtype=np.int64)
         self._word_counts = self._word_counts.append(n, counts)
+        foreign = np.fromiter((reads_not_english(u.text) for u in units), bool, len(units))
+        self._not_english = self._not_english.append(n, foreign)
         # Passage texts with whitespace squashed, for finding a graph edge's mechanism sentence.
         self._flat_texts = self._flat_texts + tuple(_squash(u.text) for u in units)
         if self._spans is not None:
@@ -326,6 +331,7 @@ class HybridRanker:
         out._spans = Growable(np.zeros((0, 3), dtype=np.int64))
         out._span_docs = {}
         out._overlaps_prev = Growable(np.zeros(0, dtype=bool))
+        out._not_english = Growable(np.zeros(0, dtype=bool))
         out._flat_texts = ()
         out._units_of = [{}, 0]
         out._append_units([self.units[r] for r in rows.tolist()], new_row[self.parent[rows]])
@@ -432,13 +438,13 @@ class HybridRanker:
         if dense_cos.fill(self.parent[pool]):
             dense = dense_cos.values[self.parent]
         norm = standardise if cfg.fusion == "zscore" else _max_normalise
+        fill = self._language_gap(query)
 
         def fuse() -> np.ndarray:
-            return (
-                cfg.bm25_weight * norm(bm25, bm_order)
-                + cfg.dense_weight * norm(dense, dn_order)
-                + graph_bonus
-            )
+            lexical, semantic = norm(bm25, bm_order), norm(dense, dn_order)
+            if fill is not None:
+                lexical = np.where(fill, np.maximum(lexical, semantic), lexical)
+            return cfg.bm25_weight * lexical + cfg.dense_weight * semantic + graph_bonus
 
         fused = fuse()
         # Only a budget (k None): pad to the candidate count, not to the whole corpus, which would
@@ -480,7 +486,11 @@ class HybridRanker:
         # BM25 term weight matched, the cosine (clipped at 0), and the graph signal.
         bm25_abs = np.clip(bm25 / max(self.bm25.max_score(query), 1e-12), 0.0, 1.0)
         dense_abs = np.clip(dense, 0.0, 1.0)
-        score = calibrated_scores(fused, rows, bm25_abs, dense_abs, cfg)
+        # The match quality of a unit BM25 cannot read is judged by its cosine alone, as in fusion.
+        lexical_abs = (
+            bm25_abs if fill is None else np.where(fill, np.maximum(bm25_abs, dense_abs), bm25_abs)
+        )
+        score = calibrated_scores(fused, rows, lexical_abs, dense_abs, cfg)
         bm_rank, dn_rank = _ranks(bm_order, n), _ranks(dn_order, n)
         g_rank = _ranks(np.asarray(graph_rows, np.int64), n)
         out: list[RetrievedChunk] = []
@@ -528,6 +538,17 @@ class HybridRanker:
             served_by="hybrid" if use_graph else "hybrid-nograph",
             diagnostics=diagnostics,
         )
+
+    def _language_gap(self, query: str) -> np.ndarray | None:
+        """Units whose missing BM25 evidence the dense signal fills for this query, or None.
+
+        The question must read as English (at least one frequent English function word; a bare
+        keyword query is left alone) and the unit as not English.
+        """
+        if not self.config.fill_language_gap or english_word_counts(query)[0] == 0:
+            return None
+        foreign = self._not_english.view(len(self.units))
+        return foreign if foreign.any() else None
 
     def _follow_best(
         self, fused: np.ndarray, pool: np.ndarray, gap: float, ok: np.ndarray | None
