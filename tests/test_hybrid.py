@@ -368,6 +368,8 @@ def test_a_keyword_query_or_an_english_corpus_is_left_alone():
     assert ranker._language_gap("How does digital governance shape agility?") is not None
     english = ranker.subset(np.array([1, 1, 1, 1, 0], dtype=bool), ranker.chunk_embeddings[:4])
     assert english._language_gap("How does digital governance shape agility?") is None
+    bm25_only = HybridRanker(ranker.chunks, ranker.chunk_embeddings, HybridConfig(dense_weight=0))
+    assert bm25_only._language_gap("How does digital governance shape agility?") is None
     grown = english.extended([Chunk("tr2", _TURKISH)], ranker.chunk_embeddings)
     assert grown._language_gap("What is the role of digital governance?").tolist() == [
         False,

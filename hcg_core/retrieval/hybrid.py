@@ -543,9 +543,13 @@ class HybridRanker:
         """Units whose missing BM25 evidence the dense signal fills for this query, or None.
 
         The question must read as English (at least one frequent English function word; a bare
-        keyword query is left alone) and the unit as not English.
+        keyword query is left alone) and the unit as not English. With either weight 0 there is
+        nothing to fill (BM25 alone stays BM25 alone).
         """
-        if not self.config.fill_language_gap or english_word_counts(query)[0] == 0:
+        cfg = self.config
+        if not (cfg.fill_language_gap and cfg.bm25_weight > 0 and cfg.dense_weight > 0):
+            return None
+        if english_word_counts(query)[0] == 0:
             return None
         foreign = self._not_english.view(len(self.units))
         return foreign if foreign.any() else None
