@@ -486,11 +486,9 @@ class HybridRanker:
         # BM25 term weight matched, the cosine (clipped at 0), and the graph signal.
         bm25_abs = np.clip(bm25 / max(self.bm25.max_score(query), 1e-12), 0.0, 1.0)
         dense_abs = np.clip(dense, 0.0, 1.0)
-        # The match quality of a unit BM25 cannot read is judged by its cosine alone, as in fusion.
-        lexical_abs = (
-            bm25_abs if fill is None else np.where(fill, np.maximum(bm25_abs, dense_abs), bm25_abs)
-        )
-        score = calibrated_scores(fused, rows, lexical_abs, dense_abs, cfg)
+        # The language fill changes the order only: a score still says how much of the query each
+        # signal matched, so an off-topic question stays low however the fill ranked it.
+        score = calibrated_scores(fused, rows, bm25_abs, dense_abs, cfg)
         bm_rank, dn_rank = _ranks(bm_order, n), _ranks(dn_order, n)
         g_rank = _ranks(np.asarray(graph_rows, np.int64), n)
         out: list[RetrievedChunk] = []
