@@ -82,7 +82,11 @@ def test_store_like_index_ranks_as_numpy(corpus, config):
     store = FakeStore([c.id for c in chunks], vectors)
     assert isinstance(store, DenseIndex) and isinstance(NumpyDenseIndex(vectors), DenseIndex)
     plain = HybridRanker(chunks, vectors, config)
-    stored = HybridRanker(chunks, None, config, dense=store)
+    # As CausalGraphRetriever does: search goes through the store, and the vectors in memory give
+    # the score's background (the query's mean cosine to the corpus).
+    stored = HybridRanker(chunks, vectors, config, dense=store)
+    # A store alone ranks the same; its scores then count from a background of 0.
+    bare = HybridRanker(chunks, None, config, dense=store)
     even = np.arange(len(chunks)) % 2 == 0
     for q in ("aspirin and blood", "cholesterol statins", "stress", "unrelated words"):
         for k in (2, 8, 40):  # 40 > candidates: padding needs the other chunks' cosines
@@ -91,6 +95,8 @@ def test_store_like_index_ranks_as_numpy(corpus, config):
                 b = _ranked(stored, q, k, allowed, vectors)
                 assert [x[0] for x in a] == [x[0] for x in b], (q, k, allowed is None)
                 assert np.allclose([x[1:] for x in a], [x[1:] for x in b], atol=1e-6)
+                c = _ranked(bare, q, k, allowed, vectors)
+                assert [x[0] for x in a] == [x[0] for x in c], (q, k, allowed is None)
     assert store.calls > 0
 
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hcg_core.cli import main
 from hcg_core.retrieval import CausalGraphRetriever
+from hcg_core.retrieval.hybrid import HybridRanker
+from hcg_core.types import RetrievedChunk
 
 pytestmark = pytest.mark.slow  # the defaults include the MiniLM model
 
@@ -57,3 +60,37 @@ def test_an_empty_question_is_a_typed_error(retriever, question):
 
     with pytest.raises(ConfigError, match="non-empty string"):
         retriever.retrieve(question)
+
+
+def _lifted(vectors: np.ndarray, lift: np.ndarray) -> np.ndarray:
+    """Vectors moved towards one shared direction and renormalised: an embedder whose unrelated
+    texts sit at a high cosine (multilingual-e5 puts them near 0.8; MiniLM near 0.2)."""
+    out = vectors + lift
+    return (out / np.linalg.norm(out, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def test_the_cutoff_holds_for_an_embedder_with_a_high_background(retriever):
+    emb = retriever.chunk_embeddings
+    lift = np.full(emb.shape[1], 2.0 / np.sqrt(emb.shape[1]))  # a shared component of norm 2
+    ranker = HybridRanker(retriever.graph.chunks, _lifted(emb, lift))
+
+    def top(q: str) -> RetrievedChunk:
+        qvec = _lifted(retriever.embed_query(q), lift)
+        return ranker.rank(q, qvec, k=3).chunks[0]
+
+    # The premise: raw cosines of off-topic questions are now high (they were near 0.1).
+    assert min(top(q).details["dense"] for q in OFF_TOPIC) > 0.6
+    on = [top(q).score for q in ON_TOPIC]
+    off = [top(q).score for q in OFF_TOPIC]
+    assert max(off) < DOCUMENTED_CUTOFF < min(on), (on, off)
+
+
+def test_the_running_background_matches_a_fresh_one_after_edits(retriever):
+    emb, chunks = retriever.chunk_embeddings, retriever.graph.chunks
+    qvec = retriever.embed_query(ON_TOPIC[0])
+    grown = HybridRanker(chunks[:5], emb[:5]).extended(chunks[5:], emb)
+    assert grown.background(qvec) == pytest.approx(HybridRanker(chunks, emb).background(qvec))
+    keep = np.arange(len(chunks)) % 2 == 0
+    fresh = HybridRanker([c for c, k in zip(chunks, keep, strict=True) if k], emb[keep])
+    assert grown.subset(keep, emb[keep]).background(qvec) == pytest.approx(fresh.background(qvec))
+    assert HybridRanker(chunks, None).background(qvec) == 0.0  # no vectors: raw cosines

@@ -80,8 +80,9 @@ def calibrated_scores(
 
     The fused relevance ranks well within one query but its scale is relative to that query
     (z-scores). The reported score is the query's *match quality*, the weighted mean of the best
-    returned unit's absolute parts (share of BM25 term weight matched, dense cosine), scaled by each
-    unit's fused relevance relative to the best one. So the first result scores what the query
+    returned unit's absolute parts (share of BM25 term weight matched, dense cosine above the
+    query's background, ``above_background``), scaled by each unit's fused relevance relative to
+    the best one. So the first result scores what the query
     matched at best (an off-topic query scores low, see docs/configuration.md), the order is
     exactly the fused order, and scores never exceed 1.
 
@@ -102,6 +103,29 @@ def calibrated_scores(
     top = float(fused[best])
     relative = fused[rows] / top if top > 0 else np.zeros(rows.size)
     return np.clip(quality * relative, 0.0, 1.0)
+
+
+def above_background(cosines: np.ndarray, background: float) -> np.ndarray:
+    """Cosines rescaled so the query's background (its mean cosine to the corpus) maps to 0, 1 to 1.
+
+    Why: embedders differ in where unrelated text lands. An unrelated chunk is near cosine 0.1-0.3
+    to a query under MiniLM but 0.75-0.85 under multilingual-e5, so a raw cosine in a score would
+    make a cut-off mean different things per embedder. Measured against its own background, a
+    query's best match scores about the same under both (docs/embedders.md). A background at or
+    below 0 leaves the cosines as they are (clipped to [0, 1]).
+
+    >>> above_background(np.array([0.9, 0.8, 0.5]), 0.8).round(2).tolist()
+    [0.5, 0.0, 0.0]
+    >>> above_background(np.array([0.4, -0.1]), -0.2).round(2).tolist()
+    [0.4, 0.0]
+    """
+    bg = min(max(background, 0.0), _MAX_BACKGROUND)
+    return np.clip((cosines - bg) / (1.0 - bg), 0.0, 1.0)
+
+
+# A background cosine this close to 1 means the corpus is one text repeated; cap it so the
+# rescaling never divides by (almost) zero.
+_MAX_BACKGROUND = 0.99
 
 
 def _ranks(order: np.ndarray, n: int) -> np.ndarray:
@@ -207,6 +231,8 @@ class HybridRanker:
         # per-unit array below is self.units[i]; self.parent[i] is its chunk's row.
         units, parent = split_passages(self.chunks, self.config.passage_words)
         self.chunk_embeddings = _checked_embeddings(chunk_embeddings, len(self.chunks))
+        # Sum of the chunk vectors: the query's background cosine is its dot with their mean.
+        self._embedding_sum = _vector_sum(self.chunk_embeddings)
         # Dense search goes through the seam (retrieval/dense.py): this index when given (a
         # vector store the adapters wrap), else the in-process matrix of chunk_embeddings.
         self.dense_index = dense
@@ -228,6 +254,12 @@ class HybridRanker:
         # Chunk id -> unit rows; shared with later snapshots (extended), which only add keys.
         self._units_of: list[Any] = [{}, 0]
         self._append_units(units, parent)
+
+    def background(self, query_vec: np.ndarray | None) -> float:
+        """The query's mean cosine to all chunks (0 without chunk vectors): one dot product."""
+        if query_vec is None or self._embedding_sum is None or not len(self.chunks):
+            return 0.0
+        return float(np.dot(query_vec, self._embedding_sum)) / len(self.chunks)
 
     @property
     def dense(self) -> DenseIndex | None:
@@ -302,6 +334,11 @@ class HybridRanker:
         first = len(self.chunks)
         out.chunks = self.chunks + tuple(chunks)
         out.chunk_embeddings = _checked_embeddings(chunk_embeddings, len(out.chunks))
+        if self._embedding_sum is not None and out.chunk_embeddings is not None:
+            # O(new chunks): only the new rows are added to the running sum.
+            out._embedding_sum = self._embedding_sum + _vector_sum(out.chunk_embeddings[first:])
+        else:
+            out._embedding_sum = _vector_sum(out.chunk_embeddings)
         out.dense_index = dense  # the edited store's index, or None: the new matrix
         units, parent = split_passages(chunks, self.config.passage_words)
         out.bm25 = self.bm25.extended([u.text for u in units])
@@ -322,6 +359,7 @@ class HybridRanker:
         out = copy.copy(self)
         out.chunks = tuple(c for c, k in zip(self.chunks, keep.tolist(), strict=True) if k)
         out.chunk_embeddings = _checked_embeddings(chunk_embeddings, len(out.chunks))
+        out._embedding_sum = _vector_sum(out.chunk_embeddings)
         out.dense_index = dense
         out.bm25 = self.bm25.subset(unit_keep)
         rows = np.flatnonzero(unit_keep)
@@ -487,8 +525,10 @@ class HybridRanker:
         bm25_abs = np.clip(bm25 / max(self.bm25.max_score(query), 1e-12), 0.0, 1.0)
         dense_abs = np.clip(dense, 0.0, 1.0)
         # The language fill changes the order only: a score still says how much of the query each
-        # signal matched, so an off-topic question stays low however the fill ranked it.
-        score = calibrated_scores(fused, rows, bm25_abs, dense_abs, cfg)
+        # signal matched, so an off-topic question stays low however the fill ranked it. The
+        # dense part counts from the query's background, so the scale does not hang on the embedder.
+        dense_rel = above_background(dense_abs, self.background(query_vec))
+        score = calibrated_scores(fused, rows, bm25_abs, dense_rel, cfg)
         bm_rank, dn_rank = _ranks(bm_order, n), _ranks(dn_order, n)
         g_rank = _ranks(np.asarray(graph_rows, np.int64), n)
         out: list[RetrievedChunk] = []
@@ -719,6 +759,10 @@ def _chunk_spans(chunks: Sequence[Chunk], docs: dict[str, int]) -> np.ndarray | 
         doc = c.doc_id or str(meta.get("doc_id", ""))
         out[i] = (docs.setdefault(doc, len(docs)), *span)
     return out
+
+
+def _vector_sum(vectors: np.ndarray | None) -> np.ndarray | None:
+    return None if vectors is None else vectors.sum(axis=0, dtype=np.float64)
 
 
 def _checked_embeddings(chunk_embeddings: np.ndarray | None, n: int) -> np.ndarray | None:
