@@ -558,7 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--chunk-chars",
         type=int,
         default=None,
-        help="character cap per chunk (default: 18 x --chunk-words, 3,600 at 200)",
+        help="character cap per chunk (default: 36 x --chunk-words, 7,200 at 200)",
     )
     b.add_argument(
         "--force",

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from hcg_core.cli import main
+from hcg_core.corpus import DEFAULT_CHARS_PER_WORD, WHOLE_BLOCK_FACTOR
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "examples" / "corpus"
@@ -107,6 +108,10 @@ def _graph_loads(name: str) -> Callable[[Path, str], None]:
         assert load_graph(d / name).graph.chunks
 
     return check
+
+
+# The default character cap at the CLI's 200 words per chunk.
+DEFAULT_CAP = WHOLE_BLOCK_FACTOR * 200 * DEFAULT_CHARS_PER_WORD
 
 
 def _max_chunk_chars(limit: int) -> Callable[[Path, str], None]:
@@ -273,7 +278,7 @@ ROWS = [
         0,
         ("built out",),
         writes=("out/",),
-        check=_max_chunk_chars(300 * 12),
+        check=_max_chunk_chars(DEFAULT_CAP),
     ),
     Row(
         "one-huge-token",
@@ -282,7 +287,7 @@ ROWS = [
         0,
         ("built out",),
         writes=("out/",),
-        check=_max_chunk_chars(300 * 12),
+        check=_max_chunk_chars(DEFAULT_CAP),
     ),
     Row(
         "chunk-chars-flag",

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from hcg_core.corpus import chunk_documents, chunk_id, load_inputs
+from hcg_core.corpus import (
+    DEFAULT_CHARS_PER_WORD,
+    WHOLE_BLOCK_FACTOR,
+    chunk_documents,
+    chunk_id,
+    load_inputs,
+)
 from hcg_core.errors import ConfigError, InputError
 from hcg_core.types import Document
 
@@ -194,6 +200,26 @@ def test_short_document_is_one_chunk_and_metadata_is_carried():
     assert c.metadata["source"] == "x.txt" and c.metadata["end_word"] == 4
 
 
+def test_a_paragraph_of_up_to_three_chunks_stays_whole():
+    # An abstract of 550 words is one unit at the default 200 words; a 650-word one is windowed.
+    abstract, longer = words(550, sentence_every=25), words(650, sentence_every=25)
+    (whole,) = chunk_documents([Document("d", f"{words(30)}\n\n{abstract}")])[1:]
+    assert whole.text == abstract
+    cut = chunk_documents([Document("d", longer)])
+    assert (
+        len(cut) > 1 and max(c.metadata["end_word"] - c.metadata["start_word"] for c in cut) <= 200
+    )
+    # whole_words sets the limit; the default is WHOLE_BLOCK_FACTOR x chunk_words.
+    assert len(chunk_documents([Document("d", abstract)], whole_words=300)) > 1
+    assert len(chunk_documents([Document("d", longer)], whole_words=700)) == 1
+
+
+@pytest.mark.parametrize("whole", [0, -5, 2.5, True])
+def test_bad_whole_words(whole):
+    with pytest.raises(ConfigError, match="whole_words"):
+        chunk_documents([Document("d", "x")], whole_words=whole)
+
+
 @pytest.mark.parametrize(("size", "overlap"), [(0, 0), (10, 10), (10, -1)])
 def test_bad_chunk_settings(size, overlap):
     with pytest.raises(ConfigError):
@@ -258,7 +284,7 @@ def test_cjk_text_is_chunked_by_characters_at_sentence_marks():
 def test_a_huge_token_is_cut_and_every_chunk_is_capped():
     text = "Smoking causes cancer. " + "x" * 50_000 + " Diet matters."
     chunks = chunk_documents([Document("d", text)], chunk_words=200, overlap_words=40)
-    assert max(len(c.text) for c in chunks) <= 300 * 12
+    assert max(len(c.text) for c in chunks) <= WHOLE_BLOCK_FACTOR * 200 * DEFAULT_CHARS_PER_WORD
     covered = "".join(c.text for c in chunks)
     assert covered.count("x") >= 50_000 and chunks[-1].text.endswith("Diet matters.")
     # Overlap shrinks with the window, so the copy stays near the 20% of word windows.

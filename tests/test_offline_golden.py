@@ -61,7 +61,9 @@ LIFTED = {
 
 @pytest.fixture(scope="module")
 def chunks():
-    return chunk_documents([Document("golden.txt", TEXT)], chunk_words=25, overlap_words=6)
+    return chunk_documents(
+        [Document("golden.txt", TEXT)], chunk_words=25, overlap_words=6, whole_words=37
+    )
 
 
 def _build(chunks, **options):
