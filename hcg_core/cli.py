@@ -47,7 +47,7 @@ def _add_embedder_arguments(parser: argparse.ArgumentParser, default_help: str) 
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .corpus import chunk_documents, load_inputs
+    from .corpus import WHOLE_BLOCK_FACTOR, chunk_documents, load_inputs
     from .graph_build import build_graph
     from .store import check_output_dir, check_writable_dir, read_spec_file, save_graph
 
@@ -66,8 +66,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     )
     words = sum(len(d.text.split()) for d in docs)
     print(
-        f"read {len(docs)} documents ({words:,} words) -> {len(chunks)} chunks (following "
-        f"paragraphs; {args.chunk_words}-word windows, {args.chunk_overlap} overlap, in longer text)",
+        f"read {len(docs)} documents ({words:,} words) -> {len(chunks)} chunks (paragraphs of up "
+        f"to {WHOLE_BLOCK_FACTOR * args.chunk_words} words whole; {args.chunk_words}-word windows, "
+        f"{args.chunk_overlap} overlap, in longer text)",
         file=sys.stderr,
     )
     spec = read_spec_file(args.spec) if args.spec else None

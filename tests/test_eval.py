@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from hcg_core.corpus import chunk_documents, word_spans
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import ConfigError, InputError
 from hcg_core.eval.baselines import (
@@ -27,7 +28,7 @@ from hcg_core.eval.runner import (
     load_sentences,
     score_question,
 )
-from hcg_core.types import Chunk, RetrievalResult, RetrievedChunk
+from hcg_core.types import Chunk, Document, RetrievalResult, RetrievedChunk
 
 # ------------------------------------------------------------------ metric
 
@@ -168,6 +169,16 @@ def test_word_windows_and_rebuilding_documents_from_chunks():
         Chunk("y0", "z", "other"),
     ]
     assert documents_from_chunks(chunks) == ["a b c d e", "z"]
+
+
+def test_rebuilt_documents_count_words_as_the_chunker_does():
+    # A 250-character token is three chunker words and CJK text one word a character: counting
+    # them with str.split() shifted every later window and repeated words.
+    text = "Intro words here. " + "x" * 250 + " then " + "吸烟有害。" * 30 + " tail. " + "w " * 300
+    chunks = chunk_documents([Document("d", text)], chunk_words=20, overlap_words=5)
+    assert len(chunks) > 5
+    (rebuilt,) = documents_from_chunks(chunks)
+    assert rebuilt.split() == [text[a:b] for a, b in word_spans(text)]
 
 
 def test_bm25_baselines_agree_on_the_obvious_best_chunk():

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..corpus import word_spans
 from ..embedding import as_matrix
 from ..errors import ConfigError
 from ..ports import Embedder
@@ -47,7 +48,9 @@ def documents_from_chunks(chunks: Sequence[Chunk]) -> list[str]:
     """
     by_doc: dict[str, list[str]] = {}
     for c in chunks:
-        words = c.text.split()
+        # The chunker's own words (its start_word counts them), not str.split(): the two differ on
+        # CJK text and very long tokens, which would shift every later chunk.
+        words = [c.text[a:b] for a, b in word_spans(c.text)]
         doc = by_doc.setdefault(c.doc_id, [])
         start = c.metadata.get("start_word") if c.metadata else None
         if isinstance(start, int):
