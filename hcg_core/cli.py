@@ -127,6 +127,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             "skipped": [[str(p), r] for p, r in bad],
             "chunk_words": args.chunk_words,
             "chunk_overlap": args.chunk_overlap,
+            "whole_words": WHOLE_BLOCK_FACTOR * args.chunk_words,
         }
     )
     report["input"]["chunk_chars"] = args.chunk_chars
@@ -406,8 +407,13 @@ def cmd_add(args: argparse.Namespace) -> int:
     if overlap is None:
         overlap = built.get("chunk_overlap", DEFAULT_OVERLAP_WORDS)
     max_chars = args.chunk_chars or built.get("chunk_chars")
+    whole = None if args.chunk_words else built.get("whole_words")
     chunks = chunk_documents(
-        docs, chunk_words=int(chunk_words), overlap_words=int(overlap), max_chars=max_chars
+        docs,
+        chunk_words=int(chunk_words),
+        overlap_words=int(overlap),
+        max_chars=max_chars,
+        whole_words=whole,
     )
     _quiet_update_log()
     report = retriever.insert(chunks)

@@ -367,11 +367,10 @@ def chunk_documents(
     Consecutive blocks are grouped while the group holds at most ``chunk_words`` words, so a
     heading stays with the text under it and a chunk never ends inside a short paragraph. A group
     of at most ``whole_words`` words (default ``WHOLE_BLOCK_FACTOR`` (3) x ``chunk_words``) is one
-    chunk, whole. A longer
-    block (or a document with no blank lines at all) is cut into windows of ``chunk_words`` words
-    that end early at the last sentence end within their final quarter (never shorter than 3/4 of
-    ``chunk_words``); the next window starts ``overlap_words`` words before the previous one's
-    end.
+    chunk, whole. A longer block (or a document with no blank lines at all) is cut into windows of
+    ``chunk_words`` words that end early at the last sentence end within their final quarter (never
+    shorter than 3/4 of ``chunk_words``); the next window starts ``overlap_words`` words before the
+    previous one's end.
 
     Why: a unit that is one paragraph or one abstract holds a passage's sentences together, where
     fixed windows cut them (docs/evaluation.md measures both). Text without blank lines is
@@ -380,9 +379,8 @@ def chunk_documents(
     Bounded: words are those of ``word_spans``, so text without spaces (CJK) counts each
     character as a word and ends sentences at 。！？, and a token over ``MAX_TOKEN_CHARS``
     characters is cut. No chunk is longer than ``max_chars`` characters (default
-    ``whole_words * DEFAULT_CHARS_PER_WORD``, 7,200 at 200 words): a group
-    over it is windowed, and a window that would pass it ends early, its overlap shrinking in
-    proportion.
+    ``whole_words * DEFAULT_CHARS_PER_WORD``, 7,200 at 200 words): a group over it is windowed,
+    and a window that would pass it ends early, its overlap shrinking in proportion.
 
     The chunk text is the original text (whitespace inside kept). Metadata: ``doc_id``, ``index``
     (chunk number in its document), ``start_word``, ``end_word`` (exclusive, word offsets in the

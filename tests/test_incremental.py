@@ -260,6 +260,8 @@ def test_hcg_add_and_remove_edit_a_graph_directory(tmp_path: Path, capsys) -> No
     files = sorted(str(p) for p in CORPUS.glob("*.md"))
     assert main(["build", *files[:3], "--out", str(out), "--embedder", "hashing"]) == 0
     assert (out / "incremental.json").is_file()
+    # The build records its chunking, whole-paragraph limit included, so `add` cuts alike.
+    assert load_graph(out).report["input"]["whole_words"] == 600
     assert main(["add", str(out), files[3], "--json"]) == 0
     report = json.loads(_last_json(capsys))
     assert report["chunks_added"] == 2

@@ -82,9 +82,9 @@ def calibrated_scores(
     (z-scores). The reported score is the query's *match quality*, the weighted mean of the best
     returned unit's absolute parts (share of BM25 term weight matched, dense cosine above the
     query's background, ``above_background``), scaled by each unit's fused relevance relative to
-    the best one. So the first result scores what the query
-    matched at best (an off-topic query scores low, see docs/configuration.md), the order is
-    exactly the fused order, and scores never exceed 1.
+    the best one. So the first result scores what the query matched at best (an off-topic query
+    scores low, see docs/configuration.md), the order is exactly the fused order, and scores never
+    exceed 1.
 
     >>> from hcg_core.config import HybridConfig
     >>> calibrated_scores(np.array([2.0, 1.0, 0.5]), np.array([0, 1]), np.array([0.4, 0.2, 0.0]),
