@@ -146,11 +146,14 @@ class Passage(Chunk):
     """A part of a stored chunk, returned only when passages are asked for (``passage_words``).
 
     ``parent_id`` names the stored chunk (also in ``metadata["passage_of"]``, for JSON output),
-    ``index`` its place in that chunk. Its id is ``"<parent id>#p<index>"``.
+    ``index`` its place in that chunk, ``start_char``/``end_char`` its character offsets in the
+    chunk's text. Its id is ``"<parent id>#p<index>"``.
     """
 
     parent_id: str = ""
     index: int = 0
+    start_char: int = 0
+    end_char: int = 0
 
 
 @dataclass(frozen=True)
@@ -249,7 +252,9 @@ class RetrievedChunk:
         Keys: ``hcg_score`` (the fused score in [0, 1]) and its parts ``hcg_score_bm25``,
         ``hcg_score_dense``, ``hcg_score_graph`` (each in [0, 1]; absent in paper mode),
         ``hcg_route``, ``hcg_served_by``, ``hcg_paths``, ``hcg_mechanisms``, ``hcg_edge_ids``, and
-        ``hcg_parent_id`` (the stored chunk a passage is part of; None for a whole chunk).
+        ``hcg_parent_id`` (the stored chunk a passage is part of; None for a whole chunk), and
+        ``hcg_span`` when the text is a part of the stored chunk with the same id: its ``[start,
+        end)`` character offsets in the chunk's text (``HybridConfig.window_passage_words``).
         """
         mechanisms = dict.fromkeys(m for p in self.paths for m in p.mechanisms if m)
         out: dict[str, Any] = {"hcg_score": float(self.score)}
@@ -266,6 +271,8 @@ class RetrievedChunk:
                 "hcg_parent_id": self.parent_id,
             }
         )
+        if "span" in self.details:
+            out["hcg_span"] = list(self.details["span"])
         return out
 
 

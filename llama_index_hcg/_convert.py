@@ -42,6 +42,8 @@ def stored_id(rc: RetrievedChunk) -> str:
 def with_provenance(node: BaseNode, rc: RetrievedChunk, served_by: str) -> NodeWithScore:
     """Wrap a docstore node for a result; see the module docstring for why it is a copy.
 
+    A part of a window (``HybridConfig.window_passage_words``, under a word budget) keeps the
+    node's id and relationships; its text and character offsets are the picked span's.
     For a passage (a finer unit, returned only when ``HybridConfig.passage_words`` asks for it)
     the copy holds the passage's text and id, keeps the node's relationships (so ``ref_doc_id``
     still names its document), adds a PARENT relationship to the docstore node (also named in
@@ -49,7 +51,17 @@ def with_provenance(node: BaseNode, rc: RetrievedChunk, served_by: str) -> NodeW
     """
     extra = rc.provenance(served_by)
     passage: dict[str, Any] = {}
-    if rc.chunk.id != node.node_id:
+    span = rc.details.get("span")
+    if rc.chunk.id == node.node_id and span is not None:
+        # Part of a window under a word budget: the node's own id, the picked span's text, and
+        # the character offsets moved to that span.
+        start = node.start_char_idx
+        passage = {
+            "text": rc.chunk.text,
+            "start_char_idx": None if start is None else start + span[0],
+            "end_char_idx": None if start is None else start + span[1],
+        }
+    elif rc.chunk.id != node.node_id:
         relationships = dict(node.relationships)
         relationships[NodeRelationship.PARENT] = node.as_related_node_info()
         passage = {

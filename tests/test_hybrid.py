@@ -378,3 +378,85 @@ def test_a_keyword_query_or_an_english_corpus_is_left_alone():
         False,
         True,
     ]
+
+
+def _windows_and_paragraphs() -> list[Chunk]:
+    """Windows of one text without blank lines (the answer in its first window's first half)
+    and a document of short paragraphs (each one chunk, whole)."""
+    from hcg_core.corpus import chunk_documents
+    from hcg_core.types import Document
+
+    unbroken = " ".join([FILLER] * 3 + [ANSWER] + [FILLER] * 70)
+    paragraphs = "Statins lower cholesterol.\n\nAsbestos is banned in many countries."
+    return chunk_documents([Document("notes", unbroken), Document("facts", paragraphs)])
+
+
+def test_windows_are_split_for_ranking_and_come_back_as_their_own_chunks():
+    from hcg_core.retrieval.hybrid import windowed
+
+    chunks = _windows_and_paragraphs()
+    flags = windowed(chunks)
+    assert flags == [c.doc_id == "notes" for c in chunks] and sum(flags) >= 2
+    stored = {c.id: c for c in chunks}
+    r = HybridRanker(chunks, EMB.embed_documents([c.text for c in chunks]))
+    assert len(r.units) > len(chunks)  # the windows were split, the paragraphs not
+    query = "what causes mesothelioma"
+    qvec = EMB.embed_query(query)
+
+    # Under a word budget: the picked half of the window, with the window's own id.
+    top = r.rank(query, qvec, word_budget=60).chunks[0]
+    window = stored[top.chunk.id]
+    a, b = top.details["span"]
+    assert ANSWER in top.chunk.text and top.chunk.text == window.text[a:b]
+    assert len(top.chunk.text) < len(window.text) and top.parent_id is None
+    assert top.provenance("hybrid")["hcg_span"] == [a, b]
+    assert top.chunk.metadata["start_word"] == window.metadata["start_word"]
+    assert top.chunk.metadata["end_word"] < window.metadata["end_word"]
+    assert "passage_of" not in top.chunk.metadata
+
+    # A budget of everything: each stored chunk at most once, whole when all its parts made it.
+    res = r.rank(query, qvec, word_budget=10_000)
+    assert sorted(ids(res)) == sorted(stored)
+    assert all(rc.chunk.text == stored[rc.chunk.id].text for rc in res.chunks)
+    assert all("span" not in rc.details for rc in res.chunks)
+    assert [rc.score for rc in res.chunks] == sorted((rc.score for rc in res.chunks), reverse=True)
+
+    # k alone: k stored chunks, whole, the best first.
+    res = r.rank(query, qvec, k=2)
+    assert len(set(ids(res))) == 2 and ids(res)[0] == top.chunk.id
+    assert all(rc.chunk is stored[rc.chunk.id] for rc in res.chunks)
+
+    off = HybridRanker(chunks, None, HybridConfig(window_passage_words=0))
+    assert len(off.units) == len(chunks)
+    assert off.rank(query, None, word_budget=60).chunks[0].chunk is stored[top.chunk.id]
+
+
+def test_k_counts_groups_when_passages_are_merged():
+    rel = np.array([1.0, 0.9, 0.8])
+    feats = np.eye(3)
+    lengths = np.array([5, 5, 5])
+    assert mmr_pack(rel, feats, lengths, k=2, word_budget=None).tolist() == [0, 1]
+    picked = mmr_pack(rel, feats, lengths, k=2, word_budget=None, groups=np.array([7, 7, 8]))
+    assert picked.tolist() == [0, 1, 2]
+
+
+def test_window_passage_words_must_not_be_negative():
+    with pytest.raises(ConfigError, match="window_passage_words"):
+        HybridConfig(window_passage_words=-1)
+
+
+def test_a_large_k_with_a_budget_ranks_as_the_budget_alone():
+    """Rows padded in to reach k would compete with the candidates; once the candidates hold
+    the budget there is no padding, so the result is the budget's own."""
+    chunks = _windows_and_paragraphs()
+    r = HybridRanker(
+        chunks, EMB.embed_documents([c.text for c in chunks]), HybridConfig(candidates=3)
+    )
+    query = "what causes mesothelioma"
+    qvec = EMB.embed_query(query)
+    alone = r.rank(query, qvec, word_budget=60)
+    many = r.rank(query, qvec, k=1000, word_budget=60)
+    assert [c.chunk.text for c in many.chunks] == [c.chunk.text for c in alone.chunks]
+    assert many.diagnostics["candidates"] == alone.diagnostics["candidates"] < len(r.units)
+    # A budget the candidates cannot hold still pads, up to k.
+    assert r.rank(query, qvec, k=1000, word_budget=10_000).diagnostics["candidates"] == len(r.units)

@@ -311,3 +311,30 @@ def test_pre_split_documents_with_start_index_follow_a_clear_match(
 
     (s0, e0) = span(got[0])
     assert all(s < e0 and s0 < e for s, e in map(span, got[1:]))
+
+
+def test_under_a_word_budget_windows_come_back_as_spans_with_their_chunk_ids(
+    embeddings: HCGDefaultEmbeddings,
+) -> None:
+    """Text without paragraph breaks is cut into overlapping windows; under a word budget the
+    best window comes back as its picked span, with the chunk's own id and ``hcg_span``."""
+    from hcg_core.config import RetrievalConfig
+
+    filler = "Patients were followed for several years in the regional cohort study."
+    answer = "Warfarin interacts strongly with grapefruit juice and raises bleeding risk."
+    text = " ".join([filler] * 3 + [answer] + [filler] * 70)
+    r = HCGRetriever.from_documents(
+        [Document(page_content=text, id="notes")],
+        embeddings=embeddings,
+        k=5,
+        config=RetrievalConfig(word_budget=60),
+    )
+    chunks = {c.id: c for c in r.graph.chunks}
+    assert len(chunks) >= 4
+    got = r.invoke("Does warfarin interact with grapefruit juice?")
+    assert len({d.id for d in got}) == len(got) and all(d.id in chunks for d in got)
+    top = got[0]
+    a, b = top.metadata["hcg_span"]
+    assert answer in top.page_content == chunks[top.id].text[a:b]
+    assert len(top.page_content) < len(chunks[top.id].text)
+    assert top.metadata["hcg_parent_id"] is None and "passage_of" not in top.metadata

@@ -465,6 +465,59 @@ def test_passages_of_long_nodes_come_back_as_parts_of_docstore_nodes(
     assert all(index.docstore.document_exists(i) for i in ids(whole))
 
 
+def test_under_a_word_budget_windows_come_back_as_spans_of_docstore_nodes(
+    embed: HCGDefaultEmbedding,
+) -> None:
+    """Overlapping nodes are ranked by their halves; under a word budget a node comes back as
+    the picked span, with its own docstore id and offsets moved to the span, so evaluators and
+    fusion still see the user's nodes."""
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.retrievers import QueryFusionRetriever
+
+    folder = Path(__file__).resolve().parents[1] / "examples" / "corpus"
+    # The example corpus as one text without paragraph breaks, cut into overlapping nodes.
+    text = " ".join(" ".join(p.read_text(encoding="utf-8").split()) for p in folder.glob("*.md"))
+    index = HCGIndex.from_documents(
+        [Document(text=text, id_="all")],
+        embed_model=embed,
+        transformations=[SentenceSplitter(chunk_size=300, chunk_overlap=60)],
+    )
+    question = "What does obesity lead to?"
+    config = RetrievalConfig(word_budget=400)
+    budgeted = index.as_retriever(similarity_top_k=20, config=config)
+    got = budgeted.retrieve(question)
+    assert len(ids(got)) == len(set(ids(got))) and all(
+        index.docstore.document_exists(i) for i in ids(got)
+    )
+    spans = [n for n in got if "hcg_span" in n.node.metadata]
+    assert spans, "nodes of ~220 words that overlap should come back as spans"
+    for nws in spans:
+        node = nws.node
+        stored = index.docstore.get_node(node.node_id)
+        a, b = node.metadata["hcg_span"]
+        assert node.get_content() == stored.get_content()[a:b] != stored.get_content()
+        assert text[node.start_char_idx : node.end_char_idx] == node.text
+        assert "hcg_span" not in node.get_content(metadata_mode=MetadataMode.LLM)
+    # Without a budget the same nodes come back whole.
+    whole = index.as_retriever(similarity_top_k=5).retrieve(question)
+    assert all(
+        n.node.get_content() == index.docstore.get_node(n.node.node_id).get_content() for n in whole
+    )
+    vector = VectorStoreIndex(list(index.docstore.docs.values()), embed_model=embed)
+    vector_ids = set(ids(vector.as_retriever(similarity_top_k=5).retrieve(question)))
+    assert {n.node.node_id for n in spans} & vector_ids, "fusion must meet a span twice"
+    fusion = QueryFusionRetriever(
+        [budgeted, vector.as_retriever(similarity_top_k=5)],
+        llm=MockLLM(),
+        mode="reciprocal_rerank",
+        num_queries=1,
+        similarity_top_k=30,
+        use_async=False,
+    )
+    fused = ids(fusion.retrieve(question))
+    assert len(fused) == len(set(fused)) == len(set(ids(got)) | vector_ids)
+
+
 def notes_text() -> str:
     """Forty look-alike notes that mention warfarin, and one sentence that answers the question."""
     notes = [

@@ -27,7 +27,7 @@ import numpy as np
 from ..config import DEFAULT_DIVERSITY, DEFAULT_MIN_NOVELTY, HybridConfig
 from ..corpus import english_word_counts, reads_not_english
 from ..errors import ConfigError
-from ..types import Chunk, RetrievalResult, RetrievedChunk
+from ..types import Chunk, Passage, RetrievalResult, RetrievedChunk
 from .dense import DenseIndex, NumpyDenseIndex
 from .lexical import BM25Index, Growable, top_k_indices
 from .matvec import matvec
@@ -145,6 +145,7 @@ def mmr_pack(
     diversity: float = DEFAULT_DIVERSITY,
     spans: np.ndarray | None = None,
     min_novelty: float = DEFAULT_MIN_NOVELTY,
+    groups: np.ndarray | None = None,
 ) -> np.ndarray:
     """Greedy MMR over candidates: positions (into ``relevance``) in pick order.
 
@@ -153,7 +154,8 @@ def mmr_pack(
     Stops at ``k`` picks or once ``word_budget`` words are reached (the chunk that crosses the
     budget is kept: the caller cuts, we never return a partial chunk). ``spans`` is ``(n, 3)``
     ``(group, start, end)`` word spans; a candidate whose span is under ``min_novelty`` new
-    relative to picked spans of the same group is skipped.
+    relative to picked spans of the same group is skipped. With ``groups`` (one label per
+    candidate: the stored chunk a passage is part of), ``k`` counts distinct groups picked.
 
     >>> rel = np.array([1.0, 0.95, 0.5])
     >>> feats = np.array([[1.0, 0.0], [0.9, 0.436], [0.0, 1.0]])
@@ -169,12 +171,18 @@ def mmr_pack(
     available = np.ones(n, dtype=bool)
     redundancy = np.zeros(n)
     picked: list[int] = []
+    taken: set[int] = set()  # groups picked, when k counts groups
     # The novelty check compares one span with the few picked ones: plain Python ints, since
     # numpy's per-call overhead on arrays of k rows costs more than the arithmetic.
     span_rows = spans.tolist() if spans is not None else None
     picked_spans: dict[int, list[tuple[int, int]]] = {}  # group -> (start, end) of picks
     words = 0
-    while len(picked) < limit and available.any():
+    group_rows = groups.tolist() if groups is not None else None
+
+    def count() -> int:
+        return len(picked) if group_rows is None else len(taken)
+
+    while count() < limit and available.any():
         if word_budget is not None and words >= word_budget:
             break
         score = diversity * rel - (1.0 - diversity) * redundancy
@@ -189,11 +197,13 @@ def mmr_pack(
                 if 1.0 - min(float(covered), e - s) / (e - s) < min_novelty:
                     continue
         picked.append(j)
+        if group_rows is not None:
+            taken.add(group_rows[j])
         if span_rows is not None:
             g, s, e = span_rows[j]
             picked_spans.setdefault(g, []).append((s, e))
         words += int(lengths[j])
-        if len(picked) < limit and (word_budget is None or words < word_budget):
+        if count() < limit and (word_budget is None or words < word_budget):
             # The product is most of a pick's cost; after the last pick nothing reads it.
             redundancy = np.maximum(redundancy, matvec(features, features[j]))
     return np.asarray(picked, dtype=np.int64)
@@ -229,7 +239,7 @@ class HybridRanker:
         self.config = config or HybridConfig()
         # The packed unit: passages of the chunks (or the chunks, passage_words 0). Row i of every
         # per-unit array below is self.units[i]; self.parent[i] is its chunk's row.
-        units, parent = split_passages(self.chunks, self.config.passage_words)
+        units, parent = self._split(self.chunks)
         self.chunk_embeddings = _checked_embeddings(chunk_embeddings, len(self.chunks))
         # Sum of the chunk vectors: the query's background cosine is its dot with their mean.
         self._embedding_sum = _vector_sum(self.chunk_embeddings)
@@ -254,6 +264,19 @@ class HybridRanker:
         # Chunk id -> unit rows; shared with later snapshots (extended), which only add keys.
         self._units_of: list[Any] = [{}, 0]
         self._append_units(units, parent)
+
+    @property
+    def merges_windows(self) -> bool:
+        """Whether windows are split into passages that come back merged into their chunk."""
+        return self.config.passage_words == 0 and self.config.window_passage_words > 0
+
+    def _split(self, chunks: Sequence[Chunk]) -> tuple[tuple[Chunk, ...], np.ndarray]:
+        """The units of ``chunks``: passages of every chunk (``passage_words``), of the windows
+        only (``window_passage_words``), or the chunks themselves."""
+        cfg = self.config
+        if not self.merges_windows:
+            return split_passages(chunks, cfg.passage_words)
+        return split_passages(chunks, cfg.window_passage_words, only=windowed(chunks))
 
     def background(self, query_vec: np.ndarray | None) -> float:
         """The query's mean cosine to all chunks (0 without chunk vectors): one dot product."""
@@ -340,7 +363,7 @@ class HybridRanker:
         else:
             out._embedding_sum = _vector_sum(out.chunk_embeddings)
         out.dense_index = dense  # the edited store's index, or None: the new matrix
-        units, parent = split_passages(chunks, self.config.passage_words)
+        units, parent = self._split(chunks)
         out.bm25 = self.bm25.extended([u.text for u in units])
         out._append_units(units, parent + first)
         return out
@@ -489,6 +512,11 @@ class HybridRanker:
         # make packing quadratic in the corpus size.
         eligible = np.arange(n) if ok is None else np.flatnonzero(ok)
         need = min(cfg.candidates if k is None else k, eligible.size)
+        if word_budget is not None and int(self.word_counts[pool].sum()) >= word_budget:
+            # The candidates already hold the budget: rows padded in past them (parts of dense
+            # hits beyond the candidate count) would only compete with them, so a large k with
+            # a budget ranks exactly as the budget alone (padding once cost a point of recall).
+            need = min(need, pool.size)
         if pool.size < need:
             # Too few candidates matched at all: pad with the best remaining passages by fused
             # score (then index), so k passages come back whenever the corpus has k.
@@ -515,6 +543,7 @@ class HybridRanker:
             diversity=cfg.diversity,
             spans=self.spans[pool] if self.spans is not None else None,
             min_novelty=cfg.min_novelty,
+            groups=self.parent[pool] if self.merges_windows else None,
         )
         # MMR chose the set; it is returned best first, so every list a user sorts by score keeps
         # its order (the pick order only decided which units made it into the budget).
@@ -531,9 +560,16 @@ class HybridRanker:
         score = calibrated_scores(fused, rows, bm25_abs, dense_rel, cfg)
         bm_rank, dn_rank = _ranks(bm_order, n), _ranks(dn_order, n)
         g_rank = _ranks(np.asarray(graph_rows, np.int64), n)
+        # Passages of one window come back as one result, at the place of the best of them.
+        members: dict[int, list[int]] = {}
+        for r in rows.tolist():
+            members.setdefault(int(self.parent[r]) if self.merges_windows else r, []).append(r)
         out: list[RetrievedChunk] = []
         for i, r in enumerate(rows.tolist()):
-            hit = graph_hits.get(r)
+            group = members.pop(int(self.parent[r]) if self.merges_windows else r, None)
+            if group is None:  # merged into its chunk's result above
+                continue
+            hit = next((graph_hits[g] for g in group if g in graph_hits), None)
             details: dict[str, Any] = {
                 "bm25": float(bm25_abs[r]),
                 "dense": float(dense_abs[r]),
@@ -547,9 +583,14 @@ class HybridRanker:
                 details.update({f"graph_{k_}": v for k_, v in hit.details.items()})
             if r in followers:
                 details["follows"] = self.units[int(pool[0])].id
+            unit = self.units[r]
+            if self.merges_windows:
+                unit, span = self._merged(group, part=word_budget is not None)
+                if span is not None:
+                    details["span"] = span
             out.append(
                 RetrievedChunk(
-                    chunk=self.units[r],
+                    chunk=unit,
                     score=float(score[i]),
                     route="graph" if hit is not None else "fallback",
                     paths=hit.paths if hit is not None else (),
@@ -561,7 +602,7 @@ class HybridRanker:
             "candidates": int(pool.size),
             "graph_candidates": len(graph_rows),
             "graph_chunks": sum(1 for c in out if c.route == "graph"),
-            "words": int(self.word_counts[rows].sum()) if rows.size else 0,
+            "words": sum(len(rc.chunk.text.split()) for rc in out),
         }
         matched: tuple[str, ...] = ()
         if graph_result is not None:
@@ -576,6 +617,27 @@ class HybridRanker:
             served_by="hybrid" if use_graph else "hybrid-nograph",
             diagnostics=diagnostics,
         )
+
+    def _merged(self, rows: list[int], *, part: bool) -> tuple[Chunk, list[int] | None]:
+        """The result for picked units ``rows`` of one chunk: the chunk itself, or (``part``, when
+        not all its passages were picked) a copy with the same id holding the text from the first
+        picked passage to the last, and that span's character offsets in the chunk's text."""
+        chunk = self.chunks[int(self.parent[rows[0]])]
+        parts = [self.units[r] for r in rows]
+        if (
+            not part
+            or len(rows) == len(self.units_of[chunk.id])
+            or not all(isinstance(u, Passage) for u in parts)
+        ):
+            return chunk, None
+        first = min(parts, key=lambda u: u.start_char)  # type: ignore[attr-defined]
+        last = max(parts, key=lambda u: u.end_char)  # type: ignore[attr-defined]
+        a, b = first.start_char, last.end_char  # type: ignore[attr-defined]
+        meta = {k: v for k, v in first.metadata.items() if k not in ("passage_of", "passage")}
+        for key in ("end_word", "end_char_idx"):
+            if key in last.metadata:
+                meta[key] = last.metadata[key]
+        return Chunk(id=chunk.id, text=chunk.text[a:b], doc_id=chunk.doc_id, metadata=meta), [a, b]
 
     def _language_gap(self, query: str) -> np.ndarray | None:
         """Units whose missing BM25 evidence the dense signal fills for this query, or None.
@@ -759,6 +821,28 @@ def _chunk_spans(chunks: Sequence[Chunk], docs: dict[str, int]) -> np.ndarray | 
         doc = c.doc_id or str(meta.get("doc_id", ""))
         out[i] = (docs.setdefault(doc, len(docs)), *span)
     return out
+
+
+def windowed(chunks: Sequence[Chunk]) -> list[bool]:
+    """Which chunks overlap another chunk of their document: windows cut from unbroken text.
+
+    A chunk without a span in its document (``_chunk_spans``) makes every answer False.
+
+    >>> windowed([Chunk("a", "x", doc_id="d", metadata={"start_word": 0, "end_word": 200}),
+    ...           Chunk("b", "x", doc_id="d", metadata={"start_word": 160, "end_word": 360}),
+    ...           Chunk("c", "x", doc_id="e", metadata={"start_word": 0, "end_word": 90})])
+    [True, True, False]
+    """
+    spans = _chunk_spans(chunks, {})
+    if spans is None or len(chunks) < 2:
+        return [False] * len(chunks)
+    order = np.lexsort((spans[:, 1], spans[:, 0]))
+    s = spans[order]
+    overlaps = (s[1:, 0] == s[:-1, 0]) & (s[1:, 1] < s[:-1, 2])
+    out = np.zeros(len(chunks), dtype=bool)
+    out[order[1:]] |= overlaps
+    out[order[:-1]] |= overlaps
+    return out.tolist()
 
 
 def _vector_sum(vectors: np.ndarray | None) -> np.ndarray | None:

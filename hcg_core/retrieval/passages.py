@@ -52,7 +52,7 @@ def _cuts(words: Sequence[str], target: int) -> list[int]:
 
 
 def split_passages(
-    chunks: Sequence[Chunk], target_words: int
+    chunks: Sequence[Chunk], target_words: int, only: Sequence[bool] | None = None
 ) -> tuple[tuple[Chunk, ...], np.ndarray]:
     """Passages of about ``target_words`` words, and the row of the chunk each comes from.
 
@@ -61,7 +61,8 @@ def split_passages(
     inside kept), the chunk's ``doc_id`` and metadata plus ``passage_of`` (the chunk's id),
     ``passage`` (i), and ``start_word``/``end_word`` (and a LlamaIndex node's or LangChain's character
     offsets) shifted to the passage when the chunk has them.
-    ``target_words`` 0 returns the chunks unchanged.
+    ``target_words`` 0 returns the chunks unchanged; ``only``, when given, names the chunks that may
+    be split (the others stay whole).
 
     >>> parts, parent = split_passages([Chunk("c", "One two three. Four five six.")], 3)
     >>> [(p.id, p.text) for p in parts], parent.tolist()
@@ -72,6 +73,10 @@ def split_passages(
     out: list[Chunk] = []
     parent: list[int] = []
     for row, c in enumerate(chunks):
+        if only is not None and not only[row]:
+            out.append(c)
+            parent.append(row)
+            continue
         spans = [m.span() for m in WORD_RE.finditer(c.text)]
         cuts = _cuts([c.text[a:b] for a, b in spans], target_words)
         if len(cuts) <= 2:
@@ -101,6 +106,8 @@ def split_passages(
                     metadata=meta,
                     parent_id=c.id,
                     index=i,
+                    start_char=spans[a][0],
+                    end_char=spans[b - 1][1],
                 )
             )
             parent.append(row)
