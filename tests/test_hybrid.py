@@ -251,10 +251,29 @@ def test_graph_signal_goes_to_the_passage_holding_the_mechanism():
     r = HybridRanker([chunk, other], None, HybridConfig(graph_weight=5.0, passage_words=100))
     path = CausalPath(("Exposure(asbestos)", "Risk(mesothelioma)"), ("e1",), (ANSWER,))
     g = RetrievalResult("q", (RetrievedChunk(chunk, 0.9, "graph", (path,)),), served_by="cones")
-    res = r.rank("cohort follow-up", None, g, k=1)
-    assert ids(res) == ["long#p0"] and res.chunks[0].route == "graph"
-    assert res.chunks[0].paths == (path,)
+    res = r.rank("cohort follow-up", None, g, k=4)
+    graph = {c.chunk.id: c.details["graph"] for c in res.chunks}
+    assert graph["long#p0"] == 1.0 and graph["long#p1"] == 0.0
+    (held,) = [c for c in res.chunks if c.chunk.id == "long#p0"]
+    assert held.route == "graph" and held.paths == (path,)
     assert res.diagnostics["graph_candidates"] == 1  # only the passage holding the sentence
+
+
+def test_the_graph_lifts_only_what_a_text_signal_also_found():
+    chunks = make_chunks()
+    r = HybridRanker(chunks, None, HybridConfig(graph_weight=5.0))
+    query = "radon basements asbestos cancer"
+    text_only = ids(r.rank(query, None, k=1))
+    assert text_only == ["c2"]
+
+    def vouch(i: int) -> RetrievalResult:
+        rc = RetrievedChunk(chunks[i], 0.9, "graph", ())
+        return RetrievalResult("q", (rc,), served_by="cones")
+
+    # Statins (c4) shares no word with the query: the graph alone does not put it first.
+    assert ids(r.rank(query, None, vouch(4), k=1)) == text_only
+    # Asbestos (c5) matches two query words: the graph lifts it above the best text match.
+    assert ids(r.rank(query, None, vouch(5), k=1)) == ["c5"]
 
 
 def _windowed_block():

@@ -231,9 +231,13 @@ def test_hybrid_graph_bonus_decays_with_rank():
             for i in (2, 0, 3)
         ),
     )
-    res = ranker.rank("nothing matches", None, graph, k=4)
+    # Every chunk matches the query alike (text relevance 1.0 each), so the bonus decides.
+    res = ranker.rank("filler text", None, graph, k=4)
     got = {c.chunk.id: c.details["fused_score"] for c in res.chunks}
     # weight * (1 - rank / (2 n)), n = 3: w, w * 5/6, w * 4/6; c1 is not on a graph route.
     w = HybridConfig().graph_weight
-    assert got == pytest.approx({"c2": w, "c0": w * 5 / 6, "c3": w * 4 / 6, "c1": 0.0})
+    assert got == pytest.approx({"c2": 1 + w, "c0": 1 + w * 5 / 6, "c3": 1 + w * 4 / 6, "c1": 1.0})
     assert _ids(res) == ["c2", "c0", "c3", "c1"]
+    # Where no text signal found anything, the graph alone lifts nothing.
+    res = ranker.rank("nothing matches", None, graph, k=4)
+    assert {c.details["fused_score"] for c in res.chunks} == {0.0}
