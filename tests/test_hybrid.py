@@ -479,3 +479,13 @@ def test_a_large_k_with_a_budget_ranks_as_the_budget_alone():
     assert many.diagnostics["candidates"] == alone.diagnostics["candidates"] < len(r.units)
     # A budget the candidates cannot hold still pads, up to k.
     assert r.rank(query, qvec, k=1000, word_budget=10_000).diagnostics["candidates"] == len(r.units)
+
+
+def test_a_window_inserted_after_its_neighbours_is_split_like_a_fresh_build():
+    chunks = _windows_and_paragraphs()
+    emb = EMB.embed_documents([c.text for c in chunks])
+    fresh = HybridRanker(chunks, emb)
+    grown = HybridRanker(chunks[:2], emb[:2])
+    for i in range(2, len(chunks)):
+        grown = grown.extended([chunks[i]], emb[: i + 1])
+    assert [u.id for u in grown.units] == [u.id for u in fresh.units]

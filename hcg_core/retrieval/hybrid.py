@@ -273,13 +273,19 @@ class HybridRanker:
         """Whether windows are split into passages that come back merged into their chunk."""
         return self.config.passage_words == 0 and self.config.window_passage_words > 0
 
-    def _split(self, chunks: Sequence[Chunk]) -> tuple[tuple[Chunk, ...], np.ndarray]:
+    def _split(
+        self, chunks: Sequence[Chunk], known: Sequence[Chunk] = ()
+    ) -> tuple[tuple[Chunk, ...], np.ndarray]:
         """The units of ``chunks``: passages of every chunk (``passage_words``), of the windows
-        only (``window_passage_words``), or the chunks themselves."""
+        only (``window_passage_words``), or the chunks themselves. ``known``: chunks already
+        indexed, so a window inserted after its neighbours is still seen to overlap them."""
         cfg = self.config
         if not self.merges_windows:
             return split_passages(chunks, cfg.passage_words)
-        return split_passages(chunks, cfg.window_passage_words, only=windowed(chunks))
+        docs = {c.doc_id for c in chunks}
+        near = [c for c in known if c.doc_id in docs]
+        flags = windowed([*near, *chunks])[len(near) :]
+        return split_passages(chunks, cfg.window_passage_words, only=flags)
 
     def background(self, query_vec: np.ndarray | None) -> float:
         """The query's mean cosine to all chunks (0 without chunk vectors): one dot product."""
@@ -366,7 +372,7 @@ class HybridRanker:
         else:
             out._embedding_sum = _vector_sum(out.chunk_embeddings)
         out.dense_index = dense  # the edited store's index, or None: the new matrix
-        units, parent = self._split(chunks)
+        units, parent = self._split(chunks, known=self.chunks)
         out.bm25 = self.bm25.extended([u.text for u in units])
         out._append_units(units, parent + first)
         return out
