@@ -88,15 +88,16 @@ N > 0 splits each chunk at sentence ends into passages of about N words (a chunk
 stays whole) and ``k`` counts passages. Passages gained answer recall on the medical dev set and
 lost gold-context recall on HolisQA, where an answer spans several sentences of one abstract
 (docs/evaluation.md), so they are an option, not the default."""
-DEFAULT_WINDOW_PASSAGE_WORDS = 100
-"""Unit size from document structure: a chunk that overlaps a neighbour of its document (a window
-the chunker cut from unbroken text, where its ends fall wherever the word count says) is ranked and
-packed as passages of about this many words; a chunk that is a whole paragraph or abstract stays
-one unit. Each stored chunk still comes back at most once, with its own id: whole when only ``k``
-limits the result, and under a word budget as the span of its picked passages (whole when all were
-picked), so the budget holds more distinct text. Medical dev set (all windows): +0.8 points of
-answer recall; HolisQA (whole abstracts): no change (docs/evaluation.md). 0 turns it off; ignored
-when ``passage_words`` > 0."""
+DEFAULT_WINDOW_PASSAGE_WORDS = 0
+"""0 (default): off. N > 0: a chunk that overlaps a neighbour of its document (a window the chunker
+cut from unbroken text, its ends wherever the word count fell) is ranked and packed as passages of
+about N words, while a whole paragraph or abstract stays one unit. Each stored chunk still comes
+back at most once, with its own id: whole when only ``k`` limits the result, and under a word
+budget as the span of its picked passages (whole when all were picked). An option, not the default:
+at 100 it gains on single-fact questions over unbroken text (medical dev set +0.8 points of answer
+recall) but loses where an answer runs over several sentences of such text (the HolisQA abstracts
+with their blank lines removed: -6.1 and -6.2 points of gold-context recall, below BM25 on the same
+windows; docs/evaluation.md). Ignored when ``passage_words`` > 0."""
 
 
 class _Settings:

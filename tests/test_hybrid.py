@@ -417,7 +417,8 @@ def test_windows_are_split_for_ranking_and_come_back_as_their_own_chunks():
     flags = windowed(chunks)
     assert flags == [c.doc_id == "notes" for c in chunks] and sum(flags) >= 2
     stored = {c.id: c for c in chunks}
-    r = HybridRanker(chunks, EMB.embed_documents([c.text for c in chunks]))
+    cfg = HybridConfig(window_passage_words=100)
+    r = HybridRanker(chunks, EMB.embed_documents([c.text for c in chunks]), cfg)
     assert len(r.units) > len(chunks)  # the windows were split, the paragraphs not
     query = "what causes mesothelioma"
     qvec = EMB.embed_query(query)
@@ -445,7 +446,7 @@ def test_windows_are_split_for_ranking_and_come_back_as_their_own_chunks():
     assert len(set(ids(res))) == 2 and ids(res)[0] == top.chunk.id
     assert all(rc.chunk is stored[rc.chunk.id] for rc in res.chunks)
 
-    off = HybridRanker(chunks, None, HybridConfig(window_passage_words=0))
+    off = HybridRanker(chunks, None)  # the default: windows ranked whole
     assert len(off.units) == len(chunks)
     assert off.rank(query, None, word_budget=60).chunks[0].chunk is stored[top.chunk.id]
 
@@ -468,9 +469,8 @@ def test_a_large_k_with_a_budget_ranks_as_the_budget_alone():
     """Rows padded in to reach k would compete with the candidates; once the candidates hold
     the budget there is no padding, so the result is the budget's own."""
     chunks = _windows_and_paragraphs()
-    r = HybridRanker(
-        chunks, EMB.embed_documents([c.text for c in chunks]), HybridConfig(candidates=3)
-    )
+    cfg = HybridConfig(candidates=3, window_passage_words=100)
+    r = HybridRanker(chunks, EMB.embed_documents([c.text for c in chunks]), cfg)
     query = "what causes mesothelioma"
     qvec = EMB.embed_query(query)
     alone = r.rank(query, qvec, word_budget=60)
@@ -484,8 +484,9 @@ def test_a_large_k_with_a_budget_ranks_as_the_budget_alone():
 def test_a_window_inserted_after_its_neighbours_is_split_like_a_fresh_build():
     chunks = _windows_and_paragraphs()
     emb = EMB.embed_documents([c.text for c in chunks])
-    fresh = HybridRanker(chunks, emb)
-    grown = HybridRanker(chunks[:2], emb[:2])
+    cfg = HybridConfig(window_passage_words=100)
+    fresh = HybridRanker(chunks, emb, cfg)
+    grown = HybridRanker(chunks[:2], emb[:2], cfg)
     for i in range(2, len(chunks)):
         grown = grown.extended([chunks[i]], emb[: i + 1])
     assert [u.id for u in grown.units] == [u.id for u in fresh.units]

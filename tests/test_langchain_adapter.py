@@ -313,12 +313,13 @@ def test_pre_split_documents_with_start_index_follow_a_clear_match(
     assert all(s < e0 and s0 < e for s, e in map(span, got[1:]))
 
 
-def test_under_a_word_budget_windows_come_back_as_spans_with_their_chunk_ids(
+def test_windows_ranked_by_halves_come_back_as_spans_with_their_chunk_ids(
     embeddings: HCGDefaultEmbeddings,
 ) -> None:
-    """Text without paragraph breaks is cut into overlapping windows; under a word budget the
-    best window comes back as its picked span, with the chunk's own id and ``hcg_span``."""
-    from hcg_core.config import RetrievalConfig
+    """Text without paragraph breaks is cut into overlapping windows; with ``window_passage_words``
+    and a word budget the best window comes back as its picked span, with the chunk's own id and
+    ``hcg_span``."""
+    from hcg_core.config import HybridConfig, RetrievalConfig
 
     filler = "Patients were followed for several years in the regional cohort study."
     answer = "Warfarin interacts strongly with grapefruit juice and raises bleeding risk."
@@ -327,7 +328,7 @@ def test_under_a_word_budget_windows_come_back_as_spans_with_their_chunk_ids(
         [Document(page_content=text, id="notes")],
         embeddings=embeddings,
         k=5,
-        config=RetrievalConfig(word_budget=60),
+        config=RetrievalConfig(word_budget=60, hybrid=HybridConfig(window_passage_words=100)),
     )
     chunks = {c.id: c for c in r.graph.chunks}
     assert len(chunks) >= 4

@@ -465,10 +465,11 @@ def test_passages_of_long_nodes_come_back_as_parts_of_docstore_nodes(
     assert all(index.docstore.document_exists(i) for i in ids(whole))
 
 
-def test_under_a_word_budget_windows_come_back_as_spans_of_docstore_nodes(
+def test_windows_ranked_by_halves_come_back_as_spans_of_docstore_nodes(
     embed: HCGDefaultEmbedding,
 ) -> None:
-    """Overlapping nodes are ranked by their halves; under a word budget a node comes back as
+    """With ``window_passage_words``, overlapping nodes are ranked by their halves; under a word
+    budget a node comes back as
     the picked span, with its own docstore id and offsets moved to the span, so evaluators and
     fusion still see the user's nodes."""
     from llama_index.core.llms import MockLLM
@@ -476,14 +477,16 @@ def test_under_a_word_budget_windows_come_back_as_spans_of_docstore_nodes(
 
     folder = Path(__file__).resolve().parents[1] / "examples" / "corpus"
     # The example corpus as one text without paragraph breaks, cut into overlapping nodes.
-    text = " ".join(" ".join(p.read_text(encoding="utf-8").split()) for p in folder.glob("*.md"))
+    text = " ".join(
+        " ".join(p.read_text(encoding="utf-8").split()) for p in sorted(folder.glob("*.md"))
+    )
     index = HCGIndex.from_documents(
         [Document(text=text, id_="all")],
         embed_model=embed,
         transformations=[SentenceSplitter(chunk_size=300, chunk_overlap=60)],
     )
     question = "What does obesity lead to?"
-    config = RetrievalConfig(word_budget=400)
+    config = RetrievalConfig(word_budget=400, hybrid=HybridConfig(window_passage_words=100))
     budgeted = index.as_retriever(similarity_top_k=20, config=config)
     got = budgeted.retrieve(question)
     assert len(ids(got)) == len(set(ids(got))) and all(
@@ -499,7 +502,8 @@ def test_under_a_word_budget_windows_come_back_as_spans_of_docstore_nodes(
         assert text[node.start_char_idx : node.end_char_idx] == node.text
         assert "hcg_span" not in node.get_content(metadata_mode=MetadataMode.LLM)
     # Without a budget the same nodes come back whole.
-    whole = index.as_retriever(similarity_top_k=5).retrieve(question)
+    config = RetrievalConfig(hybrid=HybridConfig(window_passage_words=100))
+    whole = index.as_retriever(similarity_top_k=5, config=config).retrieve(question)
     assert all(
         n.node.get_content() == index.docstore.get_node(n.node.node_id).get_content() for n in whole
     )

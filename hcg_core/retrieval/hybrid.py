@@ -1,10 +1,9 @@
 """The default retrieval mode: fuse graph evidence, BM25 and dense similarity, then pack a budget.
 
-The unit ranked is the stored chunk, whole, except a window cut from unbroken text (a chunk that
-overlaps another of its document), which is ranked as ~100-word passages and comes back as its
-chunk: whole, or under a word budget as the span of its picked passages
-(``window_passage_words``). ``passage_words`` > 0 splits every chunk into passages and returns
-them (``passages.py``). Three signals score each unit: BM25 (``lexical.py``), the dense
+The unit ranked and returned is the stored chunk, whole. Options: ``window_passage_words`` ranks
+windows cut from unbroken text (chunks that overlap another of their document) as passages and
+returns each as its chunk (under a word budget, the span of its picked passages);
+``passage_words`` splits every chunk into passages and returns them (``passages.py``). Three signals score each unit: BM25 (``lexical.py``), the dense
 cosine of the query against the unit's chunk vector, and the graph route's evidence (the paper's
 Stage 3 result: chunks on kept causal paths; of a split chunk, the passages holding an edge's
 mechanism sentence). The text signals are fused per query as z-scores against their own best
