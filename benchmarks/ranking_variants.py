@@ -107,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         for chunking, chunks in chunkings:
             emb = cached(embedder, [c.text for c in chunks], args.cache, "chunks")
             variants = VARIANTS if chunking == "structure" else {"default": DEFAULT}
+            if chunking == "plain 200/40 windows":
+                # Every unit is a window here: where ranking windows by halves costs most.
+                variants = {**variants, "halves": VARIANTS["windows ranked by ~100-word halves"]}
             systems = {}
             for vname, cfg in variants.items():
                 ranker = HybridRanker(chunks, emb, cfg)

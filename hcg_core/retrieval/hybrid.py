@@ -3,11 +3,12 @@
 The unit ranked and returned is the stored chunk, whole. Options: ``window_passage_words`` ranks
 windows cut from unbroken text (chunks that overlap another of their document) as passages and
 returns each as its chunk (under a word budget, the span of its picked passages);
-``passage_words`` splits every chunk into passages and returns them (``passages.py``). Three signals score each unit: BM25 (``lexical.py``), the dense
-cosine of the query against the unit's chunk vector, and the graph route's evidence (the paper's
-Stage 3 result: chunks on kept causal paths; of a split chunk, the passages holding an edge's
-mechanism sentence). The text signals are fused per query as z-scores against their own best
-candidates (``standardise``), and the graph adds a bonus to the units a text signal also found. When one unit clearly leads, the windows
+``passage_words`` splits every chunk into passages and returns them (``passages.py``). Three
+signals score each unit: BM25 (``lexical.py``), the dense cosine of the query against the unit's
+chunk vector, and the graph route's evidence (the paper's Stage 3 result: chunks on kept causal
+paths; of a split chunk, the passages holding an edge's mechanism sentence). The text signals are
+fused per query as z-scores against their own best candidates (``standardise``), and the graph
+adds a bonus to the units a text signal also found. When one unit clearly leads, the windows
 overlapping it follow it (``follow_gap``, ``_follow_best``). Packing picks units greedily by
 maximal marginal relevance (MMR): relevance minus redundancy with what is already chosen (cosine of
 BM25 term vectors), skipping a unit whose words mostly repeat chosen ones (overlapping windows of
@@ -515,7 +516,7 @@ class HybridRanker:
                 lexical = np.where(fill, np.maximum(lexical, semantic), lexical)
             text = cfg.bm25_weight * lexical + cfg.dense_weight * semantic
             # The graph lifts what a text signal also found (above its candidates' mean); alone
-            # it lifts nothing: units only the graph vouched for cost 0.5 points on medical.
+            # it lifts nothing: units only the graph vouched for cost 0.1-0.5 points on medical.
             return text + graph_bonus * (text > 0)
 
         fused = fuse()
