@@ -137,6 +137,11 @@ class HybridConfig:
     follow_gap: float | None = DEFAULT_FOLLOW_GAP
     fill_language_gap: bool = DEFAULT_FILL_LANGUAGE_GAP
 
+    @property
+    def unit_split(self) -> tuple[int, int]:
+        """The settings that decide the ranked units: rankers equal here share one BM25 index."""
+        return (self.passage_words, 0 if self.passage_words else self.window_passage_words)
+
     def __post_init__(self) -> None:
         if self.fusion not in FUSIONS:
             raise ConfigError(f"fusion must be one of {', '.join(FUSIONS)}, got {self.fusion!r}")

@@ -434,11 +434,20 @@ def test_windows_are_split_for_ranking_and_come_back_as_their_own_chunks():
     assert top.chunk.metadata["end_word"] < window.metadata["end_word"]
     assert "passage_of" not in top.chunk.metadata
 
-    # A budget of everything: each stored chunk at most once, whole when all its parts made it.
+    # A budget of everything: each stored chunk once, as a contiguous part of itself, and the
+    # windows' shared sentences only once (a sentence cut by a window edge may repeat).
     res = r.rank(query, qvec, word_budget=10_000)
     assert sorted(ids(res)) == sorted(stored)
-    assert all(rc.chunk.text == stored[rc.chunk.id].text for rc in res.chunks)
-    assert all("span" not in rc.details for rc in res.chunks)
+    for rc in res.chunks:
+        a, b = rc.details.get("span", (0, len(stored[rc.chunk.id].text)))
+        assert rc.chunk.text == stored[rc.chunk.id].text[a:b]
+    places = [
+        (rc.chunk.metadata["start_word"], rc.chunk.metadata["end_word"])
+        for rc in res.chunks
+        if rc.chunk.doc_id == "notes"
+    ]
+    shared = [min(b, d) - max(a, c) for i, (a, b) in enumerate(places) for c, d in places[:i]]
+    assert max(shared) <= len(FILLER.split())
     assert [rc.score for rc in res.chunks] == sorted((rc.score for rc in res.chunks), reverse=True)
 
     # k alone: k stored chunks, whole, the best first.
@@ -490,3 +499,33 @@ def test_a_window_inserted_after_its_neighbours_is_split_like_a_fresh_build():
     for i in range(2, len(chunks)):
         grown = grown.extended([chunks[i]], emb[: i + 1])
     assert [u.id for u in grown.units] == [u.id for u in fresh.units]
+
+
+def test_under_a_budget_only_new_words_count_and_a_place_is_returned_once():
+    rel = np.array([1.0, 0.9, 0.8])
+    feats = np.eye(3)
+    lengths = np.array([10, 10, 10])
+    spans = np.array([[0, 0, 10], [0, 5, 15], [0, 20, 30]])
+    kw = {"k": None, "word_budget": 16, "diversity": 1.0, "spans": spans}
+    assert mmr_pack(rel, feats, lengths, **kw).tolist() == [0, 1]
+    assert mmr_pack(rel, feats, lengths, repeats_kept=False, **kw).tolist() == [0, 1, 2]
+
+
+def test_the_same_sentence_at_another_place_is_not_a_repeat():
+    from hcg_core.retrieval.hybrid import without_repeats
+
+    def unit(cid: str, text: str, start: int) -> RetrievedChunk:
+        meta = {"start_word": start, "end_word": start + len(text.split())}
+        return RetrievedChunk(Chunk(cid, text, doc_id="d", metadata=meta), 1.0, "fallback")
+
+    text = "Results are in Table 1. Patients improved."
+    got = without_repeats([unit("a", text, 0), unit("b", text, 100)])
+    assert [r.chunk.text for r in got] == [text, text]
+    # A unit without a place in its document is never cut.
+    bare = RetrievedChunk(Chunk("c", text, doc_id="d"), 1.0, "fallback")
+    assert without_repeats([unit("a", text, 0), bare])[1] is bare
+    # A unit wholly inside what came before is dropped.
+    assert [
+        r.chunk.id
+        for r in without_repeats([unit("a", text, 0), unit("b", "Patients improved.", 5)])
+    ] == ["a"]

@@ -507,6 +507,21 @@ def test_windows_ranked_by_halves_come_back_as_spans_of_docstore_nodes(
     assert all(
         n.node.get_content() == index.docstore.get_node(n.node.node_id).get_content() for n in whole
     )
+    # The defaults under a budget: overlapping nodes are cut where an earlier result already
+    # returned the same sentences, so no full sentence reaches the LLM twice.
+    cut = index.as_retriever(
+        similarity_top_k=20, config=RetrievalConfig(word_budget=1000)
+    ).retrieve(question)
+    assert any("hcg_span" in n.node.metadata for n in cut)
+    for i, a in enumerate(cut):
+        assert text[a.node.start_char_idx : a.node.end_char_idx] == a.node.text
+        for b in cut[:i]:
+            shared = text[
+                max(a.node.start_char_idx, b.node.start_char_idx) : min(
+                    a.node.end_char_idx, b.node.end_char_idx
+                )
+            ]
+            assert shared.count(". ") == 0, shared
     vector = VectorStoreIndex(list(index.docstore.docs.values()), embed_model=embed)
     vector_ids = set(ids(vector.as_retriever(similarity_top_k=5).retrieve(question)))
     assert {n.node.node_id for n in spans} & vector_ids, "fusion must meet a span twice"

@@ -97,6 +97,10 @@ def test_clones_with_other_hybrid_settings_reuse_their_ranker(graph, embedder):
     a.retrieve("diet")
     assert a.ranker is first  # built once, not per query
     assert r.ranker is not first and r.ranker.bm25 is first.bm25  # one BM25 index for all
+    # Settings that split the chunks otherwise rank other units: their own BM25 index.
+    w = r.with_config(hybrid=HybridConfig(window_passage_words=100))
+    w.retrieve("smoking")
+    assert w.ranker.bm25 is not first.bm25
 
 
 def test_hybrid_graph_signal_is_not_cut_by_the_word_budget(graph, embedder):

@@ -452,7 +452,7 @@ class CausalGraphRetriever:
                         (
                             r.bm25
                             for c, r in self._rankers.items()
-                            if c.passage_words == key.passage_words
+                            if c.unit_split == key.unit_split
                         ),
                         None,
                     )
