@@ -41,6 +41,7 @@ VARIANTS: dict[str, HybridConfig] = {
     "max-normalised fusion": replace(DEFAULT, fusion="max"),
     "~100-word passages": replace(DEFAULT, passage_words=100),
     "windows ranked by ~100-word halves": replace(DEFAULT, window_passage_words=100),
+    "repeats kept (cut_repeats False)": replace(DEFAULT, cut_repeats=False),
     "no diversity (lambda 1.0)": replace(DEFAULT, diversity=1.0),
     "lambda 0.7": replace(DEFAULT, diversity=0.7),
     "BM25 only": replace(DEFAULT, dense_weight=0.0),

@@ -253,8 +253,9 @@ class RetrievedChunk:
         ``hcg_score_dense``, ``hcg_score_graph`` (each in [0, 1]; absent in paper mode),
         ``hcg_route``, ``hcg_served_by``, ``hcg_paths``, ``hcg_mechanisms``, ``hcg_edge_ids``, and
         ``hcg_parent_id`` (the stored chunk a passage is part of; None for a whole chunk), and
-        ``hcg_span`` when the text is a part of the stored chunk with the same id: its ``[start,
-        end)`` character offsets in the chunk's text (``HybridConfig.window_passage_words``).
+        ``hcg_span`` when the text is a part of the stored chunk with the same id (under a word
+        budget: without sentences an earlier result returned, or a window's picked half): its
+        ``[start, end)`` character offsets in the chunk's text.
         """
         mechanisms = dict.fromkeys(m for p in self.paths for m in p.mechanisms if m)
         out: dict[str, Any] = {"hcg_score": float(self.score)}

@@ -42,8 +42,9 @@ def stored_id(rc: RetrievedChunk) -> str:
 def with_provenance(node: BaseNode, rc: RetrievedChunk, served_by: str) -> NodeWithScore:
     """Wrap a docstore node for a result; see the module docstring for why it is a copy.
 
-    A part of a window (``HybridConfig.window_passage_words``, under a word budget) keeps the
-    node's id and relationships; its text and character offsets are the picked span's.
+    A part of the node (under a word budget: without the sentences an earlier result returned,
+    or a window's picked half) keeps the node's id and relationships; its text and character
+    offsets are the part's.
     For a passage (a finer unit, returned only when ``HybridConfig.passage_words`` asks for it)
     the copy holds the passage's text and id, keeps the node's relationships (so ``ref_doc_id``
     still names its document), adds a PARENT relationship to the docstore node (also named in
@@ -53,8 +54,8 @@ def with_provenance(node: BaseNode, rc: RetrievedChunk, served_by: str) -> NodeW
     passage: dict[str, Any] = {}
     span = rc.details.get("span")
     if rc.chunk.id == node.node_id and span is not None:
-        # Part of a window under a word budget: the node's own id, the picked span's text, and
-        # the character offsets moved to that span.
+        # Part of the node under a word budget: the node's own id, the part's text, and the
+        # character offsets moved to it.
         start = node.start_char_idx
         passage = {
             "text": rc.chunk.text,

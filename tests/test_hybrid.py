@@ -529,3 +529,15 @@ def test_the_same_sentence_at_another_place_is_not_a_repeat():
         r.chunk.id
         for r in without_repeats([unit("a", text, 0), unit("b", "Patients improved.", 5)])
     ] == ["a"]
+
+
+def test_cut_repeats_false_returns_overlapping_windows_whole():
+    chunks = _windows_and_paragraphs()
+    stored = {c.id: c for c in chunks}
+    emb = EMB.embed_documents([c.text for c in chunks])
+    query = "what causes mesothelioma"
+    cut = HybridRanker(chunks, emb).rank(query, EMB.embed_query(query), word_budget=10_000)
+    assert any("span" in rc.details for rc in cut.chunks)
+    kept = HybridRanker(chunks, emb, HybridConfig(cut_repeats=False))
+    res = kept.rank(query, EMB.embed_query(query), word_budget=10_000)
+    assert all(rc.chunk is stored[rc.chunk.id] for rc in res.chunks)

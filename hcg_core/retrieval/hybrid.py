@@ -563,7 +563,7 @@ class HybridRanker:
             spans=self.spans[pool] if self.spans is not None else None,
             min_novelty=cfg.min_novelty,
             groups=self.parent[pool] if self.merges_windows else None,
-            repeats_kept=word_budget is None,
+            repeats_kept=word_budget is None or not cfg.cut_repeats,
         )
         # MMR chose the set; it is returned best first, so every list a user sorts by score keeps
         # its order (the pick order only decided which units made it into the budget).
@@ -617,7 +617,7 @@ class HybridRanker:
                     details=details,
                 )
             )
-        if word_budget is not None:
+        if word_budget is not None and cfg.cut_repeats:
             out = without_repeats(out)
         diagnostics: dict[str, Any] = {
             "mode": "hybrid" if use_graph else "hybrid-nograph",
