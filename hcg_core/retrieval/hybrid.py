@@ -868,10 +868,16 @@ def without_repeats(results: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
         if place is None:
             out.append(rc)
             continue
-        kind, start = place
-        key = (c.doc_id, kind)
+        kind, start, end = place
+        before = done.setdefault((c.doc_id, kind), [])
+        if not any(a < end and start < b for a, b in before):
+            before.append((start, end))  # the usual case: nothing returned here yet
+            out.append(rc)
+            continue
         pieces = _sentence_pieces(c.text, words=kind == "word")
-        before = done.setdefault(key, [])
+        if kind == "word" and (pieces[-1][3] if pieces else 0) != end - start:
+            out.append(rc)  # offsets counted otherwise than the text's words: leave it whole
+            continue
         lo, hi = 0, len(pieces)
         while lo < hi and _covered(before, start + pieces[lo][2], start + pieces[lo][3]):
             lo += 1
@@ -886,18 +892,21 @@ def without_repeats(results: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
     return out
 
 
-def _place(chunk: Chunk) -> tuple[str, int] | None:
-    """Where a unit starts in its document, in words (hcg's chunker) or characters (a LlamaIndex
-    node's offsets, LangChain's ``start_index``); None when unknown or not matching its text."""
+def _place(chunk: Chunk) -> tuple[str, int, int] | None:
+    """Where a unit lies in its document: ``(unit, start, end)`` in words (hcg's chunker) or
+    characters (a LlamaIndex node's offsets, LangChain's ``start_index``); None when unknown."""
     meta = chunk.metadata or {}
-    start, end = meta.get("start_word"), meta.get("end_word")
-    if isinstance(start, int) and isinstance(end, int):
-        return ("word", start) if len(word_spans(chunk.text)) == end - start else None
-    start, end = meta.get("start_char_idx"), meta.get("end_char_idx")
-    if isinstance(start, int) and isinstance(end, int):
-        return ("char", start) if len(chunk.text) == end - start else None
+    for kind, a, b in (
+        ("word", "start_word", "end_word"),
+        ("char", "start_char_idx", "end_char_idx"),
+    ):
+        start, end = meta.get(a), meta.get(b)
+        if isinstance(start, int) and isinstance(end, int):
+            if kind == "char" and end - start != len(chunk.text):
+                return None  # offsets of another text than the one returned
+            return kind, start, end
     start = meta.get("start_index")
-    return ("char", start) if isinstance(start, int) else None
+    return ("char", start, start + len(chunk.text)) if isinstance(start, int) else None
 
 
 def _covered(places: list[tuple[int, int]], start: int, end: int) -> bool:
