@@ -101,9 +101,9 @@ cut from unbroken text, its ends wherever the word count fell) is ranked and pac
 about N words, while a whole paragraph or abstract stays one unit. Each stored chunk still comes
 back at most once, with its own id: whole when only ``k`` limits the result, and under a word
 budget as the span of its picked passages (whole when all were picked). An option, not the default:
-at 100 it gains on single-fact questions over unbroken text (medical dev set +0.8 points of answer
+at 100 it gains on single-fact questions over unbroken text (medical dev set +0.5 points of answer
 recall) but loses where an answer runs over several sentences of such text (the HolisQA abstracts
-with their blank lines removed: -6.1 and -6.2 points of gold-context recall, below BM25 on the same
+with their blank lines removed: -6.0 and -6.1 points of gold-context recall, below BM25 on the same
 windows; docs/evaluation.md). Ignored when ``passage_words`` > 0."""
 
 

@@ -1,7 +1,7 @@
 """Split stored chunks into shorter passages for the hybrid mode to rank and pack.
 
 Why: a 200-word chunk that answers a question often holds it in one half, and packing ~100-word
-passages fits more distinct text into a word budget (medical dev set: +0.8 points of answer
+passages fits more distinct text into a word budget (medical dev set: +0.5 points of answer
 recall). Where an answer spans several sentences of one paragraph, splitting the paragraph loses
 more than that (HolisQA: -0.8 to -0.9 points of gold-context recall; -6 when its abstracts lose
 their blank lines and only windows are split). So splitting is an option, of every chunk
