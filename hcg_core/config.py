@@ -91,7 +91,7 @@ lost gold-context recall on HolisQA, where an answer spans several sentences of 
 DEFAULT_CUT_REPEATS = True
 """Under a word budget, cut from a unit's start or end the sentences a better-ranked unit already
 returned from the same place of the document (two overlapping windows), and count only new words
-against the budget (``retrieval/hybrid.py`` ``without_repeats``). The unit keeps its id; its text
+against the budget (``retrieval/repeats.py``). The unit keeps its id; its text
 becomes the kept part, ``details["span"]`` its offsets. Medical dev set (200/40 windows, 86 words
 repeated per question on average): +0.3 points; HolisQA (no overlaps): no change. ``False`` returns
 every unit whole under a budget too; with ``k`` alone units are always whole."""

@@ -512,7 +512,7 @@ def test_under_a_budget_only_new_words_count_and_a_place_is_returned_once():
 
 
 def test_the_same_sentence_at_another_place_is_not_a_repeat():
-    from hcg_core.retrieval.hybrid import without_repeats
+    from hcg_core.retrieval.repeats import without_repeats
 
     def unit(cid: str, text: str, start: int) -> RetrievedChunk:
         meta = {"start_word": start, "end_word": start + len(text.split())}

@@ -23,19 +23,19 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..config import DEFAULT_DIVERSITY, DEFAULT_MIN_NOVELTY, HybridConfig
-from ..corpus import SENTENCE_END_RE, english_word_counts, reads_not_english, word_spans
+from ..corpus import english_word_counts, reads_not_english
 from ..errors import ConfigError
 from ..types import Chunk, Passage, RetrievalResult, RetrievedChunk
 from .dense import DenseIndex, NumpyDenseIndex
 from .lexical import BM25Index, Growable, top_k_indices
 from .matvec import matvec
 from .passages import split_passages
+from .repeats import without_repeats
 
 
 def standardise(scores: np.ndarray, pool: np.ndarray) -> np.ndarray:
@@ -211,7 +211,7 @@ def mmr_pack(
             g, s, e = span_rows[j]
             picked_spans.setdefault(g, []).append((s, e))
         # Only the new part counts against the budget: the repeated part is cut from the
-        # result (``without_repeats``).
+        # result (``repeats.without_repeats``).
         words += int(lengths[j]) if repeats_kept else int(round(lengths[j] * new))
         if count() < limit and (word_budget is None or words < word_budget):
             # The product is most of a pick's cost; after the last pick nothing reads it.
@@ -843,116 +843,6 @@ def _chunk_spans(chunks: Sequence[Chunk], docs: dict[str, int]) -> np.ndarray | 
         doc = c.doc_id or str(meta.get("doc_id", ""))
         out[i] = (docs.setdefault(doc, len(docs)), *span)
     return out
-
-
-def without_repeats(results: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
-    """The results with the sentences at each one's start or end that an earlier result already
-    returned from the same place of the same document cut off (overlapping windows share their
-    edges), so a reader under a word budget never gets the same passage twice. Places come from
-    the units' word or character offsets in their document (``_place``); a unit without them is
-    left whole. The kept text stays contiguous: it keeps its id and gains ``details["span"]``, its
-    character offsets in the stored chunk; a result left with nothing is dropped.
-
-    >>> def unit(cid, text, start):
-    ...     meta = {"start_word": start, "end_word": start + len(text.split())}
-    ...     return RetrievedChunk(Chunk(cid, text, doc_id="d", metadata=meta), 1.0, "fallback")
-    >>> got = without_repeats([unit("a", "One. Two. Three.", 0), unit("b", "Three. Four.", 2)])
-    >>> [(r.chunk.text, r.details.get("span")) for r in got]
-    [('One. Two. Three.', None), ('Four.', [7, 12])]
-    """
-    done: dict[tuple[str, str], list[tuple[int, int]]] = {}  # (document, unit) -> places returned
-    out: list[RetrievedChunk] = []
-    for rc in results:
-        c = rc.chunk
-        place = _place(c)
-        if place is None:
-            out.append(rc)
-            continue
-        kind, start, end = place
-        before = done.setdefault((c.doc_id, kind), [])
-        if not any(a < end and start < b for a, b in before):
-            before.append((start, end))  # the usual case: nothing returned here yet
-            out.append(rc)
-            continue
-        pieces = _sentence_pieces(c.text, words=kind == "word")
-        if kind == "word" and (pieces[-1][3] if pieces else 0) != end - start:
-            out.append(rc)  # offsets counted otherwise than the text's words: leave it whole
-            continue
-        lo, hi = 0, len(pieces)
-        while lo < hi and _covered(before, start + pieces[lo][2], start + pieces[lo][3]):
-            lo += 1
-        while hi > lo and _covered(before, start + pieces[hi - 1][2], start + pieces[hi - 1][3]):
-            hi -= 1
-        if lo == hi:
-            continue
-        before.append((start + pieces[lo][2], start + pieces[hi - 1][3]))
-        out.append(
-            rc if (lo, hi) == (0, len(pieces)) else _cut(rc, pieces[lo][0], pieces[hi - 1][1])
-        )
-    return out
-
-
-def _place(chunk: Chunk) -> tuple[str, int, int] | None:
-    """Where a unit lies in its document: ``(unit, start, end)`` in words (hcg's chunker) or
-    characters (a LlamaIndex node's offsets, LangChain's ``start_index``); None when unknown."""
-    meta = chunk.metadata or {}
-    for kind, a, b in (
-        ("word", "start_word", "end_word"),
-        ("char", "start_char_idx", "end_char_idx"),
-    ):
-        start, end = meta.get(a), meta.get(b)
-        if isinstance(start, int) and isinstance(end, int):
-            if kind == "char" and end - start != len(chunk.text):
-                return None  # offsets of another text than the one returned
-            return kind, start, end
-    start = meta.get("start_index")
-    return ("char", start, start + len(chunk.text)) if isinstance(start, int) else None
-
-
-def _covered(places: list[tuple[int, int]], start: int, end: int) -> bool:
-    """Whether ``[start, end)`` lies inside the union of ``places``."""
-    at = start
-    for a, b in sorted(places):
-        if a <= at < b:
-            at = b
-        if at >= end:
-            return True
-    return at >= end
-
-
-def _sentence_pieces(text: str, *, words: bool) -> list[tuple[int, int, int, int]]:
-    """The sentences of ``text`` (a piece ends at a word that ends a sentence; the first and last
-    may be fragments): character start and end, and start and end in words (``words``) or again
-    in characters, with the chunker's words."""
-    spans = word_spans(text)
-    pieces: list[tuple[int, int, int, int]] = []
-    first = 0
-    for i, (a, b) in enumerate(spans):
-        if SENTENCE_END_RE.search(text[a:b]) or i == len(spans) - 1:
-            ca, cb = spans[first][0], b
-            pieces.append((ca, cb, first, i + 1) if words else (ca, cb, ca, cb))
-            first = i + 1
-    return pieces
-
-
-def _cut(rc: RetrievedChunk, a: int, b: int) -> RetrievedChunk:
-    """``rc`` holding only characters ``[a, b)`` of its text: the same id, its place in the
-    document moved to the kept part, and ``details["span"]`` counted in the stored chunk."""
-    c = rc.chunk
-    meta = dict(c.metadata)
-    if isinstance(meta.get("start_word"), int):
-        meta["start_word"] += len(word_spans(c.text[:a]))
-        meta["end_word"] = meta["start_word"] + len(word_spans(c.text[a:b]))
-    for key in ("start_char_idx", "start_index"):
-        if isinstance(meta.get(key), int):
-            start = meta[key]
-            meta[key] = start + a
-            if key == "start_char_idx" and isinstance(meta.get("end_char_idx"), int):
-                meta["end_char_idx"] = start + b
-    offset = rc.details.get("span", (0,))[0]
-    details = {**rc.details, "span": [offset + a, offset + b]}
-    chunk = Chunk(id=c.id, text=c.text[a:b], doc_id=c.doc_id, metadata=meta)
-    return replace(rc, chunk=chunk, details=details)
 
 
 def windowed(chunks: Sequence[Chunk]) -> list[bool]:
