@@ -91,10 +91,10 @@ lost gold-context recall on HolisQA, where an answer spans several sentences of 
 DEFAULT_CUT_REPEATS = True
 """Under a word budget, cut from a unit's start or end the sentences a better-ranked unit already
 returned from the same place of the document (two overlapping windows), and count only new words
-against the budget (``retrieval/repeats.py``). The unit keeps its id; its text
-becomes the kept part, ``details["span"]`` its offsets. Medical dev set (200/40 windows, 86 words
-repeated per question on average): +0.3 points; HolisQA (no overlaps): no change. ``False`` returns
-every unit whole under a budget too; with ``k`` alone units are always whole."""
+against the budget (``retrieval/repeats.py``). The unit keeps its id; its text becomes the kept
+part, ``details["span"]`` its offsets. Medical dev set (200/40 windows): +0.3 points; HolisQA (no
+overlaps): no change. ``False`` returns every unit whole under a budget too; with ``k`` alone units
+are always whole."""
 DEFAULT_WINDOW_PASSAGE_WORDS = 0
 """0 (default): off. N > 0: a chunk that overlaps a neighbour of its document (a window the chunker
 cut from unbroken text, its ends wherever the word count fell) is ranked and packed as passages of
