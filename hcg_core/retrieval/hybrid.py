@@ -35,7 +35,7 @@ from .dense import DenseIndex, NumpyDenseIndex
 from .lexical import BM25Index, Growable, top_k_indices
 from .matvec import matvec
 from .passages import split_passages
-from .repeats import without_repeats
+from .repeats import cut_to, without_repeats
 
 
 def standardise(scores: np.ndarray, pool: np.ndarray) -> np.ndarray:
@@ -581,12 +581,13 @@ class HybridRanker:
         bm_rank, dn_rank = _ranks(bm_order, n), _ranks(dn_order, n)
         g_rank = _ranks(np.asarray(graph_rows, np.int64), n)
         # Passages of one window come back as one result, at the place of the best of them.
+        result_of = (self.parent[rows] if self.merges_windows else rows).tolist()
         members: dict[int, list[int]] = {}
-        for r in rows.tolist():
-            members.setdefault(int(self.parent[r]) if self.merges_windows else r, []).append(r)
+        for r, key in zip(rows.tolist(), result_of, strict=True):
+            members.setdefault(key, []).append(r)
         out: list[RetrievedChunk] = []
         for i, r in enumerate(rows.tolist()):
-            group = members.pop(int(self.parent[r]) if self.merges_windows else r, None)
+            group = members.pop(result_of[i], None)
             if group is None:  # merged into its chunk's result above
                 continue
             hit = next((graph_hits[g] for g in group if g in graph_hits), None)
@@ -603,20 +604,15 @@ class HybridRanker:
                 details.update({f"graph_{k_}": v for k_, v in hit.details.items()})
             if r in followers:
                 details["follows"] = self.units[int(pool[0])].id
-            unit = self.units[r]
-            if self.merges_windows:
-                unit, span = self._merged(group, part=word_budget is not None)
-                if span is not None:
-                    details["span"] = span
-            out.append(
-                RetrievedChunk(
-                    chunk=unit,
-                    score=float(score[i]),
-                    route="graph" if hit is not None else "fallback",
-                    paths=hit.paths if hit is not None else (),
-                    details=details,
-                )
+            rc = RetrievedChunk(
+                chunk=self.chunks[int(self.parent[r])] if self.merges_windows else self.units[r],
+                score=float(score[i]),
+                route="graph" if hit is not None else "fallback",
+                paths=hit.paths if hit is not None else (),
+                details=details,
             )
+            span = self._picked_span(group) if self.merges_windows and word_budget else None
+            out.append(rc if span is None else cut_to(rc, *span))
         if word_budget is not None and cfg.cut_repeats:
             out = without_repeats(out)
         diagnostics: dict[str, Any] = {
@@ -640,26 +636,19 @@ class HybridRanker:
             diagnostics=diagnostics,
         )
 
-    def _merged(self, rows: list[int], *, part: bool) -> tuple[Chunk, list[int] | None]:
-        """The result for picked units ``rows`` of one chunk: the chunk itself, or (``part``, when
-        not all its passages were picked) a copy with the same id holding the text from the first
-        picked passage to the last, and that span's character offsets in the chunk's text."""
-        chunk = self.chunks[int(self.parent[rows[0]])]
+    def _picked_span(self, rows: list[int]) -> tuple[int, int] | None:
+        """Under a budget, the characters of a chunk from its first picked passage (``rows``) to
+        its last, or None when the whole chunk was picked (or was never split)."""
         parts = [self.units[r] for r in rows]
-        if (
-            not part
-            or len(rows) == len(self.units_of[chunk.id])
-            or not all(isinstance(u, Passage) for u in parts)
+        chunk_id = self.chunks[int(self.parent[rows[0]])].id
+        if len(rows) == len(self.units_of[chunk_id]) or not all(
+            isinstance(u, Passage) for u in parts
         ):
-            return chunk, None
-        first = min(parts, key=lambda u: u.start_char)  # type: ignore[attr-defined]
-        last = max(parts, key=lambda u: u.end_char)  # type: ignore[attr-defined]
-        a, b = first.start_char, last.end_char  # type: ignore[attr-defined]
-        meta = {k: v for k, v in first.metadata.items() if k not in ("passage_of", "passage")}
-        for key in ("end_word", "end_char_idx"):
-            if key in last.metadata:
-                meta[key] = last.metadata[key]
-        return Chunk(id=chunk.id, text=chunk.text[a:b], doc_id=chunk.doc_id, metadata=meta), [a, b]
+            return None
+        return (
+            min(u.start_char for u in parts),  # type: ignore[attr-defined]
+            max(u.end_char for u in parts),  # type: ignore[attr-defined]
+        )
 
     def _language_gap(self, query: str) -> np.ndarray | None:
         """Units whose missing BM25 evidence the dense signal fills for this query, or None.

@@ -59,12 +59,12 @@ def split_passages(
     """Passages of about ``target_words`` words, and the row of the chunk each comes from.
 
     A chunk shorter than 1.5 passages stays whole (the same object, same id). Otherwise each passage
-    is a :class:`~hcg_core.types.Passage` with id ``"<chunk id>#p<i>"``, the original text of its words (whitespace
-    inside kept), the chunk's ``doc_id`` and metadata plus ``passage_of`` (the chunk's id),
-    ``passage`` (i), and ``start_word``/``end_word`` (and a LlamaIndex node's or LangChain's character
-    offsets) shifted to the passage when the chunk has them.
-    ``target_words`` 0 returns the chunks unchanged; ``only``, when given, names the chunks that may
-    be split (the others stay whole).
+    is a :class:`~hcg_core.types.Passage` with id ``"<chunk id>#p<i>"``, the original text of its
+    words (whitespace inside kept), its character offsets in the chunk's text, the chunk's
+    ``doc_id`` and metadata plus ``passage_of`` (the chunk's id), ``passage`` (i), and
+    ``start_word``/``end_word`` (and a LlamaIndex node's or LangChain's character offsets) shifted
+    to the passage when the chunk has them. ``target_words`` 0 returns the chunks unchanged;
+    ``only``, when given, names the chunks that may be split (the others stay whole).
 
     >>> parts, parent = split_passages([Chunk("c", "One two three. Four five six.")], 3)
     >>> [(p.id, p.text) for p in parts], parent.tolist()

@@ -59,7 +59,7 @@ def without_repeats(results: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
             continue
         before.append((start + pieces[lo][2], start + pieces[hi - 1][3]))
         out.append(
-            rc if (lo, hi) == (0, len(pieces)) else _cut(rc, pieces[lo][0], pieces[hi - 1][1])
+            rc if (lo, hi) == (0, len(pieces)) else cut_to(rc, pieces[lo][0], pieces[hi - 1][1])
         )
     return out
 
@@ -107,7 +107,7 @@ def _sentence_pieces(text: str, *, words: bool) -> list[tuple[int, int, int, int
     return pieces
 
 
-def _cut(rc: RetrievedChunk, a: int, b: int) -> RetrievedChunk:
+def cut_to(rc: RetrievedChunk, a: int, b: int) -> RetrievedChunk:
     """``rc`` holding only characters ``[a, b)`` of its text: the same id, its place in the
     document moved to the kept part, and ``details["span"]`` counted in the stored chunk."""
     c = rc.chunk
