@@ -472,6 +472,8 @@ def test_k_counts_groups_when_passages_are_merged():
 def test_window_passage_words_must_not_be_negative():
     with pytest.raises(ConfigError, match="window_passage_words"):
         HybridConfig(window_passage_words=-1)
+    with pytest.raises(ConfigError, match="cut_repeats"):
+        HybridConfig(cut_repeats="yes")
 
 
 def test_a_large_k_with_a_budget_ranks_as_the_budget_alone():
