@@ -82,6 +82,12 @@ takes its dense evidence in place of BM25's when that is higher: BM25 cannot mat
 languages, so its silence there is missing evidence, not evidence against. Only a multilingual
 embedder's cosine carries across languages (``--embedder multilingual``); with the English default
 the change is small. Text all in English is unaffected. Dev sets: docs/evaluation.md."""
+DEFAULT_GAP_CHAR_GRAMS = True
+"""With ``fill_language_gap``: a foreign unit's missing BM25 evidence may also come from the
+character 4-grams it shares with the question (``retrieval/grams.py``: cognates and loanwords such
+as "dijital", "implementasi", "resiliencia"), standardised among the foreign units; the higher of
+that and the dense evidence fills the gap. Nothing is built for text all in English. Dev sets:
+docs/evaluation.md."""
 DEFAULT_PASSAGE_WORDS = 0
 """0 (default): the unit ranked and returned is the stored chunk, whole, as the user indexed it.
 N > 0 splits each chunk at sentence ends into passages of about N words (a chunk under 1.5 N words
@@ -144,6 +150,7 @@ class HybridConfig:
     fusion: str = DEFAULT_FUSION
     follow_gap: float | None = DEFAULT_FOLLOW_GAP
     fill_language_gap: bool = DEFAULT_FILL_LANGUAGE_GAP
+    gap_char_grams: bool = DEFAULT_GAP_CHAR_GRAMS
 
     @property
     def unit_split(self) -> tuple[int, int]:
@@ -157,8 +164,9 @@ class HybridConfig:
             raise ConfigError(
                 f"passage_words must be >= 0 (0: whole chunks), got {self.passage_words}"
             )
-        if not isinstance(self.cut_repeats, bool):
-            raise ConfigError(f"cut_repeats must be True or False, got {self.cut_repeats!r}")
+        for name in ("cut_repeats", "fill_language_gap", "gap_char_grams"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.window_passage_words < 0:
             raise ConfigError(
                 f"window_passage_words must be >= 0 (0: off), got {self.window_passage_words}"
