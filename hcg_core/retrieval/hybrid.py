@@ -93,7 +93,7 @@ def calibrated_scores(
     """Scores in [0, 1] for the returned ``rows``, in their order (best first).
 
     The fused relevance ranks well within one query but its scale is relative to that query
-    (z-scores). The reported score is the query's *match quality*, the weighted mean of the best
+    (z-scores). The reported score is the query's *match quality*, the highest weighted mean of a
     returned unit's absolute parts (share of BM25 term weight matched, dense cosine above the
     query's background, ``above_background``), scaled by each unit's fused relevance relative to
     the best one. So the first result scores what the query matched at best (an off-topic query
@@ -107,14 +107,18 @@ def calibrated_scores(
     """
     if rows.size == 0:
         return np.zeros(0)
-    best = int(rows[0])
     weight = config.bm25_weight + config.dense_weight
+    # The best match among the returned units: usually the first; not when a unit in another
+    # language ranks first on filled evidence (its own BM25 share is 0 for an English question).
     quality = (
-        (config.bm25_weight * bm25_abs[best] + config.dense_weight * dense_abs[best]) / weight
+        float(
+            np.max(config.bm25_weight * bm25_abs[rows] + config.dense_weight * dense_abs[rows])
+        )
+        / weight
         if weight > 0
         else 0.0
     )
-    top = float(fused[best])
+    top = float(fused[rows[0]])
     relative = fused[rows] / top if top > 0 else np.zeros(rows.size)
     return np.clip(quality * relative, 0.0, 1.0)
 
