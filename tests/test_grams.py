@@ -56,9 +56,22 @@ FOREIGN = [
 # Forty more short Indonesian abstracts, each sharing a piece or two with the question ("informasi",
 # "strategi"): a real corpus has hundreds of foreign units that match a question faintly, and the
 # evidence counts against them.
-_WORDS = (
-    "desa kota sekolah pasar rumah sungai hutan petani nelayan guru siswa harga beras ikan".split()
-)
+_WORDS = [
+    "desa",
+    "kota",
+    "sekolah",
+    "pasar",
+    "rumah",
+    "sungai",
+    "hutan",
+    "petani",
+    "nelayan",
+    "guru",
+    "siswa",
+    "harga",
+    "beras",
+    "ikan",
+]
 FOREIGN += [
     f"Penelitian nomor {i} membahas informasi dan strategi {_WORDS[i % 14]} di wilayah "
     f"{_WORDS[(i * 3) % 14]} dengan metode survei kepada {_WORDS[(i * 5) % 14]} setempat selama "

@@ -111,9 +111,7 @@ def calibrated_scores(
     # The best match among the returned units: usually the first; not when a unit in another
     # language ranks first on filled evidence (its own BM25 share is 0 for an English question).
     quality = (
-        float(
-            np.max(config.bm25_weight * bm25_abs[rows] + config.dense_weight * dense_abs[rows])
-        )
+        float(np.max(config.bm25_weight * bm25_abs[rows] + config.dense_weight * dense_abs[rows]))
         / weight
         if weight > 0
         else 0.0
