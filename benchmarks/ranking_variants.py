@@ -48,6 +48,7 @@ VARIANTS: dict[str, HybridConfig] = {
     "dense only": replace(DEFAULT, bm25_weight=0.0),
     "clear match not followed (follow_gap None)": replace(DEFAULT, follow_gap=None),
     "language gap not filled": replace(DEFAULT, fill_language_gap=False),
+    "language gap by dense only (gap_char_grams False)": replace(DEFAULT, gap_char_grams=False),
 }
 # The previous default, for reference: fixed-weight fusion, passages.
 VARIANTS["previous default (max fusion, passages)"] = replace(
