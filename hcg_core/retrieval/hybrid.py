@@ -8,7 +8,9 @@ signals score each unit: BM25 (``lexical.py``), the dense cosine of the query ag
 chunk vector, and the graph route's evidence (the paper's Stage 3 result: chunks on kept causal
 paths; of a split chunk, the passages holding an edge's mechanism sentence). The text signals are
 fused per query as z-scores against their own best candidates (``standardise``), and the graph
-adds a bonus to the units a text signal also found. When one unit clearly leads, the windows
+adds a bonus to the units a text signal also found. For an English question, a unit in another
+language, which BM25 cannot match, takes the better of its dense and its character n-gram evidence
+(``grams.py``) in BM25's place. When one unit clearly leads, the windows
 overlapping it follow it (``follow_gap``, ``_follow_best``). Packing picks units greedily by
 maximal marginal relevance (MMR): relevance minus redundancy with what is already chosen (cosine of
 BM25 term vectors), skipping a unit whose words mostly repeat chosen ones (overlapping windows of
@@ -79,8 +81,9 @@ the few abstracts in another language a question may be about; the fused score d
 they are picked."""
 GAP_MIN_Z = 2.0
 """A foreign unit's n-gram evidence counts from this many standard deviations above the foreign
-candidates' mean. HolisQA dev sets (scratch runs, graph off): from 1 SD, gold-context recall +2.8 /
-+1.8 points and answer recall -1.1 / -1.0; from 2 SD, +2.5 / +1.4 and -0.6 / -0.5."""
+candidates' mean. HolisQA dev sets (graph off), against no n-gram evidence: from 2 SD gold-context
+recall +2.5 / +1.3 points and answer recall -0.6 / -0.5 (``ranking_variants.py``); from 1 SD, in a
+scratch run, +2.8 / +1.8 and -1.1 / -1.0."""
 
 
 def calibrated_scores(
