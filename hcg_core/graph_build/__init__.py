@@ -96,8 +96,8 @@ def language_warning(chunks: Sequence[Chunk], embedder: Embedder) -> str | None:
     """A warning when many chunks are not English and the embedder matches one language only.
 
     An English question reaches a Turkish abstract through neither BM25 nor an English embedding
-    model; on the HolisQA psychology set that is most of what every retriever misses
-    (docs/evaluation.md). The multilingual embedder fixes it, at about 8x the embedding time.
+    model, only through the character n-grams the hybrid ranker compares (cognates, names); on the
+    HolisQA psychology set that is still most of what every retriever misses (docs/evaluation.md). The multilingual embedder fixes it, at about 8x the embedding time.
     """
     if not reads_one_language(embedder):
         return None
@@ -107,8 +107,9 @@ def language_warning(chunks: Sequence[Chunk], embedder: Embedder) -> str | None:
     return (
         f"{n:,} of {len(chunks):,} chunks ({n / len(chunks):.0%}) do not read as English; the "
         f"embedder {embedder.name!r} and BM25 match words within one language, so a question in "
-        "English will not reach them: for a corpus in several languages build with the "
-        "multilingual embedder (--embedder multilingual, MultilingualE5Embedder; docs/embedders.md)"
+        "English reaches them only by the word pieces they share with it: for a corpus in several "
+        "languages build with the multilingual embedder (--embedder multilingual, "
+        "MultilingualE5Embedder; docs/embedders.md)"
     )
 
 
