@@ -250,7 +250,9 @@ class RetrievedChunk:
         """Why this chunk came back, as flat JSON-ready metadata (what both adapters attach).
 
         Keys: ``hcg_score`` (the fused score in [0, 1]) and its parts ``hcg_score_bm25``,
-        ``hcg_score_dense``, ``hcg_score_graph`` (each in [0, 1]; absent in paper mode),
+        ``hcg_score_dense``, ``hcg_score_graph`` (each in [0, 1]; absent in paper mode), and
+        ``hcg_score_grams`` (the character n-gram cosine, only on a unit in another language that
+        it lifted for an English question),
         ``hcg_route``, ``hcg_served_by``, ``hcg_paths``, ``hcg_mechanisms``, ``hcg_edge_ids``, and
         ``hcg_parent_id`` (the stored chunk a passage is part of; None for a whole chunk), and
         ``hcg_span`` when the text is a part of the stored chunk with the same id (under a word
@@ -278,7 +280,7 @@ class RetrievedChunk:
 
 
 # The parts of a hybrid score, each in [0, 1], kept in ``RetrievedChunk.details`` under these names.
-SCORE_PARTS = ("bm25", "dense", "graph")
+SCORE_PARTS = ("bm25", "dense", "graph", "grams")
 
 
 @dataclass(frozen=True)

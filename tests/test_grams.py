@@ -117,6 +117,10 @@ def test_an_english_question_reaches_the_abstract_in_another_language():
     # the query matched at best, and the foreign unit's own BM25 share is 0.
     scores = [c.score for c in result]
     assert scores == sorted(scores, reverse=True) and scores[0] > 0
+    lifted = next(c for c in result if c.chunk.id == target)
+    assert 0 < lifted.details["grams"] <= 1
+    assert lifted.provenance("hybrid")["hcg_score_grams"] == lifted.details["grams"]
+    assert all("grams" not in c.details for c in result if c.chunk.id != target)
     got_off = [c.chunk.id for c in off.rank(QUESTION, None, k=3).chunks]
     assert target in got_on
     assert target not in got_off

@@ -548,8 +548,8 @@ class HybridRanker:
         graph_bonus = cfg.graph_weight * graph_part
 
         fill = self._language_gap(query)
-        gap, gap_order = (
-            self._gram_evidence(query, ok) if fill is not None else (None, bm_order[:0])
+        gram_cos, gap, gap_order = (
+            self._gram_evidence(query, ok) if fill is not None else (None, None, bm_order[:0])
         )
         pool = np.unique(
             np.concatenate([bm_order, dn_order, np.asarray(graph_rows, np.int64), gap_order])
@@ -647,6 +647,8 @@ class HybridRanker:
                 details.update({f"graph_{k_}": v for k_, v in hit.details.items()})
             if r in followers:
                 details["follows"] = self.units[int(pool[0])].id
+            if gap is not None and gap[r] > 0:  # why a unit in another language came back
+                details["grams"] = float(gram_cos[r])
             rc = RetrievedChunk(
                 chunk=self.chunks[int(self.parent[r])] if self.merges_windows else self.units[r],
                 score=float(score[i]),
@@ -710,9 +712,10 @@ class HybridRanker:
 
     def _gram_evidence(
         self, query: str, ok: np.ndarray | None
-    ) -> tuple[np.ndarray | None, np.ndarray]:
-        """The foreign units' n-gram evidence on the fused scale, and the best ``GAP_CANDIDATES``
-        of them (they join the candidates); ``(None, [])`` without foreign units.
+    ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
+        """The foreign units' n-gram cosines, that evidence on the fused scale, and the best
+        ``GAP_CANDIDATES`` of them (they join the candidates); ``(None, None, [])`` without
+        foreign units.
 
         Standardised among the foreign units (their match with an English question is weaker than
         an English unit's), and counted only from ``GAP_MIN_Z`` standard deviations up: the best
@@ -720,7 +723,7 @@ class HybridRanker:
         an English answer its share of the budget.
         """
         if self._grams is None:
-            return None, np.zeros(0, dtype=np.int64)
+            return None, None, np.zeros(0, dtype=np.int64)
         rows, cos = self._grams.scores(query)
         scores = np.zeros(len(self.units))
         scores[rows] = cos
@@ -728,7 +731,7 @@ class HybridRanker:
             scores = np.where(ok, scores, 0.0)
         order, _ = top_k_indices(scores, self.config.candidates, positive_only=True)
         evidence = np.clip(standardise(scores, order) - GAP_MIN_Z / _Z_SCALE, 0.0, None)
-        return evidence, order[:GAP_CANDIDATES]
+        return scores, evidence, order[:GAP_CANDIDATES]
 
     def _follow_best(
         self, fused: np.ndarray, pool: np.ndarray, gap: float, ok: np.ndarray | None
