@@ -157,3 +157,25 @@ def test_gap_switches_must_be_bools(value):
         replace(HybridConfig(), gap_char_grams=value)
     with pytest.raises(ConfigError, match="must be True or False"):
         replace(HybridConfig(), fill_language_gap=value)
+
+
+def test_scores_are_the_ltc_cosine_computed_directly():
+    from collections import Counter
+
+    from hcg_core.retrieval.grams import char_grams
+
+    texts = ENGLISH + FOREIGN
+    foreign = [reads_not_english(t) for t in texts]
+    rows, cos = GramIndex.build(texts, foreign).scores(QUESTION)
+    grams = [Counter(char_grams(t)) for t in texts]
+    df = Counter(g for c in grams for g in c)
+    idf = {g: np.log(len(texts) / n) for g, n in df.items()}
+
+    def vector(counts):
+        v = {g: (1 + np.log(n)) * idf[g] for g, n in counts.items() if g in idf}
+        norm = np.sqrt(sum(x * x for x in v.values()))
+        return {g: x / norm for g, x in v.items()}
+
+    q = vector(Counter(char_grams(QUESTION)))
+    expected = [sum(w * q.get(g, 0.0) for g, w in vector(grams[r]).items()) for r in rows.tolist()]
+    np.testing.assert_allclose(cos, expected, rtol=1e-4, atol=1e-6)

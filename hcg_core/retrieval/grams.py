@@ -53,8 +53,9 @@ class GramIndex:
     ([1, 2], True)
 
     ``extended`` adds units in time proportional to their text (the vocabulary is shared and only
-    grows, as in ``BM25Index``); the weights follow the current counts, recomputed once after a
-    change, on the next query. A unit's vector has at least one gram (it has a word).
+    grows, as in ``BM25Index``); the weights follow the current counts and are laid out term-major
+    once after a change, on the next query, so a query reads only the postings of its own grams.
+    A unit's vector has at least one gram (it has a word).
     """
 
     def __init__(self) -> None:
@@ -66,7 +67,9 @@ class GramIndex:
         self._ids = Growable(np.zeros(0, dtype=np.int64))
         self._log_tf = Growable(np.zeros(0, dtype=np.float32))
         self.n_vectors = 0
-        self._weights: np.ndarray | None = None
+        # Term-major postings of the weighted vectors (ptr over gram ids, vector rows, weights),
+        # computed on the first query after a change: a query reads only its own grams' postings.
+        self._postings: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def build(cls, texts: Sequence[str], foreign: Sequence[bool] | np.ndarray) -> GramIndex:
@@ -110,20 +113,25 @@ class GramIndex:
             self._ids = self._ids.append(start, np.concatenate(ids))
             self._log_tf = self._log_tf.append(start, np.concatenate(log_tf))
             self.n_vectors = n + len(rows)
-        self._weights = None
+        self._postings = None
 
     def _idf(self) -> np.ndarray:
         return np.log(self.n_units / np.maximum(self._df, 1)).astype(np.float32)
 
-    def _vector_weights(self) -> np.ndarray:
-        """The foreign vectors' ltc weights, flat in ``_ids`` order (cached until a change)."""
-        if self._weights is None:
+    def _term_postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The foreign vectors' ltc weights, term-major: ``(ptr, rows, weights)`` where gram id
+        ``g``'s postings are ``rows[ptr[g]:ptr[g + 1]]`` (cached until a change)."""
+        if self._postings is None:
             ptr = self._ptr.view(self.n_vectors + 1)
             ids = self._ids.view(int(ptr[-1]))
             w = self._log_tf.view(ids.size) * self._idf()[ids]
-            norms = np.sqrt(np.add.reduceat(w * w, ptr[:-1])) if ids.size else np.zeros(0)
-            self._weights = w / np.repeat(np.maximum(norms, 1e-12), np.diff(ptr))
-        return self._weights
+            norms = np.sqrt(np.add.reduceat(w * w, ptr[:-1]))
+            w = w / np.repeat(np.maximum(norms, 1e-12), np.diff(ptr))
+            order = np.argsort(ids, kind="stable")
+            starts = np.searchsorted(ids[order], np.arange(self._df.size + 1))
+            rows = np.repeat(np.arange(self.n_vectors), np.diff(ptr))[order]
+            self._postings = (starts, rows, w[order])
+        return self._postings
 
     def scores(self, query: str) -> tuple[np.ndarray, np.ndarray]:
         """The foreign units' rows and their cosine with ``query`` (0 where nothing is shared)."""
@@ -136,12 +144,17 @@ class GramIndex:
             for i in map(self.vocabulary.get, char_grams(query))
             if i is not None and i < self._df.size
         )
-        q = np.zeros(self._df.size, dtype=np.float32)
-        if counts:
-            ids = np.fromiter(counts.keys(), np.int64, len(counts))
-            tf = np.fromiter(counts.values(), np.float32, len(counts))
-            w = (1.0 + np.log(tf)) * self._idf()[ids]
-            q[ids] = w / max(float(np.linalg.norm(w)), 1e-12)
-        ptr = self._ptr.view(self.n_vectors + 1)
-        contrib = self._vector_weights() * q[self._ids.view(int(ptr[-1]))]
-        return rows, np.add.reduceat(contrib, ptr[:-1]).astype(np.float64)
+        if not counts:
+            return rows, np.zeros(rows.size)
+        ids = np.fromiter(counts.keys(), np.int64, len(counts))
+        tf = np.fromiter(counts.values(), np.float32, len(counts))
+        q = (1.0 + np.log(tf)) * self._idf()[ids]
+        q /= max(float(np.linalg.norm(q)), 1e-12)
+        starts, post_rows, post_w = self._term_postings()
+        lengths = starts[ids + 1] - starts[ids]
+        # Every posting of the query's grams, gathered in one index array.
+        at = np.repeat(starts[ids] - np.cumsum(lengths) + lengths, lengths) + np.arange(
+            lengths.sum()
+        )
+        weights = post_w[at] * np.repeat(q, lengths)
+        return rows, np.bincount(post_rows[at], weights, minlength=rows.size)
