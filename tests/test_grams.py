@@ -127,11 +127,11 @@ def test_an_english_question_reaches_the_abstract_in_another_language():
 
 
 def test_nothing_is_built_for_text_all_in_english_or_when_switched_off():
-    assert HybridRanker(chunks(ENGLISH), None)._grams is None
+    assert HybridRanker(chunks(ENGLISH), None).grams is None
     mixed = chunks(ENGLISH + FOREIGN)
-    assert HybridRanker(mixed, None)._grams is not None
-    assert HybridRanker(mixed, None, HybridConfig(gap_char_grams=False))._grams is None
-    assert HybridRanker(mixed, None, HybridConfig(fill_language_gap=False))._grams is None
+    assert HybridRanker(mixed, None).grams is not None
+    assert HybridRanker(mixed, None, HybridConfig(gap_char_grams=False)).grams is None
+    assert HybridRanker(mixed, None, HybridConfig(fill_language_gap=False)).grams is None
 
 
 def test_edited_rankers_rank_like_fresh_ones():
@@ -179,3 +179,19 @@ def test_scores_are_the_ltc_cosine_computed_directly():
     q = vector(Counter(char_grams(QUESTION)))
     expected = [sum(w * q.get(g, 0.0) for g, w in vector(grams[r]).items()) for r in rows.tolist()]
     np.testing.assert_allclose(cos, expected, rtol=1e-4, atol=1e-6)
+
+
+def test_a_clone_over_the_same_units_takes_the_index_over():
+    mixed = chunks(ENGLISH + FOREIGN)
+    first = HybridRanker(mixed, None)
+    other = HybridConfig(diversity=0.7)
+    clone = HybridRanker(mixed, None, other, bm25=first.bm25, grams=first.grams)
+    fresh = HybridRanker(mixed, None, other)
+    assert clone.grams is first.grams
+
+    def ranked(r):
+        return [(c.chunk.id, round(c.score, 6)) for c in r.rank(QUESTION, None, k=5).chunks]
+
+    assert ranked(clone) == ranked(fresh)
+    with pytest.raises(ConfigError, match="n-gram index has"):
+        HybridRanker(mixed[:-1], None, grams=first.grams)

@@ -259,6 +259,7 @@ class HybridRanker:
         *,
         bm25: BM25Index | None = None,
         dense: DenseIndex | None = None,
+        grams: GramIndex | None = None,
     ):
         self.chunks = tuple(chunks)
         self.config = config or HybridConfig()
@@ -290,22 +291,31 @@ class HybridRanker:
         self._units_of: list[Any] = [{}, 0]
         self._append_units(units, parent)
         # Character n-grams for an English question's language gap (config.DEFAULT_GAP_CHAR_GRAMS):
-        # built once a unit reads as not English, over all units (their counts give the idf).
-        self._grams: GramIndex | None = None
-        self._index_grams(0)
+        # built once a unit reads as not English, over all units (their counts give the idf); a
+        # clone over the same units (``grams``, like ``bm25``) hands its index over.
+        self.grams: GramIndex | None = None
+        if grams is not None and grams.n_units != len(self.units):
+            raise ConfigError(f"the n-gram index has {grams.n_units} units for {len(self.units)}")
+        if self._uses_grams:
+            self.grams = grams
+            if grams is None:
+                self._index_grams(0)
+
+    @property
+    def _uses_grams(self) -> bool:
+        return self.config.fill_language_gap and self.config.gap_char_grams
 
     def _index_grams(self, first: int) -> None:
         """Add the units from row ``first`` on to the n-gram index (built with the first foreign
         unit: then from every unit, once)."""
-        cfg = self.config
-        if not (cfg.fill_language_gap and cfg.gap_char_grams):
+        if not self._uses_grams:
             return
         foreign = self._not_english.view(len(self.units))
-        if self._grams is not None:
+        if self.grams is not None:
             texts = [u.text for u in self.units[first:]]
-            self._grams = self._grams.extended(texts, foreign[first:])
+            self.grams = self.grams.extended(texts, foreign[first:])
         elif foreign.any():
-            self._grams = GramIndex.build([u.text for u in self.units], foreign)
+            self.grams = GramIndex.build([u.text for u in self.units], foreign)
 
     @property
     def merges_windows(self) -> bool:
@@ -447,7 +457,7 @@ class HybridRanker:
         out._units_of = [{}, 0]
         out._append_units([self.units[r] for r in rows.tolist()], new_row[self.parent[rows]])
         # Removal changes every unit's idf: the n-gram index is counted again (O(kept units)).
-        out._grams = None
+        out.grams = None
         out._index_grams(0)
         return out
 
@@ -722,9 +732,9 @@ class HybridRanker:
         of a few hundred units always stands out somewhat, and a unit in another language costs
         an English answer its share of the budget.
         """
-        if self._grams is None:
+        if self.grams is None:
             return None, None, np.zeros(0, dtype=np.int64)
-        rows, cos = self._grams.scores(query)
+        rows, cos = self.grams.scores(query)
         scores = np.zeros(len(self.units))
         scores[rows] = cos
         if ok is not None:

@@ -447,21 +447,15 @@ class CausalGraphRetriever:
             with self._ranker_lock:
                 ranker = self._rankers.get(key)
                 if ranker is None:
-                    # Clones with other hybrid settings reuse the BM25 index of the same passages.
-                    bm25 = next(
-                        (
-                            r.bm25
-                            for c, r in self._rankers.items()
-                            if c.unit_split == key.unit_split
-                        ),
-                        None,
-                    )
+                    # Clones with other hybrid settings reuse the indexes of the same passages.
+                    same = [r for c, r in self._rankers.items() if c.unit_split == key.unit_split]
                     ranker = HybridRanker(
                         self.graph.chunks,
                         self.chunk_embeddings,
                         key,
-                        bm25=bm25,
+                        bm25=same[0].bm25 if same else None,
                         dense=self.dense_index,
+                        grams=next((r.grams for r in same if r.grams is not None), None),
                     )
                     self._rankers[key] = ranker
         return ranker
