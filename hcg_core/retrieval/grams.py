@@ -67,9 +67,10 @@ class GramIndex:
         self._ids = Growable(np.zeros(0, dtype=np.int64))
         self._log_tf = Growable(np.zeros(0, dtype=np.float32))
         self.n_vectors = 0
-        # Term-major postings of the weighted vectors (ptr over gram ids, vector rows, weights),
-        # computed on the first query after a change: a query reads only its own grams' postings.
-        self._postings: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        # The idf and the term-major postings of the weighted vectors (ptr over gram ids, vector
+        # rows, weights), computed on the first query after a change: a query then reads only its
+        # own grams' postings.
+        self._postings: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def build(cls, texts: Sequence[str], foreign: Sequence[bool] | np.ndarray) -> GramIndex:
@@ -115,22 +116,21 @@ class GramIndex:
             self.n_vectors = n + len(rows)
         self._postings = None
 
-    def _idf(self) -> np.ndarray:
-        return np.log(self.n_units / np.maximum(self._df, 1)).astype(np.float32)
-
-    def _term_postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The foreign vectors' ltc weights, term-major: ``(ptr, rows, weights)`` where gram id
-        ``g``'s postings are ``rows[ptr[g]:ptr[g + 1]]`` (cached until a change)."""
+    def _term_postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The idf per gram id and the foreign vectors' ltc weights, term-major: ``(idf, ptr,
+        rows, weights)`` where gram id ``g``'s postings are ``rows[ptr[g]:ptr[g + 1]]`` (cached
+        until a change)."""
         if self._postings is None:
+            idf = np.log(self.n_units / np.maximum(self._df, 1)).astype(np.float32)
             ptr = self._ptr.view(self.n_vectors + 1)
             ids = self._ids.view(int(ptr[-1]))
-            w = self._log_tf.view(ids.size) * self._idf()[ids]
+            w = self._log_tf.view(ids.size) * idf[ids]
             norms = np.sqrt(np.add.reduceat(w * w, ptr[:-1]))
             w = w / np.repeat(np.maximum(norms, 1e-12), np.diff(ptr))
             order = np.argsort(ids, kind="stable")
             starts = np.searchsorted(ids[order], np.arange(self._df.size + 1))
             rows = np.repeat(np.arange(self.n_vectors), np.diff(ptr))[order]
-            self._postings = (starts, rows, w[order])
+            self._postings = (idf, starts, rows, w[order])
         return self._postings
 
     def scores(self, query: str) -> tuple[np.ndarray, np.ndarray]:
@@ -148,9 +148,9 @@ class GramIndex:
             return rows, np.zeros(rows.size)
         ids = np.fromiter(counts.keys(), np.int64, len(counts))
         tf = np.fromiter(counts.values(), np.float32, len(counts))
-        q = (1.0 + np.log(tf)) * self._idf()[ids]
+        idf, starts, post_rows, post_w = self._term_postings()
+        q = (1.0 + np.log(tf)) * idf[ids]
         q /= max(float(np.linalg.norm(q)), 1e-12)
-        starts, post_rows, post_w = self._term_postings()
         lengths = starts[ids + 1] - starts[ids]
         # Every posting of the query's grams, gathered in one index array.
         at = np.repeat(starts[ids] - np.cumsum(lengths) + lengths, lengths) + np.arange(
