@@ -40,7 +40,9 @@ VARIANTS: dict[str, HybridConfig] = {
     "default": DEFAULT,
     "max-normalised fusion": replace(DEFAULT, fusion="max"),
     "~100-word passages": replace(DEFAULT, passage_words=100),
-    "windows ranked by ~100-word halves": replace(DEFAULT, window_passage_words=100),
+    "windows always whole (window_passage_words 0)": replace(DEFAULT, window_passage_words=0),
+    "windows always by halves (whole_windows_lead None)": replace(DEFAULT, whole_windows_lead=None),
+    "windows whole from a lead of 1.0": replace(DEFAULT, whole_windows_lead=1.0),
     "repeats kept (cut_repeats False)": replace(DEFAULT, cut_repeats=False),
     "no diversity (lambda 1.0)": replace(DEFAULT, diversity=1.0),
     "lambda 0.7": replace(DEFAULT, diversity=0.7),
@@ -111,7 +113,12 @@ def main(argv: list[str] | None = None) -> int:
             variants = VARIANTS if chunking == "structure" else {"default": DEFAULT}
             if chunking == "plain 200/40 windows":
                 # Every unit is a window here: where ranking windows by halves costs most.
-                variants = {**variants, "halves": VARIANTS["windows ranked by ~100-word halves"]}
+                variants = {
+                    **variants,
+                    "whole": VARIANTS["windows always whole (window_passage_words 0)"],
+                    "halves": VARIANTS["windows always by halves (whole_windows_lead None)"],
+                    "lead 1.0": VARIANTS["windows whole from a lead of 1.0"],
+                }
             systems = {}
             for vname, cfg in variants.items():
                 ranker = HybridRanker(chunks, emb, cfg)

@@ -101,16 +101,25 @@ against the budget (``retrieval/repeats.py``). The unit keeps its id; its text b
 part, ``details["span"]`` its offsets. Medical dev set (200/40 windows): +0.3 points; HolisQA (no
 overlaps): no change. ``False`` returns every unit whole under a budget too; with ``k`` alone units
 are always whole."""
-DEFAULT_WINDOW_PASSAGE_WORDS = 0
-"""0 (default): off. N > 0: a chunk that overlaps a neighbour of its document (a window the chunker
-cut from unbroken text, its ends wherever the word count fell) is ranked and packed as passages of
-about N words, while a whole paragraph or abstract stays one unit. Each stored chunk still comes
-back at most once, with its own id: whole when only ``k`` limits the result, and under a word
-budget as the span of its picked passages (whole when all were picked). An option, not the default:
-at 100 it gains on single-fact questions over unbroken text (medical dev set +0.5 points of answer
-recall) but loses where an answer runs over several sentences of such text (the HolisQA abstracts
-with their blank lines removed: -6.0 and -6.1 points of gold-context recall, below BM25 on the same
-windows; docs/evaluation.md). Ignored when ``passage_words`` > 0."""
+DEFAULT_WINDOW_PASSAGE_WORDS = 100
+"""A chunk that overlaps a neighbour of its document (a window the chunker cut from unbroken text,
+its ends wherever the word count fell) is ranked and packed as passages of about this many words,
+while a whole paragraph or abstract stays one unit; 0 ranks windows whole. Each stored chunk still
+comes back at most once, with its own id: whole when only ``k`` limits the result, and under a word
+budget as the span of its picked passages (whole when all were picked). Packing half-windows gains
+on single-fact questions over unbroken text (medical dev set +0.5 points of answer recall) but loses
+where an answer runs over several sentences of such text (the HolisQA abstracts with their blank
+lines removed: -5.0 and -6.2 points of gold-context recall, below BM25 on the same windows), so a
+query with a clear match ranks windows whole (``DEFAULT_WHOLE_WINDOWS_LEAD``). Ignored when
+``passage_words`` > 0. docs/evaluation.md."""
+DEFAULT_WHOLE_WINDOWS_LEAD: float | None = 0.5
+"""A query whose best window, ranked whole, leads the runner-up by at least this much of fused
+relevance (1.0: three standard deviations of one signal) keeps windows whole: one clear place holds
+its answer, which may run over several sentences, so a half would cut it. Below the lead, windows
+are ranked by ``window_passage_words`` passages (the answer is a fact that any of many places may
+hold, and more distinct places fit the budget). ``None``: always by passages. About one medical
+question in five has such a lead, and most HolisQA questions. Costs a second ranking pass for the
+queries below the lead, only on corpora with windows. docs/evaluation.md."""
 
 
 class _Settings:
@@ -149,6 +158,7 @@ class HybridConfig:
     cut_repeats: bool = DEFAULT_CUT_REPEATS
     fusion: str = DEFAULT_FUSION
     follow_gap: float | None = DEFAULT_FOLLOW_GAP
+    whole_windows_lead: float | None = DEFAULT_WHOLE_WINDOWS_LEAD
     fill_language_gap: bool = DEFAULT_FILL_LANGUAGE_GAP
     gap_char_grams: bool = DEFAULT_GAP_CHAR_GRAMS
 
@@ -180,12 +190,12 @@ class HybridConfig:
             raise ConfigError(f"diversity (MMR lambda) must be in [0, 1], got {self.diversity}")
         if not 0.0 <= self.min_novelty <= 1.0:
             raise ConfigError(f"min_novelty must be in [0, 1], got {self.min_novelty}")
-        if self.follow_gap is not None and not (
-            isinstance(self.follow_gap, int | float)
-            and not isinstance(self.follow_gap, bool)
-            and self.follow_gap >= 0
-        ):
-            raise ConfigError(f"follow_gap must be a number >= 0 or None, got {self.follow_gap!r}")
+        for name in ("follow_gap", "whole_windows_lead"):
+            value = getattr(self, name)
+            if value is not None and not (
+                isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+            ):
+                raise ConfigError(f"{name} must be a number >= 0 or None, got {value!r}")
 
 
 @dataclass(frozen=True)

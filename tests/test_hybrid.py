@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hcg_core.config import DEFAULT_WHOLE_WINDOWS_LEAD
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import ConfigError
 from hcg_core.retrieval.hybrid import HybridConfig, HybridRanker, mmr_pack
@@ -417,7 +418,7 @@ def test_windows_are_split_for_ranking_and_come_back_as_their_own_chunks():
     flags = windowed(chunks)
     assert flags == [c.doc_id == "notes" for c in chunks] and sum(flags) >= 2
     stored = {c.id: c for c in chunks}
-    cfg = HybridConfig(window_passage_words=100)
+    cfg = HybridConfig(window_passage_words=100, whole_windows_lead=None)  # always by halves
     r = HybridRanker(chunks, EMB.embed_documents([c.text for c in chunks]), cfg)
     assert len(r.units) > len(chunks)  # the windows were split, the paragraphs not
     query = "what causes mesothelioma"
@@ -455,7 +456,7 @@ def test_windows_are_split_for_ranking_and_come_back_as_their_own_chunks():
     assert len(set(ids(res))) == 2 and ids(res)[0] == top.chunk.id
     assert all(rc.chunk is stored[rc.chunk.id] for rc in res.chunks)
 
-    off = HybridRanker(chunks, None)  # the default: windows ranked whole
+    off = HybridRanker(chunks, None, HybridConfig(window_passage_words=0))  # windows whole
     assert len(off.units) == len(chunks)
     assert off.rank(query, None, word_budget=60).chunks[0].chunk is stored[top.chunk.id]
 
@@ -474,13 +475,67 @@ def test_window_passage_words_must_not_be_negative():
         HybridConfig(window_passage_words=-1)
     with pytest.raises(ConfigError, match="cut_repeats"):
         HybridConfig(cut_repeats="yes")
+    for bad in (-0.5, "1", True):
+        with pytest.raises(ConfigError, match="whole_windows_lead"):
+            HybridConfig(whole_windows_lead=bad)
+
+
+def test_a_clear_match_keeps_windows_whole_and_a_spread_out_query_ranks_halves():
+    """By default windows are ranked by halves unless the query's best window, ranked whole,
+    clearly leads: then the whole-window ranking is returned as it is."""
+    chunks = _windows_and_paragraphs()
+    emb = EMB.embed_documents([c.text for c in chunks])
+    stored = {c.id: c for c in chunks}
+    default = HybridRanker(chunks, emb)
+    whole = HybridRanker(chunks, emb, HybridConfig(window_passage_words=0))
+    halves = HybridRanker(chunks, emb, HybridConfig(whole_windows_lead=None))
+
+    def same(a, b):
+        return [(c.chunk.id, c.chunk.text) for c in a.chunks] == [
+            (c.chunk.id, c.chunk.text) for c in b.chunks
+        ]
+
+    clear = "what causes mesothelioma"  # one window holds it
+    qvec = EMB.embed_query(clear)
+    res = default.rank(clear, qvec, word_budget=60)
+    assert res.diagnostics["windows"] == "whole"
+    assert res.diagnostics["lead"] >= DEFAULT_WHOLE_WINDOWS_LEAD
+    assert same(res, whole.rank(clear, qvec, word_budget=60))
+    assert res.chunks[0].chunk is stored[res.chunks[0].chunk.id]  # the window whole, no span
+    assert not same(res, halves.rank(clear, qvec, word_budget=60))
+
+    spread = "patients followed in the regional cohort"  # every window says it
+    qvec = EMB.embed_query(spread)
+    res = default.rank(spread, qvec, word_budget=60)
+    assert res.diagnostics["windows"] == "passages"
+    assert res.diagnostics["lead"] < DEFAULT_WHOLE_WINDOWS_LEAD
+    assert same(res, halves.rank(spread, qvec, word_budget=60))
+    assert "span" in res.chunks[0].details  # a half of its window
+
+    # Edits carry the whole-window ranking along: a grown or shrunk ranker ranks like a fresh one
+    # (the window holding the answer arrives with the insert).
+    order = sorted(chunks, key=lambda c: ANSWER in c.text)
+    vecs = EMB.embed_documents([c.text for c in order])
+    base = HybridRanker(order[:-1], vecs[:-1])
+    base.rank(spread, qvec, word_budget=60)  # builds its whole-window ranking
+    assert base._whole is not None
+    grown = base.extended(order[-1:], vecs)
+    keep = np.array([ANSWER not in c.text for c in chunks])
+    kept = [c for c in chunks if ANSWER not in c.text]
+    for q in (clear, spread):
+        v = EMB.embed_query(q)
+        fresh = HybridRanker(order, vecs)
+        assert same(grown.rank(q, v, word_budget=60), fresh.rank(q, v, word_budget=60))
+        shrunk = default.subset(keep, emb[keep])
+        fresh = HybridRanker(kept, emb[keep])
+        assert same(shrunk.rank(q, v, word_budget=60), fresh.rank(q, v, word_budget=60))
 
 
 def test_a_large_k_with_a_budget_ranks_as_the_budget_alone():
     """Rows padded in to reach k would compete with the candidates; once the candidates hold
     the budget there is no padding, so the result is the budget's own."""
     chunks = _windows_and_paragraphs()
-    cfg = HybridConfig(candidates=3, window_passage_words=100)
+    cfg = HybridConfig(candidates=3, window_passage_words=100, whole_windows_lead=None)
     r = HybridRanker(chunks, EMB.embed_documents([c.text for c in chunks]), cfg)
     query = "what causes mesothelioma"
     qvec = EMB.embed_query(query)

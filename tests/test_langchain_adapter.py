@@ -328,7 +328,9 @@ def test_windows_ranked_by_halves_come_back_as_spans_with_their_chunk_ids(
         [Document(page_content=text, id="notes")],
         embeddings=embeddings,
         k=5,
-        config=RetrievalConfig(word_budget=60, hybrid=HybridConfig(window_passage_words=100)),
+        config=RetrievalConfig(
+            word_budget=60, hybrid=HybridConfig(window_passage_words=100, whole_windows_lead=None)
+        ),
     )
     chunks = {c.id: c for c in r.graph.chunks}
     assert len(chunks) >= 4

@@ -486,7 +486,9 @@ def test_windows_ranked_by_halves_come_back_as_spans_of_docstore_nodes(
         transformations=[SentenceSplitter(chunk_size=300, chunk_overlap=60)],
     )
     question = "What does obesity lead to?"
-    config = RetrievalConfig(word_budget=400, hybrid=HybridConfig(window_passage_words=100))
+    config = RetrievalConfig(
+        word_budget=400, hybrid=HybridConfig(window_passage_words=100, whole_windows_lead=None)
+    )
     budgeted = index.as_retriever(similarity_top_k=20, config=config)
     got = budgeted.retrieve(question)
     assert len(ids(got)) == len(set(ids(got))) and all(
@@ -502,7 +504,7 @@ def test_windows_ranked_by_halves_come_back_as_spans_of_docstore_nodes(
         assert text[node.start_char_idx : node.end_char_idx] == node.text
         assert "hcg_span" not in node.get_content(metadata_mode=MetadataMode.LLM)
     # Without a budget the same nodes come back whole.
-    config = RetrievalConfig(hybrid=HybridConfig(window_passage_words=100))
+    config = RetrievalConfig(hybrid=HybridConfig(window_passage_words=100, whole_windows_lead=None))
     whole = index.as_retriever(similarity_top_k=5, config=config).retrieve(question)
     assert all(
         n.node.get_content() == index.docstore.get_node(n.node.node_id).get_content() for n in whole

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -290,6 +291,9 @@ class HybridRanker:
         # Chunk id -> unit rows; shared with later snapshots (extended), which only add keys.
         self._units_of: list[Any] = [{}, 0]
         self._append_units(units, parent)
+        # The same chunks ranked whole, for queries with a clear match (whole_windows_lead);
+        # built on the first query that needs it, carried through extended/subset.
+        self._whole: HybridRanker | None = None
         # Character n-grams for an English question's language gap (config.DEFAULT_GAP_CHAR_GRAMS):
         # built once a unit reads as not English, over all units (their counts give the idf); a
         # clone over the same units (``grams``, like ``bm25``) hands its index over.
@@ -321,6 +325,27 @@ class HybridRanker:
     def merges_windows(self) -> bool:
         """Whether windows are split into passages that come back merged into their chunk."""
         return self.config.passage_words == 0 and self.config.window_passage_words > 0
+
+    @property
+    def _splits_windows(self) -> bool:
+        """Whether some chunk is ranked as passages that come back merged (a window was split)."""
+        return self.merges_windows and len(self.units) > len(self.chunks)
+
+    def _whole_ranker(self) -> HybridRanker | None:
+        """The same chunks ranked with windows whole, when a clear match should keep them whole
+        (``whole_windows_lead``); None when no window is split (both would rank alike)."""
+        if self.config.whole_windows_lead is None or not self._splits_windows:
+            return None
+        if self._whole is None:
+            # Built once, on the first query; two concurrent first queries may both build it
+            # (the same ranker, the last one kept).
+            self._whole = HybridRanker(
+                self.chunks,
+                self.chunk_embeddings,
+                replace(self.config, window_passage_words=0),
+                dense=self.dense_index,
+            )
+        return self._whole
 
     def _split(
         self, chunks: Sequence[Chunk], known: Sequence[Chunk] = ()
@@ -426,6 +451,8 @@ class HybridRanker:
         first_unit = len(self.units)
         out._append_units(units, parent + first)
         out._index_grams(first_unit)
+        if self._whole is not None:
+            out._whole = self._whole.extended(chunks, chunk_embeddings, dense)
         return out
 
     def subset(
@@ -459,6 +486,8 @@ class HybridRanker:
         # Removal changes every unit's idf: the n-gram index is counted again (O(kept units)).
         out.grams = None
         out._index_grams(0)
+        if self._whole is not None:
+            out._whole = self._whole.subset(keep, chunk_embeddings, dense)
         return out
 
     def word_features(self, rows: np.ndarray) -> np.ndarray:
@@ -521,6 +550,19 @@ class HybridRanker:
         if word_budget is not None and word_budget < 1:
             raise ConfigError(f"word_budget must be positive, got {word_budget}")
         cfg = self.config
+        whole = self._whole_ranker()
+        if whole is not None:
+            result = whole.rank(
+                query,
+                query_vec,
+                graph_result,
+                k=k,
+                word_budget=word_budget,
+                use_graph=use_graph,
+                allowed=allowed,
+            )
+            if result.diagnostics["lead"] >= cfg.whole_windows_lead:
+                return result
         n = len(self.units)
 
         bm25 = self.bm25.scores(query).astype(np.float64)
@@ -598,9 +640,18 @@ class HybridRanker:
                 fused = fuse()
             extra, _ = top_k_indices(fused[rest], need - pool.size)
             pool = np.concatenate([pool, rest[extra]])
+        # How far the best candidate leads the runner-up: a clear match (follow_gap,
+        # whole_windows_lead) when large.
+        top2 = -np.sort(-fused[pool])[:2] if pool.size else np.zeros(0)
+        lead = float(top2[0] - top2[1]) if top2.size == 2 else float("inf")
         followers = np.zeros(0, dtype=np.int64)
-        if cfg.follow_gap is not None and self.spans is not None and pool.size >= 2:
-            fused, pool, followers = self._follow_best(fused, pool, cfg.follow_gap, ok)
+        if (
+            cfg.follow_gap is not None
+            and self.spans is not None
+            and pool.size >= 2
+            and lead >= cfg.follow_gap
+        ):
+            fused, pool, followers = self._follow_best(fused, pool, ok)
             if followers.size and dense_cos.fill(self.parent[followers]):
                 dense = dense_cos.values[self.parent]
         # Stable candidate order (fused score, then chunk index) makes ties deterministic.
@@ -676,6 +727,8 @@ class HybridRanker:
             "graph_candidates": len(graph_rows),
             "graph_chunks": sum(1 for c in out if c.route == "graph"),
             "words": sum(len(rc.chunk.text.split()) for rc in out),
+            "lead": lead,
+            "windows": "passages" if self._splits_windows else "whole",
         }
         matched: tuple[str, ...] = ()
         if graph_result is not None:
@@ -744,19 +797,16 @@ class HybridRanker:
         return scores, evidence, order[:GAP_CANDIDATES]
 
     def _follow_best(
-        self, fused: np.ndarray, pool: np.ndarray, gap: float, ok: np.ndarray | None
+        self, fused: np.ndarray, pool: np.ndarray, ok: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """When the best candidate leads the runner-up by ``gap``, its overlapping windows follow.
+        """The best candidate's overlapping windows follow it (called when it clearly leads).
 
         Returns the fused scores (a copy, the followers raised to just below the best), the pool
         (the followers added) and the follower rows. A clear match's answer often runs on past the
         window cut; its neighbours would otherwise rank low (they repeat its edge words and miss
         the query's) or be pushed out as redundant.
         """
-        order = np.argsort(-fused[pool], kind="stable")
-        best, second = int(pool[order[0]]), int(pool[order[1]])
-        if fused[best] - fused[second] < gap:
-            return fused, pool, np.zeros(0, dtype=np.int64)
+        best = int(pool[np.argmax(fused[pool])])
         overlaps = self._overlaps_prev.view(len(self.units))
         rows = [
             r
