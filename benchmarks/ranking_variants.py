@@ -42,6 +42,7 @@ VARIANTS: dict[str, HybridConfig] = {
     "~100-word passages": replace(DEFAULT, passage_words=100),
     "windows always whole (window_passage_words 0)": replace(DEFAULT, window_passage_words=0),
     "windows always by halves (whole_windows_lead None)": replace(DEFAULT, whole_windows_lead=None),
+    "windows whole from a lead of 0.5": replace(DEFAULT, whole_windows_lead=0.5),
     "windows whole from a lead of 1.0": replace(DEFAULT, whole_windows_lead=1.0),
     "repeats kept (cut_repeats False)": replace(DEFAULT, cut_repeats=False),
     "no diversity (lambda 1.0)": replace(DEFAULT, diversity=1.0),
@@ -117,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                     **variants,
                     "whole": VARIANTS["windows always whole (window_passage_words 0)"],
                     "halves": VARIANTS["windows always by halves (whole_windows_lead None)"],
+                    "lead 0.5": VARIANTS["windows whole from a lead of 0.5"],
                     "lead 1.0": VARIANTS["windows whole from a lead of 1.0"],
                 }
             systems = {}

@@ -112,14 +112,16 @@ where an answer runs over several sentences of such text (the HolisQA abstracts 
 lines removed: -5.0 and -6.2 points of gold-context recall, below BM25 on the same windows), so a
 query with a clear match ranks windows whole (``DEFAULT_WHOLE_WINDOWS_LEAD``). Ignored when
 ``passage_words`` > 0. docs/evaluation.md."""
-DEFAULT_WHOLE_WINDOWS_LEAD: float | None = 0.5
+DEFAULT_WHOLE_WINDOWS_LEAD: float | None = 1.0 / 3.0
 """A query whose best window, ranked whole, leads the runner-up by at least this much of fused
-relevance (1.0: three standard deviations of one signal) keeps windows whole: one clear place holds
-its answer, which may run over several sentences, so a half would cut it. Below the lead, windows
-are ranked by ``window_passage_words`` passages (the answer is a fact that any of many places may
-hold, and more distinct places fit the budget). ``None``: always by passages. About one medical
-question in five has such a lead, and most HolisQA questions. Costs a second ranking pass for the
-queries below the lead, only on corpora with windows. docs/evaluation.md."""
+relevance (1/3: one standard deviation of one signal; ``DEFAULT_FOLLOW_GAP``'s scale) keeps windows
+whole: one clear place holds its answer, which may run over several sentences, so a half would cut
+it. Below the lead, windows are ranked by ``window_passage_words`` passages (the answer is a fact
+that any of several places may hold, and more distinct places fit the budget). ``None``: always by
+passages. Costs a second ranking pass for the queries below the lead, only on corpora with windows.
+The trade is smooth in the lead (docs/evaluation.md): lower keeps more of the halves' gain on
+single-fact questions, higher loses more where answers run over several sentences of unbroken
+text."""
 
 
 class _Settings:

@@ -1,8 +1,9 @@
 """The default retrieval mode: fuse graph evidence, BM25 and dense similarity, then pack a budget.
 
-The unit ranked and returned is the stored chunk, whole. Options: ``window_passage_words`` ranks
-windows cut from unbroken text (chunks that overlap another of their document) as passages and
-returns each as its chunk (under a word budget, the span of its picked passages);
+The unit returned is the stored chunk. Windows cut from unbroken text (chunks that overlap another
+of their document) are ranked as ~100-word passages (``window_passage_words``) and each comes back
+as its chunk (under a word budget, the span of its picked passages), unless the query has a clear
+match with the windows ranked whole (``whole_windows_lead``): then that ranking is returned. Option
 ``passage_words`` splits every chunk into passages and returns them (``passages.py``). Three
 signals score each unit: BM25 (``lexical.py``), the dense cosine of the query against the unit's
 chunk vector, and the graph route's evidence (the paper's Stage 3 result: chunks on kept causal
@@ -295,31 +296,46 @@ class HybridRanker:
         # built on the first query that needs it, carried through extended/subset.
         self._whole: HybridRanker | None = None
         # Character n-grams for an English question's language gap (config.DEFAULT_GAP_CHAR_GRAMS):
-        # built once a unit reads as not English, over all units (their counts give the idf); a
-        # clone over the same units (``grams``, like ``bm25``) hands its index over.
+        # built once a chunk reads as not English, over all chunks (their counts give the idf); a
+        # unit takes its chunk's match, as it takes its chunk's cosine, so any clone over the same
+        # chunks (``grams``) hands its index over, whatever its unit split.
         self.grams: GramIndex | None = None
-        if grams is not None and grams.n_units != len(self.units):
-            raise ConfigError(f"the n-gram index has {grams.n_units} units for {len(self.units)}")
-        if self._uses_grams:
-            self.grams = grams
-            if grams is None:
-                self._index_grams(0)
+        self._take_grams(grams, 0)
 
     @property
     def _uses_grams(self) -> bool:
         return self.config.fill_language_gap and self.config.gap_char_grams
 
-    def _index_grams(self, first: int) -> None:
-        """Add the units from row ``first`` on to the n-gram index (built with the first foreign
-        unit: then from every unit, once)."""
+    def _take_grams(self, grams: GramIndex | None, first: int) -> None:
+        """Use ``grams`` (another ranker's index over these chunks), or add the chunks from row
+        ``first`` on to this one's (built with the first foreign chunk: then from every chunk,
+        once)."""
         if not self._uses_grams:
             return
-        foreign = self._not_english.view(len(self.units))
+        if grams is not None:
+            if grams.n_units != len(self.chunks):
+                raise ConfigError(
+                    f"the n-gram index has {grams.n_units} chunks for {len(self.chunks)}"
+                )
+            self.grams = grams
+            return
+        if len(self.units) == len(self.chunks):  # the units are the chunks
+            foreign = self._not_english.view(len(self.units))[first:]
+        else:
+            foreign = np.fromiter(
+                (reads_not_english(c.text) for c in self.chunks[first:]),
+                bool,
+                len(self.chunks) - first,
+            )
+        texts = [c.text for c in self.chunks[first:]]
         if self.grams is not None:
-            texts = [u.text for u in self.units[first:]]
-            self.grams = self.grams.extended(texts, foreign[first:])
+            self.grams = self.grams.extended(texts, foreign)
         elif foreign.any():
-            self.grams = GramIndex.build([u.text for u in self.units], foreign)
+            # The first foreign chunk: the idf needs every chunk, the earlier ones too.
+            if first:
+                self._take_grams(None, 0)
+            else:
+                self.grams = GramIndex.build(texts, foreign)
 
     @property
     def merges_windows(self) -> bool:
@@ -344,6 +360,7 @@ class HybridRanker:
                 self.chunk_embeddings,
                 replace(self.config, window_passage_words=0),
                 dense=self.dense_index,
+                grams=self.grams,
             )
         return self._whole
 
@@ -428,6 +445,8 @@ class HybridRanker:
         chunks: Sequence[Chunk],
         chunk_embeddings: np.ndarray | None,
         dense: DenseIndex | None = None,
+        *,
+        grams: GramIndex | None = None,
     ) -> HybridRanker:
         """A ranker over these chunks plus ``chunks`` (appended rows), sharing this one's storage.
 
@@ -448,11 +467,10 @@ class HybridRanker:
         out.dense_index = dense  # the edited store's index, or None: the new matrix
         units, parent = self._split(chunks, known=self.chunks)
         out.bm25 = self.bm25.extended([u.text for u in units])
-        first_unit = len(self.units)
         out._append_units(units, parent + first)
-        out._index_grams(first_unit)
+        out._take_grams(grams, first)
         if self._whole is not None:
-            out._whole = self._whole.extended(chunks, chunk_embeddings, dense)
+            out._whole = self._whole.extended(chunks, chunk_embeddings, dense, grams=out.grams)
         return out
 
     def subset(
@@ -460,6 +478,8 @@ class HybridRanker:
         keep: np.ndarray,
         chunk_embeddings: np.ndarray | None,
         dense: DenseIndex | None = None,
+        *,
+        grams: GramIndex | None = None,
     ) -> HybridRanker:
         """A ranker over the chunks where the boolean ``keep`` is true (order kept); the BM25
         index is compacted from its stored term ids, nothing is re-split or re-tokenised."""
@@ -485,9 +505,9 @@ class HybridRanker:
         out._append_units([self.units[r] for r in rows.tolist()], new_row[self.parent[rows]])
         # Removal changes every unit's idf: the n-gram index is counted again (O(kept units)).
         out.grams = None
-        out._index_grams(0)
+        out._take_grams(grams, 0)
         if self._whole is not None:
-            out._whole = self._whole.subset(keep, chunk_embeddings, dense)
+            out._whole = self._whole.subset(keep, chunk_embeddings, dense, grams=out.grams)
         return out
 
     def word_features(self, rows: np.ndarray) -> np.ndarray:
@@ -788,8 +808,9 @@ class HybridRanker:
         if self.grams is None:
             return None, None, np.zeros(0, dtype=np.int64)
         rows, cos = self.grams.scores(query)
-        scores = np.zeros(len(self.units))
+        scores = np.zeros(len(self.chunks))
         scores[rows] = cos
+        scores = scores[self.parent]  # a unit takes its chunk's match
         if ok is not None:
             scores = np.where(ok, scores, 0.0)
         order, _ = top_k_indices(scores, self.config.candidates, positive_only=True)

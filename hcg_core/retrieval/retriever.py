@@ -455,7 +455,10 @@ class CausalGraphRetriever:
                         key,
                         bm25=same[0].bm25 if same else None,
                         dense=self.dense_index,
-                        grams=next((r.grams for r in same if r.grams is not None), None),
+                        # The n-gram index is over the chunks: any clone's fits.
+                        grams=next(
+                            (r.grams for r in self._rankers.values() if r.grams is not None), None
+                        ),
                     )
                     self._rankers[key] = ranker
         return ranker
