@@ -109,7 +109,7 @@ comes back at most once, with its own id: whole when only ``k`` limits the resul
 budget as the span of its picked passages (whole when all were picked). Packing half-windows gains
 on single-fact questions over unbroken text (medical dev set +0.5 points of answer recall) but loses
 where an answer runs over several sentences of such text (the HolisQA abstracts with their blank
-lines removed: -5.0 and -6.2 points of gold-context recall, below BM25 on the same windows), so a
+lines removed: -5.9 and -6.4 points of gold-context recall, below BM25 on the same windows), so a
 query with a clear match ranks windows whole (``DEFAULT_WHOLE_WINDOWS_LEAD``). Ignored when
 ``passage_words`` > 0. docs/evaluation.md."""
 DEFAULT_WHOLE_WINDOWS_LEAD: float | None = 1.0 / 3.0

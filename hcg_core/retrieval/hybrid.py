@@ -503,7 +503,7 @@ class HybridRanker:
         out._flat_texts = ()
         out._units_of = [{}, 0]
         out._append_units([self.units[r] for r in rows.tolist()], new_row[self.parent[rows]])
-        # Removal changes every unit's idf: the n-gram index is counted again (O(kept units)).
+        # Removal changes every chunk's idf: the n-gram index is counted again (O(kept chunks)).
         out.grams = None
         out._take_grams(grams, 0)
         if self._whole is not None:
