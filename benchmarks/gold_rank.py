@@ -24,6 +24,7 @@ from hcg_core.corpus import NOT_ENGLISH_SHARE, english_share
 from hcg_core.eval.metric import normalise_space
 from hcg_core.eval.runner import load_questions, load_sentences
 from hcg_core.retrieval import CausalGraphRetriever
+from hcg_core.retrieval.lexical import BM25Index
 
 DEPTH = 50
 CUTS = (1, 3, 10, DEPTH)
@@ -56,14 +57,16 @@ def main(argv: list[str] | None = None) -> int:
     chunks = retriever.graph.chunks
     flat = [normalise_space(c.text) for c in chunks]
     row_of = {c.id: i for i, c in enumerate(chunks)}
-    ranker = retriever.ranker
+    # BM25 over the chunks themselves (the default ranker's index is over its units, which split
+    # windows into halves).
+    chunk_bm25 = BM25Index([c.text for c in chunks])
     ranks: dict[str, list[int | None]] = {"bm25": [], "dense": [], "hcg default": []}
     missed_everywhere: list[str] = []
     for q in questions:
         gold = [normalise_space(t) for t in q.context]
         holders = {i for i, text in enumerate(flat) if any(g in text for g in gold)}
         qvec = retriever.embed_query(q.question)
-        bm25 = ranker.bm25.scores(q.question)
+        bm25 = chunk_bm25.scores(q.question)
         dense = retriever.chunk_embeddings @ qvec
         result = retriever.retrieve(q.question, k=DEPTH)
         orders = {
