@@ -569,20 +569,31 @@ class HybridRanker:
             raise ConfigError(f"k must be at least 1, got {k}")
         if word_budget is not None and word_budget < 1:
             raise ConfigError(f"word_budget must be positive, got {word_budget}")
-        cfg = self.config
+        args = (query, query_vec, graph_result, k, word_budget, use_graph, allowed)
         whole = self._whole_ranker()
         if whole is not None:
-            result = whole.rank(
-                query,
-                query_vec,
-                graph_result,
-                k=k,
-                word_budget=word_budget,
-                use_graph=use_graph,
-                allowed=allowed,
-            )
-            if result.diagnostics["lead"] >= cfg.whole_windows_lead:
+            # Windows whole when the query has a clear match; else this ranker's halves.
+            result = whole._rank(*args, min_lead=self.config.whole_windows_lead)
+            if result is not None:
                 return result
+        result = self._rank(*args)
+        assert result is not None  # no min_lead: always a result
+        return result
+
+    def _rank(
+        self,
+        query: str,
+        query_vec: np.ndarray | None,
+        graph_result: RetrievalResult | None,
+        k: int | None,
+        word_budget: int | None,
+        use_graph: bool,
+        allowed: np.ndarray | None,
+        min_lead: float | None = None,
+    ) -> RetrievalResult | None:
+        """``rank`` on this ranker's own units; None, before packing, when the best candidate
+        leads the runner-up by less than ``min_lead``."""
+        cfg = self.config
         n = len(self.units)
 
         bm25 = self.bm25.scores(query).astype(np.float64)
@@ -664,6 +675,8 @@ class HybridRanker:
         # whole_windows_lead) when large.
         top2 = -np.sort(-fused[pool])[:2] if pool.size else np.zeros(0)
         lead = float(top2[0] - top2[1]) if top2.size == 2 else float("inf")
+        if min_lead is not None and lead < min_lead:
+            return None
         followers = np.zeros(0, dtype=np.int64)
         if (
             cfg.follow_gap is not None
