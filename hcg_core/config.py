@@ -118,7 +118,8 @@ relevance (1/3: one standard deviation of one signal; ``DEFAULT_FOLLOW_GAP``'s s
 whole: one clear place holds its answer, which may run over several sentences, so a half would cut
 it. Below the lead, windows are ranked by ``window_passage_words`` passages (the answer is a fact
 that any of several places may hold, and more distinct places fit the budget). ``None``: always by
-passages. Costs a second ranking pass for the queries below the lead, only on corpora with windows.
+passages. The queries below the lead are fused twice (the whole-window pass stops before packing),
+only on corpora with windows.
 The trade is smooth in the lead (docs/evaluation.md): lower keeps more of the halves' gain on
 single-fact questions, higher loses more where answers run over several sentences of unbroken
 text."""

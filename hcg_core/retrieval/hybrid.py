@@ -319,23 +319,21 @@ class HybridRanker:
                 )
             self.grams = grams
             return
-        if len(self.units) == len(self.chunks):  # the units are the chunks
-            foreign = self._not_english.view(len(self.units))[first:]
-        else:
-            foreign = np.fromiter(
-                (reads_not_english(c.text) for c in self.chunks[first:]),
-                bool,
-                len(self.chunks) - first,
-            )
-        texts = [c.text for c in self.chunks[first:]]
+        foreign = self._chunks_not_english(first)
         if self.grams is not None:
-            self.grams = self.grams.extended(texts, foreign)
+            self.grams = self.grams.extended([c.text for c in self.chunks[first:]], foreign)
         elif foreign.any():
-            # The first foreign chunk: the idf needs every chunk, the earlier ones too.
-            if first:
-                self._take_grams(None, 0)
-            else:
-                self.grams = GramIndex.build(texts, foreign)
+            # The first foreign chunk: the idf counts every chunk, the earlier ones too.
+            every = self._chunks_not_english(0) if first else foreign
+            self.grams = GramIndex.build([c.text for c in self.chunks], every)
+
+    def _chunks_not_english(self, first: int) -> np.ndarray:
+        """Whether each chunk from row ``first`` on reads as not English."""
+        if len(self.units) == len(self.chunks):  # the units are the chunks: already judged
+            return self._not_english.view(len(self.units))[first:]
+        return np.fromiter(
+            (reads_not_english(c.text) for c in self.chunks[first:]), bool, len(self.chunks) - first
+        )
 
     @property
     def merges_windows(self) -> bool:
