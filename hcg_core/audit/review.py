@@ -12,13 +12,12 @@ import re
 from collections import Counter
 from typing import Any
 
+from ..graph_build.extract import text_units
 from ..types import CausalEdge, CausalGraph
 
 DEFAULT_LOW_CONFIDENCE = 0.5  # edges below this confidence are flagged for review
 MAX_CYCLES_LISTED = 50  # cycles listed by example (strongly connected parts are all counted)
 
-# A sentence ends at . ! ? or a blank line; a single newline is a wrapped line inside one.
-_SENTENCE = re.compile(r"(?:[^.!?\n]|\n(?![ \t]*\n))+(?:[.!?]+|\n[ \t]*\n|$)")
 _WORD = re.compile(r"[a-z0-9]+")
 # Words too common to say which sentence supports an edge.
 _STOP_WORDS = (
@@ -35,21 +34,13 @@ def _words(text: str) -> set[str]:
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Character spans of the sentences of ``text``, surrounding whitespace excluded.
+    r"""Character spans of the sentences of ``text`` (list items and table rows included, headings
+    not: the units the offline builder reads, ``graph_build.extract.split_sentences``).
 
-    >>> sentence_spans("One. Two three!")
-    [(0, 4), (5, 15)]
+    >>> sentence_spans("## Title\nOne. Two three!")
+    [(9, 13), (14, 24)]
     """
-    spans = []
-    for m in _SENTENCE.finditer(text):
-        start, end = m.start(), m.end()
-        while start < end and text[start].isspace():
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
-        if end > start:
-            spans.append((start, end))
-    return spans
+    return [(u.start, u.end) for u in text_units(text) if u.kind != "heading"]
 
 
 def supporting_sentence(text: str, edge: CausalEdge) -> tuple[int, int] | None:

@@ -24,19 +24,161 @@ MAX_SENTENCE_CHARS = 600
 # ones ("affects", "improves") need a second sentence before the offline builder trusts them.
 STRONG_CUE = 0.85
 
+# Line structure of Markdown (and of plain text with underlined headings). Chunk texts carry no
+# file type, so the structure is read from the lines themselves.
+_LINE_RE = re.compile(r"[^\n]*(?:\n|$)")
+_ATX_HEADING_RE = re.compile(r" {0,3}#{1,6}(?:[ \t]+|$)")
+_ATX_CLOSE_RE = re.compile(r"(?:[ \t]+#+)?[ \t]*$")
+# A line of only "=" or only "-" (three or more) under a line of text underlines it as a heading.
+_UNDERLINE_RE = re.compile(r" {0,3}(?:={3,}|-{3,})[ \t]*$")
+_THEMATIC_BREAK_RE = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+_LIST_ITEM_RE = re.compile(r"[ \t]*(?:[-*+\u2022]|\d{1,9}[.)])[ \t]+(?=\S)")
+_BULLET_RE = re.compile(r"[ \t]*[-*+\u2022][ \t]+(?=\S)")
+_TABLE_ROW_RE = re.compile(r" {0,3}\|")
+_TABLE_RULE_RE = re.compile(r"[ \t|:\-]*-[ \t|:\-]*$")
+
+
+@dataclass(frozen=True)
+class TextUnit:
+    """One unit of a text: a sentence, a heading, a list item's sentence or a table row.
+
+    ``start``/``end``: its ``[start, end)`` characters in the text (list markers, heading marks
+    and outer table pipes excluded); ``text``: those characters with whitespace runs made one
+    space (a table row's cells joined by `` | ``).
+    """
+
+    kind: str  # "sentence", "heading", "item" or "row"
+    start: int
+    end: int
+    text: str
+
+
+def text_units(text: str) -> list[TextUnit]:
+    r"""The units of ``text``: sentences of its paragraphs, and each heading, list item and table row.
+
+    Markdown headings (``# Title``, a line underlined with ``===`` or ``---``, which is also how
+    plain text marks one) are units of their own, so a heading directly followed by text on the
+    next line does not glue onto its first sentence. A list item and a table row are their own
+    units too (an item holding several sentences gives one unit per sentence). Inside a paragraph
+    a single line break is a wrapped line; sentences end at ., !, ? before a capital or digit.
+
+    >>> [(u.kind, u.text) for u in text_units("## Root cause\nThe cache expired. It failed.")]
+    [('heading', 'Root cause'), ('sentence', 'The cache expired.'), ('sentence', 'It failed.')]
+    >>> [(u.kind, u.text) for u in text_units("Impact\n======\n- salt raises risk\n| a | b |")]
+    [('heading', 'Impact'), ('item', 'salt raises risk'), ('row', 'a | b')]
+    """
+    if "\n" not in text and not _line_marked(text):
+        return _sentences(text, 0, len(text), "sentence")
+    units: list[TextUnit] = []
+    block: list[int] = []  # [start, end, kind] of the paragraph or list item being read
+    last_line: tuple[int, int] | None = None  # the block's last line, for an underline
+
+    def flush() -> None:
+        if block:
+            units.extend(_sentences(text, block[0], block[1], "item" if block[2] else "sentence"))
+            block.clear()
+
+    for m in _LINE_RE.finditer(text):
+        a, b = m.span()
+        if a == len(text):
+            break
+        line = text[a:b].rstrip("\r\n")
+        e = a + len(line)
+        if not line.strip():
+            flush()
+            last_line = None
+            continue
+        if _UNDERLINE_RE.match(line) and last_line is not None and block:
+            # The underlined line is a heading; the block's earlier lines stay a paragraph.
+            la, le = last_line
+            if block[0] < la:
+                block[1] = la
+                flush()
+            block.clear()
+            units.extend(_heading(text, la, le))
+            last_line = None
+            continue
+        last_line = None
+        if _THEMATIC_BREAK_RE.match(line):
+            flush()
+            continue
+        heading = _ATX_HEADING_RE.match(line)
+        if heading:
+            flush()
+            close = _ATX_CLOSE_RE.search(line, heading.end())
+            units.extend(_heading(text, a + heading.end(), a + close.start()))
+            continue
+        if _TABLE_ROW_RE.match(line):
+            flush()
+            if not _TABLE_RULE_RE.match(line):
+                units.extend(_row(text, a, e))
+            continue
+        item = _LIST_ITEM_RE.match(line)
+        if item:
+            flush()
+            block[:] = [a + item.end(), e, 1]
+            continue
+        if block:
+            block[1] = e  # a wrapped line of the paragraph or item
+        else:
+            block[:] = [a, e, 0]
+        last_line = (a, e)
+    flush()
+    return units
+
+
+def _line_marked(line: str) -> bool:
+    """Whether a one-line text opens with a heading, bullet or table mark. Not a number ("12. "):
+    alone on its line, that more often opens a sentence (a chunk of flowing text) than a list."""
+    return bool(_ATX_HEADING_RE.match(line) or _BULLET_RE.match(line) or _TABLE_ROW_RE.match(line))
+
+
+def _sentences(text: str, start: int, end: int, kind: str) -> list[TextUnit]:
+    out = []
+    a = start
+    for m in [*_SENT_SPLIT_RE.finditer(text, start, end), None]:
+        b = end if m is None else m.start()
+        out.extend(_unit(text, a, b, kind))
+        if m is not None:
+            a = m.end()
+    return out
+
+
+def _heading(text: str, start: int, end: int) -> list[TextUnit]:
+    return _unit(text, start, end, "heading")
+
+
+def _row(text: str, start: int, end: int) -> list[TextUnit]:
+    """A table row's unit: its cells (outer pipes dropped, ``\\|`` kept) joined by `` | ``."""
+    line = text[start:end]
+    first = start + line.index("|") + 1
+    body = line.rstrip()
+    last = start + len(body) - 1 if body.endswith("|") and not body.endswith("\\|") else end
+    cells = (" ".join(c.split()) for c in re.split(r"(?<!\\)\|", text[first : max(first, last)]))
+    return _unit(text, first, max(first, last), "row", " | ".join(c for c in cells if c))
+
+
+def _unit(text: str, start: int, end: int, kind: str, joined: str | None = None) -> list[TextUnit]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end <= start:
+        return []
+    return [TextUnit(kind, start, end, joined or " ".join(text[start:end].split()))]
+
 
 def split_sentences(text: str) -> list[str]:
-    """Split text at sentence ends (., !, ? before a capital or digit) and blank lines.
+    r"""The sentences of ``text`` that can state a causal link: every unit of ``text_units`` but its
+    headings (a heading names a topic, it states nothing; its words never enter a mechanism or a
+    variable name).
 
     >>> split_sentences("Smoking causes cancer. It also raises risk!  Next line")
     ['Smoking causes cancer.', 'It also raises risk!', 'Next line']
+    >>> split_sentences("## Root cause\nThe cache expired.\n\n- Salt raises risk")
+    ['The cache expired.', 'Salt raises risk']
     """
-    out = []
-    for part in _SENT_SPLIT_RE.split(text):
-        part = " ".join(part.split())
-        if part:
-            out.append(part)
-    return out
+    return [u.text for u in text_units(text) if u.kind != "heading"]
 
 
 # ----------------------------------------------------------------------------- cue patterns
