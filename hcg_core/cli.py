@@ -1,6 +1,7 @@
 """The ``hcg`` console script: build a graph directory, inspect it, query it, evaluate it.
 
-    hcg build INPUT... --out DIR [--tier M] [--outcome FILE] [--spec FILE] [--llm-base-url URL]
+    hcg build INPUT... --out DIR [--tier M] [--outcome FILE] [--spec FILE] [--corrections FILE]
+              [--llm-base-url URL]
     hcg inspect DIR [--json]
     hcg query DIR QUESTION [--k N] [--json]
     hcg eval DIR --questions FILE [--json]
@@ -73,6 +74,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     )
     spec = read_spec_file(args.spec) if args.spec else None
     outcome = _read_outcome(args.outcome) if args.outcome else None
+    corrections = None
+    if args.corrections:  # read before the build: a bad file must not cost one
+        from .audit.corrections import read_corrections
+
+        corrections = read_corrections(args.corrections)
     llm = None
     if args.llm_model or args.llm_base_url:
         from .llm import llm_from_cli
@@ -132,21 +138,27 @@ def cmd_build(args: argparse.Namespace) -> int:
     )
     report["input"]["chunk_chars"] = args.chunk_chars
     report["embedder"] = embedder.name
-    report["total_seconds"] = round(time.perf_counter() - t0, 2)
     for warning in report.get("warnings") or []:
         if warning not in shown:
             print(f"warning: {warning}", file=sys.stderr)
+    graph, vectors = result.graph, result.variable_embeddings
+    ledger = result.ledger.to_json(result.graph) if result.ledger is not None else None
+    if corrections is not None:
+        done = _apply_build_corrections(args.corrections, result, corrections, embedder)
+        graph, vectors, ledger = done.graph, done.variable_embeddings, done.ledger
+        report["corrections"] = {"file": str(args.corrections), **done.report.as_dict()}
+    report["total_seconds"] = round(time.perf_counter() - t0, 2)
     save_graph(
-        result.graph,
+        graph,
         args.out,
         embedder_name=embedder.name,
-        variable_embeddings=result.variable_embeddings,
+        variable_embeddings=vectors,
         chunk_embeddings=result.chunk_embeddings,
         report=report,
         force=args.force,
-        ledger=result.ledger.to_json(result.graph) if result.ledger is not None else None,
+        ledger=ledger,
     )
-    g = result.graph
+    g = graph
     print(
         f"built {args.out}{' (PARTIAL)' if report.get('partial') else ''}: "
         f"{len(g.variables)} variables, {len(g.edges)} edges, "
@@ -157,6 +169,25 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 EXIT_BUILD_INCOMPLETE = 3  # the LLM failed or the graph is degenerate; nothing was written
+
+
+def _apply_build_corrections(path: str, result: Any, corrections: list, embedder: Any) -> Any:
+    """``hcg build --corrections``: the review's corrections applied to the fresh graph, each
+    matched by what it is about (so a rebuild's renamed variables still match); printed."""
+    from .audit.corrections import correct_graph
+
+    done = correct_graph(
+        result.graph,
+        corrections,
+        variable_embeddings=result.variable_embeddings,
+        embedder=embedder,
+        ledger=result.ledger,
+    )
+    lines = done.report.format().splitlines()
+    print(f"corrections ({path}): {lines[0]}", file=sys.stderr)
+    for line in lines[1:]:
+        print(line, file=sys.stderr)
+    return done
 
 
 @contextlib.contextmanager
@@ -359,9 +390,17 @@ def format_build_report(report: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- add / remove
 
 
-def _quiet_update_log() -> None:
+@contextlib.contextmanager
+def _quiet_update_log() -> Iterator[None]:
     # The commands print the report themselves; the library's one-line log would repeat it.
-    logging.getLogger("hcg_core.graph_build.incremental").setLevel(logging.ERROR)
+    # Restored after: `main` may run again in the same process (tests, notebooks).
+    log = logging.getLogger("hcg_core.graph_build.incremental")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 def _print_update(report: Any, as_json: bool) -> None:
@@ -415,8 +454,8 @@ def cmd_add(args: argparse.Namespace) -> int:
         max_chars=max_chars,
         whole_words=whole,
     )
-    _quiet_update_log()
-    report = retriever.insert(chunks)
+    with _quiet_update_log():
+        report = retriever.insert(chunks)
     retriever.save(args.dir)  # atomic: the old graph stays loadable until the new one is whole
     _print_update(report, args.json)
     return 0
@@ -435,8 +474,8 @@ def cmd_remove(args: argparse.Namespace) -> int:
             f"{len(missing)} document id(s) are not in {args.dir} (first: {missing[0]!r}); "
             "the ids are the doc_id field of chunks.jsonl; nothing was removed"
         )
-    _quiet_update_log()
-    report = retriever.delete(args.doc_ids)
+    with _quiet_update_log():
+        report = retriever.delete(args.doc_ids)
     retriever.save(args.dir)
     _print_update(report, args.json)
     return 0
@@ -559,6 +598,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--outcome", help="outcome configuration YAML {outcomes: [...], terminals: [...]}"
     )
     b.add_argument("--spec", help="build from this (possibly hand-edited) spec.yaml; skips Stage 1")
+    b.add_argument(
+        "--corrections",
+        help="apply this corrections.yaml (hcg view's download) to the new graph: a rebuild "
+        "keeps the review's rejections, edits, merges and deletions",
+    )
     b.add_argument("--chunk-words", type=int, default=200, help="words per chunk (default 200)")
     b.add_argument("--chunk-overlap", type=int, default=40, help="overlap words (default 40)")
     b.add_argument(

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hcg_core.audit.review import supporting_sentence
 from hcg_core.audit.synthetic import synthetic_graph
 from hcg_core.audit.view import render_html, view_data
 from hcg_core.cli import main
@@ -168,6 +169,8 @@ def test_example_graph_renders_searches_and_downloads_a_rejection(browser, tmp_p
             "edge": "salt-kidney",
             "source": "ExposureLevel(high salt diet)",
             "target": "Inflammation(kidneys)",
+            # What finds the edge again after a rebuild renames its variables: the sentence marked.
+            "sentence": "The extra salt load also strains the kidneys and can inflame them.",
         }
     ]
 
@@ -206,8 +209,19 @@ def test_page_edits_merges_and_renames_into_corrections(browser, tmp_path):
     driver.find_element(By.ID, "rename").click()
     text = driver.execute_script("return window.hcgAudit.correctionsYaml()")
     ops = yaml.safe_load(text)["corrections"]
+    g = load_graph(HAND).graph
+    bp_stroke = next(e for e in g.edges if e.id == "bp-stroke")
+    k5 = next(c.text for c in g.chunks if c.id == "k5")
+    start, end = supporting_sentence(k5, bp_stroke)
+    assert ops[0].pop("sentence") == " ".join(k5[start:end].split())
     assert ops == [
-        {"op": "edit_edge", "edge": "bp-stroke", "confidence": 0.4},
+        {
+            "op": "edit_edge",
+            "edge": "bp-stroke",
+            "source": "BloodPressure",
+            "target": "StrokeRisk",
+            "confidence": 0.4,
+        },
         {
             "op": "merge_variables",
             "keep": "ExposureLevel(high salt diet)",
@@ -220,6 +234,52 @@ def test_page_edits_merges_and_renames_into_corrections(browser, tmp_path):
     out = tmp_path / "fixed"
     assert main(["apply", str(HAND), str(corrections), "--out", str(out), "--strict"]) == 0
     assert console_errors(driver) == []
+
+
+def test_bulk_actions_reject_a_variables_edges_and_delete_another(browser, tmp_path):
+    driver, downloads = browser
+    page = tmp_path / "hand.html"
+    assert main(["view", str(HAND), "--out", str(page)]) == 0
+    open_page(driver, page)
+    # BloodPressure has 3 edges in and 1 out: one click rejects all four.
+    driver.execute_script("location.hash = 'variable=BloodPressure'")
+    WebDriverWait(driver, 10).until(lambda d: count(d, "#reject-variable-edges") == 1)
+    button = driver.find_element(By.ID, "reject-variable-edges")
+    assert button.text == "Reject its 4 edges"
+    button.click()
+    assert count(driver, "#viewport .edge.rejected") == 4
+    assert "all edges rejected" in driver.find_element(By.ID, "details").text
+    # Delete a variable: drawn struck through, its one edge shown rejected.
+    driver.execute_script("location.hash = 'variable=Inflammation(kidneys)'")
+    WebDriverWait(driver, 10).until(
+        lambda d: d.find_element(By.CSS_SELECTOR, "#details h2").text == "Inflammation(kidneys)"
+    )
+    driver.find_element(By.ID, "delete-variable").click()
+    WebDriverWait(driver, 10).until(lambda d: count(d, "#viewport .node.deleted") == 1)
+    assert count(driver, "#viewport .edge.rejected") == 5
+    driver.find_element(By.ID, "delete-variable").click()  # recorded once
+    assert driver.find_element(By.ID, "n-corr").text == "2"
+    labels = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#corr-list li span")]
+    assert labels == ["reject every edge of BloodPressure", "delete Inflammation(kidneys)"]
+    for old in downloads.glob("corrections*.yaml"):
+        old.unlink()
+    driver.find_element(By.ID, "download").click()
+    target = downloads / "corrections.yaml"
+    deadline = time.monotonic() + 15
+    while not target.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert yaml.safe_load(target.read_text(encoding="utf-8"))["corrections"] == [
+        {"op": "reject_variable_edges", "variable": "BloodPressure"},
+        {"op": "delete_variable", "variable": "Inflammation(kidneys)"},
+    ]
+    assert console_errors(driver) == []
+    # `hcg apply` does what the page showed.
+    out = tmp_path / "fixed"
+    assert main(["apply", str(HAND), str(target), "--out", str(out), "--strict"]) == 0
+    fixed = load_graph(out).graph
+    assert "Inflammation(kidneys)" not in {v.name for v in fixed.variables}
+    assert "BloodPressure" in {v.name for v in fixed.variables}
+    assert {e.id for e in fixed.edges} == {"smoke-inflames", "stroke-outcome"}
 
 
 def test_large_graph_opens_on_the_overview_and_draws_neighbourhoods(browser, tmp_path):
@@ -272,7 +332,7 @@ def test_review_flags_are_counted_and_listed(browser, tmp_path):
     page.write_text(render_html(view_data(g, title="flags")), encoding="utf-8")
     open_page(driver, page)
     counts = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#flags li .n")]
-    assert counts == ["1", "1", "3", "1", "1"]
+    assert counts == ["1", "1", "3", "1", "1", "0"]
     assert count(driver, "#viewport .node.flag") == 1  # E, drawn with the flag style
     assert count(driver, "#viewport .edge.noev") == 1
     driver.find_elements(By.CSS_SELECTOR, "#flags li")[3].click()

@@ -1,6 +1,6 @@
 """Review corrections (``corrections.yaml``, written by the audit page) applied to a graph.
 
-Five operations, applied in file order, each checked against the spec before it is kept::
+Seven operations, applied in file order, each checked against the spec before it is kept::
 
     format: hcg-corrections
     version: 1
@@ -8,12 +8,23 @@ Five operations, applied in file order, each checked against the spec before it 
       - {op: reject_edge, edge: ID}                  # the edge is removed
       - {op: accept_edge, edge: ID}                  # kept, and recorded as a seed relation of the spec
       - {op: edit_edge, edge: ID, mechanism: TEXT, confidence: 0.7}   # either field, or both
+      - {op: reject_variable_edges, variable: NAME}  # every edge into or out of it is removed
+      - {op: delete_variable, variable: NAME}        # the variable and its edges are removed
       - {op: merge_variables, keep: NAME, drop: NAME}  # drop's edges move to keep
       - {op: rename_metric, metric: OLD, to: NEW}      # in the spec, variables and edges
 
-An edge entry may also carry ``source`` and ``target`` (the page writes them): when they do not
-match the edge of that id, the correction was made on another graph and is refused. A refused
-correction is reported with its reason and changes nothing; the others still apply.
+An edge entry may also carry ``source`` and ``target`` (the page writes them) and ``sentence``
+(the evidence sentence the page highlighted). When the id names an edge with other ends, the
+correction was made on another graph and is refused. When the id is not in the graph (a rebuild
+renamed a variable, so its edges' ids changed), the edge is found by what the correction is
+about: the two variables, matched by metric and normalised entities or a fuzzy entity match,
+then the evidence sentence (``matching``); variables named by ``variable``, ``keep`` and
+``drop`` are matched the same way. A refused correction is reported with its reason and changes
+nothing; the others still apply.
+
+A graph's support ledger (what ``hcg add`` re-extracts edges with) follows the corrections: a
+rejected edge is never made again from new text, an edit is kept over a recomputation, and
+merges, renames and deletions re-key it.
 """
 
 from __future__ import annotations
@@ -31,10 +42,20 @@ from ..errors import CorruptFileError, EmbedderError, HCGError, SpecError, Store
 from ..spec import validate_graph
 from ..store import load_graph, save_graph, variable_text
 from ..types import CausalEdge, CausalGraph, DomainSpec, OutcomeConfig, Relation, Variable
+from .matching import EdgeFinder, match_variable
 
 CORRECTIONS_FORMAT = "hcg-corrections"
+# New operations are additive: a version-1 file of an earlier release reads the same here.
 CORRECTIONS_VERSION = 1
-OPS = ("reject_edge", "accept_edge", "edit_edge", "merge_variables", "rename_metric")
+OPS = (
+    "reject_edge",
+    "accept_edge",
+    "edit_edge",
+    "reject_variable_edges",
+    "delete_variable",
+    "merge_variables",
+    "rename_metric",
+)
 _METRIC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOP_KEYS = {"format", "version", "graph", "created", "corrections"}
 
@@ -108,6 +129,12 @@ class _State:
     spec: DomainSpec
     variables: list[Variable]
     edges: list[CausalEdge]
+    # What the support ledger must replay, in order: ("reject", link), ("pin", link, fields),
+    # ("rename", {old: new}), ("delete", name).
+    ledger_ops: list[tuple] = field(default_factory=list)
+
+    def copy(self) -> _State:
+        return _State(self.spec, list(self.variables), list(self.edges), list(self.ledger_ops))
 
 
 def _text(entry: dict, key: str) -> str:
@@ -117,24 +144,82 @@ def _text(entry: dict, key: str) -> str:
     return value.strip()
 
 
-def _find_edge(state: _State, entry: dict, original: dict[str, CausalEdge]) -> int:
+_EDGE_OPS = ("reject_edge", "accept_edge", "edit_edge")
+
+
+def _named_edges(graph: CausalGraph, entries: list[Any], finder: EdgeFinder) -> dict[str, int]:
+    """Edge id -> the first entry that names that edge outright (by its id or its two
+    variables). An entry that reaches an edge only by its evidence sentence must not take it
+    from such an entry: a rebuild that folded two edges into one left them one subject."""
+    out: dict[str, int] = {}
+    ids = {e.id for e in graph.edges}
+    for index, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict) or entry.get("op") not in _EDGE_OPS:
+            continue
+        edge_id = str(entry.get("edge", ""))
+        if edge_id not in ids:
+            match = finder.find(entry, graph.edges, graph.variables, by_sentence=False)
+            edge_id = graph.edges[match.index].id if match is not None else ""
+        if edge_id:
+            out.setdefault(edge_id, index)
+    return out
+
+
+def _find_edge(
+    state: _State,
+    entry: dict,
+    original: dict[str, CausalEdge],
+    finder: EdgeFinder,
+    named: dict[str, int] | None = None,
+    index: int = 0,
+) -> tuple[int, str]:
+    """The index of the edge ``entry`` is about, and a note saying how it was matched.
+
+    ``named``: ``_named_edges`` of the file; ``index``: this entry's number in it."""
     edge_id = entry.get("edge")
     if not isinstance(edge_id, (str, int)) or isinstance(edge_id, bool):
         raise Refused("needs 'edge' (an edge id)")
     edge_id = str(edge_id)
     first = original.get(edge_id)
-    if first is None:
-        raise Refused(f"no edge {edge_id!r} in the graph")
-    for key in ("source", "target"):
-        if key in entry and entry[key] != getattr(first, key):
-            raise Refused(
-                f"edge {edge_id!r} {key} is {getattr(first, key)!r} in this graph, not "
-                f"{entry[key]!r}: the correction was made on another graph"
-            )
-    for i, e in enumerate(state.edges):
-        if e.id == edge_id:
-            return i
-    raise Refused(f"no edge {edge_id!r} in the graph (removed by an earlier correction)")
+    if first is not None:
+        for key in ("source", "target"):
+            if key in entry and entry[key] != getattr(first, key):
+                raise Refused(
+                    f"edge {edge_id!r} {key} is {getattr(first, key)!r} in this graph, not "
+                    f"{entry[key]!r}: the correction was made on another graph"
+                )
+        for i, e in enumerate(state.edges):
+            if e.id == edge_id:
+                return i, ""
+        raise Refused(f"no edge {edge_id!r} in the graph (removed by an earlier correction)")
+    match = finder.find(entry, state.edges, state.variables)
+    if match is None:
+        about = (
+            f" ({entry['source']} -> {entry['target']})"
+            if isinstance(entry.get("source"), str) and isinstance(entry.get("target"), str)
+            else ""
+        )
+        raise Refused(
+            f"no edge {edge_id!r}{about} in the graph: not by id, by its two variables "
+            "(name, metric and entities) or by its evidence sentence"
+        )
+    asked = f"{entry['source']} -> {entry['target']}"
+    other = (named or {}).get(state.edges[match.index].id, index)
+    if match.how == "evidence sentence" and other != index:
+        raise Refused(
+            f"no edge {asked} in the graph; its evidence sentence is now that of "
+            f"{match.name}, which correction #{other} names"
+        )
+    return match.index, match.note(asked)
+
+
+def _find_variable(state: _State, entry: dict, key: str) -> tuple[str, str]:
+    """The name of the variable ``entry[key]`` is about, and a note saying how it was matched."""
+    name = _text(entry, key)
+    match = match_variable(name, [v.name for v in state.variables])
+    if match is None:
+        raise Refused(f"no variable {name!r} in the graph (nor one of its metric and entities)")
+    return match.name, match.note(name)
 
 
 def _edit_edge(state: _State, i: int, entry: dict) -> str:
@@ -152,6 +237,7 @@ def _edit_edge(state: _State, i: int, entry: dict) -> str:
     if not changes:
         raise Refused("edit_edge needs 'mechanism' or 'confidence'")
     state.edges[i] = replace(e, **changes)
+    state.ledger_ops.append(("pin", (e.source, e.target), changes))
     return f"edge {e.id}: " + ", ".join(
         f"{k} {getattr(e, k)!r} -> {v!r}" for k, v in changes.items()
     )
@@ -161,35 +247,46 @@ def _rename_variable(name: str, mapping: dict[str, str]) -> str:
     return mapping.get(name, name)
 
 
+def _same_sign(a: str, b: str) -> bool:
+    """Two effects that may be one edge: equal, or one of them unknown ("")."""
+    return not a or not b or a == b
+
+
 def _merge(state: _State, entry: dict) -> str:
-    keep, drop = _text(entry, "keep"), _text(entry, "drop")
+    """``drop``'s edges move to ``keep``; parallel edges of one sign join (higher confidence,
+    evidence pooled), opposite signs stay apart and are named; self-loops are dropped."""
+    keep, keep_note = _find_variable(state, entry, "keep")
+    drop, drop_note = _find_variable(state, entry, "drop")
     names = {v.name: v for v in state.variables}
-    for n in (keep, drop):
-        if n not in names:
-            raise Refused(f"no variable {n!r} in the graph")
     if keep == drop:
         raise Refused("'keep' and 'drop' name the same variable")
     merged: list[CausalEdge] = []
-    by_pair: dict[tuple[str, str], int] = {}
-    loops, joined = [], []
+    by_pair: dict[tuple[str, str], list[int]] = {}
+    loops, joined, apart = [], [], []
     for e in state.edges:
-        e2 = replace(e, source=keep if e.source == drop else e.source)
-        e2 = replace(e2, target=keep if e2.target == drop else e2.target)
+        e2 = replace(
+            e,
+            source=keep if e.source == drop else e.source,
+            target=keep if e.target == drop else e.target,
+        )
         if e2.source == e2.target:
             loops.append(e.id)
             continue
-        pair = (e2.source, e2.target)
-        if pair in by_pair:  # two edges now join the same variables: keep one, pool its evidence
-            j = by_pair[pair]
+        group = by_pair.setdefault((e2.source, e2.target), [])
+        j = next((j for j in group if _same_sign(merged[j].effect, e2.effect)), None)
+        if j is not None:  # one link, one sign: keep one edge, pool its evidence
             first = merged[j]
             merged[j] = replace(
                 first,
                 confidence=max(first.confidence, e2.confidence),
                 evidence=tuple(dict.fromkeys((*first.evidence, *e2.evidence))),
+                effect=first.effect or e2.effect,
             )
             joined.append(f"{e.id} into {first.id}")
             continue
-        by_pair[pair] = len(merged)
+        if group:
+            apart.append(f"{e.id} ({e2.effect}) and {merged[group[0]].id}")
+        group.append(len(merged))
         merged.append(e2)
     spec = state.spec
     spec_names = [v.name for v in spec.variables]
@@ -206,12 +303,47 @@ def _merge(state: _State, entry: dict) -> str:
     state.spec = replace(spec, variables=tuple(spec_vars), relations=tuple(relations))
     state.variables = [v for v in state.variables if v.name != drop]
     state.edges = merged
-    out = f"variable {drop!r} merged into {keep!r}"
+    state.ledger_ops.append(("rename", {drop: keep}))
+    out = f"variable {drop!r} merged into {keep!r}{drop_note}{keep_note}"
     if loops:
         out += f"; dropped edges that became self-loops: {', '.join(loops)}"
     if joined:
         out += f"; joined parallel edges: {', '.join(joined)}"
+    if apart:
+        out += f"; kept apart, opposite signs (flagged for review): {', '.join(apart)}"
     return out
+
+
+def _remove_edges_of(state: _State, name: str) -> list[CausalEdge]:
+    gone = [e for e in state.edges if name in (e.source, e.target)]
+    state.edges = [e for e in state.edges if name not in (e.source, e.target)]
+    return gone
+
+
+def _reject_variable_edges(state: _State, entry: dict) -> str:
+    name, note = _find_variable(state, entry, "variable")
+    gone = _remove_edges_of(state, name)
+    for e in gone:
+        state.ledger_ops.append(("reject", (e.source, e.target)))
+    if not gone:
+        return f"variable {name!r} has no edges left to reject{note}"
+    return f"{len(gone)} edges of {name!r} removed{note}: " + ", ".join(e.id for e in gone)
+
+
+def _delete_variable(state: _State, entry: dict) -> str:
+    name, note = _find_variable(state, entry, "variable")
+    gone = _remove_edges_of(state, name)
+    spec = state.spec
+    state.spec = replace(
+        spec,
+        variables=tuple(v for v in spec.variables if v.name != name),
+        relations=tuple(r for r in spec.relations if name not in (r.source, r.target)),
+    )
+    state.variables = [v for v in state.variables if v.name != name]
+    state.ledger_ops.append(("delete", name))
+    return f"variable {name!r} deleted with its {len(gone)} edges{note}" + (
+        ": " + ", ".join(e.id for e in gone) if gone else ""
+    )
 
 
 def _rename_metric(state: _State, entry: dict) -> str:
@@ -253,6 +385,7 @@ def _rename_metric(state: _State, entry: dict) -> str:
         replace(e, source=mapping.get(e.source, e.source), target=mapping.get(e.target, e.target))
         for e in state.edges
     ]
+    state.ledger_ops.append(("rename", {a: b for a, b in mapping.items() if a != b}))
     n = sum(v.metric == new for v in state.variables)
     return f"metric {old!r} renamed {new!r} ({n} variables renamed with it)"
 
@@ -284,30 +417,44 @@ def apply_corrections(
     graph: CausalGraph, corrections: list[Any]
 ) -> tuple[CausalGraph, ApplyReport]:
     """Apply ``corrections`` in order; each is validated against the spec or refused (pure)."""
+    new, report, _ = _apply(graph, corrections)
+    return new, report
+
+
+def _apply(graph: CausalGraph, corrections: list[Any]) -> tuple[CausalGraph, ApplyReport, list]:
+    """``apply_corrections``, plus the operations the support ledger must replay."""
     state = _State(graph.spec, list(graph.variables), list(graph.edges))
     original = {e.id: e for e in graph.edges}
+    finder = EdgeFinder(graph)
+    named = _named_edges(graph, corrections, finder)
     chunk_ids = {c.id for c in graph.chunks}
     report = ApplyReport()
     accepted: list[str] = []
     for index, entry in enumerate(corrections, 1):
         op = entry.get("op") if isinstance(entry, dict) else None
-        before = _State(state.spec, list(state.variables), list(state.edges))
+        before = state.copy()
         try:
             if not isinstance(entry, dict):
                 raise Refused("an entry must be a mapping with 'op'")
             if op not in OPS:
                 raise Refused(f"unknown op {op!r}; use one of {', '.join(OPS)}")
             if op == "reject_edge":
-                i = _find_edge(state, entry, original)
+                i, note = _find_edge(state, entry, original, finder, named, index)
                 e = state.edges.pop(i)
                 accepted = [a for a in accepted if a != e.id]
-                change = f"edge {e.id} removed ({e.source} -> {e.target})"
+                state.ledger_ops.append(("reject", (e.source, e.target)))
+                change = f"edge {e.id} removed ({e.source} -> {e.target}){note}"
             elif op == "accept_edge":
-                i = _find_edge(state, entry, original)
+                i, note = _find_edge(state, entry, original, finder, named, index)
                 accepted.append(state.edges[i].id)
-                change = f"edge {state.edges[i].id} accepted"
+                change = f"edge {state.edges[i].id} accepted{note}"
             elif op == "edit_edge":
-                change = _edit_edge(state, _find_edge(state, entry, original), entry)
+                i, note = _find_edge(state, entry, original, finder, named, index)
+                change = _edit_edge(state, i, entry) + note
+            elif op == "reject_variable_edges":
+                change = _reject_variable_edges(state, entry)
+            elif op == "delete_variable":
+                change = _delete_variable(state, entry)
             elif op == "merge_variables":
                 change = _merge(state, entry)
             else:
@@ -328,19 +475,88 @@ def apply_corrections(
             + ", ".join(recorded)
         )
     validate_graph(state.spec, tuple(state.variables), tuple(state.edges), chunk_ids)
-    return CausalGraph(state.spec, tuple(state.variables), tuple(state.edges), graph.chunks), report
+    corrected = CausalGraph(state.spec, tuple(state.variables), tuple(state.edges), graph.chunks)
+    return corrected, report, state.ledger_ops
 
 
-# ---------------------------------------------------------------- on disk
+# ---------------------------------------------------------------- with vectors and the ledger
 
 
-def _variable_vectors(stored, graph: CausalGraph, report: ApplyReport) -> np.ndarray | None:
+@dataclass
+class Corrected:
+    """A corrected graph with what is saved beside it: variable vectors and the support ledger."""
+
+    graph: CausalGraph
+    report: ApplyReport
+    variable_embeddings: np.ndarray | None
+    ledger: dict[str, Any] | None  # incremental.json, None when the graph had none
+
+
+def correct_graph(
+    graph: CausalGraph,
+    corrections: list[Any],
+    *,
+    variable_embeddings: np.ndarray | None = None,
+    embedder: Any = None,
+    embedder_name: str | None = None,
+    ledger: Any = None,
+) -> Corrected:
+    """Apply ``corrections`` to ``graph`` and carry its vectors and support ledger along.
+
+    Variable vectors are reused where the variable's text is unchanged; the others are embedded
+    with ``embedder``, else with the embedder ``embedder_name`` names (when it can be rebuilt from
+    its name; otherwise the vectors are left out and made at load). ``ledger``: a
+    ``SupportLedger`` or its JSON (``incremental.json``) for ``graph``; it replays the
+    corrections, so ``hcg add`` on the result still re-extracts edges from new text.
+    """
+    new, report, ledger_ops = _apply(graph, corrections)
+    vectors = _variable_vectors(
+        variable_embeddings, graph, new, report, embedder=embedder, embedder_name=embedder_name
+    )
+    return Corrected(
+        new, report, vectors, _corrected_ledger(ledger, graph, new, ledger_ops, report)
+    )
+
+
+def _corrected_ledger(
+    ledger: Any, graph: CausalGraph, new: CausalGraph, ops: list[tuple], report: ApplyReport
+) -> dict[str, Any] | None:
+    from ..graph_build.incremental import SupportLedger
+
+    if ledger is None:
+        return None
+    if not isinstance(ledger, SupportLedger):
+        try:
+            ledger = SupportLedger.from_json(ledger, graph)
+        except StoreError as exc:
+            report.notes.append(f"support ledger not kept ({exc})")
+            return None
+    for op in ops:
+        if op[0] == "reject":
+            ledger.reject(op[1])
+        elif op[0] == "pin":
+            ledger.pin(op[1], op[2])
+        elif op[0] == "rename":
+            ledger.rename_variables(op[1])
+        else:
+            ledger.drop_variable(op[1])
+    return ledger.to_json(new)
+
+
+def _variable_vectors(
+    old: np.ndarray | None,
+    graph: CausalGraph,
+    new: CausalGraph,
+    report: ApplyReport,
+    *,
+    embedder: Any = None,
+    embedder_name: str | None = None,
+) -> np.ndarray | None:
     """Rows of unchanged variables reused; only new or renamed variables are embedded."""
-    old = stored.variable_embeddings
     if old is None:
         return None
-    rows = {variable_text(v): i for i, v in enumerate(stored.graph.variables)}
-    texts = [variable_text(v) for v in graph.variables]
+    rows = {variable_text(v): i for i, v in enumerate(graph.variables)}
+    texts = [variable_text(v) for v in new.variables]
     missing = [i for i, t in enumerate(texts) if t not in rows]
     out = np.zeros((len(texts), old.shape[1]), dtype=np.float32)
     for i, t in enumerate(texts):
@@ -351,7 +567,8 @@ def _variable_vectors(stored, graph: CausalGraph, report: ApplyReport) -> np.nda
         from ..embedding import as_matrix, embedder_errors
 
         try:
-            embedder = embedder_from_name(stored.embedder_name or "")
+            if embedder is None:
+                embedder = embedder_from_name(embedder_name or "")
             with embedder_errors("embedding the corrected variables"):
                 fresh = embedder.embed_documents([texts[i] for i in missing])
             out[missing] = as_matrix(fresh, len(missing), who=embedder.name)
@@ -364,6 +581,9 @@ def _variable_vectors(stored, graph: CausalGraph, report: ApplyReport) -> np.nda
     return out
 
 
+# ---------------------------------------------------------------- on disk
+
+
 def apply_to_directory(
     directory: str | os.PathLike,
     corrections_path: str | os.PathLike,
@@ -374,41 +594,50 @@ def apply_to_directory(
     """Apply a corrections file to a graph directory and write the result to ``out``.
 
     ``out`` must be another directory. With ``strict``, any refused correction writes nothing.
-    Stored vectors are reused where their text is unchanged; the build report gains a
-    ``corrections`` entry with this report.
+    Stored vectors are reused where their text is unchanged, the support ledger follows the
+    corrections (``correct_graph``); the build report gains a ``corrections`` entry with this
+    report.
     """
     directory, out = Path(directory), Path(out)
     if out.resolve() == directory.resolve():
         raise StoreError("--out must be a new directory, not the graph being corrected", path=out)
     stored = load_graph(directory)
     entries = read_corrections(corrections_path)
-    graph, report = apply_corrections(stored.graph, entries)
-    if strict and report.refused:
-        return report
-    vectors = _variable_vectors(stored, graph, report)
+    done = correct_graph(
+        stored.graph,
+        entries,
+        variable_embeddings=stored.variable_embeddings,
+        embedder_name=stored.embedder_name,
+        ledger=stored.ledger,
+    )
+    if strict and done.report.refused:
+        return done.report
     build_report = dict(stored.report or {})
     build_report["corrections"] = {
         "from": str(directory),
         "file": str(corrections_path),
-        **report.as_dict(),
+        **done.report.as_dict(),
     }
     save_graph(
-        graph,
+        done.graph,
         out,
         embedder_name=stored.embedder_name,
-        variable_embeddings=vectors,
+        variable_embeddings=done.variable_embeddings,
         chunk_embeddings=stored.chunk_embeddings,
         report=build_report,
+        ledger=done.ledger,
     )
-    return report
+    return done.report
 
 
 __all__ = [
     "CORRECTIONS_FORMAT",
     "OPS",
     "ApplyReport",
+    "Corrected",
     "apply_corrections",
     "apply_to_directory",
+    "correct_graph",
     "parse_corrections",
     "read_corrections",
 ]

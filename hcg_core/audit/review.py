@@ -1,7 +1,7 @@
 """What a reviewer should look at first, computed from a causal graph (pure functions, no I/O).
 
 Review flags (edges without evidence, low confidence, cycles, variables with no edges, metrics
-with no variables), the metric-level overview (Tier-1-style templates: metric -> metric with the
+with no variables, parallel edges of opposite signs), the metric-level overview (Tier-1-style templates: metric -> metric with the
 number of variable edges behind each), and the sentence of an evidence chunk that best supports
 an edge (the audit page highlights it).
 """
@@ -155,7 +155,8 @@ def review_flags(
     Keys: ``no_evidence`` and ``low_confidence`` (edge indices), ``cycle_edges`` (edges whose two
     ends lie on a common directed cycle), ``cycles`` (one example cycle of variable indices per
     strongly connected part, at most MAX_CYCLES_LISTED), ``isolated`` (variables with no edges),
-    ``empty_metrics`` (metric names with no variable).
+    ``empty_metrics`` (metric names with no variable), ``opposite_signs`` (edges that join the
+    same two variables as another edge of the opposite effect, as a merge leaves them).
     """
     index = {v.name: i for i, v in enumerate(graph.variables)}
     n = len(index)
@@ -173,6 +174,14 @@ def review_flags(
         if index[e.source] in part_of and part_of[index[e.source]] == part_of.get(index[e.target])
     ]
     used_metrics = {v.metric for v in graph.variables}
+    signs: dict[tuple[str, str], set[str]] = {}
+    for e in graph.edges:
+        signs.setdefault((e.source, e.target), set()).add(e.effect)
+    opposite = [
+        i
+        for i, e in enumerate(graph.edges)
+        if {"increases", "decreases"} <= signs[(e.source, e.target)]
+    ]
     return {
         "low_confidence_threshold": low_confidence,
         "no_evidence": [i for i, e in enumerate(graph.edges) if not e.evidence],
@@ -182,6 +191,7 @@ def review_flags(
         "cyclic_parts": len(parts),
         "isolated": [i for i in range(n) if not touched[i]],
         "empty_metrics": [m.name for m in graph.spec.metrics if m.name not in used_metrics],
+        "opposite_signs": opposite,
     }
 
 

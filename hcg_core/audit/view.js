@@ -30,13 +30,34 @@
     rendered: { nodes: 0, edges: 0 },
   };
 
+  // Variables a bulk action took out: "delete_variable" or "reject_variable_edges" by name.
+  function variableAction(name) {
+    let action = null;
+    for (const c of state.corrections) {
+      if (c.variable === name && (c.op === "delete_variable" || c.op === "reject_variable_edges")) action = action === "delete_variable" ? action : c.op;
+    }
+    return action;
+  }
   function edgeStatus(i) {
     const id = E[i].id;
     let status = null;
     for (const c of state.corrections) {
       if (c.edge === id && (c.op === "reject_edge" || c.op === "accept_edge")) status = c.op;
     }
+    // A bulk action on either end rejects the edge whatever its own verdict.
+    if (variableAction(V[E[i].s].name) || variableAction(V[E[i].t].name)) status = "reject_edge";
     return status;
+  }
+  // What an edge correction is about, so `hcg apply` finds the edge again after a rebuild has
+  // renamed its variables (and so changed its id): its two names and its evidence sentence.
+  function edgeSubject(i) {
+    const e = E[i];
+    let sentence = e.mechanism;
+    for (let j = 0; j < e.evidence.length; j++) {
+      const c = D.chunks[e.evidence[j]], span = e.support[j];
+      if (c && span) { sentence = c.text.slice(span[0], span[1]); break; }
+    }
+    return { edge: e.id, source: V[e.s].name, target: V[e.t].name, sentence: sentence.replace(/\s+/g, " ").trim() };
   }
   function edgeEdit(i) {
     const id = E[i].id;
@@ -115,6 +136,7 @@
       ["Edges on cycles (" + F.cyclic_parts + " cyclic parts)", F.cycle_edges.map((i) => ["edge", i])],
       ["Variables with no edges", F.isolated.map((i) => ["variable", i])],
       ["Metrics with no variables", F.empty_metrics.map((n) => ["metric", n])],
+      ["Parallel edges of opposite signs", (F.opposite_signs || []).map((i) => ["edge", i])],
     ];
     for (const [label, list] of items) {
       $("flags").append(el("li", { class: list.length ? "hot" : "", onclick: () => showList(label, list) }, label, el("span", { class: "n", text: String(list.length) })));
@@ -201,7 +223,7 @@
     const pos = new Map(nodes.map((v, i) => [v, i]));
     // The variables the view is about are drawn larger than the neighbours around them.
     const focus = (v) => (kind === "metric" ? V[v].metric === key : kind === "variable" && v === key);
-    const drawnNodes = nodes.map((v) => ({ id: v, label: shortLabel(V[v]), sub: V[v].metric, colour: metricColour(V[v].metric), r: focus(v) ? 10 : 7, title: V[v].name, flag: isolated.has(v), kind: "variable" }));
+    const drawnNodes = nodes.map((v) => ({ id: v, label: shortLabel(V[v]), sub: V[v].metric, colour: metricColour(V[v].metric), r: focus(v) ? 10 : 7, title: V[v].name, flag: isolated.has(v), deleted: variableAction(V[v].name) === "delete_variable", kind: "variable" }));
     const drawnEdges = [];
     for (const v of nodes) {
       for (const i of outE[v]) {
@@ -309,7 +331,7 @@
     }
     nodes.forEach((nd, i) => {
       const [x, y] = xy[i];
-      const g = svg("g", { class: "node" + (nd.flag ? " flag" : ""), transform: "translate(" + x.toFixed(1) + "," + y.toFixed(1) + ")", "data-key": String(nd.id), "data-kind": nd.kind });
+      const g = svg("g", { class: "node" + (nd.flag ? " flag" : "") + (nd.deleted ? " deleted" : ""), transform: "translate(" + x.toFixed(1) + "," + y.toFixed(1) + ")", "data-key": String(nd.id), "data-kind": nd.kind });
       g.append(svg("circle", { r: nd.r.toFixed(1), fill: nd.colour }));
       const t = svg("text", { x: (nd.r + 3).toFixed(1), y: "4" });
       t.textContent = nd.label;
@@ -402,8 +424,8 @@
     d.append(badges);
     d.append(el("h3", { text: "Mechanism" }), el("p", { id: "mechanism", text: cur.mechanism || "(none)" }));
     d.append(el("div", { class: "row" },
-      el("button", { id: "accept", class: "accept", type: "button", onclick: () => addCorrection({ op: "accept_edge", edge: e.id, source: V[e.s].name, target: V[e.t].name }) }, "Accept"),
-      el("button", { id: "reject", class: "reject", type: "button", onclick: () => addCorrection({ op: "reject_edge", edge: e.id, source: V[e.s].name, target: V[e.t].name }) }, "Reject")));
+      el("button", { id: "accept", class: "accept", type: "button", onclick: () => addCorrection({ op: "accept_edge", ...edgeSubject(i) }) }, "Accept"),
+      el("button", { id: "reject", class: "reject", type: "button", onclick: () => addCorrection({ op: "reject_edge", ...edgeSubject(i) }) }, "Reject")));
     const mech = el("textarea", { id: "edit-mechanism" });
     mech.value = cur.mechanism;
     const conf = el("input", { id: "edit-confidence", type: "number", min: "0", max: "1", step: "0.05", value: String(cur.confidence) });
@@ -411,7 +433,7 @@
       el("button", { id: "save-edit", type: "button", onclick: () => {
         const c = parseFloat(conf.value);
         if (!(c >= 0 && c <= 1)) { alertInline("confidence must be a number in [0, 1]"); return; }
-        const op = { op: "edit_edge", edge: e.id };
+        const op = { op: "edit_edge", ...edgeSubject(i) };
         if (mech.value !== e.mechanism) op.mechanism = mech.value;
         if (c !== e.confidence) op.confidence = c;
         if (op.mechanism === undefined && op.confidence === undefined) { alertInline("nothing changed"); return; }
@@ -452,7 +474,9 @@
     const v = V[i], d = $("details");
     clear(d);
     d.append(el("h2", { class: "name", text: v.name }));
-    d.append(el("div", {}, el("span", { class: "badge", text: "metric " + v.metric }), isolated.has(i) ? el("span", { class: "badge bad", text: "no edges" }) : null));
+    const action = variableAction(v.name);
+    d.append(el("div", {}, el("span", { class: "badge", text: "metric " + v.metric }), isolated.has(i) ? el("span", { class: "badge bad", text: "no edges" }) : null,
+      action ? el("span", { class: "badge bad", text: action === "delete_variable" ? "deleted" : "all edges rejected" }) : null));
     if (v.entities.length) d.append(el("p", { text: "entities: " + v.entities.join(", ") }));
     if (v.description) d.append(el("p", { text: v.description }));
     d.append(el("div", { class: "row" },
@@ -460,6 +484,11 @@
       el("button", { type: "button", onclick: () => selectMetric(v.metric, false) }, "Metric " + v.metric)));
     d.append(el("h3", { text: "Out edges (" + outE[i].length + ")" }), edgeList(outE[i]));
     d.append(el("h3", { text: "In edges (" + inE[i].length + ")" }), edgeList(inE[i]));
+    // Bulk actions: one correction instead of one reject per edge (a bogus hub variable).
+    const n = outE[i].length + inE[i].length;
+    d.append(el("h3", { text: "All of this variable" }), el("div", { class: "row" },
+      el("button", { id: "reject-variable-edges", class: "reject", type: "button", onclick: () => addCorrection({ op: "reject_variable_edges", variable: v.name }) }, "Reject its " + n + " edges"),
+      el("button", { id: "delete-variable", class: "reject", type: "button", onclick: () => addCorrection({ op: "delete_variable", variable: v.name }) }, "Delete the variable")));
     const input = el("input", { id: "merge-into", list: "merge-names", placeholder: "variable to keep", size: "28" });
     const names = el("datalist", { id: "merge-names" });
     for (const j of varsOfMetric.get(v.metric) || []) if (j !== i) names.append(el("option", { value: V[j].name }));
@@ -500,9 +529,13 @@
 
   // ------------------------------------------------------------ corrections
   function addCorrection(op) {
-    // A new accept/reject of an edge replaces the previous verdict on it.
+    // A new accept/reject of an edge replaces the previous verdict on it; a bulk action on a
+    // variable is recorded once.
     if (op.op === "reject_edge" || op.op === "accept_edge") {
       state.corrections = state.corrections.filter((c) => !((c.op === "reject_edge" || c.op === "accept_edge") && c.edge === op.edge));
+    }
+    if (op.op === "reject_variable_edges" || op.op === "delete_variable") {
+      state.corrections = state.corrections.filter((c) => !(c.op === op.op && c.variable === op.variable));
     }
     state.corrections.push(op);
     afterCorrections();
@@ -523,6 +556,8 @@
     if (c.op === "reject_edge" || c.op === "accept_edge") return (c.op === "reject_edge" ? "reject " : "accept ") + c.source + " \u2192 " + c.target;
     if (c.op === "edit_edge") return "edit " + (edgeIndex.has(c.edge) ? V[E[edgeIndex.get(c.edge)].s].name + " \u2192 " + V[E[edgeIndex.get(c.edge)].t].name : c.edge) + (c.confidence !== undefined ? " confidence " + c.confidence : "") + (c.mechanism !== undefined ? " mechanism" : "");
     if (c.op === "merge_variables") return "merge " + c.drop + " into " + c.keep;
+    if (c.op === "reject_variable_edges") return "reject every edge of " + c.variable;
+    if (c.op === "delete_variable") return "delete " + c.variable;
     return "rename metric " + c.metric + " to " + c.to;
   }
   function renderCorrections() {

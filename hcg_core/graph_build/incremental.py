@@ -189,6 +189,10 @@ class SupportLedger:
     lift_discount: float = 0.5
     max_evidence: int = 5
     version: int = 0  # bumped by every edit (a retriever's clones check it before saving)
+    # A reviewer's verdicts (``hcg apply``): links never made an edge again, and edited fields
+    # (mechanism, confidence) kept over a recomputation from the support.
+    rejected: set[Link] = field(default_factory=set)
+    pinned: dict[Link, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # sentence -> the links it supports; made on the first edit (``by_sentence``), not here:
@@ -242,6 +246,10 @@ class SupportLedger:
                 [s, t, {str(index[x]): w for x, w in sents.items()}]
                 for (s, t), sents in self.links.items()
             ],
+            # Optional (absent before review corrections were kept; a reader without them
+            # ignores them): rejected links, and edited edge fields per link.
+            "rejected": sorted([s, t] for s, t in self.rejected),
+            "pinned": [[s, t, dict(f)] for (s, t), f in sorted(self.pinned.items())],
         }
 
     @classmethod
@@ -274,11 +282,65 @@ class SupportLedger:
                 lift=bool(data["lift"]),
                 lift_discount=float(data["lift_discount"]),
                 max_evidence=int(data["max_evidence"]),
+                rejected={(str(s), str(t)) for s, t in data.get("rejected", ())},
+                pinned={(str(s), str(t)): _pinned(f) for s, t, f in data.get("pinned", ())},
             )
         except StoreError:
             raise
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
             raise StoreError(f"the incremental ledger is malformed: {exc}") from exc
+
+    # ------------------------------------------------------------------ review corrections
+
+    def rename_variables(self, mapping: Mapping[str, str]) -> None:
+        """Variables renamed or merged (old name -> new name, ``hcg apply``): nodes, links,
+        rejections and edits follow; links that come to join the same variables pool their
+        sentences (strongest strength kept); a link that becomes a self-loop is dropped."""
+
+        def rename(name: str) -> str:
+            return mapping.get(name, name)
+
+        self.nodes = {n: rename(name) if name else name for n, name in self.nodes.items()}
+        links: dict[Link, dict[str, float]] = {}
+        for (s, t), sents in self.links.items():
+            link = (rename(s), rename(t))
+            if link[0] == link[1]:
+                continue
+            pooled = links.setdefault(link, {})
+            for text, w in sents.items():
+                pooled[text] = max(pooled.get(text, 0.0), w)
+        self.links = links
+        self.rejected = {(rename(s), rename(t)) for s, t in self.rejected}
+        pinned: dict[Link, dict[str, Any]] = {}
+        for (s, t), fields in self.pinned.items():
+            pinned.setdefault((rename(s), rename(t)), fields)
+        self.pinned = pinned
+        self._edited()
+
+    def drop_variable(self, name: str) -> None:
+        """A deleted variable: its nodes stay known (a statement about it maps to no variable,
+        as for any node the build did not make a variable) and its links go."""
+        self.nodes = {n: "" if v == name else v for n, v in self.nodes.items()}
+        self.links = {k: v for k, v in self.links.items() if name not in k}
+        self.rejected = {k for k in self.rejected if name not in k}
+        self.pinned = {k: v for k, v in self.pinned.items() if name not in k}
+        self._edited()
+
+    def reject(self, link: Link) -> None:
+        """A rejected edge: its link never becomes an edge again, whatever text supports it."""
+        self.rejected.add(link)
+        self.pinned.pop(link, None)
+        self._edited()
+
+    def pin(self, link: Link, fields: Mapping[str, Any]) -> None:
+        """An edited edge: these fields (mechanism, confidence) win over its recomputation."""
+        self.pinned.setdefault(link, {}).update(fields)
+        self._edited()
+
+    def _edited(self) -> None:
+        self._by_sentence = None
+        self._state.clear()
+        self.version += 1
 
     # ------------------------------------------------------------------ mapping text
 
@@ -545,6 +607,16 @@ class SupportLedger:
         )
 
 
+def _pinned(fields: Any) -> dict[str, Any]:
+    """An edited edge's kept fields, as ``to_json`` wrote them (only these two can be pinned)."""
+    out: dict[str, Any] = {}
+    if "mechanism" in fields:
+        out["mechanism"] = str(fields["mechanism"])
+    if "confidence" in fields:
+        out["confidence"] = float(fields["confidence"])
+    return out
+
+
 def ledger_from_build(
     corpus: Any,
     vocab: Any,
@@ -621,7 +693,11 @@ def apply_links(
         if link[0] not in names or link[1] not in names:
             report.links_skipped += 1
             continue
+        if link in ledger.rejected:
+            continue  # a reviewer rejected it (``hcg apply``): the new support is kept, unused
         new = ledger.edge(link, chunk_row, graph.chunks)
+        if link in ledger.pinned:
+            new = replace(new, **ledger.pinned[link])
         if old is None:
             added.append(new.id)
         elif new != old:
