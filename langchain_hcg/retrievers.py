@@ -35,6 +35,11 @@ from ._models import resolve_embedder, to_structured_llm
 
 # DEFAULT_K (hcg_core.contract) is the same in both adapters: 10, the core's top_k.
 
+# VectorStoreRetriever's search types that mean something here: hcg's own ranking, and that
+# ranking cut at a score. "mmr" re-ranks by a diversity rule hcg does not have: refused, not faked.
+SEARCH_TYPES = ("similarity", "similarity_score_threshold")
+SEARCH_KWARGS = ("k", "filter", "score_threshold")
+
 
 class HCGRetriever(BaseRetriever):
     """A schema-constrained causal graph used as a retriever (HCG-RAG).
@@ -70,9 +75,18 @@ class HCGRetriever(BaseRetriever):
     ``k`` exist)::
 
         retriever.invoke(q, filter={"source": "a.md", "year": {"$in": [2023, 2024]}})
+
+    ``VectorStoreRetriever``'s options are taken as it takes them::
+
+        HCGRetriever(core=core, search_kwargs={"k": 3, "filter": {"source": "a.md"}})
+        HCGRetriever(core=core, search_type="similarity_score_threshold",
+                     search_kwargs={"score_threshold": 0.2})
+
+    Another ``search_type`` ("mmr"), another ``search_kwargs`` key, an unknown constructor
+    field, or ``k=`` together with ``search_kwargs["k"]`` raises ``ConfigError``.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
     _last_update: Any = PrivateAttr(default=None)
 
     core: Any = Field(description="the hcg_core.retrieval.HCGRetriever doing the work")
@@ -82,6 +96,24 @@ class HCGRetriever(BaseRetriever):
         description="metadata filter for every query: {field: value}, {field: {'$in': [...]}}, "
         "$eq/$ne/$gt/$gte/$lt/$lte/$nin, $and/$or",
     )
+    search_type: str = Field(
+        default="similarity",
+        description="'similarity' (hcg's ranking) or 'similarity_score_threshold' (that "
+        "ranking, documents scoring under search_kwargs['score_threshold'] left out)",
+    )
+    search_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="as VectorStoreRetriever's: k, filter, score_threshold",
+    )
+
+    def __init__(self, **data: Any) -> None:
+        # Checked before pydantic sees them, so a wrong option is a ConfigError naming it.
+        _check_options(type(self), data)
+        search = data.get("search_kwargs") or {}
+        for key in ("k", "filter"):
+            if key in search:
+                data[key] = search[key]
+        super().__init__(**data)
 
     @field_validator("core")
     @classmethod
@@ -115,8 +147,10 @@ class HCGRetriever(BaseRetriever):
         documents: Sequence[Document],
         llm: Any | None = None,
         embeddings: Any | None = None,
-        k: int = DEFAULT_K,
+        k: int | None = None,
         *,
+        search_type: str = "similarity",
+        search_kwargs: dict[str, Any] | None = None,
         chunk: bool = True,
         chunk_words: int = DEFAULT_CHUNK_WORDS,
         overlap_words: int = DEFAULT_OVERLAP_WORDS,
@@ -136,7 +170,9 @@ class HCGRetriever(BaseRetriever):
             documents: LangChain Documents; their ``id`` (else a content hash) is the doc id.
             llm: any LangChain chat model for the LLM pipeline; ``None`` builds offline.
             embeddings: any LangChain ``Embeddings``; default the bundled offline MiniLM.
-            k: documents per query.
+            k: documents per query (default 10).
+            search_type, search_kwargs: as ``VectorStore.as_retriever`` takes them (see the
+                class).
             chunk: set False when the documents are already split: each becomes one chunk.
             chunk_words, overlap_words: the word-window chunker's settings.
             tier, outcome, spec, progress: see ``hcg_core.graph_build.build_graph``.
@@ -190,28 +226,42 @@ class HCGRetriever(BaseRetriever):
         core.ledger = result.ledger  # lets add_documents/delete update the edges
         if vector_store is not None:
             _attach_store(core, vector_store, id_filter)
-        return cls(core=core, k=k)
+        return cls._wrap(core, k, search_type, search_kwargs)
+
+    @classmethod
+    def _wrap(
+        cls, core: Any, k: int | None, search_type: str, search_kwargs: dict[str, Any] | None
+    ) -> HCGRetriever:
+        options: dict[str, Any] = {"core": core, "search_type": search_type}
+        if k is not None:
+            options["k"] = k
+        if search_kwargs:
+            options["search_kwargs"] = dict(search_kwargs)
+        return cls(**options)
 
     @classmethod
     def from_persist_dir(
         cls,
         path: str | os.PathLike,
         embeddings: Any | None = None,
-        k: int = DEFAULT_K,
+        k: int | None = None,
         config: RetrievalConfig | None = None,
         *,
+        search_type: str = "similarity",
+        search_kwargs: dict[str, Any] | None = None,
         vector_store: Any | None = None,
         id_filter: Any | None = None,
     ) -> HCGRetriever:
         """Load a core graph directory (``save``, ``hcg build``). With no ``embeddings``, the
         embedder named in its manifest is rebuilt (the offline ones are; others must be passed).
-        ``vector_store``/``id_filter``: as in :meth:`from_documents`; a store that already holds
-        the graph's chunks (a persisted collection) is not rewritten."""
+        ``vector_store``/``id_filter``, ``search_type``/``search_kwargs``: as in
+        :meth:`from_documents`; a store that already holds the graph's chunks (a persisted
+        collection) is not rewritten."""
         embedder = None if embeddings is None else resolve_embedder(embeddings)
         core = CoreRetriever.load(path, embedder=embedder, config=config)
         if vector_store is not None:
             _attach_store(core, vector_store, id_filter)
-        return cls(core=core, k=k)
+        return cls._wrap(core, k, search_type, search_kwargs)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the graph, its vectors and the embedder's name as a core graph directory."""
@@ -278,14 +328,35 @@ class HCGRetriever(BaseRetriever):
         return filter_mask(self.core.graph.chunks, lambda c: keep(metadata_view(c)))
 
     def _search(
-        self, query: str, k: int | None, filter: dict[str, Any] | None, qvec: Any = None
+        self,
+        query: str,
+        k: int | None,
+        filter: dict[str, Any] | None,
+        qvec: Any = None,
+        score_threshold: float | None = None,
     ) -> list[Document]:
         allowed = self._allowed(filter)
         qvec = self.core.embed_query(query) if qvec is None else self.core.query_vector(qvec)
         result = self.core.retrieve_by_vector(
             query, qvec, self.k if k is None else k, allowed=allowed
         )
-        return to_lc_documents(result.chunks, result.served_by)
+        docs = to_lc_documents(result.chunks, result.served_by)
+        threshold = self._threshold(score_threshold)
+        if threshold is None:
+            return docs
+        # As VectorStoreRetriever: the k best, then those scoring at least the threshold.
+        return [d for d in docs if d.metadata["hcg_score"] >= threshold]
+
+    def _threshold(self, per_call: float | None) -> float | None:
+        if self.search_type != "similarity_score_threshold":
+            if per_call is not None:
+                raise ConfigError(
+                    "score_threshold needs search_type='similarity_score_threshold' "
+                    f"(this retriever's is {self.search_type!r})"
+                )
+            return None
+        value = self.search_kwargs["score_threshold"] if per_call is None else per_call
+        return _score_threshold(value)
 
     def _get_relevant_documents(
         self,
@@ -294,10 +365,11 @@ class HCGRetriever(BaseRetriever):
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
         filter: dict[str, Any] | None = None,
+        score_threshold: float | None = None,
         **kwargs: Any,
     ) -> list[Document]:
         _no_unknown(kwargs)
-        return self._search(query, k, filter)
+        return self._search(query, k, filter, score_threshold=score_threshold)
 
     async def _aget_relevant_documents(
         self,
@@ -306,13 +378,57 @@ class HCGRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
         filter: dict[str, Any] | None = None,
+        score_threshold: float | None = None,
         **kwargs: Any,
     ) -> list[Document]:
         _no_unknown(kwargs)
         # The embeddings' own async API where they have one (else a thread); the graph and
         # ranking work is CPU: keep it off the event loop too.
         qvec = await amean_query_vector(self.core.embedder, [query])
-        return await asyncio.to_thread(self._search, query, k, filter, qvec)
+        return await asyncio.to_thread(self._search, query, k, filter, qvec, score_threshold)
+
+
+def _check_options(cls: type, data: dict[str, Any]) -> None:
+    """The constructor's options, checked as VectorStoreRetriever checks its own (and more)."""
+    unknown = sorted(set(data) - set(cls.model_fields))
+    if unknown:
+        raise ConfigError(
+            f"unknown HCGRetriever option(s) {unknown}; it takes "
+            f"{', '.join(sorted(cls.model_fields))}"
+        )
+    search_type = data.get("search_type", "similarity")
+    if search_type not in SEARCH_TYPES:
+        raise ConfigError(
+            f"search_type {search_type!r} is not supported; use one of {SEARCH_TYPES}: "
+            "'similarity' is hcg's ranking (there is no 'mmr' re-ranking)"
+        )
+    search = data.get("search_kwargs") or {}
+    if not isinstance(search, dict):
+        raise ConfigError(f"search_kwargs must be a dict, got {type(search).__name__}")
+    extra = sorted(set(search) - set(SEARCH_KWARGS))
+    if extra:
+        raise ConfigError(f"unknown search_kwargs {extra}; HCGRetriever takes {SEARCH_KWARGS}")
+    for key in ("k", "filter"):
+        if key in search and key in data:
+            raise ConfigError(
+                f"{key} is given twice ({key}={data[key]!r} and search_kwargs[{key!r}]="
+                f"{search[key]!r}); pass one"
+            )
+    if search_type == "similarity_score_threshold":
+        _score_threshold(search.get("score_threshold"))
+    elif "score_threshold" in search:
+        raise ConfigError(
+            "search_kwargs['score_threshold'] needs search_type='similarity_score_threshold'"
+        )
+
+
+def _score_threshold(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ConfigError(
+            "search_type='similarity_score_threshold' needs search_kwargs['score_threshold'], "
+            f"a number in [0, 1] (hcg_score's range), got {value!r}"
+        )
+    return float(value)
 
 
 def _no_unknown(kwargs: dict[str, Any]) -> None:
@@ -321,7 +437,8 @@ def _no_unknown(kwargs: dict[str, Any]) -> None:
     kwargs = {k: v for k, v in kwargs.items() if k != "verbose"}
     if kwargs:
         raise ConfigError(
-            f"unknown retrieval option(s) {sorted(kwargs)}; HCGRetriever takes k and filter"
+            f"unknown retrieval option(s) {sorted(kwargs)}; HCGRetriever takes k, filter and "
+            "score_threshold"
         )
 
 
