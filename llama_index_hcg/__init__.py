@@ -1,7 +1,9 @@
 """LlamaIndex adapter for HCG-RAG: ``HCGIndex`` (a ``BaseIndex``) and ``HCGRetriever``.
 
 Install with ``pip install "hcg-rag[llamaindex]"``. Importing this package registers the index
-struct type, so ``load_index_from_storage`` can rebuild a persisted ``HCGIndex``, and has
+struct type, so ``load_index_from_storage`` can rebuild a persisted ``HCGIndex`` (without the
+import it fails with ``KeyError: 'hcg_causal_graph (import llama_index_hcg before
+load_index_from_storage)'``), and has
 ``SimpleIndexStore`` remember the folder it read an HCG struct from (where the index's ``.npy``
 vector files are; see ``_persist``).
 """
@@ -17,13 +19,15 @@ from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_ST
 from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
 
 from ._models import HCGDefaultEmbedding, LlamaIndexStructuredLLM, to_core_embedder
-from ._persist import install_folder_memory
-from .index import INDEX_STRUCT_TYPE, HCGIndex, HCGIndexStruct
+from ._persist import STRUCT_TYPES, install_folder_memory
+from .index import HCGIndex, HCGIndexStruct
 from .retriever import DEFAULT_SIMILARITY_TOP_K, HCGRetriever
 
-# load_index_from_storage looks both tables up by the persisted type string.
-INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS[INDEX_STRUCT_TYPE] = HCGIndexStruct  # type: ignore[index]
-INDEX_STRUCT_TYPE_TO_INDEX_CLASS[INDEX_STRUCT_TYPE] = HCGIndex  # type: ignore[index]
+# load_index_from_storage looks both tables up by the persisted type string (today's, and the
+# one indexes persisted by earlier versions carry).
+for _type in STRUCT_TYPES:
+    INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS[_type] = HCGIndexStruct  # type: ignore[index]
+    INDEX_STRUCT_TYPE_TO_INDEX_CLASS[_type] = HCGIndex  # type: ignore[index]
 install_folder_memory()
 
 __all__ = [

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -71,7 +72,12 @@ class HCGDefaultEmbedding(BaseEmbedding):
         return self._embedder.embed_query(query).tolist()
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_query_embedding(query)
+        # The core embedder's own async API where it has one, else a worker thread: an ONNX
+        # model run in the event loop would block every other task.
+        aembed = getattr(self._embedder, "aembed_query", None)
+        if aembed is not None:
+            return np.asarray(await aembed(query), dtype=np.float32).tolist()
+        return await asyncio.to_thread(self._get_query_embedding, query)
 
     def _get_text_embedding(self, text: str) -> list[float]:
         return self._embedder.embed_documents([text])[0].tolist()
@@ -120,6 +126,18 @@ class LlamaIndexEmbedder(CallableEmbedder):
         with embedder_errors(f"{self.name} failed on a query"):
             raw = await self.model.aget_query_embedding(text)
         return self._check(np.asarray(raw, dtype=np.float32)[None, :], 1)[0]
+
+
+def query_embed_model(embed_model: Any | None, embedder: Embedder) -> BaseEmbedding:
+    """The LlamaIndex model that embeds an index's queries (``VectorStoreIndex``'s
+    ``_embed_model``), so callback handlers and instrumentation see EMBEDDING events: the
+    ``BaseEmbedding`` behind ``embedder`` (given, or from ``Settings``), else ``embedder``
+    wrapped as one."""
+    if isinstance(embedder, LlamaIndexEmbedder):
+        return embedder.model
+    if isinstance(embed_model, HCGDefaultEmbedding) and embed_model.core_embedder is embedder:
+        return embed_model
+    return HCGDefaultEmbedding(embedder=embedder)
 
 
 def resolve_embedder(embed_model: Any | None) -> Embedder:

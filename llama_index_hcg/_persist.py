@@ -64,8 +64,13 @@ _FILE_NAME = re.compile(r"hcg__[A-Za-z0-9_-]+__(variables|chunks|edges)__[0-9a-f
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Digits of the content's sha256 in a file name (64 bits: collisions are not a concern).
 _NAME_DIGEST_CHARS = 16
-# The struct type string (index.INDEX_STRUCT_TYPE; repeated to avoid an import cycle).
-_STRUCT_TYPE = "hcg_causal_graph"
+# The struct type string persisted in index_store.json. LlamaIndex looks it up in its registry
+# before any of this package's code runs, and a process that has not imported llama_index_hcg
+# fails there with ``KeyError: '<this string>'``: so the string itself says what to do. The
+# LlamaIndex registries have no plugin hook (no entry points) that would register it unasked.
+STRUCT_TYPE = "hcg_causal_graph (import llama_index_hcg before load_index_from_storage)"
+LEGACY_STRUCT_TYPE = "hcg_causal_graph"  # written before; still read
+STRUCT_TYPES = (STRUCT_TYPE, LEGACY_STRUCT_TYPE)
 
 
 # ---------------------------------------------------------------- vector files
@@ -284,7 +289,7 @@ def store_hooks(store: SimpleIndexStore) -> StoreHooks:
 def _hcg_entries(store: SimpleIndexStore) -> Iterator[tuple[str, dict]]:
     collection = getattr(store, "_collection", "index_store/data")
     for key, entry in store._kvstore.get_all(collection=collection).items():
-        if isinstance(entry, dict) and entry.get("__type__") == _STRUCT_TYPE:
+        if isinstance(entry, dict) and entry.get("__type__") in STRUCT_TYPES:
             yield key, entry
 
 
@@ -355,7 +360,7 @@ def _inline_copy(data: dict, source: VectorSource | None) -> dict:
         if not isinstance(entries, dict):
             continue
         for key, entry in entries.items():
-            if not (isinstance(entry, dict) and entry.get("__type__") == _STRUCT_TYPE):
+            if not (isinstance(entry, dict) and entry.get("__type__") in STRUCT_TYPES):
                 continue
             struct = json_to_index_struct(entry)
             if not struct.vector_files:

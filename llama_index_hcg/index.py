@@ -43,11 +43,18 @@ from hcg_core.types import CausalGraph, DomainSpec, OutcomeConfig
 from ._convert import node_to_chunk
 from ._dense import VectorStoreDense
 from ._graph import graph_from_dict, graph_to_dict
-from ._models import resolve_embedder, to_structured_llm
-from ._persist import VectorSource, put_vectors, read_vectors, store_hooks, store_source
+from ._models import query_embed_model, resolve_embedder, to_structured_llm
+from ._persist import (
+    STRUCT_TYPE,
+    VectorSource,
+    put_vectors,
+    read_vectors,
+    store_hooks,
+    store_source,
+)
 from .retriever import HCGRetriever
 
-INDEX_STRUCT_TYPE = "hcg_causal_graph"
+INDEX_STRUCT_TYPE = STRUCT_TYPE  # see _persist: the string names the import a load needs
 
 logger = logging.getLogger(__name__)
 
@@ -152,6 +159,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
     ) -> None:
         # Consumed here, before BaseIndex builds: the same kwargs also reach the transformations.
         self._embedder: Embedder = _loading_embedder(embed_model, index_struct)
+        self._embed_model = query_embed_model(embed_model, self._embedder)  # embeds queries
         self._llm = to_structured_llm(llm)
         self._tier = tier
         self._outcome = outcome
@@ -179,6 +187,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             show_progress=show_progress,
             **kwargs,
         )
+        # As VectorStoreIndex does: the query model reports to the index's callback manager.
+        self._embed_model.callback_manager = self._callback_manager
         store = self._storage_context.index_store
         if isinstance(store, SimpleIndexStore):
             hooks = store_hooks(store)

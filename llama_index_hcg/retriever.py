@@ -24,8 +24,9 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from hcg_core.config import HybridConfig, RetrievalConfig
-from hcg_core.contract import DEFAULT_K, amean_query_vector, filter_mask, mean_query_vector
+from hcg_core.contract import DEFAULT_K, filter_mask
 from hcg_core.errors import ConfigError, StoreError
+from hcg_core.ports import embedder_errors
 from hcg_core.store import atomic_write_text
 from hcg_core.types import Chunk, RetrievalResult
 
@@ -249,11 +250,10 @@ class HCGRetriever(BaseRetriever):
         self._mask_cache = (chunks, mask)
         return mask
 
-    def _texts_to_embed(self, query_bundle: QueryBundle) -> list[str] | None:
-        # VectorIndexRetriever's rule: embed custom_embedding_strs when given (HyDE sets them);
-        # None means the query string alone.
-        strs = query_bundle.custom_embedding_strs
-        return list(strs) if strs else None
+    def _embedding_strs(self, query_bundle: QueryBundle) -> list[str]:
+        # VectorIndexRetriever's rule: the mean vector of custom_embedding_strs when given (HyDE
+        # sets them), else of the query string.
+        return list(query_bundle.embedding_strs) or [query_bundle.query_str]
 
     def _nodes(self, result: RetrievalResult) -> list[NodeWithScore]:
         ids = list(dict.fromkeys(stored_id(rc) for rc in result.chunks))
@@ -277,20 +277,22 @@ class HCGRetriever(BaseRetriever):
         core = self._core()
         qvec = query_bundle.embedding
         if qvec is None:
-            strs = self._texts_to_embed(query_bundle)
-            qvec = (
-                mean_query_vector(core.embedder, strs)
-                if strs
-                else core.embed_query(query_bundle.query_str)
-            )
+            # Through the index's LlamaIndex model, as VectorIndexRetriever embeds: callback
+            # handlers and instrumentation see the EMBEDDING events.
+            model = self._index._embed_model
+            with embedder_errors(f"embedder {model.model_name!r} failed on the query"):
+                qvec = model.get_agg_embedding_from_queries(self._embedding_strs(query_bundle))
         return self._search(core, query_bundle, qvec)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        """The embedder's async API where it has one (else a worker thread), then the graph and
-        ranking work in a worker thread: the event loop is never blocked."""
+        """The model's async API (a worker thread for a core embedder without one), then the
+        graph and ranking work in a worker thread: the event loop is never blocked."""
         core = self._core()
         qvec = query_bundle.embedding
         if qvec is None:
-            strs = self._texts_to_embed(query_bundle) or [query_bundle.query_str]
-            qvec = await amean_query_vector(core.embedder, strs)
+            model = self._index._embed_model
+            with embedder_errors(f"embedder {model.model_name!r} failed on the query"):
+                qvec = await model.aget_agg_embedding_from_queries(
+                    self._embedding_strs(query_bundle)
+                )
         return await asyncio.to_thread(self._search, core, query_bundle, qvec)
