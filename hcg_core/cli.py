@@ -53,24 +53,26 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .store import check_output_dir, check_writable_dir, read_spec_file, save_graph
 
     t0 = time.perf_counter()
+    say = _progress_printer(args.quiet)
     # Checked before the (possibly long and paid) build, not after it: a folder that is not a
     # graph, an input folder, a read-only disk.
     check_output_dir(args.out, inputs=args.inputs, force=args.force, probe=not args.estimate)
+    say(f"reading {', '.join(map(str, args.inputs))}")
     docs, bad = load_inputs(args.inputs, follow_symlinks=args.follow_symlinks)
-    for path, reason in bad:
+    for path, reason in bad:  # input left out: shown even with --quiet
         print(f"skipped {path}: {reason}", file=sys.stderr)
+    words = sum(len(d.text.split()) for d in docs)
+    say(f"chunking {len(docs):,} documents ({words:,} words)")
     chunks = chunk_documents(
         docs,
         chunk_words=args.chunk_words,
         overlap_words=args.chunk_overlap,
         max_chars=args.chunk_chars,
     )
-    words = sum(len(d.text.split()) for d in docs)
-    print(
+    say(
         f"read {len(docs)} documents ({words:,} words) -> {len(chunks)} chunks (paragraphs of up "
         f"to {WHOLE_BLOCK_FACTOR * args.chunk_words} words whole; {args.chunk_words}-word windows, "
-        f"{args.chunk_overlap} overlap, in longer text)",
-        file=sys.stderr,
+        f"{args.chunk_overlap} overlap, in longer text)"
     )
     spec = read_spec_file(args.spec) if args.spec else None
     outcome = _read_outcome(args.outcome) if args.outcome else None
@@ -107,8 +109,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(format_estimate(estimate_build(chunks, spec, args.tier)))
         return 0
     embedder = make_embedder(args.embedder, args.embedder_base_url)
-    progress = None if not args.quiet else False
-    with _library_warnings() as shown:
+    progress = None if not args.quiet else False  # bars: on a terminal, unless --quiet
+    with _library_warnings() as shown, _progress_lines(say):
         result = _build_or_report(
             args,
             lambda: build_graph(
@@ -148,6 +150,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         graph, vectors, ledger = done.graph, done.variable_embeddings, done.ledger
         report["corrections"] = {"file": str(args.corrections), **done.report.as_dict()}
     report["total_seconds"] = round(time.perf_counter() - t0, 2)
+    say(f"writing {args.out}")
     save_graph(
         graph,
         args.out,
@@ -169,6 +172,36 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 EXIT_BUILD_INCOMPLETE = 3  # the LLM failed or the graph is degenerate; nothing was written
+
+
+def _progress_printer(quiet: bool) -> Any:
+    """``say(line)``: one progress line on stderr, unless ``--quiet`` (which hides progress only:
+    warnings, errors and skipped inputs are printed whatever it says)."""
+
+    def say(line: str) -> None:
+        if not quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    return say
+
+
+@contextlib.contextmanager
+def _progress_lines(say: Any) -> Iterator[None]:
+    """The builder's stage lines (``graph_build.offline.progress_log``) through ``say``."""
+
+    class Say(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            say(record.getMessage())
+
+    log = logging.getLogger("hcg_core.graph_build.progress")
+    handler, level = Say(logging.INFO), log.level
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
 
 
 def _apply_build_corrections(path: str, result: Any, corrections: list, embedder: Any) -> Any:
@@ -622,7 +655,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="read symbolic links in input folders that lead outside them",
     )
     _add_embedder_arguments(b, "default: 'default'")
-    b.add_argument("--quiet", action="store_true", help="no progress bars")
+    b.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress (stage lines and bars); warnings and errors are still printed",
+    )
     b.add_argument("--llm-base-url", help="OpenAI-compatible base URL (key from OPENAI_API_KEY)")
     b.add_argument("--llm-model", help="model name; selects the LLM pipeline")
     b.add_argument("--llm-cache", help="reply cache folder (default DIR/.llm_cache)")

@@ -59,7 +59,9 @@ def embedder_errors(what: str) -> Iterator[None]:
         raise EmbedderError(f"{what}: {exc}") from exc
 
 
-EMBED_BATCH = 64  # texts per call when a progress bar is shown
+# Texts per call when a progress bar is shown: the bar moves every few texts. Measured with the
+# bundled MiniLM on 600 HolisQA chunks: 24.1 s in one call, 23.3 s by 64, 23.6 s by 16.
+EMBED_BATCH = 16
 
 
 def embed_texts(
@@ -68,7 +70,8 @@ def embed_texts(
     """Embed ``texts`` and check the result (shape, finiteness, normalisation).
 
     A user's embedder may raise anything: it is reported as an ``EmbedderError`` that says which
-    step failed. With ``progress`` the texts go in batches under a tqdm bar named ``what``.
+    step failed. With ``progress`` the texts go in batches of ``EMBED_BATCH`` under a tqdm bar
+    named ``embedding <what>`` that counts texts (``what="chunks"``: chunks).
     """
 
     who = getattr(embedder, "name", "?")
@@ -79,15 +82,12 @@ def embed_texts(
         if progress:
             from tqdm import tqdm
 
-            parts = [
-                embedder.embed_documents(texts[i : i + EMBED_BATCH])
-                for i in tqdm(
-                    range(0, len(texts), EMBED_BATCH),
-                    desc=f"embedding {what}",
-                    unit="batch",
-                    leave=False,
-                )
-            ]
+            parts = []
+            unit = what[:-1] if what.endswith("s") else what
+            with tqdm(total=len(texts), desc=f"embedding {what}", unit=unit, leave=False) as bar:
+                for i in range(0, len(texts), EMBED_BATCH):
+                    parts.append(embedder.embed_documents(texts[i : i + EMBED_BATCH]))
+                    bar.update(len(parts[-1]))
             vecs = np.concatenate([np.asarray(p, dtype=np.float32) for p in parts])
         else:
             vecs = embedder.embed_documents(texts)

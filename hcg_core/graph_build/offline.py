@@ -16,6 +16,7 @@ the offline Stage 1), ``support`` (variables, lifted support, weak drops, roles)
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -36,7 +37,7 @@ from ..config import (
     OfflineBuildConfig,
     tier_caps,
 )
-from ..embedding import as_matrix, embed_texts
+from ..embedding import embed_texts
 from ..errors import BuildError
 from ..ports import Embedder
 from ..spec.offline_vocabulary import (
@@ -76,6 +77,8 @@ from .support import (
 
 # The option names build_offline (and build_graph without an LLM) accepts as keywords.
 OPTIONS = OfflineBuildConfig.field_names()
+# One INFO line as each stage starts (`hcg build` prints them; bars only show on a terminal).
+progress_log = logging.getLogger("hcg_core.graph_build.progress")
 
 
 class _Stages:
@@ -95,8 +98,10 @@ class _Stages:
         return tqdm(items, desc=desc, unit="it", leave=False)
 
     @staticmethod
-    def begin() -> tuple[float, float]:
-        """A stage's start: wall clock and this process's CPU time."""
+    def begin(what: str = "") -> tuple[float, float]:
+        """A stage's start, said on ``progress_log``: wall clock and this process's CPU time."""
+        if what:
+            progress_log.info("%s", what)
         return time.perf_counter(), time.process_time()
 
     def done(self, name: str, started: tuple[float, float], **counts: Any) -> None:
@@ -150,7 +155,7 @@ def build_offline(
     stages = _Stages(progress)
     warnings: list[str] = []
 
-    t = stages.begin()
+    t = stages.begin(f"causal statements: reading the sentences of {len(chunks):,} chunks")
     corpus = collect_statements(chunks, stages.iterate)
     stages.done(
         "statements",
@@ -167,9 +172,11 @@ def build_offline(
             "Y', 'Y is due to X', ...). Pass an LLM (build with llm=...) for this corpus."
         )
 
-    t = stages.begin()
     texts = span_texts(corpus.statements)
-    span_vec = as_matrix(embedder.embed_documents(texts), len(texts), who=embedder.name)
+    t = stages.begin(
+        f"vocabulary: {len(corpus.statements):,} statements, embedding {len(texts):,} spans"
+    )
+    span_vec = embed_texts(embedder, texts, what="spans", progress=stages.progress)
     row = {s: i for i, s in enumerate(texts)}
     if spec is None:
         vocab = generate_vocabulary(
@@ -195,7 +202,7 @@ def build_offline(
         "vocabulary", t, spans=len(texts), metrics=len(vocab.heads), spans_dropped=vocab.dropped
     )
 
-    t = stages.begin()
+    t = stages.begin(f"graph: variables, edges and dimensions of {len(vocab.heads):,} metrics")
     graph, info, ledger = _assemble(
         corpus, chunks, vocab, spec, outcome, caps.max_dimensions, embedder, cfg, warnings
     )
@@ -210,14 +217,14 @@ def build_offline(
         **info,
     )
 
-    t = stages.begin()
     var_texts = [variable_text(v) for v in graph.variables]
-    var_vec = as_matrix(embedder.embed_documents(var_texts), len(var_texts), who=embedder.name)
+    t = stages.begin(f"embedding {len(var_texts):,} variables")
+    var_vec = embed_texts(embedder, var_texts, what="variables", progress=stages.progress)
     stages.done("embed_variables", t, variables=len(var_texts))
     chunk_vec = None
     if embed_chunks:
-        t = stages.begin()
         ctexts = [c.text for c in chunks]
+        t = stages.begin(f"embedding {len(ctexts):,} chunks")
         chunk_vec = embed_texts(embedder, ctexts, what="chunks", progress=stages.progress)
         stages.done("embed_chunks", t, chunks=len(ctexts))
     report = {
