@@ -30,6 +30,10 @@ DEFAULT_BASELINE_K = 5  # the paper's NaiveRAG: top 5 chunks of 1,200 words
 # The common plain baseline (and HolisQA's reference): BM25 over 200-word windows, 40 overlap.
 PLAIN_CHUNK_WORDS, PLAIN_CHUNK_OVERLAP = 200, 40
 _MANY = 200  # "enough chunks to reach the budget" when no --k is given
+# A budget of at least this share of the corpus's words reads so much of it that recall says
+# little (the user trial: 2,000 of 2,285 words, every system about 1.0): warned, more softly
+# than a budget of the whole corpus, where every system can return everything.
+BUDGET_SHARE_WARNING = 0.5
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -46,12 +50,18 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         default=None,
         help="JSON Lines of {sentence_id, text}: resolves the questions' context_sentence_ids",
     )
-    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="words of context read")
+    parser.add_argument(
+        "--budget",
+        type=int,
+        default=DEFAULT_BUDGET,
+        help="words of context read per question (default %(default)s); warned when it is at "
+        "least half the corpus",
+    )
     parser.add_argument(
         "--k",
         type=int,
         default=None,
-        help="chunks per system; default: as many as fill the word budget",
+        help="chunks per system (default: as many as fill the word budget)",
     )
     parser.add_argument(
         "--passage-words",
@@ -59,16 +69,28 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         default=DEFAULT_PASSAGE_WORDS,
         help=f"hybrid modes: words per packed passage (default {DEFAULT_PASSAGE_WORDS}; 0: whole chunks)",
     )
-    parser.add_argument("--modes", default=DEFAULT_MODES, help=f"comma list of {', '.join(MODES)}")
-    parser.add_argument("--baseline-chunk-words", type=int, default=DEFAULT_BASELINE_CHUNK_WORDS)
     parser.add_argument(
-        "--baseline-chunk-overlap", type=int, default=DEFAULT_BASELINE_CHUNK_OVERLAP
+        "--modes",
+        default=DEFAULT_MODES,
+        help=f"comma list of {', '.join(MODES)} (default %(default)s)",
+    )
+    parser.add_argument(
+        "--baseline-chunk-words",
+        type=int,
+        default=DEFAULT_BASELINE_CHUNK_WORDS,
+        help="words per chunk of the re-chunked baselines (default %(default)s)",
+    )
+    parser.add_argument(
+        "--baseline-chunk-overlap",
+        type=int,
+        default=DEFAULT_BASELINE_CHUNK_OVERLAP,
+        help="overlap words of the re-chunked baselines (default %(default)s)",
     )
     parser.add_argument(
         "--baseline-k",
         type=int,
         default=DEFAULT_BASELINE_K,
-        help="chunks of the re-chunked BM25 baseline (then cut to the budget)",
+        help="chunks of the re-chunked baselines, then cut to the budget (default %(default)s)",
     )
     parser.add_argument("--no-baselines", action="store_true", help="only the HCG modes")
     parser.add_argument(
@@ -77,7 +99,9 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         help="also the paper's ablations: NaiveRAG (vector top 5 over 1,200/200 chunks), "
         "in-context (the whole corpus, in order) and nodes-only (edge triples, no evidence text)",
     )
-    parser.add_argument("--limit", type=int, default=None, help="first N questions only")
+    parser.add_argument(
+        "--limit", type=int, default=None, help="first N questions only (default: all)"
+    )
     parser.add_argument(
         "--embedder",
         default=None,
@@ -183,6 +207,29 @@ def ablation_systems(retriever: Any, args: argparse.Namespace) -> dict[str, Syst
     }
 
 
+def budget_warning(budget: int, corpus_words: int) -> str | None:
+    """What to tell a user whose budget reads most of the corpus, or None.
+
+    >>> budget_warning(2000, 1500)[:60]
+    '--budget 2,000 words is at least the corpus size (1,500 word'
+    >>> budget_warning(2000, 10_000) is None
+    True
+    """
+    if budget >= corpus_words:
+        return (
+            f"--budget {budget:,} words is at least the corpus size ({corpus_words:,} words): "
+            "every system can return the whole corpus, so every recall is about 1.0 and the "
+            "comparison says nothing; pass a --budget well under the corpus size"
+        )
+    if budget >= BUDGET_SHARE_WARNING * corpus_words:
+        return (
+            f"--budget {budget:,} words is {budget / corpus_words:.0%} of the corpus "
+            f"({corpus_words:,} words): recall near 1.0 then says little; a smaller --budget "
+            "tells the systems apart"
+        )
+    return None
+
+
 def run_eval(args: argparse.Namespace) -> int:
     """Run ``hcg eval`` with parsed arguments; print the table (or JSON); return the exit code."""
     from ..retrieval.retriever import CausalGraphRetriever
@@ -207,6 +254,10 @@ def run_eval(args: argparse.Namespace) -> int:
             else None
         )
         retriever = CausalGraphRetriever.load(args.directory, embedder=embedder)
+        corpus_words = sum(len(d.split()) for d in documents_from_chunks(retriever.graph.chunks))
+        warning = budget_warning(args.budget, corpus_words)
+        if warning:  # before the (long) run: the user may stop it
+            print(f"hcg eval: warning: {warning}", file=sys.stderr)
         retriever = retriever.with_config(
             hybrid=replace(retriever.config.hybrid, passage_words=args.passage_words)
         )
@@ -224,8 +275,11 @@ def run_eval(args: argparse.Namespace) -> int:
         questions_file=str(args.questions),
         k=args.k,
         chunks=len(retriever.graph.chunks),
+        corpus_words=corpus_words,
         embedder=getattr(retriever.embedder, "name", "?"),
     )
+    if warning:
+        report.meta["warnings"] = [warning]
     if args.out:
         from ..store import atomic_write_text
 
