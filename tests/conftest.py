@@ -106,3 +106,25 @@ def make_graph() -> CausalGraph:
 @pytest.fixture
 def graph() -> CausalGraph:
     return make_graph()
+
+
+def flat_corpus_index(embed_model):
+    """An HCGIndex over the example corpus as one text without paragraph breaks, cut by
+    LlamaIndex's SentenceSplitter into overlapping ~220-word nodes (windows ranked by halves)."""
+    from pathlib import Path
+
+    from llama_index.core import Document
+    from llama_index.core.node_parser import SentenceSplitter
+
+    from llama_index_hcg import HCGIndex
+
+    folder = Path(__file__).resolve().parents[1] / "examples" / "corpus"
+    text = " ".join(
+        " ".join(p.read_text(encoding="utf-8").split()) for p in sorted(folder.glob("*.md"))
+    )
+    index = HCGIndex.from_documents(
+        [Document(text=text, id_="all")],
+        embed_model=embed_model,
+        transformations=[SentenceSplitter(chunk_size=300, chunk_overlap=60)],
+    )
+    return index, text

@@ -100,6 +100,32 @@ def open_page(driver, path: Path) -> None:
     )
 
 
+def open_hand_page(driver, tmp_path: Path) -> None:
+    """`hcg view` of the example graph, opened."""
+    page = tmp_path / "hand.html"
+    assert main(["view", str(HAND), "--out", str(page)]) == 0
+    open_page(driver, page)
+
+
+def open_item(driver, where: str, control: str):
+    """Open ``#where`` (edge=ID, variable=NAME, metric=NAME); the control with id ``control``
+    once the details show it."""
+    driver.execute_script("location.hash = arguments[0]", where)
+    WebDriverWait(driver, 10).until(lambda d: count(d, f"#{control}") == 1)
+    return driver.find_element(By.ID, control)
+
+
+def download_corrections(driver, downloads: Path) -> Path:
+    """Click the download button; the corrections.yaml it saves (an earlier one removed first)."""
+    target = downloads / "corrections.yaml"
+    target.unlink(missing_ok=True)
+    driver.find_element(By.ID, "download").click()
+    deadline = time.monotonic() + 15
+    while not target.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return target
+
+
 def requests_made(driver) -> list[str]:
     urls = []
     for entry in driver.get_log("performance"):
@@ -119,9 +145,8 @@ def count(driver, css: str) -> int:
 
 def test_example_graph_renders_searches_and_downloads_a_rejection(browser, tmp_path):
     driver, downloads = browser
+    open_hand_page(driver, tmp_path)
     page = tmp_path / "hand.html"
-    assert main(["view", str(HAND), "--out", str(page)]) == 0
-    open_page(driver, page)
     g = load_graph(HAND).graph
 
     # The whole example graph is drawn: every variable and every edge.
@@ -156,11 +181,7 @@ def test_example_graph_renders_searches_and_downloads_a_rejection(browser, tmp_p
     driver.find_element(By.ID, "reject").click()
     assert count(driver, '#viewport .edge.rejected[data-id="salt-kidney"]') == 1
     assert driver.find_element(By.ID, "n-corr").text == "1"
-    driver.find_element(By.ID, "download").click()
-    target = downloads / "corrections.yaml"
-    deadline = time.monotonic() + 15
-    while not target.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    target = download_corrections(driver, downloads)
     data = yaml.safe_load(target.read_text(encoding="utf-8"))
     assert data["format"] == "hcg-corrections"
     assert data["corrections"] == [
@@ -190,22 +211,15 @@ def test_example_graph_renders_searches_and_downloads_a_rejection(browser, tmp_p
 
 def test_page_edits_merges_and_renames_into_corrections(browser, tmp_path):
     driver, _ = browser
-    page = tmp_path / "hand.html"
-    assert main(["view", str(HAND), "--out", str(page)]) == 0
-    open_page(driver, page)
-    driver.execute_script("location.hash = 'edge=bp-stroke'")
-    WebDriverWait(driver, 10).until(lambda d: count(d, "#edit-confidence") == 1)
-    conf = driver.find_element(By.ID, "edit-confidence")
+    open_hand_page(driver, tmp_path)
+    conf = open_item(driver, "edge=bp-stroke", "edit-confidence")
     conf.clear()
     conf.send_keys("0.4")
     driver.find_element(By.ID, "save-edit").click()
-    driver.execute_script("location.hash = 'variable=ExposureLevel(physical inactivity)'")
-    WebDriverWait(driver, 10).until(lambda d: count(d, "#merge-into") == 1)
-    driver.find_element(By.ID, "merge-into").send_keys("ExposureLevel(high salt diet)")
+    merge = open_item(driver, "variable=ExposureLevel(physical inactivity)", "merge-into")
+    merge.send_keys("ExposureLevel(high salt diet)")
     driver.find_element(By.ID, "merge").click()
-    driver.execute_script("location.hash = 'metric=Inflammation'")
-    WebDriverWait(driver, 10).until(lambda d: count(d, "#rename-to") == 1)
-    driver.find_element(By.ID, "rename-to").send_keys("ArterialInflammation")
+    open_item(driver, "metric=Inflammation", "rename-to").send_keys("ArterialInflammation")
     driver.find_element(By.ID, "rename").click()
     text = driver.execute_script("return window.hcgAudit.correctionsYaml()")
     ops = yaml.safe_load(text)["corrections"]
@@ -238,13 +252,9 @@ def test_page_edits_merges_and_renames_into_corrections(browser, tmp_path):
 
 def test_bulk_actions_reject_a_variables_edges_and_delete_another(browser, tmp_path):
     driver, downloads = browser
-    page = tmp_path / "hand.html"
-    assert main(["view", str(HAND), "--out", str(page)]) == 0
-    open_page(driver, page)
+    open_hand_page(driver, tmp_path)
     # BloodPressure has 3 edges in and 1 out: one click rejects all four.
-    driver.execute_script("location.hash = 'variable=BloodPressure'")
-    WebDriverWait(driver, 10).until(lambda d: count(d, "#reject-variable-edges") == 1)
-    button = driver.find_element(By.ID, "reject-variable-edges")
+    button = open_item(driver, "variable=BloodPressure", "reject-variable-edges")
     assert button.text == "Reject its 4 edges"
     button.click()
     assert count(driver, "#viewport .edge.rejected") == 4
@@ -261,13 +271,7 @@ def test_bulk_actions_reject_a_variables_edges_and_delete_another(browser, tmp_p
     assert driver.find_element(By.ID, "n-corr").text == "2"
     labels = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#corr-list li span")]
     assert labels == ["reject every edge of BloodPressure", "delete Inflammation(kidneys)"]
-    for old in downloads.glob("corrections*.yaml"):
-        old.unlink()
-    driver.find_element(By.ID, "download").click()
-    target = downloads / "corrections.yaml"
-    deadline = time.monotonic() + 15
-    while not target.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    target = download_corrections(driver, downloads)
     assert yaml.safe_load(target.read_text(encoding="utf-8"))["corrections"] == [
         {"op": "reject_variable_edges", "variable": "BloodPressure"},
         {"op": "delete_variable", "variable": "Inflammation(kidneys)"},

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("llama_index.retrievers.bm25", reason="pip install -e '.[test]'")
 
-from llama_index.core import Document, SimpleDirectoryReader, VectorStoreIndex  # noqa: E402
+from llama_index.core import SimpleDirectoryReader, VectorStoreIndex  # noqa: E402
 from llama_index.core.llms import MockLLM  # noqa: E402
 from llama_index.core.node_parser import SentenceSplitter  # noqa: E402
 from llama_index.core.retrievers import QueryFusionRetriever  # noqa: E402
@@ -117,15 +117,9 @@ def test_returned_nodes_hash_as_the_docstore_and_keep_provenance(setup):
 def test_a_window_trimmed_under_a_word_budget_keeps_the_stored_hash():
     """Overlapping windows ranked by halves come back as the picked span under a budget; the
     span still fuses with the whole node another retriever returns."""
-    embed = HCGDefaultEmbedding(embedder=HashingEmbedder())
-    text = " ".join(
-        " ".join(p.read_text(encoding="utf-8").split()) for p in sorted(CORPUS.glob("*.md"))
-    )
-    index = HCGIndex.from_documents(
-        [Document(text=text, id_="all")],
-        embed_model=embed,
-        transformations=[SentenceSplitter(chunk_size=300, chunk_overlap=60)],
-    )
+    from conftest import flat_corpus_index
+
+    index, _ = flat_corpus_index(HCGDefaultEmbedding(embedder=HashingEmbedder()))
     config = RetrievalConfig(
         word_budget=400, hybrid=HybridConfig(window_passage_words=100, whole_windows_lead=None)
     )

@@ -472,19 +472,12 @@ def test_windows_ranked_by_halves_come_back_as_spans_of_docstore_nodes(
     budget a node comes back as
     the picked span, with its own docstore id and offsets moved to the span, so evaluators and
     fusion still see the user's nodes."""
+    from conftest import flat_corpus_index
     from llama_index.core.llms import MockLLM
     from llama_index.core.retrievers import QueryFusionRetriever
 
-    folder = Path(__file__).resolve().parents[1] / "examples" / "corpus"
     # The example corpus as one text without paragraph breaks, cut into overlapping nodes.
-    text = " ".join(
-        " ".join(p.read_text(encoding="utf-8").split()) for p in sorted(folder.glob("*.md"))
-    )
-    index = HCGIndex.from_documents(
-        [Document(text=text, id_="all")],
-        embed_model=embed,
-        transformations=[SentenceSplitter(chunk_size=300, chunk_overlap=60)],
-    )
+    index, text = flat_corpus_index(embed)
     question = "What does obesity lead to?"
     config = RetrievalConfig(
         word_budget=400, hybrid=HybridConfig(window_passage_words=100, whole_windows_lead=None)

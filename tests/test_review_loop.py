@@ -14,15 +14,7 @@ from hcg_core.audit.review import review_flags
 from hcg_core.cli import main
 from hcg_core.graph_build.edges import stable_id
 from hcg_core.store import load_graph
-from hcg_core.types import (
-    CausalEdge,
-    CausalGraph,
-    Chunk,
-    Dimension,
-    DomainSpec,
-    Metric,
-    Variable,
-)
+from hcg_core.types import CausalEdge, CausalGraph, Chunk, Dimension, DomainSpec, Metric, Variable
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "examples" / "corpus"
