@@ -322,8 +322,11 @@ def test_tier1_targets_left_out_are_asked_again():
 
     def forgetful(req):
         out = respond(req)
-        if req.schema_name == "Tier1Reply" and len(out["links"]) > 5:  # not the re-ask
-            out["links"] = out["links"][::2]  # judges every other target only
+        targets = req.enum("causal", "target") if req.schema_name == "Tier1Reply" else []
+        if len(targets) > 5:  # not the re-ask: judges every other target only
+            judged = set(targets[::2])
+            out["causal"] = [link for link in out["causal"] if link["target"] in judged]
+            out["not_causal"] = [t for t in out["not_causal"] if t in judged]
         return out
 
     emb = HashingEmbedder()

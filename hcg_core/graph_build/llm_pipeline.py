@@ -43,7 +43,7 @@ from ..spec.generate import (
 from ..spec.validate import validate_graph, validate_spec
 from ..types import CausalEdge, CausalGraph, Chunk, DomainSpec, OutcomeConfig, variable_text
 from . import BuildResult
-from .evidence import QuoteIndex, link_evidence, normalize_text
+from .evidence import QuoteIndex, SentencePool, link_evidence, normalize_text
 from .llm_tiers import (
     OPEN_TEMPLATE_WEIGHT,
     Stage2Context,
@@ -188,6 +188,7 @@ async def abuild_with_llm(
         opts.snippets,
         opts.snippet_chars,
         dict(zip([v.name for v in spec.variables], spec_var_vectors, strict=True)),
+        SentencePool(chunks, embedder),
     )
     with stage("tier1"), StageTimer(ledger, "tier1"), stage_progress("tier 1 (metrics)", progress):
         templates = await run_tier1(ctx)
