@@ -37,7 +37,11 @@ from ..graph_build.extract import singular
 # Stage 1 lists of the medical corpus (benchmarks/llm_merge.py), 0.6 also merged BloodCellCounts
 # into RedBloodCellCount (0.62); every merge at 0.65 and above names one quantity.
 DEFINITION_AGREEMENT = 0.65
-DIMENSION_ENTITY_OVERLAP = 0.5  # shared share of the smaller entity list for one axis
+# Share of the smaller entity list two dimensions must share to be one axis. Each batch lists the
+# entities its own excerpts name, so two lists of one axis overlap only partly: on the recorded
+# medical Stage 1 replies body_site / anatomic_site share 15 of 31 (0.48), body_site / organ 7 of
+# 12; lists of different axes at most 0.30 (cell_type / blood_cell_type).
+DIMENSION_ENTITY_OVERLAP = 0.4
 MIN_SHARED_ENTITIES = 2
 # Words that measure the same thing in other words; each group reads as its first word. Generic
 # measurement vocabulary, not a domain's: a risk is a probability, an incidence is a rate.
@@ -52,6 +56,7 @@ QUANTITY_SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("damage", "injury", "harm"),
 )
 _SYNONYM = {w: group[0] for group in QUANTITY_SYNONYMS for w in group}
+_IMPLICIT = frozenset({"level", "severity"})  # groups a name may end with or leave out
 # Words that name an axis without saying which: ``treatment_type`` is the treatment axis.
 AXIS_FILLERS = frozenset({"type", "kind", "category", "class", "group"})
 _STOP = frozenset(
@@ -100,6 +105,7 @@ _CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=[A-Z(\"'])")
 _MEASURES = re.compile(r"^(?:the |a |an )?([a-z]+) of ([^,;.()]+)", re.I)
+_NEGATING = frozenset({"non", "not", "no", "without", "anti"})
 _ABBREVIATION = re.compile(r"^(?P<long>.+?)\s*\((?P<short>[A-Za-z][A-Za-z0-9-]{1,11})\)$")
 
 
@@ -136,8 +142,9 @@ def text_words(text: str) -> frozenset[str]:
 
 
 def measured_thing(definition_text: str) -> frozenset[str]:
-    """What a definition of the form "[the] <measurement word> of <thing>" measures: the thing's
-    words up to the first comma (empty when the definition does not open that way).
+    """What a definition of the form "[the] <severity | level word> of <thing>" measures: the
+    thing itself (its words up to the first comma); empty when the definition does not open that
+    way, or opens with another quantity ("the chance of ...").
 
     >>> sorted(measured_thing("The severity of harmful side effects of treatment, mostly nausea."))
     ['effect', 'harmful', 'side', 'treatment']
@@ -145,8 +152,8 @@ def measured_thing(definition_text: str) -> frozenset[str]:
     frozenset()
     """
     m = _MEASURES.match(definition_text.strip())
-    if not m or _word(m.group(1)) not in _SYNONYM.values():
-        return frozenset()
+    if not m or _word(m.group(1)) not in _IMPLICIT:
+        return frozenset()  # "the chance of side effects" is another quantity than side effects
     return text_words(m.group(2))
 
 
@@ -188,10 +195,10 @@ def two_kinds(a: Sequence[str], b: Sequence[str]) -> bool:
 
 
 def _core(words: Sequence[str]) -> tuple[str, ...]:
-    # A trailing "level" (or amount, concentration) says nothing the rest does not:
-    # LDLCholesterol is LDLCholesterolLevel.
+    # A trailing "level" or "extent" (amount, severity, burden...) says nothing the rest does not:
+    # LDLCholesterol is LDLCholesterolLevel, CancerSpread is CancerSpreadExtent.
     words = tuple(words)
-    return words[:-1] if len(words) > 1 and words[-1] == "level" else words
+    return words[:-1] if len(words) > 1 and words[-1] in _IMPLICIT else words
 
 
 @dataclass(frozen=True)
@@ -274,6 +281,10 @@ def dimension_groups(
     Two dimensions are one axis when their names say the same (``axis_words``) or they share
     ``MIN_SHARED_ENTITIES`` entities that are at least ``DIMENSION_ENTITY_OVERLAP`` of the smaller
     list (entities compared by ``entity_key``); joined transitively.
+
+    >>> dimension_groups({"body_site": ["lung", "bone", "liver"], "organ": ["lungs", "bones"],
+    ...                   "treatment": ["surgery"], "treatment_type": ["chemotherapy"]}, {})
+    {'body_site': 'body_site', 'organ': 'body_site', 'treatment': 'treatment', 'treatment_type': 'treatment'}
     """
     names = list(entities)
     keys = [{entity_key(e) for e in entities[n]} for n in names]
@@ -385,14 +396,17 @@ def entity_parents(entities: Sequence[str]) -> dict[str, str]:
     """child -> parent for entities that are a qualifier plus another entity's words (the
     longest such parent): a stage or subtype named after what it is a stage or subtype of.
 
-    >>> entity_parents(["breast cancer", "metastatic breast cancer", "ALL", "B-ALL", "liver"])
-    {'metastatic breast cancer': 'breast cancer', 'B-ALL': 'ALL'}
+    >>> entity_parents(["breast cancer", "metastatic breast cancer", "ALL", "B-ALL", "RCC",
+    ...                 "non-clear cell RCC", "liver"])
+    {'metastatic breast cancer': 'breast cancer', 'B-ALL': 'ALL', 'non-clear cell RCC': 'RCC'}
     """
     keys = {entity_key(e): e for e in entities}
     out: dict[str, str] = {}
     for e in entities:
         words = entity_key(e).split()
         for k in range(1, len(words)):
+            if words[k - 1] in _NEGATING:
+                continue  # "non-clear cell RCC" is no kind of clear cell RCC (it is of RCC)
             parent = keys.get(" ".join(words[k:]))
             if parent is not None and parent != e:
                 out[e] = parent
