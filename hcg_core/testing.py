@@ -484,7 +484,8 @@ class StubLLMServer:
             self.completion_tokens = 0
             self.by_schema: Counter[str] = Counter()
             self.by_fault: Counter[str] = Counter()
-            # Per request: response_format type (+ "-strict"), temperature, token limit sent.
+            # Per request: response_format type (+ "-strict"), the schema sent (or None),
+            # temperature, token limit, the last message.
             self.log: list[dict[str, Any]] = []
             self._last_fault_n = -10
 
@@ -583,6 +584,7 @@ class StubLLMServer:
                 {
                     "schema": name,
                     "format": (fmt.get("type") or "text") + ("-strict" if strict else ""),
+                    "json_schema": schema or None,
                     "temperature": body.get("temperature"),
                     "max_tokens": body.get("max_tokens", body.get("max_completion_tokens")),
                     "prompt": str(messages[-1].get("content", "")) if messages else "",
