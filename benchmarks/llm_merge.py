@@ -29,6 +29,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -61,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
         metric_name,
     )
     from hcg_core.spec.generate import merge_metric_drafts
-    from hcg_core.spec.merge import dimension_groups, entity_key, split_abbreviation
+    from hcg_core.spec.merge import dimension_groups, entity_key, name_words, split_abbreviation
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("calls", help="calls.jsonl of a recorded build")
@@ -135,8 +137,6 @@ def main(argv: list[str] | None = None) -> None:
     names = {metric_name(m["name"]) for d in metric_drafts for m in d}
     chunk_vectors = None
     if args.chunk_embeddings:
-        import numpy as np
-
         chunk_vectors = np.load(args.chunk_embeddings, allow_pickle=False)
     renamed, support = merge_metric_drafts(metric_drafts, embedder, chunk_vectors, report)
     groups: dict[str, set[str]] = {}
@@ -158,18 +158,30 @@ def main(argv: list[str] | None = None) -> None:
     for role in ("intermediate", "outcome", "terminal"):
         print(f"  {role}: {', '.join(m.name for m in metrics if m.role == role) or '-'}")
 
-    def one(names: list[str]) -> bool:
-        return len({canonical.get(n, n) for n in names}) == 1
+    described = {}
+    for d in metric_drafts:
+        for m in d:
+            described.setdefault(metric_name(m["name"]), m.get("description", ""))
+
+    def similarity(parts: list[str]) -> str:
+        # What an embedding alone says: cosine of "name words: description" of the first two.
+        if len(parts) < 2 or not all(p in described for p in parts[:2]):
+            return ""
+        texts = [f"{' '.join(name_words(p))}: {described[p]}" for p in parts[:2]]
+        a, b = np.asarray(embedder.embed_documents(texts), dtype=np.float32)
+        cos = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+        return f" (embedding of name and description: cosine {cos:.2f})"
 
     if args.expect_merged or args.expect_apart:
         print("\n== expectations")
     for spec in args.expect_merged:
         parts = spec.split("/")
-        print(f"  merged {spec}: {'holds' if one(parts) else 'FAILS'}")
+        held = len({canonical.get(n, n) for n in parts}) == 1
+        print(f"  merged {spec}: {'holds' if held else 'FAILS'}{similarity(parts)}")
     for spec in args.expect_apart:
         parts = spec.split("/")
         apart = len({canonical.get(n, n) for n in parts}) == len(parts)
-        print(f"  apart  {spec}: {'holds' if apart else 'FAILS'}")
+        print(f"  apart  {spec}: {'holds' if apart else 'FAILS'}{similarity(parts)}")
 
 
 if __name__ == "__main__":
