@@ -25,7 +25,7 @@ prompt can prevent (``CureProbability`` / ``CureLikelihood``, ``body_site`` / ``
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -252,8 +252,16 @@ def metric_groups(
         members[gi] |= members.pop(gj)
         for k in members[gi]:
             group[k] = gi
+    return _named_by_votes(names, members.values(), votes)
+
+
+def _named_by_votes(
+    names: Sequence[str], groups: Iterable[Iterable[int]], votes: Mapping[str, int]
+) -> dict[str, str]:
+    """name -> the name of its group's most-voted member (ties: the first given)."""
     out: dict[str, str] = {}
-    for ids in members.values():
+    for ids in groups:
+        ids = list(ids)
         best = min(ids, key=lambda k: (-votes.get(names[k], 0), k))
         for k in ids:
             out[names[k]] = names[best]
@@ -307,12 +315,7 @@ def dimension_groups(
     groups: dict[int, list[int]] = {}
     for i in range(len(names)):
         groups.setdefault(root(i), []).append(i)
-    out: dict[str, str] = {}
-    for ids in groups.values():
-        best = min(ids, key=lambda k: (-votes.get(names[k], 0), k))
-        for k in ids:
-            out[names[k]] = names[best]
-    return out
+    return _named_by_votes(names, groups.values(), votes)
 
 
 # -- entities -------------------------------------------------------------------------------------
