@@ -52,7 +52,11 @@ PROMPTS: dict[str, Prompt] = {
         "Read these excerpts and list the categorical DIMENSIONS of the domain (at most {cap}): "
         "axes that identify WHAT a measurement is about, such as disease, population or organ, "
         "each with the concrete entities the excerpts name. Use short snake_case dimension names "
-        "and the entities' usual names, as the excerpts spell them.\n\n{excerpts}",
+        "and the entities' usual names, as the excerpts spell them; one name per entity (not "
+        "its plural, abbreviation or synonym as well), and a stage or subtype only as itself "
+        "(metastatic breast cancer), never as a different disease. Where the schema asks for "
+        "them, also give the domain in one line and the outcomes the text builds toward.\n\n"
+        "{excerpts}",
         {
             "domain": "domain name or 'unknown'",
             "outcome": "outcome configuration text",
@@ -65,12 +69,15 @@ PROMPTS: dict[str, Prompt] = {
         "Domain: {domain}\nOutcomes the graph builds toward: {outcome}\n"
         "Dimensions (use only these in signatures):\n{dimensions}\n\n"
         "From these excerpts, define measurable or assessable METRICS (at most {cap}) in "
-        "CamelCase, one per distinct quantity (no near-duplicates such as a risk and its "
-        "incidence). Give each a signature: the dimensions that IDENTIFY what the metric is "
-        "measured for (usually one, often none); never put its causes, drivers or treatments in "
-        "the signature, they are metrics of their own. Give a one-paragraph description (what it "
-        "is, what drives it, what it influences), a category, and a role: 'terminal' for final "
-        "sinks, 'outcome' for retrieval endpoints, else 'intermediate'.\n\n{excerpts}",
+        "CamelCase, one per distinct quantity (one name for one quantity: not both a "
+        "probability and a likelihood of the same thing). Include the CAUSES the excerpts "
+        "discuss (exposures, behaviours, treatments received, inherited conditions, risk "
+        "factors) as metrics of their own, not only the outcomes. Give each a signature: the "
+        "dimensions that IDENTIFY what the metric is measured for (usually one, often none); "
+        "never put its causes, drivers or treatments in the signature. Give a description "
+        "whose first sentence says what it measures, then what drives it and what it "
+        "influences; a category; and a role: 'terminal' for the few final sinks, 'outcome' for "
+        "key endpoints, 'intermediate' for everything else, causes included.\n\n{excerpts}",
         {
             "domain": "domain name",
             "outcome": "outcome configuration text",
@@ -107,38 +114,43 @@ PROMPTS: dict[str, Prompt] = {
     ),
     "tier1": Prompt(
         "tier1",
-        "Source metric: {source}\n{source_description}\n\nEvidence from the corpus:\n{evidence}\n\n"
-        "Seed relations already known from the corpus (source -> target metric):\n{seeds}\n\n"
+        "Domain: {domain}\nSource metric: {source}\n{source_description}\n\n"
+        "Evidence from the corpus:\n{evidence}\n\n"
+        "Links an earlier step proposed from other excerpts (previous judgements, not "
+        "evidence; source -> target metric):\n{seeds}\n\n"
         "Candidate target metrics, each with an evidence line from the corpus:\n{candidates}\n\n"
-        "For EVERY candidate target (one link each), decide whether the source metric DIRECTLY "
-        "causes a change in it in this domain (a metric-level template); an effect that runs "
-        "through another listed metric is not direct. Answer causal=true only with a mechanism "
-        "the evidence supports or that is well-established domain knowledge (say which in the "
-        "rationale); give a short rationale for every candidate.",
+        "For EVERY candidate target, decide whether the source metric DIRECTLY causes a change "
+        "in it in this domain (a metric-level template); an effect that runs through another "
+        "listed metric is not direct. List it under causal only with a mechanism the evidence "
+        "above supports or that is well-established domain knowledge, with a short rationale "
+        "saying which; list every other candidate under not_causal, by name only.",
         {
+            "domain": "the domain, given or inferred",
             "source": "source metric with signature",
             "source_description": "its description",
             "evidence": "numbered evidence snippets found by embedding search",
             "seeds": "the spec's seed relations from this metric, lifted to metrics",
-            "candidates": "candidate target metrics with descriptions and evidence summaries",
+            "candidates": "candidate target metrics with descriptions and evidence lines",
         },
     ),
     "tier2": Prompt(
         "tier2",
-        "Templates (metric-level causal links; the text after each colon is a rationale, NOT "
-        "corpus text: never quote it):\n{templates}\n\nMetrics:\n{metrics}\n\n"
-        "Evidence from the corpus:\n{evidence}\n\nCandidate edges (source -> target):\n"
-        "{candidates}\n\nJudge EVERY numbered candidate (one judgement each): keep=true only if "
-        "the source variable directly causes a change in the target variable here. For kept "
-        "edges give effect (does raising the source increase or decrease the target?), the "
-        "mechanism (one sentence), a confidence in [0, 1], and, when the evidence above states "
-        "the link, a verbatim quote of those words (else leave evidence empty).\n"
+        "Domain: {domain}\nTemplates (metric-level causal links to instantiate):\n{templates}\n\n"
+        "Metrics:\n{metrics}\n\nEvidence from the corpus:\n{evidence}\n\n"
+        "Candidate edges (source -> target):\n{candidates}\n\n"
+        "Judge EVERY numbered candidate once: keep it only if the source variable directly "
+        "causes a change in the target variable here. List a kept one under kept with its "
+        "number, the effect (does raising the source increase or decrease the target?), the "
+        "mechanism (one sentence), a confidence in [0, 1] and, when the evidence above states "
+        "the link, a verbatim quote of those words (else leave evidence empty); list every "
+        "other one under rejected, by its number alone.\n"
         "Then add new_edges for variables the evidence discusses that no candidate covers, "
         "between a template's source and target metric: one entity per signature dimension, "
-        "taken from these lists or, for an entity not listed, copied exactly from the evidence "
-        "above:\n{entities}",
+        "chosen from these lists (entities) or, for an entity not listed, copied exactly from "
+        "the evidence above (new_entities):\n{entities}",
         {
-            "templates": "the batch's Tier 1 templates with their rationale",
+            "domain": "the domain, given or inferred",
+            "templates": "the batch's Tier 1 templates (source -> target metric)",
             "metrics": "the templates' metrics with signatures and descriptions",
             "evidence": "numbered evidence snippets chosen for the batch's pairs",
             "candidates": "numbered candidate pairs",

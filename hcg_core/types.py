@@ -32,11 +32,24 @@ def variable_name(metric: str, entities: tuple[str, ...]) -> str:
 
 @dataclass(frozen=True)
 class Dimension:
-    """A categorical axis of the domain; the name is fixed, the entity list extensible."""
+    """A categorical axis of the domain; the name is fixed, the entity list extensible.
+
+    ``parents`` links an entity that names a stage or subtype of another entity of the axis to it
+    (``("metastatic breast cancer", "breast cancer")``): it stays its own entity, not an
+    unrelated one.
+    """
 
     name: str
     entities: tuple[str, ...] = ()
     description: str = ""
+    parents: tuple[tuple[str, str], ...] = ()
+
+    def parent_of(self, entity: str) -> str | None:
+        """The entity ``entity`` is a stage or subtype of, if any."""
+        for child, parent in self.parents:
+            if child == entity:
+                return parent
+        return None
 
 
 @dataclass(frozen=True)
@@ -95,6 +108,9 @@ class DomainSpec:
     relations: tuple[Relation, ...] = ()
     outcome: OutcomeConfig = field(default_factory=OutcomeConfig)
     domain: str = ""
+    # What Stage 1 inferred rather than was given ("domain", "outcome"): shown to the user to
+    # correct (spec.yaml's ``inferred``).
+    inferred: tuple[str, ...] = ()
 
     def metric(self, name: str) -> Metric:
         for m in self.metrics:

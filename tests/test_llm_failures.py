@@ -173,8 +173,8 @@ def test_degenerate_graph_is_an_error_in_the_library(spec_file):
     def nothing_causal(req):
         out = respond(req)
         if req.schema_name == "Tier1Reply":
-            for link in out["links"]:
-                link["causal"] = False
+            out["not_causal"] += [link["target"] for link in out["causal"]]
+            out["causal"] = []
         return out
 
     from hcg_core.store import read_spec_file

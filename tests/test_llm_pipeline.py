@@ -91,11 +91,12 @@ def test_no_metric_outside_the_spec_enters_the_graph(clean):
     def intruder(req):
         out = respond(req)
         if req.schema_name == "Tier2Reply":
-            out["judgements"].append(
+            target = req.enum("new_edges", "target", "metric")[0]
+            out["new_edges"].append(
                 {
-                    "source": "CorruptionIndex(Lake Erie)",
-                    "keep": True,
-                    "target": out["judgements"][0]["target"],
+                    "source": {"metric": "CorruptionIndex", "entities": ["Lake Erie"]},
+                    "target": {"metric": target, "entities": ["Lake Erie"]},
+                    "mechanism": "an outsider",
                 }
             )
         return out

@@ -61,6 +61,60 @@ def test_strict_schema_first_and_temperature_dropped_when_rejected():
     assert llm.ledger.total("calls") == 3 and not llm.send_temperature
 
 
+def test_concurrent_requests_all_resend_once_the_temperature_is_rejected():
+    """Six requests go out together with a temperature; each 400 is judged against what that
+    request was sent with, so every one is resent without it and none fails."""
+    ledger, failures = Ledger(), Failures()
+    with StubLLMServer(answer, faults=FaultPlan(reject_temperature=True), delay=0.2) as srv:
+        llm = make(srv, max_concurrency=6)
+
+        async def all_at_once():
+            try:
+                return await asyncio.gather(
+                    *(
+                        ask_item(
+                            llm,
+                            [{"role": "user", "content": f"Judge item {i}."}],
+                            Answer,
+                            item=f"item {i}",
+                            ledger=ledger,
+                            failures=failures,
+                        )
+                        for i in range(6)
+                    )
+                )
+            finally:
+                await llm.aclose()
+
+        got = asyncio.run(all_at_once())
+    assert all(g is not None and g.verdict for g in got)
+    assert ledger.total("failed") == 0 and len(failures) == 0
+    with_temperature = [r for r in srv.log if r["temperature"] is not None]
+    assert len(with_temperature) >= 4  # in flight together, before any 400 came back
+    assert len(srv.log) == 6 + len(with_temperature)
+    assert all(r["temperature"] is None for r in srv.log[len(with_temperature) :])
+    assert llm.ledger.total("resends") == len(with_temperature) and not llm.send_temperature
+
+
+def test_the_users_max_tokens_wins_over_the_requests_budget():
+    from hcg_core.llm.budget import completion_budget
+
+    async def ask(llm):
+        try:
+            with completion_budget(300):
+                return await llm.acomplete(MSG, Answer)
+        finally:
+            await llm.aclose()
+
+    with StubLLMServer(answer, faults=FaultPlan(script={1: "length"})) as srv:
+        budgeted = make(srv)
+        asyncio.run(ask(budgeted))  # cut at 300: resent with 600, counted
+        asyncio.run(ask(make(srv, max_tokens=100)))
+        budgeted.complete(MSG, Answer)  # no budget set: the server's default
+    assert [r["max_tokens"] for r in srv.log] == [300, 600, 100, None]
+    assert budgeted.ledger.total("truncated") == 1 and budgeted.ledger.total("resends") == 1
+
+
 def test_no_temperature_is_sent_when_none_and_max_tokens_is():
     with StubLLMServer(answer) as srv:
         make(srv, temperature=None, max_tokens=300).complete(MSG, Answer)
@@ -268,8 +322,11 @@ def test_tier1_targets_left_out_are_asked_again():
 
     def forgetful(req):
         out = respond(req)
-        if req.schema_name == "Tier1Reply" and len(out["links"]) > 5:  # not the re-ask
-            out["links"] = out["links"][::2]  # judges every other target only
+        targets = req.enum("causal", "target") if req.schema_name == "Tier1Reply" else []
+        if len(targets) > 5:  # not the re-ask: judges every other target only
+            judged = set(targets[::2])
+            out["causal"] = [link for link in out["causal"] if link["target"] in judged]
+            out["not_causal"] = [t for t in out["not_causal"] if t in judged]
         return out
 
     emb = HashingEmbedder()

@@ -97,26 +97,23 @@ class TopicResponder:
             return {"relations": []}
         if name == "Tier1Reply":
             src = req.enum("source")[0]
+            targets = req.enum("causal", "target")
+            causal = [t for t in targets if (src, t) == ("CauseLevel", "SymptomBurden")]
             return {
                 "source": src,
-                "links": [
-                    {"target": t, "causal": (src, t) == ("CauseLevel", "SymptomBurden")}
-                    for t in req.enum("links", "target")
-                ],
+                "causal": [{"target": t} for t in causal],
+                "not_causal": [t for t in targets if t not in causal],
             }
         if name == "Tier2Reply":
             pairs = re.findall(r"^\d+\. (.+?) -> (.+)$", prompt, re.M)
+            same = [s.split("(")[1] == t.split("(")[1] for s, t in pairs]
             return {
-                "judgements": [
-                    {
-                        "source": s,
-                        "target": t,
-                        "keep": s.split("(")[1] == t.split("(")[1],
-                        "mechanism": "the cause drives the symptom",
-                        "confidence": 0.8,
-                    }
-                    for s, t in pairs
-                ]
+                "kept": [
+                    {"candidate": n, "mechanism": "the cause drives the symptom", "confidence": 0.8}
+                    for n, ok in enumerate(same, start=1)
+                    if ok
+                ],
+                "rejected": [{"candidate": n} for n, ok in enumerate(same, start=1) if not ok],
             }
         raise ValueError(name)
 
@@ -175,7 +172,8 @@ def test_tier2_packs_templates_into_few_calls():
         variables += [Variable(f"S{i}", (f"s{j}",)) for j in range(ns)]
         variables += [Variable(f"T{i}", (f"t{j}",)) for j in range(nt)]
         templates.append(Template(f"S{i}", f"T{i}"))
-    batches = tier2_batches(templates, variables, 50)
+    batches, counts = tier2_batches(templates, variables, 50)
+    assert counts["candidates_proposed"] == counts["candidates"] == 316
     assert sum(len(b.pairs) for b in batches) == sum(a * b for a, b in sizes) == 316
     assert len(templates) == 122 and len(batches) <= 10
     assert all(len(b.pairs) <= 50 for b in batches)
@@ -219,7 +217,7 @@ def test_snippets_end_at_sentence_boundaries():
 
 def test_stage1_merges_by_meaning_and_caps_by_support():
     from hcg_core.spec.assemble import AssemblyReport, merge_dimensions, merge_metrics
-    from hcg_core.spec.generate import _by_meaning
+    from hcg_core.spec.generate import merge_metric_drafts
     from hcg_core.types import Dimension
 
     report = AssemblyReport()
@@ -257,7 +255,7 @@ def test_stage1_merges_by_meaning_and_caps_by_support():
     # the clot metric (more corpus support than Mood), not the first ones proposed.
     chunks = np.array([[0.0, 1.0, 0.0, 0.0]] * 5 + [[0.0, 0.0, 1.0, 0.0]], dtype=np.float32)
     report = AssemblyReport()
-    renamed, support = _by_meaning(drafts, Words(), chunks, report)
+    renamed, support = merge_metric_drafts(drafts, Words(), chunks, report)
     assert report.repaired["metric_near_duplicate_merged"] == 1
     metrics, _ = merge_metrics(renamed, (), 2, None, report, support=support)
     assert [m.name for m in metrics] == ["LDLCholesterolLevel", "ClotFormation"]

@@ -10,7 +10,10 @@ order), then semantic matches (most similar first). An edge that neither match l
 back to (3) the chunk most similar to it among those the LLM was shown when it judged the edge,
 if within cosine ``shown_tau``: the text its judgement rests on (counted apart in the report).
 
-``snippet`` cuts a chunk into a prompt excerpt that starts and ends at sentence boundaries.
+``snippet`` cuts a chunk into a prompt excerpt that starts and ends at sentence boundaries;
+``SentencePool`` finds the sentences of chunks nearest to a query (embedded once, on first use),
+so a prompt's evidence line is the sentence about its metric, not the chunk's opening one.
+``EntityMentions`` says which chunks name an entity (whole words; an acronym by its case).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import bisect
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +35,7 @@ from ..config import (
 from ..embedding import as_matrix
 from ..ports import Embedder
 from ..types import CausalEdge, Chunk
+from .extract import split_sentences
 
 SEMANTIC_BLOCK = 512  # edges per block of the semantic match (bounds memory: block x chunks)
 MIN_QUOTE_CHARS = 10  # a shorter quote matches too much to count as evidence
@@ -69,6 +74,126 @@ def snippet(text: str, chars: int) -> str:
         return head[: ends[-1]].strip()
     cut = head.rfind(" ")
     return (head[:cut] if cut > 0 else head[:chars]).rstrip(",;: ") + " ..."
+
+
+def is_acronym(text: str) -> bool:
+    """Every letter upper case, two letters at least ("ALL", "B-ALL", "HER2").
+
+    >>> is_acronym("ALL"), is_acronym("All"), is_acronym("A")
+    (True, False, False)
+    """
+    letters = [c for c in text if c.isalpha()]
+    return len(letters) >= 2 and all(c.isupper() for c in letters)
+
+
+def entity_pattern(entity: str) -> re.Pattern[str]:
+    """Whole-word pattern (a plural ending allowed) for an entity in ``normalize_text`` form, or,
+    for an acronym, in its own case: "ALL" the leukaemia is not the word "all".
+
+    >>> p = entity_pattern("bone")
+    >>> bool(entity_pattern("ALL").search("in all cases")), bool(p.search("x bones"))
+    (False, True)
+    """
+    flat = _WS.sub(" ", entity).strip()
+    body = re.escape(flat if is_acronym(flat) else flat.lower())
+    return re.compile(rf"(?<!\w){body}(?:e?s)?(?!\w)")
+
+
+class EntityMentions:
+    """Which chunks name an entity, computed once per entity (one regex pass over the corpus).
+
+    >>> m = EntityMentions([Chunk("a", "Lake Erie and Lake Taihu"), Chunk("b", "Lake Erie")])
+    >>> sorted(m.chunks_naming("lake erie")), m.together(["Lake Erie", "Lake Taihu"])
+    ([0, 1], True)
+    """
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self._flat = [_WS.sub(" ", c.text) for c in chunks]
+        self._lower = [t.lower() for t in self._flat]
+        self._found: dict[str, frozenset[int]] = {}
+
+    def chunks_naming(self, entity: str) -> frozenset[int]:
+        hit = self._found.get(entity)
+        if hit is None:
+            pattern = entity_pattern(entity)
+            texts = self._flat if is_acronym(entity) else self._lower
+            hit = frozenset(i for i, t in enumerate(texts) if pattern.search(t))
+            self._found[entity] = hit
+        return hit
+
+    def together(self, entities: Sequence[str]) -> bool:
+        """Whether one chunk names every one of ``entities``."""
+        sets = [self.chunks_naming(e) for e in dict.fromkeys(entities)]
+        return bool(sets) and bool(frozenset.intersection(*sets))
+
+
+class SentencePool:
+    """The sentences of chunks, embedded on first use and kept, for evidence lines chosen by
+    meaning: ``best`` ranks the sentences of some chunks against a query vector, ``window`` gives
+    a chunk's best sentence with its neighbours, within a character budget."""
+
+    def __init__(self, chunks: Sequence[Chunk], embedder: Embedder) -> None:
+        self.chunks = chunks
+        self.embedder = embedder
+        self._sentences: dict[int, list[str]] = {}
+        self._vectors: dict[int, np.ndarray] = {}
+
+    def sentences(self, i: int) -> list[str]:
+        if i not in self._sentences:
+            self._sentences[i] = split_sentences(self.chunks[i].text) or [self.chunks[i].text]
+        return self._sentences[i]
+
+    def _embed(self, idx: Sequence[int]) -> None:
+        todo = [i for i in dict.fromkeys(idx) if i not in self._vectors]
+        texts = [s for i in todo for s in self.sentences(i)]
+        if not texts:
+            return
+        vecs = as_matrix(self.embedder.embed_documents(texts), len(texts), who="embedder")
+        vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        at = 0
+        for i in todo:
+            n = len(self.sentences(i))
+            self._vectors[i] = vecs[at : at + n]
+            at += n
+
+    def best(
+        self, query: np.ndarray, idx: Sequence[int], score: Any = None
+    ) -> list[tuple[float, int, int]]:
+        """(score, chunk index, sentence index) over the chunks ``idx``, best first (ties: corpus
+        order); ``score(sentence, cosine)`` may replace the plain cosine."""
+        self._embed(idx)
+        out = []
+        for i in dict.fromkeys(idx):
+            sims = self._vectors[i] @ query
+            for k, sim in enumerate(sims):
+                value = float(sim) if score is None else score(self.sentences(i)[k], float(sim))
+                out.append((value, i, k))
+        out.sort(key=lambda t: (-t[0], t[1], t[2]))
+        return out
+
+    def window(self, i: int, query: np.ndarray, chars: int) -> str:
+        """Chunk ``i``'s sentence nearest to ``query``, then its neighbours (following first)
+        while the excerpt stays within ``chars``; one line."""
+        ranked = self.best(query, [i])
+        sents = self.sentences(i)
+        if not ranked:
+            return snippet(self.chunks[i].text, chars)
+        lo = hi = ranked[0][2]
+        text = sents[lo]
+        if len(text) > chars:
+            return snippet(text, chars)
+        while True:
+            grown = False
+            if hi + 1 < len(sents) and len(text) + len(sents[hi + 1]) + 1 <= chars:
+                hi += 1
+                text = f"{text} {sents[hi]}"
+                grown = True
+            if lo > 0 and len(text) + len(sents[lo - 1]) + 1 <= chars:
+                lo -= 1
+                text = f"{sents[lo]} {text}"
+                grown = True
+            if not grown:
+                return text
 
 
 def edge_text(edge: CausalEdge) -> str:
@@ -228,7 +353,11 @@ def link_evidence(
 
 
 __all__ = [
+    "EntityMentions",
     "QuoteIndex",
+    "SentencePool",
+    "entity_pattern",
+    "is_acronym",
     "edge_text",
     "link_evidence",
     "normalize_text",

@@ -43,10 +43,13 @@ from ..spec.generate import (
 from ..spec.validate import validate_graph, validate_spec
 from ..types import CausalEdge, CausalGraph, Chunk, DomainSpec, OutcomeConfig, variable_text
 from . import BuildResult
-from .evidence import QuoteIndex, link_evidence, normalize_text
+from .evidence import EntityMentions, QuoteIndex, SentencePool, link_evidence, normalize_text
 from .llm_tiers import (
+    MAX_TIER2_SNIPPETS,
     OPEN_TEMPLATE_WEIGHT,
+    SUMMARY_CHARS,
     Stage2Context,
+    compatible,
     edge_id,
     metric_text,
     run_tier1,
@@ -188,6 +191,7 @@ async def abuild_with_llm(
         opts.snippets,
         opts.snippet_chars,
         dict(zip([v.name for v in spec.variables], spec_var_vectors, strict=True)),
+        SentencePool(chunks, embedder),
     )
     with stage("tier1"), StageTimer(ledger, "tier1"), stage_progress("tier 1 (metrics)", progress):
         templates = await run_tier1(ctx)
@@ -423,12 +427,20 @@ def _report(
 # -- the estimate (Remark 1) ----------------------------------------------------------------------
 
 CHARS_PER_TOKEN = 4  # the estimate's stated approximation
-COMPLETION_TOKENS_PER_JUDGEMENT = 60  # a judged candidate: names, a sentence, a number
+COMPLETION_TOKENS_PER_JUDGEMENT = 60  # a kept candidate: a number, a sentence, a quote
 COMPLETION_TOKENS_STAGE1 = 800
-# Share of ordered metric pairs Tier 1 makes templates of, measured on a real run (a capable LLM,
-# the example corpus, XS: 122 templates of 40 x 39 pairs); the expected Tier 2 figure uses it.
-TEMPLATE_DENSITY = 0.08
-VARIABLES_PER_METRIC_EXPECTED = 1.5  # the same run: 58 variables over 40 metrics
+# Share of ordered metric pairs Tier 1 makes templates of, measured on the recorded real runs
+# (a capable LLM at XS): example corpus 122 of 40 x 39 pairs (0.078), medical 165 of 50 x 49
+# (0.067); the expected Tier 2 figure uses it.
+TEMPLATE_DENSITY = 0.075
+# Pair slots one template takes in a Tier 2 batch: its candidates the compatibility rule keeps, or
+# OPEN_TEMPLATE_WEIGHT when it has none. Today's rule over the recorded runs' templates
+# (benchmarks/llm_estimate.py --recording, benchmarks/llm_candidates.py): medical (583 + 44 x 10)
+# / 165 = 6.2, example corpus (77 + 72 x 10) / 122 = 6.5.
+SLOTS_PER_TEMPLATE = 6
+# Share of the capped metrics that are terminal (no Tier 1 call) when no spec says: the recorded
+# example-corpus run tagged 8 of 40, the medical one 17 of 318 proposals.
+TERMINAL_SHARE = 0.1
 ENTITIES_PER_DIMENSION = 20  # assumed without a spec, for prompt sizes
 CHARS_PER_ENTITY = 16
 CHARS_PER_VARIABLE_NAME = 40
@@ -444,6 +456,27 @@ def _packed_calls(weights: Sequence[int], max_pairs: int) -> int:
                 calls, load = calls + 1, 0
             load += piece
     return calls + (1 if load else 0)
+
+
+def _template_slots(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
+    """Per ordered metric pair a Tier 1 call may make a template of: the candidates the
+    compatibility rule would keep (0 for a template to populate)."""
+    mentions = EntityMentions(chunks)
+    by_metric: dict[str, list[Any]] = {}
+    for v in spec.variables:
+        by_metric.setdefault(v.metric, []).append(v)
+    sizes = []
+    for s, targets in tier1_sources(spec):
+        for t in targets:
+            sizes.append(
+                sum(
+                    1
+                    for a in by_metric.get(s.name, ())
+                    for b in by_metric.get(t.name, ())
+                    if a.name != b.name and compatible(spec, mentions, a, b)
+                )
+            )
+    return sizes
 
 
 def estimate_build(
@@ -464,12 +497,14 @@ def estimate_build(
 
     Calls are items (one request each when nothing is retried, re-asked or split; fewer when the
     cache answers). Stage 1 (every chunk up to the tier's budget) and, with a spec, Tier 1 are
-    exact. Tier 2 depends on the templates Tier 1 finds: the expected figure assumes
-    ``template_density`` of the ordered metric pairs become templates (measured on a real run),
-    the upper bound that every pair does; candidates are packed ``max_batch_pairs`` to a call.
-    Without a spec, |M| is the tier's cap and each metric gets ``assumed_variables_per_metric``
-    variables (k) for the bound, ``VARIABLES_PER_METRIC_EXPECTED`` (measured) for the figure.
-    Prompt sizes include the entity lists; tokens are 4 characters each.
+    exact; without a spec Tier 1 expects the tier's metric cap less ``TERMINAL_SHARE``
+    terminals, at most the cap. Tier 2 depends on the templates Tier 1 finds: the expected figure
+    assumes ``template_density`` of the ordered metric pairs become templates, each taking
+    ``SLOTS_PER_TEMPLATE`` pair slots (both measured on real runs; with a spec, each pair's
+    own compatible candidates instead), packed ``max_batch_pairs`` to a call. The upper bound
+    assumes every pair becomes a template, with all its proposed candidates (without a spec:
+    ``assumed_variables_per_metric`` variables per metric). Prompt sizes include the entity
+    lists; tokens are 4 characters each.
     """
     caps = tier_caps(tier)
     overhead = sum(len(p.user) + len(p.system) for p in PROMPTS.values()) // len(PROMPTS)
@@ -488,32 +523,34 @@ def estimate_build(
         per_call = overhead + chunks_per_call * excerpt_chars + vocab_chars
         s1_prompt = s1 * per_call // CHARS_PER_TOKEN
         k = assumed_variables_per_metric
-        t1 = n_metrics
-        sizes = [int(k * k)] * (n_metrics * (n_metrics - 1))
-        k_exp = min(k, VARIABLES_PER_METRIC_EXPECTED)
-        expected_per_template = max(1, round(k_exp * k_exp))
+        t1_max = n_metrics
+        t1 = n_metrics - round(n_metrics * TERMINAL_SHARE)
+        pairs_all = t1_max * (n_metrics - 1)
+        sizes_max = [int(k * k)] * pairs_all
+        expected_slots = [SLOTS_PER_TEMPLATE] * round(template_density * t1 * (n_metrics - 1))
         desc_chars = 400 * n_metrics
         n_vars = int(n_metrics * k)
     else:
         sources = tier1_sources(spec)
-        t1 = len(sources)
+        t1 = t1_max = len(sources)
         n_metrics = len(spec.metrics)
         count = Counter(v.metric for v in spec.variables)
-        sizes = [count[s.name] * count[t.name] for s, ts in sources for t in ts]
+        sizes_max = [count[s.name] * count[t.name] for s, ts in sources for t in ts]
+        kept = _template_slots(spec, chunks)
+        mean_slots = sum(n or OPEN_TEMPLATE_WEIGHT for n in kept) / len(kept) if kept else 0
+        expected_slots = [max(1, round(mean_slots))] * round(template_density * len(kept))
         k = len(spec.variables) / max(1, n_metrics)
         desc_chars = sum(len(metric_text(m)) + 3 for m in spec.metrics)
         entity_chars = sum(len(e) + 2 for d in spec.dimensions for e in d.entities)
         n_vars = len(spec.variables)
-    t2_max = _packed_calls(sizes, max_batch_pairs)
-    expected_sizes = sorted(sizes, reverse=True)[: max(1, round(template_density * len(sizes)))]
-    if spec is None:  # without a spec, variables per metric as measured, not the bound's k
-        expected_sizes = [expected_per_template] * len(expected_sizes)
-    t2_expected = _packed_calls(expected_sizes, max_batch_pairs) if sizes else 0
-    pairs_max = int(sum(sizes))
-    pairs_expected = int(sum(expected_sizes)) if sizes else 0
+    t2_max = _packed_calls(sizes_max, max_batch_pairs)
+    t2_expected = _packed_calls(expected_slots, max_batch_pairs) if expected_slots else 0
+    pairs_max = int(sum(sizes_max))
+    pairs_expected = int(sum(expected_slots))
     snip = snippets * snippet_chars
-    t1_prompt = t1 * (overhead + desc_chars + snip + 220 * n_metrics) // CHARS_PER_TOKEN
-    t2_per_call = overhead + 4 * snip + entity_chars + 600
+    t1_prompt = t1_max * (overhead + desc_chars + snip + SUMMARY_CHARS * n_metrics)
+    t1_prompt //= CHARS_PER_TOKEN
+    t2_per_call = overhead + MAX_TIER2_SNIPPETS * snippet_chars + entity_chars + 600
 
     def t2_tokens(calls: int, pairs: int) -> int:
         return (calls * t2_per_call + pairs * 2 * CHARS_PER_VARIABLE_NAME) // CHARS_PER_TOKEN
@@ -530,8 +567,9 @@ def estimate_build(
         },
         "tier1": {
             "calls": t1,
+            "calls_max": t1_max,
             "prompt_tokens": t1_prompt,
-            "completion_tokens": t1 * n_metrics * COMPLETION_TOKENS_PER_JUDGEMENT // 2,
+            "completion_tokens": t1_max * n_metrics * COMPLETION_TOKENS_PER_JUDGEMENT // 2,
             "exact": spec is not None,
         },
         "tier2": {
@@ -546,7 +584,7 @@ def estimate_build(
         },
     }
     out["calls_expected"] = s1 + t1 + t2_expected
-    out["calls_max"] = s1 + t1 + t2_max
+    out["calls_max"] = s1 + t1_max + t2_max
     out["prompt_tokens_max"] = s1_prompt + t1_prompt + t2_tokens(t2_max, pairs_max)
     out["completion_tokens_max"] = sum(
         v.get("completion_tokens", v.get("completion_tokens_max", 0))
@@ -555,7 +593,7 @@ def estimate_build(
     out["remark1"] = {
         "metrics": n_metrics,
         "mean_variables_per_metric": round(k, 2),
-        "tier1_judgements": t1 * max(0, n_metrics - 1),
+        "tier1_judgements": t1_max * max(0, n_metrics - 1),
         "candidates_expected": pairs_expected,
         "candidates_max": pairs_max,
         "naive_pairs": n_vars * n_vars,
@@ -578,7 +616,9 @@ def format_estimate(est: Mapping[str, Any]) -> str:
                 if s1["calls"] == 0
                 else f", reading {s1['chunks_read']} chunks"
             ),
-            f"  tier 1 (metrics)  {st['tier1']['calls']:>7} calls, one per non-terminal metric",
+            f"  tier 1 (metrics)  {st['tier1']['calls']:>7} calls"
+            + ("" if st["tier1"]["exact"] else f" expected, <= {st['tier1']['calls_max']}")
+            + ", one per non-terminal metric",
             f"  tier 2 (edges)    {t2['calls_expected']:>7} calls expected, <= {t2['calls_max']} "
             f"(at most {est['max_batch_pairs']} pairs, about {t2['per_call_prompt_tokens']:,} "
             "prompt tokens each)",

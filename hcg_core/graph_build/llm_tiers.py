@@ -1,14 +1,24 @@
 """Stage 2 with an LLM: Tier 1 metric templates and Tier 2 variable edges.
 
-Tier 1 asks one call per non-terminal source metric, judging all candidate targets together,
-with each candidate's evidence summary and the spec's seed relations lifted to metrics (the
-paper's Algorithm 1); targets a reply leaves out are re-asked once. Tier 2 packs the candidate
-pairs of several templates into calls of at most ``max_batch_pairs`` pairs, shows each call the
-chunks relevant to its own pairs, and lets the model add variables (and entities it can quote from
-those chunks) for the templates' metrics: the vocabulary grows, validated against dimensions and
-metrics, counted and capped. Response models carry ``Literal`` choices of the allowed names;
-replies are pruned again here and every pruned item is counted by reason. A batch whose request
-is too long, or whose reply was cut at the token limit, is split in two.
+Tier 1 asks one call per non-terminal source metric, judging all candidate targets together:
+each candidate comes with one evidence line, the corpus sentence nearest to that target's name
+and description (and the source's), no line shown twice; the spec's seed relations are shown as
+what an earlier step proposed, not as facts. Targets a reply leaves out are re-asked once.
+
+Tier 2 judges only the candidate pairs a text could link (``compatible``): variables that bind
+the same entity of a dimension they share (or one the other's stage or subtype), or, when they
+share no dimension, whose entities one chunk names together; a variable without entities pairs
+freely. The pairs of several templates are packed into calls of at most ``max_batch_pairs``
+pairs, grouped by entity, a template's pairs never spread over more calls than the cap needs;
+each call is shown the sentences nearest to its own templates and variables, and the model may
+add variables (and entities it can quote from those sentences) for the templates' metrics. The
+vocabulary grows, validated against dimensions and metrics, counted and capped. Earlier replies
+are never shown as facts: templates carry no rationale (an earlier reply's reasons, citing
+evidence numbers of another prompt, would read as established), only this call's excerpts are
+numbered evidence. Response models carry ``Literal`` choices of the allowed names (a judgement
+is a candidate's number; a rejection is the number alone) and ``maxItems``; replies are pruned
+again here and every pruned item is counted by reason. A batch whose request is too long, or
+whose reply was cut at the token limit, is split in two.
 """
 
 from __future__ import annotations
@@ -16,8 +26,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -25,19 +35,33 @@ from pydantic import BaseModel, Field, create_model
 
 from ..config import DEFAULT_SNIPPET_CHARS, DEFAULT_SNIPPETS
 from ..llm.accounting import Ledger
+from ..llm.budget import completion_budget, tokens_for
 from ..llm.runner import Failures, ask_split
+from ..llm.structured import capped_list, named_choice
 from ..ports import StructuredLLM
 from ..prompts import Prompt, get_prompt
 from ..spec.assemble import ENTITY_CUTOFF, entity_name, entity_ok, match_name
+from ..spec.merge import name_words
 from ..types import Chunk, Dimension, DomainSpec, Metric, Variable
-from .evidence import normalize_text, snippet
+from .evidence import EntityMentions, SentencePool, normalize_text, snippet
 
-SUMMARY_CHARS = 220  # the evidence summary of one candidate metric in Tier 1
+SUMMARY_CHARS = 220  # the evidence line of one candidate metric in Tier 1
+LINE_CHUNKS = 3  # chunks searched for a candidate's evidence line
+SOURCE_WEIGHT = 0.5  # weight of the source metric in the query for a target's evidence line
+NAME_WORD_BONUS = 0.15  # added to a sentence's cosine per share of the target's name words in it
 MAX_TIER2_SNIPPETS = 8  # snippets shown to one packed Tier 2 call
 OPEN_TEMPLATE_WEIGHT = 10  # a template without candidates takes this many pair slots in a batch
 NEW_VARIABLES_PER_METRIC = 12  # cap on variables Tier 2 may add to one metric
 NEW_ENTITIES_PER_DIMENSION = 25  # cap on entities Tier 2 may add to one dimension
+MAX_NEW_EDGES = 8  # new edges one Tier 2 reply may add (``maxItems``)
 EFFECTS = ("increases", "decreases")
+# Completion budgets (tokens): the recorded real run used about 40 tokens per Tier 1 rationale
+# and 80 per fully spelled Tier 2 judgement; a rejection is now a number (about 12).
+TIER1_FIXED_TOKENS = 300
+TIER1_TOKENS_PER_TARGET = 80
+TIER2_FIXED_TOKENS = 400
+TIER2_TOKENS_PER_PAIR = 110
+TIER2_TOKENS_PER_NEW_EDGE = 150
 
 
 def edge_id(source: str, target: str) -> str:
@@ -45,61 +69,68 @@ def edge_id(source: str, target: str) -> str:
     return "e-" + hashlib.sha256(f"{source}\x00{target}".encode()).hexdigest()[:12]
 
 
-def _lit(names: Sequence[str]) -> Any:
+def _lit(names: Sequence[Any]) -> Any:
     # Literal of the allowed names; a plain str when there is nothing to choose from (pruned later).
     return Literal[tuple(names)] if names else str  # type: ignore[return-value]
 
 
 def tier1_model(source: str, candidates: Sequence[str]) -> type[BaseModel]:
-    link = create_model(
-        "Tier1Link",
-        target=(_lit(candidates), ...),
-        causal=(bool, ...),
-        rationale=(str, ""),
+    """``Tier1Reply``: the causal targets with a rationale, the others by name only."""
+    n = max(1, len(candidates))
+    link = create_model("Tier1Link", target=(_lit(candidates), ...), rationale=(str, ""))
+    return create_model(
+        "Tier1Reply",
+        source=(_lit([source]), source),
+        causal=(list[link], capped_list(n)),
+        not_causal=(list[_lit(candidates)], capped_list(n)),
     )
-    return create_model("Tier1Reply", source=(_lit([source]), source), links=(list[link], ...))
 
 
 def tier2_model(
     source_metrics: Sequence[str],
     target_metrics: Sequence[str],
-    sources: Sequence[str],
-    targets: Sequence[str],
+    pairs: int,
+    entities: Sequence[str],
 ) -> type[BaseModel]:
-    judgement = create_model(
-        "Tier2Judgement",
-        source=(_lit(sources), ...),
-        target=(_lit(targets), ...),
-        keep=(bool, ...),
-        effect=(Literal[EFFECTS], "increases"),
-        mechanism=(str, ""),
-        confidence=(float, Field(0.5, ge=0.0, le=1.0)),
-        evidence=(str, ""),
-    )
-    new_source = create_model(
-        "NewSource",
-        metric=(_lit(source_metrics), ...),
-        entities=(list[str], Field(default_factory=list)),
-    )
-    new_target = create_model(
-        "NewTarget",
-        metric=(_lit(target_metrics), ...),
-        entities=(list[str], Field(default_factory=list)),
-    )
+    """``Tier2Reply``: kept candidates with effect, mechanism, confidence and quote; rejected
+    ones by number alone; new edges whose endpoints pick known entities from an enum and name a
+    new one only in ``new_entities``."""
+    fields: dict[str, Any] = {}
+    if pairs:
+        number = _lit(list(range(1, pairs + 1)))
+        kept = create_model(
+            "Tier2Kept",
+            candidate=(number, ...),
+            effect=(Literal[EFFECTS], "increases"),
+            mechanism=(str, ""),
+            confidence=(float, Field(0.5, ge=0.0, le=1.0)),
+            evidence=(str, ""),
+        )
+        rejected = create_model(
+            "Tier2Rejected", candidate=(number, ...), keep=(Literal[False], False)
+        )
+        fields["kept"] = (list[kept], capped_list(pairs))
+        fields["rejected"] = (list[rejected], capped_list(pairs))
+
+    def endpoint(name: str, metrics: Sequence[str]) -> type[BaseModel]:
+        return create_model(
+            name,
+            metric=(_lit(metrics), ...),
+            entities=(list[named_choice(entities)], capped_list(4, required=False)),
+            new_entities=(list[str], capped_list(2, required=False)),
+        )
+
     new_edge = create_model(
         "Tier2NewEdge",
-        source=(new_source, ...),
-        target=(new_target, ...),
+        source=(endpoint("NewSource", source_metrics), ...),
+        target=(endpoint("NewTarget", target_metrics), ...),
         effect=(Literal[EFFECTS], "increases"),
         mechanism=(str, ""),
         confidence=(float, Field(0.5, ge=0.0, le=1.0)),
         evidence=(str, ""),
     )
-    return create_model(
-        "Tier2Reply",
-        judgements=(list[judgement], Field(default_factory=list)),
-        new_edges=(list[new_edge], Field(default_factory=list)),
-    )
+    fields["new_edges"] = (list[new_edge], capped_list(MAX_NEW_EDGES, required=False))
+    return create_model("Tier2Reply", **fields)
 
 
 def metric_text(m: Metric) -> str:
@@ -118,11 +149,8 @@ def top_chunks(query: np.ndarray, chunk_embeddings: np.ndarray, k: int) -> list[
     return [int(i) for i in order]
 
 
-def snippets_text(idx: Sequence[int], chunks: Sequence[Chunk], chars: int) -> str:
-    return (
-        "\n".join(f"[{n + 1}] {snippet(chunks[i].text, chars)}" for n, i in enumerate(idx))
-        or "(none)"
-    )
+def numbered(lines: Sequence[str]) -> str:
+    return "\n".join(f"[{n + 1}] {line}" for n, line in enumerate(lines)) or "(none)"
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -133,7 +161,7 @@ def _unit(v: np.ndarray) -> np.ndarray:
 class Template:
     source: str
     target: str
-    rationale: str = ""
+    rationale: str = ""  # Tier 1's reason, kept for the record; never shown to Tier 2
 
 
 @dataclass(frozen=True)
@@ -149,7 +177,7 @@ class EdgeDraft:
 
 @dataclass
 class Stage2Context:
-    """What both tiers need: the spec, vectors for snippet search, and the shared counters."""
+    """What both tiers need: the spec, vectors for evidence search, and the shared counters."""
 
     spec: DomainSpec
     chunks: Sequence[Chunk]
@@ -163,6 +191,22 @@ class Stage2Context:
     snippets: int = DEFAULT_SNIPPETS
     snippet_chars: int = DEFAULT_SNIPPET_CHARS
     variable_vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
+    sentences: SentencePool | None = None
+    mentions: EntityMentions | None = None
+
+    def __post_init__(self) -> None:
+        if self.mentions is None:
+            self.mentions = EntityMentions(self.chunks)
+
+    @property
+    def domain(self) -> str:
+        return self.spec.domain or "not given"
+
+    def excerpt(self, i: int, query: np.ndarray) -> str:
+        """Chunk ``i`` as a prompt excerpt: around its sentence nearest to ``query``."""
+        if self.sentences is None:
+            return snippet(self.chunks[i].text, self.snippet_chars)
+        return self.sentences.window(i, query, self.snippet_chars)
 
 
 def tier1_sources(spec: DomainSpec) -> list[tuple[Metric, list[Metric]]]:
@@ -186,58 +230,92 @@ def seed_templates(spec: DomainSpec) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
-def metric_summaries(ctx: Stage2Context) -> dict[str, str]:
-    """One evidence summary per metric: the opening sentences of its most similar chunk."""
-    out = {}
-    for m in ctx.spec.metrics:
-        idx = top_chunks(ctx.metric_vectors[m.name], ctx.chunk_embeddings, 1)
-        out[m.name] = snippet(ctx.chunks[idx[0]].text, SUMMARY_CHARS) if idx else ""
+def _key(text: str) -> str:
+    return normalize_text(text)[:160]
+
+
+def evidence_lines(
+    ctx: Stage2Context, source: Metric, targets: Sequence[Metric], taken: set[str]
+) -> dict[str, str]:
+    """One evidence line per target: the sentence nearest to the target's name and description
+    (and, at ``SOURCE_WEIGHT``, the source's) among the chunks nearest to that query, sentences
+    naming the target's words favoured; a line already in the prompt (``taken``, updated) is
+    never repeated, the next best is shown instead, or none."""
+    out: dict[str, str] = {}
+    src = ctx.metric_vectors[source.name]
+    for t in targets:
+        query = _unit(ctx.metric_vectors[t.name] + SOURCE_WEIGHT * src)
+        idx = top_chunks(query, ctx.chunk_embeddings, LINE_CHUNKS)
+        if ctx.sentences is None or not idx:
+            line = snippet(ctx.chunks[idx[0]].text, SUMMARY_CHARS) if idx else ""
+            out[t.name] = "" if _key(line) in taken else line
+            taken.add(_key(line))
+            continue
+        words = set(name_words(t.name))
+
+        def score(sentence: str, cosine: float, words: set[str] = words) -> float:
+            said = set(name_words(sentence.replace("-", " ")))
+            return cosine + NAME_WORD_BONUS * len(words & said) / max(1, len(words))
+
+        out[t.name] = ""
+        for _, i, k in ctx.sentences.best(query, idx, score):
+            line = snippet(ctx.sentences.sentences(i)[k], SUMMARY_CHARS)
+            if _key(line) not in taken:
+                taken.add(_key(line))
+                out[t.name] = line
+                break
     return out
 
 
 async def run_tier1(ctx: Stage2Context) -> list[Template]:
     """Metric-level templates, sorted by (source, target)."""
     prompt = get_prompt("tier1", ctx.prompts)
-    summaries = metric_summaries(ctx)
     seeds = seed_templates(ctx.spec)
 
-    def candidates_text(cands: Sequence[Metric]) -> str:
-        lines = []
-        for c in cands:
-            lines.append(f"- {metric_text(c)}")
-            if summaries.get(c.name):
-                lines.append(f"  evidence: {summaries[c.name]}")
-        return "\n".join(lines)
-
     async def judge(source: Metric, cands: Sequence[Metric], item: str) -> dict[str, Any]:
-        idx = top_chunks(ctx.metric_vectors[source.name], ctx.chunk_embeddings, ctx.snippets)
+        src_vec = ctx.metric_vectors[source.name]
+        idx = top_chunks(src_vec, ctx.chunk_embeddings, ctx.snippets)
+        shown = [ctx.excerpt(i, src_vec) for i in idx]
+        shown = [s for n, s in enumerate(shown) if _key(s) not in {_key(x) for x in shown[:n]}]
 
         async def ask(sub: Sequence[Metric]) -> Any:
             model = tier1_model(source.name, [c.name for c in sub])
+            lines = evidence_lines(ctx, source, sub, {_key(s) for s in shown})
+            candidates = []
+            for c in sub:
+                candidates.append(f"- {metric_text(c)}")
+                if lines.get(c.name):
+                    candidates.append(f"  evidence: {lines[c.name]}")
             messages = prompt.render(
                 model.__name__,
+                domain=ctx.domain,
                 source=metric_text(source).split(":")[0],
                 source_description=source.description or "(no description)",
-                evidence=snippets_text(idx, ctx.chunks, ctx.snippet_chars),
-                candidates=candidates_text(sub),
+                evidence=numbered(shown),
+                candidates="\n".join(candidates),
                 seeds="\n".join(f"- {source.name} -> {t}" for t in seeds.get(source.name, ()))
                 or "(none)",
             )
-            return await ctx.llm.acomplete(messages, model)
+            with completion_budget(
+                tokens_for(len(sub), TIER1_TOKENS_PER_TARGET, TIER1_FIXED_TOKENS)
+            ):
+                return await ctx.llm.acomplete(messages, model)
 
         parts = await ask_split(
             list(cands), ask, item=item, ledger=ctx.ledger, failures=ctx.failures
         )
-        links: dict[str, Any] = {}
+        links: dict[str, str | None] = {}  # target -> rationale (None: judged not causal)
         for sub, reply in parts:
             if reply is None:
                 continue
             allowed = {c.name for c in sub}
-            for link in reply.links:
-                if link.target not in allowed:  # second enforcement (a lenient server)
+            judged = [(link.target, link.rationale) for link in reply.causal]
+            judged += [(t, None) for t in reply.not_causal]
+            for target, why in judged:
+                if target not in allowed:  # second enforcement (a lenient server)
                     ctx.dropped["tier1_target_outside_vocabulary"] += 1
                 else:
-                    links.setdefault(link.target, link)
+                    links.setdefault(target, why)
         return {"links": links, "failed": any(r is None for _, r in parts)}
 
     async def one(source: Metric, cands: list[Metric]) -> list[Template]:
@@ -253,7 +331,7 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
             if never:
                 ctx.dropped["tier1_targets_never_judged"] += never
         return [
-            Template(source.name, t, links[t].rationale) for t in sorted(links) if links[t].causal
+            Template(source.name, t, links[t] or "") for t in sorted(links) if links[t] is not None
         ]
 
     results = await asyncio.gather(*(one(s, c) for s, c in tier1_sources(ctx.spec)))
@@ -261,6 +339,35 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
 
 
 # -- Tier 2 ---------------------------------------------------------------------------------------
+
+
+def _bound(spec: DomainSpec, v: Variable) -> dict[str, str]:
+    """dimension -> entity of a variable (its metric's signature, in order)."""
+    return dict(zip(spec.metric(v.metric).signature, v.entities, strict=False))
+
+
+def _same_or_parent(dim: Dimension, a: str, b: str) -> bool:
+    return a == b or dim.parent_of(a) == b or dim.parent_of(b) == a
+
+
+def compatible(
+    spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
+) -> bool:
+    """Whether a text could link these two variables, so the pair is worth a judgement.
+
+    A variable without entities pairs freely. Two variables that share a dimension pair when
+    they bind the same entity of it (or one the other's stage or subtype): different entities
+    of one axis are different things (two cancers), however often a list names both. Variables
+    that share no dimension pair when one chunk names all their entities together.
+    """
+    if not source.entities or not target.entities:
+        return True
+    s, t = _bound(spec, source), _bound(spec, target)
+    shared = [d for d in s if d in t]
+    if shared:
+        dims = {d.name: d for d in spec.dimensions}
+        return any(_same_or_parent(dims[d], s[d], t[d]) for d in shared if d in dims)
+    return mentions.together([*source.entities, *target.entities])
 
 
 @dataclass(frozen=True)
@@ -272,22 +379,34 @@ class Tier2Batch:
 
 
 def template_pairs(template: Template, variables: Sequence[Variable]) -> list[tuple[str, str]]:
-    """The template's candidate pairs, sorted (no self-loops)."""
+    """The template's proposed pairs: every source variable with every target variable, sorted
+    (no self-loops). ``tier2_batches`` keeps those a text could link."""
     vs = sorted(v.name for v in variables if v.metric == template.source)
     vt = sorted(v.name for v in variables if v.metric == template.target)
     return [(s, t) for s in vs for t in vt if s != t]
 
 
 def tier2_batches(
-    templates: Sequence[Template], variables: Sequence[Variable], max_pairs: int
-) -> list[Tier2Batch]:
-    """Pack the templates' candidates into batches of at most ``max_pairs`` pairs, in template
-    order; a template with more splits over several batches, and a template without candidates
-    (its metrics have no variables yet) takes ``OPEN_TEMPLATE_WEIGHT`` slots, to be populated."""
+    templates: Sequence[Template],
+    variables: Sequence[Variable],
+    max_pairs: int,
+    keep: Callable[[Variable, Variable], bool] | None = None,
+) -> tuple[list[Tier2Batch], dict[str, int]]:
+    """Pack the templates' candidates (the proposed pairs ``keep`` accepts) into batches of at
+    most ``max_pairs`` pairs, and count them.
+
+    A template's pairs go to one batch when they fit in one (never split over the end of a
+    batch); a template with more is cut into full batches, its pairs ordered by their entities
+    so that pairs about one entity are judged together. A template left without candidates (its
+    metrics have no variables yet, or none the rule keeps) takes ``OPEN_TEMPLATE_WEIGHT`` slots,
+    to be populated. Counts: ``candidates_proposed`` and ``candidates`` (kept).
+    """
+    by_name = {v.name: v for v in variables}
     batches: list[Tier2Batch] = []
     cur_t: list[Template] = []
     cur_p: list[tuple[str, str]] = []
     weight = 0
+    counts = {"candidates_proposed": 0, "candidates": 0, "templates_without_candidates": 0}
 
     def flush() -> None:
         nonlocal cur_t, cur_p, weight
@@ -296,7 +415,12 @@ def tier2_batches(
         cur_t, cur_p, weight = [], [], 0
 
     for t in templates:
-        pairs = template_pairs(t, variables)
+        proposed = template_pairs(t, variables)
+        pairs = [p for p in proposed if keep is None or keep(by_name[p[0]], by_name[p[1]])]
+        counts["candidates_proposed"] += len(proposed)
+        counts["candidates"] += len(pairs)
+        counts["templates_without_candidates"] += not pairs
+        pairs.sort(key=lambda p: (by_name[p[0]].entities, by_name[p[1]].entities, p))
         pieces = [pairs[i : i + max_pairs] for i in range(0, len(pairs), max_pairs)] or [[]]
         for piece in pieces:
             w = len(piece) or min(OPEN_TEMPLATE_WEIGHT, max_pairs)
@@ -306,7 +430,7 @@ def tier2_batches(
             cur_p.extend(piece)
             weight += w
     flush()
-    return batches
+    return batches, counts
 
 
 @dataclass
@@ -326,24 +450,38 @@ class Vocabulary:
         return [*self.spec.dimension(dim).entities, *self.new_entities.get(dim, ())]
 
     def resolve(
-        self, metric: Metric, raw: Sequence[str], shown: str
+        self, metric: Metric, known: Sequence[str], new: Sequence[str], shown: str
     ) -> tuple[Variable, list[tuple[str, str]]] | None:
-        """The variable of ``metric`` with these entities and the new (dimension, entity) pairs
-        it needs, or None (the reason is counted). Changes nothing; ``admit`` does.
+        """The variable of ``metric`` binding ``known`` entities (each placed on the signature
+        dimension that holds it) and ``new`` ones (the remaining dimensions, in order), and the
+        new (dimension, entity) pairs it needs; or None (the reason is counted). Changes
+        nothing; ``admit`` does.
 
-        Each entity is an existing entity of its dimension (fuzzy-matched), or a new one when
-        the text shown to the call contains it (grounded) and the dimension's cap allows.
+        A new entity is admitted when the text shown to the call contains it (grounded) and the
+        dimension's cap allows; one that is an existing entity after all (fuzzy-matched) is that
+        entity.
         """
-        if len(raw) != len(metric.signature):
+        if len(known) + len(new) != len(metric.signature):
             self.dropped["tier2_new_variable_wrong_arity"] += 1
             return None
-        ents: list[str] = []
-        new: list[tuple[str, str]] = []
-        for dim, e in zip(metric.signature, raw, strict=True):
-            name = entity_name(e)
+        placed: dict[str, str] = {}
+        for e in known:
+            dim = next(
+                (d for d in metric.signature if d not in placed and e in self.entities(d)), None
+            )
+            if dim is None:
+                self.dropped["tier2_new_variable_entity_not_of_signature"] += 1
+                return None
+            placed[dim] = e
+        fresh: list[tuple[str, str]] = []
+        rest = iter(new)
+        for dim in metric.signature:
+            if dim in placed:
+                continue
+            name = entity_name(next(rest))
             hit, _ = match_name(name, self.entities(dim), ENTITY_CUTOFF)
             if hit is not None:
-                ents.append(hit)
+                placed[dim] = hit
             elif not entity_ok(name) or normalize_text(name) not in shown:
                 self.dropped["tier2_new_entity_not_in_shown_text"] += 1
                 return None
@@ -351,14 +489,14 @@ class Vocabulary:
                 self.dropped["tier2_new_entity_over_cap"] += 1
                 return None
             else:
-                ents.append(name)
-                new.append((dim, name))
-        v = Variable(metric.name, tuple(ents))
-        fresh = v.name not in self.known and v.name not in self.new_variables
-        if fresh and self.per_metric[metric.name] >= NEW_VARIABLES_PER_METRIC:
+                placed[dim] = name
+                fresh.append((dim, name))
+        v = Variable(metric.name, tuple(placed[d] for d in metric.signature))
+        unseen = v.name not in self.known and v.name not in self.new_variables
+        if unseen and self.per_metric[metric.name] >= NEW_VARIABLES_PER_METRIC:
             self.dropped["tier2_new_variable_over_cap"] += 1
             return None
-        return v, new
+        return v, fresh
 
     def admit(self, v: Variable, new: Sequence[tuple[str, str]]) -> None:
         if v.name in self.known or v.name in self.new_variables:
@@ -371,10 +509,8 @@ class Vocabulary:
 
     def extended_spec(self) -> DomainSpec:
         """The spec with the admitted entities added to their dimensions."""
-        from dataclasses import replace
-
         dims = tuple(
-            Dimension(d.name, (*d.entities, *self.new_entities.get(d.name, ())), d.description)
+            replace(d, entities=(*d.entities, *self.new_entities.get(d.name, ())))
             for d in self.spec.dimensions
         )
         return replace(self.spec, dimensions=dims)
@@ -389,51 +525,59 @@ async def run_tier2(
     """
     prompt = get_prompt("tier2", ctx.prompts)
     spec = ctx.spec
-    batches = tier2_batches(templates, spec.variables, max_pairs)
-    counts = {
-        "batches": len(batches),
-        "candidates": sum(len(b.pairs) for b in batches),
-        "templates_without_candidates": sum(
-            1 for t in templates if not template_pairs(t, spec.variables)
-        ),
-    }
+    mentions = ctx.mentions
+    assert mentions is not None
 
-    def evidence_for(batch: Tier2Batch) -> list[int]:
-        # Per template: its two metrics plus the variables this batch judges for it.
-        chosen: dict[int, None] = {}
+    def keep(s: Variable, t: Variable) -> bool:
+        return compatible(spec, mentions, s, t)
+
+    batches, counts = tier2_batches(templates, spec.variables, max_pairs, keep)
+    counts = {"batches": len(batches), **counts}
+    by_name = {v.name: v for v in spec.variables}
+
+    def evidence_for(batch: Tier2Batch) -> list[tuple[int, np.ndarray]]:
+        # Per template: its two metrics plus the variables this batch judges for it; chunks
+        # naming the batch's entities first. (chunk index, the query it was chosen for)
+        chosen: dict[int, np.ndarray] = {}
         names = {n for p in batch.pairs for n in p}
+        entities = {e for n in names for e in by_name[n].entities}
+        naming = set().union(*(mentions.chunks_naming(e) for e in entities))
         for t in batch.templates:
             q = ctx.metric_vectors[t.source] + ctx.metric_vectors[t.target]
             vs = [
-                ctx.variable_vectors[v.name]
-                for v in spec.variables
-                if v.name in names
-                and v.metric in (t.source, t.target)
-                and v.name in ctx.variable_vectors
+                ctx.variable_vectors[n]
+                for n in sorted(names)
+                if by_name[n].metric in (t.source, t.target) and n in ctx.variable_vectors
             ]
             if vs:
                 q = q + np.mean(vs, axis=0) * 2
-            for i in top_chunks(_unit(q), ctx.chunk_embeddings, ctx.snippets):
-                chosen.setdefault(i, None)
-        return list(chosen)[:MAX_TIER2_SNIPPETS]
+            q = _unit(q)
+            ranked = top_chunks(q, ctx.chunk_embeddings, ctx.snippets * 4)
+            ranked = sorted(
+                ranked, key=lambda i: (bool(naming) and i not in naming, ranked.index(i))
+            )
+            for i in ranked[: ctx.snippets]:
+                chosen.setdefault(i, q)
+        return list(chosen.items())[:MAX_TIER2_SNIPPETS]
 
-    def render(batch: Tier2Batch, pairs: Sequence[tuple[str, str]], idx: list[int]) -> Any:
+    def render(
+        batch: Tier2Batch, shown: Sequence[str]
+    ) -> tuple[list[dict[str, str]], type[BaseModel]]:
         src_metrics = sorted({t.source for t in batch.templates})
         tgt_metrics = sorted({t.target for t in batch.templates})
-        model = tier2_model(
-            src_metrics, tgt_metrics, sorted({s for s, _ in pairs}), sorted({t for _, t in pairs})
-        )
         used = sorted({*src_metrics, *tgt_metrics})
         dims = sorted({d for m in used for d in spec.metric(m).signature})
+        known = sorted({e for d in dims for e in spec.dimension(d).entities})
+        model = tier2_model(src_metrics, tgt_metrics, len(batch.pairs), known)
         messages = prompt.render(
             model.__name__,
+            domain=ctx.domain,
             templates="\n".join(
-                f"T{i + 1}. {t.source} -> {t.target}: {t.rationale or '(no rationale)'}"
-                for i, t in enumerate(batch.templates)
+                f"T{i + 1}. {t.source} -> {t.target}" for i, t in enumerate(batch.templates)
             ),
             metrics="\n".join(f"- {metric_text(spec.metric(m))}" for m in used),
-            evidence=snippets_text(idx, ctx.chunks, ctx.snippet_chars),
-            candidates="\n".join(f"{i + 1}. {s} -> {t}" for i, (s, t) in enumerate(pairs))
+            evidence=numbered(shown),
+            candidates="\n".join(f"{i + 1}. {s} -> {t}" for i, (s, t) in enumerate(batch.pairs))
             or "(none: these templates' metrics have no variables yet; propose them)",
             entities="\n".join(
                 f"- {d}: {', '.join(spec.dimension(d).entities) or '(none yet)'}" for d in dims
@@ -460,12 +604,13 @@ async def run_tier2(
             part = Tier2Batch(
                 tuple(dict.fromkeys(t for t, _ in sub)), tuple(p for _, p in sub if p is not None)
             )
-            idx = evidence_for(part)
-            shown = normalize_text(
-                " ".join(snippet(ctx.chunks[i].text, ctx.snippet_chars) for i in idx)
-            )
-            messages, model = render(part, part.pairs, idx)
-            return await ctx.llm.acomplete(messages, model), shown, part, tuple(idx)
+            picked = evidence_for(part)
+            shown = [ctx.excerpt(i, q) for i, q in picked]
+            messages, model = render(part, shown)
+            budget = tokens_for(len(part.pairs), TIER2_TOKENS_PER_PAIR, TIER2_FIXED_TOKENS)
+            with completion_budget(budget + MAX_NEW_EDGES * TIER2_TOKENS_PER_NEW_EDGE):
+                reply = await ctx.llm.acomplete(messages, model)
+            return reply, normalize_text(" ".join(shown)), part, tuple(i for i, _ in picked)
 
         names = ", ".join(f"{t.source}->{t.target}" for t in batch.templates)
         item = f"tier2 batch {n + 1} ({len(batch.pairs)} pairs; {names})"[:300]
@@ -476,6 +621,7 @@ async def run_tier2(
     results = await asyncio.gather(*(one(n, b) for n, b in enumerate(batches)))
     drafts: dict[tuple[str, str], EdgeDraft] = {}
     vocab = Vocabulary(spec, ctx.dropped)
+    new_edges = 0
 
     def offer(d: EdgeDraft) -> None:
         old = drafts.get((d.source, d.target))
@@ -489,33 +635,47 @@ async def run_tier2(
                 continue
             reply, shown, part, idx = got
             pairs_of = {(t.source, t.target) for t in part.templates}
-            allowed = set(part.pairs)
-            judged = set()
-            for j in reply.judgements:
-                if (j.source, j.target) not in allowed:
+            judged: set[int] = set()
+            kept = [(j, True) for j in getattr(reply, "kept", ())]
+            for j, keeps in [*kept, *((j, False) for j in getattr(reply, "rejected", ()))]:
+                if not 1 <= j.candidate <= len(part.pairs):
                     ctx.dropped["tier2_pair_not_candidate"] += 1
                     continue
-                judged.add((j.source, j.target))
-                if j.keep:
-                    offer(
-                        EdgeDraft(
-                            j.source,
-                            j.target,
-                            j.mechanism.strip(),
-                            j.confidence,
-                            j.evidence,
-                            j.effect,
-                            idx,
-                        )
+                if j.candidate in judged:
+                    continue  # judged twice: the first judgement (kept ones come first) holds
+                judged.add(j.candidate)
+                if not keeps:
+                    continue
+                s, t = part.pairs[j.candidate - 1]
+                offer(
+                    EdgeDraft(
+                        s,
+                        t,
+                        j.mechanism.strip(),
+                        j.confidence,
+                        j.evidence,
+                        j.effect,
+                        idx,
                     )
-            if allowed - judged:
-                ctx.dropped["tier2_candidates_not_judged"] += len(allowed - judged)
+                )
+            if len(part.pairs) - len(judged):
+                ctx.dropped["tier2_candidates_not_judged"] += len(part.pairs) - len(judged)
             for ne in reply.new_edges:
                 if (ne.source.metric, ne.target.metric) not in pairs_of:
                     ctx.dropped["tier2_new_edge_not_a_template"] += 1
                     continue
-                got_s = vocab.resolve(spec.metric(ne.source.metric), ne.source.entities, shown)
-                got_t = vocab.resolve(spec.metric(ne.target.metric), ne.target.entities, shown)
+                got_s = vocab.resolve(
+                    spec.metric(ne.source.metric),
+                    ne.source.entities,
+                    ne.source.new_entities,
+                    shown,
+                )
+                got_t = vocab.resolve(
+                    spec.metric(ne.target.metric),
+                    ne.target.entities,
+                    ne.target.new_entities,
+                    shown,
+                )
                 if got_s is None or got_t is None:
                     ctx.dropped["tier2_new_variable_outside_vocabulary"] += 1
                     continue
@@ -525,6 +685,7 @@ async def run_tier2(
                     continue
                 vocab.admit(src, new_s)
                 vocab.admit(tgt, new_t)
+                new_edges += 1
                 offer(
                     EdgeDraft(
                         src.name,
@@ -536,6 +697,7 @@ async def run_tier2(
                         idx,
                     )
                 )
+    counts["new_edges"] = new_edges
     counts["new_variables"] = len(vocab.new_variables)
     counts["new_entities"] = sum(len(v) for v in vocab.new_entities.values())
     edges = [drafts[k] for k in sorted(drafts)]

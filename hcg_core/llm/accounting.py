@@ -22,6 +22,9 @@ COUNTERS: tuple[str, ...] = (
     "failed",  # items given up on (recorded by the pipeline, the build goes on)
     "dropped_items",  # list items of kept replies dropped because they did not validate
     "splits",  # batches split in two after a context-length 400 or a reply cut at the limit
+    "truncated",  # replies cut at the token limit (resent with a larger limit, or split)
+    "resends",  # requests sent again with other settings: a larger token limit after a cut
+    # reply, no temperature, another response mode, max_completion_tokens
 )
 
 current_stage: contextvars.ContextVar[str] = contextvars.ContextVar(

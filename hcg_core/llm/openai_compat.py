@@ -7,6 +7,12 @@ counted here, and ``Retry-After`` is honoured exactly. Provider quirks are handl
 kind down a mode (strict schema, schema, JSON object, plain text); a rejected temperature is
 dropped; a context-length 400 and a reply cut at the token limit raise errors the pipeline answers
 by splitting the batch; any other 400 fails that one item with the provider's message.
+
+What a request learns about the provider holds for every request, including those already in
+flight: each 400 is judged against the settings that request was sent with, so a request that
+went out with a temperature before another one learnt it is rejected is resent without it, not
+failed. The token limit is the user's ``max_tokens`` when given, else the budget the pipeline set
+for the request (``budget.completion_budget``), scaled per request kind after cut replies.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from ..errors import (
 )
 from .accounting import Ledger
 from .bridge import run_sync
+from .budget import requested_tokens
 from .cache import ResponseCache, cache_key
 from .structured import DEFAULT_MAX_REASKS, complete_validated, schema_for, strict_schema
 
@@ -159,9 +166,11 @@ class OpenAIStructuredLLM:
         cache_dir: on-disk reply cache; a rebuild with the same inputs then makes zero calls.
         backoff_base / backoff_max: exponential backoff (with jitter) bounds, in seconds.
         max_reasks: re-asks after a reply fails validation.
-        temperature: sent unless None; dropped for good when the provider rejects it.
-        max_tokens: the completion limit sent (None: the server's default). A reply cut at the
-            limit doubles it (up to ``MAX_TOKENS_CEILING``) for that request kind.
+        temperature: sent unless None; dropped for good, for every request of this client,
+            when the provider rejects it.
+        max_tokens: the completion limit sent; it wins over the budget a pipeline step sets
+            per request (``completion_budget``); with neither, the server's default. A reply cut
+            at the limit doubles the limit (up to ``MAX_TOKENS_CEILING``) for that request kind.
         ledger: where calls, tokens and retries are counted (per stage); one is made if None.
 
     Example::
@@ -220,10 +229,10 @@ class OpenAIStructuredLLM:
         self.ledger = ledger if ledger is not None else Ledger()
         self.name = f"openai-compatible:{model}"
         # Provider quirks learnt while running: per request kind (schema name) the response mode
-        # and token limit; for the whole provider, whether a temperature is accepted and the
-        # name of the token-limit parameter.
+        # and how often cut replies doubled its token limit; for the whole provider, whether a
+        # temperature is accepted and the name of the token-limit parameter.
         self.modes: dict[str, str] = {}
-        self._kind_max_tokens: dict[str, int] = {}
+        self._kind_scale: dict[str, int] = {}
         self.send_temperature = temperature is not None
         self._max_tokens_param = "max_tokens"
         # The SDK's HTTP client and the semaphore belong to one event loop; the sync bridge may
@@ -238,10 +247,18 @@ class OpenAIStructuredLLM:
         return all(m.startswith("json_schema") for m in self.modes.values())
 
     # -- the StructuredLLM seam --------------------------------------------------------------
+    def _limit(self, kind: str) -> int | None:
+        """The token limit to send: the user's, else the request's budget, times the kind's
+        scale (doubled per reply cut at the limit), never above the ceiling (or the user's)."""
+        base = self.max_tokens if self.max_tokens is not None else requested_tokens.get()
+        if base is None:
+            return None
+        return min(max(MAX_TOKENS_CEILING, base), base * self._kind_scale.get(kind, 1))
+
     def _sampling(self, kind: str) -> dict[str, Any]:
         return {
             "temperature": self.temperature if self.send_temperature else None,
-            self._max_tokens_param: self._kind_max_tokens.get(kind, self.max_tokens),
+            self._max_tokens_param: self._limit(kind),
         }
 
     async def acomplete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
@@ -349,32 +366,47 @@ class OpenAIStructuredLLM:
         own = self.backoff_base * (2**attempt) * random.uniform(0.5, 1.0)
         return min(self.backoff_max, max(own, server_wait or 0.0))
 
-    def _on_bad_request(self, exc: Any, kind: str, mode: str) -> None:
-        """Adapt to a 400 and raise ``_Resend``, or raise the error that fails the item."""
+    def _resend(self) -> _Resend:
+        self.ledger.add(resends=1)
+        return _Resend()
+
+    def _on_bad_request(self, exc: Any, kind: str, mode: str, sent: dict[str, Any]) -> None:
+        """Adapt to a 400 and raise ``_Resend``, or raise the error that fails the item.
+
+        ``sent`` holds the options this request went out with: what it complains about is judged
+        against them, not against what the client sends now, since another request in flight may
+        already have learnt the same lesson (then this one is simply resent with the new settings).
+        """
         message = str(getattr(exc, "message", "") or exc)
         cause = classify_bad_request(message)
         if cause == "context":
             raise LLMContextLengthError(f"{self.name}: request too long (400): {message}") from exc
-        if cause == "temperature" and self.send_temperature:
+        if cause == "temperature" and "temperature" in sent:
             self.send_temperature = False
-            raise _Resend
-        sends_limit = self.max_tokens is not None or kind in self._kind_max_tokens
-        if cause == "max_tokens" and self._max_tokens_param == "max_tokens" and sends_limit:
+            raise self._resend() from exc
+        if cause == "max_tokens" and "max_tokens" in sent:
             self._max_tokens_param = "max_completion_tokens"
-            raise _Resend
+            raise self._resend() from exc
         if cause == "response_format" and mode != RESPONSE_MODES[-1]:
             step = RESPONSE_MODES.index(mode) + 1
             if mode == "json_schema_strict" and _refuses_json_schema(message):
                 step += 1  # json_schema itself is refused, not its strict form: skip both
-            self.modes[kind] = RESPONSE_MODES[step]
-            raise _Resend
+            now = RESPONSE_MODES.index(self.modes.get(kind, RESPONSE_MODES[0]))
+            self.modes[kind] = RESPONSE_MODES[max(step, now)]  # never back up a step
+            raise self._resend() from exc
         raise LLMRejectedError(f"{self.name} rejected the request (400): {message}") from exc
 
-    def _on_truncated(self, kind: str) -> None:
-        limit = self._kind_max_tokens.get(kind, self.max_tokens)
-        if limit is not None and limit < MAX_TOKENS_CEILING:
-            self._kind_max_tokens[kind] = min(MAX_TOKENS_CEILING, limit * 2)
-            raise _Resend
+    def _on_truncated(self, kind: str, sent: dict[str, Any]) -> None:
+        """A reply cut at the token limit: resend with the kind's limit doubled, up to the
+        ceiling (a concurrent cut of the same kind doubles it once, not twice)."""
+        self.ledger.add(truncated=1)
+        limit = sent.get("max_tokens", sent.get("max_completion_tokens"))
+        ceiling = max(MAX_TOKENS_CEILING, self.max_tokens or 0)
+        if limit is not None and limit < ceiling:
+            scale = self._kind_scale.get(kind, 1)
+            if self._limit(kind) == limit:  # not yet raised by another cut reply
+                self._kind_scale[kind] = scale * 2
+            raise self._resend()
         raise LLMTruncatedError(
             f"{self.name}: the reply for {kind} stopped at the token limit "
             f"({limit if limit is not None else 'server default'})"
@@ -393,16 +425,17 @@ class OpenAIStructuredLLM:
         kind = response_model.__name__
         attempt = 0
         while True:
-            options = self._request_options(response_model, schema, mode)
             wait: float | None = None
             async with semaphore:
+                # Built once a slot is free, so it holds what requests before it learnt.
+                options = self._request_options(response_model, schema, mode)
                 try:
                     resp = await client.chat.completions.create(
                         model=self.model, messages=messages, **options
                     )
                 except openai.BadRequestError as exc:
                     self.ledger.add(calls=1)
-                    self._on_bad_request(exc, kind, mode)
+                    self._on_bad_request(exc, kind, mode, options)
                     raise  # unreachable: _on_bad_request always raises
                 except (
                     openai.RateLimitError,
@@ -418,7 +451,7 @@ class OpenAIStructuredLLM:
                 except openai.APIStatusError as exc:
                     self.ledger.add(calls=1)
                     if exc.status_code in (413, 422):  # too large / unprocessable: this item only
-                        self._on_bad_request(exc, kind, mode)
+                        self._on_bad_request(exc, kind, mode, options)
                     raise LLMError(
                         f"{self.name} at {self.base_url or 'api.openai.com'} answered "
                         f"{exc.status_code}: {exc.message}; check the model name, URL and API key"
@@ -431,7 +464,7 @@ class OpenAIStructuredLLM:
                     if refusal:
                         raise LLMRefusalError(f"{self.name} refused: {str(refusal)[:300]}")
                     if getattr(choice, "finish_reason", None) == "length":
-                        self._on_truncated(kind)
+                        self._on_truncated(kind, options)
                     return (getattr(message, "content", None) or "") if message else ""
             if attempt >= self.max_retries:
                 raise LLMUnavailableError(

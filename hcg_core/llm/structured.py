@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import LLMOutputError
 
@@ -33,6 +33,25 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?(</\1>|\Z)", re.S | re.I)
 SCHEMA_HINT = "Reply with one JSON object of this shape (? marks an optional field):"
 MAX_ENUM_SHOWN = 200  # enum values spelled out in a compact schema; the rest are elided
+
+
+def capped_list(max_items: int, *, required: bool = True) -> Any:
+    """A pydantic ``Field`` for a list the prompt limits: the limit is the schema's ``maxItems``
+    (the model sees it, strict mode included), not a validation rule, so a longer reply is not
+    re-asked for its length; the caller keeps what it can use."""
+    extra = {"maxItems": max(1, int(max_items))}
+    if required:
+        return Field(json_schema_extra=extra)
+    return Field(default_factory=list, json_schema_extra=extra)
+
+
+def named_choice(names: Sequence[str]) -> Any:
+    """A ``str`` type whose schema is an enum of ``names`` (a schema-following server keeps to
+    them) but which validates any string, so the caller can repair a near-miss from a lenient
+    server ("Lake Tai hu") instead of losing the item. A plain str when ``names`` is empty."""
+    if not names:
+        return str
+    return Annotated[str, Field(json_schema_extra={"enum": list(names)})]
 
 
 def schema_for(model: type[BaseModel]) -> dict[str, Any]:
@@ -123,7 +142,8 @@ def _compact(node: Any, defs: dict[str, Any], depth: int = 0) -> str:
         return "|".join(vals[:MAX_ENUM_SHOWN]) + (f"|...({more} more)" if more > 0 else "")
     kind = node.get("type")
     if kind == "array":
-        return f"[{_compact(node.get('items', {}), defs, depth + 1)}, ...]"
+        most = f" (at most {node['maxItems']})" if "maxItems" in node else ""
+        return f"[{_compact(node.get('items', {}), defs, depth + 1)}, ...]{most}"
     if kind == "object" or "properties" in node:
         required = set(node.get("required", ()))
         parts = [

@@ -8,21 +8,24 @@ configuration. Every dropped or repaired item is counted, so the build report ca
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
-
 from ..types import Dimension, DomainSpec, Metric, OutcomeConfig, Relation, Variable, variable_name
+from .merge import dimension_groups, entity_key, entity_parents, split_abbreviation, text_aliases
 from .validate import validate_spec
 from .yaml_io import apply_outcome_roles
 
 ENTITY_CUTOFF = 0.85  # difflib ratio to accept an entity spelled differently from the dimension's
-ENTITY_DUPLICATE_CUTOFF = 0.92  # difflib ratio at which two entities of a dimension are one
 ENDPOINT_CUTOFF = 0.80  # difflib ratio to repair a relation endpoint to an existing variable
+# Share of the metric cap that metrics the LLM tagged outcome / terminal may take while there are
+# causes to keep: in the recorded medical run every one of the 40 slots went to them, so the
+# drivers the text discusses most (smoking, HPV, hereditary conditions) never became variables.
+ENDPOINT_SHARE = 0.5
 _ROLES = ("terminal", "outcome", "intermediate")
 
 
@@ -61,16 +64,26 @@ def entity_ok(e: str) -> bool:
 
 
 def merge_dimensions(
-    drafts: Iterable[Sequence[dict[str, Any]]], cap: int, report: AssemblyReport | None = None
+    drafts: Iterable[Sequence[dict[str, Any]]],
+    cap: int,
+    report: AssemblyReport | None = None,
+    *,
+    texts: Sequence[str] | None = None,
 ) -> tuple[Dimension, ...]:
-    """Union the per-batch dimension lists; keep the ``cap`` mentioned by most batches.
+    """Union the per-batch dimension lists by meaning; keep the ``cap`` proposed by most batches.
 
-    Ties keep first-seen order; entity lists are unions in first-seen order.
+    Dimensions that are one axis (``merge.dimension_groups``: names that say the same, or
+    overlapping entities) become one, named by the most proposed. Entities are one when
+    ``merge.entity_key`` says so (case, plural, hyphens, a trailing abbreviation) or when a
+    batch's text (``texts``, aligned with ``drafts``) names one as the other; an entity that is a
+    qualifier plus another entity is linked to it as its parent. Ties keep first-seen order;
+    entity lists are unions in first-seen order.
     """
     report = report if report is not None else AssemblyReport()
+    drafts = [list(d) for d in drafts]
     order: list[str] = []
     votes: Counter[str] = Counter()
-    entities: dict[str, list[str]] = {}
+    raw: dict[str, list[str]] = {}
     descriptions: dict[str, str] = {}
     for draft in drafts:
         seen_here: set[str] = set()
@@ -79,62 +92,74 @@ def merge_dimensions(
             if not name:
                 report.dropped["dimension_without_name"] += 1
                 continue
-            if name not in entities:
+            if name not in raw:
                 order.append(name)
-                entities[name] = []
+                raw[name] = []
                 descriptions[name] = str(item.get("description", "") or "")
             if name not in seen_here:
                 votes[name] += 1
                 seen_here.add(name)
-            for raw in item.get("entities", []) or []:
-                e = entity_name(raw)
-                if not entity_ok(e):
-                    report.dropped["entity_unusable_name"] += 1
-                    continue
-                known = {x.lower() for x in entities[name]}
-                if e.lower() in known:
-                    continue
-                if difflib.get_close_matches(e.lower(), known, n=1, cutoff=ENTITY_DUPLICATE_CUTOFF):
-                    report.repaired["entity_near_duplicate_merged"] += 1  # "statin" / "statins"
-                    continue
-                entities[name].append(e)
-    ranked = sorted(order, key=lambda n: (-votes[n], order.index(n)))
+            raw[name].extend(str(e) for e in item.get("entities", []) or [])
+    canonical = dimension_groups(raw, votes)
+    merged = sum(1 for a, b in canonical.items() if a != b)
+    if merged:
+        report.repaired["dimension_near_duplicate_merged"] += merged
+    axis_votes: Counter[str] = Counter()
+    for draft in drafts:
+        for name in {canonical[n] for n in (dimension_name(i.get("name", "")) for i in draft) if n}:
+            axis_votes[name] += 1
+    axes = [n for n in order if canonical[n] == n]
+    entities = {
+        axis: _merge_entities(
+            [e for n in order if canonical[n] == axis for e in raw[n]], texts or (), report
+        )
+        for axis in axes
+    }
+    ranked = sorted(axes, key=lambda n: (-axis_votes[n], order.index(n)))
     kept = [n for n in ranked if entities[n]][:cap]
-    report.dropped["dimension_over_cap_or_empty"] += len(order) - len(kept)
-    return tuple(Dimension(n, tuple(entities[n]), descriptions[n]) for n in order if n in kept)
+    report.dropped["dimension_over_cap_or_empty"] += len(axes) - len(kept)
+    out = []
+    for n in axes:
+        if n not in kept:
+            continue
+        ents = entities[n]
+        parents = entity_parents(ents)
+        report.repaired["entity_linked_to_parent"] += len(parents)
+        out.append(Dimension(n, tuple(ents), descriptions[n], tuple(parents.items())))
+    return tuple(out)
 
 
-def near_duplicate_names(
-    names: Sequence[str], vectors: np.ndarray, tau: float, votes: Mapping[str, int]
-) -> dict[str, str]:
-    """name -> the canonical name of its group: names whose (unit) vectors have cosine >= tau
-    are one group (transitively), named by its most-voted member (ties: first seen).
-
-    >>> v = np.array([[1.0, 0.0], [0.99, 0.141], [0.0, 1.0]])
-    >>> near_duplicate_names(["A", "B", "C"], v, 0.9, {"A": 1, "B": 2, "C": 1})
-    {'A': 'B', 'B': 'B', 'C': 'C'}
-    """
-    parent = list(range(len(names)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    if len(names) > 1:
-        sims = vectors @ vectors.T
-        for i, j in zip(*np.nonzero(np.triu(sims >= tau, k=1)), strict=True):
-            parent[root(int(i))] = root(int(j))
-    groups: dict[int, list[int]] = {}
-    for i in range(len(names)):
-        groups.setdefault(root(i), []).append(i)
-    out: dict[str, str] = {}
-    for members in groups.values():
-        best = min(members, key=lambda i: (-votes.get(names[i], 0), i))
-        for i in members:
-            out[names[i]] = names[best]
-    return out
+def _merge_entities(
+    proposed: Sequence[str], texts: Sequence[str], report: AssemblyReport
+) -> list[str]:
+    """One entry per entity: spellings by ``entity_key``, then names a text gives as one."""
+    by_key: dict[str, str] = {}
+    for e in proposed:
+        name, _ = split_abbreviation(entity_name(e))
+        if not entity_ok(name):
+            report.dropped["entity_unusable_name"] += 1
+            continue
+        key = entity_key(name)
+        if key in by_key:
+            if by_key[key] != name:
+                report.repaired["entity_near_duplicate_merged"] += 1  # "bone" / "bones"
+            continue
+        by_key[key] = name
+    names = list(by_key.values())
+    # An abbreviation given with the long form ("red blood cells (RBCs)") or in a batch's text
+    # ("basal cell carcinoma (BCC)", "X, also called Y") is the same entity as that long form.
+    gone: set[str] = set()
+    short_forms = [split_abbreviation(entity_name(e)) for e in proposed]
+    pairs = [(long, short) for long, short in short_forms if short]
+    for text in texts:
+        pairs += text_aliases(text, names)
+    keys = {entity_key(n): n for n in names}
+    for long, short in pairs:
+        a, b = keys.get(entity_key(long)), keys.get(entity_key(short))
+        if a and b and a != b and a not in gone and b not in gone:
+            gone.add(b)
+            report.repaired["entity_alias_merged"] += 1
+    return [n for n in names if n not in gone]
 
 
 def merge_metrics(
@@ -149,9 +174,12 @@ def merge_metrics(
     """Union the per-batch metric lists over known dimensions; cap; settle the outcome config.
 
     A given ``outcome`` wins: its metrics are always kept (added bare if no batch proposed them).
-    With no outcome, the metrics the LLM tagged ``outcome`` / ``terminal`` make it up. The cap
-    keeps the metrics proposed by the most batches, then those with the most corpus ``support``
-    (e.g. the share of chunks near the metric), then the first seen.
+    With no outcome, the kept metrics the LLM tagged ``outcome`` / ``terminal`` make it up. The
+    cap keeps the metrics proposed by the most batches, then those with the most corpus
+    ``support`` (e.g. the share of chunks near the metric), then the first seen; metrics the LLM
+    tagged ``outcome`` / ``terminal`` take at most ``ENDPOINT_SHARE`` of it while there are other
+    metrics to keep, so the causes the text discusses (intermediate metrics) are never crowded
+    out by endpoints.
     """
     support = support or {}
     report = report if report is not None else AssemblyReport()
@@ -186,31 +214,56 @@ def merge_metrics(
             if name not in seen_here:
                 votes[name] += 1
                 seen_here.add(name)
-    if outcome is None:
-        outcome = OutcomeConfig(
-            outcomes=tuple(n for n in order if found[n].role == "outcome"),
-            terminals=tuple(n for n in order if found[n].role == "terminal"),
-        )
-    else:
+    given = outcome is not None
+    if outcome is not None:
         # The user's configuration decides roles; the LLM's tags are ignored.
         for n in order:
             found[n] = replace(found[n], role="intermediate")
-    anchored = [*outcome.outcomes, *outcome.terminals]
+    anchored = [*outcome.outcomes, *outcome.terminals] if outcome is not None else []
     for n in anchored:
         if n not in found:
             report.repaired["outcome_metric_added"] += 1
             order.append(n)
             found[n] = Metric(
-                n, (), outcome.description or f"{n}: a configured outcome.", "outcome"
+                n,
+                (),
+                (outcome.description if outcome else "") or f"{n}: a configured outcome.",
+                "outcome",
             )
     ranked = sorted(
         order,
         key=lambda n: (n not in anchored, -votes[n], -support.get(n, 0.0), order.index(n)),
     )
-    kept = set(ranked[: max(cap, len(anchored))])
+    if given:
+        kept = set(ranked[: max(cap, len(anchored))])
+    else:
+        kept = _fill_cap(ranked, {n for n in order if found[n].role != "intermediate"}, cap)
+        report.dropped["metric_endpoint_over_share"] += sum(
+            1 for n in ranked[:cap] if n not in kept and found[n].role != "intermediate"
+        )
+        outcome = OutcomeConfig(
+            outcomes=tuple(n for n in order if n in kept and found[n].role == "outcome"),
+            terminals=tuple(n for n in order if n in kept and found[n].role == "terminal"),
+        )
     report.dropped["metric_over_cap"] += len(order) - len(kept)
     metrics = apply_outcome_roles([found[n] for n in order if n in kept], outcome)
     return tuple(metrics), outcome
+
+
+def _fill_cap(ranked: Sequence[str], endpoints: set[str], cap: int) -> set[str]:
+    """The ``cap`` best of ``ranked`` with at most ``ENDPOINT_SHARE`` of them endpoints, unless
+    there are too few other metrics to fill the cap.
+
+    >>> sorted(_fill_cap(["O1", "O2", "O3", "I1"], {"O1", "O2", "O3"}, 2))
+    ['I1', 'O1']
+    """
+    limit = math.ceil(cap * ENDPOINT_SHARE)
+    ends = [n for n in ranked if n in endpoints]
+    others = [n for n in ranked if n not in endpoints]
+    take_ends = ends[:limit]
+    take_others = others[: cap - len(take_ends)]
+    rest = ends[limit:][: cap - len(take_ends) - len(take_others)]
+    return {*take_ends, *take_others, *rest}
 
 
 def match_name(name: str, choices: Sequence[str], cutoff: float) -> tuple[str | None, bool]:
@@ -327,6 +380,5 @@ __all__ = [
     "merge_relations",
     "merge_variables",
     "metric_name",
-    "near_duplicate_names",
     "variable_name",
 ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -31,7 +32,9 @@ from ..config import (
 from ..embedding import as_matrix
 from ..errors import BuildError
 from ..llm.accounting import Ledger, stage
+from ..llm.budget import completion_budget, tokens_for
 from ..llm.runner import Failures, StageTimer, ask_split
+from ..llm.structured import capped_list, named_choice
 from ..ports import Embedder, StructuredLLM
 from ..prompts import Prompt, get_prompt
 from ..types import Chunk, DomainSpec, OutcomeConfig
@@ -42,13 +45,12 @@ from .assemble import (
     merge_metrics,
     merge_relations,
     merge_variables,
-    near_duplicate_names,
 )
+from .merge import MetricDraft, metric_groups
 
 # Chunks Stage 1 reads at most, per tier; a larger corpus is covered by clustering.
 STAGE1_CHUNK_BUDGET = {"XS": 48, "S": 96, "M": 192, "L": 384}
 KMEANS_ITERATIONS = 8
-METRIC_DUPLICATE_COSINE = 0.9  # metric names (as words) this close are one metric (MiniLM)
 SUPPORT_TOP_METRICS = 3  # a chunk supports the metrics among its 3 nearest
 STAGE1_STEPS = ("dimensions", "metrics", "variables", "relations")
 
@@ -135,24 +137,35 @@ def _choice(names: Sequence[str]) -> Any:
     return Literal[tuple(names)] if names else str  # type: ignore[return-value]
 
 
-class DimensionItem(BaseModel):
-    name: str
-    description: str = ""
-    entities: list[str] = Field(default_factory=list)
+# Completion budgets (tokens) per Stage 1 request, from the items it may list: the recorded real
+# run's replies averaged about 40 tokens per entity-laden dimension line, 90 per metric, 45 per
+# variable and 60 per relation; these leave about twice that.
+REPLY_TOKENS_FIXED = 400
+TOKENS_PER_DIMENSION = 300
+TOKENS_PER_METRIC = 180
+TOKENS_PER_VARIABLE = 90
+TOKENS_PER_RELATION = 120
+MAX_ENTITIES_PER_DIMENSION = 40  # entities one batch lists per dimension (``maxItems``)
+MAX_VARIABLES_PER_BATCH = 60
+MAX_RELATIONS_PER_BATCH = 30
+MAX_INFERRED_OUTCOMES = 5
 
 
-class DimensionsReply(BaseModel):
-    dimensions: list[DimensionItem]
-
-
-class RelationItem(BaseModel):
-    source: str
-    target: str
-    mechanism: str = ""
-
-
-class RelationsReply(BaseModel):
-    relations: list[RelationItem]
+def dimensions_model(cap: int, *, infer_domain: bool, infer_outcomes: bool) -> type[BaseModel]:
+    """``DimensionsReply``: at most ``cap`` dimensions; with ``infer_domain`` also a one-line
+    ``domain``, with ``infer_outcomes`` the ``outcomes`` the excerpts build toward."""
+    item = create_model(
+        "DimensionItem",
+        name=(str, ...),
+        description=(str, ""),
+        entities=(list[str], capped_list(MAX_ENTITIES_PER_DIMENSION)),
+    )
+    fields: dict[str, Any] = {"dimensions": (list[item], capped_list(cap))}
+    if infer_domain:
+        fields["domain"] = (str, "")
+    if infer_outcomes:
+        fields["outcomes"] = (list[str], capped_list(MAX_INFERRED_OUTCOMES, required=False))
+    return create_model("DimensionsReply", **fields)
 
 
 def relations_model(variable_names: Sequence[str]) -> type[BaseModel]:
@@ -163,11 +176,13 @@ def relations_model(variable_names: Sequence[str]) -> type[BaseModel]:
         target=(_choice(variable_names), ...),
         mechanism=(str, ""),
     )
-    return create_model("RelationsReply", relations=(list[item], ...))
+    return create_model(
+        "RelationsReply", relations=(list[item], capped_list(MAX_RELATIONS_PER_BATCH))
+    )
 
 
-def metrics_model(dimension_names: Sequence[str]) -> type[BaseModel]:
-    """``MetricsReply`` whose signatures may only use the given dimensions."""
+def metrics_model(dimension_names: Sequence[str], cap: int = 0) -> type[BaseModel]:
+    """``MetricsReply`` whose signatures may only use the given dimensions (``cap``: maxItems)."""
     item = create_model(
         "MetricItem",
         name=(str, ...),
@@ -176,25 +191,37 @@ def metrics_model(dimension_names: Sequence[str]) -> type[BaseModel]:
         category=(str, "general"),
         role=(Literal["terminal", "outcome", "intermediate"], "intermediate"),
     )
-    return create_model("MetricsReply", metrics=(list[item], ...))
+    return create_model("MetricsReply", metrics=(list[item], capped_list(cap) if cap else ...))
 
 
-def variables_model(metric_names: Sequence[str]) -> type[BaseModel]:
-    """``VariablesReply`` whose variables may only bind the given metrics."""
+def variables_model(
+    metric_names: Sequence[str], entity_names: Sequence[str] = ()
+) -> type[BaseModel]:
+    """``VariablesReply`` whose variables may only bind the given metrics, and (when given) only
+    the dimensions' known entities."""
     item = create_model(
         "VariableItem",
         metric=(_choice(metric_names), ...),
-        entities=(list[str], Field(default_factory=list)),
+        entities=(list[named_choice(entity_names)], Field(default_factory=list)),
         description=(str, ""),
     )
-    return create_model("VariablesReply", variables=(list[item], ...))
+    return create_model(
+        "VariablesReply", variables=(list[item], capped_list(MAX_VARIABLES_PER_BATCH))
+    )
 
 
-def _outcome_text(outcome: OutcomeConfig | None, *, choose: bool = True) -> str:
+def _outcome_text(
+    outcome: OutcomeConfig | None, *, choose: bool = True, inferred: Sequence[str] = ()
+) -> str:
     if outcome is None:
+        guess = (
+            f"not given; the excerpts suggest {', '.join(inferred)} (inferred, not confirmed)"
+            if inferred
+            else "not given"
+        )
         if not choose:
-            return "not given"
-        return "not given: tag the final outcomes 'terminal' and key endpoints 'outcome'"
+            return guess
+        return f"{guess}: tag the final outcomes 'terminal' and key endpoints 'outcome'"
     parts = []
     if outcome.outcomes:
         parts.append("outcome metrics: " + ", ".join(outcome.outcomes))
@@ -221,6 +248,33 @@ def _unit_rows(m: np.ndarray) -> np.ndarray:
     return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
 
 
+def infer_domain(replies: Sequence[Mapping[str, Any]]) -> tuple[str, list[str]]:
+    """The domain line and candidate outcomes the dimensions replies proposed: the domain most
+    batches gave (ties: the first batch's), the outcomes most often named.
+
+    >>> infer_domain([{"domain": "lakes", "outcomes": ["fish kills"]},
+    ...               {"domain": "Lakes.", "outcomes": ["fish kills", "toxins"]}])
+    ('lakes', ['fish kills', 'toxins'])
+    """
+    domains: dict[str, list[str]] = {}
+    outcomes: dict[str, list[str]] = {}
+    for r in replies:
+        line = " ".join(str(r.get("domain", "") or "").split()).rstrip(".")
+        if line:
+            domains.setdefault(line.lower(), []).append(line)
+        for o in r.get("outcomes", []) or []:
+            o = " ".join(str(o).split()).rstrip(".")
+            if o:
+                outcomes.setdefault(o.lower(), []).append(o)
+
+    def ranked(found: dict[str, list[str]]) -> list[str]:
+        order = list(found)
+        return [found[k][0] for k in sorted(order, key=lambda k: (-len(found[k]), order.index(k)))]
+
+    best = ranked(domains)
+    return (best[0] if best else ""), ranked(outcomes)[:MAX_INFERRED_OUTCOMES]
+
+
 async def agenerate_spec(
     chunks: Sequence[Chunk],
     llm: StructuredLLM,
@@ -242,7 +296,10 @@ async def agenerate_spec(
     Makes ``4 * ceil(read / chunks_per_call)`` calls, ``read`` being every chunk up to the tier's
     budget (a clustered sample beyond it, when ``chunk_embeddings`` are given; evenly spaced
     chunks otherwise); all calls of a step run concurrently, and a batch too long for the model
-    is split. Calls are charged to ledger stage ``stage1``.
+    is split. Calls are charged to ledger stage ``stage1``. Without a ``domain`` (or an
+    ``outcome``), the dimensions step also asks each batch for a one-line domain (and the
+    outcomes the text builds toward); the most proposed are shown to the later steps and stored
+    in the spec as ``inferred``, for the user to correct.
 
     Raises:
         BuildError: when no usable dimension or metric came back (nothing to build on).
@@ -260,15 +317,17 @@ async def agenerate_spec(
     report = AssemblyReport()
 
     async def step(
-        name: str, model: type[BaseModel], field_name: str, **values: str
-    ) -> list[list[dict[str, Any]]]:
+        name: str, model: type[BaseModel], field_name: str, tokens: int, **values: str
+    ) -> list[tuple[str, Any]]:
+        """(excerpt text, reply) per answered (sub-)batch of this step."""
         prompt = get_prompt(name, prompts)
 
         async def ask(sub: Sequence[Chunk]) -> Any:
             messages = prompt.render(
                 model.__name__, excerpts=excerpts(sub, excerpt_chars), **values
             )
-            return await llm.acomplete(messages, model)
+            with completion_budget(tokens):
+                return await llm.acomplete(messages, model)
 
         parts = await asyncio.gather(
             *(
@@ -277,102 +336,140 @@ async def agenerate_spec(
             )
         )
         return [
-            [x.model_dump() for x in getattr(r, field_name)]
+            (" ".join(c.text[:excerpt_chars] for c in sub), r)
             for p in parts
-            for _, r in p
+            for sub, r in p
             if r is not None
         ]
 
-    dom = domain or "unknown"
+    def items(replies: Sequence[tuple[str, Any]], field_name: str) -> list[list[dict[str, Any]]]:
+        return [[x.model_dump() for x in getattr(r, field_name)] for _, r in replies]
+
+    infer = not domain
     with stage("stage1"), StageTimer(ledger, "stage1"):
+        dim_model = dimensions_model(
+            caps.max_dimensions, infer_domain=infer, infer_outcomes=infer and outcome is None
+        )
+        dim_replies = await step(
+            "dimensions",
+            dim_model,
+            "dimensions",
+            tokens_for(caps.max_dimensions, TOKENS_PER_DIMENSION, REPLY_TOKENS_FIXED),
+            domain=domain or "unknown: also give it in one line",
+            outcome=_outcome_text(outcome, choose=False),
+            cap=str(caps.max_dimensions),
+        )
+        inferred_outcomes: list[str] = []
+        inferred: list[str] = []
+        if infer:
+            domain, inferred_outcomes = infer_domain([r.model_dump() for _, r in dim_replies])
+            inferred = ["domain"] if domain else []
         dims = merge_dimensions(
-            await step(
-                "dimensions",
-                DimensionsReply,
-                "dimensions",
-                domain=dom,
-                outcome=_outcome_text(outcome, choose=False),
-                cap=str(caps.max_dimensions),
-            ),
+            items(dim_replies, "dimensions"),
             caps.max_dimensions,
             report,
+            texts=[text for text, _ in dim_replies],
         )
         if not dims:
             raise BuildError(
                 "Stage 1 found no dimensions: the LLM failed or the corpus names no entities; "
                 "see the failures, or pass --spec"
             )
-        metric_drafts = await step(
+        dom = domain or "unknown"
+        metric_replies = await step(
             "metrics",
-            metrics_model([d.name for d in dims]),
+            metrics_model([d.name for d in dims], caps.max_metrics),
             "metrics",
+            tokens_for(caps.max_metrics, TOKENS_PER_METRIC, REPLY_TOKENS_FIXED),
             domain=dom,
-            outcome=_outcome_text(outcome),
+            outcome=_outcome_text(outcome, inferred=inferred_outcomes),
             dimensions=_dims_text(dims),
             cap=str(caps.max_metrics),
         )
-        metric_drafts, support = _by_meaning(metric_drafts, embedder, chunk_embeddings, report)
+        metric_drafts, support = merge_metric_drafts(
+            items(metric_replies, "metrics"), embedder, chunk_embeddings, report
+        )
         metrics, final_outcome = merge_metrics(
             metric_drafts, dims, caps.max_metrics, outcome, report, support=support
         )
         if not metrics:
             raise BuildError("Stage 1 produced no metrics; see the failures, or pass --spec")
-        var_drafts = await step(
+        if outcome is None and inferred_outcomes:
+            final_outcome = replace(
+                final_outcome,
+                description="candidate outcomes inferred from the corpus: "
+                + ", ".join(inferred_outcomes),
+            )
+            inferred.append("outcome")
+        used = {d for m in metrics for d in m.signature}
+        var_replies = await step(
             "variables",
-            variables_model([m.name for m in metrics]),
+            variables_model(
+                [m.name for m in metrics],
+                sorted({e for d in dims if d.name in used for e in d.entities}),
+            ),
             "variables",
+            tokens_for(MAX_VARIABLES_PER_BATCH, TOKENS_PER_VARIABLE, REPLY_TOKENS_FIXED),
             domain=dom,
-            dimensions=_dims_text(dims),
+            dimensions=_dims_text([d for d in dims if d.name in used]),
             metrics=_metrics_text(metrics),
         )
-        variables = merge_variables(var_drafts, metrics, dims, report)
-        rel_drafts = await step(
+        variables = merge_variables(items(var_replies, "variables"), metrics, dims, report)
+        rel_replies = await step(
             "relations",
             relations_model([v.name for v in variables]),
             "relations",
+            tokens_for(MAX_RELATIONS_PER_BATCH, TOKENS_PER_RELATION, REPLY_TOKENS_FIXED),
             domain=dom,
             variables="\n".join(f"- {v.name}" for v in variables) or "(none)",
         )
-        relations = merge_relations(rel_drafts, variables, metrics, report)
+        relations = merge_relations(items(rel_replies, "relations"), variables, metrics, report)
         spec = assemble_spec(dims, metrics, variables, relations, final_outcome, domain=domain)
+        spec = replace(spec, inferred=tuple(inferred))
     return spec, {
         "batches": len(batches),
         "calls_planned": len(STAGE1_STEPS) * len(batches),
+        "domain_inferred": domain if "domain" in inferred else "",
+        "outcomes_inferred": inferred_outcomes,
         **coverage,
         **report.as_dict(),
     }
 
 
-def _by_meaning(
+def merge_metric_drafts(
     drafts: list[list[dict[str, Any]]],
     embedder: Embedder | None,
     chunk_embeddings: np.ndarray | None,
     report: AssemblyReport,
 ) -> tuple[list[list[dict[str, Any]]], dict[str, float]]:
-    """Rename near-duplicate metrics to one name, and measure each metric's corpus support
-    (the share of chunks that have it among their ``SUPPORT_TOP_METRICS`` nearest metrics)."""
+    """Rename the metrics that measure one quantity to one name (``merge.metric_groups``: names
+    and definitions), and measure each metric's corpus support (the share of chunks that have it
+    among their ``SUPPORT_TOP_METRICS`` nearest metrics)."""
     if embedder is None:
         return drafts, {}
     from .assemble import metric_name
 
     names: list[str] = []
     text: dict[str, str] = {}
+    described: dict[str, str] = {}
     for draft in drafts:
         for item in draft:
             n = metric_name(item.get("name", ""))
             if n and n not in text:
                 names.append(n)
-                text[n] = f"{_words(n)}: {item.get('description', '')}"
+                described[n] = str(item.get("description", "") or "")
+                text[n] = f"{_words(n)}: {described[n]}"
     if not names:
         return drafts, {}
-    word_vecs = _unit_rows(
-        as_matrix(embedder.embed_documents([_words(n) for n in names]), len(names), who="embedder")
-    )
     votes: dict[str, int] = {}
     for draft in drafts:
         for n in {metric_name(i.get("name", "")) for i in draft}:
             votes[n] = votes.get(n, 0) + 1
-    canonical = near_duplicate_names(names, word_vecs, METRIC_DUPLICATE_COSINE, votes)
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return as_matrix(embedder.embed_documents(texts), len(texts), who="embedder")
+
+    canonical = metric_groups([MetricDraft(n, described[n]) for n in names], embed, votes)
     merged = sum(1 for a, b in canonical.items() if a != b)
     if merged:
         report.repaired["metric_near_duplicate_merged"] += merged
@@ -386,9 +483,7 @@ def _by_meaning(
     support: dict[str, float] = {}
     if chunk_embeddings is not None and len(chunk_embeddings):
         keep = sorted(set(canonical.values()), key=names.index)
-        vecs = _unit_rows(
-            as_matrix(embedder.embed_documents([text[n] for n in keep]), len(keep), who="embedder")
-        )
+        vecs = _unit_rows(embed([text[n] for n in keep]))
         top = max(1, min(SUPPORT_TOP_METRICS, len(keep) // 4))  # few metrics: the nearest one
         counts = np.zeros(len(keep))
         for lo in range(0, len(chunk_embeddings), 1024):
@@ -416,8 +511,9 @@ def stage1_calls(
 __all__ = [
     "DEFAULT_CHUNKS_PER_CALL",
     "DEFAULT_SPEC_SAMPLE_CHUNKS",
-    "DimensionsReply",
-    "RelationsReply",
+    "dimensions_model",
+    "infer_domain",
+    "merge_metric_drafts",
     "STAGE1_CHUNK_BUDGET",
     "agenerate_spec",
     "cover_sample",

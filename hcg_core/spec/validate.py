@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from ..errors import SpecError
 from ..types import GRAPH_ROLES, CausalEdge, DomainSpec, Variable
 
+INFERABLE = ("domain", "outcome")  # the spec fields Stage 1 may infer (``DomainSpec.inferred``)
+
 
 def _no_duplicates(names: Iterable[str], kind: str) -> None:
     seen: set[str] = set()
@@ -45,12 +47,27 @@ def validate_spec(spec: DomainSpec) -> DomainSpec:
 
     Checks: duplicate names, metric signatures over undefined dimensions, unknown graph roles,
     outcome names that are not metrics, variables outside the vocabulary, relations between
-    undefined variables, and relations out of a terminal.
+    undefined variables, relations out of a terminal, entity parent links outside their dimension,
+    and unknown ``inferred`` field names.
     """
     _no_duplicates((d.name for d in spec.dimensions), "dimension")
     _no_duplicates((m.name for m in spec.metrics), "metric")
     for d in spec.dimensions:
         _no_duplicates(d.entities, f"entity in dimension {d.name!r}:")
+        for child, parent in d.parents:
+            for e in (child, parent):
+                if e not in d.entities:
+                    raise SpecError(
+                        f"dimension {d.name!r}: parents links {child!r} -> {parent!r}, but "
+                        f"{e!r} is not one of its entities",
+                        entry=d.name,
+                    )
+    for field_name in spec.inferred:
+        if field_name not in INFERABLE:
+            raise SpecError(
+                f"inferred names {field_name!r}; it may list only {', '.join(INFERABLE)}",
+                entry="inferred",
+            )
     dims = {d.name: d for d in spec.dimensions}
     metrics = {m.name: m for m in spec.metrics}
     for m in spec.metrics:

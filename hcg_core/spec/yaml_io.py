@@ -3,9 +3,11 @@
 Shape (see docs/format.md)::
 
     domain: oncology
+    inferred: [domain]   # optional: what Stage 1 inferred (domain, outcome), for you to correct
     outcome: {outcomes: [SurvivalRate], terminals: [PatientOutcome]}
     dimensions:
-      disease: {description: ..., entities: [NSCLC, BCC]}
+      disease: {description: ..., entities: [NSCLC, BCC, local BCC],
+                parents: {local BCC: BCC}}   # optional: stage or subtype -> its entity
     metrics:
       Efficacy(treatment, disease): {description: ..., category: treatment, graph_role: intermediate}
     variables:
@@ -86,7 +88,15 @@ def variable_from_item(item: Any, where: str) -> Variable:
 def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
     """Build a DomainSpec from the parsed YAML mapping; raise SpecError naming the bad entry."""
     data = _mapping(data, "spec")
-    unknown = set(data) - {"domain", "outcome", "dimensions", "metrics", "variables", "relations"}
+    unknown = set(data) - {
+        "domain",
+        "inferred",
+        "outcome",
+        "dimensions",
+        "metrics",
+        "variables",
+        "relations",
+    }
     if unknown:
         raise SpecError(f"unknown top-level keys {sorted(unknown)}", entry=sorted(unknown)[0])
     dims = []
@@ -94,11 +104,13 @@ def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
         if isinstance(body, list):  # short form: name: [entities]
             body = {"entities": body}
         body = _mapping(body, f"dimensions.{name}")
+        parents = _mapping(body.get("parents"), f"dimensions.{name}.parents")
         dims.append(
             Dimension(
                 str(name),
                 _str_tuple(body.get("entities"), f"dimensions.{name}.entities"),
                 str(body.get("description", "") or ""),
+                tuple((str(c), str(p)) for c, p in parents.items()),
             )
         )
     metrics = []
@@ -139,6 +151,7 @@ def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
         tuple(relations),
         outcome,
         str(data.get("domain", "") or ""),
+        _str_tuple(data.get("inferred"), "inferred"),
     )
     return validate_spec(spec) if validate else spec
 
@@ -169,6 +182,8 @@ def spec_to_dict(spec: DomainSpec) -> dict:
     data: dict[str, Any] = {}
     if spec.domain:
         data["domain"] = spec.domain
+    if spec.inferred:
+        data["inferred"] = list(spec.inferred)
     out: dict[str, Any] = {
         "outcomes": list(spec.outcome.outcomes),
         "terminals": list(spec.outcome.terminals),
@@ -176,10 +191,7 @@ def spec_to_dict(spec: DomainSpec) -> dict:
     if spec.outcome.description:
         out["description"] = spec.outcome.description
     data["outcome"] = out
-    data["dimensions"] = {
-        d.name: {"description": d.description, "entities": list(d.entities)}
-        for d in spec.dimensions
-    }
+    data["dimensions"] = {d.name: _dimension_item(d) for d in spec.dimensions}
     data["metrics"] = {
         (f"{m.name}({', '.join(m.signature)})" if m.signature else m.name): {
             "description": m.description,
@@ -195,6 +207,19 @@ def spec_to_dict(spec: DomainSpec) -> dict:
     return data
 
 
+def _dimension_item(d: Dimension) -> dict[str, Any]:
+    item: dict[str, Any] = {"description": d.description, "entities": list(d.entities)}
+    if d.parents:  # written only when there are links, so older specs read back unchanged
+        item["parents"] = dict(d.parents)
+    return item
+
+
+INFERRED_NOTE = (
+    "# Stage 1 inferred {fields} from the corpus (no --domain / outcome was given):\n"
+    "# correct them here and rebuild with --spec.\n"
+)
+
+
 def spec_from_yaml(text: str) -> DomainSpec:
     """Parse spec.yaml text (``yaml.safe_load`` only)."""
     try:
@@ -205,4 +230,8 @@ def spec_from_yaml(text: str) -> DomainSpec:
 
 
 def spec_to_yaml(spec: DomainSpec) -> str:
-    return yaml.safe_dump(spec_to_dict(spec), sort_keys=False, allow_unicode=True, width=100)
+    """spec.yaml text; a spec with inferred fields opens with a comment saying which."""
+    text = yaml.safe_dump(spec_to_dict(spec), sort_keys=False, allow_unicode=True, width=100)
+    if spec.inferred:
+        text = INFERRED_NOTE.format(fields=" and ".join(spec.inferred)) + text
+    return text

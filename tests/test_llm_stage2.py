@@ -1,0 +1,339 @@
+"""Stage 2 as it should be (issue 25), over real HTTP to the 127.0.0.1 stub where it matters:
+Tier 2 candidates a text could link, batches that cut no compatible pair, the causes kept with
+their outgoing edges, schemas that fit the prompts (rejections by number, entity enums,
+maxItems, strict-compatible, the compact schema in the prompt when the request cannot carry it),
+a token limit per request from the items asked, on-target Tier 1 evidence lines, and no earlier
+reply shown as a fact."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+
+import numpy as np
+import pytest
+from fixtures.llm.responder import DOMAIN, OUTCOME, load_chunks, respond
+
+from hcg_core.embedders import HashingEmbedder
+from hcg_core.graph_build import build_graph
+from hcg_core.graph_build.evidence import SentencePool
+from hcg_core.graph_build.llm_tiers import (
+    TIER1_FIXED_TOKENS,
+    TIER1_TOKENS_PER_TARGET,
+    Stage2Context,
+    Template,
+    compatible,
+    evidence_lines,
+    tier2_batches,
+    tier2_model,
+)
+from hcg_core.llm import Ledger, OpenAIStructuredLLM
+from hcg_core.llm.runner import Failures
+from hcg_core.llm.structured import SCHEMA_HINT
+from hcg_core.testing import FaultPlan, StubLLMServer
+from hcg_core.types import Chunk, Dimension, DomainSpec, Metric, Variable
+
+EMB = HashingEmbedder()
+LAKES = ("Lake Erie", "Lake Taihu")
+CANDIDATE = re.compile(r"^\d+\. (.+?) -> (.+)$", re.M)
+
+
+def http_llm(srv, **kw):
+    kw.setdefault("max_concurrency", 4)
+    return OpenAIStructuredLLM(
+        "stub-model", base_url=srv.base_url, api_key="x", timeout=5, backoff_base=0.001, **kw
+    )
+
+
+def fixture_build(srv, **kw):
+    return build_graph(
+        load_chunks(), embedder=EMB, llm=http_llm(srv, **kw), tier="XS", outcome=OUTCOME
+    )
+
+
+def lake(variable: str) -> str | None:
+    return next((x for x in LAKES if x in variable), None)
+
+
+@pytest.fixture(scope="module")
+def served():
+    with StubLLMServer(respond) as srv:
+        result = fixture_build(srv)
+        yield result, list(srv.log)
+
+
+# -- item 1: candidates a text could link -------------------------------------------------------
+
+
+def test_cross_lake_pairs_never_reach_a_tier2_prompt(served):
+    result, log = served
+    pairs = [p for r in log if r["schema"] == "Tier2Reply" for p in CANDIDATE.findall(r["prompt"])]
+    assert pairs
+    for s, t in pairs:
+        assert lake(s) is None or lake(t) is None or lake(s) == lake(t), (s, t)
+    t2 = result.report["stages"]["tier2"]
+    # The rule did drop pairs (the fixture's templates pair both lakes' variables), and the report
+    # counts what was proposed, what was kept and sent, and what the replies added.
+    assert t2["candidates_proposed"] > t2["candidates"] == len(pairs)
+    assert t2["new_edges"] >= 1 and t2["new_variables"] >= 1
+
+
+def test_compatibility_rule():
+    spec = DomainSpec(
+        (
+            Dimension(
+                "disease",
+                ("breast cancer", "metastatic breast cancer", "glioma"),
+                "",
+                (("metastatic breast cancer", "breast cancer"),),
+            ),
+            Dimension("treatment", ("surgery", "radiation")),
+        ),
+        (
+            Metric("Risk", ("disease",)),
+            Metric("Effect", ("treatment",)),
+            Metric("Age"),
+        ),
+    )
+    chunks = [Chunk("a", "Surgery for breast cancer."), Chunk("b", "Radiation alone.")]
+    from hcg_core.graph_build.evidence import EntityMentions
+
+    mentions = EntityMentions(chunks)
+
+    def ok(s, t):
+        return compatible(spec, mentions, s, t)
+
+    risk = {e: Variable("Risk", (e,)) for e in spec.dimensions[0].entities}
+    assert ok(Variable("Age"), risk["glioma"])  # no entities: pairs freely
+    assert not ok(risk["breast cancer"], risk["glioma"])  # two diseases
+    assert ok(risk["metastatic breast cancer"], risk["breast cancer"])  # a stage of it
+    assert ok(Variable("Effect", ("surgery",)), risk["breast cancer"])  # one chunk names both
+    assert not ok(Variable("Effect", ("radiation",)), risk["breast cancer"])
+
+
+def test_batches_cut_no_compatible_pair_and_keep_an_entitys_pairs_together():
+    # 60 sources bind 60 regions; the target has no entity, so every pair is compatible.
+    sources = [Variable("Load", (f"region {i:02d}",)) for i in range(60)]
+    variables = [*sources, Variable("Harm"), Variable("Other", ("x",))]
+    templates = [Template("Load", "Harm"), Template("Other", "Harm"), Template("Load", "Other")]
+
+    def keep(s, t):  # the last template's pairs are all cross-entity
+        return not (s.entities and t.entities)
+
+    batches, counts = tier2_batches(templates, variables, 50, keep)
+    assert counts == {
+        "candidates_proposed": 121,
+        "candidates": 61,
+        "templates_without_candidates": 1,
+    }
+    sent = Counter(p for b in batches for p in b.pairs)
+    assert sum(sent.values()) == 61 and set(sent.values()) == {1}  # each compatible pair once
+    assert all(len(b.pairs) <= 50 for b in batches)
+    assert [len(b.pairs) for b in batches] == [50, 11]
+    assert Template("Load", "Other") in batches[1].templates  # open: 10 slots, to be populated
+
+
+# -- item 3: drivers survive --------------------------------------------------------------------
+
+DRIVERS = [f"Driver{k}" for k in range(5)]
+OUTCOMES = [f"Outcome{i}" for i in range(40)]
+
+
+def drivers_corpus() -> list[Chunk]:
+    return [
+        Chunk(f"d{k}", f"{d} raises {OUTCOMES[k]} in the north group. " * 3, "drivers")
+        for k, d in enumerate(DRIVERS)
+    ] + [
+        Chunk(f"o{i}", f"{o} is an endpoint of the north group.", "ends")
+        for i, o in enumerate(OUTCOMES[:8])
+    ]
+
+
+def drivers_responder(req):
+    """Every batch proposes the 40 endpoints, tagged outcome (as the recorded run's batches
+    did); a batch proposes a driver only when its excerpts name it; Tier 1 links Driver k to
+    Outcome k except for the last driver; Tier 2 keeps every candidate."""
+    name, prompt = req.schema_name, req.prompt
+    if name == "DimensionsReply":
+        return {"dimensions": [{"name": "group", "entities": ["north"]}], "domain": "a test"}
+    if name == "MetricsReply":
+        named = [d for d in DRIVERS if d in prompt]
+        return {
+            "metrics": [
+                {"name": o, "role": "outcome", "description": "an endpoint"} for o in OUTCOMES
+            ]
+            + [{"name": d, "role": "intermediate", "description": "a cause"} for d in named]
+        }
+    if name == "VariablesReply":
+        return {"variables": []}
+    if name == "RelationsReply":
+        return {"relations": []}
+    if name == "Tier1Reply":
+        src = req.enum("source")[0]
+        targets = req.enum("causal", "target")
+        k = DRIVERS.index(src) if src in DRIVERS[:-1] else None
+        causal = [t for t in targets if k is not None and t == OUTCOMES[k]]
+        return {
+            "source": src,
+            "causal": [{"target": t, "rationale": "stated"} for t in causal],
+            "not_causal": [t for t in targets if t not in causal],
+        }
+    if name == "Tier2Reply":
+        n = len(CANDIDATE.findall(prompt))
+        kept = [
+            {"candidate": i, "mechanism": "raises it", "confidence": 0.9} for i in range(1, n + 1)
+        ]
+        return {"kept": kept, "rejected": [], "new_edges": []} if n else {"new_edges": []}
+    raise ValueError(name)
+
+
+def test_every_driver_is_kept_and_has_its_outgoing_edge_over_http():
+    with StubLLMServer(drivers_responder) as srv:
+        r = build_graph(drivers_corpus(), embedder=EMB, llm=http_llm(srv), tier="XS")
+    metrics = {m.name: m for m in r.graph.spec.metrics}
+    assert set(DRIVERS) <= set(metrics) and len(metrics) == 40  # the cap, drivers included
+    assert all(metrics[d].role == "intermediate" for d in DRIVERS)
+    sources = {e.source for e in r.graph.edges}
+    assert set(DRIVERS[:-1]) <= sources  # each cause the responder links has its edge
+    assert DRIVERS[-1] not in sources
+    assert r.report["stages"]["stage1"]["dropped"]["metric_endpoint_over_share"] > 0
+    assert r.graph.spec.domain == "a test" and "domain" in r.graph.spec.inferred
+
+
+# -- item 7: schemas that fit the prompts, token limits -----------------------------------------
+
+
+def defs(schema: dict) -> dict:
+    return schema.get("$defs", {})
+
+
+def test_schemas_fit_the_prompts_over_http(served):
+    result, log = served
+    assert {r["format"] for r in log} == {"json_schema-strict"}
+    tier2 = [r for r in log if r["schema"] == "Tier2Reply"]
+    known = {e for d in result.graph.spec.dimensions for e in d.entities}
+    for r in tier2:
+        schema, n = r["json_schema"], len(CANDIDATE.findall(r["prompt"]))
+        d = defs(schema)
+        if n:
+            # A rejection is its candidate number and keep: false, nothing else.
+            assert d["Tier2Rejected"]["properties"].keys() == {"candidate", "keep"}
+            assert d["Tier2Rejected"]["properties"]["keep"]["enum"] == [False]
+            assert d["Tier2Kept"]["properties"]["candidate"]["enum"] == list(range(1, n + 1))
+            assert schema["properties"]["kept"]["maxItems"] == n
+            assert schema["properties"]["rejected"]["maxItems"] == n
+        assert schema["properties"]["new_edges"]["maxItems"] == 8
+        entities = d["NewSource"]["properties"]["entities"]["items"]["enum"]
+        assert set(entities) <= known and entities  # the dimensions' known entities
+        assert "new_entities" in d["NewSource"]["properties"]  # a new one is explicit
+        for node in (schema, *d.values()):  # strict: every object closed, every field required
+            assert node["additionalProperties"] is False
+            assert set(node["required"]) == set(node["properties"])
+    tier1 = [r for r in log if r["schema"] == "Tier1Reply"]
+    for r in tier1:
+        targets = defs(r["json_schema"])["Tier1Link"]["properties"]["target"]["enum"]
+        assert r["json_schema"]["properties"]["not_causal"]["items"]["enum"] == targets
+        assert r["json_schema"]["properties"]["causal"]["maxItems"] == len(targets)
+        # The token limit follows the items asked.
+        assert r["max_tokens"] == TIER1_FIXED_TOKENS + TIER1_TOKENS_PER_TARGET * len(targets)
+    dims = [r for r in log if r["schema"] == "DimensionsReply"]
+    assert dims[0]["json_schema"]["properties"]["dimensions"]["maxItems"] == 6
+    assert all(r["max_tokens"] for r in log)
+
+
+def test_the_users_max_tokens_wins_and_cut_replies_are_resent_and_counted():
+    with StubLLMServer(respond, faults=FaultPlan(script={2: "length"})) as srv:
+        r = fixture_build(srv, max_tokens=3000)
+    sent = [x["max_tokens"] for x in srv.log]
+    assert sent[:2] == [3000, 3000] and sent[2] == 6000  # request 2 was cut: resent, doubled
+    assert set(sent[3:]) <= {3000, 6000}
+    s1 = r.report["stages"]["stage1"]
+    assert s1["truncated"] == 1 and s1["resends"] == 1 and r.report["totals"]["failed"] == 0
+    assert r.report["totals"]["resends"] == 1
+
+
+def test_the_compact_schema_travels_in_the_prompt_when_the_request_cannot_carry_it():
+    model = tier2_model(["Load"], ["Harm"], 3, ["Lake Erie", "Lake Taihu"])
+
+    def reply(req):
+        return {"kept": [], "rejected": [{"candidate": 2, "keep": False}], "new_edges": []}
+
+    msgs = [{"role": "user", "content": "Judge these.\n\nResponse schema name: Tier2Reply"}]
+    with StubLLMServer(reply, faults=FaultPlan(reject_json_schema=True)) as srv:
+        out = http_llm(srv).complete(msgs, model)
+    assert [r["format"] for r in srv.log] == ["json_schema-strict", "json_object"]
+    prompt = srv.log[-1]["prompt"]
+    assert SCHEMA_HINT in prompt
+    assert '"rejected": [{"candidate": 1|2|3, "keep"?: false}, ...] (at most 3)' in prompt
+    assert '"entities"?: ["Lake Erie"|"Lake Taihu", ...] (at most 4)' in prompt
+    assert [j.candidate for j in out.rejected] == [2]
+
+
+# -- items 5 and 6: evidence lines on target, no earlier reply shown as a fact ------------------
+
+
+def test_tier1_evidence_lines_are_on_target_and_never_repeated():
+    chunks = [
+        Chunk("a", "Surgery may take 3 or more hours. Low estrogen causes loss of bone density."),
+        Chunk("b", "Keep the names of your care team. The cancer may come back after treatment."),
+        Chunk("c", "Estrogen loss after menopause weakens bone."),
+    ]
+    metrics = (
+        Metric("Estrogen", (), "estrogen level"),
+        Metric("BoneLoss", (), "loss of bone density"),
+        Metric("BoneWeakness", (), "loss of bone density and strength"),
+        Metric("Recurrence", (), "the cancer comes back after treatment"),
+    )
+    spec = DomainSpec((), metrics)
+    vecs = EMB.embed_documents([f"{m.name}: {m.description}" for m in metrics])
+    ctx = Stage2Context(
+        spec,
+        chunks,
+        EMB.embed_documents([c.text for c in chunks]),
+        {m.name: v for m, v in zip(metrics, vecs, strict=True)},
+        llm=None,  # type: ignore[arg-type]
+        ledger=Ledger(),
+        failures=Failures(),
+        dropped=Counter(),
+        sentences=SentencePool(chunks, EMB),
+    )
+    taken: set[str] = set()
+    lines = evidence_lines(ctx, metrics[0], metrics[1:], taken)
+    assert lines["BoneLoss"] == "Low estrogen causes loss of bone density."  # not the opening
+    assert lines["Recurrence"] == "The cancer may come back after treatment."
+    assert lines["BoneWeakness"] and lines["BoneWeakness"] != lines["BoneLoss"]  # no repeat
+    assert len(taken) == 3
+
+
+def test_no_earlier_reply_reaches_a_later_prompt_as_a_fact(served):
+    _, log = served
+    rationales = [why for _, _, why in DOMAIN["templates"]]
+    for r in log:
+        if r["schema"] == "Tier2Reply":
+            assert not any(why in r["prompt"] for why in rationales)
+            assert re.search(r"^T1\. \w+ -> \w+$", r["prompt"], re.M)
+    seeded = [
+        r for r in log if r["schema"] == "Tier1Reply" and "- FertilizerRunoff ->" in r["prompt"]
+    ]
+    assert seeded and all("previous judgements, not evidence" in r["prompt"] for r in seeded)
+
+
+def test_tier2_evidence_excerpts_hold_the_sentence_about_the_pair(served):
+    _, log = served
+    # Excerpts are cut around the sentence nearest to the batch's pairs, so the quotes the
+    # fixture's careful model gives are there to be copied.
+    shown = " ".join(r["prompt"] for r in log if r["schema"] == "Tier2Reply")
+    assert "Fertilizer runoff increases the phosphorus load of Lake Erie" in shown
+
+
+def test_a_provider_that_rejects_temperature_builds_the_same_graph_with_none_failed(served):
+    clean, _ = served
+    with StubLLMServer(respond, faults=FaultPlan(reject_temperature=True), delay=0.02) as srv:
+        r = fixture_build(srv, max_concurrency=6)
+    assert r.report["totals"]["failed"] == 0
+    assert sorted(e.id for e in r.graph.edges) == sorted(e.id for e in clean.graph.edges)
+    rejected = sum(1 for x in srv.log if x["temperature"] is not None)
+    assert rejected >= 1 and r.report["totals"]["resends"] == rejected
+    assert json.dumps(r.report)  # the report stays JSON
+    assert np.isfinite(r.variable_embeddings).all()
