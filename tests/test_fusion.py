@@ -120,9 +120,7 @@ def test_a_window_trimmed_under_a_word_budget_keeps_the_stored_hash():
     from conftest import flat_corpus_index
 
     index, _ = flat_corpus_index(HCGDefaultEmbedding(embedder=HashingEmbedder()))
-    config = RetrievalConfig(
-        word_budget=400, hybrid=HybridConfig(window_passage_words=100, whole_windows_lead=None)
-    )
+    config = RetrievalConfig(word_budget=400, hybrid=HybridConfig())
     got = index.as_retriever(similarity_top_k=20, config=config).retrieve("What does obesity do?")
     spans = [n for n in got if "hcg_span" in n.node.metadata]
     assert spans

@@ -479,9 +479,7 @@ def test_windows_ranked_by_halves_come_back_as_spans_of_docstore_nodes(
     # The example corpus as one text without paragraph breaks, cut into overlapping nodes.
     index, text = flat_corpus_index(embed)
     question = "What does obesity lead to?"
-    config = RetrievalConfig(
-        word_budget=400, hybrid=HybridConfig(window_passage_words=100, whole_windows_lead=None)
-    )
+    config = RetrievalConfig(word_budget=400, hybrid=HybridConfig())
     budgeted = index.as_retriever(similarity_top_k=20, config=config)
     got = budgeted.retrieve(question)
     assert len(ids(got)) == len(set(ids(got))) and all(
@@ -497,7 +495,7 @@ def test_windows_ranked_by_halves_come_back_as_spans_of_docstore_nodes(
         assert text[node.start_char_idx : node.end_char_idx] == node.text
         assert "hcg_span" not in node.get_content(metadata_mode=MetadataMode.LLM)
     # Without a budget the same nodes come back whole.
-    config = RetrievalConfig(hybrid=HybridConfig(window_passage_words=100, whole_windows_lead=None))
+    config = RetrievalConfig(hybrid=HybridConfig())
     whole = index.as_retriever(similarity_top_k=5, config=config).retrieve(question)
     assert all(
         n.node.get_content() == index.docstore.get_node(n.node.node_id).get_content() for n in whole
@@ -555,6 +553,8 @@ def test_overlapping_nodes_of_a_splitter_follow_a_clear_match_by_their_offsets(
     question = "Does warfarin interact with grapefruit juice?"
 
     def overlaps(a: Any, b: Any) -> bool:
+        # The stored nodes' places: a follower comes back cut of the sentences it shares.
+        a, b = index.docstore.get_node(a.node_id), index.docstore.get_node(b.node_id)
         return a.start_char_idx < b.end_char_idx and b.start_char_idx < a.end_char_idx
 
     got = index.as_retriever(similarity_top_k=3).retrieve(question)

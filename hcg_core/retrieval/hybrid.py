@@ -218,9 +218,7 @@ def mmr_pack(
         if span_rows is not None and picked:
             g, s, e = span_rows[j]
             if e > s:
-                covered = sum(max(min(pe, e) - max(ps, s), 0) for ps, pe in picked_spans.get(g, ()))
-                # Picked spans may overlap one another; the sum bounds the covered part from above.
-                new = 1.0 - min(float(covered), e - s) / (e - s)
+                new = 1.0 - _covered_length(picked_spans.get(g, ()), s, e) / (e - s)
                 if new <= 0.0:
                     continue
         picked.append(j)
@@ -239,6 +237,20 @@ def mmr_pack(
                 similar = np.where(near, 0.0, similar)
             redundancy = np.maximum(redundancy, similar)
     return np.asarray(picked, dtype=np.int64)
+
+
+def _covered_length(spans: Sequence[tuple[int, int]], start: int, end: int) -> int:
+    """How much of ``[start, end)`` the union of ``spans`` covers (they may overlap each other).
+
+    >>> _covered_length([(0, 40), (5, 35)], 10, 50)
+    30
+    """
+    covered, reach = 0, start
+    for a, b in sorted((max(a, start), min(b, end)) for a, b in spans if a < end and b > start):
+        if b > reach:
+            covered += b - max(a, reach)
+            reach = b
+    return covered
 
 
 @dataclass
