@@ -70,6 +70,12 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--half", choices=("design", "report", "all"), default="all")
     ap.add_argument("--only-default", action="store_true", help="graph off and default only")
+    ap.add_argument(
+        "--k",
+        type=int,
+        default=None,
+        help="ask for k units with no word budget (the adapters' way; scored at --budget words)",
+    )
     args = ap.parse_args()
     retriever = CausalGraphRetriever.load(args.graph)
     sentences = load_sentences(args.sentences) if args.sentences else None
@@ -80,13 +86,14 @@ def main() -> None:
     settings = SETTINGS
     if args.only_default:
         settings = {k: SETTINGS[k] for k in ("graph off", "weight 0.25 (default)")}
-    print(f"{len(questions)} questions ({args.half})")
+    how = f"k={args.k}, no budget" if args.k else f"budget {args.budget}"
+    print(f"{len(questions)} questions ({args.half}; {how}; scored at {args.budget} words)")
     print(f"{'setting':<34}{'primary':>9}{'answer':>8}{'graph words':>13}")
     scores = {}
     for name, changes in settings.items():
-        clone = retriever.with_config(word_budget=args.budget, **changes)
+        clone = retriever.with_config(word_budget=None if args.k else args.budget, **changes)
         report = evaluate(
-            {name: lambda q, c=clone: c.retrieve_by_vector(q, vectors[q], MANY)},
+            {name: lambda q, c=clone: c.retrieve_by_vector(q, vectors[q], args.k or MANY)},
             questions,
             budget=args.budget,
         )
