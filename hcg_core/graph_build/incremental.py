@@ -142,6 +142,15 @@ class UpdateReport:
             logger.debug("%s: %s", what, self.summary())
 
 
+def empty_vocabulary_note(statements: int) -> str:
+    """The note of an insert into a graph with no metric: its causal statements need a rebuild."""
+    return (
+        f"the graph is empty (its vocabulary has no metric, so it takes no edges): the "
+        f"{statements} causal statement(s) of the new text need a rebuild to become edges "
+        "(`hcg build`, or from_documents again); the new text is searchable meanwhile"
+    )
+
+
 NodeId = tuple[int, str]  # (metric index, entity key); "" is the metric's generic variable
 ChunkRows = Mapping[str, int]  # chunk id -> row in the graph's chunks
 

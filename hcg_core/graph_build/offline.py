@@ -79,6 +79,25 @@ from .support import (
 OPTIONS = OfflineBuildConfig.field_names()
 # One INFO line as each stage starts (`hcg build` prints them; bars only show on a terminal).
 progress_log = logging.getLogger("hcg_core.graph_build.progress")
+logger = logging.getLogger(__name__)
+
+# What an empty graph means for the user; starts every empty-graph warning (tests match it).
+EMPTY_GRAPH_NOTE = "the causal graph is empty"
+
+
+def empty_graph_note(statements: int, sentences: int, chunks: int) -> str:
+    """The warning of a build that made no edge: why, what retrieval does, how to get a graph."""
+    found = (
+        f"no causal statements were found in {sentences:,} sentences of {chunks:,} chunks"
+        if not statements
+        else f"none of the {statements:,} causal statements found became an edge"
+    )
+    return (
+        f"{EMPTY_GRAPH_NOTE}: {found} (the offline builder reads sentences with explicit causal "
+        "cues such as 'X causes Y', 'Y is due to X'); retrieval uses text only (BM25 and the "
+        "embedder), which works as usual. Build with an LLM (--llm-model) for a graph of "
+        "implicit causes; `hcg add` cannot add causal edges to an empty graph, rebuild instead"
+    )
 
 
 class _Stages:
@@ -145,7 +164,12 @@ def build_offline(
 
     Raises:
         ConfigError: an unknown option or an out-of-range setting.
-        BuildError: no causal statement was found (no edge can be backed by the text).
+        BuildError: there are no chunks at all.
+
+    A corpus in which no sentence states a causal link (an office FAQ) is not an error: it gives
+    an empty graph (no metric, variable or edge) with its chunks and their vectors, so retrieval
+    works on text signals alone; the report's ``warnings`` and a logged warning say so
+    (``EMPTY_GRAPH_NOTE``).
     """
     cfg = OfflineBuildConfig.from_options(config, **options) if options else config
     cfg = cfg or OfflineBuildConfig()
@@ -165,13 +189,6 @@ def build_offline(
         statements=len(corpus.statements),
         sentences_with_cue=len({s.sentence for s in corpus.statements}),
     )
-    if not corpus.statements:
-        raise BuildError(
-            f"no causal statement found in {len(corpus.sentences)} sentences of {len(chunks)} "
-            "chunks; the offline builder needs sentences with explicit causal cues ('X causes "
-            "Y', 'Y is due to X', ...). Pass an LLM (build with llm=...) for this corpus."
-        )
-
     texts = span_texts(corpus.statements)
     t = stages.begin(
         f"vocabulary: {len(corpus.statements):,} statements, embedding {len(texts):,} spans"
@@ -227,6 +244,10 @@ def build_offline(
         t = stages.begin(f"embedding {len(ctexts):,} chunks")
         chunk_vec = embed_texts(embedder, ctexts, what="chunks", progress=stages.progress)
         stages.done("embed_chunks", t, chunks=len(ctexts))
+    if not graph.edges:
+        note = empty_graph_note(len(corpus.statements), len(corpus.sentences), len(chunks))
+        logger.warning("%s", note)
+        warnings.append(note)
     report = {
         "builder": "offline",
         "tier": tier.upper(),
