@@ -63,12 +63,14 @@ from ..types import (
 from .dimensions import GENERIC_ENTITY, dimensions, spherical_kmeans
 from .edges import edge_confidence, make_edges
 from .extract import STRONG_CUE
+from .generic import generic_words
 from .incremental import SupportLedger, ledger_from_build
 from .statements import SentenceCorpus, collect_statements
 from .support import (
     Support,
     choose_nodes,
     drop_leaving,
+    drop_nodes,
     drop_weak_nodes,
     link_support,
     metric_flows,
@@ -291,6 +293,14 @@ def _assemble(
         lift_discount=cfg.lift_discount,
     )
     dropped_weak = drop_weak_nodes(support) if cfg.drop_weak else 0
+    generic: dict[str, tuple[float, float]] = {}
+    dropped_generic = 0
+    if cfg.drop_generic and not given:
+        # One-word variables (a metric's generic variable whose head is one word) whose word is
+        # generic in the corpus by its spread and lack of burstiness (graph_build.generic).
+        one_word = {h: i for i, h in enumerate(vocab.heads) if " " not in h}
+        generic = generic_words(chunks, one_word)
+        dropped_generic = drop_nodes(support, {NodeKey(one_word[w]) for w in generic})
     names = vocab.metric_names()
     metric_roles = roles(
         len(vocab.heads), names, direct_in, direct_out, outcome, vocab.given, warnings
@@ -342,6 +352,9 @@ def _assemble(
     info = {
         "edges_dropped_leaving_terminal": dropped_terminal,
         "weak_single_sentence_variables_dropped": dropped_weak,
+        "generic_variables_dropped": dropped_generic,
+        # The words judged generic, the most spread first (whether or not they had an edge).
+        "generic_words": ", ".join(sorted(generic, key=lambda w: (-generic[w][0], w))[:12]),
         "outcome_metrics": sum(m.role == "outcome" for m in metrics_out),
         "terminal_metrics": sum(m.role == "terminal" for m in metrics_out),
     }
