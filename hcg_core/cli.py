@@ -600,8 +600,11 @@ def result_to_dict(result) -> dict[str, Any]:
                 "route": rc.route,
                 "paths": [
                     {
+                        # The path as `hcg query` prints it: variables with each edge's sign.
+                        "text": str(p),
                         "variables": list(p.variables),
                         "edge_ids": list(p.edge_ids),
+                        "effects": list(p.effects),
                         "mechanisms": list(p.mechanisms),
                     }
                     for p in rc.paths

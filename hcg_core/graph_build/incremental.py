@@ -44,7 +44,7 @@ from ..errors import StoreError
 from ..spec.offline_vocabulary import NodeKey
 from ..types import CausalEdge, CausalGraph, Chunk
 from .edges import MAX_CONFIDENCE, noisy_or_miss, rank_evidence, stable_id
-from .extract import Span, head_of, split_sentences
+from .extract import Span, head_of, sentence_effect, split_sentences
 from .statements import collect_statements, containers, distinct_sentences
 
 logger = logging.getLogger(__name__)
@@ -576,6 +576,7 @@ class SupportLedger:
             mechanism=texts[best][:MAX_MECHANISM_CHARS],
             confidence=round(min(MAX_CONFIDENCE, 1.0 - miss), 4),
             evidence=tuple(chunks[c].id for c in ranked),
+            effect=sentence_effect(texts[best]),
         )
 
     def _update(
@@ -613,6 +614,7 @@ class SupportLedger:
             # Capped before, so capped now: round(min(MAX, 1 - miss), 4) with 1 - miss >= MAX.
             confidence=round(MAX_CONFIDENCE, 4),
             evidence=tuple(chunks[c].id for c in ranked[: self.max_evidence]),
+            effect=sentence_effect(state.best_text),
         )
 
 
