@@ -335,8 +335,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     for key in ("dimensions", "metrics", "variables", "edges", "chunks", "evidence_links"):
         print(f"  {key:<16}{c[key]:>8,}")
     print(
-        "  metric roles    " + ", ".join(f"{k} {v}" for k, v in sorted(s["metric_roles"].items()))
+        "  metric roles    "
+        + (", ".join(f"{k} {v}" for k, v in sorted(s["metric_roles"].items())) or "none")
     )
+    if not c["edges"]:
+        print(
+            "  the causal graph is empty (no edges): retrieval uses text only (BM25 and the "
+            "embedder)"
+        )
     if "health" in s:
         print("graph health:")
         for key, value in s["health"].items():
@@ -441,9 +447,12 @@ def _print_update(report: Any, as_json: bool) -> None:
         print(json.dumps(report.as_dict(), indent=1))
         return
     print(report.summary())
+    # An empty graph's note is the warning that matters (its statements need a rebuild); the
+    # generic "not expressible" warning below would only repeat it less plainly.
+    empty = [n for n in report.notes if n.startswith(EMPTY_VOCABULARY)]
     for note in report.notes:
-        print(f"note: {note}", file=sys.stderr)
-    if report.statements_unmapped:
+        print(f"{'warning' if note in empty else 'note'}: {note}", file=sys.stderr)
+    if report.statements_unmapped and not empty:
         print(
             f"warning: {report.statements_unmapped} causal statement(s) of the new text name "
             "quantities the graph's vocabulary does not have (e.g. "
@@ -457,6 +466,10 @@ def _print_update(report: Any, as_json: bool) -> None:
             "removed: " + ", ".join(report.edges_removed[:5]),
             file=sys.stderr,
         )
+
+
+# How the note of an insert into an empty graph starts (``incremental.empty_vocabulary_note``).
+EMPTY_VOCABULARY = "the graph is empty"
 
 
 def cmd_add(args: argparse.Namespace) -> int:
@@ -576,7 +589,9 @@ def result_to_dict(result) -> dict[str, Any]:
         "query": result.query,
         "served_by": result.served_by,
         "matched": list(result.matched),
-        "diagnostics": dict(result.diagnostics),
+        # A diagnostic may be infinite (a ratio over one candidate); strict JSON has no such
+        # number, so it prints as null. Scores are not passed through this: a bad score is an error.
+        "diagnostics": _finite(dict(result.diagnostics)),
         "chunks": [
             {
                 "id": rc.chunk.id,
@@ -585,8 +600,11 @@ def result_to_dict(result) -> dict[str, Any]:
                 "route": rc.route,
                 "paths": [
                     {
+                        # The path as `hcg query` prints it: variables with each edge's sign.
+                        "text": str(p),
                         "variables": list(p.variables),
                         "edge_ids": list(p.edge_ids),
+                        "effects": list(p.effects),
                         "mechanisms": list(p.mechanisms),
                     }
                     for p in rc.paths

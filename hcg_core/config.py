@@ -333,6 +333,9 @@ DEFAULT_MAX_EVIDENCE = 5
 """Evidence chunks kept per edge, the mechanism's chunk first."""
 DEFAULT_DROP_WEAK = True
 """Drop variables stated by one sentence with a weak cue ("affects"): mostly mis-parsed spans."""
+DEFAULT_DROP_GENERIC = True
+"""Drop one-word variables whose word is generic in the corpus (spread, never bursty: "Factor",
+"Study"), decided from corpus statistics (``graph_build.generic``)."""
 
 
 @dataclass(frozen=True)
@@ -357,6 +360,7 @@ class OfflineBuildConfig(_Settings):
     lift_discount: float = DEFAULT_LIFT_DISCOUNT
     max_evidence: int = DEFAULT_MAX_EVIDENCE
     drop_weak: bool = DEFAULT_DROP_WEAK
+    drop_generic: bool = DEFAULT_DROP_GENERIC
 
     def __post_init__(self) -> None:
         if self.min_variable_support < 1 or self.max_variables_per_metric < 0:

@@ -222,14 +222,36 @@ class CausalGraph:
 
 @dataclass(frozen=True)
 class CausalPath:
-    """One causal chain that selected a chunk: variable names and the edges between them."""
+    """One causal chain that selected a chunk: variable names and the edges between them.
+
+    ``effects``: each edge's sign as its ``CausalEdge.effect`` ("increases", "decreases", "" when
+    the builder could not tell); empty when the path was made without them. ``str`` names the
+    variables in causal order with each edge's sign: ``+`` increases, ``-`` decreases, ``?``
+    unknown; plain ``->`` arrows when no edge of the path has a sign.
+
+    >>> str(CausalPath(("Smoking", "Atherosclerosis", "Stroke"), ("e1", "e2"), ("", ""),
+    ...                ("increases", "")))
+    'Smoking -(+)-> Atherosclerosis -(?)-> Stroke'
+    >>> str(CausalPath(("A", "B"), ("e1",), ("",))), str(CausalPath(("A", "B"), ("e1",), ("",), ("",)))
+    ('A -> B', 'A -> B')
+    """
 
     variables: tuple[str, ...]
     edge_ids: tuple[str, ...]
     mechanisms: tuple[str, ...]
+    effects: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        return " -> ".join(self.variables)
+        if not any(self.effects):  # no edge knows its sign (a hand-made graph): plain arrows
+            return " -> ".join(self.variables)
+        out = [self.variables[0]]
+        for effect, var in zip(self.effects, self.variables[1:], strict=False):
+            out.append(f"-({EFFECT_SIGNS.get(effect, '?')})-> {var}")
+        return " ".join(out)
+
+
+# The sign shown for an edge's effect on a path.
+EFFECT_SIGNS = {"increases": "+", "decreases": "-"}
 
 
 @dataclass(frozen=True)

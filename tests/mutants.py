@@ -37,6 +37,8 @@ CORE_TESTS = (
     "tests/test_offline_steps.py",
     "tests/test_doctests.py",
     "tests/test_incremental.py",
+    "tests/test_generic_words.py",
+    "tests/test_path_signs.py",
 )
 
 
@@ -161,6 +163,24 @@ MUTANTS = (
         (
             "dropped_weak = drop_weak_nodes(support) if cfg.drop_weak else 0",
             "dropped_weak = 0",
+        ),
+    ),
+    m(
+        "offline_generic_words_kept",
+        "hcg_core/graph_build/generic.py",
+        "one-word variables of generic words are kept",
+        (
+            "        if share >= min_share and ridf < max_ridf:",
+            "        if False:",
+        ),
+    ),
+    m(
+        "offline_edge_sign_dropped",
+        "hcg_core/graph_build/edges.py",
+        "offline edges carry no sign",
+        (
+            "                effect=sentence_effect(sentences[best]),",
+            '                effect="",',
         ),
     ),
     m(

@@ -80,11 +80,17 @@ def test_quiet_hides_progress_only(tmp_path, capsys, monkeypatch):
     assert out.out.startswith("built ")
     # An error too.
     (tmp_path / "empty").mkdir()
-    (tmp_path / "empty" / "a.txt").write_text("The sky is blue.\n", encoding="utf-8")
+    (tmp_path / "empty" / "a.txt").write_text(" \n", encoding="utf-8")
     args = ["build", str(tmp_path / "empty"), "--out", str(tmp_path / "g2"), "--quiet"]
     assert main([*args, "--embedder", "hashing"]) != 0
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1 and err[0].startswith("hcg build: error: no causal statement found")
+    assert err[0].startswith("hcg build: error: no usable document"), err
+    assert not any(line.startswith(tuple(STAGES)) for line in err), err
+    # And the warning that a text without causal wording gives an empty graph.
+    (tmp_path / "empty" / "a.txt").write_text("The sky is blue.\n", encoding="utf-8")
+    assert main([*args, "--embedder", "hashing"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("warning: the causal graph is empty"), err
 
 
 @pytest.mark.parametrize("flag", ["--quiet"])

@@ -4,6 +4,7 @@ sync/async, callbacks, LCEL, persistence, and the model wrappers."""
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,7 @@ def test_graph_route_documents_carry_their_causal_paths(retriever: HCGRetriever)
     assert graph_docs, "the demo corpus has hypertension edges: the graph route must serve some"
     for d in graph_docs:
         assert d.metadata["hcg_paths"], "a graph-route chunk must say which path selected it"
-        assert all(" -> " in p for p in d.metadata["hcg_paths"])
+        assert all(re.search(r" -(?:\(.\))?-?> ", p) for p in d.metadata["hcg_paths"])
         edge_ids = {e.id for e in retriever.graph.edges}
         assert set(d.metadata["hcg_edge_ids"]) <= edge_ids
 

@@ -3,6 +3,7 @@ query and chat engines, evaluation by node id, persistence, and insert/delete co
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +130,7 @@ def test_graph_route_nodes_name_their_paths(index: HCGIndex) -> None:
     assert graph_nodes
     edge_ids = {e.id for e in index.graph.edges}
     for n in graph_nodes:
-        assert all(" -> " in p for p in n.node.metadata["hcg_paths"])
+        assert all(re.search(r" -(?:\(.\))?-?> ", p) for p in n.node.metadata["hcg_paths"])
         assert set(n.node.metadata["hcg_edge_ids"]) <= edge_ids
 
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 
 from ..spec.offline_vocabulary import NodeKey
 from ..types import CausalEdge, Variable
+from .extract import sentence_effect
 from .statements import SentenceCorpus, containers, distinct_sentences
 from .support import Support
 
@@ -99,6 +100,7 @@ def make_edges(
                 mechanism=sentences[best][:MAX_MECHANISM_CHARS],
                 confidence=edge_confidence(sents[i] for i in sids),
                 evidence=tuple(chunk_ids[c] for c in ranked),
+                effect=sentence_effect(sentences[best]),
             )
         )
     return edges

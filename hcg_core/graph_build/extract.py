@@ -1229,6 +1229,78 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
     return out
 
 
+# The sign a cue gives its effect: "increases" (more of the cause, more of the effect: "causes",
+# "raises", "leads to", "is due to"), "decreases" ("reduces", "prevents", "protects against",
+# "treats"), or none where the verb does not say ("affects", "improves": improving a symptom
+# lowers it, improving a skill raises it).
+CUE_EFFECT: dict[str, str] = {
+    **{
+        name: "increases"
+        for name in (
+            "initial_because_of",
+            "initial_because",
+            "result_from",
+            "consequence_of",
+            "arrow",
+            "due_to",
+            "because",
+            "risk_factor",
+            "cause_of",
+            "cause",
+            "lead_to",
+            "result_in",
+            "trigger",
+            "induce",
+            "contribute_to",
+            "responsible_for",
+            "predispose",
+            "increase",
+            "promote",
+            "worsen",
+            "produce",
+        )
+    },
+    **{
+        name: "decreases"
+        for name in ("protect", "interfere", "decrease", "prevent", "inhibit", "damage", "treat")
+    },
+}
+# "is caused by" holds passive verbs of both signs; the verb before "by" says which.
+_PASSIVE_DECREASE_RE = re.compile(
+    r"\b(?:decreased|reduced|lowered|prevented|inhibited|suppressed|blocked|damaged|destroyed|"
+    r"killed|treated|controlled|relieved) (?:mainly |mostly |largely |partly |primarily )?by\b"
+)
+_PASSIVE_UNSIGNED_RE = re.compile(
+    r"\b(?:affected|influenced|determined|improved) (?:mainly |mostly |largely |partly |"
+    r"primarily )?by\b"
+)
+
+
+def sentence_effect(sentence: str) -> str:
+    """The sign the causal statements of ``sentence`` give: "increases", "decreases" or "".
+
+    An edge's sign is its mechanism sentence's: "" when the sentence's statements disagree or a
+    cue has no sign.
+
+    >>> sentence_effect("Smoking causes atherosclerosis.")
+    'increases'
+    >>> sentence_effect("Statins lower LDL cholesterol."), sentence_effect("Pain is relieved by rest.")
+    ('decreases', 'decreases')
+    >>> sentence_effect("Stress affects sleep."), sentence_effect("No cue here.")
+    ('', '')
+    """
+    signs = set()
+    low = sentence.lower()
+    for st in extract_statements(sentence):
+        if st.cue == "caused_by":
+            if _PASSIVE_UNSIGNED_RE.search(low):
+                signs.add("")
+            signs.add("decreases" if _PASSIVE_DECREASE_RE.search(low) else "increases")
+        else:
+            signs.add(CUE_EFFECT.get(st.cue, ""))
+    return signs.pop() if len(signs) == 1 else ""
+
+
 # Share of a head word's corpus occurrences that a compound needs to be a unit ("blood pressure").
 COMPOUND_SHARE = 0.5
 COMPOUND_MIN_COUNT = 2

@@ -44,7 +44,7 @@ from ..errors import StoreError
 from ..spec.offline_vocabulary import NodeKey
 from ..types import CausalEdge, CausalGraph, Chunk
 from .edges import MAX_CONFIDENCE, noisy_or_miss, rank_evidence, stable_id
-from .extract import Span, head_of, split_sentences
+from .extract import Span, head_of, sentence_effect, split_sentences
 from .statements import collect_statements, containers, distinct_sentences
 
 logger = logging.getLogger(__name__)
@@ -140,6 +140,15 @@ class UpdateReport:
             )
         else:
             logger.debug("%s: %s", what, self.summary())
+
+
+def empty_vocabulary_note(statements: int) -> str:
+    """The note of an insert into a graph with no metric: its causal statements need a rebuild."""
+    return (
+        f"the graph is empty (its vocabulary has no metric, so it takes no edges): the "
+        f"{statements} causal statement(s) of the new text need a rebuild to become edges "
+        "(`hcg build`, or from_documents again); the new text is searchable meanwhile"
+    )
 
 
 NodeId = tuple[int, str]  # (metric index, entity key); "" is the metric's generic variable
@@ -567,6 +576,7 @@ class SupportLedger:
             mechanism=texts[best][:MAX_MECHANISM_CHARS],
             confidence=round(min(MAX_CONFIDENCE, 1.0 - miss), 4),
             evidence=tuple(chunks[c].id for c in ranked),
+            effect=sentence_effect(texts[best]),
         )
 
     def _update(
@@ -604,6 +614,7 @@ class SupportLedger:
             # Capped before, so capped now: round(min(MAX, 1 - miss), 4) with 1 - miss >= MAX.
             confidence=round(MAX_CONFIDENCE, 4),
             evidence=tuple(chunks[c].id for c in ranked[: self.max_evidence]),
+            effect=sentence_effect(state.best_text),
         )
 
 

@@ -63,12 +63,14 @@ from ..types import (
 from .dimensions import GENERIC_ENTITY, dimensions, spherical_kmeans
 from .edges import edge_confidence, make_edges
 from .extract import STRONG_CUE
+from .generic import generic_words
 from .incremental import SupportLedger, ledger_from_build
 from .statements import SentenceCorpus, collect_statements
 from .support import (
     Support,
     choose_nodes,
     drop_leaving,
+    drop_nodes,
     drop_weak_nodes,
     link_support,
     metric_flows,
@@ -79,6 +81,25 @@ from .support import (
 OPTIONS = OfflineBuildConfig.field_names()
 # One INFO line as each stage starts (`hcg build` prints them; bars only show on a terminal).
 progress_log = logging.getLogger("hcg_core.graph_build.progress")
+logger = logging.getLogger(__name__)
+
+# What an empty graph means for the user; starts every empty-graph warning (tests match it).
+EMPTY_GRAPH_NOTE = "the causal graph is empty"
+
+
+def empty_graph_note(statements: int, sentences: int, chunks: int) -> str:
+    """The warning of a build that made no edge: why, what retrieval does, how to get a graph."""
+    found = (
+        f"no causal statements were found in {sentences:,} sentences of {chunks:,} chunks"
+        if not statements
+        else f"none of the {statements:,} causal statements found became an edge"
+    )
+    return (
+        f"{EMPTY_GRAPH_NOTE}: {found} (the offline builder reads sentences with explicit causal "
+        "cues such as 'X causes Y', 'Y is due to X'); retrieval uses text only (BM25 and the "
+        "embedder), which works as usual. Build with an LLM (--llm-model) for a graph of "
+        "implicit causes; `hcg add` cannot add causal edges to an empty graph, rebuild instead"
+    )
 
 
 class _Stages:
@@ -145,7 +166,12 @@ def build_offline(
 
     Raises:
         ConfigError: an unknown option or an out-of-range setting.
-        BuildError: no causal statement was found (no edge can be backed by the text).
+        BuildError: there are no chunks at all.
+
+    A corpus in which no sentence states a causal link (an office FAQ) is not an error: it gives
+    an empty graph (no metric, variable or edge) with its chunks and their vectors, so retrieval
+    works on text signals alone; the report's ``warnings`` and a logged warning say so
+    (``EMPTY_GRAPH_NOTE``).
     """
     cfg = OfflineBuildConfig.from_options(config, **options) if options else config
     cfg = cfg or OfflineBuildConfig()
@@ -165,13 +191,6 @@ def build_offline(
         statements=len(corpus.statements),
         sentences_with_cue=len({s.sentence for s in corpus.statements}),
     )
-    if not corpus.statements:
-        raise BuildError(
-            f"no causal statement found in {len(corpus.sentences)} sentences of {len(chunks)} "
-            "chunks; the offline builder needs sentences with explicit causal cues ('X causes "
-            "Y', 'Y is due to X', ...). Pass an LLM (build with llm=...) for this corpus."
-        )
-
     texts = span_texts(corpus.statements)
     t = stages.begin(
         f"vocabulary: {len(corpus.statements):,} statements, embedding {len(texts):,} spans"
@@ -227,6 +246,10 @@ def build_offline(
         t = stages.begin(f"embedding {len(ctexts):,} chunks")
         chunk_vec = embed_texts(embedder, ctexts, what="chunks", progress=stages.progress)
         stages.done("embed_chunks", t, chunks=len(ctexts))
+    if not graph.edges:
+        note = empty_graph_note(len(corpus.statements), len(corpus.sentences), len(chunks))
+        logger.warning("%s", note)
+        warnings.append(note)
     report = {
         "builder": "offline",
         "tier": tier.upper(),
@@ -270,6 +293,14 @@ def _assemble(
         lift_discount=cfg.lift_discount,
     )
     dropped_weak = drop_weak_nodes(support) if cfg.drop_weak else 0
+    generic: dict[str, tuple[float, float]] = {}
+    dropped_generic = 0
+    if cfg.drop_generic and not given:
+        # One-word variables (a metric's generic variable whose head is one word) whose word is
+        # generic in the corpus by its spread and lack of burstiness (graph_build.generic).
+        one_word = {h: i for i, h in enumerate(vocab.heads) if " " not in h}
+        generic = generic_words(chunks, one_word)
+        dropped_generic = drop_nodes(support, {NodeKey(one_word[w]) for w in generic})
     names = vocab.metric_names()
     metric_roles = roles(
         len(vocab.heads), names, direct_in, direct_out, outcome, vocab.given, warnings
@@ -321,6 +352,9 @@ def _assemble(
     info = {
         "edges_dropped_leaving_terminal": dropped_terminal,
         "weak_single_sentence_variables_dropped": dropped_weak,
+        "generic_variables_dropped": dropped_generic,
+        # The words judged generic, the most spread first (whether or not they had an edge).
+        "generic_words": ", ".join(sorted(generic, key=lambda w: (-generic[w][0], w))[:12]),
         "outcome_metrics": sum(m.role == "outcome" for m in metrics_out),
         "terminal_metrics": sum(m.role == "terminal" for m in metrics_out),
     }

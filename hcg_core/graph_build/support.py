@@ -168,6 +168,15 @@ def drop_weak_nodes(support: Support) -> int:
     return len(weak)
 
 
+def drop_nodes(support: Support, nodes: set[NodeKey]) -> int:
+    """Drop (in place) the links into or out of ``nodes``; returns how many of them had a link."""
+    gone = [k for k in support if k[0] in nodes or k[1] in nodes]
+    had = {n for k in gone for n in k if n in nodes}
+    for key in gone:
+        del support[key]
+    return len(had)
+
+
 def drop_leaving(support: Support, metrics: set[int]) -> int:
     """Drop (in place) the links whose source belongs to one of ``metrics`` (terminals)."""
     gone = [k for k in support if k[0].metric in metrics]
@@ -253,6 +262,7 @@ __all__ = [
     "ancestors",
     "choose_nodes",
     "drop_leaving",
+    "drop_nodes",
     "drop_weak_nodes",
     "link_support",
     "metric_flows",

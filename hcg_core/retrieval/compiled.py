@@ -84,7 +84,7 @@ class CompiledGraph:
         is_end: (n,) bool, variable's metric has role outcome or terminal.
         end_group: (n,) int, a dense index of the end metric (-1 when not an end).
         chunk_emb: (c, d) chunk embeddings; chunk_words: (c,) word counts.
-        var_names / edge_ids / mechanisms: Python tuples (for readable provenance only).
+        var_names / edge_ids / mechanisms / effects: Python tuples (for readable provenance only).
     """
 
     var_emb: np.ndarray
@@ -110,6 +110,8 @@ class CompiledGraph:
     var_names: tuple[str, ...]
     edge_ids: tuple[str, ...]
     mechanisms: tuple[str, ...]
+    # Each edge's sign ("increases" / "decreases" / ""), shown on the paths (CausalPath.effects).
+    effects: tuple[str, ...] = ()
 
     @property
     def n_vars(self) -> int:
@@ -211,4 +213,5 @@ class CompiledGraph:
             var_names=tuple(names),
             edge_ids=tuple(e.id for e in graph.edges),
             mechanisms=tuple(e.mechanism for e in graph.edges),
+            effects=tuple(e.effect for e in graph.edges),
         )

@@ -647,4 +647,5 @@ class CausalGraphRetriever:
             tuple(g.var_names[v] for v in nodes),
             tuple(g.edge_ids[e] for e in edges),
             tuple(g.mechanisms[e] for e in edges),
+            tuple(g.effects[e] for e in edges) if g.effects else (),
         )

@@ -32,8 +32,10 @@ from ..graph_build.incremental import (
     UpdateReport,
     apply_links,
     drop_evidence,
+    empty_vocabulary_note,
     link_by_similarity,
 )
+from ..graph_build.statements import collect_statements
 from ..types import CausalGraph, Chunk, Document
 from .compiled import CompiledGraph
 from .lexical import Growable
@@ -183,6 +185,12 @@ def insert(
     else:
         report.graph_mode = "none"
         edges = graph.edges
+    if not graph.spec.metrics:
+        # An empty graph (a corpus without causal wording) has no metric to map a span onto, so
+        # new causal statements can only become edges by a rebuild; said, never silent.
+        found = report.statements if ledger is not None else len(collect_statements(new).statements)
+        if found:
+            report.notes.append(empty_vocabulary_note(found))
     _install(r, replace(grown, edges=edges), st, appended=True)
     if r.dense_index is not None:  # a vector store serves the dense search: write the new chunks
         r.dense_index = r.dense_index.extended(new, vectors)
