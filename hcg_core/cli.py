@@ -267,15 +267,13 @@ def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
 
 def _read_outcome(path: str):
     """An outcome configuration file: YAML ``{outcomes: [...], terminals: [...]}``."""
-    import yaml
-
+    from .bounded import read_yaml, short
     from .errors import CorruptFileError
     from .types import OutcomeConfig
 
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise CorruptFileError(f"cannot read the outcome configuration: {exc}", path=path) from exc
+    if not Path(path).is_file():
+        raise CorruptFileError("cannot read the outcome configuration: no such file", path=path)
+    data = read_yaml(path) or {}
     shape = "a mapping {outcomes: [metric names], terminals: [metric names]}"
     if not isinstance(data, dict):
         raise CorruptFileError(f"is a {type(data).__name__}; expected {shape}", path=path)
@@ -284,7 +282,7 @@ def _read_outcome(path: str):
         if value is not None and (
             not isinstance(value, list) or not all(isinstance(x, str) for x in value)
         ):
-            raise CorruptFileError(f"{key!r} is {value!r}; expected {shape}", path=path)
+            raise CorruptFileError(f"{key!r} is {short(value)}; expected {shape}", path=path)
     return OutcomeConfig(
         tuple(str(x) for x in data.get("outcomes") or ()),
         tuple(str(x) for x in data.get("terminals") or ()),

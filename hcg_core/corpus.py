@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .bounded import loads_json
 from .errors import ConfigError, InputError
 from .types import Chunk, Document
 
@@ -223,12 +224,8 @@ def _read_file(path: Path, doc_id: str, *, max_bytes: int) -> list[Document]:
     suffix = path.suffix.lower()
     source = {"source": path.as_posix()}
     if suffix == ".json":
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", path=path
-            ) from None
+        obj = loads_json(text, path=path, error=InputError)
+        _refuse_surrogates(obj, text, path)
         items = obj if isinstance(obj, list) else [obj]
         return _json_documents(
             items, doc_id, source, path, max_bytes, single=not isinstance(obj, list)
@@ -238,12 +235,27 @@ def _read_file(path: Path, doc_id: str, *, max_bytes: int) -> list[Document]:
         for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
-            try:
-                items.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON on line {lineno}: {exc.msg}", path=path) from None
+            items.append(loads_json(line, path=path, line=lineno, error=InputError))
+            _refuse_surrogates(items[-1], line, path, lineno)
         return _json_documents(items, doc_id, source, path, max_bytes, single=False)
     return [Document(id=doc_id, text=text, metadata=source)]
+
+
+def _refuse_surrogates(value: Any, text: str, path: Path, lineno: int | None = None) -> None:
+    """Refuse JSON whose ``\\uD800``-style escapes decode to a lone surrogate: not Unicode text,
+    it would fail later when the graph is written (UTF-8 cannot encode it)."""
+    if "\\u" not in text:  # the only way a lone surrogate gets into UTF-8 decoded text
+        return
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        where = f"line {lineno}: " if lineno is not None else ""
+        bad = json.dumps(exc.object[exc.start : exc.end])
+        raise InputError(
+            f"{where}a \\u escape decodes to a lone surrogate ({bad}), which is not Unicode "
+            "text; fix the escape (a pair \\uD83D\\uDE00 is one character) or remove it",
+            path=path,
+        ) from None
 
 
 def _json_documents(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,9 +30,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from .errors import CorruptFileError, FormatVersionError, MissingFileError, SpecError, StoreError
+from . import bounded
+from .errors import (
+    CorruptFileError,
+    FormatVersionError,
+    HCGError,
+    MissingFileError,
+    SpecError,
+    StoreError,
+)
 from .safe_files import (
     STAGING_TAG,
     atomic_write_bytes,
@@ -112,8 +120,8 @@ def is_graph_dir(path: str | os.PathLike) -> bool:
     if not manifest.is_file() or manifest.is_symlink():
         return False
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        data = bounded.read_json(manifest, cap=MANIFEST_CAP)
+    except StoreError:
         return False
     return (
         isinstance(data, dict)
@@ -375,23 +383,35 @@ def _write_graph_files(
 
 
 def _read_text(
-    path: Path, missing: str = "missing; a graph directory needs it (see docs/format.md)"
+    path: Path,
+    missing: str = "missing; a graph directory needs it (see docs/format.md)",
+    *,
+    cap: int | None = bounded.BASE_CAP,
 ) -> str:
     if not path.is_file():
         raise MissingFileError(missing, path=path)
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CorruptFileError(f"cannot be read as UTF-8 text: {exc}", path=path) from exc
+    return bounded.read_text(path, cap=cap)
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(_read_text(path))
-    except json.JSONDecodeError as exc:
-        raise CorruptFileError(
-            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", path=path
-        ) from exc
+def _read_json(path: Path, cap: int | None = bounded.BASE_CAP) -> Any:
+    """One JSON file of the directory, parsed within ``hcg_core.bounded``'s limits."""
+    return bounded.loads_json(_read_text(path, cap=cap), path=path, error=CorruptFileError)
+
+
+# Size caps of the graph's files: a fixed part plus an allowance per item the manifest counts, so
+# the corpus sizes of docs/scaling.md (1M chunks) load while a damaged or swapped file is refused
+# before it is read. The allowances are far above what hcg writes (a chunk is at most
+# --chunk-chars characters, 7,200 by default: 43 KB even as \uXXXX escapes).
+MANIFEST_CAP = 1024 * 1024
+_CHUNKS_PER_ITEM = {"chunks": 256 * 1024}
+_GRAPH_PER_ITEM = {"variables": 8 * 1024, "edges": 32 * 1024, "evidence_links": 256}
+_SPEC_PER_ITEM = {"variables": 8 * 1024, "metrics": 16 * 1024, "dimensions": 64 * 1024}
+_OPTIONAL_PER_ITEM = {"chunks": 16 * 1024, "edges": 16 * 1024, "variables": 8 * 1024}
+
+
+def _cap(manifest: dict[str, Any] | None, per_item: dict[str, int]) -> int:
+    counts = manifest.get("counts") if isinstance(manifest, dict) else None
+    return bounded.size_cap(per_item, counts if isinstance(counts, dict) else None)
 
 
 def _confined(directory: Path, rel: str) -> Path:
@@ -412,27 +432,78 @@ def _confined(directory: Path, rel: str) -> Path:
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:
-    manifest = _read_json(_confined(directory, MANIFEST))
+    manifest = _read_json(_confined(directory, MANIFEST), cap=MANIFEST_CAP)
     if not isinstance(manifest, dict):
         raise CorruptFileError("must be a JSON object", path=directory / MANIFEST)
     version = manifest.get("format_version")
     if version != FORMAT_VERSION:
         raise FormatVersionError(
-            f"format_version {version!r} is not supported; this hcg-rag reads version "
-            f"{FORMAT_VERSION} (rebuild the graph, or upgrade hcg-rag)",
+            f"format_version {bounded.short(version)} is not supported; this hcg-rag reads "
+            f"version {FORMAT_VERSION} (rebuild the graph, or upgrade hcg-rag)",
             path=directory / MANIFEST,
         )
+    problem = manifest_problem(manifest)
+    if problem:
+        raise CorruptFileError(f"{problem} (see docs/format.md)", path=directory / MANIFEST)
     return manifest
 
 
-def read_spec_file(path: str | os.PathLike) -> DomainSpec:
-    """Read a spec.yaml (``yaml.safe_load``); errors name the file and the offending entry."""
+# An embedder name as hcg and the adapters write it: a model id, maybe "openai:" or a version tail.
+_EMBEDDER_NAME = re.compile(r"[\w.:/@+-]{1,200}")
+# No count of a graph reaches this; a larger one is damage, and it would scale the size caps.
+_MAX_COUNT = 10**10
+
+
+def manifest_problem(manifest: dict[str, Any]) -> str | None:
+    """What is wrong with a parsed manifest's fields (as ``graph.json``'s are checked), or None.
+
+    ``embedder`` is a name that can be resolved or passed: a string, and for the names of this
+    package's own embedders (``hashing-``, ``minilm-``) one that they would have written. It may
+    be null only in a graph saved without vectors. ``counts`` are non-negative integers.
+    """
+    from .embedders.factory import embedder_from_name
+
+    name = manifest.get("embedder")
+    table = manifest.get("embeddings")
+    if table not in (None, {}) and not isinstance(table, dict):
+        return f"'embeddings' is a {_json_type(table)}; expected an object"
+    if name is None:
+        if table:
+            return "'embedder' is null, but the graph stores vectors; name the embedder"
+    elif not isinstance(name, str) or not _EMBEDDER_NAME.fullmatch(name):
+        what = bounded.short(name) if isinstance(name, str) else f"a {_json_type(name)}"
+        return f"'embedder' is {what}; expected an embedder name, e.g. 'minilm-l6-v2-int8'"
+    elif name.startswith(("hashing", "minilm")):
+        try:
+            embedder_from_name(name)
+        except HCGError as exc:
+            return f"'embedder' {bounded.short(name)} is not a name this package writes: {exc}"
+    counts = manifest.get("counts")
+    if counts is not None:
+        if not isinstance(counts, dict):
+            return f"'counts' is a {_json_type(counts)}; expected an object of integers"
+        for key, n in counts.items():
+            if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n < _MAX_COUNT:
+                return f"'counts.{key[:40]}' is not a non-negative integer"
+    for key, info in (table or {}).items():
+        if not isinstance(info, dict):
+            return f"'embeddings.{key[:40]}' is a {_json_type(info)}; expected an object"
+        shape = info.get("shape")
+        if shape is not None and (
+            not isinstance(shape, list)
+            or len(shape) != 2
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)
+        ):
+            return f"'embeddings.{key[:40]}.shape' is not two non-negative integers"
+    return None
+
+
+def read_spec_file(path: str | os.PathLike, *, cap: int | None = bounded.BASE_CAP) -> DomainSpec:
+    """Read a spec.yaml (``hcg_core.bounded``: no aliases, bounded depth, duplicate keys refused);
+    errors name the file and the offending entry."""
     path = Path(path)
-    text = _read_text(path, "no such spec file")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CorruptFileError(f"invalid YAML: {exc}", path=path) from exc
+    text = _read_text(path, "no such spec file", cap=cap)
+    data = bounded.loads_yaml(text, path=path, error=CorruptFileError)
     try:
         return spec_from_dict(data)
     except SpecError as exc:
@@ -442,25 +513,27 @@ def read_spec_file(path: str | os.PathLike) -> DomainSpec:
 CHUNK_SHAPE = '{"id": "...", "text": "non-empty text", "doc_id": "...", "metadata": {...}}'
 
 
-def _read_chunks(path: Path) -> tuple[Chunk, ...]:
+def _read_chunks(path: Path, cap: int | None = bounded.BASE_CAP) -> tuple[Chunk, ...]:
     chunks = []
-    for lineno, line in enumerate(_read_text(path).splitlines(), 1):
+    for lineno, line in enumerate(_read_text(path, cap=cap).splitlines(), 1):
         if not line.strip():
             continue
         try:
-            d = json.loads(line)
-        except json.JSONDecodeError as exc:
+            d = bounded.loads_json(line, path=path, line=lineno, error=CorruptFileError)
+        except CorruptFileError as exc:
+            if "invalid JSON" not in str(exc):
+                raise
             raise CorruptFileError(
-                f"line {lineno}: invalid JSON ({exc.msg}); expected one object {CHUNK_SHAPE}",
+                f"{str(exc).removeprefix(f'{path}: ')}; expected one object {CHUNK_SHAPE}",
                 path=path,
-            ) from exc
+            ) from None
         problem = None
         if not isinstance(d, dict):
             problem = f"is a JSON {type(d).__name__}"
         elif not isinstance(d.get("id"), (str, int)) or isinstance(d.get("id"), bool):
             problem = "has no 'id' (a string)"
         elif not isinstance(d.get("text"), str) or not d["text"].strip():
-            problem = f"'text' is {d.get('text')!r}, not a non-empty string"
+            problem = f"'text' is {bounded.short(d.get('text'))}, not a non-empty string"
         elif not isinstance(d.get("metadata") or {}, dict):
             problem = "'metadata' is not an object"
         if problem:
@@ -581,6 +654,10 @@ def _load_vectors(
     if not path.is_file():
         notes.append(f"{path.name} missing: {key} embeddings will be recomputed")
         return None
+    problem = npy_header_problem(path, max(len(texts), _STALE_ROWS_ALLOWANCE))
+    if problem:  # before np.load: a header may claim any shape, and checks would read it all
+        notes.append(f"warning: {path.name} {problem}: {key} embeddings recomputed")
+        return None
     try:
         # Memory-mapped, read-only: worker processes that load one directory share its pages
         # through the page cache instead of each holding a copy. Never pickle.
@@ -597,6 +674,48 @@ def _load_vectors(
     if arr.dtype == np.float32 and arr.flags.c_contiguous:
         return arr  # the memmap itself (read-only): no copy
     return np.ascontiguousarray(arr, dtype=np.float32)  # another float dtype: converted in memory
+
+
+# A stale file may hold more rows than the texts now loaded (documents removed by hand); up to
+# this many it is still read and recognised as stale, beyond it the header alone is refused.
+_STALE_ROWS_ALLOWANCE = 1_000_000
+# No embedder this package knows is wider (the hashing embedder's own cap is 65,536).
+MAX_VECTOR_DIM = 65_536
+
+
+def npy_header_problem(path: Path, max_rows: int, max_dim: int = MAX_VECTOR_DIM) -> str | None:
+    """Why the ``.npy`` at ``path`` cannot be a matrix of stored vectors, from its header alone.
+
+    The header's shape must be 2-D with at most ``max_rows`` rows (the manifest's count, or the
+    texts loaded) and ``d <= max_dim`` columns, its dtype a float of at most 8 bytes, and the
+    file exactly as long as that array: a 128-byte file whose header claims shape
+    ``(8, 10**9)`` is refused here, before anything is allocated or mapped. Fewer rows than
+    expected is left to the caller (a stale file, recomputed quietly). A header that cannot be
+    read at all is a ``CorruptFileError``.
+    """
+    try:
+        with path.open("rb") as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version in ((2, 0), (3, 0)):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise ValueError(f".npy format version {version}, not 1.0 to 3.0")
+            offset = f.tell()
+        size = path.stat().st_size
+    except (OSError, ValueError, EOFError) as exc:
+        raise CorruptFileError(f"not a readable .npy array: {str(exc)[:200]}", path=path) from None
+    if dtype.hasobject:  # np.load would need pickle, which is never allowed
+        raise CorruptFileError("holds Python objects (a pickle); refused", path=path)
+    if dtype.kind != "f" or dtype.itemsize > 8:
+        return f"holds {dtype} values, not floats"
+    if len(shape) != 2 or not 0 < shape[1] <= max_dim or shape[0] > max_rows:
+        return f"has shape {tuple(shape)}, not (<= {max_rows:,}, 1..{max_dim:,}) (damaged)"
+    expected = offset + shape[0] * shape[1] * dtype.itemsize
+    if size != expected:
+        return f"is {size:,} bytes where its header promises {expected:,} (truncated or padded)"
+    return None
 
 
 # Stored rows are L2-normalised by the embedder check (ports.as_matrix); float32 rounding and
@@ -630,11 +749,13 @@ def _vector_problem(arr: np.ndarray, recorded_zero_rows: Any) -> str | None:
     return None
 
 
-def _read_optional_object(directory: Path, name: str, notes: list[str]) -> dict[str, Any] | None:
-    """An optional JSON object file of the directory; a corrupt one is noted and ignored (it
-    never blocks loading)."""
+def _read_optional_object(
+    directory: Path, name: str, notes: list[str], cap: int | None = bounded.BASE_CAP
+) -> dict[str, Any] | None:
+    """An optional JSON object file of the directory; a corrupt one (or one past the parsing
+    bounds) is noted and ignored: it never blocks loading."""
     try:
-        data = _read_json(_confined(directory, name))
+        data = _read_json(_confined(directory, name), cap=cap)
     except StoreError as exc:
         notes.append(f"warning: {name} ignored: {exc}")
         return None
@@ -644,12 +765,12 @@ def _read_optional_object(directory: Path, name: str, notes: list[str]) -> dict[
     return data
 
 
-def _read_report(directory: Path, notes: list[str]) -> dict[str, Any] | None:
+def _read_report(directory: Path, notes: list[str], cap: int | None) -> dict[str, Any] | None:
     """The optional build report (it never blocks a query)."""
     path = directory / REPORT
     if not path.exists() and not path.is_symlink():
         return None
-    return _read_optional_object(directory, REPORT, notes)
+    return _read_optional_object(directory, REPORT, notes, cap)
 
 
 def load_graph(directory: str | os.PathLike) -> StoredGraph:
@@ -660,10 +781,12 @@ def load_graph(directory: str | os.PathLike) -> StoredGraph:
     manifest = read_manifest(directory)
     if not isinstance(manifest.get("embeddings", {}) or {}, dict):
         raise CorruptFileError("'embeddings' must be an object", path=directory / MANIFEST)
-    spec = read_spec_file(_confined(directory, SPEC))
-    chunks = _read_chunks(_confined(directory, CHUNKS))
+    spec = read_spec_file(_confined(directory, SPEC), cap=_cap(manifest, _SPEC_PER_ITEM))
+    chunks = _read_chunks(_confined(directory, CHUNKS), cap=_cap(manifest, _CHUNKS_PER_ITEM))
     variables, edges = graph_from_dict(
-        _read_json(_confined(directory, GRAPH)), spec, directory / GRAPH
+        _read_json(_confined(directory, GRAPH), cap=_cap(manifest, _GRAPH_PER_ITEM)),
+        spec,
+        directory / GRAPH,
     )
     try:
         validate_graph(spec, variables, edges, {c.id for c in chunks})
@@ -675,7 +798,7 @@ def load_graph(directory: str | os.PathLike) -> StoredGraph:
         directory, manifest, "variables", [variable_text(v) for v in variables], notes
     )
     chunk_vecs = _load_vectors(directory, manifest, "chunks", [c.text for c in chunks], notes)
-    report = _read_report(directory, notes)
+    report = _read_report(directory, notes, _cap(manifest, _OPTIONAL_PER_ITEM))
     ledger = _read_ledger(directory, manifest, notes)
     return StoredGraph(
         graph, manifest, var_vecs, chunk_vecs, report, directory, tuple(notes), ledger
@@ -687,7 +810,7 @@ def _read_ledger(directory: Path, manifest: dict[str, Any], notes: list[str]) ->
     only) and never blocks loading."""
     if manifest.get("incremental") != LEDGER:
         return None
-    return _read_optional_object(directory, LEDGER, notes)
+    return _read_optional_object(directory, LEDGER, notes, _cap(manifest, _OPTIONAL_PER_ITEM))
 
 
 __all__ = [

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..bounded import loads_json
+from ..errors import HCGError
 from ..store import atomic_write_text
 
 CACHE_FORMAT = 2
@@ -64,8 +66,8 @@ class ResponseCache:
         """The stored reply, or None when absent or unreadable (a bad entry is just a miss)."""
         path = self._path(key)
         try:
-            return json.loads(path.read_text(encoding="utf-8"))["reply"]
-        except (OSError, ValueError, KeyError, TypeError):
+            return loads_json(path.read_text(encoding="utf-8"), path=path)["reply"]
+        except (OSError, ValueError, KeyError, TypeError, HCGError):
             return None
 
     def put(self, key: str, reply: Any, *, model: str = "") -> None:
