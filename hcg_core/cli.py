@@ -328,6 +328,34 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_finite(s), indent=1, default=str, allow_nan=False))
         return 0
+    with _visible_stdout():
+        _print_inspect(s)
+    return 0
+
+
+@contextlib.contextmanager
+def _visible_stdout() -> Iterator[None]:
+    """Every line printed inside goes through ``safe_text.visible``: names and reports come from
+    the corpus and a hand-edited graph, and must not drive the terminal."""
+    from .safe_text import visible
+
+    real = sys.stdout
+
+    class Visible:
+        def write(self, text: str) -> int:
+            return real.write(visible(text))
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+    sys.stdout = Visible()  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout = real
+
+
+def _print_inspect(s: dict[str, Any]) -> None:
     c = s["counts"]
     print(f"{s['directory']}  (embedder: {s['embedder']})")
     for key in ("dimensions", "metrics", "variables", "edges", "chunks", "evidence_links"):
@@ -350,7 +378,6 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(f"  {n:>5}  {name}")
     for note in s["notes"]:
         print(f"note: {note}")
-    return 0
 
 
 def _finite(value: Any) -> Any:
@@ -541,16 +568,18 @@ def cmd_query(args: argparse.Namespace) -> int:
         except ValueError:
             raise HCGError("a score is not a finite number; rebuild the graph") from None
         return 0
-    print(f"served by: {result.served_by}; matched: {', '.join(result.matched) or '-'}")
+    from .safe_text import visible  # corpus text: no raw ESC sequence reaches the terminal
+
+    print(visible(f"served by: {result.served_by}; matched: {', '.join(result.matched) or '-'}"))
     for i, rc in enumerate(result.chunks, 1):
-        print(f"\n[{i}] {rc.route:<8} score {rc.score:.3f}  chunk {rc.chunk.id}")
+        print(visible(f"\n[{i}] {rc.route:<8} score {rc.score:.3f}  chunk {rc.chunk.id}"))
         for p in rc.paths:
-            print(f"    path: {p}")
+            print(visible(f"    path: {p}"))
             for eid, mech in zip(p.edge_ids, p.mechanisms, strict=True):
                 if mech:
-                    print(f"      {eid}: {mech[:160]}")
+                    print(visible(f"      {eid}: {mech[:160]}"))
         text = " ".join(rc.chunk.text.split())
-        print(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
+        print(visible(f"    {text[:400]}{'...' if len(text) > 400 else ''}"))
     return 0
 
 
@@ -770,7 +799,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except HCGError as exc:
-        print(f"hcg {args.command}: error: {exc}", file=sys.stderr)
+        from .safe_text import visible  # a message may quote a file's text
+
+        print(visible(f"hcg {args.command}: error: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"hcg {args.command}: interrupted", file=sys.stderr)

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..safe_text import mermaid_text as _mermaid_text
+from ..safe_text import xml_text
 from ..store import atomic_write_text
 from ..types import CausalGraph
 
@@ -30,12 +32,25 @@ FORMATS = ("graphml", "gexf", "mermaid", "cypher", "csv")
 
 
 def scalar_networkx(graph: CausalGraph) -> Any:
-    """``graph.to_networkx()`` with list attributes joined, as GraphML and GEXF require."""
+    """``graph.to_networkx()`` with list attributes joined, as GraphML and GEXF require, and
+    every string (node names included) stripped of what XML cannot hold (``xml_text``)."""
+    import networkx as nx
+
     g = graph.to_networkx()
     for _, data in g.nodes(data=True):
         data["entities"] = LIST_SEPARATOR.join(data["entities"])
     for _, _, data in g.edges(data=True):
         data["evidence"] = LIST_SEPARATOR.join(data["evidence"])
+    for _, data in [*g.nodes(data=True), *((None, d) for _, _, d in g.edges(data=True))]:
+        for key, value in data.items():
+            if isinstance(value, str):
+                data[key] = xml_text(value)
+    for key, value in g.graph.items():
+        if isinstance(value, str):
+            g.graph[key] = xml_text(value)
+    names = {n: xml_text(n) for n in g.nodes if isinstance(n, str)}
+    if any(k != v for k, v in names.items()):
+        g = nx.relabel_nodes(g, names, copy=True)
     return g
 
 
@@ -52,11 +67,6 @@ def to_gexf(graph: CausalGraph) -> str:
 
 
 # ---------------------------------------------------------------- Mermaid
-
-
-def _mermaid_text(text: str) -> str:
-    # Inside ["..."] a double quote ends the label; Mermaid's entity codes stand in.
-    return text.replace('"', "#quot;").replace("\n", " ")
 
 
 def to_mermaid(

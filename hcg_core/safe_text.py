@@ -1,0 +1,82 @@
+"""Corpus text made safe for where it is shown: a terminal, XML (GraphML, GEXF), Mermaid.
+
+Any text of a corpus (a PDF's control bytes, an ESC sequence, markup) may reach a variable
+name, a mechanism or a chunk. These functions are the one place that decides how it is written
+out, so no output format is left with raw control characters or raw HTML.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls (bar tab and newline), DEL, C1 controls, and the bidirectional overrides and
+# isolates that reorder what a terminal shows ("Trojan Source"): written as visible escapes.
+_TERMINAL_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    cp = ord(match.group())
+    return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}"
+
+
+def visible(text: str) -> str:
+    r"""``text`` for a terminal: control characters written as ``\xNN`` / ``\uNNNN``.
+
+    An ESC sequence from the corpus can recolour, clear or retitle a terminal; shown this way
+    it is just text.
+
+    >>> visible("a\x1b[2Jb\u202ec")
+    'a\\x1b[2Jb\\u202ec'
+    """
+    return _TERMINAL_UNSAFE.sub(_escape, text)
+
+
+# What XML 1.0 cannot hold at all, escaped or not: C0 controls bar tab, LF and CR; lone
+# surrogates; U+FFFE and U+FFFF.
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    r"""``text`` with every character XML 1.0 forbids written as a visible ``\xNN`` escape.
+
+    The serializer then escapes ``<``, ``&`` and quotes as usual; these characters it cannot
+    escape, so a GraphML or GEXF file holding one is not well-formed.
+
+    >>> xml_text("a\x01b\tc")
+    'a\\x01b\tc'
+    """
+    return _XML_ILLEGAL.sub(_escape, text)
+
+
+# Mermaid reads "#name;" and "#123;" as entity codes and renders a label as HTML: every character
+# that could start markup, an entity, a Markdown string or end the label is written as a code.
+_MERMAID_CODES = {
+    "#": "#35;",
+    '"': "#quot;",
+    "<": "#lt;",
+    ">": "#gt;",
+    "&": "#amp;",
+    "`": "#96;",
+    "|": "#124;",
+    "[": "#91;",
+    "]": "#93;",
+    "{": "#123;",
+    "}": "#125;",
+}
+_MERMAID_UNSAFE = re.compile('[#"<>&`|\\[\\]{}]')
+
+
+def mermaid_text(text: str) -> str:
+    """``text`` for a Mermaid ``["..."]`` label: markup and quotes as entity codes, controls
+    visible, on one line.
+
+    >>> mermaid_text('<img src=x onerror="alert(1)">')
+    '#lt;img src=x onerror=#quot;alert(1)#quot;#gt;'
+    """
+    one_line = " ".join(visible(text).split())
+    return _MERMAID_UNSAFE.sub(lambda m: _MERMAID_CODES[m.group()], one_line)
+
+
+__all__ = ["mermaid_text", "visible", "xml_text"]
