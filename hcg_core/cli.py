@@ -42,6 +42,41 @@ def _add_embedder_arguments(parser: argparse.ArgumentParser, default_help: str) 
         default=None,
         help="base URL of an OpenAI-compatible embeddings server (key from OPENAI_API_KEY)",
     )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow an openai: embedder or --llm-model without a base URL, which sends text to "
+        "OpenAI's API (or OPENAI_BASE_URL); hcg is offline unless told otherwise",
+    )
+
+
+def check_remote_choice(args: argparse.Namespace) -> None:
+    """Refuse to send text to a provider nobody named: an ``openai:`` embedder or an LLM model
+    without a base URL would go to api.openai.com (or ``$OPENAI_BASE_URL``) silently.
+
+    Checked before anything is read or sent; ``--allow-remote`` or a base URL is the choice.
+    """
+    from .errors import ConfigError
+    from .safe_text import host_of, redact
+
+    if getattr(args, "allow_remote", False):
+        return
+    host = host_of(os.environ.get("OPENAI_BASE_URL"))
+    unnamed = []
+    embedder = getattr(args, "embedder", None) or ""
+    if embedder.startswith("openai:") and not getattr(args, "embedder_base_url", None):
+        unnamed.append(f"--embedder {embedder} (no --embedder-base-url)")
+    if getattr(args, "llm_model", None) and not getattr(args, "llm_base_url", None):
+        unnamed.append(f"--llm-model {args.llm_model} (no --llm-base-url)")
+    if unnamed:
+        raise ConfigError(
+            redact(
+                f"{' and '.join(unnamed)} would send the corpus to {host}"
+                + (" (from OPENAI_BASE_URL)" if os.environ.get("OPENAI_BASE_URL") else "")
+                + "; hcg is offline by default: pass the server's base URL, or --allow-remote to "
+                "send it there"
+            )
+        )
 
 
 # ---------------------------------------------------------------- build
@@ -53,6 +88,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .store import check_output_dir, check_writable_dir, read_spec_file, save_graph
 
     t0 = time.perf_counter()
+    check_remote_choice(args)
     say = _progress_printer(args.quiet)
     # Checked before the (possibly long and paid) build, not after it: a folder that is not a
     # graph, an input folder, a read-only disk.
@@ -245,7 +281,8 @@ def _library_warnings() -> Iterator[set[str]]:
 def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
     """Run the build; an incomplete LLM build prints its failures by cause and returns None,
     unless --allow-partial, which returns the partial result after a warning."""
-    from .errors import IncompleteBuildError
+    from .errors import IncompleteBuildError, LLMError
+    from .safe_text import env_secrets, redact, visible
 
     try:
         return build()
@@ -253,16 +290,27 @@ def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
         if args.allow_partial and exc.result is not None:
             print(f"hcg build: warning: writing a PARTIAL graph: {exc}", file=sys.stderr)
             return exc.result
-        print(f"hcg build: error: {exc}", file=sys.stderr)
-        print(f"hcg build: no graph written to {args.out}", file=sys.stderr)
-        if exc.report:
-            # Kept beside the reply cache (not as the graph's build_report.json: there is no graph).
-            from .store import atomic_write_text
+        error, report = exc, exc.report
+    except LLMError as exc:
+        # A failure every item would share (401, 404, a full disk under the reply cache): the
+        # build stops. Documented like a failed item: exit 3, no graph, the report kept.
+        error, report = exc, {"error": str(exc), "cause": type(exc).__name__, "partial": True}
+    message = redact(str(error), env_secrets())
+    print(visible(f"hcg build: error: {message}"), file=sys.stderr)
+    print(f"hcg build: no graph written to {args.out}", file=sys.stderr)
+    if report:
+        # Kept beside the reply cache (not as the graph's build_report.json: there is no graph).
+        from .store import atomic_write_text
 
-            path = Path(args.llm_cache or Path(args.out) / ".llm_cache") / "failed_build.json"
-            atomic_write_text(path, json.dumps(exc.report, indent=1, default=str))
+        path = Path(args.llm_cache or Path(args.out) / ".llm_cache") / "failed_build.json"
+        text = redact(json.dumps(report, indent=1, default=str), env_secrets())
+        try:
+            atomic_write_text(path, text)
+        except OSError as exc:  # the disk that failed the cache may refuse this too
+            print(f"hcg build: could not write {path}: {exc.strerror or exc}", file=sys.stderr)
+        else:
             print(f"hcg build: the failed build's report: {path}", file=sys.stderr)
-        return None
+    return None
 
 
 def _read_outcome(path: str):
@@ -489,6 +537,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     from .errors import InputError
     from .retrieval import CausalGraphRetriever
 
+    check_remote_choice(args)
     embedder = make_embedder(args.embedder, args.embedder_base_url) if args.embedder else None
     # Loading reuses every stored vector (checked by digest): only the new chunks are embedded.
     retriever = CausalGraphRetriever.load(args.dir, embedder)
@@ -499,12 +548,21 @@ def cmd_add(args: argparse.Namespace) -> int:
         raise InputError("no readable document among the files given; nothing was added")
     # The build's chunking (recorded in its report), unless given: new text is cut the same way.
     built = (retriever.build_report or {}).get("input") or {}
-    chunk_words = args.chunk_words or built.get("chunk_words") or DEFAULT_CHUNK_WORDS
+    if not isinstance(built, dict):  # the report is optional: a damaged one gives no defaults
+        built = {}
+
+    def recorded(key: str, minimum: int) -> int | None:
+        value = built.get(key)
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+        return value if ok else None
+
+    chunk_words = args.chunk_words or recorded("chunk_words", 1) or DEFAULT_CHUNK_WORDS
     overlap = args.chunk_overlap
     if overlap is None:
-        overlap = built.get("chunk_overlap", DEFAULT_OVERLAP_WORDS)
-    max_chars = args.chunk_chars or built.get("chunk_chars")
-    whole = None if args.chunk_words else built.get("whole_words")
+        overlap = recorded("chunk_overlap", 0)
+        overlap = DEFAULT_OVERLAP_WORDS if overlap is None else overlap
+    max_chars = args.chunk_chars or recorded("chunk_chars", 1)
+    whole = None if args.chunk_words else recorded("whole_words", 1)
     chunks = chunk_documents(
         docs,
         chunk_words=int(chunk_words),
@@ -546,6 +604,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     from .config import HybridConfig, RetrievalConfig
     from .retrieval import CausalGraphRetriever
 
+    check_remote_choice(args)
     embedder = make_embedder(args.embedder, args.embedder_base_url) if args.embedder else None
     config = RetrievalConfig(
         mode=args.mode,
@@ -639,6 +698,36 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+def _temperature(text: str) -> float:
+    """An argparse type: a sampling temperature, a finite number in [0, 2]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or not 0 <= value <= 2:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number in [0, 2]")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    """An argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (0 must not silently mean a default)."""
+    value = _non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .config import DEFAULT_PASSAGE_WORDS, DEFAULT_TIER, TIERS
 
@@ -663,7 +752,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="apply this corrections.yaml (hcg view's download) to the new graph: a rebuild "
         "keeps the review's rejections, edits, merges and deletions",
     )
-    b.add_argument("--chunk-words", type=int, default=200, help="words per chunk (default 200)")
+    b.add_argument(
+        "--chunk-words", type=_positive_int, default=200, help="words per chunk (default 200)"
+    )
     b.add_argument("--chunk-overlap", type=int, default=40, help="overlap words (default 40)")
     b.add_argument(
         "--chunk-chars",
@@ -690,10 +781,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--llm-base-url", help="OpenAI-compatible base URL (key from OPENAI_API_KEY)")
     b.add_argument("--llm-model", help="model name; selects the LLM pipeline")
     b.add_argument("--llm-cache", help="reply cache folder (default DIR/.llm_cache)")
-    b.add_argument("--max-concurrency", type=int, default=8)
+    b.add_argument("--max-concurrency", type=_positive_int, default=8)
     b.add_argument("--timeout", type=_positive_seconds, default=60.0)
-    b.add_argument("--max-retries", type=int, default=5)
-    b.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (0.0)")
+    b.add_argument("--max-retries", type=_non_negative_int, default=5)
+    b.add_argument(
+        "--temperature", type=_temperature, default=0.0, help="sampling temperature (0.0)"
+    )
     b.add_argument(
         "--no-temperature",
         action="store_true",
@@ -754,7 +847,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("files", nargs="+", help=".txt, .md, .json, .jsonl files or folders of them")
     a.add_argument(
         "--chunk-words",
-        type=int,
+        type=_positive_int,
         default=None,
         help=f"words per chunk (default: the build's, else {DEFAULT_CHUNK_WORDS})",
     )
@@ -799,9 +892,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except HCGError as exc:
-        from .safe_text import visible  # a message may quote a file's text
+        from .safe_text import env_secrets, redact, visible  # a message may quote a file, a URL
 
-        print(visible(f"hcg {args.command}: error: {exc}"), file=sys.stderr)
+        print(visible(redact(f"hcg {args.command}: error: {exc}", env_secrets())), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"hcg {args.command}: interrupted", file=sys.stderr)

@@ -89,6 +89,16 @@ class LLMTruncatedError(LLMOutputError):
     """The reply stopped at the token limit (``finish_reason == "length"``): split or raise it."""
 
 
+class LLMProtocolError(LLMOutputError):
+    """A 200 reply that is not an OpenAI chat completion (not JSON, no ``choices``): a failed
+    item, counted as a call, not re-asked (a server that answers so answers every re-ask so)."""
+
+
+class LLMCacheError(LLMError, StoreError):
+    """The LLM reply cache cannot be written (a full disk): the build stops, the replies cached
+    before stay, and a rerun resumes from them."""
+
+
 class LLMRefusalError(LLMOutputError):
     """The model refused to answer (``message.refusal``); counted as a failed item."""
 

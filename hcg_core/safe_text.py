@@ -79,4 +79,58 @@ def mermaid_text(text: str) -> str:
     return _MERMAID_UNSAFE.sub(lambda m: _MERMAID_CODES[m.group()], one_line)
 
 
-__all__ = ["mermaid_text", "visible", "xml_text"]
+# ---------------------------------------------------------------- secrets
+
+# user:password@ in a URL; an Authorization header or bearer token a provider echoed back;
+# OpenAI-style keys (sk-..., sk-proj-...) wherever they appear.
+_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+_AUTH_HEADER = re.compile(
+    r"(?i)\b(authorization\s*[:=]\s*['\"]?)(?:bearer\s+|basic\s+)?[^\s'\",}]+"
+)
+_BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{4,}")
+_KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
+MASK = "***"
+
+
+def redact(text: str, secrets: tuple[str | None, ...] = ()) -> str:
+    """``text`` with credentials masked: the given ``secrets`` (an API key), URL user:password,
+    Authorization headers and bearer tokens, and ``sk-...`` keys.
+
+    Every message that may quote a provider's reply or a URL goes through this, so a key never
+    reaches stderr, a log or a report file.
+
+    >>> redact("GET http://bob:hunter2@host/v1 failed: Authorization: Bearer sk-abcdefghijkl")
+    'GET http://***@host/v1 failed: Authorization: ***'
+    """
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, MASK)
+    text = _URL_CREDENTIALS.sub(rf"\1{MASK}@", text)
+    text = _AUTH_HEADER.sub(rf"\1{MASK}", text)
+    text = _BEARER.sub(rf"\1{MASK}", text)
+    return _KEY_LIKE.sub(MASK, text)
+
+
+def env_secrets() -> tuple[str | None, ...]:
+    """The API keys this process was given through the environment (masked wherever they appear)."""
+    import os
+
+    return tuple(os.environ.get(name) for name in ("OPENAI_API_KEY", "AZURE_OPENAI_API_KEY"))
+
+
+def host_of(url: str | None) -> str:
+    """The host a base URL sends to, without credentials (``api.openai.com`` for None).
+
+    >>> host_of("https://user:pw@example.com:8443/v1"), host_of(None)
+    ('example.com:8443', 'api.openai.com')
+    """
+    from urllib.parse import urlparse
+
+    if not url:
+        return "api.openai.com"
+    parsed = urlparse(url)
+    host = parsed.hostname or "?"
+    return f"{host}:{parsed.port}" if parsed.port else host
+
+
+__all__ = ["env_secrets", "host_of", "mermaid_text", "redact", "visible", "xml_text"]
