@@ -58,6 +58,7 @@ class Row:
     check: Callable[[Path, str], None] | None = None  # (folder, stdout) -> asserts
     absent: tuple[str, ...] = field(default_factory=tuple)  # must not appear in the output
     lines: int = 1  # lines of the error message (a rejected-inputs list has one per file)
+    env: dict[str, str | None] = field(default_factory=dict)  # set (None: unset) for the row
 
 
 def _corpus(d: Path) -> Path:
@@ -502,6 +503,320 @@ ROWS = [
 ]
 
 
+# ------------------------------------------------------------ issue 28: hostile files and text
+# Checked once by hand against the code before the change (see /work/coord/rel-parse.md); the
+# alias bombs and the 59.6 GiB .npy header were never run against it (they hang or exhaust memory).
+
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+HUGE_INT = "9" * 5000
+# Nine levels of ten aliases each: 10**9 strings once expanded, 1 KB as text.
+ALIAS_BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+    f"{b}: &{b} [{', '.join(['*' + a] * 10)}]\n"
+    for a, b in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+def _set_text(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+
+
+def _deep_chunk_line(g: Path) -> None:
+    lines = (g / "chunks.jsonl").read_text().splitlines()
+    _set_text(g / "chunks.jsonl", "\n".join([DEEP_JSON, *lines[1:]]) + "\n")
+
+
+def _sparse_npy(g: Path, name: str, columns: int, truncate: bool) -> None:
+    """A ``.npy`` header claiming (rows, columns) float64, with no data behind it."""
+    rows = np.load(g / "embeddings" / name, mmap_mode="r").shape[0]
+    path = g / "embeddings" / name
+    with path.open("wb") as f:
+        np.lib.format.write_array_header_1_0(
+            f, {"descr": "<f8", "fortran_order": False, "shape": (rows, columns)}
+        )
+    assert path.stat().st_size <= 128 and truncate
+
+
+def _spec_with_duplicate_metric(g: Path) -> None:
+    text = (g / "spec.yaml").read_text()
+    head, rest = text.split("metrics:\n", 1)
+    first = rest.splitlines()[0]
+    _set_text(g / "spec.yaml", head + "metrics:\n" + first + "\n" + rest)
+
+
+def _manifest_text(g: Path, change: Callable[[str], str]) -> None:
+    _set_text(g / "manifest.json", change((g / "manifest.json").read_text()))
+
+
+def _graphml_well_formed(d: Path, out: str) -> None:
+    import xml.dom.minidom
+
+    xml.dom.minidom.parseString((d / "g.graphml").read_bytes())
+    assert "\\x1b" in (d / "g.graphml").read_text()
+
+
+def _control_mechanism(g: Path) -> None:
+    _edit_json(
+        g / "graph.json", lambda d: d["edges"][0].update(mechanism="raises\x1b[2J\x01\x0c it")
+    )
+
+
+def _esc_in_chunks(g: Path) -> None:
+    lines = (g / "chunks.jsonl").read_text().splitlines()
+    out = []
+    for line in lines:
+        d = json.loads(line)
+        d["text"] = "\x1b]0;pwned\x07\x1b[2J" + d["text"] + "\x9b31m"
+        out.append(json.dumps(d))
+    _set_text(g / "chunks.jsonl", "\n".join(out) + "\n")
+
+
+def _escape_visible(d: Path, out: str) -> None:
+    assert "\x1b" not in out and "\x9b" not in out and "\x07" not in out
+    assert "\\x1b[2J" in out
+
+
+NO_KEY = {"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None}
+
+ROWS += [
+    # ------------------------------------------------------------ bounded parsing
+    Row(
+        "deep-json-graph",
+        lambda d, b: _set_text(_graph(d, b) / "graph.json", DEEP_JSON),
+        ["query", "G", "stroke"],
+        2,
+        ("graph.json", "nesting deeper than 64"),
+    ),
+    Row(
+        "deep-json-chunks-line",
+        lambda d, b: _deep_chunk_line(_graph(d, b)),
+        ["inspect", "G"],
+        2,
+        ("chunks.jsonl", "line 1", "nesting deeper"),
+    ),
+    Row(
+        "deep-json-build-report-is-optional",
+        lambda d, b: _set_text(_graph(d, b) / "build_report.json", DEEP_JSON),
+        ["query", "G", "What raises stroke risk?"],
+        0,
+        ("build_report.json ignored", "nesting deeper", "served by"),
+    ),
+    Row(
+        "deep-json-ledger-is-optional",
+        lambda d, b: _set_text(_graph(d, b) / "incremental.json", DEEP_JSON),
+        ["inspect", "G"],
+        0,
+        ("incremental.json ignored", "nesting deeper"),
+    ),
+    Row(
+        "huge-int-in-graph",
+        lambda d, b: _set_text(
+            _graph(d, b) / "graph.json",
+            (b / "graph.json")
+            .read_text()
+            .replace('"confidence": ', f'"confidence": {HUGE_INT}, "c": ', 1),
+        ),
+        ["query", "G", "stroke"],
+        2,
+        ("graph.json", "5,000 digits"),
+    ),
+    Row(
+        "huge-int-in-manifest-counts",
+        lambda d, b: _manifest_text(
+            _graph(d, b), lambda t: t.replace('"chunks": ', f'"chunks": {HUGE_INT}, "x": ', 1)
+        ),
+        ["inspect", "G"],
+        2,
+        ("manifest.json", "digits"),
+    ),
+    Row(
+        "alias-bomb-spec",
+        lambda d, b: _set_text(_graph(d, b) / "spec.yaml", ALIAS_BOMB),
+        ["inspect", "G"],
+        2,
+        ("spec.yaml", "alias", "not accepted"),
+    ),
+    Row(
+        "alias-bomb-outcome",
+        lambda d, b: (_corpus(d), _set_text(d / "o.yaml", ALIAS_BOMB + "outcomes: *i\n")),
+        ["build", "docs", "--out", "out", "--outcome", "o.yaml", *HASHING],
+        2,
+        ("o.yaml", "alias"),
+    ),
+    Row(
+        "alias-bomb-spec-flag",
+        lambda d, b: (_corpus(d), _set_text(d / "s.yaml", ALIAS_BOMB)),
+        ["build", "docs", "--out", "out", "--spec", "s.yaml", *HASHING],
+        2,
+        ("s.yaml", "alias"),
+    ),
+    Row(
+        "alias-bomb-corrections",
+        lambda d, b: (_graph(d, b), _set_text(d / "c.yaml", ALIAS_BOMB + "corrections: *i\n")),
+        ["apply", "G", "c.yaml", "--out", "fixed"],
+        2,
+        ("c.yaml", "alias"),
+    ),
+    Row(
+        "deep-yaml-spec-flag",
+        lambda d, b: (_corpus(d), _set_text(d / "s.yaml", "a: " + "[" * 5000 + "]" * 5000 + "\n")),
+        ["build", "docs", "--out", "out", "--spec", "s.yaml", *HASHING],
+        2,
+        ("s.yaml", "nesting deeper"),
+    ),
+    Row(
+        "spec-duplicate-metric-key",
+        lambda d, b: _spec_with_duplicate_metric(_graph(d, b)),
+        ["inspect", "G"],
+        2,
+        ("spec.yaml", "appears twice"),
+    ),
+    Row(
+        "manifest-duplicate-key",
+        lambda d, b: _manifest_text(_graph(d, b), lambda t: t.replace("{", '{"embedder": "x",', 1)),
+        ["inspect", "G"],
+        2,
+        ("manifest.json", "'embedder'", "appears twice"),
+    ),
+    Row(
+        "manifest-embedder-null",
+        lambda d, b: _edit_json(_graph(d, b) / "manifest.json", lambda m: m.update(embedder=None)),
+        ["inspect", "G"],
+        2,
+        ("manifest.json", "'embedder' is null"),
+    ),
+    Row(
+        "manifest-embedder-an-int",
+        lambda d, b: _edit_json(_graph(d, b) / "manifest.json", lambda m: m.update(embedder=7)),
+        ["export", "G", "--format", "mermaid"],
+        2,
+        ("manifest.json", "'embedder' is a number"),
+    ),
+    Row(
+        "manifest-embedder-hashing-0",
+        lambda d, b: _edit_json(
+            _graph(d, b) / "manifest.json", lambda m: m.update(embedder="hashing-0")
+        ),
+        ["view", "G", "--out", "page.html"],
+        2,
+        ("manifest.json", "'hashing-0'", "not a name this package writes"),
+    ),
+    Row(
+        "npy-header-claims-60-gib",
+        lambda d, b: _sparse_npy(_graph(d, b), "variables.npy", 10**9, truncate=True),
+        ["query", "G", "What raises stroke risk?"],
+        0,
+        ("warning", "variables.npy", "1000000000", "damaged"),
+    ),
+    Row(
+        "npy-header-longer-than-the-file",
+        lambda d, b: _sparse_npy(_graph(d, b), "chunks.npy", 4096, truncate=True),
+        ["query", "G", "What raises stroke risk?"],
+        0,
+        ("warning", "chunks.npy", "header promises"),
+    ),
+    Row(
+        "deep-json-input-file",
+        lambda d, b: _set_text(_corpus(d) / "deep.json", DEEP_JSON),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("skipped", "deep.json", "nesting deeper"),
+        writes=("out/",),
+    ),
+    Row(
+        "lone-surrogate-in-json-input",
+        lambda d, b: _set_text(
+            _corpus(d) / "s.jsonl", '{"text": "Smoking \\ud800 raises risk."}\n'
+        ),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("skipped", "s.jsonl", "lone surrogate"),
+        writes=("out/",),
+    ),
+    Row(
+        "huge-int-in-json-input",
+        lambda d, b: _set_text(_corpus(d) / "n.json", f'{{"text": "Smoking.", "n": {HUGE_INT}}}'),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("skipped", "n.json", "5,000 digits"),
+        writes=("out/",),
+    ),
+    # ------------------------------------------------------------ safe output text
+    Row(
+        "graphml-control-characters",
+        lambda d, b: _control_mechanism(_graph(d, b)),
+        ["export", "G", "--format", "graphml", "--out", "g.graphml"],
+        0,
+        ("wrote",),
+        writes=("g.graphml",),
+        check=_graphml_well_formed,
+    ),
+    Row(
+        "query-prints-escape-sequences",
+        lambda d, b: _esc_in_chunks(_graph(d, b)),
+        ["query", "G", "What raises stroke risk?", "--embedder", "hashing"],
+        0,
+        ("served by",),
+        check=_escape_visible,
+    ),
+    # ------------------------------------------------------------ arguments
+    Row(
+        "view-negative-limit",
+        lambda d, b: _graph(d, b),
+        ["view", "G", "--out", "page.html", "--full-view-limit", "-1"],
+        2,
+        ("--full-view-limit", "0 or more"),
+        lines=2,
+    ),
+    Row(
+        "view-nan-threshold",
+        lambda d, b: _graph(d, b),
+        ["view", "G", "--out", "page.html", "--low-confidence", "nan"],
+        2,
+        ("--low-confidence", "[0, 1]"),
+        lines=2,
+    ),
+    Row(
+        "add-chunk-words-zero",
+        lambda d, b: (_graph(d, b), _set_text(d / "n.md", "Salt raises blood pressure.\n")),
+        ["add", "G", "n.md", "--chunk-words", "0"],
+        2,
+        ("--chunk-words", "at least 1"),
+        lines=2,
+    ),
+    Row(
+        "llm-temperature-nan",
+        lambda d, b: _corpus(d),
+        ["build", "docs", "--out", "out", "--llm-base-url", "http://127.0.0.1:9/v1"]
+        + ["--llm-model", "m", "--temperature", "nan", *HASHING],
+        2,
+        ("--temperature", "finite"),
+        lines=2,
+    ),
+    # The provider is named only by the environment here (a closed local port), so even the old
+    # code, which sent the corpus without a word, contacted nothing outside this machine.
+    Row(
+        "llm-model-without-base-url",
+        lambda d, b: _corpus(d),
+        ["build", "docs", "--out", "out", "--llm-model", "m", *HASHING],
+        2,
+        ("would send the corpus to 127.0.0.1:9", "OPENAI_BASE_URL", "--allow-remote"),
+        env={
+            "OPENAI_API_KEY": "sk-test-not-a-key-000",
+            "OPENAI_BASE_URL": "http://u:pw@127.0.0.1:9/v1",
+        },
+        absent=("sk-test-not-a-key-000", "u:pw"),
+    ),
+    Row(
+        "openai-embedder-without-base-url",
+        lambda d, b: _corpus(d),
+        ["build", "docs", "--out", "out", "--embedder", "openai:text-embedding-3-small", "--quiet"],
+        2,
+        ("--embedder openai:text-embedding-3-small", "api.openai.com", "--allow-remote"),
+        env=NO_KEY,
+    ),
+]
+
+
 def _allowed(rel: str, writes: tuple[str, ...]) -> bool:
     return any(rel == w or rel.startswith(w.rstrip("/") + "/") for w in writes)
 
@@ -512,6 +827,11 @@ def test_bad_input(row: Row, tmp_path, built, monkeypatch, capsys):
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(safe_files, "_fault_hook", None)  # restored after rows that set one
+    for name, value in row.env.items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
     previous = os.umask(0o022)
     try:
         row.setup(tmp_path, built)
