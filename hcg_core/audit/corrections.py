@@ -115,7 +115,12 @@ def read_corrections(path: str | os.PathLike) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         raise StoreError("no such corrections file", path=path)
-    return parse_corrections(read_yaml(path, cap=CORRECTIONS_CAP), path)
+    try:
+        data = read_yaml(path, cap=CORRECTIONS_CAP)
+    except CorruptFileError as exc:
+        reason = str(exc).removeprefix(f"{path}: ")
+        raise CorruptFileError(f"cannot read the corrections: {reason}", path=path) from None
+    return parse_corrections(data, path)
 
 
 # 100,000 corrections (the largest review measured) take about 20 MB.
