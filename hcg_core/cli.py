@@ -513,7 +513,8 @@ def _print_update(report: Any, as_json: bool) -> None:
     if as_json:
         print(json.dumps(report.as_dict(), indent=1))
         return
-    print(report.summary())
+    with _visible_stdout():
+        print(report.summary())
     for note in report.notes:
         print(f"note: {note}", file=sys.stderr)
     if report.statements_unmapped:
@@ -755,10 +756,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--chunk-words", type=_positive_int, default=200, help="words per chunk (default 200)"
     )
-    b.add_argument("--chunk-overlap", type=int, default=40, help="overlap words (default 40)")
+    b.add_argument(
+        "--chunk-overlap", type=_non_negative_int, default=40, help="overlap words (default 40)"
+    )
     b.add_argument(
         "--chunk-chars",
-        type=int,
+        type=_positive_int,
         default=None,
         help="character cap per chunk (default: 36 x --chunk-words, 7,200 at 200)",
     )
@@ -815,7 +818,7 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("query", help="retrieve chunks for a question, with route, score, paths")
     q.add_argument("dir")
     q.add_argument("question")
-    q.add_argument("--k", type=int, default=5)
+    q.add_argument("--k", type=_positive_int, default=5)
     q.add_argument("--json", action="store_true")
     q.add_argument(
         "--mode",
@@ -830,7 +833,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument(
         "--passage-words",
-        type=int,
+        type=_non_negative_int,
         default=DEFAULT_PASSAGE_WORDS,
         help=f"hybrid mode: words per returned passage (default {DEFAULT_PASSAGE_WORDS}; "
         "0: whole chunks)",
@@ -853,13 +856,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument(
         "--chunk-overlap",
-        type=int,
+        type=_non_negative_int,
         default=None,
         help=f"overlap words (default: the build's, else {DEFAULT_OVERLAP_WORDS})",
     )
     a.add_argument(
         "--chunk-chars",
-        type=int,
+        type=_positive_int,
         default=None,
         help="character cap per chunk (default: the build's)",
     )

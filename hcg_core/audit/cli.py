@@ -40,7 +40,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.as_dict(), indent=1))
     else:
-        print(report.format())
+        from ..safe_text import visible  # names from the graph and the file: no raw controls
+
+        print(visible(report.format()))
     if args.strict and report.refused:
         print(
             f"hcg apply: {len(report.refused)} refused, nothing written (--strict)", file=sys.stderr
@@ -56,7 +58,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from .diff import diff_graphs, format_diff, is_empty
 
     d = diff_graphs(load_graph(args.dir_a).graph, load_graph(args.dir_b).graph)
-    print(json.dumps(d, indent=1) if args.json else format_diff(d, limit=args.limit))
+    from ..safe_text import visible
+
+    print(json.dumps(d, indent=1) if args.json else visible(format_diff(d, limit=args.limit)))
     return 0 if is_empty(d) else EXIT_DIFFERENT
 
 
