@@ -11,7 +11,7 @@ import pytest
 
 from hcg_core.errors import CorruptFileError, FormatVersionError, MissingFileError, SpecError
 from hcg_core.retrieval import CausalGraphRetriever
-from hcg_core.store import load_graph, read_spec_file, save_graph
+from hcg_core.store import current_dir, load_graph, read_spec_file, save_graph
 
 HAND = Path(__file__).resolve().parent.parent / "examples" / "hand_graph"
 
@@ -33,18 +33,18 @@ def test_round_trip_with_embeddings(tmp_path, graph, embedder):
 
 def test_missing_or_stale_embeddings_are_recomputed(tmp_path, graph, embedder):
     CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "g")
-    (tmp_path / "g" / "embeddings" / "chunks.npy").unlink()
+    (current_dir(tmp_path / "g") / "embeddings" / "chunks.npy").unlink()
     stored = load_graph(tmp_path / "g")
     assert stored.chunk_embeddings is None and stored.variable_embeddings is not None
     assert any("chunks.npy missing" in n for n in stored.notes)
     # Editing a chunk's text makes its stored vectors stale.
-    lines = (tmp_path / "g" / "chunks.jsonl").read_text().splitlines()
+    lines = (current_dir(tmp_path / "g") / "chunks.jsonl").read_text().splitlines()
     first = json.loads(lines[0])
     first["text"] = "edited by hand"
     lines[0] = json.dumps(first)
-    (tmp_path / "g" / "chunks.jsonl").write_text("\n".join(lines) + "\n")
+    (current_dir(tmp_path / "g") / "chunks.jsonl").write_text("\n".join(lines) + "\n")
     CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "h")
-    (tmp_path / "h" / "chunks.jsonl").write_text("\n".join(lines) + "\n")
+    (current_dir(tmp_path / "h") / "chunks.jsonl").write_text("\n".join(lines) + "\n")
     stale = load_graph(tmp_path / "h")
     assert stale.chunk_embeddings is None and any("stale" in n for n in stale.notes)
     r = CausalGraphRetriever.load(tmp_path / "h", embedder=embedder)
@@ -99,7 +99,7 @@ def test_corrupt_file_is_named(tmp_path, name, content):
 
 def test_corrupt_npy_is_named(tmp_path, graph, embedder):
     CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "g")
-    bad = tmp_path / "g" / "embeddings" / "variables.npy"
+    bad = current_dir(tmp_path / "g") / "embeddings" / "variables.npy"
     bad.write_bytes(b"\x93NUMPY garbage")
     with pytest.raises(CorruptFileError) as err:
         load_graph(tmp_path / "g")
@@ -108,7 +108,7 @@ def test_corrupt_npy_is_named(tmp_path, graph, embedder):
 
 def test_pickled_npy_is_refused(tmp_path, graph, embedder):
     CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "g")
-    path = tmp_path / "g" / "embeddings" / "variables.npy"
+    path = current_dir(tmp_path / "g") / "embeddings" / "variables.npy"
     np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(CorruptFileError):
         load_graph(tmp_path / "g")
