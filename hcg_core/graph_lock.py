@@ -10,6 +10,7 @@ holder's pid and host, which the holder wrote into the lock file. Readers never 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import math
@@ -20,6 +21,7 @@ import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from .errors import ConfigError, GraphLockedError, StoreError
 
@@ -131,7 +133,28 @@ def graph_lock(directory: str | os.PathLike, *, timeout: float | None = None) ->
         os.close(fd)  # closing the descriptor releases the flock
 
 
+def add_lock_timeout_argument(parser: Any) -> None:
+    """``--lock-timeout`` for a command that writes a graph directory (an argparse parser)."""
+
+    def seconds(text: str) -> float:
+        try:
+            return lock_timeout(float(text))
+        except (ValueError, ConfigError):
+            raise argparse.ArgumentTypeError(
+                f"{text!r} must be a finite number of seconds, 0 or more"
+            ) from None
+
+    parser.add_argument(
+        "--lock-timeout",
+        type=seconds,
+        default=None,
+        help=f"seconds to wait while another process writes the graph directory (default "
+        f"${LOCK_TIMEOUT_ENV}, else {DEFAULT_LOCK_TIMEOUT:g})",
+    )
+
+
 __all__ = [
+    "add_lock_timeout_argument",
     "DEFAULT_LOCK_TIMEOUT",
     "LOCK_NAME",
     "LOCK_TIMEOUT_ENV",

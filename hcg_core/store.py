@@ -209,6 +209,54 @@ def check_report_path(path: str | os.PathLike) -> Path:
     return p
 
 
+def check_output_path(path: str | os.PathLike, *, folder: bool = False) -> Path:
+    """Refuse an output (``view --out``, ``export --out``) that is not a plain new or regular file.
+
+    Refused (``StoreError``, one line each): an empty path; a symbolic link, a device, FIFO or
+    socket; an existing folder (for ``folder``: an existing file); a path under a file; a path
+    inside any graph directory (a folder with an hcg ``manifest.json`` among its ancestors, or the
+    folder itself for ``folder``), whose own files it could replace. Returns the path.
+    """
+    if not str(path).strip():
+        raise StoreError("the output path is empty; name a file, e.g. --out graph.graphml")
+    p = Path(path)
+    what = "folder" if folder else "file"
+    if p.is_symlink():
+        raise StoreError(
+            f"is a symbolic link; name a regular {what} (writing would replace the link)", path=p
+        )
+    if p.exists():
+        if folder and not p.is_dir():
+            raise StoreError("exists and is not a folder; name a folder for the files", path=p)
+        if not folder and p.is_dir():
+            raise StoreError("is a folder; name a file to write", path=p)
+        if not folder and not p.is_file():
+            raise StoreError(
+                "is not a regular file (a device, FIFO or socket); name a regular file", path=p
+            )
+    for above in p.absolute().parents:
+        if above.exists() or above.is_symlink():
+            if not above.is_dir():
+                raise StoreError(f"lies under {above}, which is a file, not a folder", path=p)
+            break
+    real = p.resolve()
+    for candidate in (real, *real.parents) if folder else real.parents:
+        if is_graph_dir(candidate):
+            raise StoreError(
+                f"lies inside the graph directory {candidate}; write the output outside it",
+                path=p,
+            )
+    return p
+
+
+def write_output_file(path: str | os.PathLike, text: str) -> Path:
+    """Write an export or page to ``path`` atomically; the disk's failure is a ``StoreError``."""
+    try:
+        return atomic_write_text(path, text)
+    except OSError as exc:
+        raise StoreError(f"cannot write the output: {os_reason(exc)}", path=path) from None
+
+
 # ---------------------------------------------------------------- save
 
 
@@ -655,8 +703,16 @@ def read_manifest(directory: Path) -> dict[str, Any]:
 
 
 def read_spec_file(path: str | os.PathLike) -> DomainSpec:
-    """Read a spec.yaml (``yaml.safe_load``); errors name the file and the offending entry."""
+    """Read a spec.yaml (``yaml.safe_load``); errors name the file and the offending entry.
+
+    ``G/spec.yaml`` of a graph directory that ``save_graph`` wrote (in ``versions/<n>/``) reads
+    the current version's spec, as it did in the flat layout.
+    """
     path = Path(path)
+    if not path.exists() and path.name == SPEC and is_graph_dir(path.parent):
+        # ``--spec G/spec.yaml`` (the docs' rebuild story) names the current version's spec.
+        with contextlib.suppress(StoreError):
+            path = current_dir(path.parent) / SPEC
     text = _read_text(path, "no such spec file")
     try:
         data = yaml.safe_load(text)
@@ -970,6 +1026,8 @@ __all__ = [
     "FORMAT_VERSION",
     "HCG_OWNED",
     "check_output_dir",
+    "check_output_path",
+    "write_output_file",
     "check_report_path",
     "check_writable_dir",
     "chunk_to_line",

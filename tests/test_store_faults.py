@@ -81,9 +81,7 @@ def _count_steps(tmp_path: Path, old, new) -> list[tuple[str, str]]:
     return steps
 
 
-def test_a_failure_at_every_step_leaves_a_loadable_graph_and_keeps_user_files(
-    tmp_path, two_graphs
-):
+def test_a_failure_at_every_step_leaves_a_loadable_graph_and_keeps_user_files(tmp_path, two_graphs):
     old, new = two_graphs
     steps = _count_steps(tmp_path, old, new)
     kinds = [s for s, _ in steps]

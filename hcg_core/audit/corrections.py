@@ -40,7 +40,7 @@ import yaml
 
 from ..errors import CorruptFileError, EmbedderError, HCGError, SpecError, StoreError
 from ..spec import validate_graph
-from ..store import load_graph, save_graph, variable_text
+from ..store import check_output_dir, load_graph, save_graph, variable_text
 from ..types import CausalEdge, CausalGraph, DomainSpec, OutcomeConfig, Relation, Variable
 from .matching import EdgeFinder, match_variable
 
@@ -590,10 +590,12 @@ def apply_to_directory(
     out: str | os.PathLike,
     *,
     strict: bool = False,
+    lock_timeout: float | None = None,
 ) -> ApplyReport:
     """Apply a corrections file to a graph directory and write the result to ``out``.
 
-    ``out`` must be another directory. With ``strict``, any refused correction writes nothing.
+    ``out`` must be another directory, neither inside the graph nor holding it (``StoreError``
+    before any work). With ``strict``, any refused correction writes nothing.
     Stored vectors are reused where their text is unchanged, the support ledger follows the
     corrections (``correct_graph``); the build report gains a ``corrections`` entry with this
     report.
@@ -601,6 +603,13 @@ def apply_to_directory(
     directory, out = Path(directory), Path(out)
     if out.resolve() == directory.resolve():
         raise StoreError("--out must be a new directory, not the graph being corrected", path=out)
+    if directory.resolve() in out.resolve().parents:
+        raise StoreError(
+            f"--out lies inside the graph being corrected ({directory}); write the corrected "
+            "graph to its own folder",
+            path=out,
+        )
+    check_output_dir(out, inputs=[directory], probe=False)
     stored = load_graph(directory)
     entries = read_corrections(corrections_path)
     done = correct_graph(
@@ -626,6 +635,7 @@ def apply_to_directory(
         chunk_embeddings=stored.chunk_embeddings,
         report=build_report,
         ledger=done.ledger,
+        lock_timeout=lock_timeout,
     )
     return done.report
 
