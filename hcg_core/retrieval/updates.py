@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..config import DEFAULT_EVIDENCE_PER_EDGE, DEFAULT_EVIDENCE_TAU
+from ..contract import keep_in_batch
 from ..corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents
 from ..embedding import embed_texts
 from ..errors import ConfigError, InputError
@@ -89,6 +90,10 @@ def _as_chunks(items: Any, chunk_words: int, overlap_words: int) -> list[Chunk]:
         )
     docs = [x for x in items if isinstance(x, Document)]
     chunks = [x for x in items if isinstance(x, Chunk)]
+    # An insert refuses what a build skips: ids given twice in the batch, and items without text
+    # (an empty chunk makes a directory its loader refuses); nothing is added then.
+    keep_in_batch([(d.id, d.text) for d in docs], insert=True)
+    keep_in_batch([(c.id, c.text) for c in chunks], insert=True, what="chunk")
     if docs:
         chunks += chunk_documents(docs, chunk_words=chunk_words, overlap_words=overlap_words)
     return chunks
