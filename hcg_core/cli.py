@@ -48,7 +48,7 @@ def _add_embedder_arguments(parser: argparse.ArgumentParser, default_help: str) 
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .corpus import WHOLE_BLOCK_FACTOR, chunk_documents, load_inputs
+    from .corpus import WHOLE_BLOCK_FACTOR, chunk_documents, display_path, load_inputs
     from .graph_build import build_graph
     from .store import check_output_dir, check_writable_dir, read_spec_file, save_graph
 
@@ -59,6 +59,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     check_output_dir(args.out, inputs=args.inputs, force=args.force, probe=not args.estimate)
     say(f"reading {', '.join(map(str, args.inputs))}")
     docs, bad = load_inputs(args.inputs, follow_symlinks=args.follow_symlinks)
+    bad = [(display_path(p), r) for p, r in bad]  # a name the disk could not decode, printable
     for path, reason in bad:  # input left out: shown even with --quiet
         print(f"skipped {path}: {reason}", file=sys.stderr)
     words = sum(len(d.text.split()) for d in docs)
@@ -132,7 +133,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             "documents": len(docs),
             "words": words,
             "chunks": len(chunks),
-            "skipped": [[str(p), r] for p, r in bad],
+            "skipped": [[p, r] for p, r in bad],
             "chunk_words": args.chunk_words,
             "chunk_overlap": args.chunk_overlap,
             "whole_words": WHOLE_BLOCK_FACTOR * args.chunk_words,
@@ -461,7 +462,7 @@ def _print_update(report: Any, as_json: bool) -> None:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    from .corpus import load_inputs
+    from .corpus import display_path, load_inputs
     from .errors import InputError
     from .graph_lock import graph_lock
     from .retrieval import CausalGraphRetriever
@@ -471,7 +472,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     load_graph(args.dir)  # a directory that is not a graph is refused before it is locked
     docs, bad = load_inputs(args.files, follow_symlinks=False)
     for path, reason in bad:
-        print(f"skipped {path}: {reason}", file=sys.stderr)
+        print(f"skipped {display_path(path)}: {reason}", file=sys.stderr)
     if not docs:
         raise InputError("no readable document among the files given; nothing was added")
     # Locked from load to save: a second `hcg add` waits, then edits the graph this one wrote,
@@ -487,10 +488,15 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 def _add_documents(args: argparse.Namespace, retriever: Any, docs: list) -> Any:
     """Chunk ``docs`` as the graph's build did (unless told otherwise) and insert them."""
-    from .corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents
+    from .corpus import (
+        DEFAULT_CHUNK_WORDS,
+        DEFAULT_OVERLAP_WORDS,
+        chunk_documents,
+        recorded_chunking,
+    )
 
     # The build's chunking (recorded in its report), unless given: new text is cut the same way.
-    built = (retriever.build_report or {}).get("input") or {}
+    built = recorded_chunking(retriever.build_report)  # odd-typed values are ignored
     chunk_words = args.chunk_words or built.get("chunk_words") or DEFAULT_CHUNK_WORDS
     overlap = args.chunk_overlap
     if overlap is None:

@@ -239,6 +239,15 @@ _GRAPH_DIR = (
 _BAD_NAME = "file name is not valid UTF-8 (the id would not be text); skipped. Rename the file"
 
 
+def display_path(path: str | os.PathLike) -> str:
+    """A path as printable text: bytes the file system could not decode shown as ``\\xff``.
+
+    >>> display_path(os.fsdecode(b"caf\\xff.md"))
+    'caf\\\\xff.md'
+    """
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def _undecodable_name(name: str) -> bool:
     """Whether a path holds bytes the file system could not decode (Python's surrogateescape)."""
     try:
@@ -551,6 +560,32 @@ def chunk_documents(
     return chunks
 
 
+def recorded_chunking(report: Any) -> dict[str, int]:
+    """The chunking a build recorded in its report (``input``), for edits to cut text alike.
+
+    Only the usable values: ``chunk_words``, ``whole_words`` and ``chunk_chars`` positive ints,
+    ``chunk_overlap`` an int >= 0. A hand-edited or odd-typed report (a string, a float, an
+    object) is ignored key by key, so an edit falls back to the defaults instead of failing.
+
+    >>> recorded_chunking({"input": {"chunk_words": 120, "chunk_overlap": "x", "chunk_chars": 0}})
+    {'chunk_words': 120}
+    """
+    given = report.get("input") if isinstance(report, dict) else None
+    if not isinstance(given, dict):
+        return {}
+    out = {}
+    for key, least in (
+        ("chunk_words", 1),
+        ("chunk_overlap", 0),
+        ("whole_words", 1),
+        ("chunk_chars", 1),
+    ):
+        value = given.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= least:
+            out[key] = value
+    return out
+
+
 def _block_groups(
     text: str, spans: Sequence[tuple[int, int]], chunk_words: int
 ) -> list[tuple[int, int]]:
@@ -707,7 +742,9 @@ __all__ = [
     "count_not_english",
     "decode_text",
     "english_share",
+    "display_path",
     "english_word_counts",
+    "recorded_chunking",
     "load_inputs",
     "reads_not_english",
     "word_spans",

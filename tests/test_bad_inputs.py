@@ -20,6 +20,7 @@ import pytest
 
 from hcg_core.cli import main
 from hcg_core.corpus import DEFAULT_CHARS_PER_WORD, WHOLE_BLOCK_FACTOR
+from hcg_core.store import current_dir
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "examples" / "corpus"
@@ -71,6 +72,11 @@ def _graph(d: Path, built: Path) -> Path:
     return d / "G"
 
 
+def _files(graph: Path) -> Path:
+    """The folder holding a graph directory's current files (``versions/<n>`` since format 2)."""
+    return current_dir(graph)
+
+
 def _edit_json(path: Path, change: Callable[[dict], object]) -> None:
     data = json.loads(path.read_text())
     change(data)
@@ -85,14 +91,15 @@ def _edit_chunks(path: Path, text: object) -> None:
 
 
 def _damage_vectors(graph: Path, name: str, how: str) -> None:
-    arr = np.load(graph / "embeddings" / name)
+    path = _files(graph) / "embeddings" / name
+    arr = np.load(path)
     if how == "nan":
         arr[0, 0] = np.nan
     elif how == "inf":
         arr[1, 3] = np.inf
     else:
         arr[2] = 0.0
-    np.save(graph / "embeddings" / name, arr)
+    np.save(path, arr)
 
 
 def _query_json_is_strict(d: Path, out: str) -> None:
@@ -116,14 +123,14 @@ DEFAULT_CAP = WHOLE_BLOCK_FACTOR * 200 * DEFAULT_CHARS_PER_WORD
 
 def _max_chunk_chars(limit: int) -> Callable[[Path, str], None]:
     def check(d: Path, out: str) -> None:
-        lengths = [len(json.loads(x)["text"]) for x in (d / "out" / "chunks.jsonl").open()]
+        lengths = [len(json.loads(x)["text"]) for x in (_files(d / "out") / "chunks.jsonl").open()]
         assert len(lengths) > 3 and max(lengths) <= limit
 
     return check
 
 
 def _no_secret_in_graph(d: Path, out: str) -> None:
-    assert SECRET not in (d / "out" / "chunks.jsonl").read_text()
+    assert SECRET not in (_files(d / "out") / "chunks.jsonl").read_text()
 
 
 def _fifo_setup(d: Path, built: Path) -> None:
@@ -138,7 +145,7 @@ def _symlink_out_setup(d: Path, built: Path) -> None:
 
 
 def _chunks_link_setup(d: Path, built: Path) -> None:
-    g = _graph(d, built)
+    g = _files(_graph(d, built))
     (d / "secret.jsonl").write_text(json.dumps({"id": "s", "text": SECRET}) + "\n")
     (g / "chunks.jsonl").unlink()
     (g / "chunks.jsonl").symlink_to(d / "secret.jsonl")
@@ -149,13 +156,13 @@ def _embeddings_link_setup(d: Path, built: Path) -> None:
     shutil.copytree(built, d / "out")
     (d / "elsewhere").mkdir()
     (d / "elsewhere" / "keep.txt").write_text("keep\n")
-    shutil.rmtree(d / "out" / "embeddings")
-    (d / "out" / "embeddings").symlink_to(d / "elsewhere")
+    shutil.rmtree(_files(d / "out") / "embeddings")
+    (_files(d / "out") / "embeddings").symlink_to(d / "elsewhere")
 
 
 def _no_write_elsewhere(d: Path, out: str) -> None:
     assert sorted(p.name for p in (d / "elsewhere").iterdir()) == ["keep.txt"]
-    assert (d / "out" / "embeddings" / "chunks.npy").is_file()
+    assert (_files(d / "out") / "embeddings" / "chunks.npy").is_file()
 
 
 def _unknown_outcome_setup(d: Path, built: Path) -> None:
@@ -186,7 +193,110 @@ def _user_folder(d: Path, built: Path) -> None:
 
 def _keeps_notes(d: Path, out: str) -> None:
     assert (d / "out" / "notes.txt").read_text() == "my notes\n"
+    assert (d / "out" / "graph.json").read_text() == "my own graph.json, not hcg's\n"
     _graph_loads("out")(d, out)
+
+
+# ------------------------------------------------------------ issue 28: hostile and unlucky input
+
+# Characters str.splitlines() cuts at besides \n and \r (separators pasted from web pages and
+# PDFs, NEL, and the C0 form feeds and separators), and a C1 control.
+BREAKERS = "\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e\x9b"
+WEB_TEXT = (
+    f"Smoking raises blood pressure.{BREAKERS[0]}High blood pressure causes stroke."
+    f"{BREAKERS[1]}Salt raises blood pressure{BREAKERS[2:]} in many people."
+)
+V1 = REPO / "tests" / "fixtures" / "v1_hand_graph"
+
+
+def _round_trips(name: str, text: str = WEB_TEXT) -> Callable[[Path, str], None]:
+    """The graph loads, and one of its chunks holds ``text``'s odd characters exactly."""
+
+    def check(d: Path, out: str) -> None:
+        from hcg_core.store import load_graph
+
+        chunks = load_graph(d / name).graph.chunks
+        assert any(all(ch in c.text for ch in BREAKERS) for c in chunks), "separators lost"
+
+    return check
+
+
+def _strict_chunks(name: str) -> Callable[[Path, str], None]:
+    def check(d: Path, out: str) -> None:
+        text = (_files(d / name) / "chunks.jsonl").read_text(encoding="utf-8")
+        rows = [
+            json.loads(line, parse_constant=lambda c: pytest.fail(f"bare {c} in chunks.jsonl"))
+            for line in text.split("\n")
+            if line
+        ]
+        assert any(r["metadata"].get("score") == "NaN" for r in rows)
+        _graph_loads(name)(d, out)
+
+    return check
+
+
+def _doc_ids(name: str, want: set[str]) -> Callable[[Path, str], None]:
+    def check(d: Path, out: str) -> None:
+        from hcg_core.store import load_graph
+
+        ids = {c.doc_id for c in load_graph(d / name).graph.chunks}
+        assert want <= ids, ids
+        assert not any("chunks.jsonl" in i or "graph.json" in i for i in ids), ids
+
+    return check
+
+
+def _bad_name_setup(d: Path, built: Path) -> None:
+    docs = _corpus(d)
+    (docs / os.fsdecode(b"caf\xff.md")).write_text("Salt raises blood pressure.\n")
+
+
+def _user_embeddings_setup(d: Path, built: Path) -> None:
+    _corpus(d)
+    (d / "out" / "embeddings").mkdir(parents=True)
+    (d / "out" / "embeddings" / "my_vectors.npy").write_bytes(b"mine")
+    (d / "out" / "embeddings" / "README").write_text("my vectors\n")
+
+
+def _v1_with_user_files_setup(d: Path, built: Path) -> None:
+    _corpus(d)
+    shutil.copytree(V1, d / "out")
+    (d / "out" / "embeddings").mkdir()
+    (d / "out" / "embeddings" / "my_vectors.npy").write_bytes(b"mine")
+    (d / "out" / "notes.txt").write_text("my notes\n")
+
+
+def _v1_replaced(d: Path, out: str) -> None:
+    assert (d / "out" / "embeddings" / "my_vectors.npy").read_bytes() == b"mine"
+    assert not (d / "out" / "graph.json").exists()  # the flat files the project wrote are gone
+    _graph_loads("out")(d, out)
+
+
+def _notes_jsonl_setup(d: Path, built: Path) -> None:
+    _graph(d, built)
+    (d / "notes.jsonl").write_text(
+        json.dumps({"text": "Salt raises blood pressure."})
+        + "\n"
+        + json.dumps({"text": "Smoking causes stroke."})
+        + "\n"
+    )
+    assert main(["add", "G", "notes.jsonl", "--embedder", "hashing"]) == 0
+
+
+def _odd_report_setup(d: Path, built: Path) -> None:
+    g = _graph(d, built)
+    _edit_json(_files(g) / "build_report.json", lambda r: r.update(input={"chunk_words": "x"}))
+    (d / "note.md").write_text("Salt raises blood pressure. High blood pressure causes stroke.\n")
+
+
+def _corrections_setup(d: Path, built: Path) -> None:
+    _graph(d, built)
+    (d / "c.yaml").write_text("format: hcg-corrections/1\ncorrections: []\n")
+
+
+def _export_link_setup(d: Path, built: Path) -> None:
+    _graph(d, built)
+    (d / "out.graphml").symlink_to("/proc/self/fd/1")
 
 
 ROWS = [
@@ -204,8 +314,7 @@ ROWS = [
         ["build", "docs", "--out", "out", "--force", *HASHING],
         0,
         ("built out",),
-        writes=("out/graph.json", "out/manifest.json", "out/spec.yaml", "out/chunks.jsonl")
-        + ("out/embeddings", "out/build_report.json", "out/incremental.json"),
+        writes=("out/manifest.json", "out/versions", "out/.hcg-lock"),  # the user's files stay
         check=_keeps_notes,
     ),
     Row("out-empty", lambda d, b: _corpus(d), ["build", "docs", "--out", ""], 2, ("empty",)),
@@ -261,6 +370,252 @@ ROWS = [
         2,
         ("no space left on device", "previous contents are unchanged"),
         check=_graph_loads("out"),
+    ),
+    # ------------------------------------------------------------ issue 28: text round-trips
+    Row(
+        "separators-in-text",
+        lambda d, b: (_corpus(d) / "web.md").write_text(WEB_TEXT),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_round_trips("out"),
+    ),
+    Row(
+        "separators-escaped-in-json",
+        lambda d, b: (_corpus(d) / "web.json").write_text(json.dumps([{"text": WEB_TEXT}])),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_round_trips("out"),
+    ),
+    Row(
+        "separators-rebuild-over-a-good-graph",
+        lambda d, b: ((_corpus(d) / "web.md").write_text(WEB_TEXT), shutil.copytree(b, d / "out")),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_round_trips("out"),
+    ),
+    Row(
+        "separators-in-an-added-note",
+        lambda d, b: (_graph(d, b), (d / "note.md").write_text(WEB_TEXT)),
+        ["add", "G", "note.md", "--embedder", "hashing"],
+        0,
+        ("chunks",),
+        writes=("G/",),
+        check=_round_trips("G"),
+    ),
+    Row(
+        "lone-surrogate-in-a-json-item",
+        lambda d, b: (_corpus(d) / "s.json").write_text(
+            '[{"text": "Smoking \\ud800 raises blood pressure."}, {"text": "Salt raises it."}]'
+        ),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("s.json", "lone surrogate", "built out"),
+        writes=("out/",),
+        check=_graph_loads("out"),
+    ),
+    Row(
+        "lone-surrogate-only",
+        lambda d, b: (d / "s.json").write_text(
+            '{"text": "Smoking \\udc80 raises blood pressure."}'
+        ),
+        ["build", "s.json", "--out", "out", *HASHING],
+        2,
+        ("s.json", "lone surrogate"),
+        lines=3,
+    ),
+    Row(
+        "file-name-with-byte-0xff",
+        _bad_name_setup,
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("not valid utf-8", "rename", "built out"),
+        writes=("out/",),
+        check=_graph_loads("out"),
+    ),
+    Row(
+        "nan-and-infinity-in-json-metadata",
+        lambda d, b: (_corpus(d) / "m.json").write_text(
+            '[{"text": "Salt raises blood pressure.", "score": NaN, "w": -Infinity}]'
+        ),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_strict_chunks("out"),
+    ),
+    Row(
+        "v1-graph-inspected-as-it-is",
+        lambda d, b: shutil.copytree(V1, d / "V1"),
+        ["inspect", "V1"],
+        0,
+        ("chunks", "edges"),
+    ),
+    Row(
+        "v1-graph-rebuilt-keeps-user-files",
+        _v1_with_user_files_setup,
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/manifest.json", "out/versions", "out/.hcg-lock")
+        + ("out/spec.yaml", "out/graph.json", "out/chunks.jsonl"),  # v1's own files, replaced
+        check=_v1_replaced,
+    ),
+    # ------------------------------------------------------------ issue 28: outputs
+    Row(
+        "view-out-is-the-graph-manifest",
+        lambda d, b: _graph(d, b),
+        ["view", "G", "--out", "G/manifest.json"],
+        2,
+        ("inside the graph directory",),
+    ),
+    Row(
+        "export-out-is-a-graph-file",
+        lambda d, b: _graph(d, b),
+        ["export", "G", "--format", "graphml", "--out", "G/versions/1/graph.json"],
+        2,
+        ("inside the graph directory",),
+    ),
+    Row(
+        "export-csv-into-the-graph",
+        lambda d, b: _graph(d, b),
+        ["export", "G", "--format", "csv", "--out", "G"],
+        2,
+        ("inside the graph directory",),
+    ),
+    Row(
+        "export-csv-into-its-versions",
+        lambda d, b: _graph(d, b),
+        ["export", "G", "--format", "csv", "--out", "G/versions"],
+        2,
+        ("inside the graph directory",),
+    ),
+    Row(
+        "export-out-is-a-folder",
+        lambda d, b: (_graph(d, b), (d / "somewhere").mkdir()),
+        ["export", "G", "--format", "gexf", "--out", "somewhere"],
+        2,
+        ("is a folder",),
+    ),
+    Row(
+        "export-out-under-a-file",
+        lambda d, b: (_graph(d, b), (d / "afile").write_text("x")),
+        ["export", "G", "--format", "gexf", "--out", "afile/g.gexf"],
+        2,
+        ("afile", "is a file"),
+    ),
+    Row(
+        "export-out-is-a-link",
+        _export_link_setup,
+        ["export", "G", "--format", "graphml", "--out", "out.graphml"],
+        2,
+        ("symbolic link",),
+    ),
+    Row(
+        "view-out-is-a-fifo",
+        lambda d, b: (_graph(d, b), os.mkfifo(d / "page.html")),
+        ["view", "G", "--out", "page.html"],
+        2,
+        ("not a regular file",),
+    ),
+    Row(
+        "build-force-keeps-user-files-under-embeddings",
+        _user_embeddings_setup,
+        ["build", "docs", "--out", "out", "--force", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/manifest.json", "out/versions", "out/.hcg-lock"),
+        check=_graph_loads("out"),
+    ),
+    Row(
+        "apply-out-inside-the-source",
+        _corrections_setup,
+        ["apply", "G", "c.yaml", "--out", "G/fixed"],
+        2,
+        ("inside the graph",),
+    ),
+    Row(
+        "add-with-an-odd-typed-build-report",
+        _odd_report_setup,
+        ["add", "G", "note.md", "--embedder", "hashing"],
+        0,
+        ("chunks",),
+        writes=("G/",),
+        check=_graph_loads("G"),
+    ),
+    # ------------------------------------------------------------ issue 28: edits and inputs
+    Row(
+        "empty-json-item-skipped-with-a-warning",
+        lambda d, b: (_corpus(d) / "e.json").write_text(
+            '[{"text": "  "}, {"text": "Salt raises blood pressure."}]'
+        ),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("e.json", "1 item(s) skipped", "item 0", "built out"),
+        writes=("out/",),
+    ),
+    Row(
+        "same-named-files",
+        lambda d, b: [
+            (d / sub).mkdir() or (d / sub / "x.md").write_text(f"{text}\n")
+            for sub, text in (("a", "Salt raises blood pressure."), ("b", "Smoking causes stroke."))
+        ],
+        ["build", "a/x.md", "b/x.md", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_doc_ids("out", {"a/x.md", "b/x.md"}),
+    ),
+    Row(
+        "unique-names-keep-their-ids",
+        lambda d, b: _corpus(d),
+        ["build", "docs/01-blood-pressure.md", "docs/03-stroke.md", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_doc_ids("out", {"01-blood-pressure.md", "03-stroke.md"}),
+    ),
+    Row(
+        "utf16-with-a-bom",
+        lambda d, b: (_corpus(d) / "u.txt").write_bytes(
+            "Salt raises blood pressure. Smoking causes stroke.\n".encode("utf-16")
+        ),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        absent=("binary", "u.txt"),
+        check=_doc_ids("out", {"u.txt"}),
+    ),
+    Row(
+        "remove-a-jsonl-file-by-name",
+        _notes_jsonl_setup,
+        ["remove", "G", "notes.jsonl"],
+        2,
+        ("notes.jsonl#0", "notes.jsonl#1", "nothing was removed"),
+    ),
+    Row(
+        "graph-directory-in-the-build-input",
+        lambda d, b: (_corpus(d), _graph(d, b)),
+        ["build", "docs", "G", "--out", "out", *HASHING],
+        0,
+        ("G", "an hcg graph directory, not corpus", "built out"),
+        writes=("out/",),
+        check=_doc_ids("out", {"01-blood-pressure.md"}),
+    ),
+    Row(
+        "graph-directory-inside-an-input-folder",
+        lambda d, b: shutil.copytree(b, _corpus(d) / "old_graph"),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("old_graph", "an hcg graph directory, not corpus", "built out"),
+        writes=("out/",),
+        check=_doc_ids("out", {"01-blood-pressure.md"}),
     ),
     # ------------------------------------------------------------ settings
     Row(
@@ -350,14 +705,14 @@ ROWS = [
     ),
     Row(
         "chunk-text-null",
-        lambda d, b: _edit_chunks(_graph(d, b) / "chunks.jsonl", None),
+        lambda d, b: _edit_chunks(_files(_graph(d, b)) / "chunks.jsonl", None),
         ["query", "G", "stroke"],
         2,
         ("chunks.jsonl", "line 1", "non-empty string"),
     ),
     Row(
         "chunk-text-empty",
-        lambda d, b: _edit_chunks(_graph(d, b) / "chunks.jsonl", ""),
+        lambda d, b: _edit_chunks(_files(_graph(d, b)) / "chunks.jsonl", ""),
         ["query", "G", "stroke"],
         2,
         ("chunks.jsonl", "line 1", "non-empty string"),
@@ -365,7 +720,8 @@ ROWS = [
     Row(
         "hashing-dimension-huge",
         lambda d, b: _edit_json(
-            _graph(d, b) / "manifest.json", lambda m: m.update(embedder="hashing-v1-99999999999")
+            _files(_graph(d, b)) / "manifest.json",
+            lambda m: m.update(embedder="hashing-v1-99999999999"),
         ),
         ["query", "G", "stroke"],
         2,
@@ -373,28 +729,30 @@ ROWS = [
     ),
     Row(
         "build-report-corrupt-query",
-        lambda d, b: (_graph(d, b) / "build_report.json").write_text("{not json"),
+        lambda d, b: (_files(_graph(d, b)) / "build_report.json").write_text("{not json"),
         ["query", "G", "What raises stroke risk?"],
         0,
         ("build_report.json ignored", "served by"),
     ),
     Row(
         "build-report-corrupt-inspect",
-        lambda d, b: (_graph(d, b) / "build_report.json").write_text("{not json"),
+        lambda d, b: (_files(_graph(d, b)) / "build_report.json").write_text("{not json"),
         ["inspect", "G"],
         0,
         ("build_report.json ignored", "invalid json"),
     ),
     Row(
         "build-report-a-list",
-        lambda d, b: (_graph(d, b) / "build_report.json").write_text("[1, 2]"),
+        lambda d, b: (_files(_graph(d, b)) / "build_report.json").write_text("[1, 2]"),
         ["inspect", "G"],
         0,
         ("build_report.json ignored", "a json list"),
     ),
     Row(
         "build-report-stages-not-a-dict",
-        lambda d, b: _edit_json(_graph(d, b) / "build_report.json", lambda r: r.update(stages=7)),
+        lambda d, b: _edit_json(
+            _files(_graph(d, b)) / "build_report.json", lambda r: r.update(stages=7)
+        ),
         ["inspect", "G"],
         0,
         ("'stages' is a int", "not shown"),
@@ -457,28 +815,36 @@ ROWS = [
     ),
     Row(
         "edges-a-string",
-        lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g.update(edges="a->b")),
+        lambda d, b: _edit_json(
+            _files(_graph(d, b)) / "graph.json", lambda g: g.update(edges="a->b")
+        ),
         ["query", "G", "stroke"],
         2,
         ("graph.json", "'edges' is a string", "list of edge objects"),
     ),
     Row(
         "edges-a-dict",
-        lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g.update(edges={"a": 1})),
+        lambda d, b: _edit_json(
+            _files(_graph(d, b)) / "graph.json", lambda g: g.update(edges={"a": 1})
+        ),
         ["query", "G", "stroke"],
         2,
         ("graph.json", "'edges' is a object", '"source"'),
     ),
     Row(
         "edge-without-target",
-        lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g["edges"][0].pop("target")),
+        lambda d, b: _edit_json(
+            _files(_graph(d, b)) / "graph.json", lambda g: g["edges"][0].pop("target")
+        ),
         ["query", "G", "stroke"],
         2,
         ("graph.json", "edges[0]", "no 'target'", '"target": variable'),
     ),
     Row(
         "variables-a-string",
-        lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g.update(variables="x")),
+        lambda d, b: _edit_json(
+            _files(_graph(d, b)) / "graph.json", lambda g: g.update(variables="x")
+        ),
         ["query", "G", "stroke"],
         2,
         ("graph.json", "'variables' is a string", "expected a list of variables"),
@@ -486,7 +852,7 @@ ROWS = [
     Row(
         "edge-confidence-a-word",
         lambda d, b: _edit_json(
-            _graph(d, b) / "graph.json", lambda g: g["edges"][0].update(confidence="high")
+            _files(_graph(d, b)) / "graph.json", lambda g: g["edges"][0].update(confidence="high")
         ),
         ["query", "G", "stroke"],
         2,
@@ -494,7 +860,9 @@ ROWS = [
     ),
     Row(
         "edge-a-number",
-        lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g["edges"].append(3)),
+        lambda d, b: _edit_json(
+            _files(_graph(d, b)) / "graph.json", lambda g: g["edges"].append(3)
+        ),
         ["query", "G", "stroke"],
         2,
         ("graph.json", "is a number", "expected an object"),

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..config import DEFAULT_EVIDENCE_PER_EDGE, DEFAULT_EVIDENCE_TAU
 from ..contract import keep_in_batch
-from ..corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents
+from ..corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents, recorded_chunking
 from ..embedding import embed_texts
 from ..errors import ConfigError, InputError
 from ..graph_build.evidence import edge_text
@@ -113,11 +113,13 @@ def insert(
     """See :meth:`CausalGraphRetriever.insert`."""
     _check_editable(r)
     # Documents are chunked like the build was (``hcg build`` records it), else by the defaults.
-    built = (r.build_report or {}).get("input") or {}
+    built = recorded_chunking(r.build_report)  # odd-typed values are ignored
     if chunk_words is None:
-        chunk_words = int(built.get("chunk_words") or DEFAULT_CHUNK_WORDS)
+        chunk_words = built.get("chunk_words", DEFAULT_CHUNK_WORDS)
     if overlap_words is None:
-        overlap_words = int(built.get("chunk_overlap", DEFAULT_OVERLAP_WORDS))
+        overlap_words = built.get("chunk_overlap", DEFAULT_OVERLAP_WORDS)
+        if overlap_words >= chunk_words:
+            overlap_words = min(DEFAULT_OVERLAP_WORDS, chunk_words - 1)
     new = _as_chunks(items, chunk_words, overlap_words)
     graph = r.graph
     st = EditState.of(r)
