@@ -356,7 +356,14 @@ def save_graph(
                 ledger,
                 chunk_text,
             )
-            verify_written(version, graph)
+            try:
+                verify_written(version, graph)
+            except (StoreError, SpecError) as exc:
+                raise CorruptFileError(
+                    f"the graph written does not read back as written ({exc}); nothing was "
+                    "published, the previous graph is unchanged",
+                    path=directory,
+                ) from exc
             _publish(real, version)
             published = True
         except OSError as exc:
@@ -527,36 +534,31 @@ def verify_written(version: Path, graph: CausalGraph) -> None:
     chunks = _read_chunks(version / CHUNKS)
     if len(chunks) != len(graph.chunks):
         raise CorruptFileError(
-            f"reads back as {len(chunks)} chunks, {len(graph.chunks)} were written; nothing was "
-            "published",
+            f"reads back as {len(chunks)} chunks, {len(graph.chunks)} were written",
             path=version / CHUNKS,
         )
     for got, want in zip(chunks, graph.chunks, strict=True):
         if (got.id, got.text, got.doc_id) != (str(want.id), want.text, want.doc_id or ""):
             raise CorruptFileError(
-                f"chunk {want.id!r} does not read back as written; nothing was published",
+                f"chunk {want.id!r} does not read back as written",
                 path=version / CHUNKS,
             )
     spec = read_spec_file(version / SPEC)
     if spec_to_yaml(spec) != spec_to_yaml(graph.spec):
-        raise CorruptFileError(
-            "does not read back as the spec written; nothing was published", path=version / SPEC
-        )
+        raise CorruptFileError("does not read back as the spec written", path=version / SPEC)
     variables, edges = graph_from_dict(_read_json(version / GRAPH), spec, version / GRAPH)
     try:
         validate_graph(spec, variables, edges, {c.id for c in chunks})
     except SpecError as exc:
         raise SpecError(
-            f"{exc} (the graph written does not load; nothing was published)",
+            f"{exc} (the graph written does not load)",
             entry=exc.entry,
             path=version / GRAPH,
         ) from exc
     if [v.name for v in variables] != [v.name for v in graph.variables] or [
         (e.id, e.source, e.target) for e in edges
     ] != [(e.id, e.source, e.target) for e in graph.edges]:
-        raise CorruptFileError(
-            "does not read back as the graph written; nothing was published", path=version / GRAPH
-        )
+        raise CorruptFileError("does not read back as the graph written", path=version / GRAPH)
     read_manifest(version)
     for name in (REPORT, LEDGER):
         if (version / name).exists() and not isinstance(_read_json(version / name), dict):
