@@ -911,3 +911,107 @@ def test_bad_input(row: Row, tmp_path, built, monkeypatch, capsys):
     assert not [p for p in tmp_path.iterdir() if ".hcg-" in p.name]  # no staging left behind
     if row.check is not None:
         row.check(tmp_path, captured.out)
+
+
+# ------------------------------------------------------------ issue 28: the adapters and apply
+
+BP = "Smoking raises blood pressure. High blood pressure causes stroke."
+
+
+def test_llamaindex_refuses_repeated_ids_and_empty_inserts(tmp_path, caplog):
+    from llama_index.core import Document as LIDocument
+
+    from hcg_core.embedders import HashingEmbedder
+    from hcg_core.errors import InputError
+    from hcg_core.store import load_graph
+    from llama_index_hcg import HCGIndex
+
+    emb = HashingEmbedder()
+    with pytest.raises(InputError, match="more than one document.*'a'"):
+        HCGIndex.from_documents(
+            [LIDocument(text=BP, id_="a"), LIDocument(text="Salt raises it.", id_="a")],
+            embed_model=emb,
+        )
+    with caplog.at_level("WARNING"):
+        index = HCGIndex.from_documents(
+            [LIDocument(text=BP, id_="a"), LIDocument(text=" ", id_="b")], embed_model=emb
+        )
+    assert "without text skipped" in caplog.text
+    n = len(index.graph.chunks)
+    with pytest.raises(InputError, match="no text"):
+        index.insert(LIDocument(text=""))
+    from llama_index.core.schema import TextNode
+
+    with pytest.raises(InputError, match="more than one node"):
+        index.insert_nodes([TextNode(text="Salt.", id_="n"), TextNode(text="Sugar.", id_="n")])
+    assert len(index.graph.chunks) == n and len(index.docstore.docs) == n  # nothing stored
+    index.save_graph_dir(tmp_path / "g")
+    assert len(load_graph(tmp_path / "g").graph.chunks) == n  # its own loader reads it
+
+
+def test_langchain_refuses_repeated_ids_and_keeps_repeats_without_ids_once(caplog):
+    from langchain_core.documents import Document as LCDocument
+
+    from hcg_core.embedders import HashingEmbedder
+    from hcg_core.errors import InputError
+    from langchain_hcg import HCGRetriever
+
+    emb = HashingEmbedder()
+    for chunk in (True, False):
+        with pytest.raises(InputError, match="more than one document.*'x'"):
+            HCGRetriever.from_documents(
+                [LCDocument(page_content=BP, id="x"), LCDocument(page_content="Salt.", id="x")],
+                embeddings=emb,
+                chunk=chunk,
+            )
+    with caplog.at_level("WARNING"):
+        r = HCGRetriever.from_documents(
+            [LCDocument(page_content=BP), LCDocument(page_content=BP), LCDocument(page_content="")],
+            embeddings=emb,
+            chunk=False,
+        )
+    assert "repeat another's text exactly: kept once" in caplog.text
+    assert "without text skipped" in caplog.text
+    assert len(r.graph.chunks) == 1
+    with pytest.raises(InputError, match="more than one document"):
+        r.add_documents(
+            [LCDocument(page_content="Salt.", id="y"), LCDocument(page_content="Sugar.", id="y")]
+        )
+    with pytest.raises(InputError, match="no text"):
+        r.add_documents([LCDocument(page_content="  ")])
+    assert len(r.graph.chunks) == 1
+
+
+def test_apply_validates_the_corrected_graph_once(built, monkeypatch):
+    """Counted, not timed: N corrections cost one whole-graph validation (benchmarks/
+    apply_corrections.py times 100,000); one that breaks the spec is still refused alone."""
+    from hcg_core.audit import corrections as module
+    from hcg_core.store import load_graph
+
+    graph = load_graph(built).graph
+    calls = {"n": 0}
+    real = module.validate_graph
+
+    def counting(*args, **kwargs):
+        calls["n"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "validate_graph", counting)
+    entries = [
+        {"op": "edit_edge", "edge": graph.edges[i % len(graph.edges)].id, "mechanism": f"m{i}"}
+        for i in range(500)
+    ]
+    _, report = module.apply_corrections(graph, entries)
+    assert len(report.applied) == 500 and calls["n"] == 1
+    # A correction that passes its own checks but breaks the spec (a terminal variable made the
+    # source of edges by a merge): the file is re-applied checking each, and only it is refused.
+    terminal = {m.name for m in graph.spec.metrics if m.role == "terminal"}
+    keep = next((v.name for v in graph.variables if v.metric in terminal), None)
+    drop = next((e.source for e in graph.edges if e.source != keep and e.target != keep), None)
+    if keep is None or drop is None:
+        pytest.skip("the example graph has no terminal variable")
+    calls["n"] = 0
+    bad = {"op": "merge_variables", "keep": keep, "drop": drop}
+    _, report = module.apply_corrections(graph, [*entries[:3], bad, *entries[3:6]])
+    assert [r["index"] for r in report.refused] == [4] and len(report.applied) == 6
+    assert calls["n"] > 1
