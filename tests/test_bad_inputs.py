@@ -291,7 +291,7 @@ def _odd_report_setup(d: Path, built: Path) -> None:
 
 def _corrections_setup(d: Path, built: Path) -> None:
     _graph(d, built)
-    (d / "c.yaml").write_text("format: hcg-corrections/1\ncorrections: []\n")
+    (d / "c.yaml").write_text("format: hcg-corrections\nversion: 1\ncorrections: []\n")
 
 
 def _export_link_setup(d: Path, built: Path) -> None:
