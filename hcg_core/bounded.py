@@ -155,14 +155,18 @@ def loads_json(
     line: int | None = None,
     max_depth: int = MAX_DEPTH,
     error: type[Exception] = BoundsError,
+    parse_constant: Any = None,
 ) -> Any:
     """Parse JSON ``text`` within the bounds; ``error(message, path=path)`` when it breaks one.
 
-    Invalid JSON is reported as ``invalid JSON at line L column C: reason`` (or, with ``line``
+    ``parse_constant`` is ``json.loads``'s (what NaN and Infinity become). Invalid JSON is
+    reported as ``invalid JSON at line L column C: reason`` (or, with ``line``
     for one line of a JSON Lines file, ``line N: invalid JSON (reason)``).
     """
     try:
-        value = json.loads(text, parse_int=_int, object_pairs_hook=_object)
+        value = json.loads(
+            text, parse_int=_int, object_pairs_hook=_object, parse_constant=parse_constant
+        )
         if isinstance(value, (dict, list)):
             check_depth(value, max_depth)
     except _Violation as exc:

@@ -83,7 +83,7 @@ def check_remote_choice(args: argparse.Namespace) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .corpus import WHOLE_BLOCK_FACTOR, chunk_documents, load_inputs
+    from .corpus import WHOLE_BLOCK_FACTOR, chunk_documents, display_path, load_inputs
     from .graph_build import build_graph
     from .store import check_output_dir, check_writable_dir, read_spec_file, save_graph
 
@@ -95,6 +95,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     check_output_dir(args.out, inputs=args.inputs, force=args.force, probe=not args.estimate)
     say(f"reading {', '.join(map(str, args.inputs))}")
     docs, bad = load_inputs(args.inputs, follow_symlinks=args.follow_symlinks)
+    bad = [(display_path(p), r) for p, r in bad]  # a name the disk could not decode, printable
     for path, reason in bad:  # input left out: shown even with --quiet
         print(f"skipped {path}: {reason}", file=sys.stderr)
     words = sum(len(d.text.split()) for d in docs)
@@ -168,7 +169,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             "documents": len(docs),
             "words": words,
             "chunks": len(chunks),
-            "skipped": [[str(p), r] for p, r in bad],
+            "skipped": [[p, r] for p, r in bad],
             "chunk_words": args.chunk_words,
             "chunk_overlap": args.chunk_overlap,
             "whole_words": WHOLE_BLOCK_FACTOR * args.chunk_words,
@@ -196,6 +197,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         report=report,
         force=args.force,
         ledger=ledger,
+        lock_timeout=args.lock_timeout,
     )
     g = graph
     print(
@@ -534,36 +536,48 @@ def _print_update(report: Any, as_json: bool) -> None:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    from .corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents, load_inputs
+    from .corpus import display_path, load_inputs
     from .errors import InputError
+    from .graph_lock import graph_lock
     from .retrieval import CausalGraphRetriever
+    from .store import load_graph
 
     check_remote_choice(args)
     embedder = make_embedder(args.embedder, args.embedder_base_url) if args.embedder else None
-    # Loading reuses every stored vector (checked by digest): only the new chunks are embedded.
-    retriever = CausalGraphRetriever.load(args.dir, embedder)
+    load_graph(args.dir)  # a directory that is not a graph is refused before it is locked
     docs, bad = load_inputs(args.files, follow_symlinks=False)
     for path, reason in bad:
-        print(f"skipped {path}: {reason}", file=sys.stderr)
+        print(f"skipped {display_path(path)}: {reason}", file=sys.stderr)
     if not docs:
         raise InputError("no readable document among the files given; nothing was added")
+    # Locked from load to save: a second `hcg add` waits, then edits the graph this one wrote,
+    # instead of both editing the same old graph and one update being lost.
+    with graph_lock(args.dir, timeout=args.lock_timeout):
+        # Loading reuses every stored vector (checked by digest): only new chunks are embedded.
+        retriever = CausalGraphRetriever.load(args.dir, embedder)
+        report = _add_documents(args, retriever, docs)
+        retriever.save(args.dir)  # atomic: the old graph stays loadable until the new one is whole
+    _print_update(report, args.json)
+    return 0
+
+
+def _add_documents(args: argparse.Namespace, retriever: Any, docs: list) -> Any:
+    """Chunk ``docs`` as the graph's build did (unless told otherwise) and insert them."""
+    from .corpus import (
+        DEFAULT_CHUNK_WORDS,
+        DEFAULT_OVERLAP_WORDS,
+        chunk_documents,
+        recorded_chunking,
+    )
+
     # The build's chunking (recorded in its report), unless given: new text is cut the same way.
-    built = (retriever.build_report or {}).get("input") or {}
-    if not isinstance(built, dict):  # the report is optional: a damaged one gives no defaults
-        built = {}
-
-    def recorded(key: str, minimum: int) -> int | None:
-        value = built.get(key)
-        ok = isinstance(value, int) and not isinstance(value, bool) and value >= minimum
-        return value if ok else None
-
-    chunk_words = args.chunk_words or recorded("chunk_words", 1) or DEFAULT_CHUNK_WORDS
+    built = recorded_chunking(retriever.build_report)  # odd-typed values are ignored
+    chunk_words = args.chunk_words or built.get("chunk_words") or DEFAULT_CHUNK_WORDS
     overlap = args.chunk_overlap
     if overlap is None:
-        overlap = recorded("chunk_overlap", 0)
-        overlap = DEFAULT_OVERLAP_WORDS if overlap is None else overlap
-    max_chars = args.chunk_chars or recorded("chunk_chars", 1)
-    whole = None if args.chunk_words else recorded("whole_words", 1)
+        overlap = built.get("chunk_overlap", DEFAULT_OVERLAP_WORDS)
+    max_chars = args.chunk_chars or built.get("chunk_chars")
+    whole = None if args.chunk_words else built.get("whole_words")
     chunks = chunk_documents(
         docs,
         chunk_words=int(chunk_words),
@@ -572,30 +586,56 @@ def cmd_add(args: argparse.Namespace) -> int:
         whole_words=whole,
     )
     with _quiet_update_log():
-        report = retriever.insert(chunks)
-    retriever.save(args.dir)  # atomic: the old graph stays loadable until the new one is whole
-    _print_update(report, args.json)
-    return 0
+        return retriever.insert(chunks)
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    from .errors import InputError
+    from .graph_lock import graph_lock
     from .retrieval import CausalGraphRetriever
+    from .store import load_graph
 
     embedder = make_embedder(args.embedder, args.embedder_base_url) if args.embedder else None
-    retriever = CausalGraphRetriever.load(args.dir, embedder)
-    known = {c.doc_id for c in retriever.graph.chunks}
-    missing = [d for d in args.doc_ids if d not in known]
-    if missing:  # checked first: nothing is removed when one id is wrong
-        raise InputError(
-            f"{len(missing)} document id(s) are not in {args.dir} (first: {missing[0]!r}); "
-            "the ids are the doc_id field of chunks.jsonl; nothing was removed"
-        )
-    with _quiet_update_log():
-        report = retriever.delete(args.doc_ids)
-    retriever.save(args.dir)
+    load_graph(args.dir)  # a directory that is not a graph is refused before it is locked
+    with graph_lock(args.dir, timeout=args.lock_timeout):  # from load to save: no lost update
+        retriever = CausalGraphRetriever.load(args.dir, embedder)
+        check_doc_ids(args.doc_ids, [c.doc_id for c in retriever.graph.chunks], args.dir)
+        with _quiet_update_log():
+            report = retriever.delete(args.doc_ids)
+        retriever.save(args.dir)
     _print_update(report, args.json)
     return 0
+
+
+def check_doc_ids(given: Sequence[str], known: Sequence[str], where: str) -> None:
+    """Refuse, naming the ids the graph knows, document ids that are not in it.
+
+    A file's documents are ``FILE#0``, ``FILE#1``... (a JSON list or JSONL), so ``notes.jsonl``
+    is answered with those; other misses with a few of the known ids.
+    """
+    from .errors import InputError
+
+    have = dict.fromkeys(known)
+    missing = [d for d in given if d not in have]
+    if not missing:
+        return
+    first = missing[0]
+    parts = [d for d in have if d.startswith(f"{first}#")]
+    if parts:
+        hint = (
+            f"{first} holds {len(parts)} documents: {', '.join(parts[:5])}"
+            f"{', ...' if len(parts) > 5 else ''}; name them (e.g. {parts[0]!r})"
+        )
+    else:
+        sample = [d for d in have if d][:5]
+        hint = (
+            f"known ids include {', '.join(sample)}{', ...' if len(have) > 5 else ''}"
+            if sample
+            else "the graph has no document ids"
+        )
+    raise InputError(
+        f"{len(missing)} document id(s) are not in {where} (first: {first!r}); {hint}; "
+        "nothing was removed"
+    )
 
 
 # ---------------------------------------------------------------- query
@@ -731,6 +771,7 @@ def _positive_int(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from .config import DEFAULT_PASSAGE_WORDS, DEFAULT_TIER, TIERS
+    from .graph_lock import add_lock_timeout_argument
 
     p = argparse.ArgumentParser(prog="hcg", description="HCG-RAG: causal-graph retrieval.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -808,6 +849,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the calls and tokens the build would make, and stop",
     )
+    add_lock_timeout_argument(b)
     b.set_defaults(func=cmd_build)
 
     i = sub.add_parser("inspect", help="counts, graph health, variables per metric, build report")
@@ -868,6 +910,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--json", action="store_true", help="print the update report as JSON")
     _add_embedder_arguments(a, "default: the one named in the graph's manifest")
+    add_lock_timeout_argument(a)
     a.set_defaults(func=cmd_add)
 
     r = sub.add_parser("remove", help="remove documents (by doc id) from a graph directory")
@@ -875,6 +918,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("doc_ids", nargs="+", help="document ids (chunks.jsonl's doc_id)")
     r.add_argument("--json", action="store_true", help="print the update report as JSON")
     _add_embedder_arguments(r, "default: the one named in the graph's manifest")
+    add_lock_timeout_argument(r)
     r.set_defaults(func=cmd_remove)
 
     from .eval.cli import add_eval_arguments, run_eval

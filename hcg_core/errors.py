@@ -56,6 +56,17 @@ class FormatVersionError(StoreError):
     """The directory was written by an incompatible version of the format."""
 
 
+class GraphLockedError(StoreError):
+    """Another process is writing the graph directory and did not finish within the timeout.
+
+    ``holder`` is what the lock file says of its holder (pid, host, since), or ``""`` when unknown.
+    """
+
+    def __init__(self, message: str, *, path: Path | str | None = None, holder: str = ""):
+        self.holder = holder
+        super().__init__(message, path=path)
+
+
 class EmbedderError(HCGError):
     """The embedder failed, returned a wrong shape, or does not match the stored embeddings."""
 

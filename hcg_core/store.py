@@ -18,8 +18,11 @@ A corrupt ``build_report.json`` is noted and ignored.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -40,15 +43,16 @@ from .errors import (
     SpecError,
     StoreError,
 )
+from .graph_lock import LOCK_NAME, graph_lock
 from .safe_files import (
     STAGING_TAG,
     atomic_write_bytes,
     atomic_write_text,
     check_writable_dir,
-    keep_old_entries,
-    make_staging,
+    fault_step,
+    fsync_dir,
     os_reason,
-    swap_in,
+    remove_stale_staging,
 )
 from .spec import spec_from_dict, spec_to_yaml, validate_graph
 from .spec.yaml_io import variable_from_item
@@ -56,7 +60,10 @@ from .types import CausalEdge, CausalGraph, Chunk, DomainSpec, Variable
 from .types import variable_text as variable_text  # re-exported: it lived here before types.py
 
 FORMAT_NAME = "hcg-graph"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Versions this module reads: 1 is the flat layout of earlier releases, read as it is.
+READABLE_VERSIONS = (1, 2)
+VERSIONS = "versions"  # versions/<n>/: one complete graph each; manifest.json points at one
 MANIFEST = "manifest.json"
 SPEC = "spec.yaml"
 GRAPH = "graph.json"
@@ -107,11 +114,9 @@ def _atomic_write_npy(path: Path, arr: np.ndarray, like: Path | None = None) -> 
 
 # ---------------------------------------------------------------- output directories
 
-# Entries of a graph directory that hcg itself puts there besides the graph: the default LLM reply
-# cache. A folder holding only these may be (re)written without ``force``.
-HCG_OWNED: tuple[str, ...] = (".llm_cache",)
-# What a save writes: on a rebuild, these entries of the previous folder are replaced or dropped.
-_GRAPH_ENTRIES = frozenset({MANIFEST, SPEC, GRAPH, CHUNKS, REPORT, LEDGER, "embeddings"})
+# Entries of a graph directory that hcg itself puts there besides the graph: the default LLM reply A folder holding only these may be (re)written without ``force``.
+# cache, the writers' lock and the version folders (a killed first save leaves them alone).
+HCG_OWNED: tuple[str, ...] = (".llm_cache", LOCK_NAME, VERSIONS)
 
 
 def is_graph_dir(path: str | os.PathLike) -> bool:
@@ -212,6 +217,54 @@ def check_report_path(path: str | os.PathLike) -> Path:
     return p
 
 
+def check_output_path(path: str | os.PathLike, *, folder: bool = False) -> Path:
+    """Refuse an output (``view --out``, ``export --out``) that is not a plain new or regular file.
+
+    Refused (``StoreError``, one line each): an empty path; a symbolic link, a device, FIFO or
+    socket; an existing folder (for ``folder``: an existing file); a path under a file; a path
+    inside any graph directory (a folder with an hcg ``manifest.json`` among its ancestors, or the
+    folder itself for ``folder``), whose own files it could replace. Returns the path.
+    """
+    if not str(path).strip():
+        raise StoreError("the output path is empty; name a file, e.g. --out graph.graphml")
+    p = Path(path)
+    what = "folder" if folder else "file"
+    if p.is_symlink():
+        raise StoreError(
+            f"is a symbolic link; name a regular {what} (writing would replace the link)", path=p
+        )
+    if p.exists():
+        if folder and not p.is_dir():
+            raise StoreError("exists and is not a folder; name a folder for the files", path=p)
+        if not folder and p.is_dir():
+            raise StoreError("is a folder; name a file to write", path=p)
+        if not folder and not p.is_file():
+            raise StoreError(
+                "is not a regular file (a device, FIFO or socket); name a regular file", path=p
+            )
+    for above in p.absolute().parents:
+        if above.exists() or above.is_symlink():
+            if not above.is_dir():
+                raise StoreError(f"lies under {above}, which is a file, not a folder", path=p)
+            break
+    real = p.resolve()
+    for candidate in (real, *real.parents) if folder else real.parents:
+        if is_graph_dir(candidate):
+            raise StoreError(
+                f"lies inside the graph directory {candidate}; write the output outside it",
+                path=p,
+            )
+    return p
+
+
+def write_output_file(path: str | os.PathLike, text: str) -> Path:
+    """Write an export or page to ``path`` atomically; the disk's failure is a ``StoreError``."""
+    try:
+        return atomic_write_text(path, text)
+    except OSError as exc:
+        raise StoreError(f"cannot write the output: {os_reason(exc)}", path=path) from None
+
+
 # ---------------------------------------------------------------- save
 
 
@@ -251,6 +304,7 @@ def save_graph(
     report: dict[str, Any] | None = None,
     force: bool = False,
     ledger: dict[str, Any] | None = None,
+    lock_timeout: float | None = None,
 ) -> Path:
     """Write ``graph`` as a graph directory; return its path.
 
@@ -260,10 +314,15 @@ def save_graph(
     Embeddings are written only with ``embedder_name`` (the manifest records which model made
     them) and must align with ``graph.variables`` / ``graph.chunks``.
 
-    Crash-safe: the new graph is written into a temporary sibling folder and swapped in only when
-    complete, so a failed or killed save leaves the previous graph at ``directory``, loadable.
-    An existing folder that is not an hcg graph directory is refused unless ``force`` (see
-    ``check_output_dir``). Raises ``StoreError`` (with the OS's reason) when the disk fails.
+    One writer at a time: the directory's lock is held for the save (``graph_lock``; a second
+    writer waits ``lock_timeout`` seconds, default 30 or ``$HCG_LOCK_TIMEOUT``, then fails with
+    ``GraphLockedError``). The new graph is written into a new folder ``versions/<n>/``, re-read
+    and checked, and published by rewriting ``manifest.json`` (the pointer) in one atomic rename,
+    so a reader sees the old graph or the new one, and a failed or killed save leaves the previous
+    graph loadable. An existing folder that is not an hcg graph directory is refused unless
+    ``force`` (see ``check_output_dir``); its own files are never touched. Raises ``StoreError``
+    (with the OS's reason) when the disk fails, and ``CorruptFileError`` when the written files
+    do not read back as the graph (nothing is published then).
     """
     real = check_output_dir(directory, force=force, probe=False)
     if embedder_name is not None:
@@ -277,40 +336,241 @@ def save_graph(
                     path=Path(directory)
                     / (VARIABLE_VECTORS if key == "variables" else CHUNK_VECTORS),
                 )
+    # Serialised before any disk work: a text that cannot be stored fails with nothing written.
+    chunk_text = chunks_to_jsonl(graph.chunks, path=Path(directory) / CHUNKS)
     try:
-        real.parent.mkdir(parents=True, exist_ok=True)
-        staging = make_staging(real)
+        real.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot write the graph here: {os_reason(exc)}", path=directory) from None
-    swapped = False
-    try:
-        _write_graph_files(
-            graph, staging, real, embedder_name, variable_embeddings, chunk_embeddings, report
+    with graph_lock(real, timeout=lock_timeout):
+        flat_before = _flat_graph_before(real)
+        previous = current_dir(real) if is_graph_dir(real) else real
+        try:
+            version = _new_version_dir(real)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write the graph here: {os_reason(exc)}", path=directory
+            ) from None
+        published = False
+        try:
+            _write_graph_files(
+                graph,
+                version,
+                previous,
+                embedder_name,
+                variable_embeddings,
+                chunk_embeddings,
+                report,
+                ledger,
+                chunk_text,
+            )
+            try:
+                verify_written(version, graph)
+            except (StoreError, SpecError) as exc:
+                raise CorruptFileError(
+                    f"the graph written does not read back as written ({exc}); nothing was "
+                    "published, the previous graph is unchanged",
+                    path=directory,
+                ) from exc
+            _publish(real, version)
+            published = True
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write the graph ({os_reason(exc)}); the previous contents are unchanged",
+                path=directory,
+            ) from None
+        finally:
+            if not published:  # drop the partial version; the published one was never touched
+                shutil.rmtree(version, ignore_errors=True)
+        _tidy(real, version, flat_before)
+    return Path(directory)
+
+
+def current_dir(directory: str | os.PathLike) -> Path:
+    """The folder that holds the current files of a graph directory.
+
+    ``directory/versions/<n>`` for a directory that ``save_graph`` wrote (its ``manifest.json``
+    names it under ``current``); ``directory`` itself for a flat one (format 1, or written by
+    hand). Edit ``graph.json`` there by hand, then reload.
+    """
+    directory = Path(directory)
+    pointer = _read_json(_confined(directory, MANIFEST), cap=MANIFEST_CAP)
+    if isinstance(pointer, dict) and "current" in pointer:
+        return _pointed_dir(directory, pointer)
+    return directory
+
+
+def _pointed_dir(directory: Path, pointer: dict[str, Any]) -> Path:
+    current = pointer.get("current")
+    parts = current.split("/") if isinstance(current, str) else []
+    if len(parts) != 2 or parts[0] != VERSIONS or not parts[1].isdigit():
+        raise CorruptFileError(
+            f"'current' is {current!r}; expected \"{VERSIONS}/<n>\", the folder of the current "
+            "version",
+            path=directory / MANIFEST,
         )
-        if ledger is not None:  # before the manifest is rewritten below, which names it
-            atomic_write_text(
-                staging / LEDGER,
-                json.dumps(ledger, ensure_ascii=False, separators=(",", ":")) + "\n",
-                like=real / LEDGER,
-            )
-            manifest = json.loads((staging / MANIFEST).read_text(encoding="utf-8"))
-            manifest["incremental"] = LEDGER
-            atomic_write_text(
-                staging / MANIFEST, json.dumps(manifest, indent=1) + "\n", like=real / MANIFEST
-            )
-        old = swap_in(staging, real)
-        swapped = True
+    return _confined(directory, current)
+
+
+def _flat_graph_before(real: Path) -> bool:
+    """Whether ``real`` holds a flat (format 1) graph, whose files the new version replaces."""
+    if not is_graph_dir(real):
+        return False
+    with contextlib.suppress(StoreError):
+        return current_dir(real) == real
+    return False
+
+
+def _new_version_dir(real: Path) -> Path:
+    """A new, empty ``versions/<n>`` with ``n`` above every existing one (a killed save's too)."""
+    versions = real / VERSIONS
+    versions.mkdir(exist_ok=True)
+    numbers = [int(p.name) for p in versions.iterdir() if p.name.isdigit()]
+    n = max(numbers, default=0) + 1
+    while True:
+        try:
+            (versions / str(n)).mkdir()
+            return versions / str(n)
+        except FileExistsError:
+            n += 1
+
+
+def _publish(real: Path, version: Path) -> None:
+    """Point ``manifest.json`` at ``version`` in one atomic rename: the moment the save happens."""
+    for folder in (version / "embeddings", version, version.parent):
+        fsync_dir(folder)  # the version's files are on disk before anything points at them
+    fault_step("swap", real)
+    pointer = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "current": f"{VERSIONS}/{version.name}",
+    }
+    atomic_write_text(real / MANIFEST, json.dumps(pointer, indent=1) + "\n")
+    fsync_dir(real)
+
+
+def _tidy(real: Path, keep: Path, flat_before: bool) -> None:
+    """Remove the versions before ``keep`` and, after a flat graph, its files (never others).
+
+    A reader still reading an old version sees it vanish and reads the new one (``load_graph``
+    retries when the pointer moved). A kill here leaves leftovers that the next save removes.
+    """
+    try:
+        remove_stale_staging(real)  # format 1 saves staged in siblings; a killed one's leftover
+        for p in sorted((real / VERSIONS).iterdir()):
+            if p.name != keep.name and not p.is_symlink():
+                fault_step("remove", p)
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+        if flat_before:
+            for rel in (SPEC, GRAPH, CHUNKS, REPORT, LEDGER, VARIABLE_VECTORS, CHUNK_VECTORS):
+                p = real / rel
+                if p.is_file() and not p.is_symlink():
+                    fault_step("remove", p)
+                    p.unlink()
+            with contextlib.suppress(OSError):  # only when empty: a user's own file stays
+                (real / "embeddings").rmdir()
     except OSError as exc:
         raise StoreError(
-            f"cannot write the graph ({os_reason(exc)}); the previous contents are unchanged",
-            path=directory,
+            f"the new graph is in place, but removing the previous version failed "
+            f"({os_reason(exc)}); the next save retries",
+            path=real,
         ) from None
-    finally:
-        if not swapped:  # drop the partial graph; the previous one was never touched
-            shutil.rmtree(staging, ignore_errors=True)
-    if old is not None:
-        keep_old_entries(old, real, replaced=_GRAPH_ENTRIES)
-    return Path(directory)
+
+
+# JSON allows these inside strings, but line-splitting readers (Python's str.splitlines, many
+# JSONL tools) break lines at them; escaped, a chunks.jsonl line is one line for every reader.
+_LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
+def chunk_to_line(chunk: Chunk) -> str:
+    """One ``chunks.jsonl`` line: strict JSON (no NaN), with no character that breaks a line.
+
+    >>> chunk_to_line(Chunk("k1", "a\u2028b", "d.md", {}))
+    '{"id": "k1", "text": "a\\\\u2028b", "doc_id": "d.md", "metadata": {}}'
+    """
+    line = json.dumps(
+        {
+            "id": chunk.id,
+            "text": chunk.text,
+            "doc_id": chunk.doc_id,
+            "metadata": dict(chunk.metadata),
+        },
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+    return line.translate(_LINE_BREAKS)
+
+
+def chunks_to_jsonl(chunks: Sequence[Chunk], *, path: Path | None = None) -> bytes:
+    """``chunks.jsonl``'s bytes; a chunk that cannot be stored exactly is a ``StoreError``."""
+    lines = []
+    for c in chunks:
+        try:
+            lines.append(chunk_to_line(c))
+        except (ValueError, TypeError) as exc:
+            what = "NaN or infinity" if isinstance(exc, ValueError) else str(exc)
+            raise StoreError(
+                f"chunk {c.id!r} (document {c.doc_id!r}) has metadata JSON cannot hold ({what}); "
+                "give finite numbers, strings or booleans",
+                path=path,
+            ) from None
+    try:
+        return ("\n".join(lines) + "\n").encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = next(c for c in chunks if not _encodable(c))
+        raise StoreError(
+            f"chunk {bad.id!r} (document {bad.doc_id!r}) holds a lone surrogate "
+            f"(U+{ord(exc.object[exc.start]):04X}), which is not Unicode text; replace it",
+            path=path,
+        ) from None
+
+
+def _encodable(c: Chunk) -> bool:
+    try:
+        chunk_to_line(c).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def verify_written(version: Path, graph: CausalGraph) -> None:
+    """Re-parse the text files just written and check they hold ``graph``; else CorruptFileError.
+
+    Not a full reload (vectors are not re-read), so an ``hcg add`` stays cheap: what it guards
+    against is a file its own reader cannot read back (a line break inside a chunk, a bad spec).
+    """
+    chunks = _read_chunks(version / CHUNKS)
+    if len(chunks) != len(graph.chunks):
+        raise CorruptFileError(
+            f"reads back as {len(chunks)} chunks, {len(graph.chunks)} were written",
+            path=version / CHUNKS,
+        )
+    for got, want in zip(chunks, graph.chunks, strict=True):
+        if (got.id, got.text, got.doc_id) != (str(want.id), want.text, want.doc_id or ""):
+            raise CorruptFileError(
+                f"chunk {want.id!r} does not read back as written",
+                path=version / CHUNKS,
+            )
+    spec = read_spec_file(version / SPEC)
+    if spec_to_yaml(spec) != spec_to_yaml(graph.spec):
+        raise CorruptFileError("does not read back as the spec written", path=version / SPEC)
+    variables, edges = graph_from_dict(_read_json(version / GRAPH), spec, version / GRAPH)
+    try:
+        validate_graph(spec, variables, edges, {c.id for c in chunks})
+    except SpecError as exc:
+        raise SpecError(
+            f"{exc} (the graph written does not load)",
+            entry=exc.entry,
+            path=version / GRAPH,
+        ) from exc
+    if [v.name for v in variables] != [v.name for v in graph.variables] or [
+        (e.id, e.source, e.target) for e in edges
+    ] != [(e.id, e.source, e.target) for e in graph.edges]:
+        raise CorruptFileError("does not read back as the graph written", path=version / GRAPH)
+    read_manifest(version)
+    for name in (REPORT, LEDGER):
+        if (version / name).exists() and not isinstance(_read_json(version / name), dict):
+            raise CorruptFileError("does not read back as a JSON object", path=version / name)
 
 
 def _write_graph_files(
@@ -321,6 +581,8 @@ def _write_graph_files(
     variable_embeddings: np.ndarray | None,
     chunk_embeddings: np.ndarray | None,
     report: dict[str, Any] | None,
+    ledger: dict[str, Any] | None = None,
+    chunk_text: bytes | None = None,
 ) -> None:
     """Write every file of the graph into the (new, empty) ``directory``; the manifest last."""
 
@@ -329,14 +591,9 @@ def _write_graph_files(
 
     write(SPEC, spec_to_yaml(graph.spec))
     write(GRAPH, json.dumps(graph_to_dict(graph), indent=1, ensure_ascii=False) + "\n")
-    lines = (
-        json.dumps(
-            {"id": c.id, "text": c.text, "doc_id": c.doc_id, "metadata": dict(c.metadata)},
-            ensure_ascii=False,
-        )
-        for c in graph.chunks
-    )
-    write(CHUNKS, "\n".join(lines) + "\n")
+    if chunk_text is None:
+        chunk_text = chunks_to_jsonl(graph.chunks, path=directory / CHUNKS)
+    atomic_write_bytes(directory / CHUNKS, chunk_text, like=previous / CHUNKS)
     emb: dict[str, Any] = {}
     if embedder_name is not None:
         for key, arr, texts, rel in (
@@ -359,7 +616,10 @@ def _write_graph_files(
                 "zero_rows": zero_rows,
             }
     if report is not None:
-        write(REPORT, json.dumps(report, indent=1, default=str) + "\n")
+        # Strict JSON: a report's NaN (a ratio over zero items) becomes null, never a bare NaN.
+        write(REPORT, json.dumps(_strict_json(report), indent=1, default=str) + "\n")
+    if ledger is not None:
+        write(LEDGER, json.dumps(ledger, ensure_ascii=False, separators=(",", ":")) + "\n")
     manifest = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -375,8 +635,21 @@ def _write_graph_files(
             "evidence_links": graph.evidence_links,
         },
     }
-    # The manifest goes last: a directory with a manifest is a complete one.
+    if ledger is not None:
+        manifest["incremental"] = LEDGER
+    # The manifest goes last: a version folder with a manifest is a complete one.
     write(MANIFEST, json.dumps(manifest, indent=1) + "\n")
+
+
+def _strict_json(value: Any) -> Any:
+    """``value`` with non-finite floats as None and non-string keys as strings (JSON's own)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else str(k): _strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict_json(v) for v in value]
+    return value
 
 
 # ---------------------------------------------------------------- load
@@ -432,14 +705,20 @@ def _confined(directory: Path, rel: str) -> Path:
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:
+    """A folder's ``manifest.json``, refused unless its ``format_version`` is one this reads."""
     manifest = _read_json(_confined(directory, MANIFEST), cap=MANIFEST_CAP)
     if not isinstance(manifest, dict):
         raise CorruptFileError("must be a JSON object", path=directory / MANIFEST)
     version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise FormatVersionError(
-            f"format_version {bounded.short(version)} is not supported; this hcg-rag reads "
-            f"version {FORMAT_VERSION} (rebuild the graph, or upgrade hcg-rag)",
+            f"format_version {bounded.short(version)} is not supported; this hcg-rag reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))} (rebuild the graph, or upgrade hcg-rag)",
+            path=directory / MANIFEST,
+        )
+    if version == 1 and "current" in manifest:
+        raise CorruptFileError(
+            "format_version 1 has no 'current' version folder; set format_version to 2",
             path=directory / MANIFEST,
         )
     problem = manifest_problem(manifest)
@@ -500,8 +779,16 @@ def manifest_problem(manifest: dict[str, Any]) -> str | None:
 
 def read_spec_file(path: str | os.PathLike, *, cap: int | None = bounded.BASE_CAP) -> DomainSpec:
     """Read a spec.yaml (``hcg_core.bounded``: no aliases, bounded depth, duplicate keys refused);
-    errors name the file and the offending entry."""
+    errors name the file and the offending entry.
+
+    ``G/spec.yaml`` of a graph directory that ``save_graph`` wrote (in ``versions/<n>/``) reads
+    the current version's spec, as it did in the flat layout.
+    """
     path = Path(path)
+    if not path.exists() and path.name == SPEC and is_graph_dir(path.parent):
+        # ``--spec G/spec.yaml`` (the docs' rebuild story) names the current version's spec.
+        with contextlib.suppress(StoreError):
+            path = current_dir(path.parent) / SPEC
     text = _read_text(path, "no such spec file", cap=cap)
     data = bounded.loads_yaml(text, path=path, error=CorruptFileError)
     try:
@@ -515,7 +802,9 @@ CHUNK_SHAPE = '{"id": "...", "text": "non-empty text", "doc_id": "...", "metadat
 
 def _read_chunks(path: Path, cap: int | None = bounded.BASE_CAP) -> tuple[Chunk, ...]:
     chunks = []
-    for lineno, line in enumerate(_read_text(path, cap=cap).splitlines(), 1):
+    # Lines end at "\n" only (a "\r" before it is JSON whitespace): str.splitlines would also
+    # cut at U+2028, U+2029 and U+0085, which JSON allows raw inside a string.
+    for lineno, line in enumerate(_read_text(path, cap=cap).split("\n"), 1):
         if not line.strip():
             continue
         try:
@@ -773,12 +1062,57 @@ def _read_report(directory: Path, notes: list[str], cap: int | None) -> dict[str
     return _read_optional_object(directory, REPORT, notes, cap)
 
 
+# A reader retries when a writer published a new version while it read (the old one is then
+# removed under it); more attempts than this mean the directory is broken, not busy.
+_LOAD_ATTEMPTS = 5
+
+
 def load_graph(directory: str | os.PathLike) -> StoredGraph:
-    """Read and validate a graph directory (written by ``save_graph`` or by hand)."""
+    """Read and validate a graph directory (written by ``save_graph`` or by hand).
+
+    Reads the version ``manifest.json`` points at (or the flat files of a format 1 or
+    hand-written directory); writes nothing, so a directory on a read-only disk loads. When a
+    writer publishes a new version during the read, the read starts again on the new one, so
+    the result is one whole version, never a mix.
+    """
     directory = Path(directory)
     if not directory.is_dir():
         raise MissingFileError("is not a graph directory (it does not exist)", path=directory)
-    manifest = read_manifest(directory)
+    for attempt in range(_LOAD_ATTEMPTS):
+        pointer = read_manifest(directory)
+        try:
+            if "current" in pointer:
+                folder = _pointed_dir(directory, pointer)
+                manifest = read_manifest(folder)
+                if "current" in manifest:
+                    raise CorruptFileError(
+                        "a version folder's manifest must not point at another version",
+                        path=folder / MANIFEST,
+                    )
+            else:
+                folder, manifest = directory, pointer
+            stored = _load_files(folder, manifest)
+        except (StoreError, SpecError):
+            if attempt + 1 < _LOAD_ATTEMPTS and _moved(directory, pointer):
+                continue
+            raise
+        if _moved(directory, pointer) and not (folder / MANIFEST).exists():
+            continue  # published and removed while read: optional files may have vanished
+        return dataclasses.replace(stored, path=directory)
+    raise StoreError("kept changing while it was read; retry", path=directory)
+
+
+def _moved(directory: Path, pointer: dict[str, Any]) -> bool:
+    """Whether ``manifest.json`` now points elsewhere than ``pointer`` (a writer published)."""
+    try:
+        now = bounded.read_json(directory / MANIFEST, cap=MANIFEST_CAP)
+    except StoreError:
+        return True
+    return not isinstance(now, dict) or now.get("current") != pointer.get("current")
+
+
+def _load_files(directory: Path, manifest: dict[str, Any]) -> StoredGraph:
+    """The graph in one folder of flat files, ``manifest`` being its (already read) manifest."""
     if not isinstance(manifest.get("embeddings", {}) or {}, dict):
         raise CorruptFileError("'embeddings' must be an object", path=directory / MANIFEST)
     spec = read_spec_file(_confined(directory, SPEC), cap=_cap(manifest, _SPEC_PER_ITEM))
@@ -817,9 +1151,14 @@ __all__ = [
     "FORMAT_VERSION",
     "HCG_OWNED",
     "check_output_dir",
+    "check_output_path",
+    "write_output_file",
     "check_report_path",
     "check_writable_dir",
+    "chunk_to_line",
+    "current_dir",
     "is_graph_dir",
+    "verify_written",
     "StoredGraph",
     "atomic_write_bytes",
     "atomic_write_text",

@@ -36,7 +36,9 @@ def cmd_view(args: argparse.Namespace) -> int:
 def cmd_apply(args: argparse.Namespace) -> int:
     from .corrections import apply_to_directory
 
-    report = apply_to_directory(args.dir, args.corrections, args.out, strict=args.strict)
+    report = apply_to_directory(
+        args.dir, args.corrections, args.out, strict=args.strict, lock_timeout=args.lock_timeout
+    )
     if args.json:
         print(json.dumps(report.as_dict(), indent=1))
     else:
@@ -107,6 +109,7 @@ def _count(text: str) -> int:
 
 def add_review_commands(sub: argparse._SubParsersAction) -> None:
     """Add the view, apply, diff and export subparsers to ``hcg``'s parser."""
+    from ..graph_lock import add_lock_timeout_argument
     from .export import DEFAULT_MERMAID_MAX_EDGES, FORMATS
 
     v = sub.add_parser("view", help="write a self-contained HTML page to review the graph")
@@ -141,6 +144,7 @@ def add_review_commands(sub: argparse._SubParsersAction) -> None:
         "--strict", action="store_true", help="write nothing if any correction is refused"
     )
     a.add_argument("--json", action="store_true")
+    add_lock_timeout_argument(a)
     a.set_defaults(func=cmd_apply)
 
     d = sub.add_parser("diff", help="what changed between two graph directories (exit 1 if any)")

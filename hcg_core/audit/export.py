@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..safe_text import mermaid_text as _mermaid_text
 from ..safe_text import xml_text
-from ..store import atomic_write_text
+from ..store import check_output_path, write_output_file
 from ..types import CausalGraph
 
 LIST_SEPARATOR = "|"  # joins list attributes in GraphML, GEXF and CSV (chunk ids, entities)
@@ -285,9 +285,12 @@ def export_graph(
     if fmt == "csv":
         if out is None:
             raise ConfigError("--format csv writes several files: pass --out FOLDER")
-        folder = Path(out)
-        for name, text in to_csv_files(graph).items():
-            atomic_write_text(folder / name, text)
+        folder = check_output_path(out, folder=True)
+        files = to_csv_files(graph)
+        for name in files:  # each file too: a link or a device among them is not replaced
+            check_output_path(folder / name)
+        for name, text in files.items():
+            write_output_file(folder / name, text)
         return folder
     if fmt == "graphml":
         text = to_graphml(graph)
@@ -299,7 +302,7 @@ def export_graph(
         text = to_cypher(graph)
     if out is None:
         return text
-    return atomic_write_text(out, text)
+    return write_output_file(check_output_path(out), text)
 
 
 __all__ = [

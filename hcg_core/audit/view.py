@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..graph_build.health import graph_health
-from ..store import StoredGraph, atomic_write_text, load_graph
+from ..store import StoredGraph, check_output_path, load_graph, write_output_file
 from ..types import CausalGraph
 from .review import DEFAULT_LOW_CONFIDENCE, metric_overview, review_flags, supporting_sentence
 
@@ -157,10 +157,10 @@ def write_view(
 ) -> Path:
     """Load the graph directory and write its audit page (default ``audit.html`` here)."""
     directory = Path(directory)
+    out_path = check_output_path(out if out is not None else "audit.html")  # before the work
     stored = stored if stored is not None else load_graph(directory)
-    out_path = Path(out) if out is not None else Path("audit.html")
     data = view_data(stored.graph, title=directory.resolve().name, **options)
-    atomic_write_text(out_path, render_html(data))
+    write_output_file(out_path, render_html(data))
     return out_path
 
 
