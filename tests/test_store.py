@@ -211,7 +211,7 @@ def test_a_graph_that_does_not_read_back_is_not_published(tmp_path, graph, embed
     edited = dataclasses.replace(graph, chunks=tuple(chunks))
     monkeypatch.setattr(store, "_LINE_BREAKS", str.maketrans({}))  # the old, unescaped writer
     monkeypatch.setattr(
-        store, "_read_text", lambda path, *a: "\n".join(Path(path).read_text().splitlines())
+        store, "_read_text", lambda path, *a, **kw: "\n".join(Path(path).read_text().splitlines())
     )
     with pytest.raises(CorruptFileError, match="nothing was published"):
         CausalGraphRetriever.from_graph(edited, embedder).save(g)
