@@ -943,6 +943,21 @@ def _escape_visible(d: Path, out: str) -> None:
     assert "\\x1b[2J" in out
 
 
+def _markup_entity(g: Path) -> None:
+    """An entity of the graph renamed to markup, in spec.yaml and graph.json alike."""
+    spec, graph = (g / "spec.yaml").read_text(), (g / "graph.json").read_text()
+    assert "    - diabetic\n" in spec and "(diabetic)" in graph
+    _set_text(
+        g / "spec.yaml", spec.replace("    - diabetic\n", '    - "<img src=x onerror=alert(1)>"\n')
+    )
+    graph = graph.replace("(diabetic)", "(<img src=x onerror=alert(1)>)")
+    _set_text(g / "graph.json", graph.replace('"diabetic"', '"<img src=x onerror=alert(1)>"'))
+
+
+def _mermaid_escaped(d: Path, out: str) -> None:
+    assert "#lt;img src=x onerror=alert(1)#gt;" in out and "<img" not in out
+
+
 NO_KEY = {"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None}
 
 ROWS += [
@@ -1124,6 +1139,14 @@ ROWS += [
         ("wrote",),
         writes=("g.graphml",),
         check=_graphml_well_formed,
+    ),
+    Row(
+        "mermaid-label-markup",
+        lambda d, b: _markup_entity(_files(_graph(d, b))),
+        ["export", "G", "--format", "mermaid", "--max-edges", "500"],
+        0,
+        ("flowchart",),
+        check=_mermaid_escaped,
     ),
     Row(
         "query-prints-escape-sequences",
