@@ -9,6 +9,7 @@ ends as a counted, typed failure with the documented exit code, no traceback and
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import errno
 import json
@@ -168,6 +169,8 @@ def test_a_401_echoing_the_key_is_masked_and_exits_3(tmp_path, capsys, monkeypat
     failed = tmp_path / "g" / ".llm_cache" / "failed_build.json"
     for text in (err, failed.read_text() if failed.exists() else ""):
         assert KEY not in text and "hunter2pw" not in text and "0123456789abcdef" not in text
+        # httpx sends the URL's credentials as Basic auth, which the provider echoed back.
+        assert base64.b64encode(b"alice:hunter2pw").decode()[:12] not in text
     assert "***" in err
 
 
