@@ -21,6 +21,7 @@ data. Messages name the file and the place, never ``repr`` a parsed value.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import reprlib
@@ -122,6 +123,16 @@ def short(value: Any, limit: int = 60) -> str:
     return _REPR.repr(value)
 
 
+@functools.lru_cache(maxsize=8)
+def _decoder(parse_constant: Any = None) -> json.JSONDecoder:
+    """One decoder per ``parse_constant``, reused: ``json.loads`` with hooks builds a new one on
+    every call, which costs more than parsing a JSON Lines row (as the standard library's own
+    default decoder, it holds no state between calls)."""
+    return json.JSONDecoder(
+        object_pairs_hook=_object, parse_int=_int, parse_constant=parse_constant
+    )
+
+
 def check_depth(value: Any, max_depth: int = MAX_DEPTH) -> None:
     """Raise ``_Violation`` when ``value`` nests lists/dicts deeper than ``max_depth``.
 
@@ -164,10 +175,10 @@ def loads_json(
     for one line of a JSON Lines file, ``line N: invalid JSON (reason)``).
     """
     try:
-        value = json.loads(
-            text, parse_int=_int, object_pairs_hook=_object, parse_constant=parse_constant
-        )
-        if isinstance(value, (dict, list)):
+        value = _decoder(parse_constant).decode(text)
+        # Nesting cannot exceed the number of opening brackets (str.count runs in C): a small
+        # record, a JSON Lines row, is never walked.
+        if isinstance(value, (dict, list)) and text.count("[") + text.count("{") > max_depth:
             check_depth(value, max_depth)
     except _Violation as exc:
         raise error(f"{_where(path, line)}{exc}; refused", path=path) from None
