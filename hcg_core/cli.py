@@ -88,7 +88,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .store import check_output_dir, check_writable_dir, read_spec_file, save_graph
 
     t0 = time.perf_counter()
-    check_remote_choice(args)
+    if not args.estimate:  # an estimate sends nothing anywhere
+        check_remote_choice(args)
     say = _progress_printer(args.quiet)
     # Checked before the (possibly long and paid) build, not after it: a folder that is not a
     # graph, an input folder, a read-only disk.
