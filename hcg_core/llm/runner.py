@@ -150,6 +150,23 @@ class Failures:
 ITEM_ERRORS = (LLMOutputError, LLMUnavailableError, LLMRejectedError)
 
 
+async def gather_or_cancel(*aws: Awaitable[T]) -> list[T]:
+    """``asyncio.gather`` that, when one awaitable raises (an error that stops the build: a 401,
+    a full disk under the cache), cancels the others and waits for them before re-raising.
+
+    Plain ``gather`` leaves them running against a client that is then closed; their errors
+    were never retrieved and asyncio printed them at shutdown.
+    """
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
 class ResilientLLM:
     """A framework model (LlamaIndex, LangChain, any StructuredLLM without a ledger) with the care
     the HTTP client gives: retries with backoff on transient errors, the reply cache (resume),
@@ -290,7 +307,7 @@ async def ask_split(
         if len(items) > 1 and depth < MAX_SPLIT_DEPTH:
             ledger.add(splits=1)
             mid = len(items) // 2
-            halves = await asyncio.gather(
+            halves = await gather_or_cancel(
                 ask_split(
                     items[:mid], ask, item=item, ledger=ledger, failures=failures, depth=depth + 1
                 ),
