@@ -128,9 +128,12 @@ def host_of(url: str | None) -> str:
 
     if not url:
         return "api.openai.com"
-    parsed = urlparse(url)
-    host = parsed.hostname or "?"
-    return f"{host}:{parsed.port}" if parsed.port else host
+    try:
+        parsed = urlparse(url)
+        host = parsed.hostname or "?"
+        return f"{host}:{parsed.port}" if parsed.port else host
+    except ValueError:  # a port that is not a number: still name what was given, masked
+        return redact(url)
 
 
 __all__ = ["env_secrets", "host_of", "mermaid_text", "redact", "visible", "xml_text"]
