@@ -351,8 +351,11 @@ def inspect_summary(directory: str) -> dict[str, Any]:
     g = stored.graph
     per_metric = Counter(v.metric for v in g.variables)
     roles = Counter(m.role for m in g.spec.metrics)
+    from .store import current_dir
+
     summary: dict[str, Any] = {
         "directory": str(directory),
+        "files": str(current_dir(directory)),  # where to edit graph.json by hand
         "embedder": stored.embedder_name,
         "counts": {
             "dimensions": len(g.spec.dimensions),
@@ -409,6 +412,8 @@ def _visible_stdout() -> Iterator[None]:
 def _print_inspect(s: dict[str, Any]) -> None:
     c = s["counts"]
     print(f"{s['directory']}  (embedder: {s['embedder']})")
+    if s["files"] != s["directory"]:
+        print(f"  files in        {s['files']}")
     for key in ("dimensions", "metrics", "variables", "edges", "chunks", "evidence_links"):
         print(f"  {key:<16}{c[key]:>8,}")
     print(

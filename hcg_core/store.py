@@ -1,14 +1,20 @@
-"""The only module that reads or writes a built graph on disk (format: docs/format.md).
+"""The only module that reads or writes a built graph on disk (format 2: docs/format.md).
 
-A graph directory holds ``manifest.json``, ``spec.yaml``, ``graph.json``, ``chunks.jsonl``, and
-optionally ``embeddings/*.npy`` and ``build_report.json``. A save writes the whole new graph into
-a temporary sibling folder and swaps it in only when complete, so a failed or killed rebuild
-leaves the previous graph loadable; each file is written to a temporary file and renamed, with
-the user's umask (the mechanics live in ``hcg_core.safe_files``). ``check_output_dir`` refuses, before any work, an output that is not a graph
-directory, lies inside an input, or cannot be written.
+A graph directory's ``manifest.json`` points (``current``) at ``versions/<n>/``, a folder of flat
+files: ``manifest.json``, ``spec.yaml``, ``graph.json``, ``chunks.jsonl``, and optionally
+``embeddings/*.npy``, ``build_report.json`` and ``incremental.json``. A flat directory (format 1,
+or one written by hand) is such a folder on its own and is read as it is. A save holds the
+directory's writer lock (``hcg_core.graph_lock``), writes a new version folder, re-reads the
+text files it wrote (``verify_written``), and publishes it by rewriting the pointer in one atomic
+rename; so a reader gets the old graph or the new one, a failed or killed save leaves the old one
+loadable, and nothing but the graph's own files is ever removed. Files are written to a temporary
+file and renamed, with the user's umask (``hcg_core.safe_files``). ``check_output_dir`` refuses,
+before any work, an output that is not a graph directory, lies inside an input, or cannot be
+written; ``check_output_path`` refuses an export or page written into a graph or onto a special
+file.
 
-Loading trusts nothing: every file must resolve inside the directory (no links out), chunks
-need non-empty text, malformed entries are named with their file and expected shape.
+Loading trusts nothing and writes nothing: every file must resolve inside the directory (no links
+out), chunks need non-empty text, malformed entries are named with their file and expected shape.
 Embeddings are plain ``.npy`` read with ``allow_pickle=False`` and memory-mapped read-only
 (``mmap_mode="r"``), so processes serving one directory share its pages; they are validated in
 blocks of rows. A missing, stale or damaged one (NaN, inf, extra all-zero rows) is reported as
@@ -479,7 +485,7 @@ def _tidy(real: Path, keep: Path, flat_before: bool) -> None:
 
 # JSON allows these inside strings, but line-splitting readers (Python's str.splitlines, many
 # JSONL tools) break lines at them; escaped, a chunks.jsonl line is one line for every reader.
-_LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+_LINE_BREAKS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\x85", "\\u0085"))
 
 
 def chunk_to_line(chunk: Chunk) -> str:
@@ -498,7 +504,10 @@ def chunk_to_line(chunk: Chunk) -> str:
         ensure_ascii=False,
         allow_nan=False,
     )
-    return line.translate(_LINE_BREAKS)
+    for char, escaped in _LINE_BREAKS:  # str.replace scans in C; translate() did not pay
+        if char in line:
+            line = line.replace(char, escaped)
+    return line
 
 
 def chunks_to_jsonl(chunks: Sequence[Chunk], *, path: Path | None = None) -> bytes:
@@ -552,7 +561,9 @@ def verify_written(version: Path, graph: CausalGraph) -> None:
                 path=version / CHUNKS,
             )
     spec = read_spec_file(version / SPEC)
-    if spec_to_yaml(spec) != spec_to_yaml(graph.spec):
+    # Equal dataclasses settle it; the YAML texts (slow to make) only when a reading normalised
+    # something the spec object held otherwise.
+    if spec != graph.spec and spec_to_yaml(spec) != spec_to_yaml(graph.spec):
         raise CorruptFileError("does not read back as the spec written", path=version / SPEC)
     variables, edges = graph_from_dict(_read_json(version / GRAPH), spec, version / GRAPH)
     try:

@@ -295,6 +295,21 @@ def _corrections_setup(d: Path, built: Path) -> None:
     (d / "c.yaml").write_text("format: hcg-corrections\nversion: 1\ncorrections: []\n")
 
 
+def _disk_full_at(name: str) -> Callable[[Path, Path], None]:
+    def setup(d: Path, built: Path) -> None:
+        from hcg_core import safe_files
+
+        _graph(d, built)
+
+        def hook(step: str, path: Path) -> None:
+            if path.name == name:
+                raise OSError(28, "No space left on device", str(path))
+
+        safe_files._fault_hook = hook
+
+    return setup
+
+
 def _export_link_setup(d: Path, built: Path) -> None:
     _graph(d, built)
     (d / "out.graphml").symlink_to("/proc/self/fd/1")
@@ -523,6 +538,20 @@ ROWS = [
         ["view", "G", "--out", "page.html"],
         2,
         ("not a regular file",),
+    ),
+    Row(
+        "export-on-a-full-disk",
+        _disk_full_at("g.graphml"),
+        ["export", "G", "--format", "graphml", "--out", "g.graphml"],
+        2,
+        ("no space left on device", "g.graphml"),
+    ),
+    Row(
+        "view-on-a-full-disk",
+        _disk_full_at("page.html"),
+        ["view", "G", "--out", "page.html"],
+        2,
+        ("no space left on device", "page.html"),
     ),
     Row(
         "build-force-keeps-user-files-under-embeddings",

@@ -209,7 +209,7 @@ def test_a_graph_that_does_not_read_back_is_not_published(tmp_path, graph, embed
     chunks = list(graph.chunks)
     chunks[0] = dataclasses.replace(chunks[0], text="line one\u2028line two")
     edited = dataclasses.replace(graph, chunks=tuple(chunks))
-    monkeypatch.setattr(store, "_LINE_BREAKS", str.maketrans({}))  # the old, unescaped writer
+    monkeypatch.setattr(store, "_LINE_BREAKS", ())  # the old, unescaped writer
     monkeypatch.setattr(
         store, "_read_text", lambda path, *a, **kw: "\n".join(Path(path).read_text().splitlines())
     )

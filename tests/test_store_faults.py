@@ -1,10 +1,11 @@
 """Crash-safe saves: a failure or a kill at every write of a rebuild leaves a loadable graph.
 
-``hcg_core.safe_files._fault_hook`` is called before every file write, the directory swap, each move
-of the previous folder's other files, and its removal. The tests fail each step in turn (a full
-disk, in process) and kill the process at chosen steps (``os._exit``, in a subprocess), then
-check that the graph directory loads, holds the old graph (before the swap) or the new one
-(after it), and that the user's other files (the LLM cache, a note) are not lost.
+``hcg_core.safe_files._fault_hook`` is called before every file write, the publish (the pointer
+``manifest.json`` naming the new version) and the removal of the previous version. The tests fail
+each step in turn (a full disk, in process) and kill the process at chosen steps (``os._exit``,
+in a subprocess), then check that the graph directory loads, holds the old graph (before the
+pointer moved) or the new one (after it), and that the user's other files (the LLM cache, a note)
+are untouched.
 """
 
 from __future__ import annotations
