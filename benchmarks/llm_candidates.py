@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     from hcg_core.graph_build.evidence import EntityMentions
     from hcg_core.graph_build.llm_tiers import Template, compatible, tier2_batches
     from hcg_core.spec.merge import entity_parents
-    from hcg_core.store import read_spec_file
+    from hcg_core.store import load_graph
     from hcg_core.types import Chunk, DomainSpec, Metric, Variable
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -63,12 +63,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--examples", type=int, default=8, help="kept and dropped pairs to print")
     args = ap.parse_args(argv)
 
-    graph = Path(args.graph)
-    chunks = [
-        Chunk(r["id"], r["text"])
-        for r in map(json.loads, (graph / "chunks.jsonl").read_text(encoding="utf-8").splitlines())
-    ]
-    recorded = read_spec_file(graph / "spec.yaml")
+    stored = load_graph(args.graph)  # either format; the store reads chunks.jsonl exactly
+    chunks = [Chunk(c.id, c.text) for c in stored.graph.chunks]
+    recorded = stored.graph.spec
     dims = recorded.dimensions
     if args.parents:
         dims = tuple(replace(d, parents=tuple(entity_parents(d.entities).items())) for d in dims)

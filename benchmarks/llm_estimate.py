@@ -131,11 +131,12 @@ def replay(args) -> None:
     from hcg_core.graph_build.llm_pipeline import estimate_build
     from hcg_core.graph_build.llm_tiers import Template, compatible, tier1_sources, tier2_batches
     from hcg_core.spec.generate import stage1_calls
-    from hcg_core.store import read_spec_file
+    from hcg_core.store import current_dir, read_spec_file
 
     rec = Path(args.recording)
     # Either layout: the files side by side, or calls.jsonl beside a graph/ directory.
-    graph = rec / "graph" if (rec / "graph" / "spec.yaml").is_file() else rec
+    graph = rec / "graph" if (rec / "graph" / "manifest.json").is_file() else rec
+    graph = current_dir(graph)  # format 2 keeps the files in versions/<n>/
     chunks = load_chunks(args.corpus)
     spec = read_spec_file(graph / "spec.yaml")
     templates = [Template(s, t) for s, t in recorded_templates(rec / "calls.jsonl")]

@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fixtures.llm.responder import load_chunks, respond  # noqa: E402
 
 from hcg_core.cli import main as hcg  # noqa: E402
+from hcg_core.store import current_dir  # noqa: E402
 from hcg_core.testing import FaultPlan, StubLLMServer  # noqa: E402
 
 
@@ -74,7 +75,7 @@ def main() -> None:
         ]
         hcg([*base, "--estimate"])
         hcg(base)
-        report = json.loads((graph / "build_report.json").read_text())
+        report = json.loads((current_dir(graph) / "build_report.json").read_text())
         print(f"\nserver saw {srv.calls} requests; faults served {dict(srv.by_fault)}")
         print(
             f"report counts {report['totals']['calls']} calls "

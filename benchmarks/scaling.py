@@ -207,6 +207,7 @@ def slope(xs: list[float], ys: list[float]) -> float:
 
 def run(args: argparse.Namespace) -> list[dict]:
     from hcg_core.config import tier_caps
+    from hcg_core.store import current_dir
 
     work = Path(args.work)
     docs = read_documents(args.corpus)
@@ -235,7 +236,7 @@ def run(args: argparse.Namespace) -> list[dict]:
         ]
         print(f"[{tag}] building {words:,} words ...", flush=True)
         build_s, build_rss = timed(build_cmd, work / f"build-{tag}.log")
-        manifest = json.loads((graph / "manifest.json").read_text())
+        manifest = json.loads((current_dir(graph) / "manifest.json").read_text())  # format 2
         counts = manifest["counts"]
         q_out = work / f"query-{tag}.json"
         query_cmd = [

@@ -42,23 +42,61 @@ def _add_embedder_arguments(parser: argparse.ArgumentParser, default_help: str) 
         default=None,
         help="base URL of an OpenAI-compatible embeddings server (key from OPENAI_API_KEY)",
     )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow an openai: embedder or --llm-model without a base URL, which sends text to "
+        "OpenAI's API (or OPENAI_BASE_URL); hcg is offline unless told otherwise",
+    )
+
+
+def check_remote_choice(args: argparse.Namespace) -> None:
+    """Refuse to send text to a provider nobody named: an ``openai:`` embedder or an LLM model
+    without a base URL would go to api.openai.com (or ``$OPENAI_BASE_URL``) silently.
+
+    Checked before anything is read or sent; ``--allow-remote`` or a base URL is the choice.
+    """
+    from .errors import ConfigError
+    from .safe_text import host_of, redact
+
+    if getattr(args, "allow_remote", False):
+        return
+    host = host_of(os.environ.get("OPENAI_BASE_URL"))
+    unnamed = []
+    embedder = getattr(args, "embedder", None) or ""
+    if embedder.startswith("openai:") and not getattr(args, "embedder_base_url", None):
+        unnamed.append(f"--embedder {embedder} (no --embedder-base-url)")
+    if getattr(args, "llm_model", None) and not getattr(args, "llm_base_url", None):
+        unnamed.append(f"--llm-model {args.llm_model} (no --llm-base-url)")
+    if unnamed:
+        raise ConfigError(
+            redact(
+                f"{' and '.join(unnamed)} would send the corpus to {host}"
+                + (" (from OPENAI_BASE_URL)" if os.environ.get("OPENAI_BASE_URL") else "")
+                + "; hcg is offline by default: pass the server's base URL, or --allow-remote to "
+                "send it there"
+            )
+        )
 
 
 # ---------------------------------------------------------------- build
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .corpus import WHOLE_BLOCK_FACTOR, chunk_documents, load_inputs
+    from .corpus import WHOLE_BLOCK_FACTOR, chunk_documents, display_path, load_inputs
     from .graph_build import build_graph
     from .store import check_output_dir, check_writable_dir, read_spec_file, save_graph
 
     t0 = time.perf_counter()
+    if not args.estimate:  # an estimate sends nothing anywhere
+        check_remote_choice(args)
     say = _progress_printer(args.quiet)
     # Checked before the (possibly long and paid) build, not after it: a folder that is not a
     # graph, an input folder, a read-only disk.
     check_output_dir(args.out, inputs=args.inputs, force=args.force, probe=not args.estimate)
     say(f"reading {', '.join(map(str, args.inputs))}")
     docs, bad = load_inputs(args.inputs, follow_symlinks=args.follow_symlinks)
+    bad = [(display_path(p), r) for p, r in bad]  # a name the disk could not decode, printable
     for path, reason in bad:  # input left out: shown even with --quiet
         print(f"skipped {path}: {reason}", file=sys.stderr)
     words = sum(len(d.text.split()) for d in docs)
@@ -132,7 +170,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             "documents": len(docs),
             "words": words,
             "chunks": len(chunks),
-            "skipped": [[str(p), r] for p, r in bad],
+            "skipped": [[p, r] for p, r in bad],
             "chunk_words": args.chunk_words,
             "chunk_overlap": args.chunk_overlap,
             "whole_words": WHOLE_BLOCK_FACTOR * args.chunk_words,
@@ -160,6 +198,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         report=report,
         force=args.force,
         ledger=ledger,
+        lock_timeout=args.lock_timeout,
     )
     g = graph
     print(
@@ -245,7 +284,8 @@ def _library_warnings() -> Iterator[set[str]]:
 def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
     """Run the build; an incomplete LLM build prints its failures by cause and returns None,
     unless --allow-partial, which returns the partial result after a warning."""
-    from .errors import IncompleteBuildError
+    from .errors import IncompleteBuildError, LLMError
+    from .safe_text import env_secrets, redact, visible
 
     try:
         return build()
@@ -253,29 +293,38 @@ def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
         if args.allow_partial and exc.result is not None:
             print(f"hcg build: warning: writing a PARTIAL graph: {exc}", file=sys.stderr)
             return exc.result
-        print(f"hcg build: error: {exc}", file=sys.stderr)
-        print(f"hcg build: no graph written to {args.out}", file=sys.stderr)
-        if exc.report:
-            # Kept beside the reply cache (not as the graph's build_report.json: there is no graph).
-            from .store import atomic_write_text
+        error, report = exc, exc.report
+    except LLMError as exc:
+        # A failure every item would share (401, 404, a full disk under the reply cache): the
+        # build stops. Documented like a failed item: exit 3, no graph, the report kept.
+        error, report = exc, {"error": str(exc), "cause": type(exc).__name__, "partial": True}
+    message = redact(str(error), env_secrets())
+    print(visible(f"hcg build: error: {message}"), file=sys.stderr)
+    print(f"hcg build: no graph written to {args.out}", file=sys.stderr)
+    if report:
+        # Kept beside the reply cache (not as the graph's build_report.json: there is no graph).
+        from .store import atomic_write_text
 
-            path = Path(args.llm_cache or Path(args.out) / ".llm_cache") / "failed_build.json"
-            atomic_write_text(path, json.dumps(exc.report, indent=1, default=str))
+        path = Path(args.llm_cache or Path(args.out) / ".llm_cache") / "failed_build.json"
+        text = redact(json.dumps(report, indent=1, default=str), env_secrets())
+        try:
+            atomic_write_text(path, text)
+        except OSError as exc:  # the disk that failed the cache may refuse this too
+            print(f"hcg build: could not write {path}: {exc.strerror or exc}", file=sys.stderr)
+        else:
             print(f"hcg build: the failed build's report: {path}", file=sys.stderr)
-        return None
+    return None
 
 
 def _read_outcome(path: str):
     """An outcome configuration file: YAML ``{outcomes: [...], terminals: [...]}``."""
-    import yaml
-
+    from .bounded import read_yaml, short
     from .errors import CorruptFileError
     from .types import OutcomeConfig
 
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise CorruptFileError(f"cannot read the outcome configuration: {exc}", path=path) from exc
+    if not Path(path).is_file():
+        raise CorruptFileError("cannot read the outcome configuration: no such file", path=path)
+    data = read_yaml(path) or {}
     shape = "a mapping {outcomes: [metric names], terminals: [metric names]}"
     if not isinstance(data, dict):
         raise CorruptFileError(f"is a {type(data).__name__}; expected {shape}", path=path)
@@ -284,7 +333,7 @@ def _read_outcome(path: str):
         if value is not None and (
             not isinstance(value, list) or not all(isinstance(x, str) for x in value)
         ):
-            raise CorruptFileError(f"{key!r} is {value!r}; expected {shape}", path=path)
+            raise CorruptFileError(f"{key!r} is {short(value)}; expected {shape}", path=path)
     return OutcomeConfig(
         tuple(str(x) for x in data.get("outcomes") or ()),
         tuple(str(x) for x in data.get("terminals") or ()),
@@ -302,8 +351,11 @@ def inspect_summary(directory: str) -> dict[str, Any]:
     g = stored.graph
     per_metric = Counter(v.metric for v in g.variables)
     roles = Counter(m.role for m in g.spec.metrics)
+    from .store import current_dir
+
     summary: dict[str, Any] = {
         "directory": str(directory),
+        "files": str(current_dir(directory)),  # where to edit graph.json by hand
         "embedder": stored.embedder_name,
         "counts": {
             "dimensions": len(g.spec.dimensions),
@@ -330,8 +382,38 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_finite(s), indent=1, default=str, allow_nan=False))
         return 0
+    with _visible_stdout():
+        _print_inspect(s)
+    return 0
+
+
+@contextlib.contextmanager
+def _visible_stdout() -> Iterator[None]:
+    """Every line printed inside goes through ``safe_text.visible``: names and reports come from
+    the corpus and a hand-edited graph, and must not drive the terminal."""
+    from .safe_text import visible
+
+    real = sys.stdout
+
+    class Visible:
+        def write(self, text: str) -> int:
+            return real.write(visible(text))
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+    sys.stdout = Visible()  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout = real
+
+
+def _print_inspect(s: dict[str, Any]) -> None:
     c = s["counts"]
     print(f"{s['directory']}  (embedder: {s['embedder']})")
+    if s["files"] != s["directory"]:
+        print(f"  files in        {s['files']}")
     for key in ("dimensions", "metrics", "variables", "edges", "chunks", "evidence_links"):
         print(f"  {key:<16}{c[key]:>8,}")
     print(
@@ -358,7 +440,6 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(f"  {n:>5}  {name}")
     for note in s["notes"]:
         print(f"note: {note}")
-    return 0
 
 
 def _finite(value: Any) -> Any:
@@ -446,7 +527,8 @@ def _print_update(report: Any, as_json: bool) -> None:
     if as_json:
         print(json.dumps(report.as_dict(), indent=1))
         return
-    print(report.summary())
+    with _visible_stdout():
+        print(report.summary())
     # An empty graph's note is the warning that matters (its statements need a rebuild); the
     # generic "not expressible" warning below would only repeat it less plainly.
     empty = [n for n in report.notes if n.startswith(EMPTY_VOCABULARY)]
@@ -473,20 +555,42 @@ EMPTY_VOCABULARY = "the graph is empty"
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    from .corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents, load_inputs
+    from .corpus import display_path, load_inputs
     from .errors import InputError
+    from .graph_lock import graph_lock
     from .retrieval import CausalGraphRetriever
+    from .store import load_graph
 
+    check_remote_choice(args)
     embedder = make_embedder(args.embedder, args.embedder_base_url) if args.embedder else None
-    # Loading reuses every stored vector (checked by digest): only the new chunks are embedded.
-    retriever = CausalGraphRetriever.load(args.dir, embedder)
+    load_graph(args.dir)  # a directory that is not a graph is refused before it is locked
     docs, bad = load_inputs(args.files, follow_symlinks=False)
     for path, reason in bad:
-        print(f"skipped {path}: {reason}", file=sys.stderr)
+        print(f"skipped {display_path(path)}: {reason}", file=sys.stderr)
     if not docs:
         raise InputError("no readable document among the files given; nothing was added")
+    # Locked from load to save: a second `hcg add` waits, then edits the graph this one wrote,
+    # instead of both editing the same old graph and one update being lost.
+    with graph_lock(args.dir, timeout=args.lock_timeout):
+        # Loading reuses every stored vector (checked by digest): only new chunks are embedded.
+        retriever = CausalGraphRetriever.load(args.dir, embedder)
+        report = _add_documents(args, retriever, docs)
+        retriever.save(args.dir)  # atomic: the old graph stays loadable until the new one is whole
+    _print_update(report, args.json)
+    return 0
+
+
+def _add_documents(args: argparse.Namespace, retriever: Any, docs: list) -> Any:
+    """Chunk ``docs`` as the graph's build did (unless told otherwise) and insert them."""
+    from .corpus import (
+        DEFAULT_CHUNK_WORDS,
+        DEFAULT_OVERLAP_WORDS,
+        chunk_documents,
+        recorded_chunking,
+    )
+
     # The build's chunking (recorded in its report), unless given: new text is cut the same way.
-    built = (retriever.build_report or {}).get("input") or {}
+    built = recorded_chunking(retriever.build_report)  # odd-typed values are ignored
     chunk_words = args.chunk_words or built.get("chunk_words") or DEFAULT_CHUNK_WORDS
     overlap = args.chunk_overlap
     if overlap is None:
@@ -501,30 +605,56 @@ def cmd_add(args: argparse.Namespace) -> int:
         whole_words=whole,
     )
     with _quiet_update_log():
-        report = retriever.insert(chunks)
-    retriever.save(args.dir)  # atomic: the old graph stays loadable until the new one is whole
-    _print_update(report, args.json)
-    return 0
+        return retriever.insert(chunks)
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    from .errors import InputError
+    from .graph_lock import graph_lock
     from .retrieval import CausalGraphRetriever
+    from .store import load_graph
 
     embedder = make_embedder(args.embedder, args.embedder_base_url) if args.embedder else None
-    retriever = CausalGraphRetriever.load(args.dir, embedder)
-    known = {c.doc_id for c in retriever.graph.chunks}
-    missing = [d for d in args.doc_ids if d not in known]
-    if missing:  # checked first: nothing is removed when one id is wrong
-        raise InputError(
-            f"{len(missing)} document id(s) are not in {args.dir} (first: {missing[0]!r}); "
-            "the ids are the doc_id field of chunks.jsonl; nothing was removed"
-        )
-    with _quiet_update_log():
-        report = retriever.delete(args.doc_ids)
-    retriever.save(args.dir)
+    load_graph(args.dir)  # a directory that is not a graph is refused before it is locked
+    with graph_lock(args.dir, timeout=args.lock_timeout):  # from load to save: no lost update
+        retriever = CausalGraphRetriever.load(args.dir, embedder)
+        check_doc_ids(args.doc_ids, [c.doc_id for c in retriever.graph.chunks], args.dir)
+        with _quiet_update_log():
+            report = retriever.delete(args.doc_ids)
+        retriever.save(args.dir)
     _print_update(report, args.json)
     return 0
+
+
+def check_doc_ids(given: Sequence[str], known: Sequence[str], where: str) -> None:
+    """Refuse, naming the ids the graph knows, document ids that are not in it.
+
+    A file's documents are ``FILE#0``, ``FILE#1``... (a JSON list or JSONL), so ``notes.jsonl``
+    is answered with those; other misses with a few of the known ids.
+    """
+    from .errors import InputError
+
+    have = dict.fromkeys(known)
+    missing = [d for d in given if d not in have]
+    if not missing:
+        return
+    first = missing[0]
+    parts = [d for d in have if d.startswith(f"{first}#")]
+    if parts:
+        hint = (
+            f"{first} holds {len(parts)} documents: {', '.join(parts[:5])}"
+            f"{', ...' if len(parts) > 5 else ''}; name them (e.g. {parts[0]!r})"
+        )
+    else:
+        sample = [d for d in have if d][:5]
+        hint = (
+            f"known ids include {', '.join(sample)}{', ...' if len(have) > 5 else ''}"
+            if sample
+            else "the graph has no document ids"
+        )
+    raise InputError(
+        f"{len(missing)} document id(s) are not in {where} (first: {first!r}); {hint}; "
+        "nothing was removed"
+    )
 
 
 # ---------------------------------------------------------------- query
@@ -534,6 +664,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     from .config import HybridConfig, RetrievalConfig
     from .retrieval import CausalGraphRetriever
 
+    check_remote_choice(args)
     embedder = make_embedder(args.embedder, args.embedder_base_url) if args.embedder else None
     config = RetrievalConfig(
         mode=args.mode,
@@ -556,16 +687,18 @@ def cmd_query(args: argparse.Namespace) -> int:
         except ValueError:
             raise HCGError("a score is not a finite number; rebuild the graph") from None
         return 0
-    print(f"served by: {result.served_by}; matched: {', '.join(result.matched) or '-'}")
+    from .safe_text import visible  # corpus text: no raw ESC sequence reaches the terminal
+
+    print(visible(f"served by: {result.served_by}; matched: {', '.join(result.matched) or '-'}"))
     for i, rc in enumerate(result.chunks, 1):
-        print(f"\n[{i}] {rc.route:<8} score {rc.score:.3f}  chunk {rc.chunk.id}")
+        print(visible(f"\n[{i}] {rc.route:<8} score {rc.score:.3f}  chunk {rc.chunk.id}"))
         for p in rc.paths:
-            print(f"    path: {p}")
+            print(visible(f"    path: {p}"))
             for eid, mech in zip(p.edge_ids, p.mechanisms, strict=True):
                 if mech:
-                    print(f"      {eid}: {mech[:160]}")
+                    print(visible(f"      {eid}: {mech[:160]}"))
         text = " ".join(rc.chunk.text.split())
-        print(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
+        print(visible(f"    {text[:400]}{'...' if len(text) > 400 else ''}"))
     return 0
 
 
@@ -630,8 +763,39 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+def _temperature(text: str) -> float:
+    """An argparse type: a sampling temperature, a finite number in [0, 2]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or not 0 <= value <= 2:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number in [0, 2]")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    """An argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (0 must not silently mean a default)."""
+    value = _non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .config import DEFAULT_PASSAGE_WORDS, DEFAULT_TIER, TIERS
+    from .graph_lock import add_lock_timeout_argument
 
     p = argparse.ArgumentParser(prog="hcg", description="HCG-RAG: causal-graph retrieval.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -654,11 +818,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="apply this corrections.yaml (hcg view's download) to the new graph: a rebuild "
         "keeps the review's rejections, edits, merges and deletions",
     )
-    b.add_argument("--chunk-words", type=int, default=200, help="words per chunk (default 200)")
-    b.add_argument("--chunk-overlap", type=int, default=40, help="overlap words (default 40)")
+    b.add_argument(
+        "--chunk-words", type=_positive_int, default=200, help="words per chunk (default 200)"
+    )
+    b.add_argument(
+        "--chunk-overlap", type=_non_negative_int, default=40, help="overlap words (default 40)"
+    )
     b.add_argument(
         "--chunk-chars",
-        type=int,
+        type=_positive_int,
         default=None,
         help="character cap per chunk (default: 36 x --chunk-words, 7,200 at 200)",
     )
@@ -681,10 +849,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--llm-base-url", help="OpenAI-compatible base URL (key from OPENAI_API_KEY)")
     b.add_argument("--llm-model", help="model name; selects the LLM pipeline")
     b.add_argument("--llm-cache", help="reply cache folder (default DIR/.llm_cache)")
-    b.add_argument("--max-concurrency", type=int, default=8)
+    b.add_argument("--max-concurrency", type=_positive_int, default=8)
     b.add_argument("--timeout", type=_positive_seconds, default=60.0)
-    b.add_argument("--max-retries", type=int, default=5)
-    b.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (0.0)")
+    b.add_argument("--max-retries", type=_non_negative_int, default=5)
+    b.add_argument(
+        "--temperature", type=_temperature, default=0.0, help="sampling temperature (0.0)"
+    )
     b.add_argument(
         "--no-temperature",
         action="store_true",
@@ -703,6 +873,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the calls and tokens the build would make, and stop",
     )
+    add_lock_timeout_argument(b)
     b.set_defaults(func=cmd_build)
 
     i = sub.add_parser("inspect", help="counts, graph health, variables per metric, build report")
@@ -713,7 +884,7 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("query", help="retrieve chunks for a question, with route, score, paths")
     q.add_argument("dir")
     q.add_argument("question")
-    q.add_argument("--k", type=int, default=5)
+    q.add_argument("--k", type=_positive_int, default=5)
     q.add_argument("--json", action="store_true")
     q.add_argument(
         "--mode",
@@ -728,7 +899,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument(
         "--passage-words",
-        type=int,
+        type=_non_negative_int,
         default=DEFAULT_PASSAGE_WORDS,
         help=f"hybrid mode: words per returned passage (default {DEFAULT_PASSAGE_WORDS}; "
         "0: whole chunks)",
@@ -745,24 +916,25 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("files", nargs="+", help=".txt, .md, .json, .jsonl files or folders of them")
     a.add_argument(
         "--chunk-words",
-        type=int,
+        type=_positive_int,
         default=None,
         help=f"words per chunk (default: the build's, else {DEFAULT_CHUNK_WORDS})",
     )
     a.add_argument(
         "--chunk-overlap",
-        type=int,
+        type=_non_negative_int,
         default=None,
         help=f"overlap words (default: the build's, else {DEFAULT_OVERLAP_WORDS})",
     )
     a.add_argument(
         "--chunk-chars",
-        type=int,
+        type=_positive_int,
         default=None,
         help="character cap per chunk (default: the build's)",
     )
     a.add_argument("--json", action="store_true", help="print the update report as JSON")
     _add_embedder_arguments(a, "default: the one named in the graph's manifest")
+    add_lock_timeout_argument(a)
     a.set_defaults(func=cmd_add)
 
     r = sub.add_parser("remove", help="remove documents (by doc id) from a graph directory")
@@ -770,6 +942,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("doc_ids", nargs="+", help="document ids (chunks.jsonl's doc_id)")
     r.add_argument("--json", action="store_true", help="print the update report as JSON")
     _add_embedder_arguments(r, "default: the one named in the graph's manifest")
+    add_lock_timeout_argument(r)
     r.set_defaults(func=cmd_remove)
 
     from .eval.cli import add_eval_arguments, run_eval
@@ -790,7 +963,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except HCGError as exc:
-        print(f"hcg {args.command}: error: {exc}", file=sys.stderr)
+        from .safe_text import env_secrets, redact, visible  # a message may quote a file, a URL
+
+        print(visible(redact(f"hcg {args.command}: error: {exc}", env_secrets())), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"hcg {args.command}: interrupted", file=sys.stderr)

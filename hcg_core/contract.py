@@ -61,6 +61,64 @@ def json_metadata(metadata: Mapping[str, Any], *, who: str = "metadata") -> dict
     return out
 
 
+# ------------------------------------------------------------------ documents in a batch
+
+
+def keep_in_batch(
+    items: Sequence[tuple[str | None, str]], *, insert: bool, what: str = "document"
+) -> list[int]:
+    """The positions of a batch's ``(id the caller gave, or None; text)`` items to keep.
+
+    - an id the caller gave to two items is refused (``InputError``, nothing is added): both
+      would be stored under one id, and a later delete would remove both;
+    - an empty (blank) text is refused on an insert, and skipped with a warning in a build:
+      an empty chunk makes a graph directory its own loader refuses;
+    - identical texts without an id (boilerplate splits) would get one content id: kept once,
+      with a warning.
+
+    >>> keep_in_batch([("a", "x"), (None, "y"), (None, "y"), (None, " ")], insert=False)
+    [0, 1]
+    """
+    from .errors import InputError
+
+    given = [i for i, _ in items if i is not None]
+    repeated = (
+        sorted({i for i in given if given.count(i) > 1}) if len(set(given)) < len(given) else []
+    )
+    if repeated:
+        raise InputError(
+            f"{len(repeated)} id(s) are given to more than one {what} in this batch (first: "
+            f"{repeated[0]!r}); ids must be unique; nothing was added"
+        )
+    empty = [n for n, (_, text) in enumerate(items) if not text.strip()]
+    if empty and insert:
+        first = items[empty[0]][0]
+        raise InputError(
+            f"{len(empty)} {what}(s) to insert have no text (first: "
+            f"{first if first is not None else f'item {empty[0]}'!r}); nothing was added"
+        )
+    if empty:
+        logger.warning("%d %s(s) without text skipped", len(empty), what)
+    keep, seen, repeats = [], set(), 0
+    for n, (given_id, text) in enumerate(items):
+        if not text.strip():
+            continue
+        if given_id is None:
+            if text in seen:
+                repeats += 1
+                continue
+            seen.add(text)
+        keep.append(n)
+    if repeats:
+        logger.warning(
+            "%d %s(s) without an id repeat another's text exactly: kept once (give them ids to "
+            "keep each)",
+            repeats,
+            what,
+        )
+    return keep
+
+
 # ------------------------------------------------------------------ filters
 
 # Chroma-style dict filters (LangChain's ``filter=``): field -> value or {"$op": value}.

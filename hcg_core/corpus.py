@@ -9,13 +9,14 @@ from __future__ import annotations
 import bisect
 import hashlib
 import itertools
-import json
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .bounded import loads_json
 from .errors import ConfigError, InputError
 from .types import Chunk, Document
 
@@ -108,7 +109,7 @@ def load_inputs(
     bad: list[BadFile] = []
     for file, doc_id in _expand(paths, bad, follow_symlinks=follow_symlinks):
         try:
-            docs.extend(_read_file(file, doc_id, max_bytes=max_bytes))
+            docs.extend(_read_file(file, doc_id, max_bytes=max_bytes, skipped=bad))
         except InputError as exc:
             bad.append((file, str(exc)))
     if not docs:
@@ -170,7 +171,9 @@ def _walk(root: Path, bad: list[BadFile], *, follow_symlinks: bool) -> list[Path
             except OSError as exc:
                 bad.append((p, f"cannot read: {exc.strerror or exc}"))
                 continue
-            if is_dir:
+            if is_dir and _is_graph_dir(p):
+                bad.append((p, _GRAPH_DIR))
+            elif is_dir:
                 real = p.resolve()
                 if real not in seen:  # a followed link may loop back
                     seen.add(real)
@@ -185,29 +188,85 @@ def _walk(root: Path, bad: list[BadFile], *, follow_symlinks: bool) -> list[Path
 def _expand(
     paths: Iterable[str | Path], bad: list[BadFile], *, follow_symlinks: bool = False
 ) -> list[tuple[Path, str]]:
-    """Turn the given paths into (file, document id) pairs, recording unusable ones."""
-    out: list[tuple[Path, str]] = []
+    """Turn the given paths into (file, document id) pairs, recording unusable ones.
+
+    A document id is the file name (or its path relative to the folder given). Where two files
+    would share one (``a/x.md`` and ``b/x.md``), each gets its path as given instead, so ids stay
+    unique while a file with a unique name keeps the id it always had. A file named twice is read
+    once. A folder that is an hcg graph directory is not corpus (its ``chunks.jsonl`` would be
+    read back as text): it is skipped and listed.
+    """
+    out: list[tuple[Path, str, str]] = []  # (file, short id, id from the path as given)
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
+            if _is_graph_dir(p):
+                bad.append((p, _GRAPH_DIR))
+                continue
             for f in _walk(p, bad, follow_symlinks=follow_symlinks):
                 if f.suffix.lower() in SUPPORTED_SUFFIXES:
-                    out.append((f, f.relative_to(p).as_posix()))
+                    out.append((f, f.relative_to(p).as_posix(), f.as_posix()))
                 else:
                     bad.append((f, _unsupported(f)))
         elif p.is_file():
             if p.suffix.lower() in SUPPORTED_SUFFIXES:
-                out.append((p, p.name))
+                out.append((p, p.name, p.as_posix()))
             else:
                 bad.append((p, _unsupported(p)))
         elif p.exists():
             bad.append((p, _NOT_REGULAR))
         else:
             bad.append((p, "no such file or folder"))
-    return out
+    kept: list[tuple[Path, str, str]] = []
+    seen: set[Path] = set()
+    for f, short, full in out:
+        if _undecodable_name(f.as_posix()):
+            bad.append((f, _BAD_NAME))
+            continue
+        real = Path(os.path.abspath(f))  # not resolved: a link inside a folder is its own file
+        if real in seen:
+            continue
+        seen.add(real)
+        kept.append((f, short, full))
+    shared = {k for k, n in Counter(short for _, short, _ in kept).items() if n > 1}
+    return [(f, full if short in shared else short) for f, short, full in kept]
 
 
-def _read_file(path: Path, doc_id: str, *, max_bytes: int) -> list[Document]:
+_GRAPH_DIR = (
+    "an hcg graph directory, not corpus (its chunks.jsonl would be read back as text); "
+    "skipped. Pass the documents it was built from"
+)
+_BAD_NAME = "file name is not valid UTF-8 (the id would not be text); skipped. Rename the file"
+
+
+def display_path(path: str | os.PathLike) -> str:
+    """A path as printable text: bytes the file system could not decode shown as ``\\xff``.
+
+    >>> display_path(os.fsdecode(b"caf\\xff.md"))
+    'caf\\\\xff.md'
+    """
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _undecodable_name(name: str) -> bool:
+    """Whether a path holds bytes the file system could not decode (Python's surrogateescape)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _is_graph_dir(folder: Path) -> bool:
+    from .store import is_graph_dir  # the store owns the format; imported late (store -> spec)
+
+    return is_graph_dir(folder)
+
+
+def _read_file(
+    path: Path, doc_id: str, *, max_bytes: int, skipped: list[BadFile] | None = None
+) -> list[Document]:
+    """The documents of one file; items of a JSON file that are left out go to ``skipped``."""
     try:
         size = path.stat().st_size
         if size > max_bytes:
@@ -223,31 +282,50 @@ def _read_file(path: Path, doc_id: str, *, max_bytes: int) -> list[Document]:
     suffix = path.suffix.lower()
     source = {"source": path.as_posix()}
     if suffix == ".json":
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", path=path
-            ) from None
+        obj = loads_json(text, path=path, error=InputError, parse_constant=_constant_as_text)
         items = obj if isinstance(obj, list) else [obj]
         return _json_documents(
-            items, doc_id, source, path, max_bytes, single=not isinstance(obj, list)
+            items,
+            doc_id,
+            source,
+            path,
+            max_bytes,
+            single=not isinstance(obj, list),
+            skipped=skipped,
         )
     if suffix == ".jsonl":
         items = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
+        # Lines end at "\n" only: str.splitlines would also cut at U+2028, U+2029 and U+0085,
+        # which JSON allows raw inside a string.
+        for lineno, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
-            try:
-                items.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON on line {lineno}: {exc.msg}", path=path) from None
-        return _json_documents(items, doc_id, source, path, max_bytes, single=False)
+            items.append(
+                loads_json(
+                    line, path=path, line=lineno, error=InputError, parse_constant=_constant_as_text
+                )
+            )
+        return _json_documents(
+            items, doc_id, source, path, max_bytes, single=False, skipped=skipped
+        )
     return [Document(id=doc_id, text=text, metadata=source)]
 
 
+def _constant_as_text(name: str) -> str:
+    """Python's JSON reader accepts NaN and Infinity, which are not JSON; kept as text ("NaN"),
+    so the chunks.jsonl written from them stays strict JSON."""
+    return name
+
+
 def _json_documents(
-    items: list[Any], doc_id: str, source: dict, path: Path, max_bytes: int, *, single: bool
+    items: list[Any],
+    doc_id: str,
+    source: dict,
+    path: Path,
+    max_bytes: int,
+    *,
+    single: bool,
+    skipped: list[BadFile] | None = None,
 ) -> list[Document]:
     docs: list[Document] = []
     problems: list[str] = []
@@ -278,6 +356,12 @@ def _json_documents(
         if not text.strip():
             problems.append(f"item {i} is empty")
             continue
+        if _undecodable_name(text) or any(_undecodable_name(str(v)) for v in meta.values()):
+            problems.append(
+                f"item {i} holds a lone surrogate (a \\ud800-\\udfff escape), which is not "
+                "Unicode text"
+            )
+            continue
         if len(text.encode("utf-8")) > max_bytes:
             problems.append(f"item {i} is over the {max_bytes:,}-byte limit")
             continue
@@ -285,17 +369,36 @@ def _json_documents(
     if not docs:
         why = "; ".join(problems[:5]) if problems else "it holds no items"
         raise InputError(f"no usable document in JSON: {why}", path=path)
+    if problems and skipped is not None:  # the file is used; its bad items are named, not lost
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        skipped.append((path, f"{len(problems)} item(s) skipped: {'; '.join(problems[:5])}{more}"))
     return docs
 
 
 def decode_text(data: bytes, *, path: Path | str | None = None) -> str:
-    """Decode file bytes as UTF-8 (a BOM is allowed), rejecting empty, binary and non-UTF-8 input.
+    """Decode file bytes as UTF-8 (a BOM is allowed; UTF-16 and UTF-32 with their BOM too),
+    rejecting empty, binary and non-UTF-8 input.
 
-    >>> decode_text(b"\\xef\\xbb\\xbfhello")
-    'hello'
+    >>> decode_text(b"\\xef\\xbb\\xbfhello"), decode_text("hé".encode("utf-16"))
+    ('hello', 'hé')
     """
     if not data.strip():
         raise InputError("file is empty", path=path)
+    for bom, codec in _BOMS:
+        # A BOM says how the text is encoded, NUL bytes then being expected. Without a NUL after
+        # it, "\xff\xfe" is more likely the start of a Latin-1 file than UTF-16 (whose spaces
+        # and line breaks hold NUL bytes): that goes on to the UTF-8 check and its message.
+        if data.startswith(bom) and b"\x00" in data[len(bom) :]:
+            try:
+                text = data[len(bom) :].decode(codec)
+            except UnicodeDecodeError as exc:
+                raise InputError(
+                    f"file starts with a {codec.upper()} byte-order mark but is not {codec} "
+                    f"text (invalid data at byte offset {exc.start + len(bom)}); re-save it as "
+                    "UTF-8",
+                    path=path,
+                ) from None
+            return _checked_text(text, path)
     if b"\x00" in data:
         offset = data.index(b"\x00")
         raise InputError(
@@ -309,8 +412,25 @@ def decode_text(data: bytes, *, path: Path | str | None = None) -> str:
             f"{exc.start}); re-save it as UTF-8",
             path=path,
         ) from None
+    return _checked_text(text, path)
+
+
+# Byte-order marks of the encodings read besides UTF-8 (UTF-32 first: its LE mark starts with
+# UTF-16's). Editors on Windows save "Unicode" text as UTF-16 with a BOM.
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+
+def _checked_text(text: str, path: Path | str | None) -> str:
+    """``text``, refused when empty, binary-looking, or holding a lone surrogate."""
     if not text.strip():
         raise InputError("file is empty (only whitespace)", path=path)
+    if _undecodable_name(text):  # UTF-16 can hold an unpaired surrogate; UTF-8 cannot
+        raise InputError("file holds a lone surrogate, which is not Unicode text", path=path)
     controls = len(_CONTROL_RE.findall(text))
     if controls > _MAX_CONTROL_SHARE * len(text):
         raise InputError(
@@ -410,6 +530,12 @@ def chunk_documents(
         raise ConfigError(f"max_chars must be a positive int, got {max_chars!r}")
     chunks: list[Chunk] = []
     for doc in docs:
+        if not doc.text.isascii() and _undecodable_name(doc.text):
+            raise InputError(
+                f"document {doc.id!r} holds a lone surrogate (U+D800-U+DFFF), which is not "
+                "Unicode text and cannot be stored; replace it (e.g. text.encode('utf-8', "
+                "'replace').decode())"
+            )
         spans = word_spans(doc.text, max_token_chars=min(MAX_TOKEN_CHARS, max_chars))
         windows: list[tuple[int, int]] = []
         for first, last in _block_groups(doc.text, spans, chunk_words):
@@ -428,6 +554,32 @@ def chunk_documents(
                 Chunk(id=chunk_id(doc.id, start, text), text=text, doc_id=doc.id, metadata=meta)
             )
     return chunks
+
+
+def recorded_chunking(report: Any) -> dict[str, int]:
+    """The chunking a build recorded in its report (``input``), for edits to cut text alike.
+
+    Only the usable values: ``chunk_words``, ``whole_words`` and ``chunk_chars`` positive ints,
+    ``chunk_overlap`` an int >= 0. A hand-edited or odd-typed report (a string, a float, an
+    object) is ignored key by key, so an edit falls back to the defaults instead of failing.
+
+    >>> recorded_chunking({"input": {"chunk_words": 120, "chunk_overlap": "x", "chunk_chars": 0}})
+    {'chunk_words': 120}
+    """
+    given = report.get("input") if isinstance(report, dict) else None
+    if not isinstance(given, dict):
+        return {}
+    out = {}
+    for key, least in (
+        ("chunk_words", 1),
+        ("chunk_overlap", 0),
+        ("whole_words", 1),
+        ("chunk_chars", 1),
+    ):
+        value = given.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= least:
+            out[key] = value
+    return out
 
 
 def _block_groups(
@@ -586,7 +738,9 @@ __all__ = [
     "count_not_english",
     "decode_text",
     "english_share",
+    "display_path",
     "english_word_counts",
+    "recorded_chunking",
     "load_inputs",
     "reads_not_english",
     "word_spans",

@@ -56,6 +56,17 @@ class FormatVersionError(StoreError):
     """The directory was written by an incompatible version of the format."""
 
 
+class GraphLockedError(StoreError):
+    """Another process is writing the graph directory and did not finish within the timeout.
+
+    ``holder`` is what the lock file says of its holder (pid, host, since), or ``""`` when unknown.
+    """
+
+    def __init__(self, message: str, *, path: Path | str | None = None, holder: str = ""):
+        self.holder = holder
+        super().__init__(message, path=path)
+
+
 class EmbedderError(HCGError):
     """The embedder failed, returned a wrong shape, or does not match the stored embeddings."""
 
@@ -87,6 +98,16 @@ class LLMContextLengthError(LLMRejectedError):
 
 class LLMTruncatedError(LLMOutputError):
     """The reply stopped at the token limit (``finish_reason == "length"``): split or raise it."""
+
+
+class LLMProtocolError(LLMOutputError):
+    """A 200 reply that is not an OpenAI chat completion (not JSON, no ``choices``): a failed
+    item, counted as a call, not re-asked (a server that answers so answers every re-ask so)."""
+
+
+class LLMCacheError(LLMError, StoreError):
+    """The LLM reply cache cannot be written (a full disk): the build stops, the replies cached
+    before stay, and a rerun resumes from them."""
 
 
 class LLMRefusalError(LLMOutputError):

@@ -36,6 +36,11 @@ def _step(step: str, path: Path) -> None:
         _fault_hook(step, path)
 
 
+def fault_step(step: str, path: Path) -> None:
+    """The test seam, for other modules' own steps (``store`` publishing a version)."""
+    _step(step, path)
+
+
 def _umask() -> int:
     """The process umask, read without changing it where the OS allows (os.umask is not atomic)."""
     with contextlib.suppress(OSError, ValueError):
@@ -241,6 +246,9 @@ def keep_old_entries(old: Path, real: Path, *, replaced: frozenset[str]) -> None
 
 
 __all__ = [
+    "fault_step",
+    "fsync_dir",
+    "remove_stale_staging",
     "STAGING_MARK",
     "STAGING_TAG",
     "atomic_write_bytes",

@@ -1,14 +1,20 @@
-"""The only module that reads or writes a built graph on disk (format: docs/format.md).
+"""The only module that reads or writes a built graph on disk (format 2: docs/format.md).
 
-A graph directory holds ``manifest.json``, ``spec.yaml``, ``graph.json``, ``chunks.jsonl``, and
-optionally ``embeddings/*.npy`` and ``build_report.json``. A save writes the whole new graph into
-a temporary sibling folder and swaps it in only when complete, so a failed or killed rebuild
-leaves the previous graph loadable; each file is written to a temporary file and renamed, with
-the user's umask (the mechanics live in ``hcg_core.safe_files``). ``check_output_dir`` refuses, before any work, an output that is not a graph
-directory, lies inside an input, or cannot be written.
+A graph directory's ``manifest.json`` points (``current``) at ``versions/<n>/``, a folder of flat
+files: ``manifest.json``, ``spec.yaml``, ``graph.json``, ``chunks.jsonl``, and optionally
+``embeddings/*.npy``, ``build_report.json`` and ``incremental.json``. A flat directory (format 1,
+or one written by hand) is such a folder on its own and is read as it is. A save holds the
+directory's writer lock (``hcg_core.graph_lock``), writes a new version folder, re-reads the
+text files it wrote (``verify_written``), and publishes it by rewriting the pointer in one atomic
+rename; so a reader gets the old graph or the new one, a failed or killed save leaves the old one
+loadable, and nothing but the graph's own files is ever removed. Files are written to a temporary
+file and renamed, with the user's umask (``hcg_core.safe_files``). ``check_output_dir`` refuses,
+before any work, an output that is not a graph directory, lies inside an input, or cannot be
+written; ``check_output_path`` refuses an export or page written into a graph or onto a special
+file.
 
-Loading trusts nothing: every file must resolve inside the directory (no links out), chunks
-need non-empty text, malformed entries are named with their file and expected shape.
+Loading trusts nothing and writes nothing: every file must resolve inside the directory (no links
+out), chunks need non-empty text, malformed entries are named with their file and expected shape.
 Embeddings are plain ``.npy`` read with ``allow_pickle=False`` and memory-mapped read-only
 (``mmap_mode="r"``), so processes serving one directory share its pages; they are validated in
 blocks of rows. A missing, stale or damaged one (NaN, inf, extra all-zero rows) is reported as
@@ -18,9 +24,13 @@ A corrupt ``build_report.json`` is noted and ignored.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import json
+import math
 import os
+import re
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,18 +39,26 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from .errors import CorruptFileError, FormatVersionError, MissingFileError, SpecError, StoreError
+from . import bounded
+from .errors import (
+    CorruptFileError,
+    FormatVersionError,
+    HCGError,
+    MissingFileError,
+    SpecError,
+    StoreError,
+)
+from .graph_lock import LOCK_NAME, graph_lock
 from .safe_files import (
     STAGING_TAG,
     atomic_write_bytes,
     atomic_write_text,
     check_writable_dir,
-    keep_old_entries,
-    make_staging,
+    fault_step,
+    fsync_dir,
     os_reason,
-    swap_in,
+    remove_stale_staging,
 )
 from .spec import spec_from_dict, spec_to_yaml, validate_graph
 from .spec.yaml_io import variable_from_item
@@ -48,7 +66,10 @@ from .types import CausalEdge, CausalGraph, Chunk, DomainSpec, Variable
 from .types import variable_text as variable_text  # re-exported: it lived here before types.py
 
 FORMAT_NAME = "hcg-graph"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Versions this module reads: 1 is the flat layout of earlier releases, read as it is.
+READABLE_VERSIONS = (1, 2)
+VERSIONS = "versions"  # versions/<n>/: one complete graph each; manifest.json points at one
 MANIFEST = "manifest.json"
 SPEC = "spec.yaml"
 GRAPH = "graph.json"
@@ -99,11 +120,9 @@ def _atomic_write_npy(path: Path, arr: np.ndarray, like: Path | None = None) -> 
 
 # ---------------------------------------------------------------- output directories
 
-# Entries of a graph directory that hcg itself puts there besides the graph: the default LLM reply
-# cache. A folder holding only these may be (re)written without ``force``.
-HCG_OWNED: tuple[str, ...] = (".llm_cache",)
-# What a save writes: on a rebuild, these entries of the previous folder are replaced or dropped.
-_GRAPH_ENTRIES = frozenset({MANIFEST, SPEC, GRAPH, CHUNKS, REPORT, LEDGER, "embeddings"})
+# Entries of a graph directory that hcg itself puts there besides the graph: the default LLM reply A folder holding only these may be (re)written without ``force``.
+# cache, the writers' lock and the version folders (a killed first save leaves them alone).
+HCG_OWNED: tuple[str, ...] = (".llm_cache", LOCK_NAME, VERSIONS)
 
 
 def is_graph_dir(path: str | os.PathLike) -> bool:
@@ -112,8 +131,8 @@ def is_graph_dir(path: str | os.PathLike) -> bool:
     if not manifest.is_file() or manifest.is_symlink():
         return False
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        data = bounded.read_json(manifest, cap=MANIFEST_CAP)
+    except StoreError:
         return False
     return (
         isinstance(data, dict)
@@ -204,6 +223,54 @@ def check_report_path(path: str | os.PathLike) -> Path:
     return p
 
 
+def check_output_path(path: str | os.PathLike, *, folder: bool = False) -> Path:
+    """Refuse an output (``view --out``, ``export --out``) that is not a plain new or regular file.
+
+    Refused (``StoreError``, one line each): an empty path; a symbolic link, a device, FIFO or
+    socket; an existing folder (for ``folder``: an existing file); a path under a file; a path
+    inside any graph directory (a folder with an hcg ``manifest.json`` among its ancestors, or the
+    folder itself for ``folder``), whose own files it could replace. Returns the path.
+    """
+    if not str(path).strip():
+        raise StoreError("the output path is empty; name a file, e.g. --out graph.graphml")
+    p = Path(path)
+    what = "folder" if folder else "file"
+    if p.is_symlink():
+        raise StoreError(
+            f"is a symbolic link; name a regular {what} (writing would replace the link)", path=p
+        )
+    if p.exists():
+        if folder and not p.is_dir():
+            raise StoreError("exists and is not a folder; name a folder for the files", path=p)
+        if not folder and p.is_dir():
+            raise StoreError("is a folder; name a file to write", path=p)
+        if not folder and not p.is_file():
+            raise StoreError(
+                "is not a regular file (a device, FIFO or socket); name a regular file", path=p
+            )
+    for above in p.absolute().parents:
+        if above.exists() or above.is_symlink():
+            if not above.is_dir():
+                raise StoreError(f"lies under {above}, which is a file, not a folder", path=p)
+            break
+    real = p.resolve()
+    for candidate in (real, *real.parents) if folder else real.parents:
+        if is_graph_dir(candidate):
+            raise StoreError(
+                f"lies inside the graph directory {candidate}; write the output outside it",
+                path=p,
+            )
+    return p
+
+
+def write_output_file(path: str | os.PathLike, text: str) -> Path:
+    """Write an export or page to ``path`` atomically; the disk's failure is a ``StoreError``."""
+    try:
+        return atomic_write_text(path, text)
+    except OSError as exc:
+        raise StoreError(f"cannot write the output: {os_reason(exc)}", path=path) from None
+
+
 # ---------------------------------------------------------------- save
 
 
@@ -243,6 +310,7 @@ def save_graph(
     report: dict[str, Any] | None = None,
     force: bool = False,
     ledger: dict[str, Any] | None = None,
+    lock_timeout: float | None = None,
 ) -> Path:
     """Write ``graph`` as a graph directory; return its path.
 
@@ -252,10 +320,15 @@ def save_graph(
     Embeddings are written only with ``embedder_name`` (the manifest records which model made
     them) and must align with ``graph.variables`` / ``graph.chunks``.
 
-    Crash-safe: the new graph is written into a temporary sibling folder and swapped in only when
-    complete, so a failed or killed save leaves the previous graph at ``directory``, loadable.
-    An existing folder that is not an hcg graph directory is refused unless ``force`` (see
-    ``check_output_dir``). Raises ``StoreError`` (with the OS's reason) when the disk fails.
+    One writer at a time: the directory's lock is held for the save (``graph_lock``; a second
+    writer waits ``lock_timeout`` seconds, default 30 or ``$HCG_LOCK_TIMEOUT``, then fails with
+    ``GraphLockedError``). The new graph is written into a new folder ``versions/<n>/``, re-read
+    and checked, and published by rewriting ``manifest.json`` (the pointer) in one atomic rename,
+    so a reader sees the old graph or the new one, and a failed or killed save leaves the previous
+    graph loadable. An existing folder that is not an hcg graph directory is refused unless
+    ``force`` (see ``check_output_dir``); its own files are never touched. Raises ``StoreError``
+    (with the OS's reason) when the disk fails, and ``CorruptFileError`` when the written files
+    do not read back as the graph (nothing is published then).
     """
     real = check_output_dir(directory, force=force, probe=False)
     if embedder_name is not None:
@@ -269,40 +342,246 @@ def save_graph(
                     path=Path(directory)
                     / (VARIABLE_VECTORS if key == "variables" else CHUNK_VECTORS),
                 )
+    # Serialised before any disk work: a text that cannot be stored fails with nothing written.
+    chunk_text = chunks_to_jsonl(graph.chunks, path=Path(directory) / CHUNKS)
     try:
-        real.parent.mkdir(parents=True, exist_ok=True)
-        staging = make_staging(real)
+        real.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot write the graph here: {os_reason(exc)}", path=directory) from None
-    swapped = False
-    try:
-        _write_graph_files(
-            graph, staging, real, embedder_name, variable_embeddings, chunk_embeddings, report
+    with graph_lock(real, timeout=lock_timeout):
+        flat_before = _flat_graph_before(real)
+        previous = current_dir(real) if is_graph_dir(real) else real
+        try:
+            version = _new_version_dir(real)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write the graph here: {os_reason(exc)}", path=directory
+            ) from None
+        published = False
+        try:
+            _write_graph_files(
+                graph,
+                version,
+                previous,
+                embedder_name,
+                variable_embeddings,
+                chunk_embeddings,
+                report,
+                ledger,
+                chunk_text,
+            )
+            try:
+                verify_written(version, graph)
+            except (StoreError, SpecError) as exc:
+                raise CorruptFileError(
+                    f"the graph written does not read back as written ({exc}); nothing was "
+                    "published, the previous graph is unchanged",
+                    path=directory,
+                ) from exc
+            _publish(real, version)
+            published = True
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write the graph ({os_reason(exc)}); the previous contents are unchanged",
+                path=directory,
+            ) from None
+        finally:
+            if not published:  # drop the partial version; the published one was never touched
+                shutil.rmtree(version, ignore_errors=True)
+        _tidy(real, version, flat_before)
+    return Path(directory)
+
+
+def current_dir(directory: str | os.PathLike) -> Path:
+    """The folder that holds the current files of a graph directory.
+
+    ``directory/versions/<n>`` for a directory that ``save_graph`` wrote (its ``manifest.json``
+    names it under ``current``); ``directory`` itself for a flat one (format 1, or written by
+    hand). Edit ``graph.json`` there by hand, then reload.
+    """
+    directory = Path(directory)
+    pointer = _read_json(_confined(directory, MANIFEST), cap=MANIFEST_CAP)
+    if isinstance(pointer, dict) and "current" in pointer:
+        return _pointed_dir(directory, pointer)
+    return directory
+
+
+def _pointed_dir(directory: Path, pointer: dict[str, Any]) -> Path:
+    current = pointer.get("current")
+    parts = current.split("/") if isinstance(current, str) else []
+    if len(parts) != 2 or parts[0] != VERSIONS or not parts[1].isdigit():
+        raise CorruptFileError(
+            f"'current' is {current!r}; expected \"{VERSIONS}/<n>\", the folder of the current "
+            "version",
+            path=directory / MANIFEST,
         )
-        if ledger is not None:  # before the manifest is rewritten below, which names it
-            atomic_write_text(
-                staging / LEDGER,
-                json.dumps(ledger, ensure_ascii=False, separators=(",", ":")) + "\n",
-                like=real / LEDGER,
-            )
-            manifest = json.loads((staging / MANIFEST).read_text(encoding="utf-8"))
-            manifest["incremental"] = LEDGER
-            atomic_write_text(
-                staging / MANIFEST, json.dumps(manifest, indent=1) + "\n", like=real / MANIFEST
-            )
-        old = swap_in(staging, real)
-        swapped = True
+    return _confined(directory, current)
+
+
+def _flat_graph_before(real: Path) -> bool:
+    """Whether ``real`` holds a flat (format 1) graph, whose files the new version replaces."""
+    if not is_graph_dir(real):
+        return False
+    with contextlib.suppress(StoreError):
+        return current_dir(real) == real
+    return False
+
+
+def _new_version_dir(real: Path) -> Path:
+    """A new, empty ``versions/<n>`` with ``n`` above every existing one (a killed save's too)."""
+    versions = real / VERSIONS
+    versions.mkdir(exist_ok=True)
+    numbers = [int(p.name) for p in versions.iterdir() if p.name.isdigit()]
+    n = max(numbers, default=0) + 1
+    while True:
+        try:
+            (versions / str(n)).mkdir()
+            return versions / str(n)
+        except FileExistsError:
+            n += 1
+
+
+def _publish(real: Path, version: Path) -> None:
+    """Point ``manifest.json`` at ``version`` in one atomic rename: the moment the save happens."""
+    for folder in (version / "embeddings", version, version.parent):
+        fsync_dir(folder)  # the version's files are on disk before anything points at them
+    fault_step("swap", real)
+    pointer = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "current": f"{VERSIONS}/{version.name}",
+    }
+    atomic_write_text(real / MANIFEST, json.dumps(pointer, indent=1) + "\n")
+    fsync_dir(real)
+
+
+def _tidy(real: Path, keep: Path, flat_before: bool) -> None:
+    """Remove the versions before ``keep`` and, after a flat graph, its files (never others).
+
+    A reader still reading an old version sees it vanish and reads the new one (``load_graph``
+    retries when the pointer moved). A kill here leaves leftovers that the next save removes.
+    """
+    try:
+        remove_stale_staging(real)  # format 1 saves staged in siblings; a killed one's leftover
+        for p in sorted((real / VERSIONS).iterdir()):
+            if p.name != keep.name and not p.is_symlink():
+                fault_step("remove", p)
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+        if flat_before:
+            for rel in (SPEC, GRAPH, CHUNKS, REPORT, LEDGER, VARIABLE_VECTORS, CHUNK_VECTORS):
+                p = real / rel
+                if p.is_file() and not p.is_symlink():
+                    fault_step("remove", p)
+                    p.unlink()
+            with contextlib.suppress(OSError):  # only when empty: a user's own file stays
+                (real / "embeddings").rmdir()
     except OSError as exc:
         raise StoreError(
-            f"cannot write the graph ({os_reason(exc)}); the previous contents are unchanged",
-            path=directory,
+            f"the new graph is in place, but removing the previous version failed "
+            f"({os_reason(exc)}); the next save retries",
+            path=real,
         ) from None
-    finally:
-        if not swapped:  # drop the partial graph; the previous one was never touched
-            shutil.rmtree(staging, ignore_errors=True)
-    if old is not None:
-        keep_old_entries(old, real, replaced=_GRAPH_ENTRIES)
-    return Path(directory)
+
+
+# JSON allows these inside strings, but line-splitting readers (Python's str.splitlines, many
+# JSONL tools) break lines at them; escaped, a chunks.jsonl line is one line for every reader.
+_LINE_BREAKS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\x85", "\\u0085"))
+
+
+def chunk_to_line(chunk: Chunk) -> str:
+    """One ``chunks.jsonl`` line: strict JSON (no NaN), with no character that breaks a line.
+
+    >>> chunk_to_line(Chunk("k1", "a\u2028b", "d.md", {}))
+    '{"id": "k1", "text": "a\\\\u2028b", "doc_id": "d.md", "metadata": {}}'
+    """
+    line = json.dumps(
+        {
+            "id": chunk.id,
+            "text": chunk.text,
+            "doc_id": chunk.doc_id,
+            "metadata": dict(chunk.metadata),
+        },
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+    for char, escaped in _LINE_BREAKS:  # str.replace scans in C; translate() did not pay
+        if char in line:
+            line = line.replace(char, escaped)
+    return line
+
+
+def chunks_to_jsonl(chunks: Sequence[Chunk], *, path: Path | None = None) -> bytes:
+    """``chunks.jsonl``'s bytes; a chunk that cannot be stored exactly is a ``StoreError``."""
+    lines = []
+    for c in chunks:
+        try:
+            lines.append(chunk_to_line(c))
+        except (ValueError, TypeError) as exc:
+            what = "NaN or infinity" if isinstance(exc, ValueError) else str(exc)
+            raise StoreError(
+                f"chunk {c.id!r} (document {c.doc_id!r}) has metadata JSON cannot hold ({what}); "
+                "give finite numbers, strings or booleans",
+                path=path,
+            ) from None
+    try:
+        return ("\n".join(lines) + "\n").encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = next(c for c in chunks if not _encodable(c))
+        raise StoreError(
+            f"chunk {bad.id!r} (document {bad.doc_id!r}) holds a lone surrogate "
+            f"(U+{ord(exc.object[exc.start]):04X}), which is not Unicode text; replace it",
+            path=path,
+        ) from None
+
+
+def _encodable(c: Chunk) -> bool:
+    try:
+        chunk_to_line(c).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def verify_written(version: Path, graph: CausalGraph) -> None:
+    """Re-parse the text files just written and check they hold ``graph``; else CorruptFileError.
+
+    Not a full reload (vectors are not re-read), so an ``hcg add`` stays cheap: what it guards
+    against is a file its own reader cannot read back (a line break inside a chunk, a bad spec).
+    """
+    chunks = _read_chunks(version / CHUNKS)
+    if len(chunks) != len(graph.chunks):
+        raise CorruptFileError(
+            f"reads back as {len(chunks)} chunks, {len(graph.chunks)} were written",
+            path=version / CHUNKS,
+        )
+    for got, want in zip(chunks, graph.chunks, strict=True):
+        if (got.id, got.text, got.doc_id) != (str(want.id), want.text, want.doc_id or ""):
+            raise CorruptFileError(
+                f"chunk {want.id!r} does not read back as written",
+                path=version / CHUNKS,
+            )
+    spec = read_spec_file(version / SPEC)
+    # Equal dataclasses settle it; the YAML texts (slow to make) only when a reading normalised
+    # something the spec object held otherwise.
+    if spec != graph.spec and spec_to_yaml(spec) != spec_to_yaml(graph.spec):
+        raise CorruptFileError("does not read back as the spec written", path=version / SPEC)
+    variables, edges = graph_from_dict(_read_json(version / GRAPH), spec, version / GRAPH)
+    try:
+        validate_graph(spec, variables, edges, {c.id for c in chunks})
+    except SpecError as exc:
+        raise SpecError(
+            f"{exc} (the graph written does not load)",
+            entry=exc.entry,
+            path=version / GRAPH,
+        ) from exc
+    if [v.name for v in variables] != [v.name for v in graph.variables] or [
+        (e.id, e.source, e.target) for e in edges
+    ] != [(e.id, e.source, e.target) for e in graph.edges]:
+        raise CorruptFileError("does not read back as the graph written", path=version / GRAPH)
+    read_manifest(version)
+    for name in (REPORT, LEDGER):
+        if (version / name).exists() and not isinstance(_read_json(version / name), dict):
+            raise CorruptFileError("does not read back as a JSON object", path=version / name)
 
 
 def _write_graph_files(
@@ -313,6 +592,8 @@ def _write_graph_files(
     variable_embeddings: np.ndarray | None,
     chunk_embeddings: np.ndarray | None,
     report: dict[str, Any] | None,
+    ledger: dict[str, Any] | None = None,
+    chunk_text: bytes | None = None,
 ) -> None:
     """Write every file of the graph into the (new, empty) ``directory``; the manifest last."""
 
@@ -321,14 +602,9 @@ def _write_graph_files(
 
     write(SPEC, spec_to_yaml(graph.spec))
     write(GRAPH, json.dumps(graph_to_dict(graph), indent=1, ensure_ascii=False) + "\n")
-    lines = (
-        json.dumps(
-            {"id": c.id, "text": c.text, "doc_id": c.doc_id, "metadata": dict(c.metadata)},
-            ensure_ascii=False,
-        )
-        for c in graph.chunks
-    )
-    write(CHUNKS, "\n".join(lines) + "\n")
+    if chunk_text is None:
+        chunk_text = chunks_to_jsonl(graph.chunks, path=directory / CHUNKS)
+    atomic_write_bytes(directory / CHUNKS, chunk_text, like=previous / CHUNKS)
     emb: dict[str, Any] = {}
     if embedder_name is not None:
         for key, arr, texts, rel in (
@@ -351,7 +627,10 @@ def _write_graph_files(
                 "zero_rows": zero_rows,
             }
     if report is not None:
-        write(REPORT, json.dumps(report, indent=1, default=str) + "\n")
+        # Strict JSON: a report's NaN (a ratio over zero items) becomes null, never a bare NaN.
+        write(REPORT, json.dumps(_strict_json(report), indent=1, default=str) + "\n")
+    if ledger is not None:
+        write(LEDGER, json.dumps(ledger, ensure_ascii=False, separators=(",", ":")) + "\n")
     manifest = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -367,31 +646,56 @@ def _write_graph_files(
             "evidence_links": graph.evidence_links,
         },
     }
-    # The manifest goes last: a directory with a manifest is a complete one.
+    if ledger is not None:
+        manifest["incremental"] = LEDGER
+    # The manifest goes last: a version folder with a manifest is a complete one.
     write(MANIFEST, json.dumps(manifest, indent=1) + "\n")
+
+
+def _strict_json(value: Any) -> Any:
+    """``value`` with non-finite floats as None and non-string keys as strings (JSON's own)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else str(k): _strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict_json(v) for v in value]
+    return value
 
 
 # ---------------------------------------------------------------- load
 
 
 def _read_text(
-    path: Path, missing: str = "missing; a graph directory needs it (see docs/format.md)"
+    path: Path,
+    missing: str = "missing; a graph directory needs it (see docs/format.md)",
+    *,
+    cap: int | None = bounded.BASE_CAP,
 ) -> str:
     if not path.is_file():
         raise MissingFileError(missing, path=path)
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CorruptFileError(f"cannot be read as UTF-8 text: {exc}", path=path) from exc
+    return bounded.read_text(path, cap=cap)
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(_read_text(path))
-    except json.JSONDecodeError as exc:
-        raise CorruptFileError(
-            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", path=path
-        ) from exc
+def _read_json(path: Path, cap: int | None = bounded.BASE_CAP) -> Any:
+    """One JSON file of the directory, parsed within ``hcg_core.bounded``'s limits."""
+    return bounded.loads_json(_read_text(path, cap=cap), path=path, error=CorruptFileError)
+
+
+# Size caps of the graph's files: a fixed part plus an allowance per item the manifest counts, so
+# the corpus sizes of docs/scaling.md (1M chunks) load while a damaged or swapped file is refused
+# before it is read. The allowances are far above what hcg writes (a chunk is at most
+# --chunk-chars characters, 7,200 by default: 43 KB even as \uXXXX escapes).
+MANIFEST_CAP = 1024 * 1024
+_CHUNKS_PER_ITEM = {"chunks": 256 * 1024}
+_GRAPH_PER_ITEM = {"variables": 8 * 1024, "edges": 32 * 1024, "evidence_links": 256}
+_SPEC_PER_ITEM = {"variables": 8 * 1024, "metrics": 16 * 1024, "dimensions": 64 * 1024}
+_OPTIONAL_PER_ITEM = {"chunks": 16 * 1024, "edges": 16 * 1024, "variables": 8 * 1024}
+
+
+def _cap(manifest: dict[str, Any] | None, per_item: dict[str, int]) -> int:
+    counts = manifest.get("counts") if isinstance(manifest, dict) else None
+    return bounded.size_cap(per_item, counts if isinstance(counts, dict) else None)
 
 
 def _confined(directory: Path, rel: str) -> Path:
@@ -412,27 +716,92 @@ def _confined(directory: Path, rel: str) -> Path:
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:
-    manifest = _read_json(_confined(directory, MANIFEST))
+    """A folder's ``manifest.json``, refused unless its ``format_version`` is one this reads."""
+    manifest = _read_json(_confined(directory, MANIFEST), cap=MANIFEST_CAP)
     if not isinstance(manifest, dict):
         raise CorruptFileError("must be a JSON object", path=directory / MANIFEST)
     version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise FormatVersionError(
-            f"format_version {version!r} is not supported; this hcg-rag reads version "
-            f"{FORMAT_VERSION} (rebuild the graph, or upgrade hcg-rag)",
+            f"format_version {bounded.short(version)} is not supported; this hcg-rag reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))} (rebuild the graph, or upgrade hcg-rag)",
             path=directory / MANIFEST,
         )
+    if version == 1 and "current" in manifest:
+        raise CorruptFileError(
+            "format_version 1 has no 'current' version folder; set format_version to 2",
+            path=directory / MANIFEST,
+        )
+    problem = manifest_problem(manifest)
+    if problem:
+        raise CorruptFileError(f"{problem} (see docs/format.md)", path=directory / MANIFEST)
     return manifest
 
 
-def read_spec_file(path: str | os.PathLike) -> DomainSpec:
-    """Read a spec.yaml (``yaml.safe_load``); errors name the file and the offending entry."""
+# An embedder name as hcg and the adapters write it: a model id, maybe "openai:" or a version tail.
+_EMBEDDER_NAME = re.compile(r"[\w.:/@+-]{1,200}")
+# No count of a graph reaches this; a larger one is damage, and it would scale the size caps.
+_MAX_COUNT = 10**10
+
+
+def manifest_problem(manifest: dict[str, Any]) -> str | None:
+    """What is wrong with a parsed manifest's fields (as ``graph.json``'s are checked), or None.
+
+    ``embedder`` is a name that can be resolved or passed: a string, and for the names of this
+    package's own embedders (``hashing-``, ``minilm-``) one that they would have written. It may
+    be null only in a graph saved without vectors. ``counts`` are non-negative integers.
+    """
+    from .embedders.factory import embedder_from_name
+
+    name = manifest.get("embedder")
+    table = manifest.get("embeddings")
+    if table not in (None, {}) and not isinstance(table, dict):
+        return f"'embeddings' is a {_json_type(table)}; expected an object"
+    if name is None:
+        if table:
+            return "'embedder' is null, but the graph stores vectors; name the embedder"
+    elif not isinstance(name, str) or not _EMBEDDER_NAME.fullmatch(name):
+        what = bounded.short(name) if isinstance(name, str) else f"a {_json_type(name)}"
+        return f"'embedder' is {what}; expected an embedder name, e.g. 'minilm-l6-v2-int8'"
+    elif name.startswith(("hashing", "minilm")):
+        try:
+            embedder_from_name(name)
+        except HCGError as exc:
+            return f"'embedder' {bounded.short(name)} is not a name this package writes: {exc}"
+    counts = manifest.get("counts")
+    if counts is not None:
+        if not isinstance(counts, dict):
+            return f"'counts' is a {_json_type(counts)}; expected an object of integers"
+        for key, n in counts.items():
+            if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n < _MAX_COUNT:
+                return f"'counts.{key[:40]}' is not a non-negative integer"
+    for key, info in (table or {}).items():
+        if not isinstance(info, dict):
+            return f"'embeddings.{key[:40]}' is a {_json_type(info)}; expected an object"
+        shape = info.get("shape")
+        if shape is not None and (
+            not isinstance(shape, list)
+            or len(shape) != 2
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)
+        ):
+            return f"'embeddings.{key[:40]}.shape' is not two non-negative integers"
+    return None
+
+
+def read_spec_file(path: str | os.PathLike, *, cap: int | None = bounded.BASE_CAP) -> DomainSpec:
+    """Read a spec.yaml (``hcg_core.bounded``: no aliases, bounded depth, duplicate keys refused);
+    errors name the file and the offending entry.
+
+    ``G/spec.yaml`` of a graph directory that ``save_graph`` wrote (in ``versions/<n>/``) reads
+    the current version's spec, as it did in the flat layout.
+    """
     path = Path(path)
-    text = _read_text(path, "no such spec file")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CorruptFileError(f"invalid YAML: {exc}", path=path) from exc
+    if not path.exists() and path.name == SPEC and is_graph_dir(path.parent):
+        # ``--spec G/spec.yaml`` (the docs' rebuild story) names the current version's spec.
+        with contextlib.suppress(StoreError):
+            path = current_dir(path.parent) / SPEC
+    text = _read_text(path, "no such spec file", cap=cap)
+    data = bounded.loads_yaml(text, path=path, error=CorruptFileError)
     try:
         return spec_from_dict(data)
     except SpecError as exc:
@@ -442,25 +811,29 @@ def read_spec_file(path: str | os.PathLike) -> DomainSpec:
 CHUNK_SHAPE = '{"id": "...", "text": "non-empty text", "doc_id": "...", "metadata": {...}}'
 
 
-def _read_chunks(path: Path) -> tuple[Chunk, ...]:
+def _read_chunks(path: Path, cap: int | None = bounded.BASE_CAP) -> tuple[Chunk, ...]:
     chunks = []
-    for lineno, line in enumerate(_read_text(path).splitlines(), 1):
+    # Lines end at "\n" only (a "\r" before it is JSON whitespace): str.splitlines would also
+    # cut at U+2028, U+2029 and U+0085, which JSON allows raw inside a string.
+    for lineno, line in enumerate(_read_text(path, cap=cap).split("\n"), 1):
         if not line.strip():
             continue
         try:
-            d = json.loads(line)
-        except json.JSONDecodeError as exc:
+            d = bounded.loads_json(line, path=path, line=lineno, error=CorruptFileError)
+        except CorruptFileError as exc:
+            if "invalid JSON" not in str(exc):
+                raise
             raise CorruptFileError(
-                f"line {lineno}: invalid JSON ({exc.msg}); expected one object {CHUNK_SHAPE}",
+                f"{str(exc).removeprefix(f'{path}: ')}; expected one object {CHUNK_SHAPE}",
                 path=path,
-            ) from exc
+            ) from None
         problem = None
         if not isinstance(d, dict):
             problem = f"is a JSON {type(d).__name__}"
         elif not isinstance(d.get("id"), (str, int)) or isinstance(d.get("id"), bool):
             problem = "has no 'id' (a string)"
         elif not isinstance(d.get("text"), str) or not d["text"].strip():
-            problem = f"'text' is {d.get('text')!r}, not a non-empty string"
+            problem = f"'text' is {bounded.short(d.get('text'))}, not a non-empty string"
         elif not isinstance(d.get("metadata") or {}, dict):
             problem = "'metadata' is not an object"
         if problem:
@@ -581,6 +954,10 @@ def _load_vectors(
     if not path.is_file():
         notes.append(f"{path.name} missing: {key} embeddings will be recomputed")
         return None
+    problem = npy_header_problem(path, max(len(texts), _STALE_ROWS_ALLOWANCE))
+    if problem:  # before np.load: a header may claim any shape, and checks would read it all
+        notes.append(f"warning: {path.name} {problem}: {key} embeddings recomputed")
+        return None
     try:
         # Memory-mapped, read-only: worker processes that load one directory share its pages
         # through the page cache instead of each holding a copy. Never pickle.
@@ -597,6 +974,48 @@ def _load_vectors(
     if arr.dtype == np.float32 and arr.flags.c_contiguous:
         return arr  # the memmap itself (read-only): no copy
     return np.ascontiguousarray(arr, dtype=np.float32)  # another float dtype: converted in memory
+
+
+# A stale file may hold more rows than the texts now loaded (documents removed by hand); up to
+# this many it is still read and recognised as stale, beyond it the header alone is refused.
+_STALE_ROWS_ALLOWANCE = 1_000_000
+# No embedder this package knows is wider (the hashing embedder's own cap is 65,536).
+MAX_VECTOR_DIM = 65_536
+
+
+def npy_header_problem(path: Path, max_rows: int, max_dim: int = MAX_VECTOR_DIM) -> str | None:
+    """Why the ``.npy`` at ``path`` cannot be a matrix of stored vectors, from its header alone.
+
+    The header's shape must be 2-D with at most ``max_rows`` rows (the manifest's count, or the
+    texts loaded) and ``d <= max_dim`` columns, its dtype a float of at most 8 bytes, and the
+    file exactly as long as that array: a 128-byte file whose header claims shape
+    ``(8, 10**9)`` is refused here, before anything is allocated or mapped. Fewer rows than
+    expected is left to the caller (a stale file, recomputed quietly). A header that cannot be
+    read at all is a ``CorruptFileError``.
+    """
+    try:
+        with path.open("rb") as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version in ((2, 0), (3, 0)):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise ValueError(f".npy format version {version}, not 1.0 to 3.0")
+            offset = f.tell()
+        size = path.stat().st_size
+    except (OSError, ValueError, EOFError) as exc:
+        raise CorruptFileError(f"not a readable .npy array: {str(exc)[:200]}", path=path) from None
+    if dtype.hasobject:  # np.load would need pickle, which is never allowed
+        raise CorruptFileError("holds Python objects (a pickle); refused", path=path)
+    if dtype.kind != "f" or dtype.itemsize > 8:
+        return f"holds {dtype} values, not floats"
+    if len(shape) != 2 or not 0 < shape[1] <= max_dim or shape[0] > max_rows:
+        return f"has shape {tuple(shape)}, not (<= {max_rows:,}, 1..{max_dim:,}) (damaged)"
+    expected = offset + shape[0] * shape[1] * dtype.itemsize
+    if size != expected:
+        return f"is {size:,} bytes where its header promises {expected:,} (truncated or padded)"
+    return None
 
 
 # Stored rows are L2-normalised by the embedder check (ports.as_matrix); float32 rounding and
@@ -630,11 +1049,13 @@ def _vector_problem(arr: np.ndarray, recorded_zero_rows: Any) -> str | None:
     return None
 
 
-def _read_optional_object(directory: Path, name: str, notes: list[str]) -> dict[str, Any] | None:
-    """An optional JSON object file of the directory; a corrupt one is noted and ignored (it
-    never blocks loading)."""
+def _read_optional_object(
+    directory: Path, name: str, notes: list[str], cap: int | None = bounded.BASE_CAP
+) -> dict[str, Any] | None:
+    """An optional JSON object file of the directory; a corrupt one (or one past the parsing
+    bounds) is noted and ignored: it never blocks loading."""
     try:
-        data = _read_json(_confined(directory, name))
+        data = _read_json(_confined(directory, name), cap=cap)
     except StoreError as exc:
         notes.append(f"warning: {name} ignored: {exc}")
         return None
@@ -644,26 +1065,73 @@ def _read_optional_object(directory: Path, name: str, notes: list[str]) -> dict[
     return data
 
 
-def _read_report(directory: Path, notes: list[str]) -> dict[str, Any] | None:
+def _read_report(directory: Path, notes: list[str], cap: int | None) -> dict[str, Any] | None:
     """The optional build report (it never blocks a query)."""
     path = directory / REPORT
     if not path.exists() and not path.is_symlink():
         return None
-    return _read_optional_object(directory, REPORT, notes)
+    return _read_optional_object(directory, REPORT, notes, cap)
+
+
+# A reader retries when a writer published a new version while it read (the old one is then
+# removed under it); more attempts than this mean the directory is broken, not busy.
+_LOAD_ATTEMPTS = 5
 
 
 def load_graph(directory: str | os.PathLike) -> StoredGraph:
-    """Read and validate a graph directory (written by ``save_graph`` or by hand)."""
+    """Read and validate a graph directory (written by ``save_graph`` or by hand).
+
+    Reads the version ``manifest.json`` points at (or the flat files of a format 1 or
+    hand-written directory); writes nothing, so a directory on a read-only disk loads. When a
+    writer publishes a new version during the read, the read starts again on the new one, so
+    the result is one whole version, never a mix.
+    """
     directory = Path(directory)
     if not directory.is_dir():
         raise MissingFileError("is not a graph directory (it does not exist)", path=directory)
-    manifest = read_manifest(directory)
+    for attempt in range(_LOAD_ATTEMPTS):
+        pointer = read_manifest(directory)
+        try:
+            if "current" in pointer:
+                folder = _pointed_dir(directory, pointer)
+                manifest = read_manifest(folder)
+                if "current" in manifest:
+                    raise CorruptFileError(
+                        "a version folder's manifest must not point at another version",
+                        path=folder / MANIFEST,
+                    )
+            else:
+                folder, manifest = directory, pointer
+            stored = _load_files(folder, manifest)
+        except (StoreError, SpecError):
+            if attempt + 1 < _LOAD_ATTEMPTS and _moved(directory, pointer):
+                continue
+            raise
+        if _moved(directory, pointer) and not (folder / MANIFEST).exists():
+            continue  # published and removed while read: optional files may have vanished
+        return dataclasses.replace(stored, path=directory)
+    raise StoreError("kept changing while it was read; retry", path=directory)
+
+
+def _moved(directory: Path, pointer: dict[str, Any]) -> bool:
+    """Whether ``manifest.json`` now points elsewhere than ``pointer`` (a writer published)."""
+    try:
+        now = bounded.read_json(directory / MANIFEST, cap=MANIFEST_CAP)
+    except StoreError:
+        return True
+    return not isinstance(now, dict) or now.get("current") != pointer.get("current")
+
+
+def _load_files(directory: Path, manifest: dict[str, Any]) -> StoredGraph:
+    """The graph in one folder of flat files, ``manifest`` being its (already read) manifest."""
     if not isinstance(manifest.get("embeddings", {}) or {}, dict):
         raise CorruptFileError("'embeddings' must be an object", path=directory / MANIFEST)
-    spec = read_spec_file(_confined(directory, SPEC))
-    chunks = _read_chunks(_confined(directory, CHUNKS))
+    spec = read_spec_file(_confined(directory, SPEC), cap=_cap(manifest, _SPEC_PER_ITEM))
+    chunks = _read_chunks(_confined(directory, CHUNKS), cap=_cap(manifest, _CHUNKS_PER_ITEM))
     variables, edges = graph_from_dict(
-        _read_json(_confined(directory, GRAPH)), spec, directory / GRAPH
+        _read_json(_confined(directory, GRAPH), cap=_cap(manifest, _GRAPH_PER_ITEM)),
+        spec,
+        directory / GRAPH,
     )
     try:
         validate_graph(spec, variables, edges, {c.id for c in chunks})
@@ -675,7 +1143,7 @@ def load_graph(directory: str | os.PathLike) -> StoredGraph:
         directory, manifest, "variables", [variable_text(v) for v in variables], notes
     )
     chunk_vecs = _load_vectors(directory, manifest, "chunks", [c.text for c in chunks], notes)
-    report = _read_report(directory, notes)
+    report = _read_report(directory, notes, _cap(manifest, _OPTIONAL_PER_ITEM))
     ledger = _read_ledger(directory, manifest, notes)
     return StoredGraph(
         graph, manifest, var_vecs, chunk_vecs, report, directory, tuple(notes), ledger
@@ -687,16 +1155,21 @@ def _read_ledger(directory: Path, manifest: dict[str, Any], notes: list[str]) ->
     only) and never blocks loading."""
     if manifest.get("incremental") != LEDGER:
         return None
-    return _read_optional_object(directory, LEDGER, notes)
+    return _read_optional_object(directory, LEDGER, notes, _cap(manifest, _OPTIONAL_PER_ITEM))
 
 
 __all__ = [
     "FORMAT_VERSION",
     "HCG_OWNED",
     "check_output_dir",
+    "check_output_path",
+    "write_output_file",
     "check_report_path",
     "check_writable_dir",
+    "chunk_to_line",
+    "current_dir",
     "is_graph_dir",
+    "verify_written",
     "StoredGraph",
     "atomic_write_bytes",
     "atomic_write_text",

@@ -22,7 +22,13 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from hcg_core.config import DEFAULT_TIER, RetrievalConfig
-from hcg_core.contract import DEFAULT_K, amean_query_vector, dict_filter, filter_mask
+from hcg_core.contract import (
+    DEFAULT_K,
+    amean_query_vector,
+    dict_filter,
+    filter_mask,
+    keep_in_batch,
+)
 from hcg_core.corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents
 from hcg_core.errors import ConfigError, InputError
 from hcg_core.graph_build import build_graph
@@ -197,14 +203,21 @@ class HCGRetriever(BaseRetriever):
         docs = list(documents)
         if not docs:
             raise InputError("from_documents got no documents")
+        # Ids given twice are refused, empty documents skipped, repeats without an id kept once
+        # (each with a warning): a silent last-one-wins would lose a document.
+        docs = [
+            docs[i] for i in keep_in_batch([(d.id, d.page_content) for d in docs], insert=False)
+        ]
+        if not docs:
+            raise InputError("from_documents got no document with text")
         if chunk:
-            core_docs = list({d.id: d for d in map(to_core_document, reversed(docs))}.values())
             chunks = chunk_documents(
-                core_docs[::-1], chunk_words=chunk_words, overlap_words=overlap_words
+                [to_core_document(d) for d in docs],
+                chunk_words=chunk_words,
+                overlap_words=overlap_words,
             )
         else:
-            # A document without an id gets a content id, so exact repeats collapse to one chunk.
-            chunks = list({c.id: c for c in map(to_chunk, reversed(docs))}.values())[::-1]
+            chunks = [to_chunk(d) for d in docs]
         embedder = resolve_embedder(embeddings)
         result = build_graph(
             chunks,
@@ -291,6 +304,7 @@ class HCGRetriever(BaseRetriever):
         document whose id is already indexed raises ``InputError``: ``delete`` it first.
         """
         docs = list(documents)
+        docs = [docs[i] for i in keep_in_batch([(d.id, d.page_content) for d in docs], insert=True)]
         if chunk:
             items: list[Any] = [to_core_document(d) for d in docs]
         else:

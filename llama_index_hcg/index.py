@@ -32,7 +32,7 @@ from hcg_core.config import (
     DEFAULT_TIER,
     RetrievalConfig,
 )
-from hcg_core.contract import vectors_match
+from hcg_core.contract import keep_in_batch, vectors_match
 from hcg_core.errors import BuildError, StoreError
 from hcg_core.graph_build import build_graph
 from hcg_core.ports import Embedder
@@ -201,10 +201,35 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
 
     # ------------------------------------------------------------------ build and state
 
+    @classmethod
+    def from_documents(cls, documents: Sequence[Any], *args: Any, **kwargs: Any) -> HCGIndex:
+        """``BaseIndex.from_documents``, refusing two documents with one id (``InputError``)
+        before anything is stored: their nodes would share one ``ref_doc_id``, and deleting one
+        would delete both. Empty documents are skipped with a warning."""
+        documents = list(documents)
+        keep = keep_in_batch([(d.id_, d.get_content()) for d in documents], insert=False)
+        return super().from_documents([documents[i] for i in keep], *args, **kwargs)
+
+    def insert(self, document: Any, **insert_kwargs: Any) -> None:
+        """``BaseIndex.insert``, refusing a document without text before anything is stored."""
+        keep_in_batch([(document.id_, document.get_content())], insert=True)
+        super().insert(document, **insert_kwargs)
+
+    def insert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
+        """``BaseIndex.insert_nodes``, refusing (before the docstore is touched) two nodes with
+        one id in the batch, or a node without text."""
+        nodes = list(nodes)
+        keep_in_batch([(n.node_id, n.get_content()) for n in nodes], insert=True, what="node")
+        super().insert_nodes(nodes, **insert_kwargs)
+
     def _build_index_from_nodes(
         self, nodes: Sequence[BaseNode], **build_kwargs: Any
     ) -> HCGIndexStruct:
-        chunks = [node_to_chunk(n) for n in nodes]
+        nodes = list(nodes)
+        keep = keep_in_batch(
+            [(n.node_id, n.get_content()) for n in nodes], insert=False, what="node"
+        )
+        chunks = [node_to_chunk(nodes[i]) for i in keep]
         if not chunks:
             raise BuildError("HCGIndex needs at least one node with text to build a graph from")
         result = build_graph(

@@ -23,6 +23,7 @@ from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
+from hcg_core.bounded import loads_json
 from hcg_core.config import HybridConfig, RetrievalConfig
 from hcg_core.contract import DEFAULT_K, filter_mask
 from hcg_core.errors import ConfigError, StoreError
@@ -179,12 +180,13 @@ class HCGRetriever(BaseRetriever):
 
         path = Path(persist_dir) / RETRIEVER_FILE
         try:
-            settings = json.loads(path.read_text(encoding="utf-8"))
+            # Within hcg's parsing bounds (depth, integer size, repeated keys), like every file.
+            settings = loads_json(path.read_text(encoding="utf-8"), path=path)
         except FileNotFoundError:
             raise StoreError(
                 f"no {RETRIEVER_FILE}: not written by HCGRetriever.persist", path=path.parent
             ) from None
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, StoreError) as exc:
             raise StoreError(f"cannot read {RETRIEVER_FILE}: {exc}", path=path.parent) from exc
         storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
         index = load_index_from_storage(

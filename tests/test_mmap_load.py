@@ -20,7 +20,7 @@ import pytest
 
 from hcg_core.errors import CorruptFileError
 from hcg_core.retrieval import CausalGraphRetriever
-from hcg_core.store import load_graph
+from hcg_core.store import current_dir, load_graph
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -52,7 +52,9 @@ def test_loaded_vectors_are_read_only_memmaps_used_without_copy(saved, embedder)
     retriever = CausalGraphRetriever.load(saved, embedder=embedder)
     emb = retriever.chunk_embeddings
     assert isinstance(emb, np.memmap) and not emb.flags.writeable
-    assert Path(emb.filename).resolve() == (saved / "embeddings" / "chunks.npy").resolve()
+    assert (
+        Path(emb.filename).resolve() == (current_dir(saved) / "embeddings" / "chunks.npy").resolve()
+    )
     with pytest.raises(ValueError, match="read-only"):
         emb[0, 0] = 1.0
     # The arrays queries read are views of the mapping: nothing was copied into the process.
@@ -87,14 +89,14 @@ def test_two_processes_map_the_same_files(saved):
         for name in ("chunks", "variables"):
             assert report[name]["memmap"] is True
             assert report[name]["writeable"] is False
-            real = str((saved / "embeddings" / f"{name}.npy").resolve())
+            real = str((current_dir(saved) / "embeddings" / f"{name}.npy").resolve())
             assert Path(report[name]["file"]).resolve() == Path(real)
             assert real in mapped  # the file is mapped into this worker's address space
     assert all(p.returncode == 0 for p in procs)
 
 
 def test_truncated_npy_is_a_typed_error(saved):
-    path = saved / "embeddings" / "chunks.npy"
+    path = current_dir(saved) / "embeddings" / "chunks.npy"
     data = path.read_bytes()
     path.write_bytes(data[: len(data) - 17])  # a header promising more rows than the file holds
     with pytest.raises(CorruptFileError, match="not a readable .npy array") as err:
@@ -103,7 +105,7 @@ def test_truncated_npy_is_a_typed_error(saved):
 
 
 def test_pickled_npy_is_refused_not_mapped(saved):
-    path = saved / "embeddings" / "chunks.npy"
+    path = current_dir(saved) / "embeddings" / "chunks.npy"
     np.save(path, np.array([{"x": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(CorruptFileError):
         load_graph(saved)
@@ -113,7 +115,7 @@ def test_damaged_values_are_still_found_blockwise(saved, monkeypatch):
     import hcg_core.store as store
 
     monkeypatch.setattr(store, "_CHECK_ROWS", 2)  # several blocks even on this small graph
-    path = saved / "embeddings" / "chunks.npy"
+    path = current_dir(saved) / "embeddings" / "chunks.npy"
     arr = np.load(path)
     arr[-1, 0] = np.nan  # in the last block
     np.save(path, arr)
@@ -123,7 +125,7 @@ def test_damaged_values_are_still_found_blockwise(saved, monkeypatch):
 
 
 def test_other_float_dtypes_load_as_float32_copies(saved):
-    path = saved / "embeddings" / "chunks.npy"
+    path = current_dir(saved) / "embeddings" / "chunks.npy"
     np.save(path, np.load(path).astype(np.float16))
     stored = load_graph(saved)
     assert stored.chunk_embeddings.dtype == np.float32

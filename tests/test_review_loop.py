@@ -13,7 +13,7 @@ from hcg_core.audit.matching import match_variable
 from hcg_core.audit.review import review_flags
 from hcg_core.cli import main
 from hcg_core.graph_build.edges import stable_id
-from hcg_core.store import load_graph
+from hcg_core.store import current_dir, load_graph
 from hcg_core.types import CausalEdge, CausalGraph, Chunk, Dimension, DomainSpec, Metric, Variable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -273,7 +273,7 @@ def test_build_corrections_file_is_read_before_building(tmp_path, capsys):
 
 def test_apply_keeps_the_support_ledger_so_add_still_extracts_edges(loop, tmp_path, capsys):
     tmp = loop["tmp"]
-    assert (tmp / "g2" / "incremental.json").exists()
+    assert (current_dir(tmp / "g2") / "incremental.json").exists()
     edge = loop["edge"]
     new_text = tmp_path / "new.md"
     new_text.write_text(

@@ -12,7 +12,7 @@ from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import ConfigError, CorruptFileError, EmbedderError, InputError
 from hcg_core.graph_build import build_graph
 from hcg_core.retrieval import CausalGraphRetriever
-from hcg_core.store import load_graph
+from hcg_core.store import current_dir, load_graph
 from hcg_core.types import Chunk
 
 
@@ -35,9 +35,9 @@ def test_resaving_drops_a_stale_report_and_keeps_a_loaded_one(tmp_path, graph, e
 @pytest.mark.parametrize("embeddings", [["x"], {"chunks": "x"}, {"chunks": {"file": "../x.npy"}}])
 def test_malformed_or_escaping_embedding_entries(tmp_path, graph, embedder, embeddings):
     CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "g")
-    manifest = json.loads((tmp_path / "g" / "manifest.json").read_text())
+    manifest = json.loads((current_dir(tmp_path / "g") / "manifest.json").read_text())
     manifest["embeddings"] = embeddings
-    (tmp_path / "g" / "manifest.json").write_text(json.dumps(manifest))
+    (current_dir(tmp_path / "g") / "manifest.json").write_text(json.dumps(manifest))
     (tmp_path / "x.npy").write_bytes(b"")
     with pytest.raises(CorruptFileError) as err:
         load_graph(tmp_path / "g")
@@ -46,9 +46,9 @@ def test_malformed_or_escaping_embedding_entries(tmp_path, graph, embedder, embe
 
 def test_graph_json_evidence_must_be_a_list(tmp_path, graph, embedder):
     CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "g")
-    data = json.loads((tmp_path / "g" / "graph.json").read_text())
+    data = json.loads((current_dir(tmp_path / "g") / "graph.json").read_text())
     data["edges"][0]["evidence"] = "c0"
-    (tmp_path / "g" / "graph.json").write_text(json.dumps(data))
+    (current_dir(tmp_path / "g") / "graph.json").write_text(json.dumps(data))
     with pytest.raises(CorruptFileError, match="evidence"):
         load_graph(tmp_path / "g")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from hcg_core.errors import CorruptFileError, FormatVersionError, MissingFileError, SpecError
 from hcg_core.retrieval import CausalGraphRetriever
-from hcg_core.store import load_graph, read_spec_file, save_graph
+from hcg_core.store import current_dir, load_graph, read_spec_file, save_graph
 
 HAND = Path(__file__).resolve().parent.parent / "examples" / "hand_graph"
 
@@ -33,18 +34,18 @@ def test_round_trip_with_embeddings(tmp_path, graph, embedder):
 
 def test_missing_or_stale_embeddings_are_recomputed(tmp_path, graph, embedder):
     CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "g")
-    (tmp_path / "g" / "embeddings" / "chunks.npy").unlink()
+    (current_dir(tmp_path / "g") / "embeddings" / "chunks.npy").unlink()
     stored = load_graph(tmp_path / "g")
     assert stored.chunk_embeddings is None and stored.variable_embeddings is not None
     assert any("chunks.npy missing" in n for n in stored.notes)
     # Editing a chunk's text makes its stored vectors stale.
-    lines = (tmp_path / "g" / "chunks.jsonl").read_text().splitlines()
+    lines = (current_dir(tmp_path / "g") / "chunks.jsonl").read_text().splitlines()
     first = json.loads(lines[0])
     first["text"] = "edited by hand"
     lines[0] = json.dumps(first)
-    (tmp_path / "g" / "chunks.jsonl").write_text("\n".join(lines) + "\n")
+    (current_dir(tmp_path / "g") / "chunks.jsonl").write_text("\n".join(lines) + "\n")
     CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "h")
-    (tmp_path / "h" / "chunks.jsonl").write_text("\n".join(lines) + "\n")
+    (current_dir(tmp_path / "h") / "chunks.jsonl").write_text("\n".join(lines) + "\n")
     stale = load_graph(tmp_path / "h")
     assert stale.chunk_embeddings is None and any("stale" in n for n in stale.notes)
     r = CausalGraphRetriever.load(tmp_path / "h", embedder=embedder)
@@ -99,7 +100,7 @@ def test_corrupt_file_is_named(tmp_path, name, content):
 
 def test_corrupt_npy_is_named(tmp_path, graph, embedder):
     CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "g")
-    bad = tmp_path / "g" / "embeddings" / "variables.npy"
+    bad = current_dir(tmp_path / "g") / "embeddings" / "variables.npy"
     bad.write_bytes(b"\x93NUMPY garbage")
     with pytest.raises(CorruptFileError) as err:
         load_graph(tmp_path / "g")
@@ -108,7 +109,7 @@ def test_corrupt_npy_is_named(tmp_path, graph, embedder):
 
 def test_pickled_npy_is_refused(tmp_path, graph, embedder):
     CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "g")
-    path = tmp_path / "g" / "embeddings" / "variables.npy"
+    path = current_dir(tmp_path / "g") / "embeddings" / "variables.npy"
     np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(CorruptFileError):
         load_graph(tmp_path / "g")
@@ -155,3 +156,94 @@ def test_save_refuses_misaligned_embeddings(tmp_path, graph):
         save_graph(
             graph, tmp_path / "g", embedder_name="x", chunk_embeddings=np.zeros((1, 3), np.float32)
         )
+
+
+# ---------------------------------------------------------------- format 2: versions and checks
+
+
+def test_a_save_publishes_a_version_folder_through_the_manifest(tmp_path, graph, embedder):
+    g = tmp_path / "g"
+    r = CausalGraphRetriever.from_graph(graph, embedder)
+    r.save(g)
+    r.save(g)
+    pointer = json.loads((g / "manifest.json").read_text())
+    assert pointer == {"format": "hcg-graph", "format_version": 2, "current": "versions/2"}
+    assert current_dir(g) == g / "versions" / "2"
+    assert [p.name for p in (g / "versions").iterdir()] == ["2"]  # the previous one removed
+    # The version folder is a flat graph directory of its own (copy it out, it loads).
+    assert load_graph(current_dir(g)).graph == graph
+    assert load_graph(g).path == g
+
+
+def test_hand_edits_go_to_the_current_version_and_spec_paths_still_work(tmp_path, graph, embedder):
+    g = tmp_path / "g"
+    CausalGraphRetriever.from_graph(graph, embedder).save(g)
+    data = json.loads((current_dir(g) / "graph.json").read_text())
+    data["edges"] = data["edges"][1:]
+    (current_dir(g) / "graph.json").write_text(json.dumps(data))
+    assert len(load_graph(g).graph.edges) == len(graph.edges) - 1
+    # `hcg build --spec G/spec.yaml`, the docs' rebuild story, reads the current version's spec.
+    assert read_spec_file(g / "spec.yaml") == graph.spec
+
+
+@pytest.mark.parametrize("current", ["versions/../../x", "../g", "versions/1/..", 3, "elsewhere/1"])
+def test_a_pointer_out_of_the_versions_is_refused(tmp_path, graph, embedder, current):
+    g = tmp_path / "g"
+    CausalGraphRetriever.from_graph(graph, embedder).save(g)
+    pointer = json.loads((g / "manifest.json").read_text())
+    pointer["current"] = current
+    (g / "manifest.json").write_text(json.dumps(pointer))
+    with pytest.raises(CorruptFileError, match="current"):
+        load_graph(g)
+
+
+def test_a_graph_that_does_not_read_back_is_not_published(tmp_path, graph, embedder, monkeypatch):
+    """The writer's own bug (here: raw U+2028 in chunks.jsonl and a reader that splits there)
+    is caught by re-reading the written files: the command fails and the old graph stays."""
+    from hcg_core import store
+
+    g = tmp_path / "g"
+    CausalGraphRetriever.from_graph(graph, embedder).save(g)
+    before = sorted(p.relative_to(g).as_posix() for p in g.rglob("*"))
+    pointer = (g / "manifest.json").read_bytes()
+    chunks = list(graph.chunks)
+    chunks[0] = dataclasses.replace(chunks[0], text="line one\u2028line two")
+    edited = dataclasses.replace(graph, chunks=tuple(chunks))
+    monkeypatch.setattr(store, "_LINE_BREAKS", ())  # the old, unescaped writer
+    monkeypatch.setattr(
+        store, "_read_text", lambda path, *a, **kw: "\n".join(Path(path).read_text().splitlines())
+    )
+    with pytest.raises(CorruptFileError, match="nothing was published"):
+        CausalGraphRetriever.from_graph(edited, embedder).save(g)
+    assert (g / "manifest.json").read_bytes() == pointer
+    assert sorted(p.relative_to(g).as_posix() for p in g.rglob("*")) == before
+    monkeypatch.undo()
+    assert load_graph(g).graph == graph
+
+
+def test_text_that_json_or_utf8_cannot_hold_is_refused_before_writing(tmp_path, graph, embedder):
+    from hcg_core.errors import StoreError
+
+    for change, words in (
+        ({"metadata": {"score": float("nan")}}, "nan or infinity"),
+        ({"text": "lone \ud800 surrogate"}, "lone surrogate"),
+    ):
+        chunks = list(graph.chunks)
+        chunks[1] = dataclasses.replace(chunks[1], **change)
+        bad = dataclasses.replace(graph, chunks=tuple(chunks))
+        with pytest.raises(StoreError) as err:
+            save_graph(bad, tmp_path / "g")
+        assert words in str(err.value).lower() and repr(chunks[1].id) in str(err.value)
+        assert not (tmp_path / "g").exists()
+
+
+def test_every_unicode_line_break_round_trips(tmp_path, graph, embedder):
+    odd = "a\u2028b\u2029c\x85d\x0be\x0cf\x1cg\x1dh\x1ei\rj\r\nk\x9b\x00l"
+    chunks = list(graph.chunks)
+    chunks[0] = dataclasses.replace(chunks[0], text=odd, metadata={"note": odd})
+    g2 = dataclasses.replace(graph, chunks=tuple(chunks))
+    CausalGraphRetriever.from_graph(g2, embedder).save(tmp_path / "g")
+    back = load_graph(tmp_path / "g").graph.chunks[0]
+    assert back.text == odd and back.metadata == {"note": odd}
+    lines = (current_dir(tmp_path / "g") / "chunks.jsonl").read_text().splitlines()
+    assert len(lines) == len(graph.chunks)  # even str.splitlines sees one line per chunk

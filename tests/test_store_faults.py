@@ -1,10 +1,11 @@
 """Crash-safe saves: a failure or a kill at every write of a rebuild leaves a loadable graph.
 
-``hcg_core.safe_files._fault_hook`` is called before every file write, the directory swap, each move
-of the previous folder's other files, and its removal. The tests fail each step in turn (a full
-disk, in process) and kill the process at chosen steps (``os._exit``, in a subprocess), then
-check that the graph directory loads, holds the old graph (before the swap) or the new one
-(after it), and that the user's other files (the LLM cache, a note) are not lost.
+``hcg_core.safe_files._fault_hook`` is called before every file write, the publish (the pointer
+``manifest.json`` naming the new version) and the removal of the previous version. The tests fail
+each step in turn (a full disk, in process) and kill the process at chosen steps (``os._exit``,
+in a subprocess), then check that the graph directory loads, holds the old graph (before the
+pointer moved) or the new one (after it), and that the user's other files (the LLM cache, a note)
+are untouched.
 """
 
 from __future__ import annotations
@@ -81,20 +82,15 @@ def _count_steps(tmp_path: Path, old, new) -> list[tuple[str, str]]:
     return steps
 
 
-@pytest.mark.parametrize("atomic_exchange", [True, False])
-def test_a_failure_at_every_step_leaves_a_loadable_graph_and_keeps_user_files(
-    tmp_path, two_graphs, monkeypatch, atomic_exchange
-):
-    """With the atomic exchange (Linux) and with the two-rename fallback other systems get."""
-    if not atomic_exchange:
-        monkeypatch.setattr(safe_files, "exchange", lambda a, b: False)
+def test_a_failure_at_every_step_leaves_a_loadable_graph_and_keeps_user_files(tmp_path, two_graphs):
     old, new = two_graphs
     steps = _count_steps(tmp_path, old, new)
     kinds = [s for s, _ in steps]
-    # spec, graph, chunks, 2 vector files, manifest; the swap; 2 moves (cache, notes); removal.
-    assert kinds.count("write") == 6 and kinds.count("swap") == 1
-    assert kinds.count("move") == 2 and kinds.count("remove") == 1
-    swap_at = kinds.index("swap")
+    # spec, graph, chunks, 2 vector files, the version's manifest; the publish (the pointer
+    # manifest.json's write); the previous version's removal. User files never move.
+    assert kinds.count("write") == 7 and kinds.count("swap") == 1
+    assert kinds.count("move") == 0 and kinds.count("remove") == 1
+    publish_at = kinds.index("swap") + 1  # the pointer's write
     for i, (step, name) in enumerate(steps):
         base = tmp_path / f"case{i}"
         g = _old_graph_dir(base, old)
@@ -114,20 +110,20 @@ def test_a_failure_at_every_step_leaves_a_loadable_graph_and_keeps_user_files(
         finally:
             safe_files._fault_hook = None
         stored = load_graph(g)
-        if i < swap_at or i == swap_at:
-            # Failed before (or at) the swap: the old graph, byte for byte, and no leftovers.
+        if i <= publish_at:
+            # Failed before the pointer moved: the old graph, byte for byte, and no leftovers.
             assert "No space left" in str(err.value) and "unchanged" in str(err.value)
             assert _digest_tree(g) == before_all, (step, name)
             assert stored.graph == old.graph and stored.report == {"built": "old"}
             assert sorted(p.name for p in base.iterdir()) == ["g"], (step, name)
         else:
-            # Failed while tidying: the new graph is in place; what was not yet moved is kept
-            # in the old folder, which the message names.
+            # Failed while removing the previous version: the new graph is in place, the next
+            # save removes what is left.
             assert stored.graph == new.graph and stored.report is None
-            kept = [p for p in base.iterdir() if p.name != "g"]
-            assert len(kept) == 1 and str(kept[0]) in str(err.value), (step, name)
-            recovered = {**_user_files(kept[0]), **_user_files(g)}
-            assert recovered == before_user, (step, name)
+            assert "next save" in str(err.value)
+            assert _user_files(g) == before_user, (step, name)
+            new.save(g)
+            assert len(list((g / "versions").iterdir())) == 1
 
 
 KILL_SCRIPT = textwrap.dedent(
@@ -156,9 +152,10 @@ KILL_SCRIPT = textwrap.dedent(
 
 
 @pytest.mark.slow  # kills a real subprocess at each step
-@pytest.mark.parametrize("kill_at", [1, 4, 6, 7, 8])
+@pytest.mark.parametrize("kill_at", [1, 4, 6, 7, 8, 9])
 def test_a_killed_rebuild_leaves_a_loadable_graph(tmp_path, two_graphs, kill_at):
-    """Killed at the 1st/4th/6th write, at the swap, or just after it (steps counted from 1)."""
+    """Killed at the 1st/4th/6th write, at the publish, at the pointer's write or just after
+    it, while the previous version is removed (steps counted from 1)."""
     old, new = two_graphs
     g = _old_graph_dir(tmp_path, old)
     before_user = _user_files(g)
@@ -170,17 +167,14 @@ def test_a_killed_rebuild_leaves_a_loadable_graph(tmp_path, two_graphs, kill_at)
     )
     assert proc.returncode == 137, proc.stderr.decode()
     stored = load_graph(g)
-    assert stored.graph == (old.graph if kill_at <= 7 else new.graph)
-    leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(".g.")]
-    kept = {k: v for p in [g, *leftovers] for k, v in _user_files(p).items()}
-    assert kept == before_user
-    # The next save removes a killed build's staging folder (its process is gone) and succeeds.
+    assert stored.graph == (old.graph if kill_at <= 8 else new.graph)
+    assert _user_files(g) == before_user
+    # The next save (the killed one's lock died with it) removes its leftovers and succeeds.
     new.save(g)
     assert load_graph(g).graph == new.graph
-    staging = [p for p in tmp_path.iterdir() if ".hcg-tmp-" in p.name]
-    assert all(not (p / ".hcg-staging").exists() for p in staging)
-    if kill_at <= 7:
-        assert staging == [] and _user_files(g) == before_user
+    assert len(list((g / "versions").iterdir())) == 1
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert _user_files(g) == before_user
 
 
 def test_files_get_the_umask_and_keep_a_hand_set_mode(tmp_path, two_graphs):
@@ -192,13 +186,16 @@ def test_files_get_the_umask_and_keep_a_hand_set_mode(tmp_path, two_graphs):
             p.relative_to(tmp_path).as_posix(): stat.S_IMODE(p.stat().st_mode)
             for p in (tmp_path / "g").rglob("*")
         }
-        assert modes["g/manifest.json"] == 0o644 and modes["g/embeddings/chunks.npy"] == 0o644
-        assert modes["g/embeddings"] == 0o755
+        v = store.current_dir(tmp_path / "g").relative_to(tmp_path).as_posix()
+        assert modes["g/manifest.json"] == 0o644 and modes[f"{v}/embeddings/chunks.npy"] == 0o644
+        assert modes[f"{v}/embeddings"] == 0o755 and modes[v] == 0o755
         assert stat.S_IMODE((tmp_path / "g").stat().st_mode) == 0o755
-        os.chmod(tmp_path / "g" / "graph.json", 0o664)  # a hand-set mode survives a rebuild
+        # a hand-set mode survives a rebuild
+        os.chmod(store.current_dir(tmp_path / "g") / "graph.json", 0o664)
         new.save(tmp_path / "g")
-        assert stat.S_IMODE((tmp_path / "g" / "graph.json").stat().st_mode) == 0o664
-        assert stat.S_IMODE((tmp_path / "g" / "spec.yaml").stat().st_mode) == 0o644
+        cur = store.current_dir(tmp_path / "g")
+        assert stat.S_IMODE((cur / "graph.json").stat().st_mode) == 0o664
+        assert stat.S_IMODE((cur / "spec.yaml").stat().st_mode) == 0o644
         os.umask(0o077)
         store.atomic_write_text(tmp_path / "private.txt", "x")
         assert stat.S_IMODE((tmp_path / "private.txt").stat().st_mode) == 0o600
@@ -227,15 +224,16 @@ def test_save_writes_no_file_through_a_link_out_of_the_directory(tmp_path, two_g
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "keep.txt").write_text("keep\n")
-    for f in (g / "embeddings").iterdir():
+    emb = store.current_dir(g) / "embeddings"
+    for f in emb.iterdir():
         f.unlink()
-    (g / "embeddings").rmdir()
-    (g / "embeddings").symlink_to(elsewhere)
+    emb.rmdir()
+    emb.symlink_to(elsewhere)
     with pytest.raises(StoreError, match="outside the graph directory"):
         load_graph(g)  # the manifest's vector files resolve outside: refused
     new.save(g)
     assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.txt"]
-    assert not (g / "embeddings").is_symlink()
+    assert not (store.current_dir(g) / "embeddings").is_symlink()
     np.testing.assert_array_equal(load_graph(g).chunk_embeddings, new.chunk_embeddings)
 
 
@@ -271,21 +269,21 @@ def test_recorded_zero_rows_load_and_extra_ones_are_recomputed(tmp_path, graph):
     r.save(tmp_path / "g")
     stored = load_graph(tmp_path / "g")
     assert stored.chunk_embeddings is not None and not stored.notes
-    arr = np.load(tmp_path / "g" / "embeddings" / "chunks.npy")
+    arr = np.load(store.current_dir(tmp_path / "g") / "embeddings" / "chunks.npy")
     arr[1] = 0.0
-    np.save(tmp_path / "g" / "embeddings" / "chunks.npy", arr)
+    np.save(store.current_dir(tmp_path / "g") / "embeddings" / "chunks.npy", arr)
     stored = load_graph(tmp_path / "g")
     assert stored.chunk_embeddings is None
     assert any("2 all-zero rows (1 recorded" in n for n in stored.notes)
     arr[1] = 3.0  # finite but not unit length: damaged too
-    np.save(tmp_path / "g" / "embeddings" / "chunks.npy", arr)
+    np.save(store.current_dir(tmp_path / "g") / "embeddings" / "chunks.npy", arr)
     assert any("not unit length" in n for n in load_graph(tmp_path / "g").notes)
 
 
 @pytest.mark.parametrize("name", ["manifest.json", "spec.yaml", "graph.json", "chunks.jsonl"])
 def test_every_graph_file_must_resolve_inside_the_directory(tmp_path, graph, embedder, name):
-    g = tmp_path / "g"
-    CausalGraphRetriever.from_graph(graph, embedder).save(g)
+    CausalGraphRetriever.from_graph(graph, embedder).save(tmp_path / "saved")
+    g = store.current_dir(tmp_path / "saved")  # a version folder: flat files, as by hand
     outside = tmp_path / f"outside-{name}"
     (g / name).rename(outside)
     (g / name).symlink_to(outside)
@@ -304,6 +302,7 @@ def test_every_graph_file_must_resolve_inside_the_directory(tmp_path, graph, emb
 def test_a_report_link_out_or_a_list_is_ignored_with_a_note(tmp_path, graph, embedder):
     g = tmp_path / "g"
     CausalGraphRetriever.from_graph(graph, embedder).save(g, report={"ok": 1})
+    g = store.current_dir(g)
     (tmp_path / "elsewhere.json").write_text('{"secret": 1}')
     (g / "build_report.json").unlink()
     (g / "build_report.json").symlink_to(tmp_path / "elsewhere.json")

@@ -36,11 +36,15 @@ def cmd_view(args: argparse.Namespace) -> int:
 def cmd_apply(args: argparse.Namespace) -> int:
     from .corrections import apply_to_directory
 
-    report = apply_to_directory(args.dir, args.corrections, args.out, strict=args.strict)
+    report = apply_to_directory(
+        args.dir, args.corrections, args.out, strict=args.strict, lock_timeout=args.lock_timeout
+    )
     if args.json:
         print(json.dumps(report.as_dict(), indent=1))
     else:
-        print(report.format())
+        from ..safe_text import visible  # names from the graph and the file: no raw controls
+
+        print(visible(report.format()))
     if args.strict and report.refused:
         print(
             f"hcg apply: {len(report.refused)} refused, nothing written (--strict)", file=sys.stderr
@@ -56,7 +60,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from .diff import diff_graphs, format_diff, is_empty
 
     d = diff_graphs(load_graph(args.dir_a).graph, load_graph(args.dir_b).graph)
-    print(json.dumps(d, indent=1) if args.json else format_diff(d, limit=args.limit))
+    from ..safe_text import visible
+
+    print(json.dumps(d, indent=1) if args.json else visible(format_diff(d, limit=args.limit)))
     return 0 if is_empty(d) else EXIT_DIFFERENT
 
 
@@ -78,8 +84,32 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _confidence(text: str) -> float:
+    """An argparse type: a confidence threshold, a number in [0, 1] (NaN compares false with
+    everything, so a NaN threshold would silently flag nothing)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:  # false for NaN too
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number in [0, 1]")
+    return value
+
+
+def _count(text: str) -> int:
+    """An argparse type: a limit, an integer >= 0 (a negative one would slice from the end)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return value
+
+
 def add_review_commands(sub: argparse._SubParsersAction) -> None:
     """Add the view, apply, diff and export subparsers to ``hcg``'s parser."""
+    from ..graph_lock import add_lock_timeout_argument
     from .export import DEFAULT_MERMAID_MAX_EDGES, FORMATS
 
     v = sub.add_parser("view", help="write a self-contained HTML page to review the graph")
@@ -87,20 +117,20 @@ def add_review_commands(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--out", default="audit.html", help="the HTML file (default %(default)s)")
     v.add_argument(
         "--low-confidence",
-        type=float,
+        type=_confidence,
         default=DEFAULT_LOW_CONFIDENCE,
         help="flag edges below this confidence (default %(default)s)",
     )
     v.add_argument(
         "--full-view-limit",
-        type=int,
+        type=_count,
         default=DEFAULT_FULL_VIEW_LIMIT,
         help="open on the whole variable graph up to this many variables, else on the metric "
         "overview (default %(default)s)",
     )
     v.add_argument(
         "--neighbourhood-limit",
-        type=int,
+        type=_count,
         default=DEFAULT_NEIGHBOURHOOD_LIMIT,
         help="variables drawn at most in one neighbourhood (default %(default)s)",
     )
@@ -114,13 +144,14 @@ def add_review_commands(sub: argparse._SubParsersAction) -> None:
         "--strict", action="store_true", help="write nothing if any correction is refused"
     )
     a.add_argument("--json", action="store_true")
+    add_lock_timeout_argument(a)
     a.set_defaults(func=cmd_apply)
 
     d = sub.add_parser("diff", help="what changed between two graph directories (exit 1 if any)")
     d.add_argument("dir_a")
     d.add_argument("dir_b")
     d.add_argument("--json", action="store_true")
-    d.add_argument("--limit", type=int, default=50, help="items listed per kind of change")
+    d.add_argument("--limit", type=_count, default=50, help="items listed per kind of change")
     d.set_defaults(func=cmd_diff)
 
     x = sub.add_parser("export", help="GraphML, GEXF, Mermaid, Cypher or CSV (for LOAD CSV)")
@@ -130,7 +161,7 @@ def add_review_commands(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--metric", help="mermaid: only the edges touching this metric's variables")
     x.add_argument(
         "--max-edges",
-        type=int,
+        type=_count,
         default=DEFAULT_MERMAID_MAX_EDGES,
         help="mermaid: refuse above this many edges (default %(default)s)",
     )

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..store import atomic_write_text
+from ..safe_text import mermaid_text as _mermaid_text
+from ..safe_text import xml_text
+from ..store import check_output_path, write_output_file
 from ..types import CausalGraph
 
 LIST_SEPARATOR = "|"  # joins list attributes in GraphML, GEXF and CSV (chunk ids, entities)
@@ -30,12 +32,25 @@ FORMATS = ("graphml", "gexf", "mermaid", "cypher", "csv")
 
 
 def scalar_networkx(graph: CausalGraph) -> Any:
-    """``graph.to_networkx()`` with list attributes joined, as GraphML and GEXF require."""
+    """``graph.to_networkx()`` with list attributes joined, as GraphML and GEXF require, and
+    every string (node names included) stripped of what XML cannot hold (``xml_text``)."""
+    import networkx as nx
+
     g = graph.to_networkx()
     for _, data in g.nodes(data=True):
         data["entities"] = LIST_SEPARATOR.join(data["entities"])
     for _, _, data in g.edges(data=True):
         data["evidence"] = LIST_SEPARATOR.join(data["evidence"])
+    for _, data in [*g.nodes(data=True), *((None, d) for _, _, d in g.edges(data=True))]:
+        for key, value in data.items():
+            if isinstance(value, str):
+                data[key] = xml_text(value)
+    for key, value in g.graph.items():
+        if isinstance(value, str):
+            g.graph[key] = xml_text(value)
+    names = {n: xml_text(n) for n in g.nodes if isinstance(n, str)}
+    if any(k != v for k, v in names.items()):
+        g = nx.relabel_nodes(g, names, copy=True)
     return g
 
 
@@ -52,11 +67,6 @@ def to_gexf(graph: CausalGraph) -> str:
 
 
 # ---------------------------------------------------------------- Mermaid
-
-
-def _mermaid_text(text: str) -> str:
-    # Inside ["..."] a double quote ends the label; Mermaid's entity codes stand in.
-    return text.replace('"', "#quot;").replace("\n", " ")
 
 
 def to_mermaid(
@@ -275,9 +285,12 @@ def export_graph(
     if fmt == "csv":
         if out is None:
             raise ConfigError("--format csv writes several files: pass --out FOLDER")
-        folder = Path(out)
-        for name, text in to_csv_files(graph).items():
-            atomic_write_text(folder / name, text)
+        folder = check_output_path(out, folder=True)
+        files = to_csv_files(graph)
+        for name in files:  # each file too: a link or a device among them is not replaced
+            check_output_path(folder / name)
+        for name, text in files.items():
+            write_output_file(folder / name, text)
         return folder
     if fmt == "graphml":
         text = to_graphml(graph)
@@ -289,7 +302,7 @@ def export_graph(
         text = to_cypher(graph)
     if out is None:
         return text
-    return atomic_write_text(out, text)
+    return write_output_file(check_output_path(out), text)
 
 
 __all__ = [

@@ -569,20 +569,34 @@
         el("button", { type: "button", title: "undo", onclick: () => { state.corrections.splice(i, 1); afterCorrections(); } }, "undo")));
     });
   }
-  // JSON strings are valid YAML double-quoted scalars, so each value is written with JSON.stringify.
+  // JSON strings are YAML double-quoted scalars, but YAML forbids raw C1 and other non-printable
+  // characters, reads U+0085/U+2028/U+2029 as line breaks (folded to spaces), and its \u escapes
+  // are single UTF-16 units: everything outside printable ASCII is written as \uXXXX or, above
+  // the BMP, \UXXXXXXXX, so PyYAML reads back exactly the text the page holds.
+  function yamlValue(v) {
+    const json = JSON.stringify(v);
+    let out = "";
+    for (const ch of json) {
+      const cp = ch.codePointAt(0);
+      if (cp >= 0x20 && cp < 0x7f) out += ch;
+      else if (cp <= 0xffff) out += "\\u" + cp.toString(16).padStart(4, "0");
+      else out += "\\U" + cp.toString(16).padStart(8, "0");
+    }
+    return out;
+  }
   function correctionsYaml() {
     const lines = [
       "# Review corrections of an HCG graph. Apply with: hcg apply DIR corrections.yaml --out NEW_DIR",
       "format: hcg-corrections",
       "version: 1",
-      "graph: " + JSON.stringify(D.title),
-      "created: " + JSON.stringify(new Date().toISOString()),
+      "graph: " + yamlValue(D.title),
+      "created: " + yamlValue(new Date().toISOString()),
       state.corrections.length ? "corrections:" : "corrections: []",
     ];
     for (const c of state.corrections) {
       let first = true;
       for (const [k, v] of Object.entries(c)) {
-        lines.push((first ? "  - " : "    ") + k + ": " + JSON.stringify(v));
+        lines.push((first ? "  - " : "    ") + k + ": " + yamlValue(v));
         first = false;
       }
     }
@@ -598,7 +612,13 @@
 
   // ------------------------------------------------------------ start
   function fromHash() {
-    const h = decodeURIComponent(location.hash.slice(1));
+    let h;
+    try {
+      h = decodeURIComponent(location.hash.slice(1));
+    } catch (err) {
+      // A malformed escape ("#variable=%E0%A4%A") is a URIError: the address is ignored.
+      return false;
+    }
     const eq = h.indexOf("=");
     if (eq < 0) return false;
     const kind = h.slice(0, eq), key = h.slice(eq + 1);

@@ -86,7 +86,9 @@ class OpenAIEmbedder:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"OpenAIEmbedder(model={self.model!r}, base_url={self.base_url!r})"
+        from ..safe_text import redact
+
+        return f"OpenAIEmbedder(model={self.model!r}, base_url={redact(repr(self.base_url))})"
 
     @property
     def dim(self) -> int:
@@ -128,10 +130,16 @@ class OpenAIEmbedder:
         try:
             reply = client.embeddings.create(**kwargs)
         except Exception as exc:  # the SDK's errors carry status and body; keep them in the message
+            from ..safe_text import env_secrets, redact
+
             where = self.base_url or "the OpenAI API"
+            # Masked: a provider may echo the Authorization header, a URL may hold user:password.
             raise EmbedderError(
-                f"embedding request to {where} for model {self.model!r} failed after "
-                f"{self.max_retries} retries: {type(exc).__name__}: {exc}"
+                redact(
+                    f"embedding request to {where} for model {self.model!r} failed after "
+                    f"{self.max_retries} retries: {type(exc).__name__}: {exc}",
+                    (self._api_key, *env_secrets()),
+                )
             ) from exc
         data = sorted(reply.data, key=lambda d: d.index)  # the API does not promise order
         if [d.index for d in data] != list(range(len(batch))):

@@ -112,6 +112,11 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         default=None,
         help="base URL of an OpenAI-compatible embeddings server",
     )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow an openai: embedder without --embedder-base-url (sends text to OpenAI)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
         "--out", default=None, help="also write the JSON report (per question) here"
@@ -246,8 +251,10 @@ def run_eval(args: argparse.Namespace) -> int:
             check_report_path(args.out)
         sentences = load_sentences(args.sentences) if args.sentences else None
         questions = load_questions(args.questions, limit=args.limit, sentences=sentences)
+        from ..cli import check_remote_choice
         from ..embedders import embedder_by_name
 
+        check_remote_choice(args)
         embedder = (
             embedder_by_name(args.embedder, args.embedder_base_url)
             if getattr(args, "embedder", None)

@@ -71,19 +71,22 @@ def _read_records(p: Path, *, what: str) -> list[Any]:
         raise InputError(f"{p}: {what} not found", path=p) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{p}: cannot read the {what}: {exc}", path=p) from exc
+    from ..bounded import loads_json
+
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        data = []
+        data = loads_json(text, path=p, error=InputError)
+    except InputError as exc:
+        if "invalid JSON" not in str(exc):  # past a bound: too deep, a huge integer, a repeated key
+            raise InputError(f"{p}: {exc}", path=p) from None
+        data = []  # not one JSON value: JSON Lines
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                data.append(json.loads(line))
-            except json.JSONDecodeError as exc:
+                data.append(loads_json(line, path=p, line=n, error=InputError))
+            except InputError as exc:
                 raise InputError(
-                    f"{p}: line {n} is not JSON ({exc.msg}); expected a JSON list or JSON Lines",
-                    path=p,
+                    f"{p}: {exc}; expected a JSON list or JSON Lines", path=p
                 ) from None
     if isinstance(data, dict):
         data = [data]

@@ -23,7 +23,6 @@ whose reply was cut at the token limit, is split in two.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -36,7 +35,7 @@ from pydantic import BaseModel, Field, create_model
 from ..config import DEFAULT_SNIPPET_CHARS, DEFAULT_SNIPPETS
 from ..llm.accounting import Ledger
 from ..llm.budget import completion_budget, tokens_for
-from ..llm.runner import Failures, ask_split
+from ..llm.runner import Failures, ask_split, gather_or_cancel
 from ..llm.structured import capped_list, named_choice
 from ..ports import StructuredLLM
 from ..prompts import Prompt, get_prompt
@@ -334,7 +333,7 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
             Template(source.name, t, links[t] or "") for t in sorted(links) if links[t] is not None
         ]
 
-    results = await asyncio.gather(*(one(s, c) for s, c in tier1_sources(ctx.spec)))
+    results = await gather_or_cancel(*(one(s, c) for s, c in tier1_sources(ctx.spec)))
     return sorted((t for r in results for t in r), key=lambda t: (t.source, t.target))
 
 
@@ -618,7 +617,7 @@ async def run_tier2(
             units(batch), ask, item=item, ledger=ctx.ledger, failures=ctx.failures
         )
 
-    results = await asyncio.gather(*(one(n, b) for n, b in enumerate(batches)))
+    results = await gather_or_cancel(*(one(n, b) for n, b in enumerate(batches)))
     drafts: dict[tuple[str, str], EdgeDraft] = {}
     vocab = Vocabulary(spec, ctx.dropped)
     new_edges = 0

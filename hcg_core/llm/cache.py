@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..bounded import loads_json
+from ..errors import HCGError, LLMCacheError
 from ..store import atomic_write_text
 
 CACHE_FORMAT = 2
@@ -64,13 +66,26 @@ class ResponseCache:
         """The stored reply, or None when absent or unreadable (a bad entry is just a miss)."""
         path = self._path(key)
         try:
-            return json.loads(path.read_text(encoding="utf-8"))["reply"]
-        except (OSError, ValueError, KeyError, TypeError):
+            return loads_json(path.read_text(encoding="utf-8"), path=path)["reply"]
+        except (OSError, ValueError, KeyError, TypeError, HCGError):
             return None
 
     def put(self, key: str, reply: Any, *, model: str = "") -> None:
+        """Store one reply; ``LLMCacheError`` when the disk refuses (full, read-only).
+
+        The entries already written stay whole (each is renamed into place complete), so a
+        rerun after freeing space pays only for the replies that were not cached.
+        """
         record = {"format": CACHE_FORMAT, "model": model, "reply": reply}
-        atomic_write_text(self._path(key), json.dumps(record, ensure_ascii=False, sort_keys=True))
+        path = self._path(key)
+        try:
+            atomic_write_text(path, json.dumps(record, ensure_ascii=False, sort_keys=True))
+        except OSError as exc:
+            raise LLMCacheError(
+                f"cannot write the LLM reply cache ({exc.strerror or exc}); the {len(self):,} "
+                "replies cached before are kept: free space and rerun to resume from them",
+                path=self.directory,
+            ) from None
 
     def __len__(self) -> int:
         return sum(1 for _ in self.directory.glob("*/*.json")) if self.directory.exists() else 0

@@ -18,8 +18,10 @@ for the request (``budget.completion_budget``), scaled per request kind after cu
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import random
+import time
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,11 +34,13 @@ from ..errors import (
     ConfigError,
     LLMContextLengthError,
     LLMError,
+    LLMProtocolError,
     LLMRefusalError,
     LLMRejectedError,
     LLMTruncatedError,
     LLMUnavailableError,
 )
+from ..safe_text import env_secrets, redact
 from .accounting import Ledger
 from .bridge import run_sync
 from .budget import requested_tokens
@@ -46,12 +50,16 @@ from .structured import DEFAULT_MAX_REASKS, complete_validated, schema_for, stri
 M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_MAX_CONCURRENCY = 8
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = 60.0  # seconds for a whole request, headers and body (a slow trickle included)
+# A connection that is not up within this (or the timeout, if shorter) will not come up: a dead
+# host must not hold each attempt for the whole request timeout.
+CONNECT_TIMEOUT = 10.0
 DEFAULT_MAX_RETRIES = 5
 DEFAULT_BACKOFF_BASE = 1.0  # seconds; doubled per attempt, with jitter
 DEFAULT_BACKOFF_MAX = 60.0  # cap on one wait, Retry-After included
 DEFAULT_TEMPERATURE = 0.0  # None: never sent (some models reject any temperature)
 MAX_TOKENS_CEILING = 32768  # a reply cut at the limit doubles max_tokens up to this, then splits
+BREAKER_COOLDOWN = 60.0  # seconds a server taken to be down is not tried again
 MAX_RESENDS = 8  # settings changes (mode, temperature, token limit) tried for one item
 # Response modes, most to least structured; a request kind steps down only on a 400 about it.
 RESPONSE_MODES = ("json_schema_strict", "json_schema", "json_object", "text")
@@ -123,12 +131,41 @@ class _Resend(Exception):
 def _check_base_url(base_url: str | None) -> None:
     if base_url is None:
         return
-    parsed = urlparse(base_url)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+    try:
+        parsed = urlparse(base_url)
+        ok = parsed.scheme in ("http", "https") and bool(parsed.hostname)
+        parsed.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        ok = False
+    if not ok:
         raise ConfigError(
-            f"--llm-base-url {base_url!r} is not an http(s) URL; pass the server's base URL, "
-            "e.g. http://localhost:11434/v1"
+            f"--llm-base-url {redact(repr(base_url))} is not an http(s) URL; pass the server's "
+            "base URL, e.g. http://localhost:11434/v1"
         )
+
+
+class _WholeRequestTimeout(TimeoutError):
+    """The request did not complete within ``timeout`` seconds, however the bytes trickled in."""
+
+
+def _completion_content(resp: Any) -> tuple[Any, Any]:
+    """``(choice, message)`` of an OpenAI chat completion, or ``LLMProtocolError`` when the 200
+    reply has another shape (the SDK builds its objects without validating them)."""
+    choices = getattr(resp, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise LLMProtocolError(
+            f"the server's 200 reply is not an OpenAI chat completion (no 'choices' list; got "
+            f"a {type(resp).__name__}); check that the base URL ends in /v1"
+        )
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    content = getattr(message, "content", None)
+    if message is None or not (content is None or isinstance(content, str)):
+        raise LLMProtocolError(
+            "the server's 200 reply is not an OpenAI chat completion (choices[0].message."
+            "content is not text)"
+        )
+    return choice, message
 
 
 def _retry_after(response: Any) -> float | None:
@@ -206,6 +243,17 @@ class OpenAIStructuredLLM:
             raise ConfigError("max_retries and max_reasks must be >= 0")
         if max_tokens is not None and max_tokens < 1:
             raise ConfigError(f"max_tokens must be at least 1 (or None), got {max_tokens}")
+        if not math.isfinite(timeout):
+            raise ConfigError(f"timeout must be a finite number of seconds, got {timeout}")
+        if temperature is not None and (
+            isinstance(temperature, bool)
+            or not isinstance(temperature, (int, float))
+            or not math.isfinite(temperature)
+            or not 0 <= temperature <= 2
+        ):
+            raise ConfigError(
+                f"temperature must be a number in [0, 2] (or None), got {temperature!r}"
+            )
         _check_base_url(base_url)
         self.model = model
         self.base_url = base_url
@@ -235,6 +283,11 @@ class OpenAIStructuredLLM:
         self._kind_scale: dict[str, int] = {}
         self.send_temperature = temperature is not None
         self._max_tokens_param = "max_tokens"
+        # Failed attempts (connection errors, timeouts) since the last reply from the server, over
+        # all requests: at max_retries + 1 the server is taken to be down and every request
+        # fails at once for BREAKER_COOLDOWN seconds, instead of each one waiting out its retries.
+        self._dead_attempts = 0
+        self._down_until = 0.0
         # The SDK's HTTP client and the semaphore belong to one event loop; the sync bridge may
         # run each build on a fresh loop, so keep one pair per loop.
         self._per_loop: weakref.WeakKeyDictionary[Any, tuple[Any, asyncio.Semaphore]] = (
@@ -330,8 +383,13 @@ class OpenAIStructuredLLM:
                     "the OpenAI-compatible client needs the openai package: "
                     "pip install 'hcg-rag[openai]'"
                 ) from exc
+            import httpx
+
             client = openai.AsyncOpenAI(
-                api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+                api_key=self._api_key,
+                base_url=self.base_url,
+                max_retries=0,
+                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT)),
             )
             state = (client, asyncio.Semaphore(self.max_concurrency))
             self._per_loop[loop] = state
@@ -377,7 +435,7 @@ class OpenAIStructuredLLM:
         against them, not against what the client sends now, since another request in flight may
         already have learnt the same lesson (then this one is simply resent with the new settings).
         """
-        message = str(getattr(exc, "message", "") or exc)
+        message = self._mask(str(getattr(exc, "message", "") or exc))
         cause = classify_bad_request(message)
         if cause == "context":
             raise LLMContextLengthError(f"{self.name}: request too long (400): {message}") from exc
@@ -427,12 +485,33 @@ class OpenAIStructuredLLM:
         while True:
             wait: float | None = None
             async with semaphore:
+                self._check_down()
                 # Built once a slot is free, so it holds what requests before it learnt.
                 options = self._request_options(response_model, schema, mode)
                 try:
-                    resp = await client.chat.completions.create(
-                        model=self.model, messages=messages, **options
+                    # The SDK's timeout bounds each read, so a server trickling one byte a
+                    # second never trips it: the whole request is bounded here.
+                    resp = await asyncio.wait_for(
+                        client.chat.completions.create(
+                            model=self.model, messages=messages, **options
+                        ),
+                        self.timeout,
                     )
+                except asyncio.TimeoutError:
+                    self.ledger.add(calls=1)
+                    error = _WholeRequestTimeout(
+                        f"no complete reply within {self.timeout:g} s (--timeout)"
+                    )
+                    self._dead_attempts += 1
+                except (ValueError, AttributeError, TypeError) as exc:
+                    # A 200 whose body is not JSON (JSONDecodeError) or not a completion.
+                    self.ledger.add(calls=1)
+                    self._dead_attempts = 0
+                    raise LLMProtocolError(
+                        f"{self.name}: the server's 200 reply is not an OpenAI chat completion "
+                        f"({type(exc).__name__}: {redact(str(exc)[:200], self._secrets)}); check "
+                        "that the base URL is the server's /v1 API"
+                    ) from None
                 except openai.BadRequestError as exc:
                     self.ledger.add(calls=1)
                     self._on_bad_request(exc, kind, mode, options)
@@ -445,36 +524,68 @@ class OpenAIStructuredLLM:
                     self.ledger.add(calls=1)
                     wait = _retry_after(getattr(exc, "response", None))
                     error: Exception = exc
+                    if isinstance(exc, openai.APITimeoutError):
+                        self._dead_attempts += 1
+                    else:
+                        self._dead_attempts = 0  # the server answered: it is up
                 except openai.APIConnectionError as exc:
                     # The request may never have reached the server: not counted as a call.
                     error = exc
+                    self._dead_attempts += 1
                 except openai.APIStatusError as exc:
                     self.ledger.add(calls=1)
+                    self._dead_attempts = 0
                     if exc.status_code in (413, 422):  # too large / unprocessable: this item only
                         self._on_bad_request(exc, kind, mode, options)
                     raise LLMError(
-                        f"{self.name} at {self.base_url or 'api.openai.com'} answered "
-                        f"{exc.status_code}: {exc.message}; check the model name, URL and API key"
-                    ) from exc
+                        f"{self.name} at {self._where} answered {exc.status_code}: "
+                        f"{self._mask(str(exc.message))}; check the model name, URL and API key"
+                    ) from None
                 else:
                     self._account(resp)
-                    choice = resp.choices[0] if resp.choices else None
-                    message = getattr(choice, "message", None)
+                    self._dead_attempts = 0
+                    choice, message = _completion_content(resp)
                     refusal = getattr(message, "refusal", None)
                     if refusal:
-                        raise LLMRefusalError(f"{self.name} refused: {str(refusal)[:300]}")
+                        raise LLMRefusalError(
+                            f"{self.name} refused: {self._mask(str(refusal)[:300])}"
+                        )
                     if getattr(choice, "finish_reason", None) == "length":
                         self._on_truncated(kind, options)
-                    return (getattr(message, "content", None) or "") if message else ""
-            if attempt >= self.max_retries:
+                    return getattr(message, "content", None) or ""
+            if self._dead_attempts > self.max_retries:
+                self._down_until = time.monotonic() + BREAKER_COOLDOWN
+            if attempt >= self.max_retries or self._down_until > time.monotonic():
                 raise LLMUnavailableError(
                     f"{self.name}: giving up after {attempt + 1} attempts: "
-                    f"{type(error).__name__}: {error}; rerun the build to resume (finished "
-                    "calls are cached)"
+                    f"{type(error).__name__}: {self._mask(str(error))}; rerun the build to "
+                    "resume (finished calls are cached)"
                 ) from error
             self.ledger.add(retries=1)
             await asyncio.sleep(self._backoff(attempt, wait))
             attempt += 1
+
+    @property
+    def _secrets(self) -> tuple[str | None, ...]:
+        return (self._api_key, *env_secrets())
+
+    def _mask(self, text: str) -> str:
+        """A provider's or the SDK's text with the key and URL credentials masked (a provider
+        may echo the Authorization header in its 401)."""
+        return redact(text, self._secrets)
+
+    @property
+    def _where(self) -> str:
+        return redact(self.base_url or os.environ.get("OPENAI_BASE_URL") or "api.openai.com")
+
+    def _check_down(self) -> None:
+        """Fail at once while the server is taken to be down (see ``_dead_attempts``)."""
+        if self._down_until > time.monotonic():
+            raise LLMUnavailableError(
+                f"{self.name}: the server at {self._where} did not answer the last "
+                f"{self._dead_attempts} attempts (connection failed or timed out); not tried "
+                "again for now; rerun the build to resume (finished calls are cached)"
+            ) from TimeoutError("server down")
 
     def _account(self, resp: Any) -> None:
         usage = getattr(resp, "usage", None)
@@ -493,7 +604,7 @@ class OpenAIStructuredLLM:
 
     def __repr__(self) -> str:
         return (
-            f"OpenAIStructuredLLM(model={self.model!r}, base_url={self.base_url!r}, "
+            f"OpenAIStructuredLLM(model={self.model!r}, base_url={redact(repr(self.base_url))}, "
             f"max_concurrency={self.max_concurrency})"
         )
 

@@ -27,12 +27,14 @@ from pydantic import BaseModel
 from ..errors import (
     LLMContextLengthError,
     LLMOutputError,
+    LLMProtocolError,
     LLMRefusalError,
     LLMRejectedError,
     LLMTruncatedError,
     LLMUnavailableError,
 )
 from ..ports import StructuredLLM
+from ..safe_text import env_secrets, redact
 from .accounting import Ledger, current_stage
 from .cache import ResponseCache, cache_key
 from .structured import schema_for
@@ -80,6 +82,7 @@ def failure_cause(exc: BaseException) -> str:
         kinds = {
             "APIConnectionError": "server unreachable (connection failed)",
             "APITimeoutError": "server too slow (request timed out)",
+            "_WholeRequestTimeout": "server too slow (request timed out)",
             "InternalServerError": "server errors (HTTP 5xx)",
             "RateLimitError": "rate limited (HTTP 429)",
         }
@@ -89,6 +92,8 @@ def failure_cause(exc: BaseException) -> str:
         return "server unavailable after retries"
     if isinstance(exc, LLMRefusalError):
         return "the model refused"
+    if isinstance(exc, LLMProtocolError):
+        return "reply is not an OpenAI chat completion (not JSON, or no choices)"
     if isinstance(exc, LLMTruncatedError):
         return "reply cut at the token limit"
     if isinstance(exc, LLMOutputError):
@@ -113,14 +118,16 @@ class Failures:
         cause = failure_cause(exc)
         self.causes[cause] += 1
         self._stages.setdefault(cause, set()).add(current_stage.get())
-        self._examples.setdefault(cause, f"{type(exc).__name__}: {exc}"[:500])
+        self._examples.setdefault(
+            cause, redact(f"{type(exc).__name__}: {exc}", env_secrets())[:500]
+        )
         if len(self.records) < MAX_FAILURE_RECORDS:
             self.records.append(
                 {
                     "stage": current_stage.get(),
                     "item": item,
                     "cause": cause,
-                    "error": f"{type(exc).__name__}: {exc}"[:500],
+                    "error": redact(f"{type(exc).__name__}: {exc}", env_secrets())[:500],
                 }
             )
 
@@ -141,6 +148,23 @@ class Failures:
 
 
 ITEM_ERRORS = (LLMOutputError, LLMUnavailableError, LLMRejectedError)
+
+
+async def gather_or_cancel(*aws: Awaitable[T]) -> list[T]:
+    """``asyncio.gather`` that, when one awaitable raises (an error that stops the build: a 401,
+    a full disk under the cache), cancels the others and waits for them before re-raising.
+
+    Plain ``gather`` leaves them running against a client that is then closed; their errors
+    were never retrieved and asyncio printed them at shutdown.
+    """
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 class ResilientLLM:
@@ -283,7 +307,7 @@ async def ask_split(
         if len(items) > 1 and depth < MAX_SPLIT_DEPTH:
             ledger.add(splits=1)
             mid = len(items) // 2
-            halves = await asyncio.gather(
+            halves = await gather_or_cancel(
                 ask_split(
                     items[:mid], ask, item=item, ledger=ledger, failures=failures, depth=depth + 1
                 ),

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..config import DEFAULT_EVIDENCE_PER_EDGE, DEFAULT_EVIDENCE_TAU
-from ..corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents
+from ..contract import keep_in_batch
+from ..corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents, recorded_chunking
 from ..embedding import embed_texts
 from ..errors import ConfigError, InputError
 from ..graph_build.evidence import edge_text
@@ -91,6 +92,10 @@ def _as_chunks(items: Any, chunk_words: int, overlap_words: int) -> list[Chunk]:
         )
     docs = [x for x in items if isinstance(x, Document)]
     chunks = [x for x in items if isinstance(x, Chunk)]
+    # An insert refuses what a build skips: ids given twice in the batch, and items without text
+    # (an empty chunk makes a directory its loader refuses); nothing is added then.
+    keep_in_batch([(d.id, d.text) for d in docs], insert=True)
+    keep_in_batch([(c.id, c.text) for c in chunks], insert=True, what="chunk")
     if docs:
         chunks += chunk_documents(docs, chunk_words=chunk_words, overlap_words=overlap_words)
     return chunks
@@ -110,11 +115,13 @@ def insert(
     """See :meth:`CausalGraphRetriever.insert`."""
     _check_editable(r)
     # Documents are chunked like the build was (``hcg build`` records it), else by the defaults.
-    built = (r.build_report or {}).get("input") or {}
+    built = recorded_chunking(r.build_report)  # odd-typed values are ignored
     if chunk_words is None:
-        chunk_words = int(built.get("chunk_words") or DEFAULT_CHUNK_WORDS)
+        chunk_words = built.get("chunk_words", DEFAULT_CHUNK_WORDS)
     if overlap_words is None:
-        overlap_words = int(built.get("chunk_overlap", DEFAULT_OVERLAP_WORDS))
+        overlap_words = built.get("chunk_overlap", DEFAULT_OVERLAP_WORDS)
+        if overlap_words >= chunk_words:
+            overlap_words = min(DEFAULT_OVERLAP_WORDS, chunk_words - 1)
     new = _as_chunks(items, chunk_words, overlap_words)
     graph = r.graph
     st = EditState.of(r)

@@ -14,7 +14,6 @@ names for relation endpoints), and ``hcg_core.spec.assemble`` validates again.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -33,7 +32,7 @@ from ..embedding import as_matrix
 from ..errors import BuildError
 from ..llm.accounting import Ledger, stage
 from ..llm.budget import completion_budget, tokens_for
-from ..llm.runner import Failures, StageTimer, ask_split
+from ..llm.runner import Failures, StageTimer, ask_split, gather_or_cancel
 from ..llm.structured import capped_list, named_choice
 from ..ports import Embedder, StructuredLLM
 from ..prompts import Prompt, get_prompt
@@ -329,7 +328,7 @@ async def agenerate_spec(
             with completion_budget(tokens):
                 return await llm.acomplete(messages, model)
 
-        parts = await asyncio.gather(
+        parts = await gather_or_cancel(
             *(
                 ask_split(b, ask, item=f"{name}[batch {i}]", ledger=ledger, failures=failures)
                 for i, b in enumerate(batches)

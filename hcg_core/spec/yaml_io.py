@@ -22,8 +22,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
-
 from ..errors import SpecError
 from ..types import Dimension, DomainSpec, Metric, OutcomeConfig, Relation, Variable
 from .validate import validate_spec
@@ -221,17 +219,18 @@ INFERRED_NOTE = (
 
 
 def spec_from_yaml(text: str) -> DomainSpec:
-    """Parse spec.yaml text (``yaml.safe_load`` only)."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SpecError(f"invalid YAML: {exc}") from exc
-    return spec_from_dict(data)
+    """Parse spec.yaml text (``hcg_core.bounded``: no aliases, bounded depth, no duplicate keys)."""
+    from ..bounded import loads_yaml
+
+    return spec_from_dict(loads_yaml(text, error=SpecError))
 
 
 def spec_to_yaml(spec: DomainSpec) -> str:
     """spec.yaml text; a spec with inferred fields opens with a comment saying which."""
-    text = yaml.safe_dump(spec_to_dict(spec), sort_keys=False, allow_unicode=True, width=100)
+    from ..bounded import dump_yaml
+
+    # Without aliases: the bounded reader refuses them, and a shared list must not become one.
+    text = dump_yaml(spec_to_dict(spec), sort_keys=False, allow_unicode=True, width=100)
     if spec.inferred:
         text = INFERRED_NOTE.format(fields=" and ".join(spec.inferred)) + text
     return text
