@@ -377,8 +377,15 @@ def li_baselines(nodes: Sequence[Any], embedder: CachedEmbedder) -> dict[str, Te
 
 def lc_baselines(docs: Sequence[Any], embedder: CachedEmbedder) -> dict[str, TextSystem]:
     """LangChain's BM25Retriever and an InMemoryVectorStore retriever over ``docs``, 40 each."""
-    from langchain_community.retrievers import BM25Retriever
+    import warnings
+
     from langchain_core.vectorstores import InMemoryVectorStore
+
+    with warnings.catch_warnings():
+        # langchain-community's import warns that it is being sunset; its BM25Retriever is
+        # still what a LangChain user gets.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.retrievers import BM25Retriever
 
     from langchain_hcg import HCGDefaultEmbeddings
 
