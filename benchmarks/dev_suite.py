@@ -70,7 +70,7 @@ import numpy as np
 from hcg_core.cli import main as hcg_main
 from hcg_core.config import RetrievalConfig
 from hcg_core.corpus import load_inputs
-from hcg_core.embedders import default_embedder
+from hcg_core.embedders import default_embedder, embedder_from_name
 from hcg_core.eval.baselines import (
     bm25_system,
     documents_from_chunks,
@@ -86,6 +86,8 @@ BUDGET = 2000  # every system is cut here
 ASK = 40  # items every door and framework retriever is asked for
 _MANY = 200  # "enough to reach the budget" for the anchors filled to it
 RESAMPLES = 2000
+CUTOFF = 0.2  # the cut-off docs/configuration.md documents for hcg scores
+CALIBRATION_QUESTIONS = 200  # per set, for the score-calibration table
 TARGETS = {"bm25": 3.0, "vector": 6.0, "own": 3.0}
 DOORS = ("cli", "li-default", "li-256", "lc-default", "lc-presplit")
 DOOR_TITLES = {
@@ -242,18 +244,35 @@ def _timed(folder: Path, rebuild: bool, make: Callable[[Path], None]) -> float |
     return seconds
 
 
-def build_door(door: str, corpus: Path, docs: Sequence[Any], folder: Path, rebuild: bool) -> float:
-    """Build ``door`` over the set's documents on its defaults; seconds (stored, when reused)."""
+def build_door(
+    door: str,
+    corpus: Path,
+    docs: Sequence[Any],
+    folder: Path,
+    rebuild: bool,
+    embedder_name: str | None = None,
+) -> float:
+    """Build ``door`` over the set's documents on its defaults (with ``embedder_name``'s model
+    when given, as each door takes one); seconds (stored, when reused)."""
+
+    def model(wrap: Callable[[Any], Any]) -> Any:
+        return None if embedder_name is None else wrap(embedder_from_name(embedder_name))
 
     def cli(out: Path) -> None:
         args = ["build", str(corpus), "--out", str(out / "graph"), "--quiet", "--force"]
+        if embedder_name:
+            args += ["--embedder", embedder_name]
         if hcg_main(args) != 0:
             raise SystemExit(f"hcg build failed for {corpus}")
 
     def li(out: Path, transformations: list[Any] | None) -> None:
-        from llama_index_hcg import HCGIndex
+        from llama_index_hcg import HCGDefaultEmbedding, HCGIndex
 
-        index = HCGIndex.from_documents(li_documents(docs), transformations=transformations)
+        index = HCGIndex.from_documents(
+            li_documents(docs),
+            transformations=transformations,
+            embed_model=model(lambda e: HCGDefaultEmbedding(embedder=e)),
+        )
         index.storage_context.persist(persist_dir=str(out / "storage"))
 
     def li_256(out: Path) -> None:
@@ -262,12 +281,15 @@ def build_door(door: str, corpus: Path, docs: Sequence[Any], folder: Path, rebui
         li(out, [SentenceSplitter(chunk_size=256, chunk_overlap=32)])
 
     def lc(out: Path, presplit: bool) -> None:
-        from langchain_hcg import HCGRetriever
+        from langchain_hcg import HCGDefaultEmbeddings, HCGRetriever
 
+        embeddings = model(lambda e: HCGDefaultEmbeddings(embedder=e))
         if presplit:
-            retriever = HCGRetriever.from_documents(lc_presplit(docs), chunk=False)
+            retriever = HCGRetriever.from_documents(
+                lc_presplit(docs), chunk=False, embeddings=embeddings
+            )
         else:
-            retriever = HCGRetriever.from_documents(lc_documents(docs))
+            retriever = HCGRetriever.from_documents(lc_documents(docs), embeddings=embeddings)
         retriever.save(out / "graph")
 
     makers: dict[str, Callable[[Path], None]] = {
@@ -473,20 +495,20 @@ class Scorer:
 
 
 def run_set(
-    name: str, paths: list[Path], args: argparse.Namespace, embedder: CachedEmbedder
+    name: str,
+    paths: list[Path],
+    args: argparse.Namespace,
+    embedder: CachedEmbedder,
+    questions: Sequence[Any],
+    cores: dict[str, Any],
 ) -> dict[str, Any]:
-    questions = load_questions(
-        paths[1],
-        limit=args.limit,
-        sentences=load_sentences(paths[2]) if len(paths) == 3 else None,
-    )
     docs = core_documents(paths[0])
     scorer = Scorer(questions)
     work = args.work / name
     builds: dict[str, float] = {}
     for door in args.doors:
         log.info("%s: building %s", name, door)
-        builds[door] = build_door(door, paths[0], docs, work / door, args.rebuild)
+        builds[door] = build_door(door, paths[0], docs, work / door, args.rebuild, args.embedder)
         log.info("%s: %s built in %.0f s", name, door, builds[door])
     if args.build_only:
         return {"builds": builds}
@@ -497,6 +519,8 @@ def run_set(
     anchor_keys: dict[str, str] = {}
     for door in args.doors:
         loaded, core = load_door(door, work / door, embedder)
+        if door == "cli":
+            cores[name] = core  # for the score-calibration table
         chunk_counts[door] = len(loaded.nodes)
         log.info("%s / %s: %d nodes", name, door, len(loaded.nodes))
         if not anchor_keys:
@@ -655,6 +679,49 @@ def format_set(name: str, res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def calibrate(cores: dict[str, Any], question_sets: dict[str, Any]) -> dict[str, Any]:
+    """The CLI door's top score for its own set's questions and for the other sets' (off-topic
+    there), first CALIBRATION_QUESTIONS of each."""
+    out = {}
+    for name, core in cores.items():
+        own = [q.question for q in question_sets[name][:CALIBRATION_QUESTIONS]]
+        foreign = [
+            q.question
+            for other, qs in question_sets.items()
+            if other != name
+            for q in qs[:CALIBRATION_QUESTIONS]
+        ]
+        top = (
+            [core.retrieve(q, k=1).chunks for q in own],
+            [core.retrieve(q, k=1).chunks for q in foreign],
+        )
+        out[name] = {
+            "own": [c[0].score for c in top[0] if c],
+            "foreign": [c[0].score for c in top[1] if c],
+        }
+    return out
+
+
+def format_calibration(calibration: dict[str, Any]) -> str:
+    lines = [
+        f"### top score of the CLI door: own questions vs other sets' (cut-off {CUTOFF})",
+        "",
+        "| corpus | own p10 | own p50 | own >= cut-off | others' p50 | others' p90 | "
+        "others' < cut-off |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, cal in calibration.items():
+        own, other = np.asarray(cal["own"]), np.asarray(cal["foreign"])
+        if other.size == 0 or own.size == 0:
+            continue
+        lines.append(
+            f"| {name} | {np.percentile(own, 10):.2f} | {np.percentile(own, 50):.2f} | "
+            f"{(own >= CUTOFF).mean():.0%} | {np.percentile(other, 50):.2f} | "
+            f"{np.percentile(other, 90):.2f} | {(other < CUTOFF).mean():.0%} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--set", action="append", required=True, type=parse_set)
@@ -665,6 +732,12 @@ def main(argv: list[str] | None = None) -> int:
         "--doors", default=",".join(DOORS), help=f"comma-separated subset of {', '.join(DOORS)}"
     )
     parser.add_argument("--build-only", action="store_true", help="build (and time) the doors only")
+    parser.add_argument(
+        "--embedder",
+        default=None,
+        help="build every door with this embedder (hcg build --embedder; default the library's); "
+        "the vector baselines use the same one",
+    )
     args = parser.parse_args(argv)
     args.doors = [d for d in args.doors.split(",") if d]
     unknown = [d for d in args.doors if d not in DOORS]
@@ -673,11 +746,21 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     for noisy in ("hcg_core", "llama_index_hcg", "langchain_hcg", "bm25s", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    embedder = CachedEmbedder(default_embedder(), args.work / "embed_cache")
+    inner = embedder_from_name(args.embedder) if args.embedder else default_embedder()
+    embedder = CachedEmbedder(inner, args.work / "embed_cache" / inner.name)
+    question_sets = {
+        name: load_questions(
+            paths[1],
+            limit=args.limit,
+            sentences=load_sentences(paths[2]) if len(paths) == 3 else None,
+        )
+        for name, paths in args.set
+    }
     results: dict[str, Any] = {}
     text: list[str] = []
+    cores: dict[str, Any] = {}
     for name, paths in args.set:
-        res = run_set(name, paths, args, embedder)
+        res = run_set(name, paths, args, embedder, question_sets[name], cores)
         results[name] = res
         if args.build_only:
             continue
@@ -686,6 +769,13 @@ def main(argv: list[str] | None = None) -> int:
         text.append(block)
         print(block)
         sys.stdout.flush()
+    if cores:
+        calibration = calibrate(cores, question_sets)
+        for name, cal in calibration.items():
+            results[name]["calibration"] = cal
+        block = format_calibration(calibration)
+        text.append(block)
+        print(block)
     args.work.mkdir(parents=True, exist_ok=True)
     command = "python benchmarks/dev_suite.py " + " ".join(
         argv if argv is not None else sys.argv[1:]
