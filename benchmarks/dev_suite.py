@@ -375,8 +375,11 @@ def load_door(door: str, folder: Path, embedder: CachedEmbedder) -> tuple[Door, 
 # ----------------------------------------------------------------------------- baselines
 
 
-def li_baselines(nodes: Sequence[Any], embedder: CachedEmbedder) -> dict[str, TextSystem]:
-    """LlamaIndex's BM25Retriever and VectorStoreIndex retriever over ``nodes``, 40 each."""
+def li_baselines(
+    nodes: Sequence[Any], embedder: CachedEmbedder
+) -> dict[str, Callable[[], TextSystem]]:
+    """LlamaIndex's BM25Retriever and VectorStoreIndex retriever over ``nodes``, 40 each (made
+    when called)."""
     from llama_index.core import VectorStoreIndex
     from llama_index.core.schema import MetadataMode
     from llama_index.retrievers.bm25 import BM25Retriever
@@ -384,21 +387,27 @@ def li_baselines(nodes: Sequence[Any], embedder: CachedEmbedder) -> dict[str, Te
     from llama_index_hcg import HCGDefaultEmbedding
 
     nodes = [n.model_copy() for n in nodes]  # the framework may set fields (embedding) on them
-    bm25 = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=ASK)
-    vector = VectorStoreIndex(
-        nodes, embed_model=HCGDefaultEmbedding(embedder=embedder)
-    ).as_retriever(similarity_top_k=ASK)
 
     def texts(r: Any) -> TextSystem:
         return lambda q: [
             n.node.get_content(metadata_mode=MetadataMode.NONE) for n in r.retrieve(q)
         ]
 
-    return {"bm25": texts(bm25), "vector": texts(vector)}
+    return {
+        "bm25": lambda: texts(BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=ASK)),
+        "vector": lambda: texts(
+            VectorStoreIndex(
+                nodes, embed_model=HCGDefaultEmbedding(embedder=embedder)
+            ).as_retriever(similarity_top_k=ASK)
+        ),
+    }
 
 
-def lc_baselines(docs: Sequence[Any], embedder: CachedEmbedder) -> dict[str, TextSystem]:
-    """LangChain's BM25Retriever and an InMemoryVectorStore retriever over ``docs``, 40 each."""
+def lc_baselines(
+    docs: Sequence[Any], embedder: CachedEmbedder
+) -> dict[str, Callable[[], TextSystem]]:
+    """LangChain's BM25Retriever and an InMemoryVectorStore retriever over ``docs``, 40 each
+    (made when called)."""
     import warnings
 
     from langchain_core.vectorstores import InMemoryVectorStore
@@ -411,14 +420,17 @@ def lc_baselines(docs: Sequence[Any], embedder: CachedEmbedder) -> dict[str, Tex
 
     from langchain_hcg import HCGDefaultEmbeddings
 
-    bm25 = BM25Retriever.from_documents(docs, k=ASK)
-    store = InMemoryVectorStore.from_documents(docs, HCGDefaultEmbeddings(embedder=embedder))
-    vector = store.as_retriever(search_kwargs={"k": ASK})
-
     def texts(r: Any) -> TextSystem:
         return lambda q: [d.page_content for d in r.invoke(q)]
 
-    return {"bm25": texts(bm25), "vector": texts(vector)}
+    return {
+        "bm25": lambda: texts(BM25Retriever.from_documents(docs, k=ASK)),
+        "vector": lambda: texts(
+            InMemoryVectorStore.from_documents(
+                docs, HCGDefaultEmbeddings(embedder=embedder)
+            ).as_retriever(search_kwargs={"k": ASK})
+        ),
+    }
 
 
 def anchors(chunks: Sequence[Any], embedder: CachedEmbedder) -> dict[str, TextSystem]:
@@ -517,6 +529,7 @@ def run_set(
     rows: dict[str, dict[str, str]] = {}
     chunk_counts: dict[str, int] = {}
     anchor_keys: dict[str, str] = {}
+    vector_ran_as: dict[str, str] = {}
     for door in args.doors:
         loaded, core = load_door(door, work / door, embedder)
         if door == "cli":
@@ -532,30 +545,38 @@ def run_set(
         same = _texts_key(texts)
         if loaded.framework == "core":
             chunks = [c.text for c in loaded.nodes]
-            row["own bm25 same nodes"] = scorer.run(f"core bm25 @{same}", bm25_system(chunks, ASK))
-            row["own vector same nodes"] = scorer.run(
-                f"core vector @{same}",
-                vector_system(chunks, embedder, ASK, embeddings=core.chunk_embeddings),
-            )
-            user = li_baselines(user_nodes, embedder)
-            row["own bm25 user nodes"] = scorer.run(f"li bm25 @{user_key}", user["bm25"])
-            row["own vector user nodes"] = scorer.run(f"li vector @{user_key}", user["vector"])
+            emb = core.chunk_embeddings
+            same_made = {
+                "bm25": lambda chunks=chunks: bm25_system(chunks, ASK),
+                "vector": lambda chunks=chunks, emb=emb: vector_system(
+                    chunks, embedder, ASK, embeddings=emb
+                ),
+            }
+            fw, user_made = "core", li_baselines(user_nodes, embedder)
+            user_fw = "li"
         else:
             fw = "li" if loaded.framework == "llamaindex" else "lc"
             make = li_baselines if fw == "li" else lc_baselines
-            nodes = loaded.nodes
-            if f"{fw} bm25 @{same}" not in scorer.scores:
-                base = make(nodes, embedder)
-                scorer.run(f"{fw} bm25 @{same}", base["bm25"])
-                scorer.run(f"{fw} vector @{same}", base["vector"])
-            row["own bm25 same nodes"] = f"{fw} bm25 @{same}"
-            row["own vector same nodes"] = f"{fw} vector @{same}"
-            if f"{fw} bm25 @{user_key}" not in scorer.scores:
-                user = make(user_nodes if fw == "li" else _as_lc(user_nodes), embedder)
-                scorer.run(f"{fw} bm25 @{user_key}", user["bm25"])
-                scorer.run(f"{fw} vector @{user_key}", user["vector"])
-            row["own bm25 user nodes"] = f"{fw} bm25 @{user_key}"
-            row["own vector user nodes"] = f"{fw} vector @{user_key}"
+            same_made = make(loaded.nodes, embedder)
+            user_made = make(user_nodes if fw == "li" else _as_lc(user_nodes), embedder)
+            user_fw = fw
+        for which, key, made, who in (
+            ("same", same, same_made, fw),
+            ("user", user_key, user_made, user_fw),
+        ):
+            # BM25 per framework (each tokenises its own way). The exact cosine top-k of the
+            # core, of VectorStoreIndex (SimpleVectorStore) and of InMemoryVectorStore rank the
+            # same texts by the same vectors identically, so each node set's is run once, by
+            # the first framework that holds it (vector_ran_as says which).
+            bm25_key = f"{who} bm25 @{key}"
+            if bm25_key not in scorer.scores:
+                scorer.run(bm25_key, made["bm25"]())
+            vector_key = f"vector @{key}"
+            if vector_key not in scorer.scores:
+                scorer.run(vector_key, made["vector"]())
+                vector_ran_as[vector_key] = who
+            row[f"own bm25 {which} nodes"] = bm25_key
+            row[f"own vector {which} nodes"] = vector_key
         rows[door] = row
         embedder.save()
     return {
@@ -565,6 +586,7 @@ def run_set(
         "user_default_nodes": len(user_nodes),
         "builds": builds,
         "anchors": anchor_keys,
+        "vector_ran_as": vector_ran_as,
         "doors": rows,
         "scores": scorer.scores,
         "p50_ms": scorer.p50,
@@ -724,7 +746,7 @@ def format_calibration(calibration: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", action="append", required=True, type=parse_set)
+    parser.add_argument("--set", action="append", default=[], type=parse_set)
     parser.add_argument("--work", type=Path, required=True, help="builds, cache and results")
     parser.add_argument("--limit", type=int, default=None, help="first N questions per set")
     parser.add_argument("--rebuild", action="store_true", help="rebuild doors already in --work")
@@ -733,12 +755,29 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--build-only", action="store_true", help="build (and time) the doors only")
     parser.add_argument(
+        "--results",
+        default="results",
+        help="stem of the result files in --work (NAME.json, NAME.md); one per process when sets "
+        "run in parallel processes",
+    )
+    parser.add_argument(
+        "--combine",
+        nargs="+",
+        type=Path,
+        default=None,
+        help="no run: merge these result JSON files (from parallel runs) into --results",
+    )
+    parser.add_argument(
         "--embedder",
         default=None,
         help="build every door with this embedder (hcg build --embedder; default the library's); "
         "the vector baselines use the same one",
     )
     args = parser.parse_args(argv)
+    if args.combine:
+        return combine(args)
+    if not args.set:
+        parser.error("at least one --set NAME=CORPUS:QUESTIONS[:SENTENCES] is needed")
     args.doors = [d for d in args.doors.split(",") if d]
     unknown = [d for d in args.doors if d not in DOORS]
     if unknown:
@@ -776,17 +815,37 @@ def main(argv: list[str] | None = None) -> int:
         block = format_calibration(calibration)
         text.append(block)
         print(block)
-    args.work.mkdir(parents=True, exist_ok=True)
     command = "python benchmarks/dev_suite.py " + " ".join(
         argv if argv is not None else sys.argv[1:]
     )
+    write_results(args.work, args.results, [command], results, text)
+    return 0
+
+
+def write_results(
+    work: Path, stem: str, commands: list[str], results: dict[str, Any], text: list[str]
+) -> None:
+    work.mkdir(parents=True, exist_ok=True)
     for fname, content in (
-        ("results.json", json.dumps({"command": command, "sets": results}, indent=1)),
-        ("results.md", f"`{command}`\n\n" + "\n".join(text)),
+        (f"{stem}.json", json.dumps({"commands": commands, "sets": results}, indent=1)),
+        (f"{stem}.md", "".join(f"`{c}`\n\n" for c in commands) + "\n".join(text)),
     ):
-        tmp = args.work / (fname + ".tmp")
+        tmp = work / (fname + ".tmp")
         tmp.write_text(content)
-        os.replace(tmp, args.work / fname)
+        os.replace(tmp, work / fname)
+
+
+def combine(args: argparse.Namespace) -> int:
+    """Merge result files of runs made in parallel (one set each) into one, tables remade."""
+    commands: list[str] = []
+    results: dict[str, Any] = {}
+    for path in args.combine:
+        data = json.loads(path.read_text())
+        commands += data["commands"]
+        results.update(data["sets"])
+    text = [format_set(name, res) for name, res in results.items() if "margins" in res]
+    print("\n".join(text))
+    write_results(args.work, args.results, commands, results, text)
     return 0
 
 
