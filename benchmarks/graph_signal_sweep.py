@@ -1,22 +1,32 @@
-"""How recall moves with the weight of the graph signal in the hybrid mode, on a built graph.
+"""What the graph signal changes in the hybrid mode, on a built graph: on - off per question type.
 
-Runs the retriever's own hybrid mode with the graph off, and with several ``graph_weight`` /
-``graph_candidates`` settings, over a QA file at a word budget; prints the primary metric
-(gold-context recall when the questions carry gold context, else answer recall), answer recall,
-and the share of words that came through the graph route.
+Runs the retriever's own hybrid mode with the graph off, on (the defaults), and with other
+``graph_weight`` / ``graph_candidates`` settings, over a QA file at a word budget. Prints the
+primary metric (gold-context recall when the questions carry gold context, else answer recall)
+and the share of words that came through the graph route, then graph on - off per question type
+with a 95% paired-bootstrap interval. ``--half design`` / ``--half report`` keeps one half of the
+questions, fixed by a hash of each question's id, so a design chosen on one half is reported on
+the other.
 
-    python benchmarks/graph_signal_sweep.py GRAPH_DIR --questions FILE [--sentences FILE]
+The graph directory is only read (``CausalGraphRetriever.load``); nothing is written next to it.
+
+    python benchmarks/graph_signal_sweep.py GRAPH_DIR --questions FILE [--sentences FILE] \\
+        [--half report]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+
+import numpy as np
 
 from hcg_core.config import HybridConfig
 from hcg_core.eval.runner import evaluate, load_questions, load_sentences
 from hcg_core.retrieval import CausalGraphRetriever
 
 MANY = 200  # chunks asked for; the word budget stops first (as in hcg eval)
+RESAMPLES = 2000
 SETTINGS = {
     "graph off": {"use_graph": False},
     "weight 0.25 (default)": {},
@@ -27,6 +37,30 @@ SETTINGS = {
 }
 
 
+def half_of(question_id: str) -> str:
+    """``"design"`` or ``"report"``: a fixed split by the parity of a hash of the id.
+
+    >>> sorted({half_of(str(i)) for i in range(20)})
+    ['design', 'report']
+    """
+    digest = hashlib.blake2b(question_id.encode("utf-8"), digest_size=8).digest()
+    return "design" if digest[-1] % 2 == 0 else "report"
+
+
+def paired_interval(diff: np.ndarray) -> tuple[float, float]:
+    """95% paired-bootstrap interval of the mean difference, in points (fixed seed)."""
+    rng = np.random.default_rng(0)
+    means = diff[rng.integers(0, diff.size, (RESAMPLES, diff.size))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return 100 * float(lo), 100 * float(hi)
+
+
+def primary(scores) -> np.ndarray:
+    return np.asarray(
+        [s.recall if s.context_recall is None else s.context_recall for s in scores], float
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("graph")
@@ -34,24 +68,54 @@ def main() -> None:
     ap.add_argument("--sentences", default=None, help="sentence ids -> text, as for hcg eval")
     ap.add_argument("--budget", type=int, default=2000)
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--half", choices=("design", "report", "all"), default="all")
+    ap.add_argument("--only-default", action="store_true", help="graph off and default only")
+    ap.add_argument(
+        "--k",
+        type=int,
+        default=None,
+        help="ask for k units with no word budget (the adapters' way; scored at --budget words)",
+    )
     args = ap.parse_args()
     retriever = CausalGraphRetriever.load(args.graph)
     sentences = load_sentences(args.sentences) if args.sentences else None
     questions = load_questions(args.questions, limit=args.limit, sentences=sentences)
+    if args.half != "all":
+        questions = [q for q in questions if half_of(str(q.id)) == args.half]
     vectors = {q.question: retriever.embed_query(q.question) for q in questions}
+    settings = SETTINGS
+    if args.only_default:
+        settings = {k: SETTINGS[k] for k in ("graph off", "weight 0.25 (default)")}
+    how = f"k={args.k}, no budget" if args.k else f"budget {args.budget}"
+    print(f"{len(questions)} questions ({args.half}; {how}; scored at {args.budget} words)")
     print(f"{'setting':<34}{'primary':>9}{'answer':>8}{'graph words':>13}")
-    for name, changes in SETTINGS.items():
-        clone = retriever.with_config(word_budget=args.budget, **changes)
+    scores = {}
+    for name, changes in settings.items():
+        clone = retriever.with_config(word_budget=None if args.k else args.budget, **changes)
         report = evaluate(
-            {name: lambda q, c=clone: c.retrieve_by_vector(q, vectors[q], MANY)},
+            {name: lambda q, c=clone: c.retrieve_by_vector(q, vectors[q], args.k or MANY)},
             questions,
             budget=args.budget,
         )
+        scores[name] = report.scores[name]
         every = report.row(name, "all")
-        primary = every.recall if every.context_recall is None else every.context_recall
+        value = every.recall if every.context_recall is None else every.context_recall
         print(
-            f"{name:<34}{primary:>9.3f}{every.recall:>8.3f}{every.graph_word_share:>13.2f}",
+            f"{name:<34}{value:>9.3f}{every.recall:>8.3f}{every.graph_word_share:>13.2f}",
             flush=True,
+        )
+    off, on = scores["graph off"], scores["weight 0.25 (default)"]
+    types = sorted({s.question_type for s in off})
+    print(
+        f"\n{'graph on - off (points)':<26}{'n':>5}{'off':>8}{'on':>8}{'on - off':>10}  95% interval"
+    )
+    for group in ["all", *types]:
+        keep = [i for i, s in enumerate(off) if group == "all" or s.question_type == group]
+        a, b = primary([on[i] for i in keep]), primary([off[i] for i in keep])
+        lo, hi = paired_interval(a - b)
+        print(
+            f"{group:<26}{len(keep):>5}{b.mean():>8.3f}{a.mean():>8.3f}"
+            f"{100 * (a - b).mean():>+10.2f}  [{lo:+.2f}, {hi:+.2f}]"
         )
 
 

@@ -1,13 +1,23 @@
-"""Why the hybrid defaults are what they are: each setting changed alone, on every dev set, graph off.
+"""Does each ranking heuristic earn its place? Leave-one-out over each door's units, on every dev set.
 
-For each set the corpus is chunked (the library's structure-aware chunker; plain 200/40 windows
-that ignore blank lines; the chunker with its previous 300-word limit for a whole paragraph),
-embedded once with the default embedder or ``--embedder NAME`` (cached
-under --cache), and
-ranked with ``HybridRanker`` under each variant, every system filled to the 2,000-word budget.
-Reports gold-context recall (when the questions carry gold context) and answer recall. The graph
-is off here on purpose: these are the text-ranking choices; benchmarks/dev_suite.py measures the
-graph on and off.
+For each set the corpus is cut into the units each door indexes:
+
+- ``hcg chunker``: hcg's structure-aware chunker (``hcg build``, LangChain ``from_documents`` and
+  LlamaIndex ``from_documents`` on default Settings);
+- ``LlamaIndex 256/32``: ``SentenceSplitter(chunk_size=256, chunk_overlap=32)`` nodes, the
+  splitter docs/adapters.md shows;
+- ``LlamaIndex 1024/200``: nodes of LlamaIndex's default splitter, passed explicitly by a user;
+- ``LangChain 1000/200``: ``RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=200,
+  add_start_index=True)`` documents passed with ``chunk=False``.
+
+Each is embedded once with the default embedder (cached under --cache) and ranked with
+``HybridRanker`` under the defaults and under each variant that switches one heuristic off, graph
+off (the graph route is judged by benchmarks/graph_signal_sweep.py and dev_suite.py). As the
+dev suite asks every door, each system returns 40 units with no word budget and is scored on the
+first 2,000 words: gold-context recall where the questions carry gold context, answer recall
+elsewhere. The table gives variant - default in points with a 95% paired-bootstrap interval, per
+door and set; ``*`` marks an interval wholly below zero (switching the heuristic off loses), ``+``
+one wholly above (it wins). A heuristic stays when it loses on some set and wins on none.
 
     python benchmarks/ranking_variants.py --cache /tmp/hcg_cache \\
         --set medical=PATH/corpus.json:PATH/dev_questions.json \\
@@ -23,40 +33,75 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from dev_suite import parse_set  # benchmarks/ is on sys.path when this script runs
 
 from hcg_core.config import HybridConfig
-from hcg_core.corpus import chunk_documents, load_inputs
+from hcg_core.corpus import chunk_documents, load_inputs, reads_not_english
 from hcg_core.embedders import embedder_by_name
 from hcg_core.embedders.factory import EMBEDDER_HELP
 from hcg_core.embedding import embed_texts
 from hcg_core.eval.runner import evaluate, load_questions, load_sentences
-from hcg_core.retrieval.hybrid import HybridRanker
-from hcg_core.types import Document
+from hcg_core.retrieval.hybrid import HybridRanker, mmr_pack
+from hcg_core.types import Chunk, Document
 
+K = 40
 BUDGET = 2000
+RESAMPLES = 2000
 DEFAULT = HybridConfig()
-VARIANTS: dict[str, HybridConfig] = {
-    "default": DEFAULT,
-    "max-normalised fusion": replace(DEFAULT, fusion="max"),
-    "~100-word passages": replace(DEFAULT, passage_words=100),
-    "windows always whole (window_passage_words 0)": replace(DEFAULT, window_passage_words=0),
-    "windows always by halves (whole_windows_lead None)": replace(DEFAULT, whole_windows_lead=None),
-    "windows whole from a lead of 0.5": replace(DEFAULT, whole_windows_lead=0.5),
-    "windows whole from a lead of 1.0": replace(DEFAULT, whole_windows_lead=1.0),
-    "repeats kept (cut_repeats False)": replace(DEFAULT, cut_repeats=False),
-    "no diversity (lambda 1.0)": replace(DEFAULT, diversity=1.0),
-    "lambda 0.7": replace(DEFAULT, diversity=0.7),
-    "BM25 only": replace(DEFAULT, dense_weight=0.0),
-    "dense only": replace(DEFAULT, bm25_weight=0.0),
-    "clear match not followed (follow_gap None)": replace(DEFAULT, follow_gap=None),
-    "language gap not filled": replace(DEFAULT, fill_language_gap=False),
-    "language gap by dense only (gap_char_grams False)": replace(DEFAULT, gap_char_grams=False),
+
+
+class _RelevanceOrder(HybridRanker):
+    """The picks returned best first by fused relevance, not in pick order."""
+
+    def _pack(self, fused, pool, k, word_budget):
+        rows = super()._pack(fused, pool, k, word_budget)
+        return rows[np.lexsort((rows, -fused[rows]))]
+
+
+class _NeighboursRedundant(HybridRanker):
+    """MMR without the neighbour exemption: overlapping windows lend each other redundancy."""
+
+    def _pack(self, fused, pool, k, word_budget):
+        pool = pool[np.lexsort((pool, -fused[pool]))]
+        picked = mmr_pack(
+            fused[pool],
+            self.word_features(pool),
+            self.word_counts[pool],
+            k=k,
+            word_budget=word_budget,
+            diversity=self.config.diversity,
+            spans=None,
+            repeats_kept=not self.config.cut_repeats,
+        )
+        return pool[picked]
+
+
+# name -> (ranker class, settings): each switches one heuristic off.
+VARIANTS: dict[str, tuple[type[HybridRanker], HybridConfig]] = {
+    "z-score fusion off (max-normalised)": (HybridRanker, replace(DEFAULT, fusion="max")),
+    "MMR off (lambda 1.0)": (HybridRanker, replace(DEFAULT, diversity=1.0)),
+    "MMR neighbours not exempt": (_NeighboursRedundant, DEFAULT),
+    "pick order off (best first)": (_RelevanceOrder, DEFAULT),
+    "repeats kept (cut_repeats False)": (HybridRanker, replace(DEFAULT, cut_repeats=False)),
+    "clear match not followed (follow_gap None)": (HybridRanker, replace(DEFAULT, follow_gap=None)),
+    "language gap not filled": (HybridRanker, replace(DEFAULT, fill_language_gap=False)),
+    "gap by dense only (gap_char_grams False)": (
+        HybridRanker,
+        replace(DEFAULT, gap_char_grams=False),
+    ),
 }
-# The previous default, for reference: fixed-weight fusion, passages.
-VARIANTS["previous default (max fusion, passages)"] = replace(
-    DEFAULT, fusion="max", passage_words=100
-)
+
+
+def paired_interval(diff: np.ndarray, resamples: int = RESAMPLES) -> tuple[float, float]:
+    """95% paired-bootstrap interval of the mean of per-question differences, in points.
+
+    >>> lo, hi = paired_interval(np.array([1.0, 0.0, 1.0, 1.0]))
+    >>> 0 <= lo <= hi <= 100
+    True
+    """
+    rng = np.random.default_rng(0)
+    means = diff[rng.integers(0, diff.size, (resamples, diff.size))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return 100 * float(lo), 100 * float(hi)
 
 
 def cached(embedder, texts: list[str], cache: Path, kind: str) -> np.ndarray:
@@ -74,27 +119,53 @@ def cached(embedder, texts: list[str], cache: Path, kind: str) -> np.ndarray:
     return emb
 
 
-def windows_only(docs: list[Document]) -> list[Document]:
-    """The same documents with every blank line removed: the chunker then cuts plain windows."""
-    return [replace(d, text=" ".join(d.text.split())) for d in docs]
+def door_units(docs: list[Document]) -> dict[str, list[Chunk]]:
+    """Each door's units of the same documents, as the adapters hand them to the ranker."""
+    from langchain_core.documents import Document as LCDocument
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from llama_index.core import Document as LIDocument
+    from llama_index.core.node_parser import SentenceSplitter
+
+    from langchain_hcg._convert import to_chunk
+    from llama_index_hcg._convert import node_to_chunk
+
+    li_docs = [LIDocument(text=d.text, id_=d.id) for d in docs]
+    units = {"hcg chunker": chunk_documents(docs)}
+    for name, splitter in (
+        ("LlamaIndex 256/32", SentenceSplitter(chunk_size=256, chunk_overlap=32)),
+        ("LlamaIndex 1024/200", SentenceSplitter()),
+    ):
+        units[name] = [node_to_chunk(n) for n in splitter.get_nodes_from_documents(li_docs)]
+    lc = RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=200, add_start_index=True)
+    split = lc.split_documents(
+        [LCDocument(page_content=d.text, metadata={"source": d.id}) for d in docs]
+    )
+    # A user's split documents carry no id: the adapter names each by its content.
+    units["LangChain 1000/200"] = [to_chunk(d) for d in split]
+    return units
+
+
+def primary(scores) -> np.ndarray:
+    return np.asarray(
+        [s.recall if s.context_recall is None else s.context_recall for s in scores], float
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
+    from dev_suite import parse_set  # benchmarks/ is on sys.path when this script runs
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", action="append", required=True, type=parse_set)
     ap.add_argument("--cache", type=Path, required=True, help="embedding cache folder")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--embedder", default=None, help=f"{EMBEDDER_HELP}; default: 'default'")
-    ap.add_argument(
-        "--no-windows",
-        action="store_true",
-        help="skip the plain 200/40-window chunking (saves embedding it with a slow embedder)",
-    )
+    ap.add_argument("--door", action="append", default=None, help="only these doors' units")
     args = ap.parse_args(argv)
     embedder = embedder_by_name(args.embedder)
+    head = ["| set | units | default |", "|---|---|---|"]
     lines = [
-        "| set | variant | primary | context recall | answer recall |",
-        "|---|---|---|---|---|",
+        "| set | units | variant | variant - default (points) | 95% interval | |",
+        "|---|---|---|---|---|---|",
     ]
     for name, paths in args.set:
         sentences = load_sentences(paths[2]) if len(paths) == 3 else None
@@ -102,43 +173,43 @@ def main(argv: list[str] | None = None) -> int:
         qvecs = cached(embedder, [q.question for q in questions], args.cache, "query")
         row_of = {q.question: i for i, q in enumerate(questions)}
         docs, _ = load_inputs([paths[0]])
-        chunkings = [("structure", chunk_documents(docs))]
-        if not args.no_windows:
-            chunkings.append(("plain 200/40 windows", chunk_documents(windows_only(docs))))
-            # The previous default: a paragraph over 1.5x chunk_words was windowed.
-            chunkings.append(
-                ("paragraphs whole up to 300 words", chunk_documents(docs, whole_words=300))
-            )
-        for chunking, chunks in chunkings:
+        for door, chunks in door_units(docs).items():
+            if args.door and door not in args.door:
+                continue
             emb = cached(embedder, [c.text for c in chunks], args.cache, "chunks")
-            variants = VARIANTS if chunking == "structure" else {"default": DEFAULT}
-            if chunking == "plain 200/40 windows":
-                # Every unit is a window here: where ranking windows by halves costs most.
-                variants = {
-                    **variants,
-                    "whole": VARIANTS["windows always whole (window_passage_words 0)"],
-                    "halves": VARIANTS["windows always by halves (whole_windows_lead None)"],
-                    "lead 0.5": VARIANTS["windows whole from a lead of 0.5"],
-                    "lead 1.0": VARIANTS["windows whole from a lead of 1.0"],
-                }
+            # Text all in English: the language-gap switches change nothing (not run).
+            variants = {
+                k: v
+                for k, v in VARIANTS.items()
+                if any(map(reads_not_english, (c.text for c in chunks)))
+                or v[1].fill_language_gap == DEFAULT.fill_language_gap
+                and v[1].gap_char_grams == DEFAULT.gap_char_grams
+            }
             systems = {}
-            for vname, cfg in variants.items():
-                ranker = HybridRanker(chunks, emb, cfg)
+            for vname, (cls, cfg) in {"default": (HybridRanker, DEFAULT), **variants}.items():
+                ranker = cls(chunks, emb, cfg)
 
                 def run(q: str, ranker: HybridRanker = ranker, qvecs=qvecs, row_of=row_of):
-                    vec = qvecs[row_of[q]]
-                    return ranker.rank(q, vec, None, word_budget=BUDGET, use_graph=False)
+                    return ranker.rank(q, qvecs[row_of[q]], None, k=K, use_graph=False)
 
-                label = vname if chunking == "structure" else f"{vname}, {chunking}"
-                systems[label] = run
+                systems[vname] = run
             report = evaluate(systems, questions, budget=BUDGET)
-            for r in report.rows:
-                if r.group != "all":
-                    continue
-                ctx = "-" if r.context_recall is None else f"{r.context_recall:.3f}"
-                primary = r.recall if r.context_recall is None else r.context_recall
-                lines.append(f"| {name} | {r.system} | {primary:.3f} | {ctx} | {r.recall:.3f} |")
-            print(f"done: {name}, {chunking} ({len(chunks)} chunks)", file=sys.stderr)
+            base = primary(report.scores["default"])
+            head.append(f"| {name} | {door} ({len(chunks)}) | {base.mean():.3f} |")
+            print(head[-1], flush=True)
+            for vname in variants:
+                diff = primary(report.scores[vname]) - base
+                lo, hi = paired_interval(diff)
+                mark = "*" if hi < 0 else "+" if lo > 0 else ""
+                lines.append(
+                    f"| {name} | {door} | {vname} | {100 * diff.mean():+.2f} "
+                    f"| [{lo:+.2f}, {hi:+.2f}] | {mark} |"
+                )
+                print(lines[-1], flush=True)
+            print(f"done: {name}, {door} ({len(chunks)} units)", file=sys.stderr, flush=True)
+    print("\n## summary\n")
+    print("\n".join(head))
+    print()
     print("\n".join(lines))
     return 0
 

@@ -63,12 +63,11 @@ maximum for the query: the fixed-weight fusion of earlier releases). docs/evalua
 them on every dev set."""
 DEFAULT_DIVERSITY = 0.5
 """MMR trade-off lambda: pick score = lambda * relevance - (1 - lambda) * max redundancy. 0.5 is the
-textbook balance (Carbonell & Goldstein 1998). MMR picks which units fill the budget; they are then
-returned best first by relevance. Dev sets (graph off): see docs/evaluation.md."""
-DEFAULT_MIN_NOVELTY = 0.5
-"""Skip a chunk when under half of its words are new: its span is mostly covered by chosen chunks
-of the same document (chunk overlap). Measured on the units' spans in their document (see
-``DEFAULT_FOLLOW_GAP``)."""
+textbook balance (Carbonell & Goldstein 1998). The picks are returned in pick order, so each result
+is the best remaining one given those above it. A unit's neighbours in its document (spans that
+overlap or touch it) take no redundancy from it: the next window of one text shares its subject's
+words, not its content. A unit whose span picked units cover whole is skipped (it adds no text).
+Leave-one-out on every door and dev set: docs/evaluation.md."""
 DEFAULT_FOLLOW_GAP: float | None = 1.0
 """When the best unit's fused relevance leads the runner-up by at least this much (1.0: three
 standard deviations of one signal), the windows overlapping it (the rest of its text block, which
@@ -95,34 +94,11 @@ stays whole) and ``k`` counts passages. Passages gained answer recall on the med
 lost gold-context recall on HolisQA, where an answer spans several sentences of one abstract
 (docs/evaluation.md), so they are an option, not the default."""
 DEFAULT_CUT_REPEATS = True
-"""Under a word budget, cut from a unit's start or end the sentences a better-ranked unit already
-returned from the same place of the document (two overlapping windows), and count only new words
-against the budget (``retrieval/repeats.py``). The unit keeps its id; its text becomes the kept
-part, ``details["span"]`` its offsets. Medical dev set (200/40 windows): +0.3 points; HolisQA (no
-overlaps): no change. ``False`` returns every unit whole under a budget too; with ``k`` alone units
-are always whole."""
-DEFAULT_WINDOW_PASSAGE_WORDS = 100
-"""A chunk that overlaps a neighbour of its document (a window the chunker cut from unbroken text,
-its ends wherever the word count fell) is ranked and packed as passages of about this many words,
-while a whole paragraph or abstract stays one unit; 0 ranks windows whole. Each stored chunk still
-comes back at most once, with its own id: whole when only ``k`` limits the result, and under a word
-budget as the span of its picked passages (whole when all were picked). Packing half-windows gains
-on single-fact questions over unbroken text (medical dev set +0.5 points of answer recall) but loses
-where an answer runs over several sentences of such text (the HolisQA abstracts with their blank
-lines removed: -5.9 and -6.4 points of gold-context recall, below BM25 on the same windows), so a
-query with a clear match ranks windows whole (``DEFAULT_WHOLE_WINDOWS_LEAD``). Ignored when
-``passage_words`` > 0. docs/evaluation.md."""
-DEFAULT_WHOLE_WINDOWS_LEAD: float | None = 1.0 / 3.0
-"""A query whose best window, ranked whole, leads the runner-up by at least this much of fused
-relevance (1/3: one standard deviation of one signal; ``DEFAULT_FOLLOW_GAP``'s scale) keeps windows
-whole: one clear place holds its answer, which may run over several sentences, so a half would cut
-it. Below the lead, windows are ranked by ``window_passage_words`` passages (the answer is a fact
-that any of several places may hold, and more distinct places fit the budget). ``None``: always by
-passages. The queries below the lead are fused twice (the whole-window pass stops before packing),
-only on corpora with windows.
-The trade is smooth in the lead (docs/evaluation.md): lower keeps more of the halves' gain on
-single-fact questions, higher loses more where answers run over several sentences of unbroken
-text."""
+"""Cut from a unit's start or end the sentences an earlier result already returned from the same
+place of the document (two overlapping windows), and count only new words against a word budget
+(``retrieval/repeats.py``), with ``k`` alone too: a reader (or the user's own cut at N words) gets
+each place once. The unit keeps its id; its text becomes the kept part, ``details["span"]`` its
+offsets. ``False`` returns every unit whole. Leave-one-out: docs/evaluation.md."""
 
 
 class _Settings:
@@ -155,20 +131,17 @@ class HybridConfig:
     dense_weight: float = DEFAULT_DENSE_WEIGHT
     graph_weight: float = DEFAULT_GRAPH_WEIGHT
     diversity: float = DEFAULT_DIVERSITY
-    min_novelty: float = DEFAULT_MIN_NOVELTY
     passage_words: int = DEFAULT_PASSAGE_WORDS
-    window_passage_words: int = DEFAULT_WINDOW_PASSAGE_WORDS
     cut_repeats: bool = DEFAULT_CUT_REPEATS
     fusion: str = DEFAULT_FUSION
     follow_gap: float | None = DEFAULT_FOLLOW_GAP
-    whole_windows_lead: float | None = DEFAULT_WHOLE_WINDOWS_LEAD
     fill_language_gap: bool = DEFAULT_FILL_LANGUAGE_GAP
     gap_char_grams: bool = DEFAULT_GAP_CHAR_GRAMS
 
     @property
     def unit_split(self) -> tuple[int, int]:
         """The settings that decide the ranked units: rankers equal here share one BM25 index."""
-        return (self.passage_words, 0 if self.passage_words else self.window_passage_words)
+        return (self.passage_words,)
 
     def __post_init__(self) -> None:
         if self.fusion not in FUSIONS:
@@ -180,10 +153,6 @@ class HybridConfig:
         for name in ("cut_repeats", "fill_language_gap", "gap_char_grams"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if self.window_passage_words < 0:
-            raise ConfigError(
-                f"window_passage_words must be >= 0 (0: off), got {self.window_passage_words}"
-            )
         if self.candidates < 1:
             raise ConfigError(f"candidates must be at least 1, got {self.candidates}")
         for name in ("bm25_weight", "dense_weight", "graph_weight"):
@@ -191,9 +160,7 @@ class HybridConfig:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0.0 <= self.diversity <= 1.0:
             raise ConfigError(f"diversity (MMR lambda) must be in [0, 1], got {self.diversity}")
-        if not 0.0 <= self.min_novelty <= 1.0:
-            raise ConfigError(f"min_novelty must be in [0, 1], got {self.min_novelty}")
-        for name in ("follow_gap", "whole_windows_lead"):
+        for name in ("follow_gap",):
             value = getattr(self, name)
             if value is not None and not (
                 isinstance(value, int | float) and not isinstance(value, bool) and value >= 0

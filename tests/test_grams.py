@@ -195,26 +195,3 @@ def test_a_clone_over_the_same_units_takes_the_index_over():
     assert ranked(clone) == ranked(fresh)
     with pytest.raises(ConfigError, match="n-gram index has"):
         HybridRanker(mixed[:-1], None, grams=first.grams)
-
-
-def test_windows_ranked_by_halves_and_whole_share_one_index_over_the_chunks():
-    """A corpus with windows is ranked whole first and by halves when no unit clearly leads; both
-    rankings read one n-gram index over the chunks (a half takes its chunk's match)."""
-    from hcg_core.corpus import chunk_documents
-    from hcg_core.types import Document
-
-    unbroken = " ".join(ENGLISH * 12)  # one long text without blank lines: cut into windows
-    docs = [Document(f"d{i}", t) for i, t in enumerate(ENGLISH + FOREIGN)]
-    cut = chunk_documents([*docs, Document("long", unbroken)])
-    ranker = HybridRanker(cut, None)
-    assert len(ranker.units) > len(cut)  # the windows were split
-    assert ranker.grams is not None and ranker.grams.n_units == len(cut)
-    target = next(c.id for c in cut if c.text == FOREIGN[len(FOREIGN) - 41])
-    whole = ranker.rank(QUESTION, None, k=3)
-    assert ranker._whole is not None and ranker._whole.grams is ranker.grams
-    halves = HybridRanker(cut, None, HybridConfig(whole_windows_lead=None)).rank(
-        QUESTION, None, k=3
-    )
-    for result in (whole, halves):
-        assert target in [c.chunk.id for c in result.chunks]
-    assert halves.diagnostics["windows"] == "passages"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hcg_core.config import DEFAULT_WHOLE_WINDOWS_LEAD
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import ConfigError
 from hcg_core.retrieval.hybrid import HybridConfig, HybridRanker, mmr_pack
@@ -85,23 +84,53 @@ def test_word_budget_stops_after_the_chunk_that_crosses_it():
         r.rank("lung cancer", None)
 
 
-def test_overlapping_windows_of_one_document_are_skipped():
+def test_a_window_picked_ones_cover_whole_is_skipped_and_a_partly_new_one_kept():
     words = [f"w{i}" for i in range(100)]
-    spans = [(0, 40), (10, 50), (40, 80)]
+    spans = [(0, 40), (10, 50), (40, 80), (5, 35)]
     chunks = [
         Chunk(
             id=f"s{i}",
-            text=" ".join(["cancer"] + words[s:e]),
+            text=" ".join(["cancer"] * (1 if i == 3 else 3) + words[s:e]),
             doc_id="doc",
             metadata={"start_word": s, "end_word": e},
         )
         for i, (s, e) in enumerate(spans)
     ]
     r = HybridRanker(chunks, None, HybridConfig(diversity=1.0))
-    # s1 is 75% covered by s0, so it is skipped; s2 is new text.
-    assert ids(r.rank("cancer", None, k=2)) == ["s0", "s2"]
-    r_all = HybridRanker(chunks, None, HybridConfig(diversity=1.0, min_novelty=0.0))
-    assert ids(r_all.rank("cancer", None, k=2)) == ["s0", "s1"]
+    # s3 lies inside s0: it adds no text and is skipped; s1 is a quarter new and is kept.
+    got = ids(r.rank("cancer", None, k=4))
+    assert "s3" not in got and {"s0", "s1", "s2"} == set(got)
+
+
+def test_a_neighbour_takes_no_redundancy_from_a_pick_but_a_distant_twin_does():
+    rel = np.array([1.0, 0.95, 0.94, 0.5])
+    feats = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    lengths = np.full(4, 10)
+    # Row 1 touches row 0's span; row 2 says the same far away in the document.
+    spans = np.array([[0, 0, 10], [0, 10, 20], [0, 50, 60], [1, 0, 10]])
+    picked = mmr_pack(rel, feats, lengths, k=3, word_budget=None, spans=spans).tolist()
+    assert picked[:2] == [0, 1] and picked[2] == 3
+    assert mmr_pack(rel, feats, lengths, k=3, word_budget=None).tolist() == [0, 3, 1]
+
+
+def test_results_come_in_pick_order_with_non_increasing_scores():
+    from hcg_core.retrieval.hybrid import calibrated_scores
+
+    chunks = make_chunks(TEXTS)
+    r = HybridRanker(chunks, None)
+    query = "lung cancer smoking"
+    c = r._candidates(query, None, None, True, None)
+    fused = r._fused(c)
+    rows = r._pack(fused, c.pool, 4, None)
+    res = r.rank(query, None, k=4)
+    assert ids(res) == [r.units[i].id for i in rows.tolist()]
+    scores = [rc.score for rc in res.chunks]
+    assert scores == sorted(scores, reverse=True)
+    # A pick more relevant than the one before it scores no higher than that one.
+    got = calibrated_scores(
+        np.array([2.0, 1.0, 1.5]), np.array([0, 1, 2]), np.ones(3), np.ones(3), HybridConfig()
+    )
+    assert got.tolist() == [1.0, 0.5, 0.5]
 
 
 def graph_result(rows, texts=TEXTS):
@@ -411,131 +440,19 @@ def _windows_and_paragraphs() -> list[Chunk]:
     return chunk_documents([Document("notes", unbroken), Document("facts", paragraphs)])
 
 
-def test_windows_are_split_for_ranking_and_come_back_as_their_own_chunks():
-    from hcg_core.retrieval.hybrid import windowed
-
-    chunks = _windows_and_paragraphs()
-    flags = windowed(chunks)
-    assert flags == [c.doc_id == "notes" for c in chunks] and sum(flags) >= 2
-    stored = {c.id: c for c in chunks}
-    cfg = HybridConfig(window_passage_words=100, whole_windows_lead=None)  # always by halves
-    r = HybridRanker(chunks, EMB.embed_documents([c.text for c in chunks]), cfg)
-    assert len(r.units) > len(chunks)  # the windows were split, the paragraphs not
-    query = "what causes mesothelioma"
-    qvec = EMB.embed_query(query)
-
-    # Under a word budget: the picked half of the window, with the window's own id.
-    top = r.rank(query, qvec, word_budget=60).chunks[0]
-    window = stored[top.chunk.id]
-    a, b = top.details["span"]
-    assert ANSWER in top.chunk.text and top.chunk.text == window.text[a:b]
-    assert len(top.chunk.text) < len(window.text) and top.parent_id is None
-    assert top.provenance("hybrid")["hcg_span"] == [a, b]
-    assert top.chunk.metadata["start_word"] == window.metadata["start_word"]
-    assert top.chunk.metadata["end_word"] < window.metadata["end_word"]
-    assert "passage_of" not in top.chunk.metadata
-
-    # A budget of everything: each stored chunk once, as a contiguous part of itself, and the
-    # windows' shared sentences only once (a sentence cut by a window edge may repeat).
-    res = r.rank(query, qvec, word_budget=10_000)
-    assert sorted(ids(res)) == sorted(stored)
-    for rc in res.chunks:
-        a, b = rc.details.get("span", (0, len(stored[rc.chunk.id].text)))
-        assert rc.chunk.text == stored[rc.chunk.id].text[a:b]
-    places = [
-        (rc.chunk.metadata["start_word"], rc.chunk.metadata["end_word"])
-        for rc in res.chunks
-        if rc.chunk.doc_id == "notes"
-    ]
-    shared = [min(b, d) - max(a, c) for i, (a, b) in enumerate(places) for c, d in places[:i]]
-    assert max(shared) <= len(FILLER.split())
-    assert [rc.score for rc in res.chunks] == sorted((rc.score for rc in res.chunks), reverse=True)
-
-    # k alone: k stored chunks, whole, the best first.
-    res = r.rank(query, qvec, k=2)
-    assert len(set(ids(res))) == 2 and ids(res)[0] == top.chunk.id
-    assert all(rc.chunk is stored[rc.chunk.id] for rc in res.chunks)
-
-    off = HybridRanker(chunks, None, HybridConfig(window_passage_words=0))  # windows whole
-    assert len(off.units) == len(chunks)
-    assert off.rank(query, None, word_budget=60).chunks[0].chunk is stored[top.chunk.id]
-
-
-def test_k_counts_groups_when_passages_are_merged():
-    rel = np.array([1.0, 0.9, 0.8])
-    feats = np.eye(3)
-    lengths = np.array([5, 5, 5])
-    assert mmr_pack(rel, feats, lengths, k=2, word_budget=None).tolist() == [0, 1]
-    picked = mmr_pack(rel, feats, lengths, k=2, word_budget=None, groups=np.array([7, 7, 8]))
-    assert picked.tolist() == [0, 1, 2]
-
-
-def test_window_passage_words_must_not_be_negative():
-    with pytest.raises(ConfigError, match="window_passage_words"):
-        HybridConfig(window_passage_words=-1)
+def test_bad_switches_are_refused():
     with pytest.raises(ConfigError, match="cut_repeats"):
         HybridConfig(cut_repeats="yes")
     for bad in (-0.5, "1", True):
-        with pytest.raises(ConfigError, match="whole_windows_lead"):
-            HybridConfig(whole_windows_lead=bad)
-
-
-def test_a_clear_match_keeps_windows_whole_and_a_spread_out_query_ranks_halves():
-    """By default windows are ranked by halves unless the query's best window, ranked whole,
-    clearly leads: then the whole-window ranking is returned as it is."""
-    chunks = _windows_and_paragraphs()
-    emb = EMB.embed_documents([c.text for c in chunks])
-    stored = {c.id: c for c in chunks}
-    default = HybridRanker(chunks, emb)
-    whole = HybridRanker(chunks, emb, HybridConfig(window_passage_words=0))
-    halves = HybridRanker(chunks, emb, HybridConfig(whole_windows_lead=None))
-
-    def same(a, b):
-        return [(c.chunk.id, c.chunk.text) for c in a.chunks] == [
-            (c.chunk.id, c.chunk.text) for c in b.chunks
-        ]
-
-    clear = "what causes mesothelioma"  # one window holds it
-    qvec = EMB.embed_query(clear)
-    res = default.rank(clear, qvec, word_budget=60)
-    assert res.diagnostics["windows"] == "whole"
-    assert res.diagnostics["lead"] >= DEFAULT_WHOLE_WINDOWS_LEAD
-    assert same(res, whole.rank(clear, qvec, word_budget=60))
-    assert res.chunks[0].chunk is stored[res.chunks[0].chunk.id]  # the window whole, no span
-    assert not same(res, halves.rank(clear, qvec, word_budget=60))
-
-    spread = "patients followed in the regional cohort"  # every window says it
-    qvec = EMB.embed_query(spread)
-    res = default.rank(spread, qvec, word_budget=60)
-    assert res.diagnostics["windows"] == "passages"
-    assert res.diagnostics["lead"] < DEFAULT_WHOLE_WINDOWS_LEAD
-    assert same(res, halves.rank(spread, qvec, word_budget=60))
-    assert "span" in res.chunks[0].details  # a half of its window
-
-    # Edits carry the whole-window ranking along: a grown or shrunk ranker ranks like a fresh one
-    # (the window holding the answer arrives with the insert).
-    order = sorted(chunks, key=lambda c: ANSWER in c.text)
-    vecs = EMB.embed_documents([c.text for c in order])
-    base = HybridRanker(order[:-1], vecs[:-1])
-    base.rank(spread, qvec, word_budget=60)  # builds its whole-window ranking
-    assert base._whole is not None
-    grown = base.extended(order[-1:], vecs)
-    keep = np.array([ANSWER not in c.text for c in chunks])
-    kept = [c for c in chunks if ANSWER not in c.text]
-    for q in (clear, spread):
-        v = EMB.embed_query(q)
-        fresh = HybridRanker(order, vecs)
-        assert same(grown.rank(q, v, word_budget=60), fresh.rank(q, v, word_budget=60))
-        shrunk = default.subset(keep, emb[keep])
-        fresh = HybridRanker(kept, emb[keep])
-        assert same(shrunk.rank(q, v, word_budget=60), fresh.rank(q, v, word_budget=60))
+        with pytest.raises(ConfigError, match="follow_gap"):
+            HybridConfig(follow_gap=bad)
 
 
 def test_a_large_k_with_a_budget_ranks_as_the_budget_alone():
     """Rows padded in to reach k would compete with the candidates; once the candidates hold
     the budget there is no padding, so the result is the budget's own."""
     chunks = _windows_and_paragraphs()
-    cfg = HybridConfig(candidates=3, window_passage_words=100, whole_windows_lead=None)
+    cfg = HybridConfig(candidates=3)
     r = HybridRanker(chunks, EMB.embed_documents([c.text for c in chunks]), cfg)
     query = "what causes mesothelioma"
     qvec = EMB.embed_query(query)
@@ -545,17 +462,6 @@ def test_a_large_k_with_a_budget_ranks_as_the_budget_alone():
     assert many.diagnostics["candidates"] == alone.diagnostics["candidates"] < len(r.units)
     # A budget the candidates cannot hold still pads, up to k.
     assert r.rank(query, qvec, k=1000, word_budget=10_000).diagnostics["candidates"] == len(r.units)
-
-
-def test_a_window_inserted_after_its_neighbours_is_split_like_a_fresh_build():
-    chunks = _windows_and_paragraphs()
-    emb = EMB.embed_documents([c.text for c in chunks])
-    cfg = HybridConfig(window_passage_words=100)
-    fresh = HybridRanker(chunks, emb, cfg)
-    grown = HybridRanker(chunks[:2], emb[:2], cfg)
-    for i in range(2, len(chunks)):
-        grown = grown.extended([chunks[i]], emb[: i + 1])
-    assert [u.id for u in grown.units] == [u.id for u in fresh.units]
 
 
 def test_under_a_budget_only_new_words_count_and_a_place_is_returned_once():
@@ -598,3 +504,27 @@ def test_cut_repeats_false_returns_overlapping_windows_whole():
     kept = HybridRanker(chunks, emb, HybridConfig(cut_repeats=False))
     res = kept.rank(query, EMB.embed_query(query), word_budget=10_000)
     assert all(rc.chunk is stored[rc.chunk.id] for rc in res.chunks)
+    # With k alone too: the default sends each place once, and returns k units.
+    n = len(chunks)
+    cut = HybridRanker(chunks, emb).rank(query, EMB.embed_query(query), k=n)
+    assert any("span" in rc.details for rc in cut.chunks) and len(cut.chunks) == n
+    whole = kept.rank(query, EMB.embed_query(query), k=n)
+    assert all(rc.chunk is stored[rc.chunk.id] for rc in whole.chunks)
+
+
+def test_the_stages_find_fuse_and_pack():
+    """``_candidates`` gathers each signal's best units, ``_fused`` puts them on one scale
+    (a unit no signal found scores 0), ``_pack`` returns picks from the pool only."""
+    chunks = _windows_and_paragraphs()
+    r = HybridRanker(chunks, EMB.embed_documents([c.text for c in chunks]))
+    query = "what causes mesothelioma"
+    c = r._candidates(query, EMB.embed_query(query), None, True, None)
+    assert set(c.bm_order.tolist()) <= set(c.pool.tolist())
+    assert set(c.dn_order.tolist()) <= set(c.pool.tolist())
+    assert (c.bm25[c.bm_order] > 0).all()
+    fused = r._fused(c)
+    outside = np.setdiff1d(np.arange(len(r.units)), np.union1d(c.bm_order, c.dn_order))
+    assert (fused[outside] == 0).all() and fused.max() > 0
+    rows = r._pack(fused, c.pool, 2, None)
+    assert len(rows) == 2 and set(rows.tolist()) <= set(c.pool.tolist())
+    assert fused[rows[0]] == fused[c.pool].max()

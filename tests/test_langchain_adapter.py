@@ -306,38 +306,40 @@ def test_pre_split_documents_with_start_index_follow_a_clear_match(
     got = r.invoke("Does warfarin interact with grapefruit juice?")
     assert "grapefruit" in got[0].page_content
 
+    stored = {d.id: d for d in docs}
+
     def span(d: Document) -> tuple[int, int]:
-        return d.metadata["start_index"], d.metadata["start_index"] + len(d.page_content)
+        # The stored window's place: a follower comes back cut of the sentence it shares.
+        w = stored[d.id]
+        return w.metadata["start_index"], w.metadata["start_index"] + len(w.page_content)
 
     (s0, e0) = span(got[0])
     assert all(s < e0 and s0 < e for s, e in map(span, got[1:]))
 
 
-def test_windows_ranked_by_halves_come_back_as_spans_with_their_chunk_ids(
+def test_overlapping_windows_come_back_cut_of_what_an_earlier_one_sent(
     embeddings: HCGDefaultEmbeddings,
 ) -> None:
-    """Text without paragraph breaks is cut into overlapping windows; with ``window_passage_words``
-    and a word budget the best window comes back as its picked span, with the chunk's own id and
-    ``hcg_span``."""
-    from hcg_core.config import HybridConfig, RetrievalConfig
-
+    """Text without paragraph breaks is cut into overlapping windows; a window that follows one
+    already returned comes back without the sentences they share, as its span, with the
+    chunk's own id and ``hcg_span``."""
     filler = "Patients were followed for several years in the regional cohort study."
     answer = "Warfarin interacts strongly with grapefruit juice and raises bleeding risk."
     text = " ".join([filler] * 3 + [answer] + [filler] * 70)
     r = HCGRetriever.from_documents(
-        [Document(page_content=text, id="notes")],
-        embeddings=embeddings,
-        k=5,
-        config=RetrievalConfig(
-            word_budget=60, hybrid=HybridConfig(window_passage_words=100, whole_windows_lead=None)
-        ),
+        [Document(page_content=text, id="notes")], embeddings=embeddings, k=5
     )
     chunks = {c.id: c for c in r.graph.chunks}
     assert len(chunks) >= 4
     got = r.invoke("Does warfarin interact with grapefruit juice?")
-    assert len({d.id for d in got}) == len(got) and all(d.id in chunks for d in got)
-    top = got[0]
-    a, b = top.metadata["hcg_span"]
-    assert answer in top.page_content == chunks[top.id].text[a:b]
-    assert len(top.page_content) < len(chunks[top.id].text)
-    assert top.metadata["hcg_parent_id"] is None and "passage_of" not in top.metadata
+    assert len({d.id for d in got}) == len(got) == 5 and all(d.id in chunks for d in got)
+    assert answer in got[0].page_content == chunks[got[0].id].text
+    cut = [d for d in got if "hcg_span" in d.metadata]
+    assert cut
+    for d in cut:
+        a, b = d.metadata["hcg_span"]
+        assert (
+            d.page_content == chunks[d.id].text[a:b]
+            and len(d.page_content) < b - a + 1 <= len(chunks[d.id].text) + 1
+        )
+        assert d.metadata["hcg_parent_id"] is None and "passage_of" not in d.metadata

@@ -465,13 +465,12 @@ def test_passages_of_long_nodes_come_back_as_parts_of_docstore_nodes(
     assert all(index.docstore.document_exists(i) for i in ids(whole))
 
 
-def test_windows_ranked_by_halves_come_back_as_spans_of_docstore_nodes(
+def test_overlapping_nodes_come_back_as_spans_of_docstore_nodes(
     embed: HCGDefaultEmbedding,
 ) -> None:
-    """With ``window_passage_words``, overlapping nodes are ranked by their halves; under a word
-    budget a node comes back as
-    the picked span, with its own docstore id and offsets moved to the span, so evaluators and
-    fusion still see the user's nodes."""
+    """A node that overlaps one already returned comes back as the span it adds, with its own
+    docstore id and offsets moved to the span, so evaluators and fusion still see the user's
+    nodes."""
     from conftest import flat_corpus_index
     from llama_index.core.llms import MockLLM
     from llama_index.core.retrievers import QueryFusionRetriever
@@ -479,10 +478,7 @@ def test_windows_ranked_by_halves_come_back_as_spans_of_docstore_nodes(
     # The example corpus as one text without paragraph breaks, cut into overlapping nodes.
     index, text = flat_corpus_index(embed)
     question = "What does obesity lead to?"
-    config = RetrievalConfig(
-        word_budget=400, hybrid=HybridConfig(window_passage_words=100, whole_windows_lead=None)
-    )
-    budgeted = index.as_retriever(similarity_top_k=20, config=config)
+    budgeted = index.as_retriever(similarity_top_k=5)  # every node
     got = budgeted.retrieve(question)
     assert len(ids(got)) == len(set(ids(got))) and all(
         index.docstore.document_exists(i) for i in ids(got)
@@ -496,8 +492,8 @@ def test_windows_ranked_by_halves_come_back_as_spans_of_docstore_nodes(
         assert node.get_content() == stored.get_content()[a:b] != stored.get_content()
         assert text[node.start_char_idx : node.end_char_idx] == node.text
         assert "hcg_span" not in node.get_content(metadata_mode=MetadataMode.LLM)
-    # Without a budget the same nodes come back whole.
-    config = RetrievalConfig(hybrid=HybridConfig(window_passage_words=100, whole_windows_lead=None))
+    # With cut_repeats off the same nodes come back whole.
+    config = RetrievalConfig(hybrid=HybridConfig(cut_repeats=False))
     whole = index.as_retriever(similarity_top_k=5, config=config).retrieve(question)
     assert all(
         n.node.get_content() == index.docstore.get_node(n.node.node_id).get_content() for n in whole
@@ -555,6 +551,8 @@ def test_overlapping_nodes_of_a_splitter_follow_a_clear_match_by_their_offsets(
     question = "Does warfarin interact with grapefruit juice?"
 
     def overlaps(a: Any, b: Any) -> bool:
+        # The stored nodes' places: a follower comes back cut of the sentences it shares.
+        a, b = index.docstore.get_node(a.node_id), index.docstore.get_node(b.node_id)
         return a.start_char_idx < b.end_char_idx and b.start_char_idx < a.end_char_idx
 
     got = index.as_retriever(similarity_top_k=3).retrieve(question)
@@ -564,4 +562,3 @@ def test_overlapping_nodes_of_a_splitter_follow_a_clear_match_by_their_offsets(
     config = RetrievalConfig(hybrid=HybridConfig(follow_gap=None))
     off = index.as_retriever(similarity_top_k=3, config=config).retrieve(question)
     assert off[0].node.node_id == top.node_id
-    assert not any(overlaps(n.node, top) for n in off[1:])

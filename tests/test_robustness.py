@@ -98,7 +98,7 @@ def test_clones_with_other_hybrid_settings_reuse_their_ranker(graph, embedder):
     assert a.ranker is first  # built once, not per query
     assert r.ranker is not first and r.ranker.bm25 is first.bm25  # one BM25 index for all
     # Settings that split the chunks otherwise rank other units: their own BM25 index.
-    w = r.with_config(hybrid=HybridConfig(window_passage_words=0))
+    w = r.with_config(hybrid=HybridConfig(passage_words=100))
     w.retrieve("smoking")
     assert w.ranker.bm25 is not first.bm25
 

@@ -1,46 +1,48 @@
-"""The default retrieval mode: fuse graph evidence, BM25 and dense similarity, then pack a budget.
+"""The default retrieval mode: fuse graph evidence, BM25 and dense similarity, then pack by MMR.
 
-The unit returned is the stored chunk. Windows cut from unbroken text (chunks that overlap another
-of their document) are ranked as ~100-word passages (``window_passage_words``) and each comes back
-as its chunk (under a word budget, the span of its picked passages), unless the query has a clear
-match with the windows ranked whole (``whole_windows_lead``): then that ranking is returned. Option
-``passage_words`` splits every chunk into passages and returns them (``passages.py``). Three
-signals score each unit: BM25 (``lexical.py``), the dense cosine of the query against the unit's
-chunk vector, and the graph route's evidence (the paper's Stage 3 result: chunks on kept causal
-paths; of a split chunk, the passages holding an edge's mechanism sentence). The text signals are
-fused per query as z-scores against their own best candidates (``standardise``), and the graph
-adds a bonus to the units a text signal also found. For an English question, a unit in another
-language, which BM25 cannot match, takes the better of its dense and its character n-gram evidence
-(``grams.py``) in BM25's place. When one unit clearly leads, the windows
-overlapping it follow it (``follow_gap``, ``_follow_best``). Packing picks units greedily by
-maximal marginal relevance (MMR): relevance minus redundancy with what is already chosen (cosine of
-BM25 term vectors), skipping a unit whose words mostly repeat chosen ones (overlapping windows of
-one text). The chosen units are returned best first, each with a calibrated score in [0, 1]
-(``calibrated_scores``) and its parts.
+The unit ranked and returned is the stored chunk (option ``passage_words`` splits every chunk into
+passages and returns those, ``passages.py``). ``HybridRanker.rank`` runs four stages, each a method
+with its own docstring:
 
-``use_graph=False`` runs exactly the same pipeline with the graph signal removed: the ablation that
-measures what the graph adds.
+1. ``_candidates``: each signal's best units: BM25 (``lexical.py``), the dense cosine of the query
+   against the unit's chunk vector, the graph route's evidence (the paper's Stage 3 result: chunks
+   on kept causal paths; of a split chunk, the passages holding an edge's mechanism sentence), and
+   for an English question the units in another language best by character n-grams (``grams.py``).
+2. ``_fused``: the text signals as z-scores against their own best candidates (``standardise``),
+   summed; a unit in another language, which BM25 cannot match, takes the better of its dense and
+   n-gram evidence in BM25's place; the graph adds a bonus to the units a text signal also found.
+3. ``_follow_best``: when one unit clearly leads (``follow_gap``), the windows overlapping it follow
+   it.
+4. ``_pack``: greedy maximal marginal relevance (MMR): relevance minus redundancy with what is
+   already chosen (cosine of BM25 term vectors; a unit's neighbours in its document lend none),
+   skipping a unit that adds no new text. The picks are returned in pick order, each with a
+   calibrated score in [0, 1] (``calibrated_scores``), the words an earlier result already
+   returned cut from overlapping units (``repeats.py``).
+
+Each stage's heuristics have a leave-one-out measurement in benchmarks/ranking_variants.py
+(docs/evaluation.md). ``use_graph=False`` runs exactly the same pipeline with the graph signal
+removed: the ablation that measures what the graph adds.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..config import DEFAULT_DIVERSITY, DEFAULT_MIN_NOVELTY, HybridConfig
+from ..config import DEFAULT_DIVERSITY, HybridConfig
 from ..corpus import english_word_counts, reads_not_english
 from ..errors import ConfigError
-from ..types import Chunk, Passage, RetrievalResult, RetrievedChunk
+from ..types import Chunk, RetrievalResult, RetrievedChunk
 from .dense import DenseIndex, NumpyDenseIndex
 from .grams import GramIndex
 from .lexical import BM25Index, Growable, top_k_indices
 from .matvec import matvec
 from .passages import split_passages
-from .repeats import cut_to, without_repeats
+from .repeats import without_repeats
 
 
 def standardise(scores: np.ndarray, pool: np.ndarray) -> np.ndarray:
@@ -102,8 +104,7 @@ def calibrated_scores(
     returned unit's absolute parts (share of BM25 term weight matched, dense cosine above the
     query's background, ``above_background``), scaled by each unit's fused relevance relative to
     the best one. So the first result scores what the query matched at best (an off-topic query
-    scores low, see docs/configuration.md), the order is exactly the fused order, and scores never
-    exceed 1.
+    scores low, see docs/configuration.md), and scores never exceed 1 nor rise down the list.
 
     >>> from hcg_core.config import HybridConfig
     >>> calibrated_scores(np.array([2.0, 1.0, 0.5]), np.array([0, 1]), np.array([0.4, 0.2, 0.0]),
@@ -123,7 +124,9 @@ def calibrated_scores(
     )
     top = float(fused[rows[0]])
     relative = fused[rows] / top if top > 0 else np.zeros(rows.size)
-    return np.clip(quality * relative, 0.0, 1.0)
+    # Rows come in pick order, where a unit may follow a more relevant one that MMR passed over
+    # first: the running minimum keeps scores non-increasing down the list, as users sort by them.
+    return np.clip(quality * np.minimum.accumulate(relative), 0.0, 1.0)
 
 
 def above_background(cosines: np.ndarray, background: float) -> np.ndarray:
@@ -165,8 +168,6 @@ def mmr_pack(
     word_budget: int | None,
     diversity: float = DEFAULT_DIVERSITY,
     spans: np.ndarray | None = None,
-    min_novelty: float = DEFAULT_MIN_NOVELTY,
-    groups: np.ndarray | None = None,
     repeats_kept: bool = True,
 ) -> np.ndarray:
     """Greedy MMR over candidates: positions (into ``relevance``) in pick order.
@@ -174,10 +175,13 @@ def mmr_pack(
     Redundancy of a candidate is its largest dot product with a picked candidate's row of
     ``features`` (unit rows, so a cosine); only picked rows are multiplied, never all pairs.
     Stops at ``k`` picks or once ``word_budget`` words are reached (the chunk that crosses the
-    budget is kept: the caller cuts, we never return a partial chunk). ``spans`` is ``(n, 3)``
-    ``(group, start, end)`` word spans; a candidate whose span is under ``min_novelty`` new
-    relative to picked spans of the same group is skipped. With ``groups`` (one label per
-    candidate: the stored chunk a passage is part of), ``k`` counts distinct groups picked.
+    budget is kept: the caller cuts, we never return a partial chunk).
+
+    ``spans`` is ``(n, 3)`` ``(document, start, end)``: where each candidate lies in its document.
+    With it, a candidate whose span picked spans already cover whole is skipped (it would add no
+    new text), and a picked unit lends no redundancy to its neighbours (spans of its document that
+    overlap or touch it): the next window of one text shares the words of its subject, not its
+    content, and the overlap itself is cut from the result (``repeats.without_repeats``).
     ``repeats_kept=False``: a pick adds only its new share of words (by span) to the budget.
 
     >>> rel = np.array([1.0, 0.95, 0.5])
@@ -185,6 +189,10 @@ def mmr_pack(
     >>> mmr_pack(rel, feats, np.array([10, 10, 10]), k=2, word_budget=None).tolist()
     [0, 2]
     >>> mmr_pack(rel, feats, np.array([10, 10, 10]), k=2, word_budget=None, diversity=1.0).tolist()
+    [0, 1]
+    >>> next_window = np.array([[0, 0, 10], [0, 8, 18], [1, 0, 10]])  # row 1 overlaps row 0
+    >>> mmr_pack(rel, feats, np.array([10, 10, 10]), k=2, word_budget=None,
+    ...          spans=next_window).tolist()
     [0, 1]
     """
     n = relevance.shape[0]
@@ -194,18 +202,12 @@ def mmr_pack(
     available = np.ones(n, dtype=bool)
     redundancy = np.zeros(n)
     picked: list[int] = []
-    taken: set[int] = set()  # groups picked, when k counts groups
-    # The novelty check compares one span with the few picked ones: plain Python ints, since
+    # The coverage check compares one span with the few picked ones: plain Python ints, since
     # numpy's per-call overhead on arrays of k rows costs more than the arithmetic.
     span_rows = spans.tolist() if spans is not None else None
-    picked_spans: dict[int, list[tuple[int, int]]] = {}  # group -> (start, end) of picks
+    picked_spans: dict[int, list[tuple[int, int]]] = {}  # document -> (start, end) of picks
     words = 0
-    group_rows = groups.tolist() if groups is not None else None
-
-    def count() -> int:
-        return len(picked) if group_rows is None else len(taken)
-
-    while count() < limit and available.any():
+    while len(picked) < limit and available.any():
         if word_budget is not None and words >= word_budget:
             break
         score = diversity * rel - (1.0 - diversity) * redundancy
@@ -216,24 +218,62 @@ def mmr_pack(
         if span_rows is not None and picked:
             g, s, e = span_rows[j]
             if e > s:
-                covered = sum(max(min(pe, e) - max(ps, s), 0) for ps, pe in picked_spans.get(g, ()))
-                # Picked spans may overlap one another; the sum bounds the covered part from above.
-                new = 1.0 - min(float(covered), e - s) / (e - s)
-                if new < min_novelty:
+                new = 1.0 - _covered_length(picked_spans.get(g, ()), s, e) / (e - s)
+                if new <= 0.0:
                     continue
         picked.append(j)
-        if group_rows is not None:
-            taken.add(group_rows[j])
         if span_rows is not None:
             g, s, e = span_rows[j]
             picked_spans.setdefault(g, []).append((s, e))
         # Only the new part counts against the budget: the repeated part is cut from the
         # result (``repeats.without_repeats``).
         words += int(lengths[j]) if repeats_kept else int(round(lengths[j] * new))
-        if count() < limit and (word_budget is None or words < word_budget):
+        if len(picked) < limit and (word_budget is None or words < word_budget):
             # The product is most of a pick's cost; after the last pick nothing reads it.
-            redundancy = np.maximum(redundancy, matvec(features, features[j]))
+            similar = matvec(features, features[j])
+            if spans is not None:
+                g, s, e = span_rows[j]
+                near = (spans[:, 0] == g) & (spans[:, 1] <= e) & (spans[:, 2] >= s)
+                similar = np.where(near, 0.0, similar)
+            redundancy = np.maximum(redundancy, similar)
     return np.asarray(picked, dtype=np.int64)
+
+
+def _covered_length(spans: Sequence[tuple[int, int]], start: int, end: int) -> int:
+    """How much of ``[start, end)`` the union of ``spans`` covers (they may overlap each other).
+
+    >>> _covered_length([(0, 40), (5, 35)], 10, 50)
+    30
+    """
+    covered, reach = 0, start
+    for a, b in sorted((max(a, start), min(b, end)) for a, b in spans if a < end and b > start):
+        if b > reach:
+            covered += b - max(a, reach)
+            reach = b
+    return covered
+
+
+@dataclass
+class _Candidates:
+    """One query's signals over the units, as stage 1 (``HybridRanker._candidates``) found them."""
+
+    query: str
+    query_vec: np.ndarray | None
+    graph_result: RetrievalResult | None
+    use_graph: bool = True
+    ok: np.ndarray | None = None  # the filter over units (None: every unit allowed)
+    bm25: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    bm_order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    dense: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    dn_order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    dense_cos: Any = None  # _ChunkCosines: fetches exact cosines on demand
+    graph_rows: list[int] = field(default_factory=list)
+    graph_hits: dict[int, RetrievedChunk] = field(default_factory=dict)
+    graph_part: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    fill: np.ndarray | None = None  # foreign units whose BM25 gap is filled
+    gram_cos: np.ndarray | None = None
+    gap: np.ndarray | None = None
+    pool: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 class HybridRanker:
@@ -292,9 +332,6 @@ class HybridRanker:
         # Chunk id -> unit rows; shared with later snapshots (extended), which only add keys.
         self._units_of: list[Any] = [{}, 0]
         self._append_units(units, parent)
-        # The same chunks ranked whole, for queries with a clear match (whole_windows_lead);
-        # built on the first query that needs it, carried through extended/subset.
-        self._whole: HybridRanker | None = None
         # Character n-grams for an English question's language gap (config.DEFAULT_GAP_CHAR_GRAMS):
         # built once a chunk reads as not English, over all chunks (their counts give the idf); a
         # unit takes its chunk's match, as it takes its chunk's cosine, so any clone over the same
@@ -335,46 +372,9 @@ class HybridRanker:
             (reads_not_english(c.text) for c in self.chunks[first:]), bool, len(self.chunks) - first
         )
 
-    @property
-    def merges_windows(self) -> bool:
-        """Whether windows are split into passages that come back merged into their chunk."""
-        return self.config.passage_words == 0 and self.config.window_passage_words > 0
-
-    @property
-    def _splits_windows(self) -> bool:
-        """Whether some chunk is ranked as passages that come back merged (a window was split)."""
-        return self.merges_windows and len(self.units) > len(self.chunks)
-
-    def _whole_ranker(self) -> HybridRanker | None:
-        """The same chunks ranked with windows whole, when a clear match should keep them whole
-        (``whole_windows_lead``); None when no window is split (both would rank alike)."""
-        if self.config.whole_windows_lead is None or not self._splits_windows:
-            return None
-        if self._whole is None:
-            # Built once, on the first query; two concurrent first queries may both build it
-            # (the same ranker, the last one kept).
-            self._whole = HybridRanker(
-                self.chunks,
-                self.chunk_embeddings,
-                replace(self.config, window_passage_words=0),
-                dense=self.dense_index,
-                grams=self.grams,
-            )
-        return self._whole
-
-    def _split(
-        self, chunks: Sequence[Chunk], known: Sequence[Chunk] = ()
-    ) -> tuple[tuple[Chunk, ...], np.ndarray]:
-        """The units of ``chunks``: passages of every chunk (``passage_words``), of the windows
-        only (``window_passage_words``), or the chunks themselves. ``known``: chunks already
-        indexed, so a window inserted after its neighbours is still seen to overlap them."""
-        cfg = self.config
-        if not self.merges_windows:
-            return split_passages(chunks, cfg.passage_words)
-        docs = {c.doc_id for c in chunks}
-        near = [c for c in known if c.doc_id in docs]
-        flags = windowed([*near, *chunks])[len(near) :]
-        return split_passages(chunks, cfg.window_passage_words, only=flags)
+    def _split(self, chunks: Sequence[Chunk]) -> tuple[tuple[Chunk, ...], np.ndarray]:
+        """The units of ``chunks``: passages of every chunk (``passage_words``), or the chunks."""
+        return split_passages(chunks, self.config.passage_words)
 
     def background(self, query_vec: np.ndarray | None) -> float:
         """The query's mean cosine to all chunks (0 without chunk vectors): one dot product."""
@@ -463,12 +463,10 @@ class HybridRanker:
         else:
             out._embedding_sum = _vector_sum(out.chunk_embeddings)
         out.dense_index = dense  # the edited store's index, or None: the new matrix
-        units, parent = self._split(chunks, known=self.chunks)
+        units, parent = self._split(chunks)
         out.bm25 = self.bm25.extended([u.text for u in units])
         out._append_units(units, parent + first)
         out._take_grams(grams, first)
-        if self._whole is not None:
-            out._whole = self._whole.extended(chunks, chunk_embeddings, dense, grams=out.grams)
         return out
 
     def subset(
@@ -504,8 +502,6 @@ class HybridRanker:
         # Removal changes every chunk's idf: the n-gram index is counted again (O(kept chunks)).
         out.grams = None
         out._take_grams(grams, 0)
-        if self._whole is not None:
-            out._whole = self._whole.subset(keep, chunk_embeddings, dense, grams=out.grams)
         return out
 
     def word_features(self, rows: np.ndarray) -> np.ndarray:
@@ -548,6 +544,11 @@ class HybridRanker:
     ) -> RetrievalResult:
         """Rank and pack the chunks for one query.
 
+        Four stages, each a method: ``_candidates`` (each signal's best units, scored),
+        ``_fused`` (the signals on one scale, summed), ``_follow_best`` (a clear match's
+        neighbours next to it) and ``_pack`` (MMR under the limits); ``_results`` turns the
+        picks into results.
+
         Args:
             query: the query text (for BM25).
             query_vec: the L2-normalised query vector, or None to skip the dense signal.
@@ -567,127 +568,144 @@ class HybridRanker:
             raise ConfigError(f"k must be at least 1, got {k}")
         if word_budget is not None and word_budget < 1:
             raise ConfigError(f"word_budget must be positive, got {word_budget}")
-        args = (query, query_vec, graph_result, k, word_budget, use_graph, allowed)
-        whole = self._whole_ranker()
-        if whole is not None:
-            # Windows whole when the query has a clear match; else this ranker's halves.
-            result = whole._rank(*args, min_lead=self.config.whole_windows_lead)
-            if result is not None:
-                return result
-        result = self._rank(*args)
-        assert result is not None  # no min_lead: always a result
-        return result
-
-    def _rank(
-        self,
-        query: str,
-        query_vec: np.ndarray | None,
-        graph_result: RetrievalResult | None,
-        k: int | None,
-        word_budget: int | None,
-        use_graph: bool,
-        allowed: np.ndarray | None,
-        min_lead: float | None = None,
-    ) -> RetrievalResult | None:
-        """``rank`` on this ranker's own units; None, before packing, when the best candidate
-        leads the runner-up by less than ``min_lead``."""
         cfg = self.config
-        n = len(self.units)
-
-        bm25 = self.bm25.scores(query).astype(np.float64)
-        # A filter (allowed) acts before ranking: filtered-out units are never candidates.
-        ok = None if allowed is None else np.asarray(allowed, dtype=bool)[self.parent]
-        bm_order, _ = top_k_indices(
-            bm25 if ok is None else np.where(ok, bm25, 0.0), cfg.candidates, positive_only=True
-        )
-        dense_cos = _ChunkCosines(self.dense, query_vec, len(self.chunks))
-        if dense_cos.active and n:
-            # Dense search ranks chunks and a passage takes its chunk's cosine (nothing is
-            # embedded twice); every passage among the best `candidates` belongs to one of the
-            # best `candidates` chunks.
-            dense_cos.search(cfg.candidates, allowed)
-            if allowed is not None and cfg.fusion == "max":
-                # Max-normalisation divides by the best cosine of all chunks, filtered or not
-                # (as it does for BM25): fetch that one too.
-                dense_cos.search(1, None)
-            dense = dense_cos.values[self.parent]
-            # The units of the found chunks in the order dense search gave (a store's near-equal
-            # cosines may differ in the last bit; its order already breaks such ties by row).
-            units = _units_of_rows(self.parent, dense_cos.order)
-            dn_order = units[dense[units] > 0][: cfg.candidates]
-        else:
-            dense = np.zeros(n)
-            dn_order = np.zeros(0, dtype=np.int64)
-
-        graph_rows, graph_hits = self._graph_rows(graph_result) if use_graph else ([], {})
-        if ok is not None:
-            graph_rows = [r for r in graph_rows if ok[r]]
-        graph_part = np.zeros(n)
-        if graph_rows:
-            g = np.asarray(graph_rows, dtype=np.int64)
-            graph_part[g] = 1.0 - np.arange(g.size) / (2.0 * g.size)
-        graph_bonus = cfg.graph_weight * graph_part
-
-        fill = self._language_gap(query)
-        gram_cos, gap, gap_order = (
-            self._gram_evidence(query, ok) if fill is not None else (None, None, bm_order[:0])
-        )
-        pool = np.unique(
-            np.concatenate([bm_order, dn_order, np.asarray(graph_rows, np.int64), gap_order])
-        )
-        # The BM25 and graph candidates outside the dense top still get their exact cosine.
-        if dense_cos.fill(self.parent[pool]):
-            dense = dense_cos.values[self.parent]
-        norm = standardise if cfg.fusion == "zscore" else _max_normalise
-
-        def fuse() -> np.ndarray:
-            lexical, semantic = norm(bm25, bm_order), norm(dense, dn_order)
-            if fill is not None:
-                evidence = semantic if gap is None else np.maximum(semantic, gap)
-                lexical = np.where(fill, np.maximum(lexical, evidence), lexical)
-            text = cfg.bm25_weight * lexical + cfg.dense_weight * semantic
-            # The graph lifts what a text signal also found (above its candidates' mean); alone
-            # it lifts nothing: units only the graph vouched for cost 0.1-0.5 points on medical.
-            return text + graph_bonus * (text > 0)
-
-        fused = fuse()
-        # Only a budget (k None): pad to the candidate count, not to the whole corpus, which would
-        # make packing quadratic in the corpus size.
-        eligible = np.arange(n) if ok is None else np.flatnonzero(ok)
-        need = min(cfg.candidates if k is None else k, eligible.size)
-        if word_budget is not None and int(self.word_counts[pool].sum()) >= word_budget:
-            # The candidates already hold the budget: rows padded in past them (parts of dense
-            # hits beyond the candidate count) would only compete with them, so a large k with
-            # a budget ranks exactly as the budget alone (padding once cost a point of recall).
-            need = min(need, pool.size)
-        if pool.size < need:
-            # Too few candidates matched at all: pad with the best remaining passages by fused
-            # score (then index), so k passages come back whenever the corpus has k.
-            rest = np.setdiff1d(eligible, pool)
-            if dense_cos.maybe_positive_beyond_search() and dense_cos.fill(self.parent[rest]):
-                dense = dense_cos.values[self.parent]
-                fused = fuse()
-            extra, _ = top_k_indices(fused[rest], need - pool.size)
-            pool = np.concatenate([pool, rest[extra]])
-        # How far the best candidate leads the runner-up: a clear match (follow_gap,
-        # whole_windows_lead) when large.
-        top2 = -np.sort(-fused[pool])[:2] if pool.size else np.zeros(0)
+        c = self._candidates(query, query_vec, graph_result, use_graph, allowed)
+        fused = self._fused(c)
+        c.pool, fused = self._padded(c, fused, k, word_budget)
+        # How far the best candidate leads the runner-up: a clear match (follow_gap) when large.
+        top2 = -np.sort(-fused[c.pool])[:2] if c.pool.size else np.zeros(0)
         lead = float(top2[0] - top2[1]) if top2.size == 2 else float("inf")
-        if min_lead is not None and lead < min_lead:
-            return None
         followers = np.zeros(0, dtype=np.int64)
         if (
             cfg.follow_gap is not None
             and self.spans is not None
-            and pool.size >= 2
+            and c.pool.size >= 2
             and lead >= cfg.follow_gap
         ):
-            fused, pool, followers = self._follow_best(fused, pool, ok)
-            if followers.size and dense_cos.fill(self.parent[followers]):
-                dense = dense_cos.values[self.parent]
-        # Stable candidate order (fused score, then chunk index) makes ties deterministic.
-        pool = pool[np.lexsort((pool, -fused[pool]))]
+            fused, c.pool, followers = self._follow_best(fused, c.pool, c.ok)
+            if followers.size and c.dense_cos.fill(self.parent[followers]):
+                c.dense = c.dense_cos.values[self.parent]
+        rows = self._pack(fused, c.pool, k, word_budget)
+        return self._results(c, fused, rows, followers, word_budget, lead)
 
+    def _candidates(
+        self,
+        query: str,
+        query_vec: np.ndarray | None,
+        graph_result: RetrievalResult | None,
+        use_graph: bool,
+        allowed: np.ndarray | None,
+    ) -> _Candidates:
+        """Stage 1: each signal's scores and its best ``candidates`` units, and their union.
+
+        BM25 over the units; the dense cosine of each unit's chunk (from the dense index's top,
+        then filled exactly for every candidate); the graph route's chunks; for an English question,
+        the foreign units best by character n-grams (``_gram_evidence``).
+        """
+        cfg = self.config
+        n = len(self.units)
+        c = _Candidates(query=query, query_vec=query_vec, graph_result=graph_result)
+        c.use_graph = use_graph
+        c.bm25 = self.bm25.scores(query).astype(np.float64)
+        # A filter (allowed) acts before ranking: filtered-out units are never candidates.
+        c.ok = None if allowed is None else np.asarray(allowed, dtype=bool)[self.parent]
+        c.bm_order, _ = top_k_indices(
+            c.bm25 if c.ok is None else np.where(c.ok, c.bm25, 0.0),
+            cfg.candidates,
+            positive_only=True,
+        )
+        c.dense_cos = _ChunkCosines(self.dense, query_vec, len(self.chunks))
+        if c.dense_cos.active and n:
+            # Dense search ranks chunks and a passage takes its chunk's cosine (nothing is
+            # embedded twice); every passage among the best `candidates` belongs to one of the
+            # best `candidates` chunks.
+            c.dense_cos.search(cfg.candidates, allowed)
+            if allowed is not None and cfg.fusion == "max":
+                # Max-normalisation divides by the best cosine of all chunks, filtered or not
+                # (as it does for BM25): fetch that one too.
+                c.dense_cos.search(1, None)
+            c.dense = c.dense_cos.values[self.parent]
+            # The units of the found chunks in the order dense search gave (a store's near-equal
+            # cosines may differ in the last bit; its order already breaks such ties by row).
+            units = _units_of_rows(self.parent, c.dense_cos.order)
+            c.dn_order = units[c.dense[units] > 0][: cfg.candidates]
+        else:
+            c.dense = np.zeros(n)
+            c.dn_order = np.zeros(0, dtype=np.int64)
+        c.graph_rows, c.graph_hits = self._graph_rows(graph_result) if use_graph else ([], {})
+        if c.ok is not None:
+            c.graph_rows = [r for r in c.graph_rows if c.ok[r]]
+        c.graph_part = np.zeros(n)
+        if c.graph_rows:
+            g = np.asarray(c.graph_rows, dtype=np.int64)
+            c.graph_part[g] = 1.0 - np.arange(g.size) / (2.0 * g.size)
+        c.fill = self._language_gap(query)
+        c.gram_cos, c.gap, gap_order = (
+            self._gram_evidence(query, c.ok) if c.fill is not None else (None, None, c.bm_order[:0])
+        )
+        c.pool = np.unique(
+            np.concatenate([c.bm_order, c.dn_order, np.asarray(c.graph_rows, np.int64), gap_order])
+        )
+        # The BM25 and graph candidates outside the dense top still get their exact cosine.
+        if c.dense_cos.fill(self.parent[c.pool]):
+            c.dense = c.dense_cos.values[self.parent]
+        return c
+
+    def _fused(self, c: _Candidates) -> np.ndarray:
+        """Stage 2: the fused relevance of every unit (0 outside the candidates' signals).
+
+        Each text signal on one scale (``standardise``, or ``fusion="max"``), weighted and
+        summed; a foreign unit takes its better dense or n-gram evidence in BM25's place
+        (``_language_gap``); the graph bonus lifts what a text signal also found.
+        """
+        cfg = self.config
+        norm = standardise if cfg.fusion == "zscore" else _max_normalise
+        lexical, semantic = norm(c.bm25, c.bm_order), norm(c.dense, c.dn_order)
+        if c.fill is not None:
+            evidence = semantic if c.gap is None else np.maximum(semantic, c.gap)
+            lexical = np.where(c.fill, np.maximum(lexical, evidence), lexical)
+        text = cfg.bm25_weight * lexical + cfg.dense_weight * semantic
+        # The graph lifts what a text signal also found (above its candidates' mean); alone it
+        # lifts nothing: units only the graph vouched for cost 0.1-0.5 points on medical.
+        return text + cfg.graph_weight * c.graph_part * (text > 0)
+
+    def _padded(
+        self, c: _Candidates, fused: np.ndarray, k: int | None, word_budget: int | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The pool, padded with the best remaining units when too few matched to fill ``k``
+        (or, with a budget only, the candidate count), and the fused scores (refilled if padding
+        fetched more cosines)."""
+        n = len(self.units)
+        pool = c.pool
+        # Only a budget (k None): pad to the candidate count, not to the whole corpus, which would
+        # make packing quadratic in the corpus size.
+        eligible = np.arange(n) if c.ok is None else np.flatnonzero(c.ok)
+        need = min(self.config.candidates if k is None else k, eligible.size)
+        if word_budget is not None and int(self.word_counts[pool].sum()) >= word_budget:
+            # The candidates already hold the budget: rows padded in past them would only compete
+            # with them, so a large k with a budget ranks exactly as the budget alone.
+            need = min(need, pool.size)
+        if pool.size < need:
+            rest = np.setdiff1d(eligible, pool)
+            if c.dense_cos.maybe_positive_beyond_search() and c.dense_cos.fill(self.parent[rest]):
+                c.dense = c.dense_cos.values[self.parent]
+                fused = self._fused(c)
+            extra, _ = top_k_indices(fused[rest], need - pool.size)
+            pool = np.concatenate([pool, rest[extra]])
+        return pool, fused
+
+    def _pack(
+        self, fused: np.ndarray, pool: np.ndarray, k: int | None, word_budget: int | None
+    ) -> np.ndarray:
+        """Stage 4: the unit rows picked by MMR (``mmr_pack``), in pick order.
+
+        The pick order is the returned order: each result is the best remaining unit given what
+        came before it, so a reader who stops early (or a user's own cut at N words) keeps the
+        most distinct text; re-sorting the picks by relevance moved near-duplicates back up.
+        """
+        cfg = self.config
+        # Stable candidate order (fused score, then row) makes ties deterministic.
+        pool = pool[np.lexsort((pool, -fused[pool]))]
         picked = mmr_pack(
             fused[pool],
             self.word_features(pool),
@@ -696,40 +714,41 @@ class HybridRanker:
             word_budget=word_budget,
             diversity=cfg.diversity,
             spans=self.spans[pool] if self.spans is not None else None,
-            min_novelty=cfg.min_novelty,
-            groups=self.parent[pool] if self.merges_windows else None,
-            repeats_kept=word_budget is None or not cfg.cut_repeats,
+            repeats_kept=not cfg.cut_repeats,
         )
-        # MMR chose the set; it is returned best first, so every list a user sorts by score keeps
-        # its order (the pick order only decided which units made it into the budget).
-        rows = pool[picked]
-        rows = rows[np.lexsort((rows, -fused[rows]))]
+        return pool[picked]
+
+    def _results(
+        self,
+        c: _Candidates,
+        fused: np.ndarray,
+        rows: np.ndarray,
+        followers: np.ndarray,
+        word_budget: int | None,
+        lead: float,
+    ) -> RetrievalResult:
+        """The picked rows as a ``RetrievalResult``: calibrated scores, each signal's part and
+        rank, the graph's paths; the repeated edges of overlapping units cut (``cut_repeats``)."""
+        cfg = self.config
+        n = len(self.units)
         # Absolute parts, each in [0, 1] and comparable across queries: the share of the query's
         # BM25 term weight matched, the cosine (clipped at 0), and the graph signal.
-        bm25_abs = np.clip(bm25 / max(self.bm25.max_score(query), 1e-12), 0.0, 1.0)
-        dense_abs = np.clip(dense, 0.0, 1.0)
+        bm25_abs = np.clip(c.bm25 / max(self.bm25.max_score(c.query), 1e-12), 0.0, 1.0)
+        dense_abs = np.clip(c.dense, 0.0, 1.0)
         # The language fill changes the order only: a score still says how much of the query each
         # signal matched, so an off-topic question stays low however the fill ranked it. The
         # dense part counts from the query's background, so the scale does not hang on the embedder.
-        dense_rel = above_background(dense_abs, self.background(query_vec))
+        dense_rel = above_background(dense_abs, self.background(c.query_vec))
         score = calibrated_scores(fused, rows, bm25_abs, dense_rel, cfg)
-        bm_rank, dn_rank = _ranks(bm_order, n), _ranks(dn_order, n)
-        g_rank = _ranks(np.asarray(graph_rows, np.int64), n)
-        # Passages of one window come back as one result, at the place of the best of them.
-        result_of = (self.parent[rows] if self.merges_windows else rows).tolist()
-        members: dict[int, list[int]] = {}
-        for r, key in zip(rows.tolist(), result_of, strict=True):
-            members.setdefault(key, []).append(r)
+        bm_rank, dn_rank = _ranks(c.bm_order, n), _ranks(c.dn_order, n)
+        g_rank = _ranks(np.asarray(c.graph_rows, np.int64), n)
         out: list[RetrievedChunk] = []
         for i, r in enumerate(rows.tolist()):
-            group = members.pop(result_of[i], None)
-            if group is None:  # merged into its chunk's result above
-                continue
-            hit = next((graph_hits[g] for g in group if g in graph_hits), None)
+            hit = c.graph_hits.get(r)
             details: dict[str, Any] = {
                 "bm25": float(bm25_abs[r]),
                 "dense": float(dense_abs[r]),
-                "graph": float(graph_part[r]),
+                "graph": float(c.graph_part[r]),
                 "bm25_rank": int(bm_rank[r]) or None,
                 "dense_rank": int(dn_rank[r]) or None,
                 "graph_rank": int(g_rank[r]) or None,
@@ -738,55 +757,41 @@ class HybridRanker:
             if hit is not None:
                 details.update({f"graph_{k_}": v for k_, v in hit.details.items()})
             if r in followers:
-                details["follows"] = self.units[int(pool[0])].id
-            if gap is not None and gap[r] > 0:  # why a unit in another language came back
-                details["grams"] = float(gram_cos[r])
-            rc = RetrievedChunk(
-                chunk=self.chunks[int(self.parent[r])] if self.merges_windows else self.units[r],
-                score=float(score[i]),
-                route="graph" if hit is not None else "fallback",
-                paths=hit.paths if hit is not None else (),
-                details=details,
+                details["follows"] = self.units[int(rows[0])].id
+            if c.gap is not None and c.gap[r] > 0:  # why a unit in another language came back
+                details["grams"] = float(c.gram_cos[r])
+            out.append(
+                RetrievedChunk(
+                    chunk=self.units[r],
+                    score=float(score[i]),
+                    route="graph" if hit is not None else "fallback",
+                    paths=hit.paths if hit is not None else (),
+                    details=details,
+                )
             )
-            span = self._picked_span(group) if self.merges_windows and word_budget else None
-            out.append(rc if span is None else cut_to(rc, *span))
-        if word_budget is not None and cfg.cut_repeats:
+        if cfg.cut_repeats:
             out = without_repeats(out)
+        use_graph = c.use_graph
         diagnostics: dict[str, Any] = {
             "mode": "hybrid" if use_graph else "hybrid-nograph",
-            "candidates": int(pool.size),
-            "graph_candidates": len(graph_rows),
-            "graph_chunks": sum(1 for c in out if c.route == "graph"),
+            "candidates": int(c.pool.size),
+            "graph_candidates": len(c.graph_rows),
+            "graph_chunks": sum(1 for rc in out if rc.route == "graph"),
             "words": sum(len(rc.chunk.text.split()) for rc in out),
             "lead": lead,
-            "windows": "passages" if self._splits_windows else "whole",
         }
         matched: tuple[str, ...] = ()
-        if graph_result is not None:
-            diagnostics["graph_served_by"] = graph_result.served_by
-            diagnostics.update({f"graph_{k_}": v for k_, v in graph_result.diagnostics.items()})
+        if c.graph_result is not None:
+            diagnostics["graph_served_by"] = c.graph_result.served_by
+            diagnostics.update({f"graph_{k_}": v for k_, v in c.graph_result.diagnostics.items()})
             if use_graph:
-                matched = graph_result.matched
+                matched = c.graph_result.matched
         return RetrievalResult(
-            query=query,
+            query=c.query,
             chunks=tuple(out),
             matched=matched,
             served_by="hybrid" if use_graph else "hybrid-nograph",
             diagnostics=diagnostics,
-        )
-
-    def _picked_span(self, rows: list[int]) -> tuple[int, int] | None:
-        """Under a budget, the characters of a chunk from its first picked passage (``rows``) to
-        its last, or None when the whole chunk was picked (or was never split)."""
-        parts = [self.units[r] for r in rows]
-        chunk_id = self.chunks[int(self.parent[rows[0]])].id
-        if len(rows) == len(self.units_of[chunk_id]) or not all(
-            isinstance(u, Passage) for u in parts
-        ):
-            return None
-        return (
-            min(u.start_char for u in parts),  # type: ignore[attr-defined]
-            max(u.end_char for u in parts),  # type: ignore[attr-defined]
         )
 
     def _language_gap(self, query: str) -> np.ndarray | None:
@@ -992,28 +997,6 @@ def _chunk_spans(chunks: Sequence[Chunk], docs: dict[str, int]) -> np.ndarray | 
         doc = c.doc_id or str(meta.get("doc_id", ""))
         out[i] = (docs.setdefault(doc, len(docs)), *span)
     return out
-
-
-def windowed(chunks: Sequence[Chunk]) -> list[bool]:
-    """Which chunks overlap another chunk of their document: windows cut from unbroken text.
-
-    A chunk without a span in its document (``_chunk_spans``) makes every answer False.
-
-    >>> windowed([Chunk("a", "x", doc_id="d", metadata={"start_word": 0, "end_word": 200}),
-    ...           Chunk("b", "x", doc_id="d", metadata={"start_word": 160, "end_word": 360}),
-    ...           Chunk("c", "x", doc_id="e", metadata={"start_word": 0, "end_word": 90})])
-    [True, True, False]
-    """
-    spans = _chunk_spans(chunks, {})
-    if spans is None or len(chunks) < 2:
-        return [False] * len(chunks)
-    order = np.lexsort((spans[:, 1], spans[:, 0]))
-    s = spans[order]
-    overlaps = (s[1:, 0] == s[:-1, 0]) & (s[1:, 1] < s[:-1, 2])
-    out = np.zeros(len(chunks), dtype=bool)
-    out[order[1:]] |= overlaps
-    out[order[:-1]] |= overlaps
-    return out.tolist()
 
 
 def _vector_sum(vectors: np.ndarray | None) -> np.ndarray | None:

@@ -1,14 +1,11 @@
-"""Split stored chunks into shorter passages for the hybrid mode to rank and pack.
+"""Split stored chunks into shorter passages for the hybrid mode to rank and pack (an option).
 
-Why: a 200-word chunk that answers a question often holds it in one half, and packing ~100-word
-passages fits more distinct text into a word budget (medical dev set: +0.5 points of answer
-recall). Where an answer spans several sentences of one paragraph, splitting the paragraph loses
-more than that (HolisQA: -0.8 to -0.9 points of gold-context recall; -6 when its abstracts lose
-their blank lines and only windows are split). So by default only windows are split
-(``window_passage_words``), and only for a query without a clear match (``whole_windows_lead``);
-splitting every chunk is an option (``passage_words``; docs/evaluation.md). The chunks themselves,
-and their embeddings, stay as built: a passage takes its dense score from its chunk, so nothing is
-embedded twice. Cuts fall at sentence ends where one is near.
+Why an option: a 200-word chunk that answers a question often holds it in one half, and packing
+~100-word passages fits more distinct text into a word budget, but where an answer spans several
+sentences of one paragraph splitting it loses more (docs/evaluation.md). Ranking only the windows
+by halves was a default once; it was removed with the leave-one-out rule (docs/evaluation.md). ``passage_words`` > 0 splits every
+chunk. The chunks themselves, and their embeddings, stay as built: a passage takes its dense score
+from its chunk, so nothing is embedded twice. Cuts fall at sentence ends where one is near.
 """
 
 from __future__ import annotations
