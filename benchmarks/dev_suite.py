@@ -125,6 +125,8 @@ class CachedEmbedder:
             meta = json.loads((folder / "keys.json").read_text())
             if meta.get("name") == self.name:
                 matrix = np.load(folder / "vectors.npy")
+                if len(matrix) != meta.get("count"):
+                    return  # the two files are not from the same save: start afresh
                 self._rows = dict(meta["rows"])
                 self._vectors = list(matrix)
                 self._saved = len(self._vectors)
@@ -173,7 +175,9 @@ class CachedEmbedder:
         np.save(tmp, np.stack(self._vectors))
         os.replace(tmp, self.folder / "vectors.npy")
         keys_tmp = self.folder / "keys.json.tmp"
-        keys_tmp.write_text(json.dumps({"name": self.name, "rows": self._rows}))
+        keys_tmp.write_text(
+            json.dumps({"name": self.name, "count": len(self._vectors), "rows": self._rows})
+        )
         os.replace(keys_tmp, self.folder / "keys.json")
         self._saved = len(self._vectors)
 
@@ -786,7 +790,9 @@ def main(argv: list[str] | None = None) -> int:
     for noisy in ("hcg_core", "llama_index_hcg", "langchain_hcg", "bm25s", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     inner = embedder_from_name(args.embedder) if args.embedder else default_embedder()
-    embedder = CachedEmbedder(inner, args.work / "embed_cache" / inner.name)
+    # One cache per result stem: runs made in parallel processes never write the same files.
+    cache = args.work / "embed_cache" / inner.name
+    embedder = CachedEmbedder(inner, cache if args.results == "results" else cache / args.results)
     question_sets = {
         name: load_questions(
             paths[1],
