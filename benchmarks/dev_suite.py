@@ -69,7 +69,7 @@ import numpy as np
 
 from hcg_core.cli import main as hcg_main
 from hcg_core.config import RetrievalConfig
-from hcg_core.corpus import load_inputs
+from hcg_core.corpus import chunk_documents, load_inputs
 from hcg_core.embedders import default_embedder, embedder_from_name
 from hcg_core.eval.baselines import (
     bm25_system,
@@ -541,9 +541,9 @@ def run_set(
         chunk_counts[door] = len(loaded.nodes)
         log.info("%s / %s: %d nodes", name, door, len(loaded.nodes))
         if not anchor_keys:
-            anchor_keys = {
-                a: scorer.run(a, s) for a, s in anchors(core.graph.chunks, embedder).items()
-            }
+            # Over the documents as hcg's chunker sees them (its words), whichever door is first.
+            plain = anchors(chunk_documents(docs), embedder)
+            anchor_keys = {a: scorer.run(a, s) for a, s in plain.items()}
         row = {s: scorer.run(f"{door}: {s}", system) for s, system in loaded.systems.items()}
         texts = [getattr(n, "text", None) or getattr(n, "page_content", "") for n in loaded.nodes]
         same = _texts_key(texts)
