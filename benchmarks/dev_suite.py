@@ -848,7 +848,19 @@ def combine(args: argparse.Namespace) -> int:
     for path in args.combine:
         data = json.loads(path.read_text())
         commands += data["commands"]
-        results.update(data["sets"])
+        for name, res in data["sets"].items():
+            if name not in results:
+                results[name] = res
+                continue
+            # The same set run for other doors in another process: the doors' rows, scores and
+            # builds join (anchors and shared baselines are the same systems over the same text).
+            mine = results[name]
+            for key in ("doors", "nodes", "builds", "scores", "p50_ms", "vector_ran_as"):
+                mine[key] = {**res.get(key, {}), **mine.get(key, {})}
+    for res in results.values():
+        if "doors" in res:
+            res["doors"] = {d: res["doors"][d] for d in DOORS if d in res["doors"]}
+            res["margins"] = margins(res)
     text = [format_set(name, res) for name, res in results.items() if "margins" in res]
     print("\n".join(text))
     write_results(args.work, args.results, commands, results, text)
