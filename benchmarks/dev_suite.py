@@ -814,7 +814,7 @@ def main(argv: list[str] | None = None) -> int:
         text.append(block)
         print(block)
         sys.stdout.flush()
-    if cores:
+    if len(cores) > 1:  # the other sets' questions are the off-topic ones
         calibration = calibrate(cores, question_sets)
         for name, cal in calibration.items():
             results[name]["calibration"] = cal
