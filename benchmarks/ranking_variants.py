@@ -40,7 +40,7 @@ from hcg_core.embedders import embedder_by_name
 from hcg_core.embedders.factory import EMBEDDER_HELP
 from hcg_core.embedding import embed_texts
 from hcg_core.eval.runner import evaluate, load_questions, load_sentences
-from hcg_core.retrieval.hybrid import HybridRanker, mmr_pack
+from hcg_core.retrieval.hybrid import HybridRanker
 from hcg_core.types import Chunk, Document
 
 K = 40
@@ -57,29 +57,10 @@ class _RelevanceOrder(HybridRanker):
         return rows[np.lexsort((rows, -fused[rows]))]
 
 
-class _NeighboursRedundant(HybridRanker):
-    """MMR without the neighbour exemption: overlapping windows lend each other redundancy."""
-
-    def _pack(self, fused, pool, k, word_budget):
-        pool = pool[np.lexsort((pool, -fused[pool]))]
-        picked = mmr_pack(
-            fused[pool],
-            self.word_features(pool),
-            self.word_counts[pool],
-            k=k,
-            word_budget=word_budget,
-            diversity=self.config.diversity,
-            spans=None,
-            repeats_kept=not self.config.cut_repeats,
-        )
-        return pool[picked]
-
-
 # name -> (ranker class, settings): each switches one heuristic off.
 VARIANTS: dict[str, tuple[type[HybridRanker], HybridConfig]] = {
     "z-score fusion off (max-normalised)": (HybridRanker, replace(DEFAULT, fusion="max")),
     "MMR off (lambda 1.0)": (HybridRanker, replace(DEFAULT, diversity=1.0)),
-    "MMR neighbours not exempt": (_NeighboursRedundant, DEFAULT),
     "pick order off (best first)": (_RelevanceOrder, DEFAULT),
     "repeats kept (cut_repeats False)": (HybridRanker, replace(DEFAULT, cut_repeats=False)),
     "clear match not followed (follow_gap None)": (HybridRanker, replace(DEFAULT, follow_gap=None)),

@@ -64,9 +64,8 @@ them on every dev set."""
 DEFAULT_DIVERSITY = 0.5
 """MMR trade-off lambda: pick score = lambda * relevance - (1 - lambda) * max redundancy. 0.5 is the
 textbook balance (Carbonell & Goldstein 1998). The picks are returned in pick order, so each result
-is the best remaining one given those above it. A unit's neighbours in its document (spans that
-overlap or touch it) take no redundancy from it: the next window of one text shares its subject's
-words, not its content. A unit whose span picked units cover whole is skipped (it adds no text).
+is the best remaining one given those above it. A unit whose span picked units cover whole is
+skipped (it adds no text).
 Leave-one-out on every door and dev set: docs/evaluation.md."""
 DEFAULT_FOLLOW_GAP: float | None = 1.0
 """When the best unit's fused relevance leads the runner-up by at least this much (1.0: three

@@ -102,17 +102,6 @@ def test_a_window_picked_ones_cover_whole_is_skipped_and_a_partly_new_one_kept()
     assert "s3" not in got and {"s0", "s1", "s2"} == set(got)
 
 
-def test_a_neighbour_takes_no_redundancy_from_a_pick_but_a_distant_twin_does():
-    rel = np.array([1.0, 0.95, 0.94, 0.5])
-    feats = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
-    lengths = np.full(4, 10)
-    # Row 1 touches row 0's span; row 2 says the same far away in the document.
-    spans = np.array([[0, 0, 10], [0, 10, 20], [0, 50, 60], [1, 0, 10]])
-    picked = mmr_pack(rel, feats, lengths, k=3, word_budget=None, spans=spans).tolist()
-    assert picked[:2] == [0, 1] and picked[2] == 3
-    assert mmr_pack(rel, feats, lengths, k=3, word_budget=None).tolist() == [0, 3, 1]
-
-
 def test_results_come_in_pick_order_with_non_increasing_scores():
     from hcg_core.retrieval.hybrid import calibrated_scores
 

@@ -14,8 +14,7 @@ with its own docstring:
 3. ``_follow_best``: when one unit clearly leads (``follow_gap``), the windows overlapping it follow
    it.
 4. ``_pack``: greedy maximal marginal relevance (MMR): relevance minus redundancy with what is
-   already chosen (cosine of BM25 term vectors; a unit's neighbours in its document lend none),
-   skipping a unit that adds no new text. The picks are returned in pick order, each with a
+   already chosen (cosine of BM25 term vectors), skipping a unit that adds no new text. The picks are returned in pick order, each with a
    calibrated score in [0, 1] (``calibrated_scores``), the words an earlier result already
    returned cut from overlapping units (``repeats.py``).
 
@@ -179,9 +178,7 @@ def mmr_pack(
 
     ``spans`` is ``(n, 3)`` ``(document, start, end)``: where each candidate lies in its document.
     With it, a candidate whose span picked spans already cover whole is skipped (it would add no
-    new text), and a picked unit lends no redundancy to its neighbours (spans of its document that
-    overlap or touch it): the next window of one text shares the words of its subject, not its
-    content, and the overlap itself is cut from the result (``repeats.without_repeats``).
+    new text; the overlap of a partly new one is cut from the result, ``repeats.without_repeats``).
     ``repeats_kept=False``: a pick adds only its new share of words (by span) to the budget.
 
     >>> rel = np.array([1.0, 0.95, 0.5])
@@ -190,10 +187,10 @@ def mmr_pack(
     [0, 2]
     >>> mmr_pack(rel, feats, np.array([10, 10, 10]), k=2, word_budget=None, diversity=1.0).tolist()
     [0, 1]
-    >>> next_window = np.array([[0, 0, 10], [0, 8, 18], [1, 0, 10]])  # row 1 overlaps row 0
-    >>> mmr_pack(rel, feats, np.array([10, 10, 10]), k=2, word_budget=None,
-    ...          spans=next_window).tolist()
-    [0, 1]
+    >>> inside = np.array([[0, 0, 10], [0, 2, 8], [1, 0, 10]])  # row 1 lies inside row 0
+    >>> mmr_pack(rel, feats, np.array([10, 10, 10]), k=2, word_budget=None, diversity=1.0,
+    ...          spans=inside).tolist()
+    [0, 2]
     """
     n = relevance.shape[0]
     limit = n if k is None else min(int(k), n)
@@ -230,12 +227,7 @@ def mmr_pack(
         words += int(lengths[j]) if repeats_kept else int(round(lengths[j] * new))
         if len(picked) < limit and (word_budget is None or words < word_budget):
             # The product is most of a pick's cost; after the last pick nothing reads it.
-            similar = matvec(features, features[j])
-            if spans is not None:
-                g, s, e = span_rows[j]
-                near = (spans[:, 0] == g) & (spans[:, 1] <= e) & (spans[:, 2] >= s)
-                similar = np.where(near, 0.0, similar)
-            redundancy = np.maximum(redundancy, similar)
+            redundancy = np.maximum(redundancy, matvec(features, features[j]))
     return np.asarray(picked, dtype=np.int64)
 
 
