@@ -21,7 +21,13 @@ import numpy as np
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.data_structs.data_structs import IndexStruct
 from llama_index.core.indices.base import BaseIndex
-from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.schema import (
+    BaseNode,
+    NodeRelationship,
+    RelatedNodeInfo,
+    TextNode,
+    TransformComponent,
+)
 from llama_index.core.storage.docstore.types import RefDocInfo
 from llama_index.core.storage.index_store.simple_index_store import SimpleIndexStore
 from llama_index.core.storage.storage_context import StorageContext
@@ -40,6 +46,7 @@ from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
 from hcg_core.store import load_graph
 from hcg_core.types import CausalGraph, DomainSpec, OutcomeConfig
 
+from ._chunker import HCGNodeParser, default_transformations, user_transformations
 from ._convert import node_to_chunk
 from ._dense import VectorStoreDense
 from ._graph import graph_from_dict, graph_to_dict
@@ -90,6 +97,9 @@ class HCGIndexStruct(IndexStruct):
     # Kinds ("variables", "chunks", "edges") kept in .npy files beside index_store.json instead of
     # inline: {"file", "shape", "dtype", "sha256"} each (llama_index_hcg._persist).
     vector_files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The HCGNodeParser settings (chunk_words, overlap_words) when from_documents chunked with
+    # hcg's chunker by default: a reloaded index's inserts then chunk the same way.
+    node_parser: dict[str, Any] = field(default_factory=dict)
 
     def graph_data(self) -> dict[str, Any]:
         return json.loads(self.graph_json) if self.graph_json else self.graph
@@ -155,8 +165,13 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         evidence_per_edge: int = DEFAULT_EVIDENCE_PER_EDGE,
         vector_store: Any | None = None,
         persist_dir: str | os.PathLike | None = None,
+        transformations: list[TransformComponent] | None = None,
         **kwargs: Any,
     ) -> None:
+        # hcg's chunker, when from_documents chose it (no transformations of the user's): kept in
+        # the struct so a reloaded index's inserts chunk as the build did.
+        parser = transformations[0] if transformations and len(transformations) == 1 else None
+        self._hcg_parser = parser if isinstance(parser, HCGNodeParser) else None
         # Consumed here, before BaseIndex builds: the same kwargs also reach the transformations.
         self._embedder: Embedder = _loading_embedder(embed_model, index_struct)
         self._embed_model = query_embed_model(embed_model, self._embedder)  # embeds queries
@@ -185,8 +200,14 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             storage_context=storage_context,
             callback_manager=callback_manager,
             show_progress=show_progress,
+            transformations=transformations,
             **kwargs,
         )
+        saved = self._index_struct.node_parser
+        if transformations is None and saved and not user_transformations():
+            # A reloaded index built on hcg's chunker: insert, refresh_ref_docs and
+            # update_ref_doc chunk as the build did, not with LlamaIndex's default splitter.
+            self._transformations = [HCGNodeParser(**saved)]
         # As VectorStoreIndex does: the query model reports to the index's callback manager.
         self._embed_model.callback_manager = self._callback_manager
         store = self._storage_context.index_store
@@ -198,6 +219,35 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
                 hooks.source = VectorSource(os.path.abspath(os.fspath(persist_dir)))
         if self._graph is None:  # loaded from an existing struct
             self._restore(self._index_struct)
+
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Sequence[Any],
+        storage_context: StorageContext | None = None,
+        show_progress: bool = False,
+        callback_manager: CallbackManager | None = None,
+        transformations: list[TransformComponent] | None = None,
+        **kwargs: Any,
+    ) -> HCGIndex:
+        """Split ``documents`` into nodes and build the graph over them.
+
+        With no ``transformations=`` and no node parser or transformations of yours on
+        ``Settings``, the documents are chunked with hcg's own structure-aware chunker
+        (:class:`~llama_index_hcg._chunker.HCGNodeParser`, the one ``hcg build`` and the LangChain
+        adapter use; logged at INFO), not LlamaIndex's default ``SentenceSplitter(1024, 200)``,
+        whose ~750-word nodes the ranker measured worse on (docs/evaluation.md, "Doors");
+        ``insert``, ``refresh_ref_docs`` and ``update_ref_doc`` then chunk the same way. Your
+        ``transformations=`` or ``Settings`` are used as given.
+        """
+        return super().from_documents(
+            documents,
+            storage_context=storage_context,
+            show_progress=show_progress,
+            callback_manager=callback_manager,
+            transformations=default_transformations(transformations),
+            **kwargs,
+        )
 
     # ------------------------------------------------------------------ build and state
 
@@ -246,6 +296,11 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         assert self._core is not None
         self._core.ledger = result.ledger
         struct = HCGIndexStruct(report=_json_report(result.report))
+        if self._hcg_parser is not None:
+            struct.node_parser = {
+                "chunk_words": self._hcg_parser.chunk_words,
+                "overlap_words": self._hcg_parser.overlap_words,
+            }
         self._write_struct(struct)
         return struct
 
