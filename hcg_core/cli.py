@@ -31,6 +31,7 @@ from typing import Any
 from .embedders.factory import EMBEDDER_HELP
 from .embedders.factory import embedder_by_name as make_embedder
 from .errors import HCGError
+from .remote_choice import check_remote_choice
 
 EXIT_USAGE = 2
 
@@ -48,35 +49,6 @@ def _add_embedder_arguments(parser: argparse.ArgumentParser, default_help: str) 
         help="allow an openai: embedder or --llm-model without a base URL, which sends text to "
         "OpenAI's API (or OPENAI_BASE_URL); hcg is offline unless told otherwise",
     )
-
-
-def check_remote_choice(args: argparse.Namespace) -> None:
-    """Refuse to send text to a provider nobody named: an ``openai:`` embedder or an LLM model
-    without a base URL would go to api.openai.com (or ``$OPENAI_BASE_URL``) silently.
-
-    Checked before anything is read or sent; ``--allow-remote`` or a base URL is the choice.
-    """
-    from .errors import ConfigError
-    from .safe_text import host_of, redact
-
-    if getattr(args, "allow_remote", False):
-        return
-    host = host_of(os.environ.get("OPENAI_BASE_URL"))
-    unnamed = []
-    embedder = getattr(args, "embedder", None) or ""
-    if embedder.startswith("openai:") and not getattr(args, "embedder_base_url", None):
-        unnamed.append(f"--embedder {embedder} (no --embedder-base-url)")
-    if getattr(args, "llm_model", None) and not getattr(args, "llm_base_url", None):
-        unnamed.append(f"--llm-model {args.llm_model} (no --llm-base-url)")
-    if unnamed:
-        raise ConfigError(
-            redact(
-                f"{' and '.join(unnamed)} would send the corpus to {host}"
-                + (" (from OPENAI_BASE_URL)" if os.environ.get("OPENAI_BASE_URL") else "")
-                + "; hcg is offline by default: pass the server's base URL, or --allow-remote to "
-                "send it there"
-            )
-        )
 
 
 # ---------------------------------------------------------------- build

@@ -239,9 +239,15 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         whose ~750-word nodes the ranker measured worse on (docs/evaluation.md, "Doors");
         ``insert``, ``refresh_ref_docs`` and ``update_ref_doc`` then chunk the same way. Your
         ``transformations=`` or ``Settings`` are used as given.
+
+        Two documents with one id are refused (``InputError``) before anything is stored: their
+        nodes would share one ``ref_doc_id``, and deleting one would delete both. Empty documents
+        are skipped with a warning.
         """
+        documents = list(documents)
+        keep = keep_in_batch([(d.id_, d.get_content()) for d in documents], insert=False)
         return super().from_documents(
-            documents,
+            [documents[i] for i in keep],
             storage_context=storage_context,
             show_progress=show_progress,
             callback_manager=callback_manager,
@@ -250,15 +256,6 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         )
 
     # ------------------------------------------------------------------ build and state
-
-    @classmethod
-    def from_documents(cls, documents: Sequence[Any], *args: Any, **kwargs: Any) -> HCGIndex:
-        """``BaseIndex.from_documents``, refusing two documents with one id (``InputError``)
-        before anything is stored: their nodes would share one ``ref_doc_id``, and deleting one
-        would delete both. Empty documents are skipped with a warning."""
-        documents = list(documents)
-        keep = keep_in_batch([(d.id_, d.get_content()) for d in documents], insert=False)
-        return super().from_documents([documents[i] for i in keep], *args, **kwargs)
 
     def insert(self, document: Any, **insert_kwargs: Any) -> None:
         """``BaseIndex.insert``, refusing a document without text before anything is stored."""

@@ -55,8 +55,9 @@ def test_readme_main_job(tmp_path, capsys):
     assert main(["query", str(out), question, "--k", "6", "--json", "--passage-words", "60"]) == 0
     parts = json.loads(capsys.readouterr().out)["chunks"]
     assert any("#p" in c["id"] for c in parts), parts
-    assert main(["query", str(out), question, "--passage-words", "-1"]) == 2
-    assert "passage_words must be >= 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:
+        main(["query", str(out), question, "--passage-words", "-1"])
+    assert refused.value.code == 2 and "must be 0 or more" in capsys.readouterr().err
 
 
 def test_folder_with_bad_files_builds_the_good_ones(tmp_path, capsys):

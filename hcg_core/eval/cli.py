@@ -251,8 +251,8 @@ def run_eval(args: argparse.Namespace) -> int:
             check_report_path(args.out)
         sentences = load_sentences(args.sentences) if args.sentences else None
         questions = load_questions(args.questions, limit=args.limit, sentences=sentences)
-        from ..cli import check_remote_choice
         from ..embedders import embedder_by_name
+        from ..remote_choice import check_remote_choice
 
         check_remote_choice(args)
         embedder = (
