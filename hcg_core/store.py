@@ -388,7 +388,7 @@ def save_graph(
         finally:
             if not published:  # drop the partial version; the published one was never touched
                 shutil.rmtree(version, ignore_errors=True)
-        _tidy(real, version, flat_before)
+        _tidy(real, version, previous, flat_before)
     return Path(directory)
 
 
@@ -455,16 +455,21 @@ def _publish(real: Path, version: Path) -> None:
     fsync_dir(real)
 
 
-def _tidy(real: Path, keep: Path, flat_before: bool) -> None:
-    """Remove the versions before ``keep`` and, after a flat graph, its files (never others).
+def _tidy(real: Path, keep: Path, replaced: Path, flat_before: bool) -> None:
+    """Remove the versions but ``keep`` and the one it ``replaced``, and, after a flat graph,
+    its files (never others).
 
-    A reader still reading an old version sees it vanish and reads the new one (``load_graph``
-    retries when the pointer moved). A kill here leaves leftovers that the next save removes.
+    The replaced version stays until the next save, so a reader that started on it just before
+    this publish still reads it whole; a reader on an older one sees it vanish and reads the new
+    one (``load_graph`` retries when the pointer moved). A kill here leaves leftovers (a killed
+    save's partial folder too) that the next save removes.
     """
     try:
         remove_stale_staging(real)  # format 1 saves staged in siblings; a killed one's leftover
-        for p in sorted((real / VERSIONS).iterdir()):
-            if p.name != keep.name and not p.is_symlink():
+        entries = list((real / VERSIONS).iterdir())
+        spare = {keep.name} | ({replaced.name} if replaced.parent == real / VERSIONS else set())
+        for p in sorted(entries):
+            if p.name not in spare and not p.is_symlink():
                 fault_step("remove", p)
                 shutil.rmtree(p) if p.is_dir() else p.unlink()
         if flat_before:
@@ -1075,7 +1080,7 @@ def _read_report(directory: Path, notes: list[str], cap: int | None) -> dict[str
 
 # A reader retries when a writer published a new version while it read (the old one is then
 # removed under it); more attempts than this mean the directory is broken, not busy.
-_LOAD_ATTEMPTS = 5
+_LOAD_ATTEMPTS = 20
 
 
 def load_graph(directory: str | os.PathLike) -> StoredGraph:

@@ -169,7 +169,10 @@ def test_a_save_publishes_a_version_folder_through_the_manifest(tmp_path, graph,
     pointer = json.loads((g / "manifest.json").read_text())
     assert pointer == {"format": "hcg-graph", "format_version": 2, "current": "versions/2"}
     assert current_dir(g) == g / "versions" / "2"
-    assert [p.name for p in (g / "versions").iterdir()] == ["2"]  # the previous one removed
+    # The replaced version stays for a reader that began on it; the one before goes.
+    assert sorted(p.name for p in (g / "versions").iterdir()) == ["1", "2"]
+    r.save(g)
+    assert sorted(p.name for p in (g / "versions").iterdir()) == ["2", "3"]
     # The version folder is a flat graph directory of its own (copy it out, it loads).
     assert load_graph(current_dir(g)).graph == graph
     assert load_graph(g).path == g
