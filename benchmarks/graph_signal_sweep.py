@@ -26,7 +26,6 @@ from hcg_core.eval.runner import evaluate, load_questions, load_sentences
 from hcg_core.retrieval import CausalGraphRetriever
 
 MANY = 200  # chunks asked for; the word budget stops first (as in hcg eval)
-RESAMPLES = 2000
 SETTINGS = {
     "graph off": {"use_graph": False},
     "weight 0.25 (default)": {},
@@ -47,14 +46,6 @@ def half_of(question_id: str) -> str:
     return "design" if digest[-1] % 2 == 0 else "report"
 
 
-def paired_interval(diff: np.ndarray) -> tuple[float, float]:
-    """95% paired-bootstrap interval of the mean difference, in points (fixed seed)."""
-    rng = np.random.default_rng(0)
-    means = diff[rng.integers(0, diff.size, (RESAMPLES, diff.size))].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return 100 * float(lo), 100 * float(hi)
-
-
 def primary(scores) -> np.ndarray:
     return np.asarray(
         [s.recall if s.context_recall is None else s.context_recall for s in scores], float
@@ -62,6 +53,8 @@ def primary(scores) -> np.ndarray:
 
 
 def main() -> None:
+    from dev_suite import paired_interval  # benchmarks/ is on sys.path when this script runs
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("graph")
     ap.add_argument("--questions", required=True, help="any file hcg eval --questions reads")
@@ -112,7 +105,7 @@ def main() -> None:
     for group in ["all", *types]:
         keep = [i for i, s in enumerate(off) if group == "all" or s.question_type == group]
         a, b = primary([on[i] for i in keep]), primary([off[i] for i in keep])
-        lo, hi = paired_interval(a - b)
+        lo, hi = paired_interval(a, b)
         print(
             f"{group:<26}{len(keep):>5}{b.mean():>8.3f}{a.mean():>8.3f}"
             f"{100 * (a - b).mean():>+10.2f}  [{lo:+.2f}, {hi:+.2f}]"

@@ -45,7 +45,6 @@ from hcg_core.types import Chunk, Document
 
 K = 40
 BUDGET = 2000
-RESAMPLES = 2000
 DEFAULT = HybridConfig()
 
 
@@ -70,19 +69,6 @@ VARIANTS: dict[str, tuple[type[HybridRanker], HybridConfig]] = {
         replace(DEFAULT, gap_char_grams=False),
     ),
 }
-
-
-def paired_interval(diff: np.ndarray, resamples: int = RESAMPLES) -> tuple[float, float]:
-    """95% paired-bootstrap interval of the mean of per-question differences, in points.
-
-    >>> lo, hi = paired_interval(np.array([1.0, 0.0, 1.0, 1.0]))
-    >>> 0 <= lo <= hi <= 100
-    True
-    """
-    rng = np.random.default_rng(0)
-    means = diff[rng.integers(0, diff.size, (resamples, diff.size))].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return 100 * float(lo), 100 * float(hi)
 
 
 def cached(embedder, texts: list[str], cache: Path, kind: str) -> np.ndarray:
@@ -133,7 +119,7 @@ def primary(scores) -> np.ndarray:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from dev_suite import parse_set  # benchmarks/ is on sys.path when this script runs
+    from dev_suite import paired_interval, parse_set  # benchmarks/ is on sys.path here
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", action="append", required=True, type=parse_set)
@@ -179,8 +165,9 @@ def main(argv: list[str] | None = None) -> int:
             head.append(f"| {name} | {door} ({len(chunks)}) | {base.mean():.3f} |")
             print(head[-1], flush=True)
             for vname in variants:
-                diff = primary(report.scores[vname]) - base
-                lo, hi = paired_interval(diff)
+                variant = primary(report.scores[vname])
+                diff = variant - base
+                lo, hi = paired_interval(variant, base)
                 mark = "*" if hi < 0 else "+" if lo > 0 else ""
                 lines.append(
                     f"| {name} | {door} | {vname} | {100 * diff.mean():+.2f} "
