@@ -53,7 +53,7 @@ route's first chunk gets the full weight and its last half of it (a clear text m
 it holding the answer's words, and on the dev sets every larger weight lowered recall (0.5 cost
 0.0-0.3 points, 1.0 up to 2; docs/evaluation.md). The bonus goes only to units a text signal also
 found (fused text relevance above 0): a unit the graph alone vouched for took budget from text
-matches (-0.1 points on medical, -0.5 with windows ranked by halves). The graph also attaches its
+matches (-0.1 points on medical, -0.5 when windows were ranked by halves). The graph also attaches its
 causal paths to the chunks it vouches for, whatever the weight."""
 DEFAULT_FUSION = "zscore"
 FUSIONS = ("zscore", "max")

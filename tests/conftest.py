@@ -110,7 +110,7 @@ def graph() -> CausalGraph:
 
 def flat_corpus_index(embed_model):
     """An HCGIndex over the example corpus as one text without paragraph breaks, cut by
-    LlamaIndex's SentenceSplitter into overlapping ~220-word nodes (windows ranked by halves)."""
+    LlamaIndex's SentenceSplitter into overlapping ~220-word nodes."""
     from pathlib import Path
 
     from llama_index.core import Document
