@@ -27,6 +27,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from .arg_types import non_negative_int as _non_negative_int
+
 # Embedder names are resolved in hcg_core.embedders; make_embedder stays importable from here.
 from .embedders.factory import EMBEDDER_HELP
 from .embedders.factory import embedder_by_name as make_embedder
@@ -743,17 +745,6 @@ def _temperature(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not math.isfinite(value) or not 0 <= value <= 2:
         raise argparse.ArgumentTypeError(f"{text!r} must be a finite number in [0, 2]")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    """An argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
     return value
 
 

@@ -1,4 +1,4 @@
-"""Smoke test of benchmarks/dev_suite.py's door plumbing on the example corpus (no ../shared): every
+"""Smoke test of benchmarks/dev_suite.py's door plumbing on the example corpus alone: every
 door builds, is cached, answers, and is scored against its same-node baselines with intervals."""
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 
+from ..arg_types import non_negative_int
 from .review import DEFAULT_LOW_CONFIDENCE
 from .view import DEFAULT_FULL_VIEW_LIMIT, DEFAULT_NEIGHBOURHOOD_LIMIT
 
@@ -96,17 +97,6 @@ def _confidence(text: str) -> float:
     return value
 
 
-def _count(text: str) -> int:
-    """An argparse type: a limit, an integer >= 0 (a negative one would slice from the end)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
-    return value
-
-
 def add_review_commands(sub: argparse._SubParsersAction) -> None:
     """Add the view, apply, diff and export subparsers to ``hcg``'s parser."""
     from ..graph_lock import add_lock_timeout_argument
@@ -123,14 +113,14 @@ def add_review_commands(sub: argparse._SubParsersAction) -> None:
     )
     v.add_argument(
         "--full-view-limit",
-        type=_count,
+        type=non_negative_int,
         default=DEFAULT_FULL_VIEW_LIMIT,
         help="open on the whole variable graph up to this many variables, else on the metric "
         "overview (default %(default)s)",
     )
     v.add_argument(
         "--neighbourhood-limit",
-        type=_count,
+        type=non_negative_int,
         default=DEFAULT_NEIGHBOURHOOD_LIMIT,
         help="variables drawn at most in one neighbourhood (default %(default)s)",
     )
@@ -151,7 +141,9 @@ def add_review_commands(sub: argparse._SubParsersAction) -> None:
     d.add_argument("dir_a")
     d.add_argument("dir_b")
     d.add_argument("--json", action="store_true")
-    d.add_argument("--limit", type=_count, default=50, help="items listed per kind of change")
+    d.add_argument(
+        "--limit", type=non_negative_int, default=50, help="items listed per kind of change"
+    )
     d.set_defaults(func=cmd_diff)
 
     x = sub.add_parser("export", help="GraphML, GEXF, Mermaid, Cypher or CSV (for LOAD CSV)")
@@ -161,7 +153,7 @@ def add_review_commands(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--metric", help="mermaid: only the edges touching this metric's variables")
     x.add_argument(
         "--max-edges",
-        type=_count,
+        type=non_negative_int,
         default=DEFAULT_MERMAID_MAX_EDGES,
         help="mermaid: refuse above this many edges (default %(default)s)",
     )
