@@ -9,8 +9,8 @@ reason; with ``--parents`` the dimensions first get today's stage / subtype link
 ``new_edges`` and how many of those the rule would have offered as candidates, and the Tier 2
 calls today's packing makes of the kept candidates. Example::
 
-    python benchmarks/llm_candidates.py ../shared/data/llm-builds/medical-xs/calls.jsonl \\
-        ../shared/data/llm-builds/medical-xs/graph --parents
+    python benchmarks/llm_candidates.py DATA/llm-builds/medical-xs/calls.jsonl \\
+        DATA/llm-builds/medical-xs/graph --parents
 """
 
 from __future__ import annotations

@@ -7,18 +7,18 @@ Two checks (issue 25, items 9 and 10):
    process (no network); prints ``estimate_build``'s figures before the build (expected and upper
    bound) beside the calls made, per stage, and the ratio. Example::
 
-       python benchmarks/llm_estimate.py --corpus ../shared/data/graphrag-bench-medical/corpus.json
+       python benchmarks/llm_estimate.py --corpus DATA/graphrag-bench-medical/corpus.json
 
 2. ``--recording DIR --corpus PATH``: a recorded real-LLM build (``calls.jsonl``, ``spec.yaml``
    and ``build_report.json``, side by side or the last two under ``graph/``, as in
-   ``../shared/data/llm-recordings/example-corpus-xs`` and ``../shared/data/llm-builds/medical-xs``)
+   ``DATA/llm-recordings/example-corpus-xs`` and ``DATA/llm-builds/medical-xs``)
    replayed through today's planning: the
    Stage 1 calls for that corpus, one Tier 1 call per non-terminal metric of the recorded spec,
    and the Tier 2 batches today's compatibility rule and packing make of the templates the
    recorded Tier 1 replies found, over the recorded spec's variables. No reply is re-judged; the
    count is what this pipeline would ask given those answers, beside the estimate.
 
-   python benchmarks/llm_estimate.py --recording ../shared/data/llm-recordings/example-corpus-xs \\
+   python benchmarks/llm_estimate.py --recording DATA/llm-recordings/example-corpus-xs \\
        --corpus examples/corpus
 
 ``--embedder`` picks the embedder (default: the offline MiniLM the CLI uses).

@@ -9,8 +9,8 @@ became one, and the metrics the cap keeps with their roles. ``--expect-merged A/
 ``--expect-apart A/B`` (repeatable) check names of either kind and print whether each holds.
 Example (the lists of issue 25)::
 
-    python benchmarks/llm_merge.py ../shared/data/llm-builds/medical-xs/calls.jsonl \\
-        --chunk-embeddings ../shared/data/llm-builds/medical-xs/graph/embeddings/chunks.npy \\
+    python benchmarks/llm_merge.py DATA/llm-builds/medical-xs/calls.jsonl \\
+        --chunk-embeddings DATA/llm-builds/medical-xs/graph/embeddings/chunks.npy \\
         --expect-merged CureProbability/CureLikelihood \\
         --expect-merged CancerRisk/CancerDevelopmentRisk \\
         --expect-merged TreatmentSideEffects/TreatmentSideEffectBurden/TreatmentToxicity \\
