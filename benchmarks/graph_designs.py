@@ -15,7 +15,7 @@ fuses it with the text signals, on the text signals' own scale (``standardise``)
 With ``admit`` the best units of the design's score join the candidates even when no text signal
 found them, and the score counts for them; without it the score only lifts units a text signal
 also found (as the library's graph signal does). The library's own graph bonus stays on in every
-design: a design is the default plus its route, compared with graph off.
+design but one (``bonus=False``): a design is the default plus its route, compared with graph off.
 
 Everything is array work per query over arrays built once per graph (numpy only, no scipy). The
 classes wrap the public API: ``DesignRanker`` subclasses ``HybridRanker`` (its ``_candidates`` and
@@ -25,7 +25,7 @@ classes wrap the public API: ``DesignRanker`` subclasses ``HybridRanker`` (its `
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,7 @@ class Design:
     source: str = "cones"  # mechanism: "cones" (the query's outcome cones) or "matched"
     seeds: str = "soft"  # ppr: "soft" (cosine) or "lexical" (BM25 over variable text)
     damping: float = 0.5  # ppr: the chance a step follows an edge rather than restarting
+    bonus: bool = True  # keep the library's own graph bonus (graph_weight) beside the route
 
 
 DESIGNS: dict[str, Design] = {
@@ -61,6 +62,9 @@ DESIGNS: dict[str, Design] = {
     "ppr-soft-admit": Design("ppr", 0.25, True, seeds="soft"),
     "ppr-lexical": Design("ppr", 0.25, False, seeds="lexical"),
     "ppr-lexical-admit": Design("ppr", 0.25, True, seeds="lexical"),
+    # The route alone: the default bonus by itself costs a few tenths on the design half, so
+    # this tells the route's own effect from the bonus's.
+    "ppr-lexical-alone": Design("ppr", 0.25, False, seeds="lexical", bonus=False),
 }
 
 
@@ -296,6 +300,9 @@ class DesignRetriever(CausalGraphRetriever):
 
     @classmethod
     def wrap(cls, retriever: CausalGraphRetriever, design: Design) -> DesignRetriever:
+        if not design.bonus:
+            hybrid = replace(retriever.config.hybrid, graph_weight=0.0)
+            retriever = retriever.with_config(hybrid=hybrid)
         out = object.__new__(cls)
         out.__dict__.update(retriever.__dict__)  # the compiled arrays and rankers, shared
         out._signal = GraphSignal(retriever, design)
