@@ -140,6 +140,20 @@ def main() -> None:
         if name != "graph off" and (name == "weight 0.25 (default)" or name.startswith("design ")):
             print(f"\n{name}")
             on_minus_off(scores[name], off, paired_interval)
+    default = scores["weight 0.25 (default)"]
+    designs_run = [name for name in scores if name.startswith("design ")]
+    if designs_run:
+        # Whether a design beats the library's default, not only graph off (same questions).
+        print(f"\n{'design - default (points)':<34}{'all':>22}{'Complex Reasoning':>24}")
+    for name in designs_run:
+        cells = []
+        for group in ("all", "Complex Reasoning"):
+            keep = [i for i, s in enumerate(off) if group == "all" or s.question_type == group]
+            a = primary([scores[name][i] for i in keep])
+            b = primary([default[i] for i in keep])
+            lo, hi = paired_interval(a, b)
+            cells.append(f"{100 * (a - b).mean():+.2f} [{lo:+.2f}, {hi:+.2f}]" if keep else "n/a")
+        print(f"{name:<34}{cells[0]:>22}{cells[1]:>24}")
 
 
 if __name__ == "__main__":
