@@ -145,7 +145,8 @@ def _words(name: str) -> str:
 
 
 class GraphSignal:
-    """A design's per-chunk score for a query, from arrays built once per retriever."""
+    """A design's per-unit score for a query (``unit_scores``), from arrays built once per
+    retriever; the Python loops here run at setup, the query-time work is array code."""
 
     def __init__(self, retriever: CausalGraphRetriever, design: Design):
         self.retriever = retriever
