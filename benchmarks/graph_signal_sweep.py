@@ -8,10 +8,18 @@ with a 95% paired-bootstrap interval. ``--half design`` / ``--half report`` keep
 questions, fixed by a hash of each question's id, so a design chosen on one half is reported on
 the other.
 
+``--design NAME`` (repeatable, or ``all``) adds a graph-route design of ``graph_designs.py``
+(query expansion by mechanism text, personalized PageRank to evidence chunks) as a setting; each
+setting other than graph off then gets its own on - off table.
+
 The graph directory is only read (``CausalGraphRetriever.load``); nothing is written next to it.
 
     python benchmarks/graph_signal_sweep.py GRAPH_DIR --questions FILE [--sentences FILE] \\
-        [--half report]
+        [--half design|report] [--only-default] [--design NAME ...]
+
+    python benchmarks/graph_signal_sweep.py DATA/llm-builds/medical-xs/graph \\
+        --questions DATA/graphrag-bench-medical/dev_questions.json --half design \\
+        --only-default --design all
 """
 
 from __future__ import annotations
@@ -52,8 +60,26 @@ def primary(scores) -> np.ndarray:
     )
 
 
+def on_minus_off(on, off, paired_interval) -> None:
+    """Print on - off per question type, in points, with the 95% paired-bootstrap interval."""
+    types = sorted({s.question_type for s in off})
+    print(
+        f"{'graph on - off (points)':<26}{'n':>5}{'off':>8}{'on':>8}{'on - off':>10}  95% interval"
+    )
+    for group in ["all", *types]:
+        keep = [i for i, s in enumerate(off) if group == "all" or s.question_type == group]
+        a, b = primary([on[i] for i in keep]), primary([off[i] for i in keep])
+        lo, hi = paired_interval(a, b)
+        print(
+            f"{group:<26}{len(keep):>5}{b.mean():>8.3f}{a.mean():>8.3f}"
+            f"{100 * (a - b).mean():>+10.2f}  [{lo:+.2f}, {hi:+.2f}]"
+        )
+
+
 def main() -> None:
-    from dev_suite import paired_interval  # benchmarks/ is on sys.path when this script runs
+    # benchmarks/ is on sys.path when this script runs
+    from dev_suite import paired_interval
+    from graph_designs import DESIGNS, DesignRetriever
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("graph")
@@ -63,6 +89,13 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--half", choices=("design", "report", "all"), default="all")
     ap.add_argument("--only-default", action="store_true", help="graph off and default only")
+    ap.add_argument(
+        "--design",
+        action="append",
+        default=[],
+        choices=[*DESIGNS, "all"],
+        help="add a graph-route design (graph_designs.py) as a setting; repeatable",
+    )
     ap.add_argument(
         "--k",
         type=int,
@@ -79,12 +112,16 @@ def main() -> None:
     settings = SETTINGS
     if args.only_default:
         settings = {k: SETTINGS[k] for k in ("graph off", "weight 0.25 (default)")}
+    designs = list(DESIGNS) if "all" in args.design else list(dict.fromkeys(args.design))
+    settings = {**settings, **{f"design {d}": {} for d in designs}}
     how = f"k={args.k}, no budget" if args.k else f"budget {args.budget}"
     print(f"{len(questions)} questions ({args.half}; {how}; scored at {args.budget} words)")
-    print(f"{'setting':<34}{'primary':>9}{'answer':>8}{'graph words':>13}")
+    print(f"{'setting':<34}{'primary':>9}{'answer':>8}{'graph words':>13}{'p50 ms':>8}")
     scores = {}
     for name, changes in settings.items():
         clone = retriever.with_config(word_budget=None if args.k else args.budget, **changes)
+        if name.startswith("design "):
+            clone = DesignRetriever.wrap(clone, DESIGNS[name.removeprefix("design ")])
         report = evaluate(
             {name: lambda q, c=clone: c.retrieve_by_vector(q, vectors[q], args.k or MANY)},
             questions,
@@ -94,22 +131,29 @@ def main() -> None:
         every = report.row(name, "all")
         value = every.recall if every.context_recall is None else every.context_recall
         print(
-            f"{name:<34}{value:>9.3f}{every.recall:>8.3f}{every.graph_word_share:>13.2f}",
+            f"{name:<34}{value:>9.3f}{every.recall:>8.3f}{every.graph_word_share:>13.2f}"
+            f"{every.latency_p50_ms:>8.1f}",
             flush=True,
         )
-    off, on = scores["graph off"], scores["weight 0.25 (default)"]
-    types = sorted({s.question_type for s in off})
-    print(
-        f"\n{'graph on - off (points)':<26}{'n':>5}{'off':>8}{'on':>8}{'on - off':>10}  95% interval"
-    )
-    for group in ["all", *types]:
-        keep = [i for i, s in enumerate(off) if group == "all" or s.question_type == group]
-        a, b = primary([on[i] for i in keep]), primary([off[i] for i in keep])
-        lo, hi = paired_interval(a, b)
-        print(
-            f"{group:<26}{len(keep):>5}{b.mean():>8.3f}{a.mean():>8.3f}"
-            f"{100 * (a - b).mean():>+10.2f}  [{lo:+.2f}, {hi:+.2f}]"
-        )
+    off = scores["graph off"]
+    for name in scores:
+        if name != "graph off" and (name == "weight 0.25 (default)" or name.startswith("design ")):
+            print(f"\n{name}")
+            on_minus_off(scores[name], off, paired_interval)
+    default = scores["weight 0.25 (default)"]
+    designs_run = [name for name in scores if name.startswith("design ")]
+    if designs_run:
+        # Whether a design beats the library's default, not only graph off (same questions).
+        print(f"\n{'design - default (points)':<34}{'all':>22}{'Complex Reasoning':>24}")
+    for name in designs_run:
+        cells = []
+        for group in ("all", "Complex Reasoning"):
+            keep = [i for i, s in enumerate(off) if group == "all" or s.question_type == group]
+            a = primary([scores[name][i] for i in keep])
+            b = primary([default[i] for i in keep])
+            lo, hi = paired_interval(a, b)
+            cells.append(f"{100 * (a - b).mean():+.2f} [{lo:+.2f}, {hi:+.2f}]" if keep else "n/a")
+        print(f"{name:<34}{cells[0]:>22}{cells[1]:>24}")
 
 
 if __name__ == "__main__":

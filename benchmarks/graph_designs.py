@@ -1,0 +1,319 @@
+"""Graph-route designs for the hybrid mode that may add evidence, measured by graph_signal_sweep.py.
+
+The library's graph signal (``hcg_core/retrieval/hybrid.py``) only lifts units a text signal already
+found. Each design here computes one more per-unit score from the causal graph at query time and
+fuses it with the text signals, on the text signals' own scale (``standardise``), with a weight:
+
+- ``mechanism``: query expansion by mechanism text. The edges of the query's outcome cones (or
+  of its matched variables) are ranked by BM25 of the query over their mechanism sentences; the
+  terms of the best ``edges`` of them are a second BM25 query over the units.
+- ``ppr``: personalized PageRank over the variable graph (edges in both directions, weighted by
+  confidence), seeded by the variables the query matches, by cosine (``soft``) or by BM25 over
+  each variable's name, entities, description and edges' mechanisms (``lexical``); each edge
+  passes the mass of its two ends to the chunks it cites (its evidence links).
+
+With ``admit`` the best units of the design's score join the candidates even when no text signal
+found them, and the score counts for them; without it the score only lifts units a text signal
+also found (as the library's graph signal does). The library's own graph bonus stays on in every
+design but one (``bonus=False``): a design is the default plus its route, compared with graph off.
+
+Everything is array work per query over arrays built once per graph (numpy only, no scipy). The
+classes wrap the public API: ``DesignRanker`` subclasses ``HybridRanker`` (its ``_candidates`` and
+``_fused`` stages), ``DesignRetriever`` subclasses ``CausalGraphRetriever`` (its ``ranker``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from hcg_core.retrieval import CausalGraphRetriever
+from hcg_core.retrieval.hybrid import HybridRanker, standardise
+from hcg_core.retrieval.lexical import BM25Index, tokenize, top_k_indices
+
+ADMITTED = 10
+"""Units a design with ``admit`` adds to the candidates: as many as the graph route's own
+(``graph_candidates``), so an admitting design can at most double the graph's share."""
+SEEDS = 10
+"""Variables that seed the walk: a handful, as the paper's matching keeps (5 metrics x 3)."""
+
+
+@dataclass(frozen=True)
+class Design:
+    """One graph-route design (see the module docstring)."""
+
+    kind: str  # "mechanism" or "ppr"
+    weight: float = 0.25
+    admit: bool = False
+    edges: int = 5  # mechanism: the best-matching edges whose terms expand the query
+    source: str = "cones"  # mechanism: "cones" (the query's outcome cones) or "matched"
+    seeds: str = "soft"  # ppr: "soft" (cosine) or "lexical" (BM25 over variable text)
+    damping: float = 0.5  # ppr: the chance a step follows an edge rather than restarting
+    bonus: bool = True  # keep the library's own graph bonus (graph_weight) beside the route
+
+
+DESIGNS: dict[str, Design] = {
+    "mech-cones-5": Design("mechanism", 0.25, False, edges=5, source="cones"),
+    "mech-matched-20-admit": Design("mechanism", 0.5, True, edges=20, source="matched"),
+    "ppr-soft": Design("ppr", 0.25, False, seeds="soft"),
+    "ppr-soft-admit": Design("ppr", 0.25, True, seeds="soft"),
+    "ppr-lexical": Design("ppr", 0.25, False, seeds="lexical"),
+    "ppr-lexical-admit": Design("ppr", 0.25, True, seeds="lexical"),
+    # The route alone: the default bonus by itself costs a few tenths on the design half, so
+    # this tells the route's own effect from the bonus's.
+    "ppr-lexical-alone": Design("ppr", 0.25, False, seeds="lexical", bonus=False),
+}
+
+
+def transition(
+    src: np.ndarray, dst: np.ndarray, weight: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The random walk over an undirected weighted graph as CSR ``(indptr, cols, probs)``.
+
+    Each edge is walked both ways (a cause explains its effects and an effect points back to its
+    causes; a "why" question needs the second). Row ``i``'s probabilities sum to 1, or the row is
+    empty (a node with no positive-weight edge: ``personalized_pagerank`` restarts from it).
+
+    >>> ptr, cols, p = transition(np.array([0, 0]), np.array([1, 2]), np.array([1.0, 3.0]), 3)
+    >>> ptr.tolist(), cols.tolist(), p.tolist()
+    ([0, 2, 3, 4], [1, 2, 0, 0], [0.25, 0.75, 1.0, 1.0])
+    """
+    rows = np.concatenate([src, dst]).astype(np.int64)
+    cols = np.concatenate([dst, src]).astype(np.int64)
+    w = np.concatenate([weight, weight]).astype(np.float64)
+    keep = w > 0
+    rows, cols, w = rows[keep], cols[keep], w[keep]
+    order = np.lexsort((cols, rows))
+    rows, cols, w = rows[order], cols[order], w[order]
+    out = np.bincount(rows, weights=w, minlength=n)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    return indptr, cols, w / out[rows]
+
+
+def personalized_pagerank(
+    indptr: np.ndarray,
+    cols: np.ndarray,
+    probs: np.ndarray,
+    seed: np.ndarray,
+    damping: float = 0.5,
+    *,
+    tol: float = 1e-12,
+    max_iter: int = 200,
+) -> np.ndarray:
+    """Personalized PageRank by power iteration over CSR transition arrays (``transition``).
+
+    Solves ``p = (1 - d) s + d (P^T p + m(p) s)``, ``s`` the seed normalised to sum 1, ``d`` the
+    damping and ``m(p)`` the mass on nodes without out-edges, which restarts at the seed (so the
+    mass is conserved: ``p`` sums to 1). Stops when an iteration moves less than ``tol`` (L1); the
+    error then shrinks by ``d`` per step, so ``d = 0.5`` needs about 40 steps to 1e-12.
+    A seed of zeros gives zeros.
+
+    >>> ptr, cols, p = transition(np.array([0]), np.array([1]), np.array([1.0]), 2)
+    >>> personalized_pagerank(ptr, cols, p, np.array([1.0, 0.0])).round(4).tolist()
+    [0.6667, 0.3333]
+    """
+    seed = np.asarray(seed, dtype=np.float64)
+    total = float(seed.sum())
+    if total <= 0:
+        return np.zeros_like(seed)
+    s = seed / total
+    n = s.size
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    dangling = np.diff(indptr) == 0
+    p = s.copy()
+    for _ in range(max_iter):
+        walked = np.bincount(cols, weights=p[rows] * probs, minlength=n)
+        nxt = (1.0 - damping) * s + damping * (walked + p[dangling].sum() * s)
+        moved = float(np.abs(nxt - p).sum())
+        p = nxt
+        if moved < tol:
+            break
+    return p
+
+
+def _words(name: str) -> str:
+    """A variable name as words: CamelCase split, brackets and commas as spaces.
+
+    >>> _words("CancerRisk(basal cell skin cancer)")
+    'Cancer Risk basal cell skin cancer '
+    """
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", re.sub(r"[(),]", " ", name))
+
+
+class GraphSignal:
+    """A design's per-unit score for a query (``unit_scores``), from arrays built once per
+    retriever; the Python loops here run at setup, the query-time work is array code."""
+
+    def __init__(self, retriever: CausalGraphRetriever, design: Design):
+        self.retriever = retriever
+        self.design = design
+        g = retriever.compiled
+        self.graph = g
+        n_chunks = g.chunk_emb.shape[0]
+        # Evidence links as (edge, chunk) pairs: ev_ptr is CSR from edge to chunk rows.
+        self.ev_edge = np.repeat(np.arange(g.edge_src.size), np.diff(g.ev_ptr))
+        self.n_chunks = n_chunks
+        self.mechanisms = BM25Index(list(g.mechanisms)) if design.kind == "mechanism" else None
+        if design.kind == "ppr":
+            self.walk = transition(g.edge_src, g.edge_dst, g.edge_conf, g.n_vars)
+            if design.seeds == "lexical":
+                self.var_index = BM25Index(self._variable_texts(retriever))
+
+    @staticmethod
+    def _variable_texts(retriever: CausalGraphRetriever) -> list[str]:
+        """Each compiled variable row's name, entities, description and its edges' mechanisms."""
+        g = retriever.compiled
+        by_name = {v.name: v for v in retriever.graph.variables}
+        texts = []
+        for row, name in enumerate(g.var_names):
+            v = by_name[name]
+            edges = np.concatenate(
+                [
+                    g.out_eid[g.out_ptr[row] : g.out_ptr[row + 1]],
+                    g.in_eid[g.in_ptr[row] : g.in_ptr[row + 1]],
+                ]
+            )
+            parts = [_words(name), *v.entities, v.description, *(g.mechanisms[e] for e in edges)]
+            texts.append(" ".join(parts))
+        return texts
+
+    def unit_scores(self, ranker: HybridRanker, query: str, qvec: np.ndarray) -> np.ndarray:
+        """``(n_units,)`` non-negative scores over ``ranker``'s units; zeros when the graph offers
+        nothing for this query."""
+        if self.design.kind == "mechanism":
+            terms = self.expansion(query, qvec)
+            if not terms:
+                return np.zeros(len(ranker.units))
+            # A unit's own text is scored (as BM25 scores it), not its chunk's.
+            return ranker.bm25.scores(terms).astype(np.float64)
+        return self.ppr_chunks(query, qvec)[ranker.parent]
+
+    # ------------------------------------------------------------------ mechanism expansion
+
+    def _edge_pool(self, qvec: np.ndarray) -> np.ndarray:
+        """The edges whose mechanisms may expand the query (``source``)."""
+        g, t = self.graph, self.retriever.traverse(qvec)
+        if t.rows.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        if self.design.source == "matched":
+            outs = [g.out_eid[g.out_ptr[r] : g.out_ptr[r + 1]] for r in t.rows.tolist()]
+            ins = [g.in_eid[g.in_ptr[r] : g.in_ptr[r + 1]] for r in t.rows.tolist()]
+            return np.unique(np.concatenate(outs + ins))
+        if t.node_rank is not None:
+            # The cones' edges, as the paper's Stage 3 takes them (retriever.retrieve_paper).
+            return t.sub[t.node_rank[t.sub_dst] < t.cones.groups.size]
+        return t.sub if t.sub is not None else np.zeros(0, dtype=np.int64)
+
+    def expansion(self, query: str, qvec: np.ndarray) -> list[str]:
+        """The expansion terms: of the ``edges`` pool edges whose mechanisms match the query best
+        by BM25, the terms the question does not already have (those the text signal matches
+        already; counting them again would only re-weight its BM25)."""
+        pool = self._edge_pool(qvec)
+        if pool.size == 0:
+            return []
+        best, _ = top_k_indices(
+            self.mechanisms.scores(query)[pool], self.design.edges, positive_only=True
+        )
+        own = set(tokenize(query))
+        terms = [t for e in pool[best].tolist() for t in tokenize(self.graph.mechanisms[e])]
+        return list(dict.fromkeys(t for t in terms if t not in own))
+
+    # ------------------------------------------------------------------ personalized PageRank
+
+    def _seed(self, query: str, qvec: np.ndarray) -> np.ndarray:
+        g = self.graph
+        if self.design.seeds == "lexical":
+            scores = self.var_index.scores(query).astype(np.float64)
+        else:
+            # Cosine above the paper's admission floor (tau_min): a variable the query does not
+            # match at all seeds nothing.
+            cos = g.var_emb @ np.asarray(qvec, np.float32)
+            scores = np.clip(cos.astype(np.float64) - self.retriever.config.tau_min, 0.0, None)
+        top, _ = top_k_indices(scores, SEEDS, positive_only=True)
+        seed = np.zeros(g.n_vars)
+        seed[top] = scores[top]
+        return seed
+
+    def ppr_chunks(self, query: str, qvec: np.ndarray) -> np.ndarray:
+        """``(n_chunks,)``: the walk's mass that reaches each chunk through evidence links."""
+        g = self.graph
+        seed = self._seed(query, qvec)
+        out = np.zeros(self.n_chunks)
+        if not seed.any():
+            return out
+        p = personalized_pagerank(*self.walk, seed, self.design.damping)
+        # An edge passes on the mean mass of its two ends, weighted by its confidence, to every
+        # chunk it cites; a chunk cited by several reached edges sums them.
+        edge_mass = g.edge_conf * 0.5 * (p[g.edge_src] + p[g.edge_dst])
+        return np.bincount(g.ev_chunk, weights=edge_mass[self.ev_edge], minlength=self.n_chunks)
+
+
+class DesignRanker(HybridRanker):
+    """The hybrid ranker plus one design's score, fused after the library's own signals."""
+
+    def __init__(self, base: HybridRanker, signal: GraphSignal):
+        # The same passages, BM25 index, dense index and n-gram index as the base ranker.
+        super().__init__(
+            base.chunks,
+            base.chunk_embeddings,
+            base.config,
+            bm25=base.bm25,
+            dense=base.dense_index,
+            grams=base.grams,
+        )
+        self.signal = signal
+
+    def _candidates(self, query, query_vec, graph_result, use_graph, allowed) -> Any:
+        c = super()._candidates(query, query_vec, graph_result, use_graph, allowed)
+        part = np.zeros(len(self.units))
+        if use_graph and query_vec is not None:
+            part = self.signal.unit_scores(self, query, query_vec)
+            if c.ok is not None:
+                part = np.where(c.ok, part, 0.0)
+        order, _ = top_k_indices(part, self.config.candidates, positive_only=True)
+        # The _Candidates record has no field for a design; an attribute keeps hybrid.py as is.
+        c.design_part = standardise(part, order)
+        if self.signal.design.admit and order.size:
+            new = order[:ADMITTED]
+            c.pool = np.union1d(c.pool, new)
+            if c.dense_cos.fill(self.parent[new]):  # their exact cosine, as every candidate's
+                c.dense = c.dense_cos.values[self.parent]
+        return c
+
+    def _fused(self, c) -> np.ndarray:
+        fused = super()._fused(c)
+        part = getattr(c, "design_part", None)
+        if part is None:
+            return fused
+        w = self.signal.design.weight
+        if self.signal.design.admit:
+            return fused + w * part
+        # fused > 0 exactly where a text signal found the unit (the graph bonus is gated so).
+        return fused + w * part * (fused > 0)
+
+
+class DesignRetriever(CausalGraphRetriever):
+    """A retriever whose hybrid ranker is a ``DesignRanker``; everything else shared."""
+
+    @classmethod
+    def wrap(cls, retriever: CausalGraphRetriever, design: Design) -> DesignRetriever:
+        if not design.bonus:
+            hybrid = replace(retriever.config.hybrid, graph_weight=0.0)
+            retriever = retriever.with_config(hybrid=hybrid)
+        out = object.__new__(cls)
+        out.__dict__.update(retriever.__dict__)  # the compiled arrays and rankers, shared
+        out._signal = GraphSignal(retriever, design)
+        out._design_rankers = {}
+        return out
+
+    @property
+    def ranker(self) -> HybridRanker:
+        key = self.config.hybrid
+        ranker = self._design_rankers.get(key)
+        if ranker is None:
+            ranker = self._design_rankers[key] = DesignRanker(super().ranker, self._signal)
+        return ranker
