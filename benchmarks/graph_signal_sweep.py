@@ -60,6 +60,11 @@ def primary(scores) -> np.ndarray:
     )
 
 
+def rows_of(scores, group: str) -> list[int]:
+    """The rows of ``scores`` in a question type (``"all"``: every row)."""
+    return [i for i, s in enumerate(scores) if group == "all" or s.question_type == group]
+
+
 def on_minus_off(on, off, paired_interval) -> None:
     """Print on - off per question type, in points, with the 95% paired-bootstrap interval."""
     types = sorted({s.question_type for s in off})
@@ -67,7 +72,7 @@ def on_minus_off(on, off, paired_interval) -> None:
         f"{'graph on - off (points)':<26}{'n':>5}{'off':>8}{'on':>8}{'on - off':>10}  95% interval"
     )
     for group in ["all", *types]:
-        keep = [i for i, s in enumerate(off) if group == "all" or s.question_type == group]
+        keep = rows_of(off, group)
         a, b = primary([on[i] for i in keep]), primary([off[i] for i in keep])
         lo, hi = paired_interval(a, b)
         print(
@@ -148,7 +153,7 @@ def main() -> None:
     for name in designs_run:
         cells = []
         for group in ("all", "Complex Reasoning"):
-            keep = [i for i, s in enumerate(off) if group == "all" or s.question_type == group]
+            keep = rows_of(off, group)
             a = primary([scores[name][i] for i in keep])
             b = primary([default[i] for i in keep])
             lo, hi = paired_interval(a, b)
