@@ -52,8 +52,8 @@ DEFAULT = HybridConfig()
 class _RelevanceOrder(HybridRanker):
     """The picks returned best first by fused relevance, not in pick order."""
 
-    def _pack(self, fused, pool, k, word_budget):
-        rows = super()._pack(fused, pool, k, word_budget)
+    def _pack(self, fused, pool, k, word_budget, ok=None):
+        rows = super()._pack(fused, pool, k, word_budget, ok)
         return rows[np.lexsort((rows, -fused[rows]))]
 
 
@@ -66,7 +66,7 @@ class _TrigramRedundancy(HybridRanker):
     not the array code a default would need); the default ranker is unchanged.
     """
 
-    def _pack(self, fused, pool, k, word_budget):
+    def _pack(self, fused, pool, k, word_budget, ok=None):
         pool = pool[np.lexsort((pool, -fused[pool]))]
         rel = fused[pool]
         lo, hi = float(rel.min()), float(rel.max())
@@ -108,6 +108,10 @@ VARIANTS: dict[str, tuple[type[HybridRanker], HybridConfig]] = {
     "pick order off (best first)": (_RelevanceOrder, DEFAULT),
     "repeats kept (cut_repeats False)": (HybridRanker, replace(DEFAULT, cut_repeats=False)),
     "clear match not followed (follow_gap None)": (HybridRanker, replace(DEFAULT, follow_gap=None)),
+    "short blocks not grouped (group_blocks False)": (
+        HybridRanker,
+        replace(DEFAULT, group_blocks=False),
+    ),
     "language gap not filled": (HybridRanker, replace(DEFAULT, fill_language_gap=False)),
     "gap by dense only (gap_char_grams False)": (
         HybridRanker,
@@ -172,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--embedder", default=None, help=f"{EMBEDDER_HELP}; default: 'default'")
     ap.add_argument("--door", action="append", default=None, help="only these doors' units")
+    ap.add_argument("--variant", action="append", default=None, help="only these variants")
     args = ap.parse_args(argv)
     embedder = embedder_by_name(args.embedder)
     head = ["| set | units | default |", "|---|---|---|"]
@@ -193,9 +198,12 @@ def main(argv: list[str] | None = None) -> int:
             variants = {
                 k: v
                 for k, v in VARIANTS.items()
-                if any(map(reads_not_english, (c.text for c in chunks)))
-                or v[1].fill_language_gap == DEFAULT.fill_language_gap
-                and v[1].gap_char_grams == DEFAULT.gap_char_grams
+                if (not args.variant or k in args.variant)
+                and (
+                    any(map(reads_not_english, (c.text for c in chunks)))
+                    or v[1].fill_language_gap == DEFAULT.fill_language_gap
+                    and v[1].gap_char_grams == DEFAULT.gap_char_grams
+                )
             }
             systems = {}
             for vname, (cls, cfg) in {"default": (HybridRanker, DEFAULT), **variants}.items():

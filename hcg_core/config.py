@@ -74,6 +74,12 @@ the chunker cut into overlapping windows) are ranked right after it: the answer 
 often runs on into the next window (auto-merging). ``None`` turns this off. Needs each unit's span in its
 document (hcg's word spans, a LlamaIndex node's character offsets or LangChain's ``start_index``;
 ``hybrid._chunk_spans``). Dev sets: docs/evaluation.md."""
+DEFAULT_GROUP_BLOCKS = True
+"""The pieces of one short text block (a paragraph or abstract of at most 600 words, which hcg's
+chunker keeps whole) that a user's own splitter cut apart are packed together: once one is picked,
+the others follow it (``retrieval/blocks.py``). With hcg's chunks it changes nothing (a short block
+is already one chunk); text without paragraph breaks is left piece by piece. Needs each unit's
+span, as ``follow_gap`` does. Leave-one-out: docs/evaluation.md."""
 DEFAULT_FILL_LANGUAGE_GAP = True
 """For a question in English, a unit that reads as not English (``corpus.reads_not_english``)
 takes its dense evidence in place of BM25's when that is higher: BM25 cannot match words across
@@ -134,6 +140,7 @@ class HybridConfig:
     cut_repeats: bool = DEFAULT_CUT_REPEATS
     fusion: str = DEFAULT_FUSION
     follow_gap: float | None = DEFAULT_FOLLOW_GAP
+    group_blocks: bool = DEFAULT_GROUP_BLOCKS
     fill_language_gap: bool = DEFAULT_FILL_LANGUAGE_GAP
     gap_char_grams: bool = DEFAULT_GAP_CHAR_GRAMS
 
@@ -149,7 +156,7 @@ class HybridConfig:
             raise ConfigError(
                 f"passage_words must be >= 0 (0: whole chunks), got {self.passage_words}"
             )
-        for name in ("cut_repeats", "fill_language_gap", "gap_char_grams"):
+        for name in ("cut_repeats", "group_blocks", "fill_language_gap", "gap_char_grams"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.candidates < 1:

@@ -36,6 +36,7 @@ from ..config import DEFAULT_DIVERSITY, HybridConfig
 from ..corpus import english_word_counts, reads_not_english
 from ..errors import ConfigError
 from ..types import Chunk, RetrievalResult, RetrievedChunk
+from .blocks import short_blocks
 from .dense import DenseIndex, NumpyDenseIndex
 from .grams import GramIndex
 from .lexical import BM25Index, Growable, top_k_indices
@@ -168,6 +169,7 @@ def mmr_pack(
     diversity: float = DEFAULT_DIVERSITY,
     spans: np.ndarray | None = None,
     repeats_kept: bool = True,
+    groups: np.ndarray | None = None,
 ) -> np.ndarray:
     """Greedy MMR over candidates: positions (into ``relevance``) in pick order.
 
@@ -181,6 +183,10 @@ def mmr_pack(
     new text; the overlap of a partly new one is cut from the result, ``repeats.without_repeats``).
     ``repeats_kept=False``: a pick adds only its new share of words (by span) to the budget.
 
+    ``groups`` (one number per candidate, -1 for none) joins the pieces of one passage
+    (``blocks.short_blocks``): once one is picked, the others follow it at once, in the order given,
+    as the rest of the passage it belongs to.
+
     >>> rel = np.array([1.0, 0.95, 0.5])
     >>> feats = np.array([[1.0, 0.0], [0.9, 0.436], [0.0, 1.0]])
     >>> mmr_pack(rel, feats, np.array([10, 10, 10]), k=2, word_budget=None).tolist()
@@ -191,6 +197,9 @@ def mmr_pack(
     >>> mmr_pack(rel, feats, np.array([10, 10, 10]), k=2, word_budget=None, diversity=1.0,
     ...          spans=inside).tolist()
     [0, 2]
+    >>> mmr_pack(rel, feats, np.array([10, 10, 10]), k=2, word_budget=None,
+    ...          groups=np.array([3, 3, -1])).tolist()
+    [0, 1]
     """
     n = relevance.shape[0]
     limit = n if k is None else min(int(k), n)
@@ -203,13 +212,18 @@ def mmr_pack(
     # numpy's per-call overhead on arrays of k rows costs more than the arithmetic.
     span_rows = spans.tolist() if spans is not None else None
     picked_spans: dict[int, list[tuple[int, int]]] = {}  # document -> (start, end) of picks
+    members: dict[int, list[int]] = {}
+    if groups is not None:
+        for i, g in enumerate(groups.tolist()):
+            if g >= 0:
+                members.setdefault(g, []).append(i)
     words = 0
-    while len(picked) < limit and available.any():
-        if word_budget is not None and words >= word_budget:
-            break
-        score = diversity * rel - (1.0 - diversity) * redundancy
-        score[~available] = -np.inf
-        j = int(np.argmax(score))
+
+    def room() -> bool:
+        return len(picked) < limit and (word_budget is None or words < word_budget)
+
+    def take(j: int) -> None:
+        nonlocal words, redundancy
         available[j] = False
         new = 1.0  # share of the candidate's span that no picked span covers
         if span_rows is not None and picked:
@@ -217,7 +231,7 @@ def mmr_pack(
             if e > s:
                 new = 1.0 - _covered_length(picked_spans.get(g, ()), s, e) / (e - s)
                 if new <= 0.0:
-                    continue
+                    return
         picked.append(j)
         if span_rows is not None:
             g, s, e = span_rows[j]
@@ -225,9 +239,20 @@ def mmr_pack(
         # Only the new part counts against the budget: the repeated part is cut from the
         # result (``repeats.without_repeats``).
         words += int(lengths[j]) if repeats_kept else int(round(lengths[j] * new))
-        if len(picked) < limit and (word_budget is None or words < word_budget):
+        if room():
             # The product is most of a pick's cost; after the last pick nothing reads it.
             redundancy = np.maximum(redundancy, matvec(features, features[j]))
+
+    while room() and available.any():
+        score = diversity * rel - (1.0 - diversity) * redundancy
+        score[~available] = -np.inf
+        j = int(np.argmax(score))
+        before = len(picked)
+        take(j)
+        if len(picked) > before and groups is not None and groups[j] >= 0:
+            for m in members[int(groups[j])]:
+                if available[m] and room():
+                    take(m)
     return np.asarray(picked, dtype=np.int64)
 
 
@@ -318,6 +343,7 @@ class HybridRanker:
         self._span_docs: dict[str, int] = {}
         # Row i overlaps row i - 1: two windows of one text block (needs spans).
         self._overlaps_prev = Growable(np.zeros(0, dtype=bool))
+        self._blocks: np.ndarray | None = None  # blocks.short_blocks of the units, when first read
         # Units that read as not English (config.DEFAULT_FILL_LANGUAGE_GAP).
         self._not_english = Growable(np.zeros(0, dtype=bool))
         self._flat_texts: tuple[str, ...] = ()
@@ -397,6 +423,24 @@ class HybridRanker:
         return self._spans.view(len(self.units)) if self._spans is not None else None
 
     @property
+    def blocks(self) -> np.ndarray | None:
+        """Each unit's short text block (``blocks.short_blocks``; -1 for none), None without
+        spans. Computed on first use and kept: edits return a new ranker (``extended``,
+        ``subset``), which computes its own."""
+        spans = self.spans
+        if spans is None:
+            return None
+        if self._blocks is None or self._blocks.size != len(self.units):
+            # Word spans are hcg's own chunks (``start_word``): those already keep a block whole.
+            in_chars = np.fromiter(
+                ("start_word" not in (u.metadata or {}) for u in self.units), bool, len(self.units)
+            )
+            self._blocks = short_blocks(
+                spans, [u.text for u in self.units], self.word_counts, in_chars
+            )
+        return self._blocks
+
+    @property
     def units_of(self) -> dict[str, list[int]]:
         return self._units_of[0]
 
@@ -444,6 +488,7 @@ class HybridRanker:
         pointer copies; this ranker keeps ranking its own chunks.
         """
         out = copy.copy(self)
+        out._blocks = None
         if self._spans is not None:
             out._span_docs = dict(self._span_docs)
         first = len(self.chunks)
@@ -475,6 +520,7 @@ class HybridRanker:
         unit_keep = keep[self.parent]
         new_row = np.cumsum(keep) - 1
         out = copy.copy(self)
+        out._blocks = None
         out.chunks = tuple(c for c, k in zip(self.chunks, keep.tolist(), strict=True) if k)
         out.chunk_embeddings = _checked_embeddings(chunk_embeddings, len(out.chunks))
         out._embedding_sum = _vector_sum(out.chunk_embeddings)
@@ -577,7 +623,7 @@ class HybridRanker:
             fused, c.pool, followers = self._follow_best(fused, c.pool, c.ok)
             if followers.size and c.dense_cos.fill(self.parent[followers]):
                 c.dense = c.dense_cos.values[self.parent]
-        rows = self._pack(fused, c.pool, k, word_budget)
+        rows = self._pack(fused, c.pool, k, word_budget, c.ok)
         return self._results(c, fused, rows, followers, word_budget, lead)
 
     def _candidates(
@@ -687,17 +733,41 @@ class HybridRanker:
         return pool, fused
 
     def _pack(
-        self, fused: np.ndarray, pool: np.ndarray, k: int | None, word_budget: int | None
+        self,
+        fused: np.ndarray,
+        pool: np.ndarray,
+        k: int | None,
+        word_budget: int | None,
+        ok: np.ndarray | None = None,
     ) -> np.ndarray:
         """Stage 4: the unit rows picked by MMR (``mmr_pack``), in pick order.
 
         The pick order is the returned order: each result is the best remaining unit given what
         came before it, so a reader who stops early (or a user's own cut at N words) keeps the
         most distinct text; re-sorting the picks by relevance moved near-duplicates back up.
+        With ``group_blocks``, the pieces of a short text block a user's splitter cut
+        (``blocks.short_blocks``) join the pool and follow the first of them picked.
         """
         cfg = self.config
+        blocks = self.blocks if cfg.group_blocks else None
+        groups = None
+        if blocks is not None and pool.size:
+            in_pool = np.unique(blocks[pool])
+            mates = np.isin(blocks, in_pool[in_pool >= 0])
+            mates[pool] = False
+            if ok is not None:
+                mates &= ok
+            if mates.any():
+                # A piece no signal found still follows its passage; at the pool's lowest score it
+                # leaves the other candidates' normalised relevance as it was.
+                extra = np.flatnonzero(mates)
+                fused = fused.copy()
+                fused[extra] = np.maximum(fused[extra], fused[pool].min())
+                pool = np.concatenate([pool, extra])
         # Stable candidate order (fused score, then row) makes ties deterministic.
         pool = pool[np.lexsort((pool, -fused[pool]))]
+        if blocks is not None:
+            groups = blocks[pool]
         picked = mmr_pack(
             fused[pool],
             self.word_features(pool),
@@ -707,6 +777,7 @@ class HybridRanker:
             diversity=cfg.diversity,
             spans=self.spans[pool] if self.spans is not None else None,
             repeats_kept=not cfg.cut_repeats,
+            groups=groups,
         )
         return pool[picked]
 
@@ -734,6 +805,7 @@ class HybridRanker:
         score = calibrated_scores(fused, rows, bm25_abs, dense_rel, cfg)
         bm_rank, dn_rank = _ranks(c.bm_order, n), _ranks(c.dn_order, n)
         g_rank = _ranks(np.asarray(c.graph_rows, np.int64), n)
+        led_by = self._block_leads(rows)
         out: list[RetrievedChunk] = []
         for i, r in enumerate(rows.tolist()):
             hit = c.graph_hits.get(r)
@@ -750,6 +822,8 @@ class HybridRanker:
                 details.update({f"graph_{k_}": v for k_, v in hit.details.items()})
             if r in followers:
                 details["follows"] = self.units[int(rows[0])].id
+            elif r in led_by:
+                details["follows"] = self.units[led_by[r]].id
             if c.gap is not None and c.gap[r] > 0:  # why a unit in another language came back
                 details["grams"] = float(c.gram_cos[r])
             out.append(
@@ -785,6 +859,22 @@ class HybridRanker:
             served_by="hybrid" if use_graph else "hybrid-nograph",
             diagnostics=diagnostics,
         )
+
+    def _block_leads(self, rows: np.ndarray) -> dict[int, int]:
+        """Row -> the row it followed as a piece of the same short block (``group_blocks``)."""
+        blocks = self.blocks if self.config.group_blocks else None
+        if blocks is None:
+            return {}
+        first: dict[int, int] = {}
+        led: dict[int, int] = {}
+        for r in rows.tolist():
+            b = int(blocks[r])
+            if b >= 0:
+                if b in first:
+                    led[r] = first[b]
+                else:
+                    first[b] = r
+        return led
 
     def _language_gap(self, query: str) -> np.ndarray | None:
         """Units whose missing BM25 evidence the dense signal fills for this query, or None.

@@ -1,0 +1,83 @@
+"""Pieces of one short text block a user's splitter cut apart are packed together
+(``HybridConfig.group_blocks``, ``hcg_core/retrieval/blocks.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hcg_core.retrieval.blocks import short_blocks
+from hcg_core.retrieval.hybrid import HybridConfig, HybridRanker
+from hcg_core.types import Chunk
+
+# Two abstracts; a splitter cut the first in two overlapping pieces. Only the first piece holds the
+# question's words; the second holds the rest of that abstract's answer (the "juice" overlap aside).
+ABSTRACT = (
+    "Warfarin interacts with grapefruit juice in older patients. "
+    "The juice blocks the enzyme that clears the drug, so bleeding events rose in the cohort. "
+    "Clinicians should advise patients to avoid it and monitor clotting times closely."
+)
+OTHER = " ".join(f"Unrelated topic {i} about warfarin dosing schedules." for i in range(8))
+TEXT = ABSTRACT + "\n\n" + OTHER
+
+
+def _piece(cid: str, start: int, end: int, doc: str = "doc") -> Chunk:
+    return Chunk(cid, TEXT[start:end], doc_id=doc, metadata={"start_index": start})
+
+
+def _split_pieces() -> list[Chunk]:
+    cut = ABSTRACT.index("The juice")
+    # Overlapping by 20 characters, as a splitter with chunk_overlap cuts.
+    pieces = [_piece("p0", 0, cut + 20), _piece("p1", cut, len(ABSTRACT))]
+    # The second abstract, cut into sentences (touching, one space apart).
+    start = len(ABSTRACT) + 2
+    for i, sentence in enumerate(OTHER.split(". ")):
+        end = start + len(sentence) + (1 if i < 7 else 0)
+        pieces.append(_piece(f"o{i}", start, end))
+        start = end + 1
+    return pieces
+
+
+def test_short_blocks_groups_the_pieces_of_one_paragraph_and_not_across_a_blank_line():
+    chunks = _split_pieces()
+    ranker = HybridRanker(chunks, None)
+    blocks = ranker.blocks
+    assert blocks[0] == blocks[1] >= 0
+    # The second abstract is one short block of touching pieces, apart from the first.
+    assert len(set(blocks[2:].tolist())) == 1 and blocks[2] not in (blocks[0], -1)
+
+
+def test_the_rest_of_a_cut_paragraph_follows_its_best_piece():
+    chunks = _split_pieces()
+    query = "warfarin grapefruit interaction"
+    on = HybridRanker(chunks, None).rank(query, None, k=3)
+    got = [c.chunk.id for c in on.chunks]
+    assert got[:2] == ["p0", "p1"]
+    assert on.chunks[1].details.get("follows") == "p0"
+    off = HybridRanker(chunks, None, HybridConfig(group_blocks=False, follow_gap=None))
+    assert [c.chunk.id for c in off.rank(query, None, k=3).chunks][1] != "p1"
+    # A filter that excludes the second piece keeps it out.
+    allowed = np.array([c.id != "p1" for c in chunks])
+    filtered = HybridRanker(chunks, None).rank(query, None, k=3, allowed=allowed)
+    assert "p1" not in [c.chunk.id for c in filtered.chunks]
+
+
+def test_hcg_chunks_and_long_blocks_are_never_grouped():
+    spans = np.array([[0, 0, 100], [0, 100, 200], [0, 180, 300], [0, 290, 5000]])
+    texts = ["w " * 50, "w " * 50, "w " * 60, "w " * 2400]
+    words = np.array([50, 50, 60, 2400])
+    # Word spans (hcg's chunker: a short block is already one chunk) are left alone.
+    assert short_blocks(spans, texts, words, np.zeros(4, bool)).tolist() == [-1] * 4
+    # Character spans: the run is over 600 words, so it is left to the ranker piece by piece.
+    assert short_blocks(spans, texts, words, np.ones(4, bool)).tolist() == [-1] * 4
+    assert short_blocks(spans[:3], texts[:3], words[:3], np.ones(3, bool)).tolist() == [0, 0, 0]
+
+
+def test_grown_and_shrunk_rankers_find_the_same_blocks_as_a_fresh_one():
+    chunks = _split_pieces()
+    fresh = HybridRanker(chunks, None)
+    grown = HybridRanker(chunks[:3], None).extended(chunks[3:], None)
+    assert grown.blocks.tolist() == fresh.blocks.tolist()
+    keep = np.array([c.id != "o0" for c in chunks])
+    shrunk = HybridRanker(chunks, None).subset(keep, None)
+    rebuilt = HybridRanker([c for c in chunks if c.id != "o0"], None)
+    assert (shrunk.blocks >= 0).tolist() == (rebuilt.blocks >= 0).tolist()
