@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -41,7 +40,7 @@ from hcg_core.embedders import embedder_by_name
 from hcg_core.embedders.factory import EMBEDDER_HELP
 from hcg_core.embedding import embed_texts
 from hcg_core.eval.runner import evaluate, load_questions, load_sentences
-from hcg_core.retrieval.hybrid import HybridRanker, _covered_length
+from hcg_core.retrieval.hybrid import HybridRanker
 from hcg_core.types import Chunk, Document
 
 K = 40
@@ -57,54 +56,10 @@ class _RelevanceOrder(HybridRanker):
         return rows[np.lexsort((rows, -fused[rows]))]
 
 
-class _TrigramRedundancy(HybridRanker):
-    """A redesign of MMR, not a switch-off: a candidate's redundancy is the share of its word
-    trigrams that the picked units already hold, instead of its largest term cosine with one.
-
-    Why try it: pieces of one abstract share topic words (high cosine) but little running text,
-    while near-repeated text (boilerplate sections) shares both. Benchmark code only (Python sets,
-    not the array code a default would need); the default ranker is unchanged.
-    """
-
-    def _pack(self, fused, pool, k, word_budget, ok=None):
-        pool = pool[np.lexsort((pool, -fused[pool]))]
-        rel = fused[pool]
-        lo, hi = float(rel.min()), float(rel.max())
-        rel = (rel - lo) / (hi - lo) if hi > lo else np.ones(pool.size)
-        grams = []
-        for r in pool.tolist():
-            w = re.findall(r"\w+", self.units[r].text.lower())
-            grams.append(set(zip(w, w[1:], w[2:], strict=False)))
-        spans = self.spans[pool].tolist() if self.spans is not None else None
-        lam = self.config.diversity
-        seen: set = set()
-        redundancy = np.zeros(pool.size)
-        available = np.ones(pool.size, dtype=bool)
-        picked: list[int] = []
-        picked_spans: dict[int, list[tuple[int, int]]] = {}
-        while len(picked) < min(k, pool.size) and available.any():
-            score = np.where(available, lam * rel - (1 - lam) * redundancy, -np.inf)
-            j = int(np.argmax(score))
-            available[j] = False
-            if spans is not None:
-                g, s, e = spans[j]
-                if picked and e > s and _covered_length(picked_spans.get(g, ()), s, e) >= e - s:
-                    continue  # no new text, as mmr_pack skips it
-                picked_spans.setdefault(g, []).append((s, e))
-            picked.append(j)
-            seen |= grams[j]
-            for i in np.flatnonzero(available).tolist():
-                if grams[i]:
-                    redundancy[i] = len(grams[i] & seen) / len(grams[i])
-        return pool[np.asarray(picked, dtype=np.int64)]
-
-
-# name -> (ranker class, settings): each switches one heuristic off (the trigram row redesigns
-# MMR instead: read it against the defaults and against "MMR off").
+# name -> (ranker class, settings): each switches one heuristic off.
 VARIANTS: dict[str, tuple[type[HybridRanker], HybridConfig]] = {
     "z-score fusion off (max-normalised)": (HybridRanker, replace(DEFAULT, fusion="max")),
     "MMR off (lambda 1.0)": (HybridRanker, replace(DEFAULT, diversity=1.0)),
-    "MMR by shared word trigrams (redesign)": (_TrigramRedundancy, DEFAULT),
     "pick order off (best first)": (_RelevanceOrder, DEFAULT),
     "repeats kept (cut_repeats False)": (HybridRanker, replace(DEFAULT, cut_repeats=False)),
     "clear match not followed (follow_gap None)": (HybridRanker, replace(DEFAULT, follow_gap=None)),

@@ -14,7 +14,9 @@ with its own docstring:
 3. ``_follow_best``: when one unit clearly leads (``follow_gap``), the windows overlapping it follow
    it.
 4. ``_pack``: greedy maximal marginal relevance (MMR): relevance minus redundancy with what is
-   already chosen (cosine of BM25 term vectors), skipping a unit that adds no new text. The picks are returned in pick order, each with a
+   already chosen (cosine of BM25 term vectors), skipping a unit that adds no new text; the
+   pieces of a short text block a user's splitter cut apart follow the first of them picked
+   (``group_blocks``, ``blocks.py``). The picks are returned in pick order, each with a
    calibrated score in [0, 1] (``calibrated_scores``), the words an earlier result already
    returned cut from overlapping units (``repeats.py``).
 
