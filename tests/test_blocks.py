@@ -81,3 +81,13 @@ def test_grown_and_shrunk_rankers_find_the_same_blocks_as_a_fresh_one():
     shrunk = HybridRanker(chunks, None).subset(keep, None)
     rebuilt = HybridRanker([c for c in chunks if c.id != "o0"], None)
     assert (shrunk.blocks >= 0).tolist() == (rebuilt.blocks >= 0).tolist()
+
+
+def test_passages_asked_for_are_not_grouped_back():
+    chunks = _split_pieces()
+    ranker = HybridRanker(chunks, None, HybridConfig(passage_words=5))
+    split = np.array(["passage_of" in (u.metadata or {}) for u in ranker.units])
+    assert split.any()
+    assert (ranker.blocks[split] == -1).all()
+    # The short sentences of the second abstract stay whole units, and stay grouped.
+    assert (ranker.blocks[~split] >= 0).sum() >= 2

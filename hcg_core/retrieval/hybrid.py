@@ -434,8 +434,11 @@ class HybridRanker:
             return None
         if self._blocks is None or self._blocks.size != len(self.units):
             # Word spans are hcg's own chunks (``start_word``): those already keep a block whole.
+            # Passages (``passage_words``) were asked for finer than the chunks: left apart too.
             in_chars = np.fromiter(
-                ("start_word" not in (u.metadata or {}) for u in self.units), bool, len(self.units)
+                (not {"start_word", "passage_of"} & (u.metadata or {}).keys() for u in self.units),
+                bool,
+                len(self.units),
             )
             self._blocks = short_blocks(
                 spans, [u.text for u in self.units], self.word_counts, in_chars
