@@ -563,3 +563,37 @@ def test_overlapping_nodes_of_a_splitter_follow_a_clear_match_by_their_offsets(
     config = RetrievalConfig(hybrid=HybridConfig(follow_gap=None))
     off = index.as_retriever(similarity_top_k=3, config=config).retrieve(question)
     assert off[0].node.node_id == top.node_id
+
+
+def test_the_pieces_of_a_paragraph_a_splitter_cut_come_back_together(
+    embed: HCGDefaultEmbedding,
+) -> None:
+    """group_blocks through the LlamaIndex door: the nodes a user's splitter cut from one short
+    paragraph follow the best of them (hcg's own chunker would have kept it as one unit)."""
+    first = "Warfarin interacts strongly with grapefruit juice in older patients. " + " ".join(
+        f"The cohort {i} showed that bleeding events rose after the enzyme was blocked."
+        for i in range(8)
+    )
+    others = [
+        " ".join(f"Note {j}.{i} on warfarin dosing schedules at clinic {j}." for i in range(10))
+        for j in range(4)
+    ]
+    text = "\n\n".join([first, *others])
+    index = HCGIndex.from_documents(
+        [Document(text=text, id_="notes")],
+        embed_model=embed,
+        transformations=[SentenceSplitter(chunk_size=48, chunk_overlap=8)],
+    )
+    question = "Does warfarin interact with grapefruit juice?"
+    end = len(first)
+
+    def in_first(n: Any) -> bool:
+        return index.docstore.get_node(n.node.node_id).start_char_idx < end
+
+    pieces = sum(1 for node in index.docstore.docs.values() if node.start_char_idx < end)
+    assert pieces >= 3
+    got = index.as_retriever(similarity_top_k=pieces + 2).retrieve(question)
+    assert [in_first(n) for n in got[:pieces]] == [True] * pieces
+    config = RetrievalConfig(hybrid=HybridConfig(group_blocks=False, follow_gap=None))
+    apart = index.as_retriever(similarity_top_k=pieces + 2, config=config).retrieve(question)
+    assert [in_first(n) for n in apart[:pieces]] != [True] * pieces
