@@ -50,7 +50,7 @@ _MAX_CONTROL_SHARE = 0.05
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 _WORD_RE = re.compile(r"\S+")
 # A blank line (only spaces or tabs between two line breaks): where paragraphs and sections end.
-_BLANK_LINE_RE = re.compile(r"\n[ \t]*\r?\n")
+BLANK_LINE_RE = re.compile(r"\n[ \t]*\r?\n")
 # A word that ends a sentence: terminal punctuation (Latin or CJK full-width 。！？), optionally
 # followed by closing quotes/brackets.
 _SENTENCE_END_RE = re.compile(r"[.!?\u3002\uff01\uff1f][\"'\u201d\u2019)\]\u300d\u300f\uff09]*$")
@@ -594,7 +594,7 @@ def _block_groups(
     # Word offsets where a new block starts: the first word after each blank line.
     starts = [0]
     w = 0
-    for m in _BLANK_LINE_RE.finditer(text):
+    for m in BLANK_LINE_RE.finditer(text):
         while w < len(spans) and spans[w][0] < m.end():
             w += 1
         if starts[-1] < w < len(spans):

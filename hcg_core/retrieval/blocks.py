@@ -8,25 +8,22 @@ the pieces of one short block together (``hybrid.mmr_pack``'s ``groups``): picke
 follow it, as they would inside hcg's own chunk. Long blocks (text without paragraph breaks, a
 section of thousands of words) are left to the ranker, piece by piece, as hcg's chunker windows them.
 
-Only the units' character spans and texts are read, never the documents: a block is a run of units
-that overlap or touch in their document (the splitter's pieces of one stretch of text, at most
-``_GAP`` characters apart: the space it stripped between two), cut at the blank lines their texts
-hold; a wider gap is a paragraph break the splitter stripped. Units with word spans are hcg's own
-chunks, which already hold a short block whole: they are never grouped. Pure functions over arrays.
+Only the units' character spans and texts are read, never the documents. A block is a run of
+units that overlap or touch in their document: the splitter's pieces of one stretch of text, at
+most ``_GAP`` characters apart (the space it stripped between two). The blank lines their texts
+hold (``corpus.BLANK_LINE_RE``, where hcg's chunker ends paragraphs) cut the run into blocks; a
+wider gap is a paragraph break the splitter stripped. Units with word spans are hcg's own chunks,
+which already hold a short block whole: they are never grouped. Pure functions over arrays.
 """
 
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..corpus import DEFAULT_CHUNK_WORDS, WHOLE_BLOCK_FACTOR
-
-# A blank line, as hcg's chunker finds paragraph ends (corpus._BLANK_LINE_RE).
-_BLANK_LINE_RE = re.compile(r"\n[ \t]*\r?\n")
+from ..corpus import BLANK_LINE_RE, DEFAULT_CHUNK_WORDS, WHOLE_BLOCK_FACTOR
 
 # Characters between two pieces of one stretch of text: a splitter strips the space it cut at; a
 # stripped blank line ("\n\n") leaves two or more.
@@ -96,7 +93,7 @@ def _number_run(
     for r in run:
         _, start, end = rows[r]
         text = texts[r]
-        for m in _BLANK_LINE_RE.finditer(text):
+        for m in BLANK_LINE_RE.finditer(text):
             # The text's characters map onto the span in proportion (exact for character spans).
             cuts.add(start + (end - start) * m.start() / max(len(text), 1))
     bounds = sorted(cuts)
