@@ -91,3 +91,18 @@ def test_passages_asked_for_are_not_grouped_back():
     assert (ranker.blocks[split] == -1).all()
     # The short sentences of the second abstract stay whole units, and stay grouped.
     assert (ranker.blocks[~split] >= 0).sum() >= 2
+
+
+def test_repeats_cut_by_words_join_two_pieces_into_their_text():
+    from hcg_core.retrieval.repeats import without_repeats
+    from hcg_core.types import RetrievedChunk
+
+    text = "One two three. Four five six seven. Eight nine."
+    a, b = text[:24], text[15:]  # a ends inside the sentence "Four five six seven."
+    first = RetrievedChunk(Chunk("a", a, doc_id="d", metadata={"start_index": 0}), 1.0, "fallback")
+    second = RetrievedChunk(Chunk("b", b, doc_id="d", metadata={"start_index": 15}), 0.9, "x")
+    by_words = without_repeats([first, second], by_words=True)
+    assert " ".join(r.chunk.text for r in by_words).split() == text.split()
+    # By sentences (the default) the cut keeps the partly returned sentence whole: it repeats.
+    by_sentences = without_repeats([first, second])
+    assert by_sentences[1].chunk.text == b

@@ -17,13 +17,19 @@ from ..corpus import SENTENCE_END_RE, word_spans
 from ..types import Chunk, RetrievedChunk
 
 
-def without_repeats(results: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
+def without_repeats(
+    results: Sequence[RetrievedChunk], *, by_words: bool = False
+) -> list[RetrievedChunk]:
     """The results with the sentences at each one's start or end that an earlier result already
     returned from the same place of the same document cut off (overlapping windows share their
     edges), so a reader under a word budget never gets the same passage twice. Places come from
     the units' word or character offsets in their document (``_place``); a unit without them is
     left whole. The kept text stays contiguous: it keeps its id and gains ``details["span"]``, its
     character offsets in the stored chunk; a result left with nothing is dropped.
+
+    ``by_words``: cut the repeated words rather than whole sentences, so a unit that follows the
+    one it overlaps continues that one's text exactly (measured as a redesign in
+    benchmarks/ranking_variants.py, not the default).
 
     >>> def unit(cid, text, start):
     ...     meta = {"start_word": start, "end_word": start + len(text.split())}
@@ -46,7 +52,7 @@ def without_repeats(results: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
             before.append((start, end))  # the usual case: nothing returned here yet
             out.append(rc)
             continue
-        pieces = _sentence_pieces(c.text, words=kind == "word")
+        pieces = (_word_pieces if by_words else _sentence_pieces)(c.text, words=kind == "word")
         if kind == "word" and (pieces[-1][3] if pieces else 0) != end - start:
             out.append(rc)  # offsets counted otherwise than the text's words: leave it whole
             continue
@@ -105,6 +111,12 @@ def _sentence_pieces(text: str, *, words: bool) -> list[tuple[int, int, int, int
             pieces.append((ca, cb, first, i + 1) if words else (ca, cb, ca, cb))
             first = i + 1
     return pieces
+
+
+def _word_pieces(text: str, *, words: bool) -> list[tuple[int, int, int, int]]:
+    """``_sentence_pieces`` with each word a piece."""
+    spans = word_spans(text)
+    return [(a, b, i, i + 1) if words else (a, b, a, b) for i, (a, b) in enumerate(spans)]
 
 
 def cut_to(rc: RetrievedChunk, a: int, b: int) -> RetrievedChunk:
