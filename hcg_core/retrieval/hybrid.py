@@ -345,7 +345,9 @@ class HybridRanker:
         self._span_docs: dict[str, int] = {}
         # Row i overlaps row i - 1: two windows of one text block (needs spans).
         self._overlaps_prev = Growable(np.zeros(0, dtype=bool))
-        self._blocks: np.ndarray | None = None  # blocks.short_blocks of the units, when first read
+        # blocks.short_blocks of the units, with the grouped rows sorted by block (their block
+        # numbers, then the rows): computed when first read.
+        self._blocks: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         # Units that read as not English (config.DEFAULT_FILL_LANGUAGE_GAP).
         self._not_english = Growable(np.zeros(0, dtype=bool))
         self._flat_texts: tuple[str, ...] = ()
@@ -432,7 +434,7 @@ class HybridRanker:
         spans = self.spans
         if spans is None:
             return None
-        if self._blocks is None or self._blocks.size != len(self.units):
+        if self._blocks is None:
             # Word spans are hcg's own chunks (``start_word``): those already keep a block whole.
             # Passages (``passage_words``) were asked for finer than the chunks: left apart too.
             in_chars = np.fromiter(
@@ -440,10 +442,20 @@ class HybridRanker:
                 bool,
                 len(self.units),
             )
-            self._blocks = short_blocks(
-                spans, [u.text for u in self.units], self.word_counts, in_chars
-            )
-        return self._blocks
+            blocks = short_blocks(spans, [u.text for u in self.units], self.word_counts, in_chars)
+            grouped = np.flatnonzero(blocks >= 0)
+            rows = grouped[np.argsort(blocks[grouped], kind="stable")]
+            self._blocks = (blocks, blocks[rows], rows)
+        return self._blocks[0]
+
+    def _block_mates(self, pool: np.ndarray) -> np.ndarray:
+        """The rows of every short block a unit of ``pool`` belongs to (a few searches in the
+        rows sorted by block, not a pass over all units)."""
+        blocks = self.blocks
+        ids = np.unique(blocks[pool])
+        ids = ids[ids >= 0]
+        _, sorted_ids, rows = self._blocks
+        return rows[_units_of_rows(sorted_ids, ids)]
 
     @property
     def units_of(self) -> dict[str, list[int]]:
@@ -757,15 +769,12 @@ class HybridRanker:
         blocks = self.blocks if cfg.group_blocks else None
         groups = None
         if blocks is not None and pool.size:
-            in_pool = np.unique(blocks[pool])
-            mates = np.isin(blocks, in_pool[in_pool >= 0])
-            mates[pool] = False
+            extra = np.setdiff1d(self._block_mates(pool), pool)
             if ok is not None:
-                mates &= ok
-            if mates.any():
+                extra = extra[ok[extra]]
+            if extra.size:
                 # A piece no signal found still follows its passage; at the pool's lowest score it
                 # leaves the other candidates' normalised relevance as it was.
-                extra = np.flatnonzero(mates)
                 fused = fused.copy()
                 fused[extra] = np.maximum(fused[extra], fused[pool].min())
                 pool = np.concatenate([pool, extra])
