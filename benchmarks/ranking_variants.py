@@ -41,7 +41,6 @@ from hcg_core.embedders.factory import EMBEDDER_HELP
 from hcg_core.embedding import embed_texts
 from hcg_core.eval.runner import evaluate, load_questions, load_sentences
 from hcg_core.retrieval.hybrid import HybridRanker
-from hcg_core.retrieval.repeats import without_repeats
 from hcg_core.types import Chunk, Document
 
 K = 40
@@ -57,41 +56,14 @@ class _RelevanceOrder(HybridRanker):
         return rows[np.lexsort((rows, -fused[rows]))]
 
 
-class _PassageOrder(HybridRanker):
-    """A redesign, not a switch-off: the pieces of a cut paragraph that come back together
-    (``group_blocks``) are put in document order, and repeats are cut by words, not sentences, so
-    each piece continues the one before it exactly and a sentence the splitter cut between two
-    pieces reads whole. The same units come back; only their order and cut change."""
+class _PickOrderInBlocks(HybridRanker):
+    """A cut paragraph's pieces left in pick order (the matched piece first), not reading order."""
 
-    def _pack(self, fused, pool, k, word_budget, ok=None):
-        rows = super()._pack(fused, pool, k, word_budget, ok)
-        blocks = self.blocks if self.config.group_blocks else None
-        if blocks is None or not rows.size:
-            return rows
-        out, i = [], 0
-        while i < rows.size:
-            j = i + 1
-            if blocks[rows[i]] >= 0:
-                while j < rows.size and blocks[rows[j]] == blocks[rows[i]]:
-                    j += 1
-            out.extend(sorted(rows[i:j].tolist(), key=lambda r: self.spans[r, 1]))
-            i = j
-        return np.asarray(out, dtype=np.int64)
-
-    def _results(self, c, fused, rows, followers, word_budget, lead):
-        saved = self.config
-        self.config = replace(saved, cut_repeats=False)
-        try:
-            result = super()._results(c, fused, rows, followers, word_budget, lead)
-        finally:
-            self.config = saved
-        if not saved.cut_repeats:
-            return result
-        return replace(result, chunks=tuple(without_repeats(result.chunks, by_words=True)))
+    def _in_reading_order(self, rows, score):
+        return rows, score
 
 
-# name -> (ranker class, settings): each switches one heuristic off (the passage-order row is a
-# redesign instead: read it against the defaults).
+# name -> (ranker class, settings): each switches one heuristic off.
 VARIANTS: dict[str, tuple[type[HybridRanker], HybridConfig]] = {
     "z-score fusion off (max-normalised)": (HybridRanker, replace(DEFAULT, fusion="max")),
     "MMR off (lambda 1.0)": (HybridRanker, replace(DEFAULT, diversity=1.0)),
@@ -103,7 +75,7 @@ VARIANTS: dict[str, tuple[type[HybridRanker], HybridConfig]] = {
         replace(DEFAULT, group_blocks=False),
     ),
     "language gap not filled": (HybridRanker, replace(DEFAULT, fill_language_gap=False)),
-    "passage order, repeats cut by words (redesign)": (_PassageOrder, DEFAULT),
+    "block pieces in pick order (reading order off)": (_PickOrderInBlocks, DEFAULT),
     "gap by dense only (gap_char_grams False)": (
         HybridRanker,
         replace(DEFAULT, gap_char_grams=False),

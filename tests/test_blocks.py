@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hcg_core.retrieval.blocks import short_blocks
+from hcg_core.retrieval.blocks import reading_order, short_blocks
 from hcg_core.retrieval.hybrid import HybridConfig, HybridRanker
 from hcg_core.types import Chunk
 
@@ -61,6 +61,19 @@ def test_the_rest_of_a_cut_paragraph_follows_its_best_piece():
     assert "p1" not in [c.chunk.id for c in filtered.chunks]
 
 
+def test_a_cut_paragraph_comes_back_in_reading_order_and_reads_whole_once():
+    chunks = _split_pieces()
+    # Only the second piece holds these words: it is picked, and the first comes back before it.
+    on = HybridRanker(chunks, None).rank("bleeding cohort clotting clinicians", None, k=2)
+    assert [c.chunk.id for c in on.chunks] == ["p0", "p1"]
+    assert on.chunks[0].details.get("follows") == "p1" and "follows" not in on.chunks[1].details
+    # The passage scores as the piece that matched, and the overlap is sent once.
+    assert on.chunks[0].score == on.chunks[1].score > 0
+    assert " ".join(c.chunk.text for c in on.chunks).split() == ABSTRACT.split()
+    off = HybridRanker(chunks, None, HybridConfig(group_blocks=False, follow_gap=None))
+    assert off.rank("bleeding cohort clotting clinicians", None, k=1).chunks[0].chunk.id == "p1"
+
+
 def test_hcg_chunks_and_long_blocks_are_never_grouped():
     spans = np.array([[0, 0, 100], [0, 100, 200], [0, 180, 300], [0, 290, 5000]])
     texts = ["w " * 50, "w " * 50, "w " * 60, "w " * 2400]
@@ -101,8 +114,16 @@ def test_repeats_cut_by_words_join_two_pieces_into_their_text():
     a, b = text[:24], text[15:]  # a ends inside the sentence "Four five six seven."
     first = RetrievedChunk(Chunk("a", a, doc_id="d", metadata={"start_index": 0}), 1.0, "fallback")
     second = RetrievedChunk(Chunk("b", b, doc_id="d", metadata={"start_index": 15}), 0.9, "x")
-    by_words = without_repeats([first, second], by_words=True)
-    assert " ".join(r.chunk.text for r in by_words).split() == text.split()
-    # By sentences (the default) the cut keeps the partly returned sentence whole: it repeats.
-    by_sentences = without_repeats([first, second])
-    assert by_sentences[1].chunk.text == b
+    got = without_repeats([first, second])
+    # The later piece continues the earlier one exactly: the cut sentence reads whole, once.
+    assert " ".join(r.chunk.text for r in got).split() == text.split()
+    assert got[1].details["span"] == [10, len(b)]
+
+
+def test_reading_order_sorts_only_runs_of_one_block():
+    blocks = np.array([2, 2, -1, -1, 5, 5, 5, 2])
+    starts = np.array([30, 10, 7, 3, 9, 1, 5, 0])
+    order, lead = reading_order(blocks, starts)
+    # Two results outside any block keep their places; block 2's last pick is a run of its own.
+    assert order.tolist() == [1, 0, 2, 3, 5, 6, 4, 7]
+    assert lead.tolist() == [0, 0, 2, 3, 4, 4, 4, 7]

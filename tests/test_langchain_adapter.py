@@ -21,6 +21,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import BaseModel
 
 import langchain_hcg.retrievers as lc_retrievers
+from hcg_core.config import HybridConfig, RetrievalConfig
 from hcg_core.embedders import HashingEmbedder, default_embedder
 from hcg_core.errors import ConfigError, InputError, LLMOutputError
 from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
@@ -303,19 +304,29 @@ def test_pre_split_documents_with_start_index_follow_a_clear_match(
                 metadata={"source": "notes", "start_index": text.index(window)},
             )
         )
-    r = HCGRetriever.from_documents(docs, embeddings=embeddings, chunk=False, k=3)
-    got = r.invoke("Does warfarin interact with grapefruit juice?")
-    assert "grapefruit" in got[0].page_content
-
+    question = "Does warfarin interact with grapefruit juice?"
     stored = {d.id: d for d in docs}
 
     def span(d: Document) -> tuple[int, int]:
-        # The stored window's place: a follower comes back cut of the sentence it shares.
+        # The stored window's place: a follower comes back cut of the words it shares.
         w = stored[d.id]
         return w.metadata["start_index"], w.metadata["start_index"] + len(w.page_content)
 
-    (s0, e0) = span(got[0])
-    assert all(s < e0 and s0 < e for s, e in map(span, got[1:]))
+    # The notes are one paragraph of ~490 words: its windows come back in reading order.
+    r = HCGRetriever.from_documents(docs, embeddings=embeddings, chunk=False, k=3)
+    got = r.invoke(question)
+    places = [span(d) for d in got]
+    assert places == sorted(places) and all(
+        b[0] < a[1] for a, b in zip(places[:-1], places[1:], strict=True)
+    )
+    assert any("grapefruit" in d.page_content for d in got)
+    # Each window on its own: the clear match first, the windows it overlaps after it.
+    apart = RetrievalConfig(hybrid=HybridConfig(group_blocks=False))
+    r = HCGRetriever.from_documents(docs, embeddings=embeddings, chunk=False, k=3, config=apart)
+    alone = r.invoke(question)
+    assert "grapefruit" in alone[0].page_content
+    (s0, e0) = span(alone[0])
+    assert all(s < e0 and s0 < e for s, e in map(span, alone[1:]))
 
 
 def test_overlapping_windows_come_back_cut_of_what_an_earlier_one_sent(

@@ -542,8 +542,9 @@ def notes_text() -> str:
 def test_overlapping_nodes_of_a_splitter_follow_a_clear_match_by_their_offsets(
     embed: HCGDefaultEmbedding,
 ) -> None:
-    """The core ranks overlapping windows by where they sit in their document; for LlamaIndex
-    nodes that is their character offsets (no hcg word spans)."""
+    """The core reads where LlamaIndex nodes sit in their document from their character offsets
+    (no hcg word spans): a clear match's overlapping neighbours follow it, and the pieces of one
+    short paragraph come back in reading order."""
     index = HCGIndex.from_documents(
         [Document(text=notes_text(), id_="notes")],
         embed_model=embed,
@@ -551,18 +552,29 @@ def test_overlapping_nodes_of_a_splitter_follow_a_clear_match_by_their_offsets(
     )
     question = "Does warfarin interact with grapefruit juice?"
 
-    def overlaps(a: Any, b: Any) -> bool:
-        # The stored nodes' places: a follower comes back cut of the sentences it shares.
-        a, b = index.docstore.get_node(a.node_id), index.docstore.get_node(b.node_id)
-        return a.start_char_idx < b.end_char_idx and b.start_char_idx < a.end_char_idx
+    def place(n: Any) -> tuple[int, int]:
+        # The stored node's place: a follower comes back cut of the words it shares.
+        node = index.docstore.get_node(n.node.node_id)
+        return node.start_char_idx, node.end_char_idx
 
+    # notes_text() is one paragraph of ~490 words: one short block, returned in reading order.
     got = index.as_retriever(similarity_top_k=3).retrieve(question)
-    top = got[0].node
-    assert "grapefruit" in top.get_content()
-    assert all(overlaps(n.node, top) for n in got[1:])
-    config = RetrievalConfig(hybrid=HybridConfig(follow_gap=None))
+    places = [place(n) for n in got]
+    assert places == sorted(places)
+    assert all(
+        b[0] <= a[1] for a, b in zip(places[:-1], places[1:], strict=True)
+    )  # each overlaps the one before
+    assert any("grapefruit" in n.node.get_content() for n in got)
+    assert len({n.score for n in got}) == 1  # scored as the piece that matched
+    # Each piece on its own: the clear match first, its overlapping neighbours after it.
+    apart = RetrievalConfig(hybrid=HybridConfig(group_blocks=False))
+    alone = index.as_retriever(similarity_top_k=3, config=apart).retrieve(question)
+    top = place(alone[0])
+    assert "grapefruit" in alone[0].node.get_content()
+    assert all(s < top[1] and top[0] < e for s, e in map(place, alone[1:]))
+    config = RetrievalConfig(hybrid=HybridConfig(group_blocks=False, follow_gap=None))
     off = index.as_retriever(similarity_top_k=3, config=config).retrieve(question)
-    assert off[0].node.node_id == top.node_id
+    assert off[0].node.node_id == alone[0].node.node_id
 
 
 def test_the_pieces_of_a_paragraph_a_splitter_cut_come_back_together(

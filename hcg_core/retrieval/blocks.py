@@ -5,7 +5,8 @@ hcg's chunker keeps a blank-line block of up to ``corpus.WHOLE_BLOCK_FACTOR`` x
 A user's own splitter (LlamaIndex ``SentenceSplitter(256, 32)``, LangChain's
 ``RecursiveCharacterTextSplitter(1000, 200)``) cuts such a block into pieces. The ranker then packs
 the pieces of one short block together (``hybrid.mmr_pack``'s ``groups``): picked for one, the rest
-follow it, as they would inside hcg's own chunk. Long blocks (text without paragraph breaks, a
+follow it, as they would inside hcg's own chunk, and the run comes back in reading order
+(``reading_order``), so the block reads as it was written. Long blocks (text without paragraph breaks, a
 section of thousands of words) are left to the ranker, piece by piece, as hcg's chunker windows them.
 
 Only the units' character spans and texts are read, never the documents. A block is a run of
@@ -116,3 +117,28 @@ def _number_run(
             out[members] = next_id
             next_id += 1
     return next_id
+
+
+def reading_order(blocks: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each run of consecutive results from one block put in document order; all else in place.
+
+    ``blocks`` is each result's block (-1 for none) and ``starts`` its start in its document, in
+    the order the results were picked. Returns ``(order, lead)``: the positions in reading order,
+    and for each position of the picked order the first position of its run (the piece that was
+    picked for the query, which the others followed).
+
+    Why: a splitter's pieces overlap or touch, and a sentence it cut in two reads whole only when
+    the earlier piece comes first and the later one continues it (``repeats.without_repeats``).
+
+    >>> order, lead = reading_order(np.array([-1, 4, 4, 4, -1]), np.array([9, 50, 10, 90, 0]))
+    >>> order.tolist(), lead.tolist()
+    ([0, 2, 1, 3, 4], [0, 1, 1, 1, 4])
+    """
+    n = blocks.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    new_run = np.ones(n, dtype=bool)
+    new_run[1:] = (blocks[1:] < 0) | (blocks[1:] != blocks[:-1])
+    run = np.cumsum(new_run) - 1
+    order = np.lexsort((starts, run))
+    return order.astype(np.int64), np.flatnonzero(new_run)[run].astype(np.int64)

@@ -38,7 +38,7 @@ from ..config import DEFAULT_DIVERSITY, HybridConfig
 from ..corpus import english_word_counts, reads_not_english
 from ..errors import ConfigError
 from ..types import Chunk, RetrievalResult, RetrievedChunk
-from .blocks import short_blocks
+from .blocks import reading_order, short_blocks
 from .dense import DenseIndex, NumpyDenseIndex
 from .grams import GramIndex
 from .lexical import BM25Index, Growable, top_k_indices
@@ -599,10 +599,10 @@ class HybridRanker:
     ) -> RetrievalResult:
         """Rank and pack the chunks for one query.
 
-        Four stages, each a method: ``_candidates`` (each signal's best units, scored),
+        Five stages, each a method: ``_candidates`` (each signal's best units, scored),
         ``_fused`` (the signals on one scale, summed), ``_follow_best`` (a clear match's
-        neighbours next to it) and ``_pack`` (MMR under the limits); ``_results`` turns the
-        picks into results.
+        neighbours next to it), ``_pack`` (MMR under the limits) and ``_in_reading_order`` (a cut
+        paragraph's pieces as written); ``_results`` turns the picks into results.
 
         Args:
             query: the query text (for BM25).
@@ -820,6 +820,8 @@ class HybridRanker:
         bm_rank, dn_rank = _ranks(c.bm_order, n), _ranks(c.dn_order, n)
         g_rank = _ranks(np.asarray(c.graph_rows, np.int64), n)
         led_by = self._block_leads(rows)
+        best = int(rows[0]) if rows.size else -1
+        rows, score = self._in_reading_order(rows, score)
         out: list[RetrievedChunk] = []
         for i, r in enumerate(rows.tolist()):
             hit = c.graph_hits.get(r)
@@ -835,7 +837,7 @@ class HybridRanker:
             if hit is not None:
                 details.update({f"graph_{k_}": v for k_, v in hit.details.items()})
             if r in followers:
-                details["follows"] = self.units[int(rows[0])].id
+                details["follows"] = self.units[best].id
             elif r in led_by:
                 details["follows"] = self.units[led_by[r]].id
             if c.gap is not None and c.gap[r] > 0:  # why a unit in another language came back
@@ -873,6 +875,21 @@ class HybridRanker:
             served_by="hybrid" if use_graph else "hybrid-nograph",
             diagnostics=diagnostics,
         )
+
+    def _in_reading_order(
+        self, rows: np.ndarray, score: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Stage 5: the picked rows and their scores, each short block's pieces (``group_blocks``)
+        in reading order (``blocks.reading_order``), so the passage reads as written.
+
+        Each piece takes the score of the piece picked for the query (its run's first pick): the
+        passage scores as its best part, and scores still never rise down the list.
+        """
+        blocks = self.blocks if self.config.group_blocks else None
+        if blocks is None or rows.size == 0:
+            return rows, score
+        order, lead = reading_order(blocks[rows], self.spans[rows, 1])
+        return rows[order], score[lead][order]
 
     def _block_leads(self, rows: np.ndarray) -> dict[int, int]:
         """Row -> the row it followed as a piece of the same short block (``group_blocks``)."""

@@ -3,8 +3,11 @@
 Why: text without paragraph breaks is chunked into overlapping windows (200 words, 40 shared), and
 when two neighbours both make the budget the reader gets the shared words twice (the medical dev
 set's windows often come back in neighbouring pairs). The ranker counts only new words against
-the budget (``hybrid.mmr_pack``) and this module cuts the repeated sentences from the result, so
-the budget holds that much more distinct text (medical dev set: +0.3 points of answer recall).
+the budget (``hybrid.mmr_pack``) and this module cuts the repeated words from the result, so
+the budget holds that much more distinct text. The cut is by words, not whole sentences: a piece
+that follows the one it overlaps (a splitter's pieces of one paragraph come back in reading order,
+``blocks.reading_order``) then continues that one's text exactly, and a sentence the splitter cut
+between the two reads whole (benchmarks/ranking_variants.py, docs/evaluation.md).
 Pure functions over ``RetrievedChunk`` lists.
 """
 
@@ -13,30 +16,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..corpus import SENTENCE_END_RE, word_spans
+from ..corpus import word_spans
 from ..types import Chunk, RetrievedChunk
 
 
-def without_repeats(
-    results: Sequence[RetrievedChunk], *, by_words: bool = False
-) -> list[RetrievedChunk]:
-    """The results with the sentences at each one's start or end that an earlier result already
+def without_repeats(results: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
+    """The results with the words at each one's start or end that an earlier result already
     returned from the same place of the same document cut off (overlapping windows share their
     edges), so a reader under a word budget never gets the same passage twice. Places come from
     the units' word or character offsets in their document (``_place``); a unit without them is
     left whole. The kept text stays contiguous: it keeps its id and gains ``details["span"]``, its
     character offsets in the stored chunk; a result left with nothing is dropped.
 
-    ``by_words``: cut the repeated words rather than whole sentences, so a unit that follows the
-    one it overlaps continues that one's text exactly (measured as a redesign in
-    benchmarks/ranking_variants.py, not the default).
-
     >>> def unit(cid, text, start):
     ...     meta = {"start_word": start, "end_word": start + len(text.split())}
     ...     return RetrievedChunk(Chunk(cid, text, doc_id="d", metadata=meta), 1.0, "fallback")
-    >>> got = without_repeats([unit("a", "One. Two. Three.", 0), unit("b", "Three. Four.", 2)])
+    >>> got = without_repeats([unit("a", "One. Two. Three", 0), unit("b", "Two. Three four.", 1)])
     >>> [(r.chunk.text, r.details.get("span")) for r in got]
-    [('One. Two. Three.', None), ('Four.', [7, 12])]
+    [('One. Two. Three', None), ('four.', [11, 16])]
     """
     done: dict[tuple[str, str], list[tuple[int, int]]] = {}  # (document, kind) -> places sent
     out: list[RetrievedChunk] = []
@@ -52,7 +49,7 @@ def without_repeats(
             before.append((start, end))  # the usual case: nothing returned here yet
             out.append(rc)
             continue
-        pieces = (_word_pieces if by_words else _sentence_pieces)(c.text, words=kind == "word")
+        pieces = _word_pieces(c.text, words=kind == "word")
         if kind == "word" and (pieces[-1][3] if pieces else 0) != end - start:
             out.append(rc)  # offsets counted otherwise than the text's words: leave it whole
             continue
@@ -98,23 +95,9 @@ def _covered(places: list[tuple[int, int]], start: int, end: int) -> bool:
     return at >= end
 
 
-def _sentence_pieces(text: str, *, words: bool) -> list[tuple[int, int, int, int]]:
-    """The sentences of ``text`` (a piece ends at a word that ends a sentence; the first and last
-    may be fragments): character start and end, and start and end in words (``words``) or again
-    in characters, with the chunker's words."""
-    spans = word_spans(text)
-    pieces: list[tuple[int, int, int, int]] = []
-    first = 0
-    for i, (a, b) in enumerate(spans):
-        if SENTENCE_END_RE.search(text[a:b]) or i == len(spans) - 1:
-            ca, cb = spans[first][0], b
-            pieces.append((ca, cb, first, i + 1) if words else (ca, cb, ca, cb))
-            first = i + 1
-    return pieces
-
-
 def _word_pieces(text: str, *, words: bool) -> list[tuple[int, int, int, int]]:
-    """``_sentence_pieces`` with each word a piece."""
+    """The words of ``text`` (the chunker's words): character start and end, and start and end in
+    words (``words``) or again in characters."""
     spans = word_spans(text)
     return [(a, b, i, i + 1) if words else (a, b, a, b) for i, (a, b) in enumerate(spans)]
 
