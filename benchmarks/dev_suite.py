@@ -67,6 +67,7 @@ from typing import Any
 
 import numpy as np
 
+from hcg_core.blocks import embedding_texts
 from hcg_core.cli import main as hcg_main
 from hcg_core.config import RetrievalConfig
 from hcg_core.corpus import chunk_documents, load_inputs
@@ -135,13 +136,17 @@ class CachedEmbedder:
     def _key(kind: str, text: str) -> str:
         return hashlib.blake2b(f"{kind}\x00{text}".encode(), digest_size=12).hexdigest()
 
-    def seed(self, texts: Sequence[str], vectors: np.ndarray | None) -> None:
-        """Record vectors already made for ``texts`` (a build's stored chunk vectors)."""
-        if vectors is None or len(vectors) != len(texts):
+    def seed(self, chunks: Sequence[Any], vectors: np.ndarray | None) -> None:
+        """Record vectors already made for ``chunks`` (a build's stored chunk vectors). A piece of
+        a short block holds its block's vector, not its own text's (``blocks.embedding_texts``):
+        only the texts embedded as themselves are recorded, so a baseline embeds its own."""
+        if vectors is None or len(vectors) != len(chunks):
             return
-        for text, vec in zip(texts, np.asarray(vectors, dtype=np.float32), strict=True):
-            key = self._key("d", text)
-            if key not in self._rows:
+        texts, rows = embedding_texts(chunks)
+        vectors = np.asarray(vectors, dtype=np.float32)
+        for c, row, vec in zip(chunks, rows.tolist(), vectors, strict=True):
+            key = self._key("d", c.text)
+            if texts[row] == c.text and key not in self._rows:
                 self._rows[key] = len(self._vectors)
                 self._vectors.append(vec)
 
@@ -324,7 +329,7 @@ def load_door(door: str, folder: Path, embedder: CachedEmbedder) -> tuple[Door, 
     """The door's systems over its persisted build; also its core retriever (for seeding)."""
     if door == "cli":
         core = CausalGraphRetriever.load(folder / "graph", embedder=embedder)
-        embedder.seed([c.text for c in core.graph.chunks], core.chunk_embeddings)
+        embedder.seed(core.graph.chunks, core.chunk_embeddings)
         off = core.with_config(use_graph=False)
         systems: dict[str, Callable[[str], Any]] = {
             "hcg": lambda q: core.retrieve(q, k=ASK),
@@ -344,7 +349,7 @@ def load_door(door: str, folder: Path, embedder: CachedEmbedder) -> tuple[Door, 
             StorageContext.from_defaults(persist_dir=str(folder / "storage")), embed_model=embed
         )
         core = index.core_retriever
-        embedder.seed([c.text for c in core.graph.chunks], core.chunk_embeddings)
+        embedder.seed(core.graph.chunks, core.chunk_embeddings)
         on = index.as_retriever(similarity_top_k=ASK)
         off = index.as_retriever(similarity_top_k=ASK, config=RetrievalConfig(use_graph=False))
 
@@ -365,7 +370,7 @@ def load_door(door: str, folder: Path, embedder: CachedEmbedder) -> tuple[Door, 
         folder / "graph", embeddings=HCGDefaultEmbeddings(embedder=embedder), k=ASK
     )
     core = retriever.core
-    embedder.seed([c.text for c in core.graph.chunks], core.chunk_embeddings)
+    embedder.seed(core.graph.chunks, core.chunk_embeddings)
     off = HCGRetriever(core=core.with_config(use_graph=False), k=ASK)
 
     def lc_texts(r: Any) -> TextSystem:

@@ -10,7 +10,8 @@ For each set the corpus is cut into the units each door indexes:
 - ``LangChain 1000/200``: ``RecursiveCharacterTextSplitter(chunk_size=1000, chunk_overlap=200,
   add_start_index=True)`` documents passed with ``chunk=False``.
 
-Each is embedded once with the default embedder (cached under --cache) and ranked with
+Each is embedded once with the default embedder, as a build embeds it (the pieces of a short
+block share the block's vector, ``hcg_core.blocks.embedding_texts``; cached under --cache), and ranked with
 ``HybridRanker`` under the defaults and under each variant that switches one heuristic off, graph
 off (the graph route is judged by benchmarks/graph_signal_sweep.py and dev_suite.py). As the
 dev suite asks every door, each system returns 40 units with no word budget and is scored on the
@@ -34,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hcg_core.blocks import embedding_texts
 from hcg_core.config import HybridConfig
 from hcg_core.corpus import chunk_documents, load_inputs, reads_not_english
 from hcg_core.embedders import embedder_by_name
@@ -156,7 +158,9 @@ def main(argv: list[str] | None = None) -> int:
         for door, chunks in door_units(docs).items():
             if args.door and door not in args.door:
                 continue
-            emb = cached(embedder, [c.text for c in chunks], args.cache, "chunks")
+            # As a build embeds them: a short block's pieces share its vector (blocks.py).
+            texts, rows = embedding_texts(chunks)
+            emb = cached(embedder, texts, args.cache, "chunks")[rows]
             # Text all in English: the language-gap switches change nothing (not run).
             variants = {
                 k: v

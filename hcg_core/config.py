@@ -77,7 +77,7 @@ document (hcg's word spans, a LlamaIndex node's character offsets or LangChain's
 DEFAULT_GROUP_BLOCKS = True
 """The pieces of one short text block (a paragraph or abstract of at most 600 words, which hcg's
 chunker keeps whole) that a user's own splitter cut apart are packed together: once one is picked,
-the others follow it (``retrieval/blocks.py``). With hcg's chunks it changes nothing (a short block
+the others follow it (``hcg_core/blocks.py``). With hcg's chunks it changes nothing (a short block
 is already one chunk); text without paragraph breaks is left piece by piece. Needs each unit's
 span, as ``follow_gap`` does. Leave-one-out: docs/evaluation.md."""
 DEFAULT_FILL_LANGUAGE_GAP = True

@@ -1,11 +1,11 @@
 """Pieces of one short text block a user's splitter cut apart are packed together
-(``HybridConfig.group_blocks``, ``hcg_core/retrieval/blocks.py``)."""
+(``HybridConfig.group_blocks``, ``hcg_core/blocks.py``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from hcg_core.retrieval.blocks import reading_order, short_blocks
+from hcg_core.blocks import reading_order, short_blocks
 from hcg_core.retrieval.hybrid import HybridConfig, HybridRanker
 from hcg_core.types import Chunk
 
@@ -127,3 +127,32 @@ def test_reading_order_sorts_only_runs_of_one_block():
     # Two results outside any block keep their places; block 2's last pick is a run of its own.
     assert order.tolist() == [1, 0, 2, 3, 5, 6, 4, 7]
     assert lead.tolist() == [0, 0, 2, 3, 4, 4, 4, 7]
+
+
+def test_a_short_block_is_embedded_once_and_its_pieces_share_the_vector():
+    from hcg_core.blocks import embedding_texts
+    from hcg_core.embedders import HashingEmbedder
+    from hcg_core.embedding import vectors_of_chunks
+
+    chunks = _split_pieces()
+    texts, rows = embedding_texts(chunks)
+    # Two abstracts, each one text: the overlapping pieces joined once, the touching ones by a space.
+    assert texts == [ABSTRACT, " ".join(c.text for c in chunks[2:])]
+    assert rows.tolist() == [0, 0] + [1] * (len(chunks) - 2)
+    seen: list[str] = []
+
+    class Recording(HashingEmbedder):
+        def embed_documents(self, batch):
+            seen.extend(batch)
+            return super().embed_documents(batch)
+
+    vectors = vectors_of_chunks(Recording(), chunks)
+    assert seen == texts and vectors.shape == (len(chunks), Recording().dim)
+    assert np.array_equal(vectors[0], vectors[1]) and not np.array_equal(vectors[1], vectors[2])
+    # hcg's own chunks (word spans) and units without a place are embedded as themselves.
+    own = [
+        Chunk(c.id, c.text, doc_id="d", metadata={"start_word": 0, "end_word": 1}) for c in chunks
+    ]
+    assert embedding_texts(own)[0] == [c.text for c in chunks]
+    bare = [Chunk(c.id, c.text, doc_id="d") for c in chunks]
+    assert embedding_texts(bare)[0] == [c.text for c in chunks]

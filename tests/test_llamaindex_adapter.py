@@ -604,6 +604,13 @@ def test_the_pieces_of_a_paragraph_a_splitter_cut_come_back_together(
 
     pieces = sum(1 for node in index.docstore.docs.values() if node.start_char_idx < end)
     assert pieces >= 3
+    # The paragraph was embedded once, as hcg's chunk would be: its pieces share that vector.
+    core = index.core_retriever
+    rows = [i for i, c in enumerate(core.graph.chunks) if c.metadata["start_char_idx"] < end]
+    assert len(rows) == pieces
+    vectors = core.chunk_embeddings[rows]
+    assert np.array_equal(vectors, np.repeat(vectors[:1], pieces, axis=0))
+    assert not np.array_equal(core.chunk_embeddings[rows[0]], core.chunk_embeddings[-1])
     got = index.as_retriever(similarity_top_k=pieces + 2).retrieve(question)
     assert [in_first(n) for n in got[:pieces]] == [True] * pieces
     config = RetrievalConfig(hybrid=HybridConfig(group_blocks=False, follow_gap=None))

@@ -28,7 +28,7 @@ from ..config import (
     LLMBuildConfig,
     tier_caps,
 )
-from ..embedding import as_matrix, embed_texts
+from ..embedding import as_matrix, vectors_of_chunks
 from ..errors import BuildError, ConfigError, IncompleteBuildError
 from ..llm.accounting import COUNTERS, Ledger, stage
 from ..llm.bridge import run_sync
@@ -133,7 +133,7 @@ async def abuild_with_llm(
     chunks = list(chunks)
 
     show = bool(getattr(sys.stderr, "isatty", lambda: False)()) if progress is None else progress
-    chunk_embeddings = embed_texts(embedder, [c.text for c in chunks], what="chunks", progress=show)
+    chunk_embeddings = vectors_of_chunks(embedder, chunks, progress=show)
     stage1_info: dict[str, Any]
     if spec is None:
         with stage_progress("stage 1 (spec)", progress), _stage1_failure(ledger, before, failures):

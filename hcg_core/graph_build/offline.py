@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..blocks import embedding_texts
 from ..config import (
     DEFAULT_DROP_WEAK,
     DEFAULT_LIFT,
@@ -37,7 +38,7 @@ from ..config import (
     OfflineBuildConfig,
     tier_caps,
 )
-from ..embedding import embed_texts
+from ..embedding import embed_texts, vectors_of_chunks
 from ..errors import BuildError
 from ..ports import Embedder
 from ..spec.offline_vocabulary import (
@@ -242,10 +243,10 @@ def build_offline(
     stages.done("embed_variables", t, variables=len(var_texts))
     chunk_vec = None
     if embed_chunks:
-        ctexts = [c.text for c in chunks]
-        t = stages.begin(f"embedding {len(ctexts):,} chunks")
-        chunk_vec = embed_texts(embedder, ctexts, what="chunks", progress=stages.progress)
-        stages.done("embed_chunks", t, chunks=len(ctexts))
+        n_texts = len(embedding_texts(chunks)[0])
+        t = stages.begin(f"embedding {len(chunks):,} chunks ({n_texts:,} texts)")
+        chunk_vec = vectors_of_chunks(embedder, chunks, progress=stages.progress)
+        stages.done("embed_chunks", t, chunks=len(chunks), texts=n_texts)
     if not graph.edges:
         note = empty_graph_note(len(corpus.statements), len(corpus.sentences), len(chunks))
         logger.warning("%s", note)

@@ -28,17 +28,17 @@ removed: the ablation that measures what the graph adds.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..blocks import chunk_spans, groupable, reading_order, short_blocks
 from ..config import DEFAULT_DIVERSITY, HybridConfig
 from ..corpus import english_word_counts, reads_not_english
 from ..errors import ConfigError
 from ..types import Chunk, RetrievalResult, RetrievedChunk
-from .blocks import reading_order, short_blocks
 from .dense import DenseIndex, NumpyDenseIndex
 from .grams import GramIndex
 from .lexical import BM25Index, Growable, top_k_indices
@@ -435,14 +435,8 @@ class HybridRanker:
         if spans is None:
             return None
         if self._blocks is None:
-            # Word spans are hcg's own chunks (``start_word``): those already keep a block whole.
-            # Passages (``passage_words``) were asked for finer than the chunks: left apart too.
-            in_chars = np.fromiter(
-                (not {"start_word", "passage_of"} & (u.metadata or {}).keys() for u in self.units),
-                bool,
-                len(self.units),
-            )
-            blocks = short_blocks(spans, [u.text for u in self.units], self.word_counts, in_chars)
+            texts = [u.text for u in self.units]
+            blocks = short_blocks(spans, texts, self.word_counts, groupable(self.units))
             grouped = np.flatnonzero(blocks >= 0)
             rows = grouped[np.argsort(blocks[grouped], kind="stable")]
             self._blocks = (blocks, blocks[rows], rows)
@@ -481,7 +475,7 @@ class HybridRanker:
         # Passage texts with whitespace squashed, for finding a graph edge's mechanism sentence.
         self._flat_texts = self._flat_texts + tuple(_squash(u.text) for u in units)
         if self._spans is not None:
-            spans = _chunk_spans(units, self._span_docs)
+            spans = chunk_spans(units, self._span_docs)
             self._spans = None if spans is None else self._spans.append(n, spans)
         if self._spans is not None:
             both = self._spans.view(n + len(units))[max(n - 1, 0) :]
@@ -1077,39 +1071,6 @@ _MECHANISM_PROBE = 60
 def _squash(text: str) -> str:
     """Whitespace runs as single spaces, so text re-flowed by chunking still matches."""
     return " ".join(text.split())
-
-
-def _chunk_spans(chunks: Sequence[Chunk], docs: dict[str, int]) -> np.ndarray | None:
-    """``(n, 3)`` int64 (document number, start, end) when every chunk carries its span in its
-    document; ``docs`` numbers the documents (and learns the new ones).
-
-    A span is read, in this order, from ``start_word``/``end_word`` (hcg's chunker), from
-    ``start_char_idx``/``end_char_idx`` (a LlamaIndex node's character offsets, which the adapter
-    copies), or from ``start_index`` (LangChain's text splitters with ``add_start_index=True``)
-    plus the text's length. Only spans of one document are ever compared, so words in one
-    document and characters in another do not mix.
-
-    >>> _chunk_spans([Chunk("a", "xyz", doc_id="d", metadata={"start_index": 5})], {}).tolist()
-    [[0, 5, 8]]
-    """
-    out = np.zeros((len(chunks), 3), dtype=np.int64)
-    for i, c in enumerate(chunks):
-        meta: Mapping[str, Any] = c.metadata or {}
-        span = next(
-            (
-                (meta[a], meta[b])
-                for a, b in (("start_word", "end_word"), ("start_char_idx", "end_char_idx"))
-                if isinstance(meta.get(a), int) and isinstance(meta.get(b), int)
-            ),
-            None,
-        )
-        if span is None and isinstance(meta.get("start_index"), int):
-            span = (meta["start_index"], meta["start_index"] + len(c.text))
-        if span is None:
-            return None
-        doc = c.doc_id or str(meta.get("doc_id", ""))
-        out[i] = (docs.setdefault(doc, len(docs)), *span)
-    return out
 
 
 def _vector_sum(vectors: np.ndarray | None) -> np.ndarray | None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..config import HybridConfig, RetrievalConfig
 from ..contract import vectors_match
-from ..embedding import embed_texts, embedder_errors
+from ..embedding import embed_texts, embedder_errors, vectors_of_chunks
 from ..errors import ConfigError, EmbedderError
 from ..ports import Embedder
 from ..store import StoredGraph, load_graph, save_graph
@@ -125,7 +125,7 @@ class CausalGraphRetriever:
                 embedder, [variable_text(v) for v in graph.variables], what="variables"
             )
         if chunk_embeddings is None:
-            chunk_embeddings = embed_texts(embedder, [c.text for c in graph.chunks], what="chunks")
+            chunk_embeddings = vectors_of_chunks(embedder, graph.chunks)
         self.variable_embeddings = variable_embeddings
         self.chunk_embeddings = chunk_embeddings
         self.build_report: dict[str, Any] | None = None

@@ -26,7 +26,7 @@ import numpy as np
 from ..config import DEFAULT_EVIDENCE_PER_EDGE, DEFAULT_EVIDENCE_TAU
 from ..contract import keep_in_batch
 from ..corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents, recorded_chunking
-from ..embedding import embed_texts
+from ..embedding import embed_texts, vectors_of_chunks
 from ..errors import ConfigError, InputError
 from ..graph_build.evidence import edge_text
 from ..graph_build.incremental import (
@@ -152,7 +152,7 @@ def insert(
             "old and new text do not both count"
         )
     if chunk_vectors is None:
-        vectors = embed_texts(r.embedder, [c.text for c in new], what="inserted chunks")
+        vectors = vectors_of_chunks(r.embedder, new, what="inserted chunks")
     else:  # reused rows (hcg add: unchanged chunks are not embedded again)
         vectors = np.asarray(chunk_vectors, dtype=np.float32)
         if vectors.shape[0] != len(new):

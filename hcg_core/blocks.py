@@ -1,0 +1,261 @@
+"""Which of a user's units are pieces of one short text block (a paragraph or abstract).
+
+hcg's chunker keeps a blank-line block of up to ``corpus.WHOLE_BLOCK_FACTOR`` x
+``corpus.DEFAULT_CHUNK_WORDS`` words whole, as one chunk: its sentences answer questions together.
+A user's own splitter (LlamaIndex ``SentenceSplitter(256, 32)``, LangChain's
+``RecursiveCharacterTextSplitter(1000, 200)``) cuts such a block into pieces. So:
+
+- at build time the block is embedded once, as hcg's chunk would be, and each piece takes its
+  vector (``embedding_texts``): the dense signal reads the passage, and a build embeds about as
+  many texts as hcg's own chunks;
+- at query time the ranker packs the pieces of one short block together (``hybrid.mmr_pack``'s
+  ``groups``): picked for one, the rest follow it, as they would inside hcg's own chunk, and the
+  run comes back in reading order (``reading_order``), so the block reads as it was written.
+
+Long blocks (text without paragraph breaks, a section of thousands of words) are left piece by
+piece, as hcg's chunker windows them.
+
+Only the units' spans (``chunk_spans``) and texts are read, never the documents. A block is a run
+of units that overlap or touch in their document: the splitter's pieces of one stretch of text,
+at most ``_GAP`` characters apart (the space it stripped between two). The blank lines their texts
+hold (``corpus.BLANK_LINE_RE``, where hcg's chunker ends paragraphs) cut the run into blocks; a
+wider gap is a paragraph break the splitter stripped. Units with word spans are hcg's own chunks,
+which already hold a short block whole, and passages were asked for finer than the chunks: neither
+is ever grouped (``groupable``). Pure functions over arrays.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .corpus import BLANK_LINE_RE, DEFAULT_CHUNK_WORDS, WHOLE_BLOCK_FACTOR
+from .types import Chunk
+
+# Characters between two pieces of one stretch of text: a splitter strips the space it cut at; a
+# stripped blank line ("\n\n") leaves two or more.
+_GAP = 1
+
+SHORT_BLOCK_WORDS = WHOLE_BLOCK_FACTOR * DEFAULT_CHUNK_WORDS
+"""A block of at most this many words is one passage: hcg's chunker keeps it as one chunk."""
+
+
+def short_blocks(
+    spans: np.ndarray,
+    texts: Sequence[str],
+    word_counts: np.ndarray,
+    in_chars: np.ndarray,
+    max_words: int = SHORT_BLOCK_WORDS,
+) -> np.ndarray:
+    """Block number of each unit, or -1 where the unit is alone in its block or the block is long.
+
+    ``spans`` is ``(n, 3)`` (document, start, end); ``texts`` the units' texts; ``word_counts``
+    their words; ``in_chars`` whether a unit's span counts characters (only those are grouped).
+    Units overlapping or touching form a run; the blank lines inside their texts cut the run into
+    blocks; a unit belongs to the block holding its middle. A block's words are its extent times
+    its units' words per character.
+
+    >>> spans = np.array([[0, 0, 10], [0, 11, 20], [0, 30, 40], [0, 38, 52]])
+    >>> texts = ["a" * 10, "a" * 9, "b" * 10, "bbbb\\n\\nccccccccc"]
+    >>> short_blocks(spans, texts, np.array([2, 2, 2, 2]), np.ones(4, bool), max_words=10).tolist()
+    [0, 0, -1, -1]
+    """
+    n = len(texts)
+    out = np.full(n, -1, dtype=np.int64)
+    if n < 2:
+        return out
+    order = np.lexsort((spans[:, 1], spans[:, 0])).tolist()
+    rows = spans.tolist()
+    run: list[int] = []
+    reach = 0
+    next_id = 0
+    chars = in_chars.tolist()
+    for r in order:
+        doc, start, end = rows[r]
+        if not chars[r]:
+            continue
+        if run and rows[run[0]][0] == doc and start <= reach + _GAP:
+            run.append(r)
+            reach = max(reach, end)
+            continue
+        next_id = _number_run(run, rows, texts, word_counts, max_words, out, next_id)
+        run, reach = [r], end
+    _number_run(run, rows, texts, word_counts, max_words, out, next_id)
+    return out
+
+
+def _number_run(
+    run: list[int],
+    rows: list[list[int]],
+    texts: Sequence[str],
+    word_counts: np.ndarray,
+    max_words: int,
+    out: np.ndarray,
+    next_id: int,
+) -> int:
+    """Number the short blocks of one run of overlapping units in ``out``; the next free number."""
+    if len(run) < 2:
+        return next_id
+    cuts: set[float] = set()
+    for r in run:
+        _, start, end = rows[r]
+        text = texts[r]
+        for m in BLANK_LINE_RE.finditer(text):
+            # The text's characters map onto the span in proportion (exact for character spans).
+            cuts.add(start + (end - start) * m.start() / max(len(text), 1))
+    bounds = sorted(cuts)
+    pieces: dict[int, list[int]] = {}
+    for r in run:
+        _, start, end = rows[r]
+        pieces.setdefault(bisect.bisect(bounds, (start + end) / 2), []).append(r)
+    lo_run = min(rows[r][1] for r in run)
+    hi_run = max(rows[r][2] for r in run)
+    for segment, members in sorted(pieces.items()):
+        if len(members) < 2:
+            continue
+        lo = max(lo_run, bounds[segment - 1]) if segment else lo_run
+        hi = min(hi_run, bounds[segment]) if segment < len(bounds) else hi_run
+        lo = max(lo, min(rows[r][1] for r in members))
+        hi = min(hi, max(rows[r][2] for r in members))
+        extent = sum(rows[r][2] - rows[r][1] for r in members)
+        words = (hi - lo) * float(sum(int(word_counts[r]) for r in members)) / max(extent, 1)
+        if words <= max_words:
+            out[members] = next_id
+            next_id += 1
+    return next_id
+
+
+def reading_order(blocks: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each run of consecutive results from one block put in document order; all else in place.
+
+    ``blocks`` is each result's block (-1 for none) and ``starts`` its start in its document, in
+    the order the results were picked. Returns ``(order, lead)``: the positions in reading order,
+    and for each position of the picked order the first position of its run (the piece that was
+    picked for the query, which the others followed).
+
+    Why: a splitter's pieces overlap or touch, and a sentence it cut in two reads whole only when
+    the earlier piece comes first and the later one continues it (``repeats.without_repeats``).
+
+    >>> order, lead = reading_order(np.array([-1, 4, 4, 4, -1]), np.array([9, 50, 10, 90, 0]))
+    >>> order.tolist(), lead.tolist()
+    ([0, 2, 1, 3, 4], [0, 1, 1, 1, 4])
+    """
+    n = blocks.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    new_run = np.ones(n, dtype=bool)
+    new_run[1:] = (blocks[1:] < 0) | (blocks[1:] != blocks[:-1])
+    run = np.cumsum(new_run) - 1
+    order = np.lexsort((starts, run))
+    return order.astype(np.int64), np.flatnonzero(new_run)[run].astype(np.int64)
+
+
+def chunk_spans(chunks: Sequence[Chunk], docs: dict[str, int]) -> np.ndarray | None:
+    """``(n, 3)`` int64 (document number, start, end) when every chunk carries its span in its
+    document; ``docs`` numbers the documents (and learns the new ones).
+
+    A span is read, in this order, from ``start_word``/``end_word`` (hcg's chunker), from
+    ``start_char_idx``/``end_char_idx`` (a LlamaIndex node's character offsets, which the adapter
+    copies), or from ``start_index`` (LangChain's text splitters with ``add_start_index=True``)
+    plus the text's length. Only spans of one document are ever compared, so words in one
+    document and characters in another do not mix.
+
+    >>> chunk_spans([Chunk("a", "xyz", doc_id="d", metadata={"start_index": 5})], {}).tolist()
+    [[0, 5, 8]]
+    """
+    out = np.zeros((len(chunks), 3), dtype=np.int64)
+    for i, c in enumerate(chunks):
+        meta: Mapping[str, Any] = c.metadata or {}
+        span = next(
+            (
+                (meta[a], meta[b])
+                for a, b in (("start_word", "end_word"), ("start_char_idx", "end_char_idx"))
+                if isinstance(meta.get(a), int) and isinstance(meta.get(b), int)
+            ),
+            None,
+        )
+        if span is None and isinstance(meta.get("start_index"), int):
+            span = (meta["start_index"], meta["start_index"] + len(c.text))
+        if span is None:
+            return None
+        doc = c.doc_id or str(meta.get("doc_id", ""))
+        out[i] = (docs.setdefault(doc, len(docs)), *span)
+    return out
+
+
+def groupable(units: Sequence[Chunk]) -> np.ndarray:
+    """Whether each unit may be grouped: its span counts characters (a user's splitter). Word
+    spans are hcg's own chunks (``start_word``), which already keep a block whole; passages
+    (``passage_of``) were asked for finer than the chunks."""
+    return np.fromiter(
+        (not {"start_word", "passage_of"} & (u.metadata or {}).keys() for u in units),
+        bool,
+        len(units),
+    )
+
+
+def chunk_blocks(chunks: Sequence[Chunk]) -> np.ndarray | None:
+    """``short_blocks`` of ``chunks`` read from their own spans and texts; None without spans."""
+    spans = chunk_spans(chunks, {})
+    if spans is None:
+        return None
+    words = np.fromiter((len(c.text.split()) for c in chunks), np.int64, len(chunks))
+    return short_blocks(spans, [c.text for c in chunks], words, groupable(chunks))
+
+
+def embedding_texts(chunks: Sequence[Chunk]) -> tuple[list[str], np.ndarray]:
+    """The texts to embed for ``chunks`` and, for each chunk, the row of its vector among them.
+
+    A piece of a short block (``chunk_blocks``) takes the vector of the block's whole text, which
+    is embedded once: its pieces joined where they overlap or touch (``block_text``). Every other
+    chunk is embedded as itself. Over HolisQA's abstracts cut by ``SentenceSplitter(256, 32)`` or
+    ``RecursiveCharacterTextSplitter(1000, 200)`` this embeds 1,050-1,110 texts for 1,600-2,400
+    pieces, as many as hcg's own chunks, at -0.2 to +0.9 points of gold-context recall
+    (docs/evaluation.md).
+
+    >>> pieces = [Chunk("a", "One two", doc_id="d", metadata={"start_index": 0}),
+    ...           Chunk("b", "two three", doc_id="d", metadata={"start_index": 4})]
+    >>> embedding_texts(pieces)
+    (['One two three'], array([0, 0]))
+    """
+    blocks = chunk_blocks(chunks)
+    rows = np.arange(len(chunks), dtype=np.int64)
+    texts = [c.text for c in chunks]
+    if blocks is None or not (blocks >= 0).any():
+        return texts, rows
+    spans = chunk_spans(chunks, {})
+    out: list[str] = []
+    row_of_block: dict[int, int] = {}
+    for i, b in enumerate(blocks.tolist()):
+        if b < 0:
+            rows[i] = len(out)
+            out.append(texts[i])
+        elif b in row_of_block:
+            rows[i] = row_of_block[b]
+        else:
+            members = np.flatnonzero(blocks == b)
+            rows[i] = row_of_block[b] = len(out)
+            out.append(block_text([texts[m] for m in members], spans[members, 1:]))
+    return out, rows
+
+
+def block_text(texts: Sequence[str], spans: np.ndarray) -> str:
+    """The text of one block from its pieces' texts and ``(start, end)`` character spans: each
+    piece adds what lies past the ones before it; touching pieces are joined by a space.
+
+    >>> block_text(["cd ef", "ab cd"], np.array([[3, 8], [0, 5]]))
+    'ab cd ef'
+    """
+    text, reach = "", None
+    for i in np.lexsort((spans[:, 1], spans[:, 0])).tolist():
+        piece, (start, end) = texts[i], spans[i].tolist()
+        if reach is None:
+            text, reach = piece, end
+        elif start >= reach or end - start != len(piece):  # touching, or offsets of another text
+            text, reach = f"{text} {piece}", end
+        elif end > reach:
+            text, reach = text + piece[reach - start :], end
+    return text
