@@ -227,6 +227,10 @@ def embedding_texts(chunks: Sequence[Chunk]) -> tuple[list[str], np.ndarray]:
     if blocks is None or not (blocks >= 0).any():
         return texts, rows
     spans = chunk_spans(chunks, {})
+    members: dict[int, list[int]] = {}
+    for i, b in enumerate(blocks.tolist()):
+        if b >= 0:
+            members.setdefault(b, []).append(i)
     out: list[str] = []
     row_of_block: dict[int, int] = {}
     for i, b in enumerate(blocks.tolist()):
@@ -236,9 +240,9 @@ def embedding_texts(chunks: Sequence[Chunk]) -> tuple[list[str], np.ndarray]:
         elif b in row_of_block:
             rows[i] = row_of_block[b]
         else:
-            members = np.flatnonzero(blocks == b)
+            m = members[b]
             rows[i] = row_of_block[b] = len(out)
-            out.append(block_text([texts[m] for m in members], spans[members, 1:]))
+            out.append(block_text([texts[j] for j in m], spans[m, 1:]))
     return out, rows
 
 
