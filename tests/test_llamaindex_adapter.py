@@ -611,6 +611,15 @@ def test_the_pieces_of_a_paragraph_a_splitter_cut_come_back_together(
     vectors = core.chunk_embeddings[rows]
     assert np.array_equal(vectors, np.repeat(vectors[:1], pieces, axis=0))
     assert not np.array_equal(core.chunk_embeddings[rows[0]], core.chunk_embeddings[-1])
+    # A document inserted later is embedded the same way.
+    index.insert(Document(text=first.replace("Warfarin", "Heparin"), id_="more"))
+    core = index.core_retriever
+    added = [i for i, c in enumerate(core.graph.chunks) if c.doc_id == "more"]
+    assert len(added) == pieces
+    assert np.array_equal(
+        core.chunk_embeddings[added], core.chunk_embeddings[added[:1]].repeat(pieces, 0)
+    )
+    index.delete_ref_doc("more")
     got = index.as_retriever(similarity_top_k=pieces + 2).retrieve(question)
     assert [in_first(n) for n in got[:pieces]] == [True] * pieces
     config = RetrievalConfig(hybrid=HybridConfig(group_blocks=False, follow_gap=None))
