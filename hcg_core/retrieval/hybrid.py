@@ -1,7 +1,7 @@
 """The default retrieval mode: fuse graph evidence, BM25 and dense similarity, then pack by MMR.
 
 The unit ranked and returned is the stored chunk (option ``passage_words`` splits every chunk into
-passages and returns those, ``passages.py``). ``HybridRanker.rank`` runs four stages, each a method
+passages and returns those, ``passages.py``). ``HybridRanker.rank`` runs five stages, each a method
 with its own docstring:
 
 1. ``_candidates``: each signal's best units: BM25 (``lexical.py``), the dense cosine of the query
@@ -16,9 +16,12 @@ with its own docstring:
 4. ``_pack``: greedy maximal marginal relevance (MMR): relevance minus redundancy with what is
    already chosen (cosine of BM25 term vectors), skipping a unit that adds no new text; the
    pieces of a short text block a user's splitter cut apart follow the first of them picked
-   (``group_blocks``, ``blocks.py``). The picks are returned in pick order, each with a
-   calibrated score in [0, 1] (``calibrated_scores``), the words an earlier result already
-   returned cut from overlapping units (``repeats.py``).
+   (``group_blocks``, ``hcg_core/blocks.py``).
+5. ``_in_reading_order``: those pieces in the order they were written (``blocks.reading_order``).
+
+The picks are returned in that order, each with a calibrated score in [0, 1]
+(``calibrated_scores``), the words an earlier result already returned cut from overlapping units
+(``repeats.py``).
 
 Each stage's heuristics have a leave-one-out measurement in benchmarks/ranking_variants.py
 (docs/evaluation.md). ``use_graph=False`` runs exactly the same pipeline with the graph signal
