@@ -197,19 +197,10 @@ def groupable(units: Sequence[Chunk]) -> np.ndarray:
     )
 
 
-def chunk_blocks(chunks: Sequence[Chunk]) -> np.ndarray | None:
-    """``short_blocks`` of ``chunks`` read from their own spans and texts; None without spans."""
-    spans = chunk_spans(chunks, {})
-    if spans is None:
-        return None
-    words = np.fromiter((len(c.text.split()) for c in chunks), np.int64, len(chunks))
-    return short_blocks(spans, [c.text for c in chunks], words, groupable(chunks))
-
-
 def embedding_texts(chunks: Sequence[Chunk]) -> tuple[list[str], np.ndarray]:
     """The texts to embed for ``chunks`` and, for each chunk, the row of its vector among them.
 
-    A piece of a short block (``chunk_blocks``) takes the vector of the block's whole text, which
+    A piece of a short block (``short_blocks``) takes the vector of the block's whole text, which
     is embedded once: its pieces joined where they overlap or touch (``block_text``). Every other
     chunk is embedded as itself. Over HolisQA's abstracts cut by ``SentenceSplitter(256, 32)`` or
     ``RecursiveCharacterTextSplitter(1000, 200)`` this embeds 1,050-1,110 texts for 1,600-2,400
@@ -221,12 +212,15 @@ def embedding_texts(chunks: Sequence[Chunk]) -> tuple[list[str], np.ndarray]:
     >>> embedding_texts(pieces)
     (['One two three'], array([0, 0]))
     """
-    blocks = chunk_blocks(chunks)
     rows = np.arange(len(chunks), dtype=np.int64)
     texts = [c.text for c in chunks]
-    if blocks is None or not (blocks >= 0).any():
-        return texts, rows
     spans = chunk_spans(chunks, {})
+    if spans is None:
+        return texts, rows
+    words = np.fromiter((len(t.split()) for t in texts), np.int64, len(texts))
+    blocks = short_blocks(spans, texts, words, groupable(chunks))
+    if not (blocks >= 0).any():
+        return texts, rows
     members: dict[int, list[int]] = {}
     for i, b in enumerate(blocks.tolist()):
         if b >= 0:

@@ -109,8 +109,8 @@ def vectors_of_chunks(
 __all__ = [
     "EMBED_BATCH",
     "as_matrix",
-    "vectors_of_chunks",
     "embed_texts",
     "embedder_errors",
     "is_embedder",
+    "vectors_of_chunks",
 ]

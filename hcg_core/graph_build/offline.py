@@ -38,7 +38,7 @@ from ..config import (
     OfflineBuildConfig,
     tier_caps,
 )
-from ..embedding import embed_texts, vectors_of_chunks
+from ..embedding import embed_texts
 from ..errors import BuildError
 from ..ports import Embedder
 from ..spec.offline_vocabulary import (
@@ -243,10 +243,11 @@ def build_offline(
     stages.done("embed_variables", t, variables=len(var_texts))
     chunk_vec = None
     if embed_chunks:
-        n_texts = len(embedding_texts(chunks)[0])
-        t = stages.begin(f"embedding {len(chunks):,} chunks ({n_texts:,} texts)")
-        chunk_vec = vectors_of_chunks(embedder, chunks, progress=stages.progress)
-        stages.done("embed_chunks", t, chunks=len(chunks), texts=n_texts)
+        # A short block a user's splitter cut is embedded once, for all its pieces (blocks.py).
+        ctexts, rows = embedding_texts(chunks)
+        t = stages.begin(f"embedding {len(chunks):,} chunks ({len(ctexts):,} texts)")
+        chunk_vec = embed_texts(embedder, ctexts, what="chunks", progress=stages.progress)[rows]
+        stages.done("embed_chunks", t, chunks=len(chunks), texts=len(ctexts))
     if not graph.edges:
         note = empty_graph_note(len(corpus.statements), len(corpus.sentences), len(chunks))
         logger.warning("%s", note)
