@@ -62,7 +62,7 @@ class _PickOrderInBlocks(HybridRanker):
     """A cut paragraph's pieces left in pick order (the matched piece first), not reading order."""
 
     def _in_reading_order(self, rows, score):
-        return rows, score
+        return rows, score, super()._in_reading_order(rows, score)[2]
 
 
 # name -> (ranker class, settings): each switches one heuristic off.

@@ -816,9 +816,8 @@ class HybridRanker:
         score = calibrated_scores(fused, rows, bm25_abs, dense_rel, cfg)
         bm_rank, dn_rank = _ranks(c.bm_order, n), _ranks(c.dn_order, n)
         g_rank = _ranks(np.asarray(c.graph_rows, np.int64), n)
-        led_by = self._block_leads(rows)
         best = int(rows[0]) if rows.size else -1
-        rows, score = self._in_reading_order(rows, score)
+        rows, score, led_by = self._in_reading_order(rows, score)
         out: list[RetrievedChunk] = []
         for i, r in enumerate(rows.tolist()):
             hit = c.graph_hits.get(r)
@@ -875,34 +874,20 @@ class HybridRanker:
 
     def _in_reading_order(
         self, rows: np.ndarray, score: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
         """Stage 5: the picked rows and their scores, each short block's pieces (``group_blocks``)
-        in reading order (``blocks.reading_order``), so the passage reads as written.
+        in reading order (``blocks.reading_order``), so the passage reads as written; and each
+        piece's row -> the row of the piece it followed (its run's first pick).
 
-        Each piece takes the score of the piece picked for the query (its run's first pick): the
-        passage scores as its best part, and scores still never rise down the list.
+        Each piece takes the score of the piece picked for the query: the passage scores as its
+        best part, and scores still never rise down the list.
         """
         blocks = self.blocks if self.config.group_blocks else None
         if blocks is None or rows.size == 0:
-            return rows, score
+            return rows, score, {}
         order, lead = reading_order(blocks[rows], self.spans[rows, 1])
-        return rows[order], score[lead][order]
-
-    def _block_leads(self, rows: np.ndarray) -> dict[int, int]:
-        """Row -> the row it followed as a piece of the same short block (``group_blocks``)."""
-        blocks = self.blocks if self.config.group_blocks else None
-        if blocks is None:
-            return {}
-        first: dict[int, int] = {}
-        led: dict[int, int] = {}
-        for r in rows.tolist():
-            b = int(blocks[r])
-            if b >= 0:
-                if b in first:
-                    led[r] = first[b]
-                else:
-                    first[b] = r
-        return led
+        led_by = {int(rows[i]): int(rows[j]) for i, j in enumerate(lead.tolist()) if i != j}
+        return rows[order], score[lead][order], led_by
 
     def _language_gap(self, query: str) -> np.ndarray | None:
         """Units whose missing BM25 evidence the dense signal fills for this query, or None.
