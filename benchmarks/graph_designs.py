@@ -1,21 +1,25 @@
-"""Graph-route designs for the hybrid mode that may add evidence, measured by graph_signal_sweep.py.
+"""Graph-route designs for the hybrid mode, measured by graph_signal_sweep.py against graph off.
 
-The library's graph signal (``hcg_core/retrieval/hybrid.py``) only lifts units a text signal already
-found. Each design here computes one more per-unit score from the causal graph at query time and
-fuses it with the text signals, on the text signals' own scale (``standardise``), with a weight:
+The library's graph signal (``hcg_core/retrieval/walk.py``) is a personalized PageRank walk seeded
+by BM25 of the query over each variable's words, damping 0.2, that lifts units a text signal
+already found. It was chosen among these designs on the design half of the medical dev questions
+with the recorded LLM graph (docs/evaluation.md, "What the graph adds"). Each design computes one
+per-unit score from the causal graph at query time and fuses it with the text signals, on their
+own scale (``standardise``), with a weight:
 
+- ``paper``: the earlier library signal, a rank bonus for the paper route's chunks (the first gets
+  the full weight, the last half of it; not standardised).
 - ``mechanism``: query expansion by mechanism text. The edges of the query's outcome cones (or
   of its matched variables) are ranked by BM25 of the query over their mechanism sentences; the
   terms of the best ``edges`` of them are a second BM25 query over the units.
-- ``ppr``: personalized PageRank over the variable graph (edges in both directions, weighted by
-  confidence), seeded by the variables the query matches, by cosine (``soft``) or by BM25 over
-  each variable's name, entities, description and edges' mechanisms (``lexical``); each edge
-  passes the mass of its two ends to the chunks it cites (its evidence links).
+- ``ppr``: personalized PageRank over the variable graph (``walk.py``), seeded by the variables
+  the query matches, by cosine (``soft``) or by BM25 over each variable's words (``lexical``, the
+  library's seeding); each edge passes the mass of its two ends to the chunks it cites.
 
 With ``admit`` the best units of the design's score join the candidates even when no text signal
 found them, and the score counts for them; without it the score only lifts units a text signal
-also found (as the library's graph signal does). The library's own graph bonus stays on in every
-design but one (``bonus=False``): a design is the default plus its route, compared with graph off.
+also found (as the library's signal does). With ``walk`` (the default) the library's own signal
+stays on beside the design (the default plus a route); without it the design replaces it.
 
 Everything is array work per query over arrays built once per graph (numpy only, no scipy). The
 classes wrap the public API: ``DesignRanker`` subclasses ``HybridRanker`` (its ``_candidates`` and
@@ -24,7 +28,6 @@ classes wrap the public API: ``DesignRanker`` subclasses ``HybridRanker`` (its `
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -33,115 +36,45 @@ import numpy as np
 from hcg_core.retrieval import CausalGraphRetriever
 from hcg_core.retrieval.hybrid import HybridRanker, standardise
 from hcg_core.retrieval.lexical import BM25Index, tokenize, top_k_indices
+from hcg_core.retrieval.walk import (
+    WALK_SEEDS,
+    evidence_mass,
+    personalized_pagerank,
+    transition,
+    variable_texts,
+)
 
 ADMITTED = 10
 """Units a design with ``admit`` adds to the candidates: as many as the graph route's own
 (``graph_candidates``), so an admitting design can at most double the graph's share."""
-SEEDS = 10
-"""Variables that seed the walk: a handful, as the paper's matching keeps (5 metrics x 3)."""
 
 
 @dataclass(frozen=True)
 class Design:
     """One graph-route design (see the module docstring)."""
 
-    kind: str  # "mechanism" or "ppr"
+    kind: str  # "paper", "mechanism" or "ppr"
     weight: float = 0.25
     admit: bool = False
     edges: int = 5  # mechanism: the best-matching edges whose terms expand the query
     source: str = "cones"  # mechanism: "cones" (the query's outcome cones) or "matched"
     seeds: str = "soft"  # ppr: "soft" (cosine) or "lexical" (BM25 over variable text)
     damping: float = 0.5  # ppr: the chance a step follows an edge rather than restarting
-    bonus: bool = True  # keep the library's own graph bonus (graph_weight) beside the route
+    walk: bool = True  # keep the library's own graph signal (graph_weight) beside the design
 
 
 DESIGNS: dict[str, Design] = {
+    # The library's signal before the walk: the paper route's chunks, by rank, in its place.
+    "paper-bonus": Design("paper", walk=False),
     "mech-cones-5": Design("mechanism", 0.25, False, edges=5, source="cones"),
     "mech-matched-20-admit": Design("mechanism", 0.5, True, edges=20, source="matched"),
     "ppr-soft": Design("ppr", 0.25, False, seeds="soft"),
     "ppr-soft-admit": Design("ppr", 0.25, True, seeds="soft"),
-    "ppr-lexical": Design("ppr", 0.25, False, seeds="lexical"),
-    "ppr-lexical-admit": Design("ppr", 0.25, True, seeds="lexical"),
-    # The route alone: the default bonus by itself costs a few tenths on the design half, so
-    # this tells the route's own effect from the bonus's.
-    "ppr-lexical-alone": Design("ppr", 0.25, False, seeds="lexical", bonus=False),
+    # The library's walk at other settings, in its place (the default is damping 0.2).
+    "ppr-lexical-d0.5": Design("ppr", 0.25, False, seeds="lexical", walk=False),
+    "ppr-lexical-d0.85": Design("ppr", 0.25, False, seeds="lexical", damping=0.85, walk=False),
+    "ppr-lexical-admit": Design("ppr", 0.25, True, seeds="lexical", damping=0.2, walk=False),
 }
-
-
-def transition(
-    src: np.ndarray, dst: np.ndarray, weight: np.ndarray, n: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The random walk over an undirected weighted graph as CSR ``(indptr, cols, probs)``.
-
-    Each edge is walked both ways (a cause explains its effects and an effect points back to its
-    causes; a "why" question needs the second). Row ``i``'s probabilities sum to 1, or the row is
-    empty (a node with no positive-weight edge: ``personalized_pagerank`` restarts from it).
-
-    >>> ptr, cols, p = transition(np.array([0, 0]), np.array([1, 2]), np.array([1.0, 3.0]), 3)
-    >>> ptr.tolist(), cols.tolist(), p.tolist()
-    ([0, 2, 3, 4], [1, 2, 0, 0], [0.25, 0.75, 1.0, 1.0])
-    """
-    rows = np.concatenate([src, dst]).astype(np.int64)
-    cols = np.concatenate([dst, src]).astype(np.int64)
-    w = np.concatenate([weight, weight]).astype(np.float64)
-    keep = w > 0
-    rows, cols, w = rows[keep], cols[keep], w[keep]
-    order = np.lexsort((cols, rows))
-    rows, cols, w = rows[order], cols[order], w[order]
-    out = np.bincount(rows, weights=w, minlength=n)
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
-    return indptr, cols, w / out[rows]
-
-
-def personalized_pagerank(
-    indptr: np.ndarray,
-    cols: np.ndarray,
-    probs: np.ndarray,
-    seed: np.ndarray,
-    damping: float = 0.5,
-    *,
-    tol: float = 1e-12,
-    max_iter: int = 200,
-) -> np.ndarray:
-    """Personalized PageRank by power iteration over CSR transition arrays (``transition``).
-
-    Solves ``p = (1 - d) s + d (P^T p + m(p) s)``, ``s`` the seed normalised to sum 1, ``d`` the
-    damping and ``m(p)`` the mass on nodes without out-edges, which restarts at the seed (so the
-    mass is conserved: ``p`` sums to 1). Stops when an iteration moves less than ``tol`` (L1); the
-    error then shrinks by ``d`` per step, so ``d = 0.5`` needs about 40 steps to 1e-12.
-    A seed of zeros gives zeros.
-
-    >>> ptr, cols, p = transition(np.array([0]), np.array([1]), np.array([1.0]), 2)
-    >>> personalized_pagerank(ptr, cols, p, np.array([1.0, 0.0])).round(4).tolist()
-    [0.6667, 0.3333]
-    """
-    seed = np.asarray(seed, dtype=np.float64)
-    total = float(seed.sum())
-    if total <= 0:
-        return np.zeros_like(seed)
-    s = seed / total
-    n = s.size
-    rows = np.repeat(np.arange(n), np.diff(indptr))
-    dangling = np.diff(indptr) == 0
-    p = s.copy()
-    for _ in range(max_iter):
-        walked = np.bincount(cols, weights=p[rows] * probs, minlength=n)
-        nxt = (1.0 - damping) * s + damping * (walked + p[dangling].sum() * s)
-        moved = float(np.abs(nxt - p).sum())
-        p = nxt
-        if moved < tol:
-            break
-    return p
-
-
-def _words(name: str) -> str:
-    """A variable name as words: CamelCase split, brackets and commas as spaces.
-
-    >>> _words("CancerRisk(basal cell skin cancer)")
-    'Cancer Risk basal cell skin cancer '
-    """
-    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", re.sub(r"[(),]", " ", name))
 
 
 class GraphSignal:
@@ -161,29 +94,13 @@ class GraphSignal:
         if design.kind == "ppr":
             self.walk = transition(g.edge_src, g.edge_dst, g.edge_conf, g.n_vars)
             if design.seeds == "lexical":
-                self.var_index = BM25Index(self._variable_texts(retriever))
-
-    @staticmethod
-    def _variable_texts(retriever: CausalGraphRetriever) -> list[str]:
-        """Each compiled variable row's name, entities, description and its edges' mechanisms."""
-        g = retriever.compiled
-        by_name = {v.name: v for v in retriever.graph.variables}
-        texts = []
-        for row, name in enumerate(g.var_names):
-            v = by_name[name]
-            edges = np.concatenate(
-                [
-                    g.out_eid[g.out_ptr[row] : g.out_ptr[row + 1]],
-                    g.in_eid[g.in_ptr[row] : g.in_ptr[row + 1]],
-                ]
-            )
-            parts = [_words(name), *v.entities, v.description, *(g.mechanisms[e] for e in edges)]
-            texts.append(" ".join(parts))
-        return texts
+                self.var_index = BM25Index(variable_texts(retriever.graph, g))
 
     def unit_scores(self, ranker: HybridRanker, query: str, qvec: np.ndarray) -> np.ndarray:
         """``(n_units,)`` non-negative scores over ``ranker``'s units; zeros when the graph offers
         nothing for this query."""
+        if self.design.kind == "paper":
+            return np.zeros(len(ranker.units))  # DesignRanker reads the paper route's rows
         if self.design.kind == "mechanism":
             terms = self.expansion(query, qvec)
             if not terms:
@@ -233,7 +150,7 @@ class GraphSignal:
             # match at all seeds nothing.
             cos = g.var_emb @ np.asarray(qvec, np.float32)
             scores = np.clip(cos.astype(np.float64) - self.retriever.config.tau_min, 0.0, None)
-        top, _ = top_k_indices(scores, SEEDS, positive_only=True)
+        top, _ = top_k_indices(scores, WALK_SEEDS, positive_only=True)
         seed = np.zeros(g.n_vars)
         seed[top] = scores[top]
         return seed
@@ -246,10 +163,9 @@ class GraphSignal:
         if not seed.any():
             return out
         p = personalized_pagerank(*self.walk, seed, self.design.damping)
-        # An edge passes on the mean mass of its two ends, weighted by its confidence, to every
-        # chunk it cites; a chunk cited by several reached edges sums them.
-        edge_mass = g.edge_conf * 0.5 * (p[g.edge_src] + p[g.edge_dst])
-        return np.bincount(g.ev_chunk, weights=edge_mass[self.ev_edge], minlength=self.n_chunks)
+        return evidence_mass(
+            p, g.edge_src, g.edge_dst, g.edge_conf, self.ev_edge, g.ev_chunk, self.n_chunks
+        )
 
 
 class DesignRanker(HybridRanker):
@@ -267,8 +183,8 @@ class DesignRanker(HybridRanker):
         )
         self.signal = signal
 
-    def _candidates(self, query, query_vec, graph_result, use_graph, allowed) -> Any:
-        c = super()._candidates(query, query_vec, graph_result, use_graph, allowed)
+    def _candidates(self, query, query_vec, graph_result, use_graph, allowed, walk=None) -> Any:
+        c = super()._candidates(query, query_vec, graph_result, use_graph, allowed, walk)
         part = np.zeros(len(self.units))
         if use_graph and query_vec is not None:
             part = self.signal.unit_scores(self, query, query_vec)
@@ -277,6 +193,10 @@ class DesignRanker(HybridRanker):
         order, _ = top_k_indices(part, self.config.candidates, positive_only=True)
         # The _Candidates record has no field for a design; an attribute keeps hybrid.py as is.
         c.design_part = standardise(part, order)
+        if self.signal.design.kind == "paper" and c.graph_rows:
+            g = np.asarray(c.graph_rows, dtype=np.int64)
+            c.design_part = np.zeros(len(self.units))
+            c.design_part[g] = 1.0 - np.arange(g.size) / (2.0 * g.size)
         if self.signal.design.admit and order.size:
             new = order[:ADMITTED]
             c.pool = np.union1d(c.pool, new)
@@ -292,7 +212,7 @@ class DesignRanker(HybridRanker):
         w = self.signal.design.weight
         if self.signal.design.admit:
             return fused + w * part
-        # fused > 0 exactly where a text signal found the unit (the graph bonus is gated so).
+        # fused > 0 exactly where a text signal found the unit (the library's signal is gated so).
         return fused + w * part * (fused > 0)
 
 
@@ -301,7 +221,7 @@ class DesignRetriever(CausalGraphRetriever):
 
     @classmethod
     def wrap(cls, retriever: CausalGraphRetriever, design: Design) -> DesignRetriever:
-        if not design.bonus:
+        if not design.walk:
             hybrid = replace(retriever.config.hybrid, graph_weight=0.0)
             retriever = retriever.with_config(hybrid=hybrid)
         out = object.__new__(cls)

@@ -47,14 +47,14 @@ DEFAULT_DENSE_WEIGHT = 1.0
 more a priori. On the dev sets BM25 alone leads on two (medical, HolisQA business), dense alone on
 the third (HolisQA psychology), and their fusion is at or near the best on all three."""
 DEFAULT_GRAPH_WEIGHT = 0.25
-"""Weight of the graph signal: a graph-route chunk gets ``weight * (1 - rank / (2 n))``, so the
-route's first chunk gets the full weight and its last half of it (a clear text match, a z-score of
-3, counts 1.0). A quarter: the graph vouches for a chunk being on a causal path of the query, not for
-it holding the answer's words, and on the dev sets every larger weight lowered recall (0.5 cost
-0.0-0.3 points, 1.0 up to 2; docs/evaluation.md). The bonus goes only to units a text signal also
-found (fused text relevance above 0): a unit the graph alone vouched for took budget from text
-matches (-0.1 points on medical, -0.5 when windows were ranked by halves). The graph also attaches its
-causal paths to the chunks it vouches for, whatever the weight."""
+"""Weight of the graph signal, the walk's mass per chunk (``retrieval/walk.py``) as a z-score
+against its own best units, divided by 3 like the text signals (a chunk three standard deviations
+above them counts 1.0). A quarter: the graph vouches for a chunk being near the causes the query
+names, not for it holding the answer's words; with the recorded LLM graph (design half of the
+medical dev questions) 0.5 and 1.0 lowered recall overall (docs/evaluation.md). The signal goes
+only to units a text signal also found (fused text relevance above 0): admitting units the graph
+alone reached cost recall in every design measured. The paper route's chunks also attach their
+causal paths to the results, whatever the weight."""
 DEFAULT_FUSION = "zscore"
 FUSIONS = ("zscore", "max")
 """How the text signals are put on one scale before they are summed: ``"zscore"`` (default; each
@@ -192,7 +192,8 @@ class RetrievalConfig(_Settings):
         mode: "hybrid" (default: graph evidence fused with BM25 and dense candidates, packed
             without overlap and with diversity) or "paper" (Stage 3 exactly as the paper).
         use_graph: hybrid mode only; False switches the graph signal off (the ablation).
-        graph_candidates: hybrid mode: how many paper-route evidence chunks form the graph signal.
+        graph_candidates: hybrid mode: how many paper-route evidence chunks join the candidates
+            and lend their causal paths to the results.
         hybrid: the hybrid mode's fusion and packing settings (``HybridConfig``).
     """
 

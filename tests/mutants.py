@@ -32,6 +32,7 @@ CORE_TESTS = (
     "tests/test_retrieval_paper.py",
     "tests/test_retrieval_cones.py",
     "tests/test_hybrid.py",
+    "tests/test_walk.py",
     "tests/test_offline_build.py",
     "tests/test_offline_golden.py",
     "tests/test_offline_steps.py",
@@ -141,10 +142,20 @@ MUTANTS = (
         ),
     ),
     m(
-        "graph_bonus_flat",
+        "walk_one_way",
+        "hcg_core/retrieval/walk.py",
+        "the graph walk follows edges from cause to effect only, never back",
+        ("rows = np.concatenate([src, dst])", "rows = np.concatenate([src, src])"),
+        ("cols = np.concatenate([dst, src])", "cols = np.concatenate([dst, dst])"),
+    ),
+    m(
+        "walk_signal_unscaled",
         "hcg_core/retrieval/hybrid.py",
-        "the hybrid graph bonus no longer decays with the graph route's rank",
-        ("graph_part[g] = 1.0 - np.arange(g.size) / (2.0 * g.size)", "graph_part[g] = 1.0"),
+        "the walk's mass enters the fusion raw, not on the text signals' scale",
+        (
+            "c.graph_part = standardise(part, top_k_indices(part, cfg.candidates, positive_only=True)[0])",
+            "c.graph_part = part",
+        ),
     ),
     # ---------------------------------------------------------------- offline builder
     m(

@@ -1,5 +1,5 @@
-"""benchmarks/graph_designs.py: the personalized PageRank power iteration against closed forms, and
-the design ranker's fusion on the hand-built graph of conftest."""
+"""benchmarks/graph_designs.py: the design ranker's fusion on the hand-built graph of conftest (the
+walk's own arithmetic is tested in test_walk.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from hcg_core.retrieval import CausalGraphRetriever
@@ -26,61 +25,6 @@ def _designs():
 
 
 gd = _designs()
-
-
-def _dense_transition(ptr, cols, probs, n):
-    """The row-stochastic matrix P (P[i, j]: the chance to step from i to j)."""
-    P = np.zeros((n, n))
-    rows = np.repeat(np.arange(n), np.diff(ptr))
-    np.add.at(P, (rows, cols), probs)
-    return P
-
-
-def test_transition_rows_are_stochastic_and_walk_both_ways():
-    ptr, cols, probs = gd.transition(np.array([0, 1]), np.array([1, 2]), np.array([2.0, 1.0]), 4)
-    P = _dense_transition(ptr, cols, probs, 4)
-    # Node 1 has edges 0-1 (weight 2) and 1-2 (weight 1): 2/3 back to its cause, 1/3 on.
-    assert P[1].tolist() == pytest.approx([2 / 3, 0.0, 1 / 3, 0.0])
-    assert P[:3].sum(axis=1).tolist() == pytest.approx([1.0, 1.0, 1.0])
-    assert P[3].sum() == 0.0  # node 3 has no edge
-
-
-@pytest.mark.parametrize("damping", [0.5, 0.85])
-def test_ppr_matches_the_closed_form_on_a_three_node_path(damping):
-    ptr, cols, probs = gd.transition(np.array([0, 1]), np.array([1, 2]), np.array([1.0, 3.0]), 3)
-    seed = np.array([1.0, 0.0, 0.0])
-    P = _dense_transition(ptr, cols, probs, 3)
-    # p = (1 - d) s + d P^T p  =>  p = (1 - d) (I - d P^T)^-1 s
-    closed = np.linalg.solve(np.eye(3) - damping * P.T, (1 - damping) * seed)
-    got = gd.personalized_pagerank(ptr, cols, probs, seed, damping)
-    assert got == pytest.approx(closed, abs=1e-9)
-    assert got.sum() == pytest.approx(1.0)
-
-
-def test_ppr_restarts_the_mass_of_a_node_without_edges():
-    # 0 - 1, and node 2 alone but seeded: its mass restarts at the seed every step.
-    ptr, cols, probs = gd.transition(np.array([0]), np.array([1]), np.array([1.0]), 3)
-    seed = np.array([0.5, 0.0, 0.5])
-    d = 0.5
-    P = _dense_transition(ptr, cols, probs, 3)
-    # p = (1 - d) s + d (P^T p + p[2] s)
-    A = np.eye(3) - d * P.T - d * np.outer(seed, [0.0, 0.0, 1.0])
-    closed = np.linalg.solve(A, (1 - d) * seed)
-    got = gd.personalized_pagerank(ptr, cols, probs, seed * 4, d)  # the seed is normalised
-    assert got == pytest.approx(closed, abs=1e-9)
-    assert got.sum() == pytest.approx(1.0)
-
-
-def test_ppr_conserves_mass_on_a_random_graph_and_a_zero_seed_gives_zeros():
-    rng = np.random.default_rng(0)
-    src, dst = rng.integers(0, 30, 60), rng.integers(0, 30, 60)
-    walk = gd.transition(src, dst, rng.random(60), 40)  # nodes 30-39 have no edges
-    seed = np.zeros(40)
-    seed[[0, 35]] = [1.0, 2.0]
-    p = gd.personalized_pagerank(*walk, seed, 0.5)
-    assert p.min() >= 0.0
-    assert p.sum() == pytest.approx(1.0)
-    assert gd.personalized_pagerank(*walk, np.zeros(40), 0.5).tolist() == [0.0] * 40
 
 
 def _fused(result) -> dict[str, float]:
@@ -109,3 +53,16 @@ def test_mechanism_expansion_adds_only_new_words(graph, embedder):
     terms = signal.expansion(query, base.embed_query(query))
     assert "inflame" in terms  # from "smoking inflames vessels", the matched edge's mechanism
     assert "smoking" not in terms and "vessel" not in terms  # the query's own words
+
+
+def test_paper_bonus_design_is_the_earlier_signal_in_the_walks_place(graph, embedder):
+    base = CausalGraphRetriever(graph, embedder)
+    design = gd.DesignRetriever.wrap(base, gd.DESIGNS["paper-bonus"])
+    result = design.retrieve("smoking and stroke", k=7)
+    graph_rows = {rc.chunk.id for rc in result.chunks if rc.route == "graph"}
+    text_only = _fused(base.with_config(use_graph=False).retrieve("smoking and stroke", k=7))
+    for rc in result.chunks:
+        lift = rc.details["fused_score"] - text_only[rc.chunk.id]
+        # Only the paper route's chunks (with a text match) gain, by at most the full weight.
+        assert (lift > 0) == (rc.chunk.id in graph_rows and text_only[rc.chunk.id] > 0)
+        assert lift <= 0.25 + 1e-9

@@ -271,8 +271,8 @@ def test_graph_signal_goes_to_the_passage_holding_the_mechanism():
     path = CausalPath(("Exposure(asbestos)", "Risk(mesothelioma)"), ("e1",), (ANSWER,))
     g = RetrievalResult("q", (RetrievedChunk(chunk, 0.9, "graph", (path,)),), served_by="cones")
     res = r.rank("cohort follow-up", None, g, k=4)
-    graph = {c.chunk.id: c.details["graph"] for c in res.chunks}
-    assert graph["long#p0"] == 1.0 and graph["long#p1"] == 0.0
+    routes = {c.chunk.id: c.route for c in res.chunks}
+    assert routes["long#p1"] != "graph"
     (held,) = [c for c in res.chunks if c.chunk.id == "long#p0"]
     assert held.route == "graph" and held.paths == (path,)
     assert res.diagnostics["graph_candidates"] == 1  # only the passage holding the sentence
@@ -285,14 +285,17 @@ def test_the_graph_lifts_only_what_a_text_signal_also_found():
     text_only = ids(r.rank(query, None, k=1))
     assert text_only == ["c2"]
 
-    def vouch(i: int) -> RetrievalResult:
-        rc = RetrievedChunk(chunks[i], 0.9, "graph", ())
-        return RetrievalResult("q", (rc,), served_by="cones")
+    def walk(i: int) -> np.ndarray:
+        mass = np.zeros(len(chunks))
+        mass[i] = 0.3  # the walk reached only chunk i
+        return mass
 
     # Statins (c4) shares no word with the query: the graph alone does not put it first.
-    assert ids(r.rank(query, None, vouch(4), k=1)) == text_only
+    assert ids(r.rank(query, None, walk=walk(4), k=1)) == text_only
     # Asbestos (c5) matches two query words: the graph lifts it above the best text match.
-    assert ids(r.rank(query, None, vouch(5), k=1)) == ["c5"]
+    assert ids(r.rank(query, None, walk=walk(5), k=1)) == ["c5"]
+    # The ablation drops the signal: the same walk with use_graph=False changes nothing.
+    assert ids(r.rank(query, None, walk=walk(5), k=1, use_graph=False)) == text_only
 
 
 def _windowed_block():

@@ -221,23 +221,17 @@ def test_word_budget_applies_to_vector_fill(graph, embedder):
 # ------------------------------------------------------------------ hybrid graph signal
 
 
-def test_hybrid_graph_bonus_decays_with_rank():
+def test_hybrid_graph_signal_is_the_walk_on_the_text_scale():
     chunks = [Chunk(f"c{i}", f"zz{i} filler text here", "d") for i in range(4)]
     ranker = HybridRanker(chunks, None, HybridConfig(passage_words=0, diversity=1.0))
-    graph = RetrievalResult(
-        "q",
-        tuple(
-            RetrievedChunk(chunks[i], 0.0, "graph", (CausalPath(("A", "B"), ("e",), ("m",)),))
-            for i in (2, 0, 3)
-        ),
-    )
-    # Every chunk matches the query alike (text relevance 1.0 each), so the bonus decides.
-    res = ranker.rank("filler text", None, graph, k=4)
+    walk = np.array([0.2, 0.0, 0.6, 0.1])  # the walk's mass per chunk
+    # Every chunk matches the query alike (text relevance 1.0 each), so the walk decides.
+    res = ranker.rank("filler text", None, walk=walk, k=4)
     got = {c.chunk.id: c.details["fused_score"] for c in res.chunks}
-    # weight * (1 - rank / (2 n)), n = 3: w, w * 5/6, w * 4/6; c1 is not on a graph route.
-    w = HybridConfig().graph_weight
-    assert got == pytest.approx({"c2": 1 + w, "c0": 1 + w * 5 / 6, "c3": 1 + w * 4 / 6, "c1": 1.0})
-    assert _ids(res) == ["c2", "c0", "c3", "c1"]
+    # A z-score against the walk's positive units (mean 0.3, sd 0.216), clipped at 0, over 3.
+    w, z = HybridConfig().graph_weight, (0.6 - 0.3) / np.std([0.2, 0.6, 0.1])
+    assert got == pytest.approx({"c2": 1 + w * z / 3, "c0": 1.0, "c3": 1.0, "c1": 1.0})
+    assert _ids(res)[0] == "c2"
     # Where no text signal found anything, the graph alone lifts nothing.
-    res = ranker.rank("nothing matches", None, graph, k=4)
+    res = ranker.rank("nothing matches", None, walk=walk, k=4)
     assert {c.details["fused_score"] for c in res.chunks} == {0.0}

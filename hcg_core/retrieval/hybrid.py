@@ -5,12 +5,14 @@ passages and returns those, ``passages.py``). ``HybridRanker.rank`` runs five st
 with its own docstring:
 
 1. ``_candidates``: each signal's best units: BM25 (``lexical.py``), the dense cosine of the query
-   against the unit's chunk vector, the graph route's evidence (the paper's Stage 3 result: chunks
-   on kept causal paths; of a split chunk, the passages holding an edge's mechanism sentence), and
-   for an English question the units in another language best by character n-grams (``grams.py``).
+   against the unit's chunk vector, the paper route's evidence (Stage 3: chunks on kept causal
+   paths, which lend their paths to the results; of a split chunk, the passages holding an edge's
+   mechanism sentence), and for an English question the units in another language best by
+   character n-grams (``grams.py``). The graph signal is the walk's mass per chunk (``walk.py``).
 2. ``_fused``: the text signals as z-scores against their own best candidates (``standardise``),
    summed; a unit in another language, which BM25 cannot match, takes the better of its dense and
-   n-gram evidence in BM25's place; the graph adds a bonus to the units a text signal also found.
+   n-gram evidence in BM25's place; the graph signal, on the same scale, lifts the units a text
+   signal also found.
 3. ``_follow_best``: when one unit clearly leads (``follow_gap``), the windows overlapping it follow
    it.
 4. ``_pack``: greedy maximal marginal relevance (MMR): relevance minus redundancy with what is
@@ -593,6 +595,7 @@ class HybridRanker:
         word_budget: int | None = None,
         use_graph: bool = True,
         allowed: np.ndarray | None = None,
+        walk: np.ndarray | None = None,
     ) -> RetrievalResult:
         """Rank and pack the chunks for one query.
 
@@ -604,8 +607,10 @@ class HybridRanker:
         Args:
             query: the query text (for BM25).
             query_vec: the L2-normalised query vector, or None to skip the dense signal.
-            graph_result: the paper route's result; its ``route == "graph"`` chunks form the graph
-                signal and lend their causal paths to the returned chunks.
+            graph_result: the paper route's result; its ``route == "graph"`` chunks join the
+                candidates and lend their causal paths to the returned chunks.
+            walk: ``(n_chunks,)`` the graph signal, the walk's mass per chunk (``walk.py``); a
+                unit takes its chunk's.
             k: the most chunks to return; exactly ``k`` when the corpus has that many and no
                 ``word_budget`` stops earlier. None: no count limit (then give a budget).
             word_budget: stop once the returned chunks hold this many words (the last chunk may
@@ -621,7 +626,7 @@ class HybridRanker:
         if word_budget is not None and word_budget < 1:
             raise ConfigError(f"word_budget must be positive, got {word_budget}")
         cfg = self.config
-        c = self._candidates(query, query_vec, graph_result, use_graph, allowed)
+        c = self._candidates(query, query_vec, graph_result, use_graph, allowed, walk)
         fused = self._fused(c)
         c.pool, fused = self._padded(c, fused, k, word_budget)
         # How far the best candidate leads the runner-up: a clear match (follow_gap) when large.
@@ -647,12 +652,14 @@ class HybridRanker:
         graph_result: RetrievalResult | None,
         use_graph: bool,
         allowed: np.ndarray | None,
+        walk: np.ndarray | None = None,
     ) -> _Candidates:
         """Stage 1: each signal's scores and its best ``candidates`` units, and their union.
 
         BM25 over the units; the dense cosine of each unit's chunk (from the dense index's top,
-        then filled exactly for every candidate); the graph route's chunks; for an English question,
-        the foreign units best by character n-grams (``_gram_evidence``).
+        then filled exactly for every candidate); the paper route's chunks; the walk's mass
+        (``walk``, standardised against its own best units); for an English question, the foreign
+        units best by character n-grams (``_gram_evidence``).
         """
         cfg = self.config
         n = len(self.units)
@@ -688,9 +695,14 @@ class HybridRanker:
         if c.ok is not None:
             c.graph_rows = [r for r in c.graph_rows if c.ok[r]]
         c.graph_part = np.zeros(n)
-        if c.graph_rows:
-            g = np.asarray(c.graph_rows, dtype=np.int64)
-            c.graph_part[g] = 1.0 - np.arange(g.size) / (2.0 * g.size)
+        if use_graph and walk is not None and n:
+            part = np.asarray(walk, dtype=np.float64)[self.parent]
+            if c.ok is not None:
+                part = np.where(c.ok, part, 0.0)
+            # On the text signals' scale, against the walk's own best units.
+            c.graph_part = standardise(
+                part, top_k_indices(part, cfg.candidates, positive_only=True)[0]
+            )
         c.fill = self._language_gap(query)
         c.gram_cos, c.gap, gap_order = (
             self._gram_evidence(query, c.ok) if c.fill is not None else (None, None, c.bm_order[:0])
@@ -718,7 +730,8 @@ class HybridRanker:
             lexical = np.where(c.fill, np.maximum(lexical, evidence), lexical)
         text = cfg.bm25_weight * lexical + cfg.dense_weight * semantic
         # The graph lifts what a text signal also found (above its candidates' mean); alone it
-        # lifts nothing: units only the graph vouched for cost 0.1-0.5 points on medical.
+        # lifts nothing: admitting units only the graph reached cost recall in every design
+        # measured (docs/evaluation.md, "What the graph adds").
         return text + cfg.graph_weight * c.graph_part * (text > 0)
 
     def _padded(

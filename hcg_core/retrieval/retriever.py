@@ -33,6 +33,7 @@ from .compiled import CompiledGraph
 from .dense import DenseIndex
 from .hybrid import HybridRanker
 from .matvec import matvec
+from .walk import GraphWalk
 from .paper import (
     Cones,
     bounded_bfs,
@@ -136,6 +137,7 @@ class CausalGraphRetriever:
         # Shared by clones (with_config): one ranker per hybrid setting, one BM25 index for all.
         self._rankers: dict[HybridConfig, HybridRanker] = {}
         self._ranker_lock = threading.Lock()
+        self._walk: GraphWalk | None = None  # the graph signal's arrays, built on first use
         # The offline builder's support ledger (graph_build.incremental), for insert/delete.
         self.ledger: Any = None
 
@@ -435,8 +437,21 @@ class CausalGraphRetriever:
             word_budget=cfg.word_budget,
             use_graph=cfg.use_graph,
             allowed=allowed,
+            walk=self.walk.chunk_scores(query) if cfg.use_graph else None,
         )
         return replace(result, matched=graph.matched if graph is not None else ())
+
+    @property
+    def walk(self) -> GraphWalk:
+        """The graph signal's arrays (``walk.py``) for the current compiled graph, rebuilt when an
+        edit recompiles it (a few ms: one BM25 index over the variables' words)."""
+        walk = self.__dict__.get("_walk")
+        if walk is None or walk.compiled is not self.compiled:
+            with self._ranker_lock:
+                walk = self.__dict__.get("_walk")
+                if walk is None or walk.compiled is not self.compiled:
+                    walk = self._walk = GraphWalk.of(self.graph, self.compiled)
+        return walk
 
     @property
     def ranker(self) -> HybridRanker:

@@ -1,0 +1,195 @@
+"""The hybrid mode's graph signal: a personalized PageRank walk from the variables a query names.
+
+The query is matched against each variable's own words (its name, entities, description and the
+mechanism sentences of its edges) by BM25, so a question that names a cause or an effect seeds
+the walk even when the variable's embedding sits far from the question's. The best
+``WALK_SEEDS`` variables seed a personalized PageRank over the causal graph, each edge walked both
+ways (a cause explains its effects; a "why" question needs the way back too) and weighted by its
+confidence. Each edge then passes the mean mass of its two ends, times its confidence, to every
+chunk it cites as evidence; a chunk cited by several reached edges sums them.
+
+The ranker (``hybrid.py``) standardises this per-chunk mass like any text signal and adds it,
+weighted by ``graph_weight``, to the units a text signal also found. Chosen over the earlier
+signal (a rank bonus for the paper route's chunks) and six other designs on one half of the
+medical dev questions with the recorded LLM graph, and reported on the other half
+(docs/evaluation.md, "What the graph adds"; ``benchmarks/graph_designs.py``).
+
+The functions here are pure array code; ``GraphWalk`` holds the arrays built once per compiled
+graph, so a query costs one BM25 lookup over the variables and a few dozen sparse steps.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..types import CausalGraph
+from .compiled import CompiledGraph
+from .lexical import BM25Index, top_k_indices
+
+WALK_SEEDS = 10
+"""Variables that seed the walk: a handful, as the paper's matching keeps (5 metrics x 3)."""
+WALK_DAMPING = 0.2
+"""The chance that a step follows an edge rather than restarting at the seeds. Low: the walk stays
+near the variables the query names (design half, recorded LLM graph: 0.2 > 0.5 > 0.85 overall)."""
+_TOL = 1e-12
+_MAX_STEPS = 200
+
+
+def transition(
+    src: np.ndarray, dst: np.ndarray, weight: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The random walk over an undirected weighted graph as CSR ``(indptr, cols, probs)``.
+
+    Each edge is walked both ways. Row ``i``'s probabilities sum to 1, or the row is empty (a node
+    with no positive-weight edge: ``personalized_pagerank`` restarts from it).
+
+    >>> ptr, cols, p = transition(np.array([0, 0]), np.array([1, 2]), np.array([1.0, 3.0]), 3)
+    >>> ptr.tolist(), cols.tolist(), p.tolist()
+    ([0, 2, 3, 4], [1, 2, 0, 0], [0.25, 0.75, 1.0, 1.0])
+    """
+    rows = np.concatenate([src, dst]).astype(np.int64)
+    cols = np.concatenate([dst, src]).astype(np.int64)
+    w = np.concatenate([weight, weight]).astype(np.float64)
+    keep = w > 0
+    rows, cols, w = rows[keep], cols[keep], w[keep]
+    order = np.lexsort((cols, rows))
+    rows, cols, w = rows[order], cols[order], w[order]
+    out = np.bincount(rows, weights=w, minlength=n)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    return indptr, cols, w / out[rows]
+
+
+def personalized_pagerank(
+    indptr: np.ndarray,
+    cols: np.ndarray,
+    probs: np.ndarray,
+    seed: np.ndarray,
+    damping: float = WALK_DAMPING,
+    *,
+    tol: float = _TOL,
+    max_steps: int = _MAX_STEPS,
+) -> np.ndarray:
+    """Personalized PageRank by power iteration over CSR transition arrays (``transition``).
+
+    Solves ``p = (1 - d) s + d (P^T p + m(p) s)``, ``s`` the seed normalised to sum 1, ``d`` the
+    damping and ``m(p)`` the mass on nodes without edges, which restarts at the seed (so the mass
+    is conserved: ``p`` sums to 1). Stops when a step moves less than ``tol`` (L1); the error
+    shrinks by ``d`` per step, so ``d = 0.2`` needs about 17 steps to 1e-12. A seed of zeros
+    gives zeros.
+
+    >>> ptr, cols, p = transition(np.array([0]), np.array([1]), np.array([1.0]), 2)
+    >>> personalized_pagerank(ptr, cols, p, np.array([1.0, 0.0]), 0.5).round(4).tolist()
+    [0.6667, 0.3333]
+    """
+    seed = np.asarray(seed, dtype=np.float64)
+    total = float(seed.sum())
+    if total <= 0:
+        return np.zeros_like(seed)
+    s = seed / total
+    n = s.size
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    dangling = np.diff(indptr) == 0
+    p = s.copy()
+    for _ in range(max_steps):
+        walked = np.bincount(cols, weights=p[rows] * probs, minlength=n)
+        nxt = (1.0 - damping) * s + damping * (walked + p[dangling].sum() * s)
+        moved = float(np.abs(nxt - p).sum())
+        p = nxt
+        if moved < tol:
+            break
+    return p
+
+
+def evidence_mass(
+    p: np.ndarray,
+    edge_src: np.ndarray,
+    edge_dst: np.ndarray,
+    edge_conf: np.ndarray,
+    ev_edge: np.ndarray,
+    ev_chunk: np.ndarray,
+    n_chunks: int,
+) -> np.ndarray:
+    """``(n_chunks,)``: each edge's confidence times the mean mass of its ends, summed per chunk
+    over the edges that cite it (``ev_edge[i]`` cites ``ev_chunk[i]``).
+
+    >>> evidence_mass(np.array([0.5, 0.5, 0.0]), np.array([0, 1]), np.array([1, 2]),
+    ...               np.array([1.0, 0.5]), np.array([0, 1, 1]), np.array([0, 0, 2]), 3).tolist()
+    [0.625, 0.0, 0.125]
+    """
+    edge = edge_conf * 0.5 * (p[edge_src] + p[edge_dst])
+    return np.bincount(ev_chunk, weights=edge[ev_edge], minlength=n_chunks)
+
+
+def _words(name: str) -> str:
+    """A variable name as words: CamelCase split, brackets and commas as spaces.
+
+    >>> _words("CancerRisk(basal cell skin cancer)")
+    'Cancer Risk basal cell skin cancer '
+    """
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", re.sub(r"[(),]", " ", name))
+
+
+def variable_texts(graph: CausalGraph, compiled: CompiledGraph) -> list[str]:
+    """Each compiled variable row's words: name, entities, description and its edges' mechanisms."""
+    by_name = {v.name: v for v in graph.variables}
+    g = compiled
+    texts = []
+    for row, name in enumerate(g.var_names):
+        v = by_name[name]
+        edges = np.concatenate(
+            [
+                g.out_eid[g.out_ptr[row] : g.out_ptr[row + 1]],
+                g.in_eid[g.in_ptr[row] : g.in_ptr[row + 1]],
+            ]
+        )
+        texts.append(
+            " ".join([_words(name), *v.entities, v.description, *(g.mechanisms[e] for e in edges)])
+        )
+    return texts
+
+
+class GraphWalk:
+    """The walk's arrays for one compiled graph; ``chunk_scores(query)`` per query."""
+
+    def __init__(
+        self,
+        compiled: CompiledGraph,
+        texts: Sequence[str],
+        *,
+        seeds: int = WALK_SEEDS,
+        damping: float = WALK_DAMPING,
+    ):
+        g = compiled
+        self.compiled = compiled
+        self.seeds = seeds
+        self.damping = damping
+        self.index = BM25Index(list(texts))
+        self.steps = transition(g.edge_src, g.edge_dst, g.edge_conf, g.n_vars)
+        # Evidence links as (edge, chunk) pairs: ev_ptr is CSR from edge to chunk rows.
+        self.ev_edge = np.repeat(np.arange(g.edge_src.size), np.diff(g.ev_ptr))
+
+    @classmethod
+    def of(cls, graph: CausalGraph, compiled: CompiledGraph, **options) -> GraphWalk:
+        return cls(compiled, variable_texts(graph, compiled), **options)
+
+    def chunk_scores(self, query: str) -> np.ndarray:
+        """``(n_chunks,)`` non-negative: the walk's mass that reaches each chunk; all zeros when
+        the query names no variable (or the graph has no edge with evidence)."""
+        g = self.compiled
+        n_chunks = g.chunk_emb.shape[0]
+        if g.n_vars == 0 or self.ev_edge.size == 0:
+            return np.zeros(n_chunks)
+        scores = self.index.scores(query).astype(np.float64)
+        top, _ = top_k_indices(scores, self.seeds, positive_only=True)
+        if top.size == 0:
+            return np.zeros(n_chunks)
+        seed = np.zeros(g.n_vars)
+        seed[top] = scores[top]
+        p = personalized_pagerank(*self.steps, seed, self.damping)
+        return evidence_mass(
+            p, g.edge_src, g.edge_dst, g.edge_conf, self.ev_edge, g.ev_chunk, n_chunks
+        )
