@@ -23,13 +23,10 @@ from hcg_core.retrieval.paper import cone_rank_of_nodes, outcome_cones, rank_evi
 from hcg_core.types import (
     CausalEdge,
     CausalGraph,
-    CausalPath,
     Chunk,
     DomainSpec,
     Metric,
     OutcomeConfig,
-    RetrievalResult,
-    RetrievedChunk,
     Variable,
 )
 

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from hcg_core.retrieval import CausalGraphRetriever
-from hcg_core.types import Chunk
 from hcg_core.retrieval.walk import (
     GraphWalk,
     evidence_mass,
@@ -15,6 +14,7 @@ from hcg_core.retrieval.walk import (
     transition,
     variable_texts,
 )
+from hcg_core.types import Chunk
 
 
 def _dense_transition(ptr, cols, probs, n):
@@ -89,7 +89,7 @@ def test_evidence_mass_sums_the_edges_citing_each_chunk():
 
 def test_variable_texts_hold_names_entities_and_mechanisms(graph, embedder):
     r = CausalGraphRetriever(graph, embedder)
-    texts = dict(zip(r.compiled.var_names, variable_texts(graph, r.compiled)))
+    texts = dict(zip(r.compiled.var_names, variable_texts(graph, r.compiled), strict=True))
     assert "vessels" in texts["Inflammation(vessels)"]
     assert "vessel rupture" in texts["Stroke"]  # the mechanism of the edge into it
     assert "salt" not in texts["Stroke"]  # Diet -> Pressure is not Stroke's edge
@@ -98,7 +98,8 @@ def test_variable_texts_hold_names_entities_and_mechanisms(graph, embedder):
 def test_the_walk_starts_at_the_named_variable_and_reaches_its_neighbours(graph, embedder):
     r = CausalGraphRetriever(graph, embedder)
     walk = GraphWalk.of(graph, r.compiled)
-    mass = dict(zip([c.id for c in graph.chunks], walk.chunk_scores("what does a poor diet do")))
+    ids = [c.id for c in graph.chunks]
+    mass = dict(zip(ids, walk.chunk_scores("what does a poor diet do"), strict=True))
     assert mass["c4"] == max(mass.values())  # Diet -> Pressure's evidence, next to the seed
     assert mass["c2"] > 0  # Pressure -> Stroke: one step on
     assert mass["c5"] == 0 and mass["c6"] == 0  # cited by no edge

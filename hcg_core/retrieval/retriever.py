@@ -33,7 +33,6 @@ from .compiled import CompiledGraph
 from .dense import DenseIndex
 from .hybrid import HybridRanker
 from .matvec import matvec
-from .walk import GraphWalk
 from .paper import (
     Cones,
     bounded_bfs,
@@ -43,6 +42,7 @@ from .paper import (
     rank_evidence,
     toward_ends,
 )
+from .walk import GraphWalk
 
 logger = logging.getLogger(__name__)
 
