@@ -125,6 +125,12 @@ def test_the_walk_follows_an_edit_of_the_graph(graph, embedder):
     r = CausalGraphRetriever(graph, embedder)
     first = r.walk
     assert r.walk is first  # built once per compiled graph
-    r.insert([Chunk("n1", "smoking raises stroke risk in older adults", "d2")])
+    r.insert([Chunk("n1", "the weather was sunny all week", "d2")])  # no causal statement
     assert r.walk.compiled is r.compiled
+    assert r.walk.index is first.index  # only chunk rows grew: the variables' index is kept
     assert r.walk.chunk_scores("smoking").size == len(r.graph.chunks)
+    row = [c.id for c in r.graph.chunks].index("c4")
+    assert r.walk.chunk_scores("diet")[row] > 0  # Diet -> Pressure's only evidence
+    r.delete(chunk_ids=["c4"])  # the edge goes with its evidence: a recompile
+    assert r.walk.index is not first.index and r.walk.compiled is r.compiled
+    assert not r.walk.chunk_scores("diet").any()  # Diet has no edge left to walk

@@ -450,7 +450,8 @@ class CausalGraphRetriever:
             with self._ranker_lock:
                 walk = self.__dict__.get("_walk")
                 if walk is None or walk.compiled is not self.compiled:
-                    walk = self._walk = GraphWalk.of(self.graph, self.compiled)
+                    same = walk.over(self.compiled) if walk is not None else None
+                    walk = self._walk = same or GraphWalk.of(self.graph, self.compiled)
         return walk
 
     @property

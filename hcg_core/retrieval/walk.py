@@ -176,6 +176,17 @@ class GraphWalk:
     def of(cls, graph: CausalGraph, compiled: CompiledGraph, **options) -> GraphWalk:
         return cls(compiled, variable_texts(graph, compiled), **options)
 
+    def over(self, compiled: CompiledGraph) -> GraphWalk | None:
+        """This walk for ``compiled`` when only its chunk rows grew (an insert that added no
+        variable or edge: ``CompiledGraph.with_chunks`` shares the other arrays), else None."""
+        old = self.compiled
+        if compiled.var_names is not old.var_names or compiled.ev_chunk is not old.ev_chunk:
+            return None
+        out = object.__new__(GraphWalk)
+        out.__dict__.update(self.__dict__)
+        out.compiled = compiled
+        return out
+
     def chunk_scores(self, query: str) -> np.ndarray:
         """``(n_chunks,)`` non-negative: the walk's mass that reaches each chunk; all zeros when
         the query names no variable (or the graph has no edge with evidence)."""
