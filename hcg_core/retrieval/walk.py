@@ -10,7 +10,7 @@ chunk it cites as evidence; a chunk cited by several reached edges sums them.
 
 The ranker (``hybrid.py``) standardises this per-chunk mass like any text signal and adds it,
 weighted by ``graph_weight``, to the units a text signal also found. Chosen over the earlier
-signal (a rank bonus for the paper route's chunks) and six other designs on one half of the
+signal (a rank bonus for the paper route's chunks) and seven other settings on one half of the
 medical dev questions with the recorded LLM graph, and reported on the other half
 (docs/evaluation.md, "What the graph adds"; ``benchmarks/graph_designs.py``).
 
