@@ -153,7 +153,7 @@ MUTANTS = (
         "hcg_core/retrieval/hybrid.py",
         "the walk's mass enters the fusion raw, not on the text signals' scale",
         (
-            "c.graph_part = standardise(part, top_k_indices(part, cfg.candidates, positive_only=True)[0])",
+            "c.graph_part = standardise(part, best)",
             "c.graph_part = part",
         ),
     ),

@@ -700,9 +700,8 @@ class HybridRanker:
             if c.ok is not None:
                 part = np.where(c.ok, part, 0.0)
             # On the text signals' scale, against the walk's own best units.
-            c.graph_part = standardise(
-                part, top_k_indices(part, cfg.candidates, positive_only=True)[0]
-            )
+            best, _ = top_k_indices(part, cfg.candidates, positive_only=True)
+            c.graph_part = standardise(part, best)
         c.fill = self._language_gap(query)
         c.gram_cos, c.gap, gap_order = (
             self._gram_evidence(query, c.ok) if c.fill is not None else (None, None, c.bm_order[:0])
