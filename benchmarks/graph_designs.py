@@ -36,13 +36,7 @@ import numpy as np
 from hcg_core.retrieval import CausalGraphRetriever
 from hcg_core.retrieval.hybrid import HybridRanker, standardise
 from hcg_core.retrieval.lexical import BM25Index, tokenize, top_k_indices
-from hcg_core.retrieval.walk import (
-    WALK_SEEDS,
-    evidence_mass,
-    personalized_pagerank,
-    transition,
-    variable_texts,
-)
+from hcg_core.retrieval.walk import GraphWalk
 
 ADMITTED = 10
 """Units a design with ``admit`` adds to the candidates: as many as the graph route's own
@@ -86,15 +80,10 @@ class GraphSignal:
         self.design = design
         g = retriever.compiled
         self.graph = g
-        n_chunks = g.chunk_emb.shape[0]
-        # Evidence links as (edge, chunk) pairs: ev_ptr is CSR from edge to chunk rows.
-        self.ev_edge = np.repeat(np.arange(g.edge_src.size), np.diff(g.ev_ptr))
-        self.n_chunks = n_chunks
         self.mechanisms = BM25Index(list(g.mechanisms)) if design.kind == "mechanism" else None
         if design.kind == "ppr":
-            self.walk = transition(g.edge_src, g.edge_dst, g.edge_conf, g.n_vars)
-            if design.seeds == "lexical":
-                self.var_index = BM25Index(variable_texts(retriever.graph, g))
+            # The library's walk (walk.py) at this design's damping; "soft" seeds it by cosine.
+            self.walk = GraphWalk.of(retriever.graph, g, damping=design.damping)
 
     def unit_scores(self, ranker: HybridRanker, query: str, qvec: np.ndarray) -> np.ndarray:
         """``(n_units,)`` non-negative scores over ``ranker``'s units; zeros when the graph offers
@@ -141,30 +130,15 @@ class GraphSignal:
 
     # ------------------------------------------------------------------ personalized PageRank
 
-    def _seed(self, query: str, qvec: np.ndarray) -> np.ndarray:
-        g = self.graph
-        if self.design.seeds == "lexical":
-            scores = self.var_index.scores(query).astype(np.float64)
-        else:
-            # Cosine above the paper's admission floor (tau_min): a variable the query does not
-            # match at all seeds nothing.
-            cos = g.var_emb @ np.asarray(qvec, np.float32)
-            scores = np.clip(cos.astype(np.float64) - self.retriever.config.tau_min, 0.0, None)
-        top, _ = top_k_indices(scores, WALK_SEEDS, positive_only=True)
-        seed = np.zeros(g.n_vars)
-        seed[top] = scores[top]
-        return seed
-
     def ppr_chunks(self, query: str, qvec: np.ndarray) -> np.ndarray:
         """``(n_chunks,)``: the walk's mass that reaches each chunk through evidence links."""
-        g = self.graph
-        seed = self._seed(query, qvec)
-        out = np.zeros(self.n_chunks)
-        if not seed.any():
-            return out
-        p = personalized_pagerank(*self.walk, seed, self.design.damping)
-        return evidence_mass(
-            p, g.edge_src, g.edge_dst, g.edge_conf, self.ev_edge, g.ev_chunk, self.n_chunks
+        if self.design.seeds == "lexical":
+            return self.walk.chunk_scores(query)
+        # Cosine above the paper's admission floor (tau_min): a variable the query does not
+        # match at all seeds nothing.
+        cos = self.graph.var_emb @ np.asarray(qvec, np.float32)
+        return self.walk.mass(
+            np.clip(cos.astype(np.float64) - self.retriever.config.tau_min, 0.0, None)
         )
 
 

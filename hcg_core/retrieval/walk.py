@@ -190,13 +190,17 @@ class GraphWalk:
     def chunk_scores(self, query: str) -> np.ndarray:
         """``(n_chunks,)`` non-negative: the walk's mass that reaches each chunk; all zeros when
         the query names no variable (or the graph has no edge with evidence)."""
+        if self.compiled.n_vars == 0 or self.ev_edge.size == 0:
+            return self.mass(np.zeros(self.compiled.n_vars))
+        return self.mass(self.index.scores(query).astype(np.float64))
+
+    def mass(self, scores: np.ndarray) -> np.ndarray:
+        """``(n_chunks,)``: the walk from the ``seeds`` best-scored variables (each seeded by its
+        score; ``scores`` over the compiled variable rows) to the chunks the edges cite."""
         g = self.compiled
         n_chunks = g.chunk_emb.shape[0]
-        if g.n_vars == 0 or self.ev_edge.size == 0:
-            return np.zeros(n_chunks)
-        scores = self.index.scores(query).astype(np.float64)
         top, _ = top_k_indices(scores, self.seeds, positive_only=True)
-        if top.size == 0:
+        if top.size == 0 or self.ev_edge.size == 0:
             return np.zeros(n_chunks)
         seed = np.zeros(g.n_vars)
         seed[top] = scores[top]
