@@ -134,3 +134,16 @@ def test_the_walk_follows_an_edit_of_the_graph(graph, embedder):
     r.delete(chunk_ids=["c4"])  # the edge goes with its evidence: a recompile
     assert r.walk.index is not first.index and r.walk.compiled is r.compiled
     assert not r.walk.chunk_scores("diet").any()  # Diet has no edge left to walk
+
+
+@pytest.mark.parametrize("keep", ["no edges", "no variables"])
+def test_a_graph_without_edges_walks_nowhere_and_retrieval_still_works(graph, embedder, keep):
+    from dataclasses import replace
+
+    empty = (
+        replace(graph, edges=()) if keep == "no edges" else replace(graph, variables=(), edges=())
+    )
+    r = CausalGraphRetriever(empty, embedder)
+    for query in ("smoking", "", "\x00 ;;", "ü" * 2000):
+        assert r.walk.chunk_scores(query).tolist() == [0.0] * len(graph.chunks)
+    assert r.retrieve("smoking inflames", k=2).chunks[0].chunk.id == "c0"

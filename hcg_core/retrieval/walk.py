@@ -190,8 +190,6 @@ class GraphWalk:
     def chunk_scores(self, query: str) -> np.ndarray:
         """``(n_chunks,)`` non-negative: the walk's mass that reaches each chunk; all zeros when
         the query names no variable (or the graph has no edge with evidence)."""
-        if self.compiled.n_vars == 0 or self.ev_edge.size == 0:
-            return self.mass(np.zeros(self.compiled.n_vars))
         return self.mass(self.index.scores(query).astype(np.float64))
 
     def mass(self, scores: np.ndarray) -> np.ndarray:
