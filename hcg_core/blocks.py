@@ -10,7 +10,13 @@ A user's own splitter (LlamaIndex ``SentenceSplitter(256, 32)``, LangChain's
   many texts as hcg's own chunks;
 - at query time the ranker packs the pieces of one short block together (``hybrid.mmr_pack``'s
   ``groups``): picked for one, the rest follow it, as they would inside hcg's own chunk, and the
-  run comes back in reading order (``reading_order``), so the block reads as it was written.
+  run comes back in reading order (``reading_order``), so the block reads as it was written;
+- a piece that straddles a paragraph break (``SentenceSplitter`` runs on across blank lines: most
+  of its 256-token pieces of HolisQA's abstracts hold the end of one abstract and the start of the
+  next) is ranked as its parts (``blank_line_parts``), each in its own paragraph and reading the
+  vector of a piece centred there (``part_vector_rows``), and comes back as the node, holding the
+  parts the query picked (``repeats.joined_parts``): a block then comes back whole, without its
+  neighbours' halves.
 
 Long blocks (text without paragraph breaks, a section of thousands of words) are left piece by
 piece, as hcg's chunker windows them.
@@ -257,3 +263,100 @@ def block_text(texts: Sequence[str], spans: np.ndarray) -> str:
         elif end > reach:
             text, reach = text + piece[reach - start :], end
     return text
+
+
+def blank_line_parts(
+    units: Sequence[Chunk], parent: np.ndarray
+) -> tuple[tuple[Chunk, ...], np.ndarray, np.ndarray]:
+    """``units`` with every groupable one (``groupable``) cut at the blank lines its text holds.
+
+    Returns the units, the chunk row of each (``parent``'s), and each unit's ``(start, end)``
+    characters in its chunk's text, ``(-1, -1)`` for a unit left whole. A part keeps its unit's
+    id, ``doc_id`` and metadata with the character offsets moved to the part, so spans, blocks and
+    repeats read it in place; ``repeats.joined_parts`` turns the picked parts back into the node.
+
+    >>> units = [Chunk("n", "end of A.\\n\\nStart of B", doc_id="d", metadata={"start_char_idx": 5,
+    ...          "end_char_idx": 27})]
+    >>> parts, rows, at = blank_line_parts(units, np.array([0]))
+    >>> [(p.id, p.text, p.metadata["start_char_idx"]) for p in parts], at.tolist()
+    ([('n', 'end of A.', 5), ('n', 'Start of B', 16)], [[0, 9], [11, 21]])
+    """
+    out: list[Chunk] = []
+    rows: list[int] = []
+    at: list[tuple[int, int]] = []
+    cut = groupable(units).tolist()
+    for u, row, may in zip(units, parent.tolist(), cut, strict=True):
+        breaks = list(BLANK_LINE_RE.finditer(u.text)) if may else []
+        if not breaks:
+            out.append(u)
+            rows.append(row)
+            at.append((-1, -1))
+            continue
+        edges = [0, *(e for m in breaks for e in (m.start(), m.end())), len(u.text)]
+        for a, b in zip(edges[::2], edges[1::2], strict=True):
+            piece = u.text[a:b]
+            a += len(piece) - len(piece.lstrip())
+            b = a + len(piece.strip())
+            if b <= a:
+                continue
+            meta = dict(u.metadata or {})
+            for key, end_key in (("start_char_idx", "end_char_idx"), ("start_index", None)):
+                if isinstance(meta.get(key), int):
+                    if end_key is not None:
+                        meta[end_key] = meta[key] + b
+                    meta[key] += a
+            out.append(Chunk(id=u.id, text=u.text[a:b], doc_id=u.doc_id, metadata=meta))
+            rows.append(row)
+            at.append((a, b))
+    return (
+        tuple(out),
+        np.asarray(rows, dtype=np.int64),
+        np.asarray(at, dtype=np.int64).reshape(-1, 2),
+    )
+
+
+def part_vector_rows(spans: np.ndarray, parent: np.ndarray, chunk_spans_: np.ndarray) -> np.ndarray:
+    """The chunk row whose vector each unit reads: its own chunk's, unless that chunk is centred
+    in another paragraph, then a chunk centred in the unit's paragraph (when there is one).
+
+    A user's piece is embedded as the short block holding its middle (``embedding_texts``), so a
+    part of it in the next paragraph would read the wrong passage's vector. ``spans`` are the
+    units' ``(document, start, end)``, ``chunk_spans_`` the chunks'; a paragraph is a run of units
+    that overlap or touch (a blank line between two leaves a wider gap).
+
+    >>> units = np.array([[0, 0, 9], [0, 11, 20], [0, 20, 40]])  # the 2nd is a part of chunk 0
+    >>> chunks = np.array([[0, 0, 20], [0, 20, 40]])
+    >>> part_vector_rows(units, np.array([0, 0, 1]), chunks).tolist()
+    [0, 1, 1]
+    """
+    n = parent.size
+    if n == 0:
+        return parent.copy()
+    run = np.empty(n, dtype=np.int64)
+    lo: list[int] = []
+    hi: list[int] = []
+    docs: list[int] = []
+    for r in np.lexsort((spans[:, 1], spans[:, 0])).tolist():
+        doc, start, end = spans[r].tolist()
+        if not docs or docs[-1] != doc or start > hi[-1] + _GAP:
+            docs.append(doc)
+            lo.append(start)
+            hi.append(end)
+        else:
+            hi[-1] = max(hi[-1], end)
+        run[r] = len(docs) - 1
+    # Twice a chunk's middle, keyed by document: the chunks centred in a run are one range.
+    shift = 2 * int(max(int(chunk_spans_[:, 2].max()), max(hi))) + 1
+    key = chunk_spans_[:, 0] * shift + chunk_spans_[:, 1] + chunk_spans_[:, 2]
+    by_key = np.argsort(key, kind="stable")
+    run_lo = np.asarray(docs, np.int64) * shift + 2 * np.asarray(lo, np.int64)
+    run_hi = np.asarray(docs, np.int64) * shift + 2 * np.asarray(hi, np.int64)
+    first = np.searchsorted(key[by_key], run_lo, side="left")
+    found = first < key.size
+    found[found] = key[by_key[first[found]]] <= run_hi[found]
+    own = key[parent]
+    centred = (own >= run_lo[run]) & (own <= run_hi[run])
+    other = ~centred & found[run]
+    out = parent.copy()
+    out[other] = by_key[first[run[other]]]
+    return out

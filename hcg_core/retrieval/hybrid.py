@@ -39,7 +39,14 @@ from typing import Any
 
 import numpy as np
 
-from ..blocks import chunk_spans, groupable, reading_order, short_blocks
+from ..blocks import (
+    blank_line_parts,
+    chunk_spans,
+    groupable,
+    part_vector_rows,
+    reading_order,
+    short_blocks,
+)
 from ..config import DEFAULT_DIVERSITY, HybridConfig
 from ..corpus import english_word_counts, reads_not_english
 from ..errors import ConfigError
@@ -49,7 +56,7 @@ from .grams import GramIndex
 from .lexical import BM25Index, Growable, top_k_indices
 from .matvec import matvec
 from .passages import split_passages
-from .repeats import without_repeats
+from .repeats import joined_parts, without_repeats
 
 
 def standardise(scores: np.ndarray, pool: np.ndarray) -> np.ndarray:
@@ -177,6 +184,7 @@ def mmr_pack(
     spans: np.ndarray | None = None,
     repeats_kept: bool = True,
     groups: np.ndarray | None = None,
+    owners: np.ndarray | None = None,
 ) -> np.ndarray:
     """Greedy MMR over candidates: positions (into ``relevance``) in pick order.
 
@@ -193,6 +201,9 @@ def mmr_pack(
     ``groups`` (one number per candidate, -1 for none) joins the pieces of one passage
     (``blocks.short_blocks``): once one is picked, the others follow it at once, in the order given,
     as the rest of the passage it belongs to.
+
+    ``owners`` (one number per candidate) names the result each candidate comes back in (the parts
+    of one piece, ``blocks.blank_line_parts``, come back as the piece): ``k`` counts results.
 
     >>> rel = np.array([1.0, 0.95, 0.5])
     >>> feats = np.array([[1.0, 0.0], [0.9, 0.436], [0.0, 1.0]])
@@ -225,9 +236,13 @@ def mmr_pack(
             if g >= 0:
                 members.setdefault(g, []).append(i)
     words = 0
+    owner_rows = owners.tolist() if owners is not None else None
+    results: set[int] = set()  # the owners picked
+    counted: dict[int, int] = {}  # words each pick added to the budget
 
     def room() -> bool:
-        return len(picked) < limit and (word_budget is None or words < word_budget)
+        count = len(picked) if owner_rows is None else len(results)
+        return count < limit and (word_budget is None or words < word_budget)
 
     def take(j: int) -> None:
         nonlocal words, redundancy
@@ -240,12 +255,31 @@ def mmr_pack(
                 if new <= 0.0:
                     return
         picked.append(j)
+        if owner_rows is not None:
+            results.add(owner_rows[j])
         if span_rows is not None:
             g, s, e = span_rows[j]
             picked_spans.setdefault(g, []).append((s, e))
         # Only the new part counts against the budget: the repeated part is cut from the
         # result (``repeats.without_repeats``).
-        words += int(lengths[j]) if repeats_kept else int(round(lengths[j] * new))
+        counted[j] = int(lengths[j]) if repeats_kept else int(round(lengths[j] * new))
+        words += counted[j]
+        if owner_rows is not None and span_rows is not None:
+            # A short part that this pick holds whole (it lay in the overlap of two pieces) adds
+            # nothing now, and the cut of repeats would drop it: taken back, so ``k`` still
+            # counts results that come back.
+            g, s, e = span_rows[j]
+            held = [
+                i
+                for i in picked[:-1]
+                if span_rows[i][0] == g and s <= span_rows[i][1] and span_rows[i][2] <= e
+            ]
+            for i in held:
+                picked.remove(i)
+                words -= counted[i]
+            if held:
+                results.clear()
+                results.update(owner_rows[i] for i in picked)
         if room():
             # The product is most of a pick's cost; after the last pick nothing reads it.
             redundancy = np.maximum(redundancy, matvec(features, features[j]))
@@ -331,7 +365,7 @@ class HybridRanker:
         self.config = config or HybridConfig()
         # The packed unit: passages of the chunks (or the chunks, passage_words 0). Row i of every
         # per-unit array below is self.units[i]; self.parent[i] is its chunk's row.
-        units, parent = self._split(self.chunks)
+        units, parent, part_at = self._split(self.chunks)
         self.chunk_embeddings = _checked_embeddings(chunk_embeddings, len(self.chunks))
         # Sum of the chunk vectors: the query's background cosine is its dot with their mean.
         self._embedding_sum = _vector_sum(self.chunk_embeddings)
@@ -353,12 +387,17 @@ class HybridRanker:
         # blocks.short_blocks of the units, with the grouped rows sorted by block (their block
         # numbers, then the rows): computed when first read.
         self._blocks: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        # Each unit's characters in its chunk's text when it is a part of a piece cut at a blank
+        # line (blocks.blank_line_parts), else (-1, -1); and, computed when first read, the chunk
+        # row whose vector each unit reads (blocks.part_vector_rows) with the rows sorted by it.
+        self._part_at = Growable(np.zeros((0, 2), dtype=np.int64))
+        self._vector_rows: tuple[np.ndarray, np.ndarray] | None = None
         # Units that read as not English (config.DEFAULT_FILL_LANGUAGE_GAP).
         self._not_english = Growable(np.zeros(0, dtype=bool))
         self._flat_texts: tuple[str, ...] = ()
         # Chunk id -> unit rows; shared with later snapshots (extended), which only add keys.
         self._units_of: list[Any] = [{}, 0]
-        self._append_units(units, parent)
+        self._append_units(units, parent, part_at)
         # Character n-grams for an English question's language gap (config.DEFAULT_GAP_CHAR_GRAMS):
         # built once a chunk reads as not English, over all chunks (their counts give the idf); a
         # unit takes its chunk's match, as it takes its chunk's cosine, so any clone over the same
@@ -399,9 +438,14 @@ class HybridRanker:
             (reads_not_english(c.text) for c in self.chunks[first:]), bool, len(self.chunks) - first
         )
 
-    def _split(self, chunks: Sequence[Chunk]) -> tuple[tuple[Chunk, ...], np.ndarray]:
-        """The units of ``chunks``: passages of every chunk (``passage_words``), or the chunks."""
-        return split_passages(chunks, self.config.passage_words)
+    def _split(self, chunks: Sequence[Chunk]) -> tuple[tuple[Chunk, ...], np.ndarray, np.ndarray]:
+        """The units of ``chunks`` (passages of every chunk with ``passage_words``, else the
+        chunks), each user's piece cut at its blank lines with ``group_blocks``; their chunk
+        rows, and each part's characters in its chunk (``blocks.blank_line_parts``)."""
+        units, parent = split_passages(chunks, self.config.passage_words)
+        if self.config.group_blocks:
+            return blank_line_parts(units, parent)
+        return units, parent, np.full((len(units), 2), -1, dtype=np.int64)
 
     def background(self, query_vec: np.ndarray | None) -> float:
         """The query's mean cosine to all chunks (0 without chunk vectors): one dot product."""
@@ -447,6 +491,35 @@ class HybridRanker:
             self._blocks = (blocks, blocks[rows], rows)
         return self._blocks[0]
 
+    @property
+    def part_at(self) -> np.ndarray:
+        """``(n, 2)``: each unit's characters in its chunk's text when it is a part of a piece
+        cut at a blank line (``blocks.blank_line_parts``), else ``(-1, -1)``."""
+        return self._part_at.view(len(self.units))
+
+    @property
+    def vector_row(self) -> np.ndarray:
+        """The chunk row whose dense cosine each unit takes: its chunk's, or for a part in
+        another paragraph than its piece's middle, a piece centred there
+        (``blocks.part_vector_rows``). Computed on first use, as ``blocks``."""
+        return self._vectors()[0]
+
+    def _vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._vector_rows is None:
+            rows = self.parent
+            cut = self.part_at[:, 0] >= 0
+            if cut.any() and self.spans is not None:
+                spans = chunk_spans(self.chunks, dict(self._span_docs))
+                if spans is not None:
+                    rows = part_vector_rows(self.spans, self.parent, spans)
+            self._vector_rows = (rows, np.argsort(rows, kind="stable"))
+        return self._vector_rows
+
+    def _units_reading(self, chunk_rows: np.ndarray) -> np.ndarray:
+        """The units that read the vectors of ``chunk_rows``, chunk by chunk in the order given."""
+        rows, by_row = self._vectors()
+        return by_row[_units_of_rows(rows[by_row], chunk_rows)]
+
     def _block_mates(self, pool: np.ndarray) -> np.ndarray:
         """The rows of every short block a unit of ``pool`` belongs to (a few searches in the
         rows sorted by block, not a pass over all units)."""
@@ -460,9 +533,14 @@ class HybridRanker:
     def units_of(self) -> dict[str, list[int]]:
         return self._units_of[0]
 
-    def _append_units(self, units: Sequence[Chunk], parent: np.ndarray) -> None:
-        """Add units (and their chunk rows) to the per-unit arrays: O(new units)."""
+    def _append_units(
+        self, units: Sequence[Chunk], parent: np.ndarray, part_at: np.ndarray
+    ) -> None:
+        """Add units (their chunk rows, their parts' places) to the per-unit arrays: O(new
+        units)."""
         n = len(self.units)
+        self._part_at = self._part_at.append(n, part_at)
+        self._parts = getattr(self, "_parts", 0) + int((part_at[:, 0] >= 0).sum())
         shared = self._units_of
         ids = {self.chunks[p].id for p in parent.tolist()}
         if shared[1] != n or any(i in shared[0] for i in ids):
@@ -504,7 +582,7 @@ class HybridRanker:
         pointer copies; this ranker keeps ranking its own chunks.
         """
         out = copy.copy(self)
-        out._blocks = None
+        out._blocks = out._vector_rows = None
         if self._spans is not None:
             out._span_docs = dict(self._span_docs)
         first = len(self.chunks)
@@ -516,9 +594,9 @@ class HybridRanker:
         else:
             out._embedding_sum = _vector_sum(out.chunk_embeddings)
         out.dense_index = dense  # the edited store's index, or None: the new matrix
-        units, parent = self._split(chunks)
+        units, parent, part_at = self._split(chunks)
         out.bm25 = self.bm25.extended([u.text for u in units])
-        out._append_units(units, parent + first)
+        out._append_units(units, parent + first, part_at)
         out._take_grams(grams, first)
         return out
 
@@ -536,7 +614,7 @@ class HybridRanker:
         unit_keep = keep[self.parent]
         new_row = np.cumsum(keep) - 1
         out = copy.copy(self)
-        out._blocks = None
+        out._blocks = out._vector_rows = None
         out.chunks = tuple(c for c, k in zip(self.chunks, keep.tolist(), strict=True) if k)
         out.chunk_embeddings = _checked_embeddings(chunk_embeddings, len(out.chunks))
         out._embedding_sum = _vector_sum(out.chunk_embeddings)
@@ -552,7 +630,11 @@ class HybridRanker:
         out._not_english = Growable(np.zeros(0, dtype=bool))
         out._flat_texts = ()
         out._units_of = [{}, 0]
-        out._append_units([self.units[r] for r in rows.tolist()], new_row[self.parent[rows]])
+        out._part_at = Growable(np.zeros((0, 2), dtype=np.int64))
+        out._parts = 0
+        out._append_units(
+            [self.units[r] for r in rows.tolist()], new_row[self.parent[rows]], self.part_at[rows]
+        )
         # Removal changes every chunk's idf: the n-gram index is counted again (O(kept chunks)).
         out.grams = None
         out._take_grams(grams, 0)
@@ -640,8 +722,8 @@ class HybridRanker:
             and lead >= cfg.follow_gap
         ):
             fused, c.pool, followers = self._follow_best(fused, c.pool, c.ok)
-            if followers.size and c.dense_cos.fill(self.parent[followers]):
-                c.dense = c.dense_cos.values[self.parent]
+            if followers.size and c.dense_cos.fill(self.vector_row[followers]):
+                c.dense = c.dense_cos.values[self.vector_row]
         rows = self._pack(fused, c.pool, k, word_budget, c.ok)
         return self._results(c, fused, rows, followers, word_budget, lead)
 
@@ -683,10 +765,10 @@ class HybridRanker:
                 # Max-normalisation divides by the best cosine of all chunks, filtered or not
                 # (as it does for BM25): fetch that one too.
                 c.dense_cos.search(1, None)
-            c.dense = c.dense_cos.values[self.parent]
+            c.dense = c.dense_cos.values[self.vector_row]
             # The units of the found chunks in the order dense search gave (a store's near-equal
             # cosines may differ in the last bit; its order already breaks such ties by row).
-            units = _units_of_rows(self.parent, c.dense_cos.order)
+            units = self._units_reading(c.dense_cos.order)
             c.dn_order = units[c.dense[units] > 0][: cfg.candidates]
         else:
             c.dense = np.zeros(n)
@@ -710,8 +792,8 @@ class HybridRanker:
             np.concatenate([c.bm_order, c.dn_order, np.asarray(c.graph_rows, np.int64), gap_order])
         )
         # The BM25 and graph candidates outside the dense top still get their exact cosine.
-        if c.dense_cos.fill(self.parent[c.pool]):
-            c.dense = c.dense_cos.values[self.parent]
+        if c.dense_cos.fill(self.vector_row[c.pool]):
+            c.dense = c.dense_cos.values[self.vector_row]
         return c
 
     def _fused(self, c: _Candidates) -> np.ndarray:
@@ -738,25 +820,43 @@ class HybridRanker:
     ) -> tuple[np.ndarray, np.ndarray]:
         """The pool, padded with the best remaining units when too few matched to fill ``k``
         (or, with a budget only, the candidate count), and the fused scores (refilled if padding
-        fetched more cosines)."""
-        n = len(self.units)
+        fetched more cosines). The parts of one piece (``blocks.blank_line_parts``) count as
+        one result, as they come back."""
         pool = c.pool
         # Only a budget (k None): pad to the candidate count, not to the whole corpus, which would
         # make packing quadratic in the corpus size.
-        eligible = np.arange(n) if c.ok is None else np.flatnonzero(c.ok)
-        need = min(self.config.candidates if k is None else k, eligible.size)
+        eligible = np.arange(len(self.units)) if c.ok is None else np.flatnonzero(c.ok)
+        need = min(self.config.candidates if k is None else k, self._results_in(eligible))
         if word_budget is not None and int(self.word_counts[pool].sum()) >= word_budget:
             # The candidates already hold the budget: rows padded in past them would only compete
             # with them, so a large k with a budget ranks exactly as the budget alone.
-            need = min(need, pool.size)
-        if pool.size < need:
-            rest = np.setdiff1d(eligible, pool)
-            if c.dense_cos.maybe_positive_beyond_search() and c.dense_cos.fill(self.parent[rest]):
-                c.dense = c.dense_cos.values[self.parent]
-                fused = self._fused(c)
-            extra, _ = top_k_indices(fused[rest], need - pool.size)
-            pool = np.concatenate([pool, rest[extra]])
-        return pool, fused
+            need = min(need, self._results_in(pool))
+        short = need - self._results_in(pool)
+        if short <= 0:
+            return pool, fused
+        rest = np.setdiff1d(eligible, pool)
+        if c.dense_cos.maybe_positive_beyond_search() and c.dense_cos.fill(self.vector_row[rest]):
+            c.dense = c.dense_cos.values[self.vector_row]
+            fused = self._fused(c)
+        if not self._has_parts:
+            extra, _ = top_k_indices(fused[rest], short)
+            return np.concatenate([pool, rest[extra]]), fused
+        # The best remaining units up to the one that brings the ``short``-th new result.
+        best = rest[np.lexsort((rest, -fused[rest]))]
+        owner = self.parent[best]
+        new = np.zeros(best.size, dtype=bool)
+        new[np.unique(owner, return_index=True)[1]] = True
+        new &= ~np.isin(owner, self.parent[pool])
+        upto = int(np.searchsorted(np.cumsum(new), short)) + 1
+        return np.concatenate([pool, best[:upto]]), fused
+
+    @property
+    def _has_parts(self) -> bool:
+        return self._parts > 0
+
+    def _results_in(self, rows: np.ndarray) -> int:
+        """How many results ``rows`` make: one per unit, or per chunk where pieces are in parts."""
+        return int(np.unique(self.parent[rows]).size) if self._has_parts else int(rows.size)
 
     def _pack(
         self,
@@ -801,6 +901,7 @@ class HybridRanker:
             spans=self.spans[pool] if self.spans is not None else None,
             repeats_kept=not cfg.cut_repeats,
             groups=groups,
+            owners=self.parent[pool] if self._has_parts else None,
         )
         return pool[picked]
 
@@ -850,6 +951,8 @@ class HybridRanker:
                 details["follows"] = self.units[led_by[r]].id
             if c.gap is not None and c.gap[r] > 0:  # why a unit in another language came back
                 details["grams"] = float(c.gram_cos[r])
+            if self.part_at[r, 0] >= 0:  # a part of its piece: where, in the stored text
+                details["span"] = self.part_at[r].tolist()
             out.append(
                 RetrievedChunk(
                     chunk=self.units[r],
@@ -859,6 +962,11 @@ class HybridRanker:
                     details=details,
                 )
             )
+        if self._has_parts:
+            # The parts of one piece come back as the piece, once (repeats.joined_parts); then
+            # what overlapping pieces repeat is cut, as between whole pieces.
+            parts = [r for r in rows.tolist() if self.part_at[r, 0] >= 0]
+            out = joined_parts(out, {self.units[r].id: self.chunks[self.parent[r]] for r in parts})
         if cfg.cut_repeats:
             out = without_repeats(out)
         use_graph = c.use_graph

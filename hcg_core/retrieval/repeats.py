@@ -13,7 +13,7 @@ Pure functions over ``RetrievedChunk`` lists.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from ..corpus import word_spans
@@ -120,3 +120,45 @@ def cut_to(rc: RetrievedChunk, a: int, b: int) -> RetrievedChunk:
     details = {**rc.details, "span": [offset + a, offset + b]}
     chunk = Chunk(id=c.id, text=c.text[a:b], doc_id=c.doc_id, metadata=meta)
     return replace(rc, chunk=chunk, details=details)
+
+
+def joined_parts(
+    results: Sequence[RetrievedChunk], stored: Mapping[str, Chunk]
+) -> list[RetrievedChunk]:
+    """The results with the parts of one stored chunk (``blocks.blank_line_parts``) joined into
+    one result at the first part's place: the chunk's id, its text from the first part's start to
+    the last one's end, ``details["span"]`` those characters (none when that is the whole text).
+
+    ``stored`` maps the id of every chunk that was ranked as parts to the chunk; a part's
+    ``details["span"]`` gives its characters in that chunk's text. Other results pass unchanged.
+    So a node comes back once, holding what the query picked of it.
+
+    >>> node = Chunk("n", "A1 A2.\\n\\nB1 B2.", doc_id="d")
+    >>> a = RetrievedChunk(Chunk("n", "A1 A2.", doc_id="d"), 0.9, "fallback", details={"span": [0, 6]})
+    >>> b = RetrievedChunk(Chunk("n", "B1 B2.", doc_id="d"), 0.5, "fallback", details={"span": [8, 14]})
+    >>> [(r.chunk.text, r.details.get("span")) for r in joined_parts([a], {"n": node})]
+    [('A1 A2.', [0, 6])]
+    >>> [(r.chunk.text, r.details.get("span")) for r in joined_parts([a, b], {"n": node})]
+    [('A1 A2.\\n\\nB1 B2.', None)]
+    """
+    hull: dict[str, list[int]] = {}
+    for rc in results:
+        span = rc.details.get("span")
+        if rc.chunk.id in stored and span is not None:
+            a, b = hull.setdefault(rc.chunk.id, [span[0], span[1]])
+            hull[rc.chunk.id] = [min(a, span[0]), max(b, span[1])]
+    if not hull or len(hull) == sum(1 for rc in results if rc.chunk.id in hull):
+        return list(results)  # no chunk came back in two parts: nothing to join
+    out: list[RetrievedChunk] = []
+    for rc in results:
+        at = hull.pop(rc.chunk.id, None) if rc.chunk.id in stored else None
+        if at is None:
+            if rc.chunk.id not in stored or rc.details.get("span") is None:
+                out.append(rc)
+            continue
+        chunk = stored[rc.chunk.id]
+        whole = replace(
+            rc, chunk=chunk, details={k: v for k, v in rc.details.items() if k != "span"}
+        )
+        out.append(whole if at == [0, len(chunk.text)] else cut_to(whole, at[0], at[1]))
+    return out
