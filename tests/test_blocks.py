@@ -156,3 +156,68 @@ def test_a_short_block_is_embedded_once_and_its_pieces_share_the_vector():
     assert embedding_texts(own)[0] == [c.text for c in chunks]
     bare = [Chunk(c.id, c.text, doc_id="d") for c in chunks]
     assert embedding_texts(bare)[0] == [c.text for c in chunks]
+
+
+# A splitter that runs on across paragraph breaks: the middle piece holds the end of the first
+# abstract and the start of the second (as SentenceSplitter(256, 32) cuts HolisQA's abstracts).
+def _straddling_pieces() -> list[Chunk]:
+    cut = ABSTRACT.index("The juice")
+    second = len(ABSTRACT) + 2
+    tail = TEXT.index("Unrelated topic 3")
+    return [_piece("p0", 0, cut), _piece("mid", cut, tail), _piece("p2", tail, len(TEXT))]
+
+
+def test_a_piece_across_a_blank_line_comes_back_as_its_part_in_the_asked_paragraph():
+    chunks = _straddling_pieces()
+    ranker = HybridRanker(chunks, None)
+    # The middle piece is ranked as two parts, each in its own paragraph.
+    assert [u.id for u in ranker.units] == ["p0", "mid", "mid", "p2"]
+    got = ranker.rank("warfarin grapefruit interaction bleeding", None, k=2).chunks
+    assert [c.chunk.id for c in got] == ["p0", "mid"]
+    # The middle piece holds only the first abstract's end: no half of the second comes back.
+    assert " ".join(c.chunk.text for c in got).split() == ABSTRACT.split()
+    mid = chunks[1]
+    a, b = got[1].details["span"]
+    assert got[1].chunk.text == mid.text[a:b] and "Unrelated" not in got[1].chunk.text
+    assert got[1].chunk.metadata["start_index"] == mid.metadata["start_index"] + a
+    # Without grouping the pieces are ranked and returned whole, as before.
+    whole = HybridRanker(chunks, None, HybridConfig(group_blocks=False))
+    assert [u.id for u in whole.units] == ["p0", "mid", "p2"]
+    assert all("span" not in c.details for c in whole.rank("grapefruit", None, k=3).chunks)
+
+
+def test_parts_of_one_piece_come_back_once_and_k_counts_pieces():
+    chunks = _straddling_pieces()
+    ranker = HybridRanker(chunks, None)
+    # Words of both paragraphs: both parts of the middle piece are picked, joined into the node.
+    got = ranker.rank("grapefruit clinicians unrelated topic dosing", None, k=3).chunks
+    ids = [c.chunk.id for c in got]
+    assert sorted(ids) == ["mid", "p0", "p2"] and len(set(ids)) == 3
+    mid = next(c for c in got if c.chunk.id == "mid")
+    # The node's text from its first part to its last (the spaces at its ends aside).
+    assert mid.chunk.text == chunks[1].text.strip()
+    for k in (1, 2, 3):
+        assert len(ranker.rank("warfarin", None, k=k).chunks) == k
+
+
+def test_a_part_reads_the_vector_of_the_piece_centred_in_its_paragraph():
+    chunks = _straddling_pieces()
+    mid = chunks[1]
+    assert mid.metadata["start_index"] + len(mid.text) / 2 < len(ABSTRACT)  # centred in the first
+    vectors = np.eye(3, dtype=np.float32)
+    ranker = HybridRanker(chunks, vectors)
+    # The middle piece's part in the second abstract reads p2's vector (p2 is centred there).
+    assert ranker.vector_row.tolist() == [0, 1, 2, 2]
+    got = ranker.rank("", vectors[2], k=2).chunks
+    assert [c.chunk.id for c in got] == ["mid", "p2"]
+    assert "Unrelated" in got[0].chunk.text and "grapefruit" not in got[0].chunk.text
+
+
+def test_grown_and_shrunk_rankers_cut_the_same_parts_as_a_fresh_one():
+    chunks = _straddling_pieces()
+    fresh = HybridRanker(chunks, None)
+    grown = HybridRanker(chunks[:1], None).extended(chunks[1:], None)
+    assert grown.part_at.tolist() == fresh.part_at.tolist()
+    shrunk = fresh.subset(np.array([False, True, True]), None)
+    assert shrunk.part_at.tolist() == fresh.part_at[1:].tolist()
+    assert [c.chunk.id for c in shrunk.rank("grapefruit", None, k=2).chunks][0] == "mid"

@@ -273,3 +273,32 @@ def test_builder_options_are_one_dict_as_in_llamaindex(
     with pytest.warns(DeprecationWarning, match="build_options"):
         HCGRetriever.from_documents(docs, embeddings=embeddings, max_evidence=5)
     assert seen["max_evidence"] == 5
+
+
+def test_a_split_across_a_paragraph_break_comes_back_as_the_part_asked_for(
+    embeddings: HCGDefaultEmbeddings,
+) -> None:
+    """A user's splits that run on across blank lines (chunk=False) come back as the part the
+    question picked: the split's text from that part, ``start_index`` moved to it."""
+    from langchain_text_splitters import CharacterTextSplitter
+
+    docs = corpus_documents()
+    splitter = CharacterTextSplitter(
+        separator=". ", chunk_size=400, chunk_overlap=0, add_start_index=True
+    )
+    splits = splitter.split_documents(docs)
+    assert any("\n\n" in s.page_content for s in splits)
+    r = HCGRetriever.from_documents(splits, embeddings=embeddings, chunk=False, k=6)
+    source = {d.metadata["source"]: d.page_content for d in docs}
+    contents = [s.page_content for s in splits]
+    parted = 0
+    for question in ("What raises blood pressure?", "What causes a stroke?"):
+        got = r.invoke(question)
+        assert len(got) == 6
+        for d in got:
+            start = d.metadata["start_index"]
+            text = d.page_content
+            assert source[d.metadata["source"]][start : start + len(text)] == text
+            assert any(text in c for c in contents)
+            parted += text not in contents
+    assert parted, "some split straddles a paragraph break and comes back in part"

@@ -406,3 +406,20 @@ def test_sorted_unit_scores_and_the_documented_cutoff_on_the_defaults() -> None:
             assert kept and kept[0].node.ref_doc_id == ON_TOPIC[question], question
         else:
             assert kept == [], (question, scores[:1])
+
+
+def test_a_node_across_a_paragraph_break_comes_back_as_the_part_asked_for(index: HCGIndex) -> None:
+    """SentenceSplitter runs on across blank lines; such a node is ranked as its paragraphs'
+    parts and comes back as the docstore node, holding the parts the question picked: its id, its
+    relationships, its text and character offsets those of the part (hybrid.blank_line_parts)."""
+    docs = {d.doc_id: d.text for d in corpus_documents()}
+    parted = 0
+    for question in ON_TOPIC:
+        for hit in index.as_retriever(similarity_top_k=8).retrieve(question):
+            stored = index.docstore.get_node(hit.node.node_id)
+            text = hit.node.get_content()
+            assert text in stored.get_content()
+            assert docs[stored.ref_doc_id][hit.node.start_char_idx : hit.node.end_char_idx] == text
+            assert hit.node.ref_doc_id == stored.ref_doc_id
+            parted += text != stored.get_content()
+    assert parted, "some 128-token node straddles a paragraph break and comes back in part"
