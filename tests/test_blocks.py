@@ -162,7 +162,6 @@ def test_a_short_block_is_embedded_once_and_its_pieces_share_the_vector():
 # abstract and the start of the second (as SentenceSplitter(256, 32) cuts HolisQA's abstracts).
 def _straddling_pieces() -> list[Chunk]:
     cut = ABSTRACT.index("The juice")
-    second = len(ABSTRACT) + 2
     tail = TEXT.index("Unrelated topic 3")
     return [_piece("p0", 0, cut), _piece("mid", cut, tail), _piece("p2", tail, len(TEXT))]
 
