@@ -43,6 +43,7 @@ from hcg_core.embedders.factory import EMBEDDER_HELP
 from hcg_core.embedding import embed_texts
 from hcg_core.eval.runner import evaluate, load_questions, load_sentences
 from hcg_core.retrieval.hybrid import HybridRanker
+from hcg_core.retrieval.passages import split_passages
 from hcg_core.types import Chunk, Document
 
 K = 40
@@ -65,6 +66,14 @@ class _PickOrderInBlocks(HybridRanker):
         return rows, score, super()._in_reading_order(rows, score)[2]
 
 
+class _PiecesWhole(HybridRanker):
+    """A user's piece across a blank line ranked and returned whole, not as its parts."""
+
+    def _split(self, chunks):
+        units, parent = split_passages(chunks, self.config.passage_words)
+        return units, parent, np.full((len(units), 2), -1, dtype=np.int64)
+
+
 # name -> (ranker class, settings): each switches one heuristic off.
 VARIANTS: dict[str, tuple[type[HybridRanker], HybridConfig]] = {
     "z-score fusion off (max-normalised)": (HybridRanker, replace(DEFAULT, fusion="max")),
@@ -78,6 +87,7 @@ VARIANTS: dict[str, tuple[type[HybridRanker], HybridConfig]] = {
     ),
     "language gap not filled": (HybridRanker, replace(DEFAULT, fill_language_gap=False)),
     "block pieces in pick order (reading order off)": (_PickOrderInBlocks, DEFAULT),
+    "pieces across a blank line whole (parts off)": (_PiecesWhole, DEFAULT),
     "gap by dense only (gap_char_grams False)": (
         HybridRanker,
         replace(DEFAULT, gap_char_grams=False),

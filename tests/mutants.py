@@ -40,6 +40,7 @@ CORE_TESTS = (
     "tests/test_incremental.py",
     "tests/test_generic_words.py",
     "tests/test_path_signs.py",
+    "tests/test_blocks.py",
 )
 
 
@@ -155,6 +156,33 @@ MUTANTS = (
         (
             "c.graph_part = standardise(part, best)",
             "c.graph_part = part",
+        ),
+    ),
+    m(
+        "parts_read_own_vector",
+        "hcg_core/retrieval/hybrid.py",
+        "a piece's part in the next paragraph reads its own piece's vector, not one centred there",
+        (
+            "rows = part_vector_rows(self.spans, self.parent, spans)",
+            "rows = self.parent",
+        ),
+    ),
+    m(
+        "parts_not_joined",
+        "hcg_core/retrieval/hybrid.py",
+        "two parts of one piece come back as two results with one id",
+        (
+            "out = joined_parts(out, {self.units[r].id: self.chunks[self.parent[r]] for r in parts})",
+            "out = list(out)",
+        ),
+    ),
+    m(
+        "parts_k_counts_units",
+        "hcg_core/retrieval/hybrid.py",
+        "k counts a piece's parts, so fewer than k pieces come back",
+        (
+            "owners=self.parent[pool] if self._has_parts else None,",
+            "owners=None,",
         ),
     ),
     # ---------------------------------------------------------------- offline builder
