@@ -110,9 +110,9 @@ def stored_id(rc: RetrievedChunk) -> str:
 def with_provenance(node: BaseNode, rc: RetrievedChunk, served_by: str) -> NodeWithScore:
     """Wrap a docstore node for a result; see the module docstring for why it is a copy.
 
-    A part of the node (under a word budget: without the sentences an earlier result returned,
-    or a window's picked half) keeps the node's id and relationships; its text and character
-    offsets are the part's.
+    A part of the node (without the words an earlier result returned, or the paragraphs the
+    query picked of a node that runs on across a blank line) keeps the node's id and
+    relationships; its text and character offsets are the part's.
     For a passage (a finer unit, returned only when ``HybridConfig.passage_words`` asks for it)
     the copy holds the passage's text and id, keeps the node's relationships (so ``ref_doc_id``
     still names its document), adds a PARENT relationship to the docstore node (also named in

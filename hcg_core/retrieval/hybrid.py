@@ -391,6 +391,7 @@ class HybridRanker:
         # line (blocks.blank_line_parts), else (-1, -1); and, computed when first read, the chunk
         # row whose vector each unit reads (blocks.part_vector_rows) with the rows sorted by it.
         self._part_at = Growable(np.zeros((0, 2), dtype=np.int64))
+        self._parts = 0  # how many units are such parts
         self._vector_rows: tuple[np.ndarray, np.ndarray] | None = None
         # Units that read as not English (config.DEFAULT_FILL_LANGUAGE_GAP).
         self._not_english = Growable(np.zeros(0, dtype=bool))
@@ -507,8 +508,7 @@ class HybridRanker:
     def _vectors(self) -> tuple[np.ndarray, np.ndarray]:
         if self._vector_rows is None:
             rows = self.parent
-            cut = self.part_at[:, 0] >= 0
-            if cut.any() and self.spans is not None:
+            if self._has_parts and self.spans is not None:
                 spans = chunk_spans(self.chunks, dict(self._span_docs))
                 if spans is not None:
                     rows = part_vector_rows(self.spans, self.parent, spans)
@@ -540,7 +540,7 @@ class HybridRanker:
         units)."""
         n = len(self.units)
         self._part_at = self._part_at.append(n, part_at)
-        self._parts = getattr(self, "_parts", 0) + int((part_at[:, 0] >= 0).sum())
+        self._parts += int((part_at[:, 0] >= 0).sum())
         shared = self._units_of
         ids = {self.chunks[p].id for p in parent.tolist()}
         if shared[1] != n or any(i in shared[0] for i in ids):
