@@ -6,6 +6,10 @@ nothing is re-embedded). Queries alternate between the two systems so that machi
 alike. Prints p50/p95 per system and the ratio of the p50s (target: hcg <= 1.5x).
 
     python benchmarks/query_latency.py GRAPH_DIR QUESTIONS_FILE [--queries 300] [--k 10]
+    python benchmarks/query_latency.py --persist-dir STORAGE QUESTIONS_FILE   # an HCGIndex's
+
+``--persist-dir`` times the core retriever of an ``HCGIndex`` persisted there (built over your own
+nodes, e.g. ``SentenceSplitter(256, 32)``), against a VectorStoreIndex over the same nodes.
 
 QUESTIONS_FILE is any file ``hcg eval --questions`` reads.
 """
@@ -23,8 +27,9 @@ from hcg_core.retrieval import CausalGraphRetriever
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("graph_dir")
+    ap.add_argument("graph_dir", nargs="?", help="a graph directory (or give --persist-dir)")
     ap.add_argument("questions")
+    ap.add_argument("--persist-dir", default=None, help="an HCGIndex's persist dir instead")
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--k", type=int, default=10)
     args = ap.parse_args()
@@ -34,7 +39,18 @@ def main() -> None:
 
     from llama_index_hcg import HCGDefaultEmbedding
 
-    hcg = CausalGraphRetriever.load(args.graph_dir)
+    if args.persist_dir:
+        from llama_index.core import StorageContext, load_index_from_storage
+
+        index = load_index_from_storage(
+            StorageContext.from_defaults(persist_dir=args.persist_dir),
+            embed_model=HCGDefaultEmbedding(),
+        )
+        hcg = index.core_retriever
+    elif args.graph_dir:
+        hcg = CausalGraphRetriever.load(args.graph_dir)
+    else:
+        ap.error("give GRAPH_DIR or --persist-dir")
     embed_model = HCGDefaultEmbedding(embedder=hcg.embedder)
     nodes = [
         TextNode(id_=c.id, text=c.text, embedding=hcg.chunk_embeddings[i].tolist())
