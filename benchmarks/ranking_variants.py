@@ -80,7 +80,6 @@ VARIANTS: dict[str, tuple[type[HybridRanker], HybridConfig]] = {
     "MMR off (lambda 1.0)": (HybridRanker, replace(DEFAULT, diversity=1.0)),
     "pick order off (best first)": (_RelevanceOrder, DEFAULT),
     "repeats kept (cut_repeats False)": (HybridRanker, replace(DEFAULT, cut_repeats=False)),
-    "clear match not followed (follow_gap None)": (HybridRanker, replace(DEFAULT, follow_gap=None)),
     "short blocks not grouped (group_blocks False)": (
         HybridRanker,
         replace(DEFAULT, group_blocks=False),

@@ -67,19 +67,15 @@ textbook balance (Carbonell & Goldstein 1998). The picks are returned in pick or
 is the best remaining one given those above it. A unit whose span picked units cover whole is
 skipped (it adds no text).
 Leave-one-out on every door and dev set: docs/evaluation.md."""
-DEFAULT_FOLLOW_GAP: float | None = 1.0
-"""When the best unit's fused relevance leads the runner-up by at least this much (1.0: three
-standard deviations of one signal), the windows overlapping it (the rest of its text block, which
-the chunker cut into overlapping windows) are ranked right after it: the answer a clear match holds
-often runs on into the next window (auto-merging). ``None`` turns this off. Needs each unit's span in its
-document (hcg's word spans, a LlamaIndex node's character offsets or LangChain's ``start_index``;
-``hybrid._chunk_spans``). Dev sets: docs/evaluation.md."""
 DEFAULT_GROUP_BLOCKS = True
 """The pieces of one short text block (a paragraph or abstract of at most 600 words, which hcg's
 chunker keeps whole) that a user's own splitter cut apart are packed together: once one is picked,
 the others follow it (``hcg_core/blocks.py``). With hcg's chunks it changes nothing (a short block
-is already one chunk); text without paragraph breaks is left piece by piece. Needs each unit's
-span, as ``follow_gap`` does. Leave-one-out: docs/evaluation.md."""
+is already one chunk); text without paragraph breaks is left piece by piece. A piece that runs on
+across a blank line is ranked as its parts, one per paragraph, and comes back once holding the
+parts picked (``blocks.blank_line_parts``). Needs each unit's span in its document (hcg's word
+spans, a LlamaIndex node's character offsets or LangChain's ``start_index``). Leave-one-out:
+docs/evaluation.md."""
 DEFAULT_FILL_LANGUAGE_GAP = True
 """For a question in English, a unit that reads as not English (``corpus.reads_not_english``)
 takes its dense evidence in place of BM25's when that is higher: BM25 cannot match words across
@@ -139,7 +135,6 @@ class HybridConfig:
     passage_words: int = DEFAULT_PASSAGE_WORDS
     cut_repeats: bool = DEFAULT_CUT_REPEATS
     fusion: str = DEFAULT_FUSION
-    follow_gap: float | None = DEFAULT_FOLLOW_GAP
     group_blocks: bool = DEFAULT_GROUP_BLOCKS
     fill_language_gap: bool = DEFAULT_FILL_LANGUAGE_GAP
     gap_char_grams: bool = DEFAULT_GAP_CHAR_GRAMS
@@ -166,12 +161,6 @@ class HybridConfig:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0.0 <= self.diversity <= 1.0:
             raise ConfigError(f"diversity (MMR lambda) must be in [0, 1], got {self.diversity}")
-        for name in ("follow_gap",):
-            value = getattr(self, name)
-            if value is not None and not (
-                isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
-            ):
-                raise ConfigError(f"{name} must be a number >= 0 or None, got {value!r}")
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ def test_the_rest_of_a_cut_paragraph_follows_its_best_piece():
     got = [c.chunk.id for c in on.chunks]
     assert got[:2] == ["p0", "p1"]
     assert on.chunks[1].details.get("follows") == "p0"
-    off = HybridRanker(chunks, None, HybridConfig(group_blocks=False, follow_gap=None))
+    off = HybridRanker(chunks, None, HybridConfig(group_blocks=False))
     assert [c.chunk.id for c in off.rank(query, None, k=3).chunks][1] != "p1"
     # A filter that excludes the second piece keeps it out.
     allowed = np.array([c.id != "p1" for c in chunks])
@@ -70,7 +70,7 @@ def test_a_cut_paragraph_comes_back_in_reading_order_and_reads_whole_once():
     # The passage scores as the piece that matched, and the overlap is sent once.
     assert on.chunks[0].score == on.chunks[1].score > 0
     assert " ".join(c.chunk.text for c in on.chunks).split() == ABSTRACT.split()
-    off = HybridRanker(chunks, None, HybridConfig(group_blocks=False, follow_gap=None))
+    off = HybridRanker(chunks, None, HybridConfig(group_blocks=False))
     assert off.rank("bleeding cohort clotting clinicians", None, k=1).chunks[0].chunk.id == "p1"
 
 

@@ -285,7 +285,7 @@ async def test_structured_llm_types_transport_errors() -> None:
         )
 
 
-def test_pre_split_documents_with_start_index_follow_a_clear_match(
+def test_pre_split_documents_with_start_index_are_placed_by_it(
     embeddings: HCGDefaultEmbeddings,
 ) -> None:
     """Splits made with LangChain's ``add_start_index=True`` carry ``start_index``: the core reads
@@ -316,17 +316,14 @@ def test_pre_split_documents_with_start_index_follow_a_clear_match(
     r = HCGRetriever.from_documents(docs, embeddings=embeddings, chunk=False, k=3)
     got = r.invoke(question)
     places = [span(d) for d in got]
-    assert places == sorted(places) and all(
-        b[0] < a[1] for a, b in zip(places[:-1], places[1:], strict=True)
-    )
+    assert places == sorted(places)
     assert any("grapefruit" in d.page_content for d in got)
-    # Each window on its own: the clear match first, the windows it overlaps after it.
+    # Each window on its own: the best match first.
     apart = RetrievalConfig(hybrid=HybridConfig(group_blocks=False))
     r = HCGRetriever.from_documents(docs, embeddings=embeddings, chunk=False, k=3, config=apart)
     alone = r.invoke(question)
     assert "grapefruit" in alone[0].page_content
-    (s0, e0) = span(alone[0])
-    assert all(s < e0 and s0 < e for s, e in map(span, alone[1:]))
+    assert alone[0].id in {d.id for d in got}
 
 
 def test_overlapping_windows_come_back_cut_of_what_an_earlier_one_sent(

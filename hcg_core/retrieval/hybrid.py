@@ -1,7 +1,7 @@
 """The default retrieval mode: fuse graph evidence, BM25 and dense similarity, then pack by MMR.
 
 The unit ranked and returned is the stored chunk (option ``passage_words`` splits every chunk into
-passages and returns those, ``passages.py``). ``HybridRanker.rank`` runs five stages, each a method
+passages and returns those, ``passages.py``). ``HybridRanker.rank`` runs four stages, each a method
 with its own docstring:
 
 1. ``_candidates``: each signal's best units: BM25 (``lexical.py``), the dense cosine of the query
@@ -13,13 +13,11 @@ with its own docstring:
    summed; a unit in another language, which BM25 cannot match, takes the better of its dense and
    n-gram evidence in BM25's place; the graph signal, on the same scale, lifts the units a text
    signal also found.
-3. ``_follow_best``: when one unit clearly leads (``follow_gap``), the windows overlapping it follow
-   it.
-4. ``_pack``: greedy maximal marginal relevance (MMR): relevance minus redundancy with what is
+3. ``_pack``: greedy maximal marginal relevance (MMR): relevance minus redundancy with what is
    already chosen (cosine of BM25 term vectors), skipping a unit that adds no new text; the
    pieces of a short text block a user's splitter cut apart follow the first of them picked
    (``group_blocks``, ``hcg_core/blocks.py``).
-5. ``_in_reading_order``: those pieces in the order they were written (``blocks.reading_order``).
+4. ``_in_reading_order``: those pieces in the order they were written (``blocks.reading_order``).
 
 The picks are returned in that order, each with a calibrated score in [0, 1]
 (``calibrated_scores``), the words an earlier result already returned cut from overlapping units
@@ -382,8 +380,6 @@ class HybridRanker:
         self._word_counts = Growable(np.zeros(0, dtype=np.int64))
         self._spans: Growable | None = Growable(np.zeros((0, 3), dtype=np.int64))
         self._span_docs: dict[str, int] = {}
-        # Row i overlaps row i - 1: two windows of one text block (needs spans).
-        self._overlaps_prev = Growable(np.zeros(0, dtype=bool))
         # blocks.short_blocks of the units, with the grouped rows sorted by block (their block
         # numbers, then the rows): computed when first read.
         self._blocks: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -560,12 +556,6 @@ class HybridRanker:
         if self._spans is not None:
             spans = chunk_spans(units, self._span_docs)
             self._spans = None if spans is None else self._spans.append(n, spans)
-        if self._spans is not None:
-            both = self._spans.view(n + len(units))[max(n - 1, 0) :]
-            overlaps = (both[1:, 0] == both[:-1, 0]) & (both[1:, 1] < both[:-1, 2])
-            if n == 0:  # the first row has no predecessor
-                overlaps = np.concatenate(([False], overlaps))[: len(units)]
-            self._overlaps_prev = self._overlaps_prev.append(n, overlaps)
         self.units = self.units + tuple(units)
 
     def extended(
@@ -626,7 +616,6 @@ class HybridRanker:
         out._word_counts = Growable(np.zeros(0, dtype=np.int64))
         out._spans = Growable(np.zeros((0, 3), dtype=np.int64))
         out._span_docs = {}
-        out._overlaps_prev = Growable(np.zeros(0, dtype=bool))
         out._not_english = Growable(np.zeros(0, dtype=bool))
         out._flat_texts = ()
         out._units_of = [{}, 0]
@@ -681,10 +670,10 @@ class HybridRanker:
     ) -> RetrievalResult:
         """Rank and pack the chunks for one query.
 
-        Five stages, each a method: ``_candidates`` (each signal's best units, scored),
-        ``_fused`` (the signals on one scale, summed), ``_follow_best`` (a clear match's
-        neighbours next to it), ``_pack`` (MMR under the limits) and ``_in_reading_order`` (a cut
-        paragraph's pieces as written); ``_results`` turns the picks into results.
+        Four stages, each a method: ``_candidates`` (each signal's best units, scored),
+        ``_fused`` (the signals on one scale, summed), ``_pack`` (MMR under the limits) and
+        ``_in_reading_order`` (a cut paragraph's pieces as written); ``_results`` turns the
+        picks into results.
 
         Args:
             query: the query text (for BM25).
@@ -707,25 +696,11 @@ class HybridRanker:
             raise ConfigError(f"k must be at least 1, got {k}")
         if word_budget is not None and word_budget < 1:
             raise ConfigError(f"word_budget must be positive, got {word_budget}")
-        cfg = self.config
         c = self._candidates(query, query_vec, graph_result, use_graph, allowed, walk)
         fused = self._fused(c)
         c.pool, fused = self._padded(c, fused, k, word_budget)
-        # How far the best candidate leads the runner-up: a clear match (follow_gap) when large.
-        top2 = -np.sort(-fused[c.pool])[:2] if c.pool.size else np.zeros(0)
-        lead = float(top2[0] - top2[1]) if top2.size == 2 else float("inf")
-        followers = np.zeros(0, dtype=np.int64)
-        if (
-            cfg.follow_gap is not None
-            and self.spans is not None
-            and c.pool.size >= 2
-            and lead >= cfg.follow_gap
-        ):
-            fused, c.pool, followers = self._follow_best(fused, c.pool, c.ok)
-            if followers.size and c.dense_cos.fill(self.vector_row[followers]):
-                c.dense = c.dense_cos.values[self.vector_row]
         rows = self._pack(fused, c.pool, k, word_budget, c.ok)
-        return self._results(c, fused, rows, followers, word_budget, lead)
+        return self._results(c, fused, rows)
 
     def _candidates(
         self,
@@ -910,9 +885,6 @@ class HybridRanker:
         c: _Candidates,
         fused: np.ndarray,
         rows: np.ndarray,
-        followers: np.ndarray,
-        word_budget: int | None,
-        lead: float,
     ) -> RetrievalResult:
         """The picked rows as a ``RetrievalResult``: calibrated scores, each signal's part and
         rank, the graph's paths; the repeated edges of overlapping units cut (``cut_repeats``)."""
@@ -929,7 +901,6 @@ class HybridRanker:
         score = calibrated_scores(fused, rows, bm25_abs, dense_rel, cfg)
         bm_rank, dn_rank = _ranks(c.bm_order, n), _ranks(c.dn_order, n)
         g_rank = _ranks(np.asarray(c.graph_rows, np.int64), n)
-        best = int(rows[0]) if rows.size else -1
         rows, score, led_by = self._in_reading_order(rows, score)
         out: list[RetrievedChunk] = []
         for i, r in enumerate(rows.tolist()):
@@ -945,9 +916,7 @@ class HybridRanker:
             }
             if hit is not None:
                 details.update({f"graph_{k_}": v for k_, v in hit.details.items()})
-            if r in followers:
-                details["follows"] = self.units[best].id
-            elif r in led_by:
+            if r in led_by:
                 details["follows"] = self.units[led_by[r]].id
             if c.gap is not None and c.gap[r] > 0:  # why a unit in another language came back
                 details["grams"] = float(c.gram_cos[r])
@@ -976,7 +945,6 @@ class HybridRanker:
             "graph_candidates": len(c.graph_rows),
             "graph_chunks": sum(1 for rc in out if rc.route == "graph"),
             "words": sum(len(rc.chunk.text.split()) for rc in out),
-            "lead": lead,
         }
         matched: tuple[str, ...] = ()
         if c.graph_result is not None:
@@ -1047,34 +1015,6 @@ class HybridRanker:
         order, _ = top_k_indices(scores, self.config.candidates, positive_only=True)
         evidence = np.clip(standardise(scores, order) - GAP_MIN_Z / _Z_SCALE, 0.0, None)
         return scores, evidence, order[:GAP_CANDIDATES]
-
-    def _follow_best(
-        self, fused: np.ndarray, pool: np.ndarray, ok: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The best candidate's overlapping windows follow it (called when it clearly leads).
-
-        Returns the fused scores (a copy, the followers raised to just below the best), the pool
-        (the followers added) and the follower rows. A clear match's answer often runs on past the
-        window cut; its neighbours would otherwise rank low (they repeat its edge words and miss
-        the query's) or be pushed out as redundant.
-        """
-        best = int(pool[np.argmax(fused[pool])])
-        overlaps = self._overlaps_prev.view(len(self.units))
-        rows = [
-            r
-            for r, linked in (
-                (best - 1, overlaps[best]),
-                (best + 1, best + 1 < overlaps.size and overlaps[best + 1]),
-            )
-            if linked and (ok is None or ok[r])
-        ]
-        followers = np.asarray(rows, dtype=np.int64)
-        if followers.size == 0:
-            return fused, pool, followers
-        fused = fused.copy()
-        # Just below the best, so the best stays first and both followers come right after it.
-        fused[followers] = np.maximum(fused[followers], np.nextafter(fused[best], -np.inf))
-        return fused, np.union1d(pool, followers), followers
 
     def _graph_rows(
         self, graph_result: RetrievalResult | None
