@@ -67,6 +67,28 @@ def test_doors_run_and_builds_are_cached(tmp_path, capsys) -> None:
     assert again["questions"] == 1
 
 
+def test_rounds_time_fresh_builds_in_rotating_order(tmp_path, capsys) -> None:
+    suite = _suite()
+    questions = tmp_path / "qa.json"
+    questions.write_text(json.dumps([{"question": "Why?", "answer": "because"}]))
+    work = tmp_path / "work"
+    argv = [
+        "--work",
+        str(work),
+        "--set",
+        f"toy={CORPUS}:{questions}",
+        "--embedder",
+        "hashing-v1-256",
+    ]
+    assert suite.main([*argv, "--doors", "cli,lc-presplit", "--rounds", "2"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split(" | ")[0]: line for line in out.splitlines() if line.startswith("| ")}
+    assert "| cli" in rows and "| lc-presplit" in rows
+    assert rows["| cli"].endswith("| 1.00x |")
+    assert len(rows["| lc-presplit"].split(" | ")[1].split(", ")) == 2  # one time per round
+    assert not (work / "toy").exists()  # timed builds go to fresh folders, none cached
+
+
 def test_paired_interval_brackets_the_mean_difference() -> None:
     suite = _suite()
     a = [1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0]
