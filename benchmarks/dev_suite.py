@@ -62,7 +62,9 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -322,9 +324,6 @@ def time_doors(
     that machine drift hits every door alike; every build's seconds, per door. The single timed
     builds of a normal run vary by up to a third between runs on a shared machine, too much to
     judge a 1.1x bound on one build each."""
-    import shutil
-    import tempfile
-
     docs = core_documents(paths[0])
     times: dict[str, list[float]] = {d: [] for d in args.doors}
     for r in range(rounds):
@@ -341,11 +340,11 @@ def time_doors(
     return times
 
 
-def format_times(name: str, times: dict[str, list[float]]) -> str:
+def format_times(name: str, times: dict[str, list[float]], rounds: int) -> str:
     """Mean build seconds per door and the ratio to the CLI door's mean."""
     base = float(np.mean(times["cli"])) if times.get("cli") else 0.0
     lines = [
-        f"#### {name}: build time, {len(next(iter(times.values())))} alternating rounds",
+        f"#### {name}: build time, {rounds} rotating rounds",
         "",
         "| door | builds (s) | mean s | x CLI |",
         "|---|---|---|---|",
@@ -812,8 +811,8 @@ def main(argv: list[str] | None = None) -> int:
         "--rounds",
         type=int,
         default=0,
-        help="no scoring: build every door this many times into fresh folders, alternating the "
-        "order, and print mean build times and ratios to the CLI door",
+        help="no scoring: build every door this many times into fresh folders, rotating the "
+        "order each round, and print mean build times and ratios to the CLI door",
     )
     parser.add_argument(
         "--results",
@@ -839,6 +838,8 @@ def main(argv: list[str] | None = None) -> int:
         return combine(args)
     if not args.set:
         parser.error("at least one --set NAME=CORPUS:QUESTIONS[:SENTENCES] is needed")
+    if args.rounds < 0:
+        parser.error(f"--rounds must be at least 1 (0: off), got {args.rounds}")
     args.doors = [d for d in args.doors.split(",") if d]
     unknown = [d for d in args.doors if d not in DOORS]
     if unknown:
@@ -846,6 +847,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     for noisy in ("hcg_core", "llama_index_hcg", "langchain_hcg", "bm25s", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    if args.rounds:  # timing only: no embedder cache, no questions
+        blocks = [
+            format_times(name, time_doors(name, paths, args, args.rounds), args.rounds)
+            for name, paths in args.set
+        ]
+        print("\n".join(blocks))
+        return 0
     inner = embedder_from_name(args.embedder) if args.embedder else default_embedder()
     # One cache per result stem: runs made in parallel processes never write the same files.
     cache = args.work / "embed_cache" / inner.name
@@ -861,13 +869,6 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     text: list[str] = []
     cores: dict[str, Any] = {}
-    if args.rounds:
-        blocks = [
-            format_times(name, time_doors(name, paths, args, args.rounds))
-            for name, paths in args.set
-        ]
-        print("\n".join(blocks))
-        return 0
     for name, paths in args.set:
         res = run_set(name, paths, args, embedder, question_sets[name], cores)
         results[name] = res

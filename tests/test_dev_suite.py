@@ -87,6 +87,8 @@ def test_rounds_time_fresh_builds_in_rotating_order(tmp_path, capsys) -> None:
     assert rows["| cli"].endswith("| 1.00x |")
     assert len(rows["| lc-presplit"].split(" | ")[1].split(", ")) == 2  # one time per round
     assert not (work / "toy").exists()  # timed builds go to fresh folders, none cached
+    with pytest.raises(SystemExit):  # a negative count is refused, not read as "off"
+        suite.main([*argv, "--rounds", "-1"])
 
 
 def test_paired_interval_brackets_the_mean_difference() -> None:
