@@ -1,0 +1,241 @@
+"""Ranking ideas measured against the defaults and not adopted: what each would change, per door and set.
+
+The protocol of benchmarks/ranking_variants.py (each door's units, embedded as a build embeds
+them, ranked by ``HybridRanker`` graph off, 40 asked with no budget, the first 2,000 words
+scored). Each row is idea - defaults in points with its 95% paired-bootstrap interval; ``*`` marks
+an interval wholly below zero, ``+`` one wholly above. The ideas, each a change a reader might
+expect to close the medical margins of issue 24 (docs/evaluation.md, "Ideas measured, not
+adopted"):
+
+- ``section prior``: a unit's fused relevance gains 0.25 x the BM25 match (divided by the best
+  section's) of the section it lies in, a section being the text between two line breaks of its
+  document (the medical corpus's 45 source guides are such lines): where a unit sits, as context.
+- ``acronyms kept``: BM25 keeps a word written in capitals whose lower case is a stopword (ALL,
+  the leukaemia; IT; WHO) instead of dropping it; both the units and the question.
+- ``straddle windows``: over a user's pieces of text without paragraph breaks (character spans),
+  a window from the middle of each piece to the middle of the next joins the candidates, reading
+  the mean of the two pieces' vectors (nothing more embedded): window starts twice as dense.
+- ``chunk W/O``: hcg's chunker with W-word windows and O words of overlap instead of 200/40
+  (the new chunks are embedded; only for the ``hcg chunker`` units).
+
+    python benchmarks/ranking_ideas.py --cache /tmp/hcg_cache \\
+        --set medical=PATH/corpus.json:PATH/dev_questions.json ...
+
+Needs the ``bench`` extra (the frameworks' splitters), as ranking_variants.py does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+from ranking_variants import BUDGET, K, cached, door_units, primary
+
+from hcg_core.blocks import embedding_texts
+from hcg_core.config import HybridConfig
+from hcg_core.corpus import chunk_documents, load_inputs
+from hcg_core.embedders import embedder_by_name
+from hcg_core.eval.runner import evaluate, load_questions, load_sentences
+from hcg_core.retrieval.hybrid import HybridRanker
+from hcg_core.retrieval.lexical import STOPWORDS, BM25Index, fold_plural
+from hcg_core.types import Chunk, Document
+
+SECTION_WEIGHT = 0.25
+CHUNKINGS = ((200, 20), (160, 32))
+_CASED_TOKEN = re.compile(r"[A-Za-z0-9]+")
+
+
+def acronym_tokens(text: str) -> list[str]:
+    """``lexical.tokenize``, except that a stopword written in capitals is kept (an acronym).
+
+    >>> acronym_tokens("All ALL patients")
+    ['all', 'patient']
+    """
+    out = []
+    for t in _CASED_TOKEN.findall(text):
+        low = t.lower()
+        if len(low) > 1 and (low not in STOPWORDS or t.isupper()):
+            out.append(fold_plural(low))
+    return out
+
+
+def unit_sections(chunks: Sequence[Chunk], docs: Sequence[Document]) -> tuple[np.ndarray, list]:
+    """Each unit's section (its document's text between two line breaks where the unit starts),
+    and the sections' texts."""
+    texts = {d.id: d.text for d in docs}
+    first: dict[str, int] = {}
+    sections: list[str] = []
+    starts: dict[str, list[int]] = {}
+    for doc_id, text in texts.items():
+        bounds = [0] + [m.end() for m in re.finditer("\n", text)]
+        first[doc_id] = len(sections)
+        starts[doc_id] = bounds
+        sections += [text[a:b] for a, b in zip(bounds, bounds[1:] + [len(text)], strict=True)]
+    rows = np.zeros(len(chunks), dtype=np.int64)
+    at: dict[str, int] = {}
+    for i, c in enumerate(chunks):
+        doc = c.doc_id if c.doc_id in texts else next(iter(texts))
+        probe = c.text.strip()[:80]
+        pos = texts[doc].find(probe, at.get(doc, 0))
+        if pos < 0:
+            pos = max(texts[doc].find(probe), 0)
+        at[doc] = pos
+        rows[i] = first[doc] + np.searchsorted(starts[doc], pos, side="right") - 1
+    return rows, sections
+
+
+class SectionPrior(HybridRanker):
+    """The defaults, plus ``SECTION_WEIGHT`` x the unit's section's BM25 match on what a text
+    signal found."""
+
+    def __init__(self, chunks, emb, config, *, section_of, sections):
+        super().__init__(chunks, emb, config)
+        self.unit_section = np.asarray(section_of)[self.parent]
+        self.section_bm25 = BM25Index(sections)
+
+    def _fused(self, c):
+        fused = super()._fused(c)
+        match = self.section_bm25.scores(c.query)
+        peak = float(match.max()) if match.size else 0.0
+        if peak <= 0:
+            return fused
+        return fused + SECTION_WEIGHT * (match / peak)[self.unit_section] * (fused > 0)
+
+
+def _char_span(c: Chunk) -> tuple[int, int] | None:
+    """A piece's characters in its document (LlamaIndex offsets, or LangChain's start index)."""
+    meta = c.metadata or {}
+    if isinstance(meta.get("start_char_idx"), int) and isinstance(meta.get("end_char_idx"), int):
+        return meta["start_char_idx"], meta["end_char_idx"]
+    if isinstance(meta.get("start_index"), int):
+        return meta["start_index"], meta["start_index"] + len(c.text)
+    return None
+
+
+def straddles(
+    chunks: Sequence[Chunk], emb: np.ndarray, docs: Sequence[Document]
+) -> tuple[list[Chunk], np.ndarray]:
+    """Windows from the middle of each piece to the middle of the next (character spans, no
+    blank line inside), with the mean of the two vectors."""
+    texts = {d.id: d.text for d in docs}
+    extra, vecs = [], []
+    for i in range(len(chunks) - 1):
+        a, b = chunks[i], chunks[i + 1]
+        sa, sb = _char_span(a), _char_span(b)
+        if a.doc_id != b.doc_id or a.doc_id not in texts or sa is None or sb is None:
+            continue
+        text = texts[a.doc_id]
+        lo, hi = sum(sa) // 2, sum(sb) // 2
+        while lo < len(text) and not text[lo].isspace():
+            lo += 1
+        while hi < len(text) and not text[hi].isspace():
+            hi += 1
+        piece = text[lo:hi]
+        if not piece.strip() or "\n\n" in piece:
+            continue
+        extra.append(
+            Chunk(f"{a.id}~{b.id}", piece, a.doc_id, {"start_char_idx": lo, "end_char_idx": hi})
+        )
+        v = emb[i] + emb[i + 1]
+        vecs.append(v / max(float(np.linalg.norm(v)), 1e-12))
+    return extra, np.asarray(vecs, np.float32).reshape(-1, emb.shape[1])
+
+
+def ideas(
+    door: str, chunks: list[Chunk], emb: np.ndarray, docs: list[Document], embedder, cache: Path
+) -> dict[str, Callable[[], HybridRanker]]:
+    """The ideas that apply to this door's units, each a ranker maker."""
+    cfg = HybridConfig()
+    out: dict[str, Callable[[], HybridRanker]] = {}
+
+    def section() -> HybridRanker:
+        rows, sections = unit_sections(chunks, docs)
+        return SectionPrior(chunks, emb, cfg, section_of=rows, sections=sections)
+
+    def acronyms() -> HybridRanker:
+        units = HybridRanker(chunks, emb, cfg).units
+        bm25 = BM25Index([u.text for u in units], tokenizer=acronym_tokens)
+        return HybridRanker(chunks, emb, cfg, bm25=bm25)
+
+    out["section prior"] = section
+    out["acronyms kept"] = acronyms
+    extra, vecs = straddles(chunks, emb, docs)
+    if extra:
+        out["straddle windows"] = lambda: HybridRanker(
+            list(chunks) + extra, np.vstack([emb, vecs]), cfg
+        )
+    if door == "hcg chunker":
+        for words, overlap in CHUNKINGS:
+
+            def chunked(words: int = words, overlap: int = overlap) -> HybridRanker:
+                mine = chunk_documents(docs, chunk_words=words, overlap_words=overlap)
+                texts, rows = embedding_texts(mine)
+                return HybridRanker(mine, cached(embedder, texts, cache, "chunks")[rows], cfg)
+
+            out[f"chunk {words}/{overlap}"] = chunked
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from dev_suite import paired_interval, parse_set  # benchmarks/ is on sys.path here
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--set", action="append", required=True, type=parse_set)
+    ap.add_argument("--cache", type=Path, required=True, help="embedding cache folder")
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--door", action="append", default=None, help="only these doors' units")
+    ap.add_argument("--idea", action="append", default=None, help="only these ideas")
+    args = ap.parse_args(argv)
+    embedder = embedder_by_name(None)
+    lines = ["| set | units | default | idea | idea - default (points) | 95% interval | |"]
+    lines.append("|---|---|---|---|---|---|---|")
+    for name, paths in args.set:
+        sentences = load_sentences(paths[2]) if len(paths) == 3 else None
+        questions = load_questions(paths[1], limit=args.limit, sentences=sentences)
+        qvecs = cached(embedder, [q.question for q in questions], args.cache, "query")
+        row_of = {q.question: i for i, q in enumerate(questions)}
+        docs, _ = load_inputs([paths[0]])
+        for door, chunks in door_units(docs).items():
+            if args.door and door not in args.door:
+                continue
+            texts, rows = embedding_texts(chunks)
+            emb = cached(embedder, texts, args.cache, "chunks")[rows]
+            makers = {
+                k: v
+                for k, v in ideas(door, chunks, emb, docs, embedder, args.cache).items()
+                if not args.idea or k in args.idea
+            }
+            if not makers:
+                continue
+            rankers = {"default": HybridRanker(chunks, emb, HybridConfig())}
+            rankers.update({k: make() for k, make in makers.items()})
+            systems = {
+                k: (
+                    lambda q, r=r, v=qvecs, at=row_of: r.rank(
+                        q, v[at[q]], None, k=K, use_graph=False
+                    )
+                )
+                for k, r in rankers.items()
+            }
+            report = evaluate(systems, questions, budget=BUDGET)
+            base = primary(report.scores["default"])
+            for idea in makers:
+                score = primary(report.scores[idea])
+                lo, hi = paired_interval(score, base)
+                mark = "*" if hi < 0 else "+" if lo > 0 else ""
+                lines.append(
+                    f"| {name} | {door} ({len(chunks)}) | {base.mean():.3f} | {idea} "
+                    f"| {100 * (score - base).mean():+.2f} | [{lo:+.2f}, {hi:+.2f}] | {mark} |"
+                )
+                print(lines[-1], flush=True)
+            print(f"done: {name}, {door}", file=sys.stderr, flush=True)
+    print("\n" + "\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

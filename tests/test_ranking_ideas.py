@@ -1,0 +1,71 @@
+"""benchmarks/ranking_ideas.py: each idea does what docs/evaluation.md says it measured, on tiny inputs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from hcg_core.config import HybridConfig
+from hcg_core.retrieval.hybrid import HybridRanker
+from hcg_core.types import Chunk, Document
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import ranking_ideas as ri  # noqa: E402
+
+
+def test_acronyms_kept_only_in_capitals():
+    assert ri.acronym_tokens("ALL is treated; all patients, IT staff and it") == [
+        "all",
+        "treated",
+        "patient",
+        "it",
+        "staff",
+    ]
+
+
+def test_units_find_the_line_they_start_on():
+    text = "aspirin thins blood. aspirin again.\nstatins lower cholesterol here.\nthird line"
+    doc = Document("d", text)
+    chunks = [
+        Chunk("a", "aspirin thins blood.", "d"),
+        Chunk("b", "aspirin again.", "d"),
+        Chunk("c", "statins lower cholesterol here.", "d"),
+        Chunk("e", "third line", "d"),
+    ]
+    rows, sections = ri.unit_sections(chunks, [doc])
+    assert rows.tolist() == [0, 0, 1, 2]
+    assert sections[1] == "statins lower cholesterol here.\n"
+
+
+def test_section_prior_lifts_the_units_of_the_matching_section():
+    # Both units match "dose" alike; only the first one's section names aspirin.
+    text = (
+        "aspirin thins blood. take one dose daily.\nstatins lower cholesterol. give one dose daily."
+    )
+    doc = Document("d", text)
+    chunks = [Chunk("a", "take one dose daily.", "d"), Chunk("b", "give one dose daily.", "d")]
+    rows, sections = ri.unit_sections(chunks, [doc])
+    plain = HybridRanker(chunks, None, HybridConfig())
+    prior = ri.SectionPrior(chunks, None, HybridConfig(), section_of=rows, sections=sections)
+    query = "aspirin dose"
+    before = {rc.chunk.id: rc.details["fused_score"] for rc in plain.rank(query, None, k=2).chunks}
+    after = {rc.chunk.id: rc.details["fused_score"] for rc in prior.rank(query, None, k=2).chunks}
+    # b's section matches "dose" only, a's "aspirin" too: a is lifted more.
+    assert after["a"] - before["a"] > after["b"] - before["b"] > 0
+
+
+def test_straddles_run_from_middle_to_middle_and_stop_at_blank_lines():
+    text = "one two three four five six seven eight\n\nnine ten"
+    doc = Document("d", text)
+    chunks = [
+        Chunk("a", text[0:18], "d", {"start_char_idx": 0, "end_char_idx": 18}),
+        Chunk("b", text[14:39], "d", {"start_char_idx": 14, "end_char_idx": 39}),
+        Chunk("c", text[41:], "d", {"start_char_idx": 41, "end_char_idx": len(text)}),
+    ]
+    emb = np.eye(3, dtype=np.float32)
+    extra, vecs = ri.straddles(chunks, emb, [doc])
+    assert [c.id for c in extra] == ["a~b"]  # b and c lie across a blank line
+    assert extra[0].text == " four five six"
+    assert np.allclose(vecs[0], [2**-0.5, 2**-0.5, 0.0])
