@@ -14,7 +14,9 @@ adopted"):
   the leukaemia; IT; WHO) instead of dropping it; both the units and the question.
 - ``straddle windows``: over a user's pieces of text without paragraph breaks (character spans),
   a window from the middle of each piece to the middle of the next joins the candidates, reading
-  the mean of the two pieces' vectors (nothing more embedded): window starts twice as dense.
+  the mean of the two pieces' vectors (nothing more embedded): window starts twice as dense;
+  ``straddle windows, long text only``: none next to a piece of a short block (an abstract a
+  splitter cut, ``blocks.short_blocks``), whose pieces already come back together.
 - ``chunk W/O``: hcg's chunker with W-word windows and O words of overlap instead of 200/40
   (the new chunks are embedded; only for the ``hcg chunker`` units).
 
@@ -117,13 +119,18 @@ def _char_span(c: Chunk) -> tuple[int, int] | None:
 
 
 def straddles(
-    chunks: Sequence[Chunk], emb: np.ndarray, docs: Sequence[Document]
+    chunks: Sequence[Chunk],
+    emb: np.ndarray,
+    docs: Sequence[Document],
+    skip: np.ndarray | None = None,
 ) -> tuple[list[Chunk], np.ndarray]:
     """Windows from the middle of each piece to the middle of the next (character spans, no
-    blank line inside), with the mean of the two vectors."""
+    blank line inside), with the mean of the two vectors; none next to a piece ``skip`` marks."""
     texts = {d.id: d.text for d in docs}
     extra, vecs = [], []
     for i in range(len(chunks) - 1):
+        if skip is not None and (skip[i] or skip[i + 1]):
+            continue
         a, b = chunks[i], chunks[i + 1]
         sa, sb = _char_span(a), _char_span(b)
         if a.doc_id != b.doc_id or a.doc_id not in texts or sa is None or sb is None:
@@ -168,6 +175,16 @@ def ideas(
         out["straddle windows"] = lambda: HybridRanker(
             list(chunks) + extra, np.vstack([emb, vecs]), cfg
         )
+        # Only in long text: no window next to a piece of a short block (blocks.short_blocks).
+        ranker = HybridRanker(chunks, emb, cfg)
+        in_block = np.zeros(len(chunks), dtype=bool)
+        if ranker.blocks is not None:
+            in_block[ranker.parent[ranker.blocks >= 0]] = True
+        long_extra, long_vecs = straddles(chunks, emb, docs, skip=in_block)
+        if long_extra:
+            out["straddle windows, long text only"] = lambda: HybridRanker(
+                list(chunks) + long_extra, np.vstack([emb, long_vecs]), cfg
+            )
     if door == "hcg chunker":
         for words, overlap in CHUNKINGS:
 

@@ -69,3 +69,5 @@ def test_straddles_run_from_middle_to_middle_and_stop_at_blank_lines():
     assert [c.id for c in extra] == ["a~b"]  # b and c lie across a blank line
     assert extra[0].text == " four five six"
     assert np.allclose(vecs[0], [2**-0.5, 2**-0.5, 0.0])
+    # Long text only: no window next to a piece marked as part of a short block.
+    assert ri.straddles(chunks, emb, [doc], skip=np.array([False, True, False]))[0] == []
