@@ -383,13 +383,13 @@ class OpenAIStructuredLLM:
                     "the OpenAI-compatible client needs the openai package: "
                     "pip install 'hcg-rag[openai]'"
                 ) from exc
-            import httpx
-
             client = openai.AsyncOpenAI(
                 api_key=self._api_key,
                 base_url=self.base_url,
                 max_retries=0,
-                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT)),
+                # The SDK's own Timeout: openai 1.x and 2.x wrap httpx, 3.x httpx2, and each
+                # rejects the other's class.
+                timeout=openai.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT)),
             )
             state = (client, asyncio.Semaphore(self.max_concurrency))
             self._per_loop[loop] = state
