@@ -35,13 +35,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-from ranking_variants import BUDGET, K, cached, door_units, primary
+from ranking_variants import BUDGET, K, cached, door_sets, primary
 
 from hcg_core.blocks import embedding_texts
 from hcg_core.config import HybridConfig
-from hcg_core.corpus import chunk_documents, load_inputs
+from hcg_core.corpus import chunk_documents
 from hcg_core.embedders import embedder_by_name
-from hcg_core.eval.runner import evaluate, load_questions, load_sentences
+from hcg_core.eval.runner import evaluate
 from hcg_core.retrieval.hybrid import HybridRanker
 from hcg_core.retrieval.lexical import STOPWORDS, BM25Index, fold_plural
 from hcg_core.types import Chunk, Document
@@ -210,46 +210,34 @@ def main(argv: list[str] | None = None) -> int:
     embedder = embedder_by_name(None)
     lines = ["| set | units | default | idea | idea - default (points) | 95% interval | |"]
     lines.append("|---|---|---|---|---|---|---|")
-    for name, paths in args.set:
-        sentences = load_sentences(paths[2]) if len(paths) == 3 else None
-        questions = load_questions(paths[1], limit=args.limit, sentences=sentences)
-        qvecs = cached(embedder, [q.question for q in questions], args.cache, "query")
-        row_of = {q.question: i for i, q in enumerate(questions)}
-        docs, _ = load_inputs([paths[0]])
-        for door, chunks in door_units(docs).items():
-            if args.door and door not in args.door:
-                continue
-            texts, rows = embedding_texts(chunks)
-            emb = cached(embedder, texts, args.cache, "chunks")[rows]
-            makers = {
-                k: v
-                for k, v in ideas(door, chunks, emb, docs, embedder, args.cache).items()
-                if not args.idea or k in args.idea
-            }
-            if not makers:
-                continue
-            rankers = {"default": HybridRanker(chunks, emb, HybridConfig())}
-            rankers.update({k: make() for k, make in makers.items()})
-            systems = {
-                k: (
-                    lambda q, r=r, v=qvecs, at=row_of: r.rank(
-                        q, v[at[q]], None, k=K, use_graph=False
-                    )
-                )
-                for k, r in rankers.items()
-            }
-            report = evaluate(systems, questions, budget=BUDGET)
-            base = primary(report.scores["default"])
-            for idea in makers:
-                score = primary(report.scores[idea])
-                lo, hi = paired_interval(score, base)
-                mark = "*" if hi < 0 else "+" if lo > 0 else ""
-                lines.append(
-                    f"| {name} | {door} ({len(chunks)}) | {base.mean():.3f} | {idea} "
-                    f"| {100 * (score - base).mean():+.2f} | [{lo:+.2f}, {hi:+.2f}] | {mark} |"
-                )
-                print(lines[-1], flush=True)
-            print(f"done: {name}, {door}", file=sys.stderr, flush=True)
+    for name, questions, qvecs, row_of, docs, door, chunks, emb in door_sets(
+        args.set, embedder, args.cache, limit=args.limit, doors=args.door
+    ):
+        makers = {
+            k: v
+            for k, v in ideas(door, chunks, emb, docs, embedder, args.cache).items()
+            if not args.idea or k in args.idea
+        }
+        if not makers:
+            continue
+        rankers = {"default": HybridRanker(chunks, emb, HybridConfig())}
+        rankers.update({k: make() for k, make in makers.items()})
+        systems = {
+            k: (lambda q, r=r, v=qvecs, at=row_of: r.rank(q, v[at[q]], None, k=K, use_graph=False))
+            for k, r in rankers.items()
+        }
+        report = evaluate(systems, questions, budget=BUDGET)
+        base = primary(report.scores["default"])
+        for idea in makers:
+            score = primary(report.scores[idea])
+            lo, hi = paired_interval(score, base)
+            mark = "*" if hi < 0 else "+" if lo > 0 else ""
+            lines.append(
+                f"| {name} | {door} ({len(chunks)}) | {base.mean():.3f} | {idea} "
+                f"| {100 * (score - base).mean():+.2f} | [{lo:+.2f}, {hi:+.2f}] | {mark} |"
+            )
+            print(lines[-1], flush=True)
+        print(f"done: {name}, {door}", file=sys.stderr, flush=True)
     print("\n" + "\n".join(lines))
     return 0
 

@@ -135,6 +135,24 @@ def door_units(docs: list[Document]) -> dict[str, list[Chunk]]:
     return units
 
 
+def door_sets(sets, embedder, cache: Path, *, limit: int | None = None, doors=None):
+    """For each set and door: the questions, their vectors (and each question's row), the
+    documents, the door's units and their vectors as a build embeds them (a short block's
+    pieces share its vector, blocks.py); all embeddings cached under ``cache``."""
+    for name, paths in sets:
+        sentences = load_sentences(paths[2]) if len(paths) == 3 else None
+        questions = load_questions(paths[1], limit=limit, sentences=sentences)
+        qvecs = cached(embedder, [q.question for q in questions], cache, "query")
+        row_of = {q.question: i for i, q in enumerate(questions)}
+        docs, _ = load_inputs([paths[0]])
+        for door, chunks in door_units(docs).items():
+            if doors and door not in doors:
+                continue
+            texts, rows = embedding_texts(chunks)
+            emb = cached(embedder, texts, cache, "chunks")[rows]
+            yield name, questions, qvecs, row_of, docs, door, chunks, emb
+
+
 def primary(scores) -> np.ndarray:
     return np.asarray(
         [s.recall if s.context_recall is None else s.context_recall for s in scores], float
@@ -158,52 +176,43 @@ def main(argv: list[str] | None = None) -> int:
         "| set | units | variant | variant - default (points) | 95% interval | |",
         "|---|---|---|---|---|---|",
     ]
-    for name, paths in args.set:
-        sentences = load_sentences(paths[2]) if len(paths) == 3 else None
-        questions = load_questions(paths[1], limit=args.limit, sentences=sentences)
-        qvecs = cached(embedder, [q.question for q in questions], args.cache, "query")
-        row_of = {q.question: i for i, q in enumerate(questions)}
-        docs, _ = load_inputs([paths[0]])
-        for door, chunks in door_units(docs).items():
-            if args.door and door not in args.door:
-                continue
-            # As a build embeds them: a short block's pieces share its vector (blocks.py).
-            texts, rows = embedding_texts(chunks)
-            emb = cached(embedder, texts, args.cache, "chunks")[rows]
-            # Text all in English: the language-gap switches change nothing (not run).
-            variants = {
-                k: v
-                for k, v in VARIANTS.items()
-                if (not args.variant or k in args.variant)
-                and (
-                    any(map(reads_not_english, (c.text for c in chunks)))
-                    or v[1].fill_language_gap == DEFAULT.fill_language_gap
-                    and v[1].gap_char_grams == DEFAULT.gap_char_grams
-                )
-            }
-            systems = {}
-            for vname, (cls, cfg) in {"default": (HybridRanker, DEFAULT), **variants}.items():
-                ranker = cls(chunks, emb, cfg)
+    for name, questions, qvecs, row_of, _docs, door, chunks, emb in door_sets(
+        args.set, embedder, args.cache, limit=args.limit, doors=args.door
+    ):
+        # Text all in English: the language-gap switches change nothing (not run).
+        variants = {
+            k: v
+            for k, v in VARIANTS.items()
+            if (not args.variant or k in args.variant)
+            and (
+                any(map(reads_not_english, (c.text for c in chunks)))
+                or v[1].fill_language_gap == DEFAULT.fill_language_gap
+                and v[1].gap_char_grams == DEFAULT.gap_char_grams
+            )
+        }
+        systems = {}
+        for vname, (cls, cfg) in {"default": (HybridRanker, DEFAULT), **variants}.items():
+            ranker = cls(chunks, emb, cfg)
 
-                def run(q: str, ranker: HybridRanker = ranker, qvecs=qvecs, row_of=row_of):
-                    return ranker.rank(q, qvecs[row_of[q]], None, k=K, use_graph=False)
+            def run(q: str, ranker: HybridRanker = ranker, qvecs=qvecs, row_of=row_of):
+                return ranker.rank(q, qvecs[row_of[q]], None, k=K, use_graph=False)
 
-                systems[vname] = run
-            report = evaluate(systems, questions, budget=BUDGET)
-            base = primary(report.scores["default"])
-            head.append(f"| {name} | {door} ({len(chunks)}) | {base.mean():.3f} |")
-            print(head[-1], flush=True)
-            for vname in variants:
-                variant = primary(report.scores[vname])
-                diff = variant - base
-                lo, hi = paired_interval(variant, base)
-                mark = "*" if hi < 0 else "+" if lo > 0 else ""
-                lines.append(
-                    f"| {name} | {door} | {vname} | {100 * diff.mean():+.2f} "
-                    f"| [{lo:+.2f}, {hi:+.2f}] | {mark} |"
-                )
-                print(lines[-1], flush=True)
-            print(f"done: {name}, {door} ({len(chunks)} units)", file=sys.stderr, flush=True)
+            systems[vname] = run
+        report = evaluate(systems, questions, budget=BUDGET)
+        base = primary(report.scores["default"])
+        head.append(f"| {name} | {door} ({len(chunks)}) | {base.mean():.3f} |")
+        print(head[-1], flush=True)
+        for vname in variants:
+            variant = primary(report.scores[vname])
+            diff = variant - base
+            lo, hi = paired_interval(variant, base)
+            mark = "*" if hi < 0 else "+" if lo > 0 else ""
+            lines.append(
+                f"| {name} | {door} | {vname} | {100 * diff.mean():+.2f} "
+                f"| [{lo:+.2f}, {hi:+.2f}] | {mark} |"
+            )
+            print(lines[-1], flush=True)
+        print(f"done: {name}, {door} ({len(chunks)} units)", file=sys.stderr, flush=True)
     print("\n## summary\n")
     print("\n".join(head))
     print()
