@@ -190,6 +190,7 @@ def ideas(
 
             def chunked(words: int = words, overlap: int = overlap) -> HybridRanker:
                 mine = chunk_documents(docs, chunk_words=words, overlap_words=overlap)
+                print(f"chunk {words}/{overlap}: {len(mine)} chunks", file=sys.stderr)
                 texts, rows = embedding_texts(mine)
                 return HybridRanker(mine, cached(embedder, texts, cache, "chunks")[rows], cfg)
 
