@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-from ranking_variants import BUDGET, K, cached, door_sets, primary
+from ranking_variants import BUDGET, K, cached, door_sets, primary, versus
 
 from hcg_core.blocks import embedding_texts
 from hcg_core.config import HybridConfig
@@ -199,7 +199,7 @@ def ideas(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from dev_suite import paired_interval, parse_set  # benchmarks/ is on sys.path here
+    from dev_suite import parse_set  # benchmarks/ is on sys.path here
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", action="append", required=True, type=parse_set)
@@ -230,12 +230,9 @@ def main(argv: list[str] | None = None) -> int:
         report = evaluate(systems, questions, budget=BUDGET)
         base = primary(report.scores["default"])
         for idea in makers:
-            score = primary(report.scores[idea])
-            lo, hi = paired_interval(score, base)
-            mark = "*" if hi < 0 else "+" if lo > 0 else ""
             lines.append(
                 f"| {name} | {door} ({len(chunks)}) | {base.mean():.3f} | {idea} "
-                f"| {100 * (score - base).mean():+.2f} | [{lo:+.2f}, {hi:+.2f}] | {mark} |"
+                f"| {versus(report.scores[idea], base)}"
             )
             print(lines[-1], flush=True)
         print(f"done: {name}, {door}", file=sys.stderr, flush=True)

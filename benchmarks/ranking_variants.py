@@ -153,6 +153,18 @@ def door_sets(sets, embedder, cache: Path, *, limit: int | None = None, doors=No
             yield name, questions, qvecs, row_of, docs, door, chunks, emb
 
 
+def versus(scores, base: np.ndarray) -> str:
+    """The cells ``points | [lo, hi] | mark |`` of a variant's primary ``scores`` against the
+    defaults' ``base``: the mean difference, its 95% paired-bootstrap interval, ``*`` when wholly
+    below zero and ``+`` when wholly above."""
+    from dev_suite import paired_interval  # benchmarks/ is on sys.path here
+
+    variant = primary(scores)
+    lo, hi = paired_interval(variant, base)
+    mark = "*" if hi < 0 else "+" if lo > 0 else ""
+    return f"{100 * (variant - base).mean():+.2f} | [{lo:+.2f}, {hi:+.2f}] | {mark} |"
+
+
 def primary(scores) -> np.ndarray:
     return np.asarray(
         [s.recall if s.context_recall is None else s.context_recall for s in scores], float
@@ -160,7 +172,7 @@ def primary(scores) -> np.ndarray:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from dev_suite import paired_interval, parse_set  # benchmarks/ is on sys.path here
+    from dev_suite import parse_set  # benchmarks/ is on sys.path here
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", action="append", required=True, type=parse_set)
@@ -203,14 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         head.append(f"| {name} | {door} ({len(chunks)}) | {base.mean():.3f} |")
         print(head[-1], flush=True)
         for vname in variants:
-            variant = primary(report.scores[vname])
-            diff = variant - base
-            lo, hi = paired_interval(variant, base)
-            mark = "*" if hi < 0 else "+" if lo > 0 else ""
-            lines.append(
-                f"| {name} | {door} | {vname} | {100 * diff.mean():+.2f} "
-                f"| [{lo:+.2f}, {hi:+.2f}] | {mark} |"
-            )
+            lines.append(f"| {name} | {door} | {vname} | {versus(report.scores[vname], base)}")
             print(lines[-1], flush=True)
         print(f"done: {name}, {door} ({len(chunks)} units)", file=sys.stderr, flush=True)
     print("\n## summary\n")
