@@ -17,6 +17,9 @@ adopted"):
   the mean of the two pieces' vectors (nothing more embedded): window starts twice as dense;
   ``straddle windows, long text only``: none next to a piece of a short block (an abstract a
   splitter cut, ``blocks.short_blocks``), whose pieces already come back together.
+- ``long-text pieces by halves``: each of a user's pieces outside a short block cut at the
+  sentence end nearest its middle into two units, each reading the piece's vector (the
+  "windows by halves" of an earlier release, for a user's pieces).
 - ``chunk W/O``: hcg's chunker with W-word windows and O words of overlap instead of 200/40
   (the new chunks are embedded; only for the ``hcg chunker`` units).
 
@@ -152,6 +155,31 @@ def straddles(
     return extra, np.asarray(vecs, np.float32).reshape(-1, emb.shape[1])
 
 
+_SENTENCE_GAP = re.compile(r"(?<=[.!?])\s+")
+
+
+def halves(
+    chunks: Sequence[Chunk], emb: np.ndarray, skip: np.ndarray
+) -> tuple[list[Chunk], np.ndarray]:
+    """Each piece with a character span, not marked in ``skip`` and without a blank line, cut
+    at the sentence end nearest its middle into two pieces reading its vector; the rest as they
+    are."""
+    out, rows = [], []
+    for i, c in enumerate(chunks):
+        span = _char_span(c)
+        cuts = [m.end() for m in _SENTENCE_GAP.finditer(c.text.rstrip())]
+        if skip[i] or span is None or "\n\n" in c.text or not cuts:
+            out.append(c)
+            rows.append(i)
+            continue
+        cut = min(cuts, key=lambda x: abs(x - len(c.text) // 2))
+        for part, (a, b) in ((1, (0, cut)), (2, (cut, len(c.text)))):
+            meta = {"start_char_idx": span[0] + a, "end_char_idx": span[0] + b}
+            out.append(Chunk(f"{c.id}#{part}", c.text[a:b], c.doc_id, meta))
+            rows.append(i)
+    return out, emb[np.asarray(rows, dtype=np.int64)]
+
+
 def ideas(
     door: str, chunks: list[Chunk], emb: np.ndarray, docs: list[Document], embedder, cache: Path
 ) -> dict[str, Callable[[], HybridRanker]]:
@@ -175,16 +203,20 @@ def ideas(
         out["straddle windows"] = lambda: HybridRanker(
             list(chunks) + extra, np.vstack([emb, vecs]), cfg
         )
-        # Only in long text: no window next to a piece of a short block (blocks.short_blocks).
-        ranker = HybridRanker(chunks, emb, cfg)
-        in_block = np.zeros(len(chunks), dtype=bool)
-        if ranker.blocks is not None:
-            in_block[ranker.parent[ranker.blocks >= 0]] = True
-        long_extra, long_vecs = straddles(chunks, emb, docs, skip=in_block)
-        if long_extra:
-            out["straddle windows, long text only"] = lambda: HybridRanker(
-                list(chunks) + long_extra, np.vstack([emb, long_vecs]), cfg
-            )
+    # Long text: pieces outside every short block (blocks.short_blocks), whose pieces already
+    # come back together.
+    ranker = HybridRanker(chunks, emb, cfg)
+    in_block = np.zeros(len(chunks), dtype=bool)
+    if ranker.blocks is not None:
+        in_block[ranker.parent[ranker.blocks >= 0]] = True
+    long_extra, long_vecs = straddles(chunks, emb, docs, skip=in_block)
+    if long_extra:
+        out["straddle windows, long text only"] = lambda: HybridRanker(
+            list(chunks) + long_extra, np.vstack([emb, long_vecs]), cfg
+        )
+    cut, cut_emb = halves(chunks, emb, in_block)
+    if len(cut) > len(chunks):
+        out["long-text pieces by halves"] = lambda: HybridRanker(cut, cut_emb, cfg)
     if door == "hcg chunker":
         for words, overlap in CHUNKINGS:
 
@@ -207,12 +239,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--door", action="append", default=None, help="only these doors' units")
     ap.add_argument("--idea", action="append", default=None, help="only these ideas")
+    ap.add_argument(
+        "--flatten",
+        action="store_true",
+        help="read each corpus with its blank lines as spaces (text without paragraph breaks)",
+    )
     args = ap.parse_args(argv)
     embedder = embedder_by_name(None)
     lines = ["| set | units | default | idea | idea - default (points) | 95% interval | |"]
     lines.append("|---|---|---|---|---|---|---|")
     for name, questions, qvecs, row_of, docs, door, chunks, emb in door_sets(
-        args.set, embedder, args.cache, limit=args.limit, doors=args.door
+        args.set, embedder, args.cache, limit=args.limit, doors=args.door, flatten=args.flatten
     ):
         makers = {
             k: v

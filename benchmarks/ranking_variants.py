@@ -37,7 +37,7 @@ import numpy as np
 
 from hcg_core.blocks import embedding_texts
 from hcg_core.config import HybridConfig
-from hcg_core.corpus import chunk_documents, load_inputs, reads_not_english
+from hcg_core.corpus import BLANK_LINE_RE, chunk_documents, load_inputs, reads_not_english
 from hcg_core.embedders import embedder_by_name
 from hcg_core.embedders.factory import EMBEDDER_HELP
 from hcg_core.embedding import embed_texts
@@ -135,16 +135,21 @@ def door_units(docs: list[Document]) -> dict[str, list[Chunk]]:
     return units
 
 
-def door_sets(sets, embedder, cache: Path, *, limit: int | None = None, doors=None):
+def door_sets(
+    sets, embedder, cache: Path, *, limit: int | None = None, doors=None, flatten: bool = False
+):
     """For each set and door: the questions, their vectors (and each question's row), the
     documents, the door's units and their vectors as a build embeds them (a short block's
-    pieces share its vector, blocks.py); all embeddings cached under ``cache``."""
+    pieces share its vector, blocks.py); all embeddings cached under ``cache``. ``flatten``
+    reads each document with its blank lines as spaces (text without paragraph breaks)."""
     for name, paths in sets:
         sentences = load_sentences(paths[2]) if len(paths) == 3 else None
         questions = load_questions(paths[1], limit=limit, sentences=sentences)
         qvecs = cached(embedder, [q.question for q in questions], cache, "query")
         row_of = {q.question: i for i, q in enumerate(questions)}
         docs, _ = load_inputs([paths[0]])
+        if flatten:
+            docs = [replace(d, text=BLANK_LINE_RE.sub(" ", d.text)) for d in docs]
         for door, chunks in door_units(docs).items():
             if doors and door not in doors:
                 continue

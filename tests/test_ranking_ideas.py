@@ -71,3 +71,19 @@ def test_straddles_run_from_middle_to_middle_and_stop_at_blank_lines():
     assert np.allclose(vecs[0], [2**-0.5, 2**-0.5, 0.0])
     # Long text only: no window next to a piece marked as part of a short block.
     assert ri.straddles(chunks, emb, [doc], skip=np.array([False, True, False]))[0] == []
+
+
+def test_halves_cut_long_text_pieces_at_the_sentence_nearest_the_middle():
+    text = "One two. Three four five. Six."
+    pieces = [
+        Chunk("a", text, "d", {"start_char_idx": 10, "end_char_idx": 10 + len(text)}),
+        Chunk("b", text, "d", {"start_char_idx": 50, "end_char_idx": 50 + len(text)}),
+    ]
+    emb = np.eye(2, dtype=np.float32)
+    out, vecs = ri.halves(pieces, emb, skip=np.array([False, True]))
+    assert [(c.id, c.text, c.metadata["start_char_idx"]) for c in out] == [
+        ("a#1", "One two. ", 10),
+        ("a#2", "Three four five. Six.", 19),
+        ("b", text, 50),  # marked: a piece of a short block stays whole
+    ]
+    assert vecs.tolist() == [[1, 0], [1, 0], [0, 1]]  # each half reads its piece's vector
