@@ -26,6 +26,9 @@ adopted"):
     python benchmarks/ranking_ideas.py --cache /tmp/hcg_cache \\
         --set medical=PATH/corpus.json:PATH/dev_questions.json ...
 
+``--flatten`` reads each corpus with its blank lines as spaces: whether a rule aimed at text
+without paragraph breaks costs such text when its questions need whole passages (HolisQA).
+
 Needs the ``bench`` extra (the frameworks' splitters), as ranking_variants.py does.
 """
 
