@@ -184,10 +184,11 @@ def halves(
 
 
 def ideas(
-    door: str, chunks: list[Chunk], emb: np.ndarray, docs: list[Document], embedder, cache: Path
+    door: str, default: HybridRanker, emb: np.ndarray, docs: list[Document], embedder, cache: Path
 ) -> dict[str, Callable[[], HybridRanker]]:
-    """The ideas that apply to this door's units, each a ranker maker."""
-    cfg = HybridConfig()
+    """The ideas that apply to the units of ``default`` (the door's ranker on the defaults, its
+    chunks' vectors ``emb``), each a ranker maker."""
+    cfg, chunks = default.config, list(default.chunks)
     out: dict[str, Callable[[], HybridRanker]] = {}
 
     def section() -> HybridRanker:
@@ -195,8 +196,7 @@ def ideas(
         return SectionPrior(chunks, emb, cfg, section_of=rows, sections=sections)
 
     def acronyms() -> HybridRanker:
-        units = HybridRanker(chunks, emb, cfg).units
-        bm25 = BM25Index([u.text for u in units], tokenizer=acronym_tokens)
+        bm25 = BM25Index([u.text for u in default.units], tokenizer=acronym_tokens)
         return HybridRanker(chunks, emb, cfg, bm25=bm25)
 
     out["section prior"] = section
@@ -208,10 +208,9 @@ def ideas(
         )
     # Long text: pieces outside every short block (blocks.short_blocks), whose pieces already
     # come back together.
-    ranker = HybridRanker(chunks, emb, cfg)
     in_block = np.zeros(len(chunks), dtype=bool)
-    if ranker.blocks is not None:
-        in_block[ranker.parent[ranker.blocks >= 0]] = True
+    if default.blocks is not None:
+        in_block[default.parent[default.blocks >= 0]] = True
     long_extra, long_vecs = straddles(chunks, emb, docs, skip=in_block)
     if long_extra:
         out["straddle windows, long text only"] = lambda: HybridRanker(
@@ -254,14 +253,15 @@ def main(argv: list[str] | None = None) -> int:
     for name, questions, qvecs, row_of, docs, door, chunks, emb in door_sets(
         args.set, embedder, args.cache, limit=args.limit, doors=args.door, flatten=args.flatten
     ):
+        default = HybridRanker(chunks, emb, HybridConfig())
         makers = {
             k: v
-            for k, v in ideas(door, chunks, emb, docs, embedder, args.cache).items()
+            for k, v in ideas(door, default, emb, docs, embedder, args.cache).items()
             if not args.idea or k in args.idea
         }
         if not makers:
             continue
-        rankers = {"default": HybridRanker(chunks, emb, HybridConfig())}
+        rankers = {"default": default}
         rankers.update({k: make() for k, make in makers.items()})
         systems = {
             k: (lambda q, r=r, v=qvecs, at=row_of: r.rank(q, v[at[q]], None, k=K, use_graph=False))
