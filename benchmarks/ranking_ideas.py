@@ -20,6 +20,11 @@ adopted"):
 - ``long-text pieces by halves``: each of a user's pieces outside a short block cut at the
   sentence end nearest its middle into two units, each reading the piece's vector (the
   "windows by halves" of an earlier release, for a user's pieces).
+- ``BM25 k1 K b B``: the text signal's BM25 with other saturation and length normalisation than
+  its k1 1.5, b 0.75 (``BM25_SETTINGS``: Lucene's k1 1.2, a stronger k1 2.0, b 0.5 and 0.9).
+- ``long texts embedded whole``: a text longer than MiniLM's 256 tokens (which the embedder cuts)
+  embedded as the token-weighted mean of sentence-bounded pieces that each fit, so no word of a
+  unit is left out of its vector (``token_pieces``).
 - ``chunk W/O``: hcg's chunker with W-word windows and O words of overlap instead of 200/40
   (the new chunks are embedded; only for the ``hcg chunker`` units).
 
@@ -47,6 +52,7 @@ from hcg_core.blocks import embedding_texts
 from hcg_core.config import HybridConfig
 from hcg_core.corpus import chunk_documents
 from hcg_core.embedders import embedder_by_name
+from hcg_core.embedders.minilm import DEFAULT_MAX_TOKENS, find_tokenizer_file
 from hcg_core.eval.runner import evaluate
 from hcg_core.retrieval.hybrid import HybridRanker
 from hcg_core.retrieval.lexical import STOPWORDS, BM25Index, fold_plural
@@ -54,6 +60,9 @@ from hcg_core.types import Chunk, Document
 
 SECTION_WEIGHT = 0.25
 CHUNKINGS = ((200, 20), (160, 32))
+BM25_SETTINGS = ((1.2, 0.75), (2.0, 0.75), (1.5, 0.5), (1.5, 0.9))
+# Tokens a piece may hold: MiniLM's 256 less [CLS] and [SEP].
+PIECE_TOKENS = DEFAULT_MAX_TOKENS - 2
 _CASED_TOKEN = re.compile(r"[A-Za-z0-9]+")
 
 
@@ -183,6 +192,62 @@ def halves(
     return out, emb[np.asarray(rows, dtype=np.int64)]
 
 
+def token_pieces(text: str, count: Callable[[str], int], limit: int) -> list[str] | None:
+    """``text`` cut at sentence ends into about equal pieces of at most ``limit`` tokens each
+    (``count`` tokens a text; a sentence longer than ``limit`` stays one piece), or None where
+    the whole text fits."""
+    total = count(text)
+    if total <= limit:
+        return None
+    sentences = [s for s in _SENTENCE_GAP.split(text) if s.strip()]
+    target = total / -(-total // limit)
+    out: list[str] = []
+    current: list[str] = []
+    held = 0
+    for s in sentences:
+        n = count(s)
+        if current and held + n > limit:
+            out.append(" ".join(current))
+            current, held = [], 0
+        current.append(s)
+        held += n
+        if held >= target:
+            out.append(" ".join(current))
+            current, held = [], 0
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
+def whole_vectors(chunks: Sequence[Chunk], embedder, cache: Path) -> np.ndarray:
+    """Each unit's vector as a build embeds it, except that a text over ``PIECE_TOKENS`` reads
+    the token-weighted mean of its ``token_pieces``' vectors."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(find_tokenizer_file()))
+    tokenizer.no_truncation()
+
+    def count(text: str) -> int:
+        return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+    texts, rows = embedding_texts(chunks)
+    vecs = cached(embedder, texts, cache, "chunks").copy()
+    pieces, owner, weight = [], [], []
+    for i, text in enumerate(texts):
+        for piece in token_pieces(text, count, PIECE_TOKENS) or []:
+            pieces.append(piece)
+            owner.append(i)
+            weight.append(count(piece))
+    print(f"{len(set(owner))} of {len(texts)} texts over {PIECE_TOKENS} tokens", file=sys.stderr)
+    if pieces:
+        weighted = cached(embedder, pieces, cache, "pieces") * np.asarray(weight)[:, None]
+        sums = np.zeros_like(vecs)
+        np.add.at(sums, np.asarray(owner), weighted)
+        long = np.unique(owner)
+        vecs[long] = sums[long] / np.linalg.norm(sums[long], axis=1, keepdims=True)
+    return vecs[rows]
+
+
 def ideas(
     door: str, default: HybridRanker, emb: np.ndarray, docs: list[Document], embedder, cache: Path
 ) -> dict[str, Callable[[], HybridRanker]]:
@@ -201,6 +266,13 @@ def ideas(
 
     out["section prior"] = section
     out["acronyms kept"] = acronyms
+    for k1, b in BM25_SETTINGS:
+        out[f"BM25 k1 {k1} b {b}"] = lambda k1=k1, b=b: HybridRanker(
+            chunks, emb, cfg, bm25=BM25Index([u.text for u in default.units], k1=k1, b=b)
+        )
+    out["long texts embedded whole"] = lambda: HybridRanker(
+        chunks, whole_vectors(chunks, embedder, cache), cfg
+    )
     extra, vecs = straddles(chunks, emb, docs)
     if extra:
         out["straddle windows"] = lambda: HybridRanker(

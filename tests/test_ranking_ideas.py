@@ -87,3 +87,24 @@ def test_halves_cut_long_text_pieces_at_the_sentence_nearest_the_middle():
         ("b", text, 50),  # marked: a piece of a short block stays whole
     ]
     assert vecs.tolist() == [[1, 0], [1, 0], [0, 1]]  # each half reads its piece's vector
+
+
+def test_token_pieces_fit_the_limit_and_cut_at_sentence_ends():
+    def words(text: str) -> int:
+        return len(text.split())
+
+    text = "a b c. d e f. g h. i j k l. m."
+    assert ri.token_pieces(text, words, 20) is None  # 13 words fit whole
+    pieces = ri.token_pieces(text, words, 6)
+    assert pieces == ["a b c. d e f.", "g h. i j k l.", "m."]
+    assert all(words(p) <= 6 for p in pieces)
+    assert " ".join(pieces) == text  # every word kept, in order
+
+
+def test_bm25_settings_reach_the_ranker():
+    chunks = [Chunk("a", "aspirin aspirin aspirin dose", "d"), Chunk("b", "aspirin dose", "d")]
+    plain = HybridRanker(chunks, None, HybridConfig())
+    ideas = ri.ideas("LangChain 1000/200", plain, np.zeros((2, 3), np.float32), [], None, Path("."))
+    flat = ideas["BM25 k1 1.2 b 0.75"]()
+    assert (flat.bm25.k1, flat.bm25.b) == (1.2, 0.75)
+    assert "long texts embedded whole" in ideas
