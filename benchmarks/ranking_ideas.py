@@ -25,6 +25,10 @@ adopted"):
 - ``long texts embedded whole``: a text longer than MiniLM's 256 tokens (which the embedder cuts)
   embedded as the token-weighted mean of sentence-bounded pieces that each fit, so no word of a
   unit is left out of its vector (``token_pieces``).
+- ``sentence proximity``: a third text signal, the best sentence of a unit scored by the summed
+  IDF of the distinct question words it holds (two at least), on the candidates of BM25 and
+  dense, standardised as they are and added with weight 0.5 where a text signal found the unit:
+  a unit whose question words stand together in one sentence over one that scatters them.
 - ``chunk W/O``: hcg's chunker with W-word windows and O words of overlap instead of 200/40
   (the new chunks are embedded; only for the ``hcg chunker`` units).
 
@@ -54,12 +58,13 @@ from hcg_core.corpus import chunk_documents
 from hcg_core.embedders import embedder_by_name
 from hcg_core.embedders.minilm import DEFAULT_MAX_TOKENS, find_tokenizer_file
 from hcg_core.eval.runner import evaluate
-from hcg_core.retrieval.hybrid import HybridRanker
-from hcg_core.retrieval.lexical import STOPWORDS, BM25Index, fold_plural
+from hcg_core.retrieval.hybrid import HybridRanker, standardise
+from hcg_core.retrieval.lexical import STOPWORDS, BM25Index, fold_plural, tokenize
 from hcg_core.types import Chunk, Document
 
 SECTION_WEIGHT = 0.25
 CHUNKINGS = ((200, 20), (160, 32))
+PROXIMITY_WEIGHT = 0.5
 BM25_SETTINGS = ((1.2, 0.75), (2.0, 0.75), (1.5, 0.5), (1.5, 0.9))
 # Tokens a piece may hold: MiniLM's 256 less [CLS] and [SEP].
 PIECE_TOKENS = DEFAULT_MAX_TOKENS - 2
@@ -121,6 +126,42 @@ class SectionPrior(HybridRanker):
         if peak <= 0:
             return fused
         return fused + SECTION_WEIGHT * (match / peak)[self.unit_section] * (fused > 0)
+
+
+class SentenceProximity(HybridRanker):
+    """The defaults, plus ``PROXIMITY_WEIGHT`` x the standardised ``proximity`` of the candidates
+    where a text signal found them."""
+
+    def __init__(self, chunks, emb, config):
+        super().__init__(chunks, emb, config)
+        self.sentence_words = [
+            [frozenset(tokenize(s)) for s in _SENTENCE_GAP.split(u.text) if s.strip()]
+            for u in self.units
+        ]
+        df: dict[str, int] = {}
+        for u in self.units:
+            for t in set(tokenize(u.text)):
+                df[t] = df.get(t, 0) + 1
+        n = len(self.units)
+        self.idf = {t: float(np.log(1 + (n - d + 0.5) / (d + 0.5))) for t, d in df.items()}
+
+    def proximity(self, query: str, rows: np.ndarray) -> np.ndarray:
+        """Per unit of ``rows``: the best sentence's summed IDF of the distinct query words it
+        holds, where it holds two at least (0 elsewhere)."""
+        words = set(tokenize(query))
+        out = np.zeros(len(self.units))
+        for r in rows.tolist():
+            hits = [w & words for w in self.sentence_words[r]]
+            out[r] = max(
+                (sum(self.idf.get(t, 0.0) for t in h) for h in hits if len(h) > 1), default=0
+            )
+        return out
+
+    def _fused(self, c):
+        fused = super()._fused(c)
+        rows = np.union1d(c.bm_order, c.dn_order)
+        prox = standardise(self.proximity(c.query, rows), rows)
+        return fused + PROXIMITY_WEIGHT * prox * (fused > 0)
 
 
 def _char_span(c: Chunk) -> tuple[int, int] | None:
@@ -270,6 +311,7 @@ def ideas(
         out[f"BM25 k1 {k1} b {b}"] = lambda k1=k1, b=b: HybridRanker(
             chunks, emb, cfg, bm25=BM25Index([u.text for u in default.units], k1=k1, b=b)
         )
+    out["sentence proximity"] = lambda: SentenceProximity(chunks, emb, cfg)
     out["long texts embedded whole"] = lambda: HybridRanker(
         chunks, whole_vectors(chunks, embedder, cache), cfg
     )

@@ -108,3 +108,17 @@ def test_bm25_settings_reach_the_ranker():
     flat = ideas["BM25 k1 1.2 b 0.75"]()
     assert (flat.bm25.k1, flat.bm25.b) == (1.2, 0.75)
     assert "long texts embedded whole" in ideas
+
+
+def test_proximity_scores_question_words_standing_together_in_one_sentence():
+    chunks = [
+        Chunk("apart", "Aspirin is common. The dose varies. Other words here.", "d"),
+        Chunk("together", "The aspirin dose varies. Other words here. More text.", "d"),
+        Chunk("one", "Aspirin alone. Nothing else.", "d"),
+    ]
+    ranker = ri.SentenceProximity(chunks, None, HybridConfig())
+    prox = ranker.proximity("aspirin dose", np.arange(3))
+    assert prox[0] == 0.0 and prox[2] == 0.0  # never two question words in one sentence
+    assert prox[1] > 0
+    top = ranker.rank("aspirin dose", None, k=2).chunks[0].chunk.id
+    assert top == "together"
