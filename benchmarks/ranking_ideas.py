@@ -138,12 +138,8 @@ class SentenceProximity(HybridRanker):
             [frozenset(tokenize(s)) for s in _SENTENCE_GAP.split(u.text) if s.strip()]
             for u in self.units
         ]
-        df: dict[str, int] = {}
-        for u in self.units:
-            for t in set(tokenize(u.text)):
-                df[t] = df.get(t, 0) + 1
-        n = len(self.units)
-        self.idf = {t: float(np.log(1 + (n - d + 0.5) / (d + 0.5))) for t, d in df.items()}
+        idf = self.bm25.idf
+        self.idf = {t: float(idf[i]) for t, i in self.bm25.vocabulary.items()}
 
     def proximity(self, query: str, rows: np.ndarray) -> np.ndarray:
         """Per unit of ``rows``: the best sentence's summed IDF of the distinct query words it
