@@ -26,7 +26,9 @@ STRONG_CUE = 0.85
 
 # Line structure of Markdown (and of plain text with underlined headings). Chunk texts carry no
 # file type, so the structure is read from the lines themselves.
-_LINE_RE = re.compile(r"[^\n]*(?:\n|$)")
+# A line ends at LF, CRLF or a lone CR: a user's own node may keep any of them (hcg's own chunks
+# have "\n" only, ``hcg_core.corpus.normalize_newlines``).
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n?|\n|$)")
 _ATX_HEADING_RE = re.compile(r" {0,3}#{1,6}(?:[ \t]+|$)")
 _ATX_CLOSE_RE = re.compile(r"(?:[ \t]+#+)?[ \t]*$")
 # A line of only "=" or only "-" (three or more) under a line of text underlines it as a heading.
@@ -67,7 +69,7 @@ def text_units(text: str) -> list[TextUnit]:
     >>> [(u.kind, u.text) for u in text_units("Impact\n======\n- salt raises risk\n| a | b |")]
     [('heading', 'Impact'), ('item', 'salt raises risk'), ('row', 'a | b')]
     """
-    if "\n" not in text and not _line_marked(text):
+    if "\n" not in text and "\r" not in text and not _line_marked(text):
         return _sentences(text, 0, len(text), "sentence")
     units: list[TextUnit] = []
     block: list[int] = []  # [start, end, kind] of the paragraph or list item being read
