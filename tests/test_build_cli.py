@@ -47,6 +47,12 @@ def test_readme_main_job(tmp_path, capsys):
     text = capsys.readouterr().out
     ranks = [line.split()[0] for line in text.splitlines() if line.startswith("[")]
     assert ranks == ["[1]", "[2]", "[3]"] and "Blood_Sugar" in text, text
+    # "Controlling blood pressure ... prevents many of the heart attacks": blood pressure raises them.
+    (bp,) = [
+        e for e in stored.graph.edges if (e.source, e.target) == ("Blood_Pressure", "Heart_Attack")
+    ]
+    assert bp.mechanism.startswith("Controlling blood pressure") and bp.effect == "increases"
+    assert "Blood_Pressure -(+)-> Heart_Attack" in text
     # Each names its file, chunk number and words, then its ranking signals (the README's words).
     heads = [line for line in text.splitlines() if line.startswith("[")]
     assert all(re.search(r"\d\d-[a-z-]+\.md, chunk \d+ \(words \d+-\d+\)  \[c_", h) for h in heads)
