@@ -542,9 +542,9 @@ def leading_front_matter(text: str, *, who: str = "text") -> int:
         return 0
     if normal is text:  # no CR in it: the offsets agree
         return end
+    # The body follows a line end (it is not empty): the offset is just past the same line end
+    # counted in ``text``.
     breaks = normal.count("\n", 0, end)
-    if normal[end - 1] != "\n":  # the closing line ends the text
-        return len(text)
     last = next(itertools.islice(_ANY_LINE_END_RE.finditer(text), breaks - 1, None))
     return last.end()
 
