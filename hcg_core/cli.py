@@ -665,7 +665,10 @@ def cmd_query(args: argparse.Namespace) -> int:
 
     print(visible(f"served by: {result.served_by}; matched: {', '.join(result.matched) or '-'}"))
     for i, rc in enumerate(result.chunks, 1):
-        print(visible(f"\n[{i}] {rc.route:<8} score {rc.score:.3f}  chunk {rc.chunk.id}"))
+        print(visible(f"\n[{i}] {rc.route:<8} score {rc.score:.3f}  {_place_text(rc)}"))
+        signals = _signals_text(result_signals(rc))
+        if signals:
+            print(f"    signals: {signals}")
         for p in rc.paths:
             print(visible(f"    path: {p}"))
             for eid, mech in zip(p.edge_ids, p.mechanisms, strict=True):
@@ -674,6 +677,75 @@ def cmd_query(args: argparse.Namespace) -> int:
         text = " ".join(rc.chunk.text.split())
         print(visible(f"    {text[:400]}{'...' if len(text) > 400 else ''}"))
     return 0
+
+
+# The ranking signals of a hybrid result (``RetrievedChunk.details``), as printed: each in [0, 1]
+# with its rank among that signal's candidates (None: not among them).
+RESULT_SIGNALS = (("bm25", "bm25"), ("dense", "dense"), ("graph", "graph walk"), ("grams", "grams"))
+
+
+def result_place(rc: Any) -> dict[str, Any]:
+    """Where a result's text is: its document (id and file), the chunk's number in it and its
+    word range (0-based, end exclusive, as ``chunk_documents`` records them), and, for a part of
+    the chunk, its characters in the chunk's text (``span``) or the passage's number."""
+    meta = rc.chunk.metadata or {}
+    place: dict[str, Any] = {"doc_id": rc.chunk.doc_id, "chunk_id": rc.parent_id or rc.chunk.id}
+    for key, name in (
+        ("source", "source"),
+        ("index", "chunk_index"),
+        ("start_word", "start_word"),
+        ("end_word", "end_word"),
+        ("start_char_idx", "start_char"),
+        ("end_char_idx", "end_char"),
+        ("passage", "passage_index"),
+    ):
+        value = meta.get(key)
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            place[name] = value
+    if "span" in rc.details:
+        place["span"] = list(rc.details["span"])
+    return place
+
+
+def result_signals(rc: Any) -> dict[str, Any]:
+    """A hybrid result's ranking signals: each part and its rank, and the fused relevance the
+    ranking sorted by (empty for the paper route, whose score is the query-chunk cosine)."""
+    details = rc.details or {}
+    out: dict[str, Any] = {}
+    for key, _ in RESULT_SIGNALS:
+        if key in details:
+            out[key] = float(details[key])
+            out[f"{key}_rank"] = details.get(f"{key}_rank")
+    if out and "fused_score" in details:
+        out["fused"] = float(details["fused_score"])
+    return out
+
+
+def _place_text(rc: Any) -> str:
+    """``04-diabetes.md, chunk 1 (words 1-164)  [c_ab800e17c288]``: 1-based, ends included."""
+    place = result_place(rc)
+    text = place["doc_id"] or "(no document)"
+    if "chunk_index" in place:
+        text += f", chunk {place['chunk_index'] + 1}"
+    if "start_word" in place and "end_word" in place:
+        text += f" (words {place['start_word'] + 1}-{place['end_word']})"
+    elif "start_char" in place and "end_char" in place:
+        text += f" (characters {place['start_char'] + 1}-{place['end_char']})"
+    if "passage_index" in place:
+        text += f" passage {place['passage_index'] + 1}"
+    elif "span" in place:
+        text += f" part: characters {place['span'][0] + 1}-{place['span'][1]}"
+    return f"{text}  [{rc.chunk.id}]"
+
+
+def _signals_text(signals: dict[str, Any]) -> str:
+    """``bm25 0.597 (#1), dense 0.555 (#1), graph walk 0.648 (#4)``; ``(-)``: not a candidate."""
+    parts = []
+    for key, label in RESULT_SIGNALS:
+        if key in signals:
+            rank = signals[f"{key}_rank"]
+            parts.append(f"{label} {signals[key]:.3f} ({'#' + str(rank) if rank else '-'})")
+    return ", ".join(parts)
 
 
 def _check_question(question: str) -> str:
@@ -705,6 +777,9 @@ def result_to_dict(result) -> dict[str, Any]:
                 "doc_id": rc.chunk.doc_id,
                 "score": rc.score,
                 "route": rc.route,
+                # Where the text is (file, chunk number, word range) and why it ranked.
+                "place": result_place(rc),
+                "signals": result_signals(rc),
                 "paths": [
                     {
                         # The path as `hcg query` prints it: variables with each edge's sign.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import itertools
+import logging
 import os
 import re
 from collections import Counter
@@ -16,9 +17,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .bounded import loads_json
-from .errors import ConfigError, InputError
+import yaml
+
+from .bounded import loads_json, loads_yaml
+from .errors import ConfigError, HCGError, InputError
 from .types import Chunk, Document
+
+logger = logging.getLogger(__name__)
 
 SUPPORTED_SUFFIXES: tuple[str, ...] = (".txt", ".md", ".markdown", ".json", ".jsonl")
 # Keys tried, in order, for the text of a JSON object; "context" is GraphRAG-Bench's corpus field.
@@ -59,6 +64,17 @@ WORD_RE = _WORD_RE
 SENTENCE_END_RE = _SENTENCE_END_RE
 
 BadFile = tuple[Path, str]
+
+# Files whose whole text is one document, read as text: their line ends are made "\n" and a YAML
+# front matter block at their start becomes document metadata (``prepare_text``).
+TEXT_SUFFIXES: tuple[str, ...] = (".txt", ".md", ".markdown")
+# A front matter block longer than this is not looked for (it would be a YAML file, not a header):
+# the text is kept whole. Jekyll and Hugo headers run to a few hundred characters.
+MAX_FRONT_MATTER_CHARS = 64_000
+# The block: "---" alone on the first line, YAML, then "---" (or YAML's "...") alone on a line.
+_FRONT_MATTER_RE = re.compile(r"---[ \t]*\n(?P<yaml>(?:.*\n)*?)(?:---|\.\.\.)[ \t]*(?:\n|$)")
+_LINE_ENDS_RE = re.compile(r"\r\n?")
+_ANY_LINE_END_RE = re.compile(r"\r\n?|\n")
 
 
 # ----------------------------------------------------------------------------- loading
@@ -308,7 +324,10 @@ def _read_file(
         return _json_documents(
             items, doc_id, source, path, max_bytes, single=False, skipped=skipped
         )
-    return [Document(id=doc_id, text=text, metadata=source)]
+    body, front = prepare_text(text, who=path.as_posix())
+    if not body.strip():
+        raise InputError("file holds only YAML front matter, no text", path=path)
+    return [Document(id=doc_id, text=body, metadata={**front, **source})]
 
 
 def _constant_as_text(name: str) -> str:
@@ -438,6 +457,96 @@ def _checked_text(text: str, path: Path | str | None) -> str:
             path=path,
         )
     return text
+
+
+# ----------------------------------------------------------------------------- text files
+
+
+def normalize_newlines(text: str) -> str:
+    r"""``text`` with every line end (CRLF, or a lone CR as old Mac files have) made ``"\n"``.
+
+    Chunking cuts at blank lines and the offline builder reads headings and list items line by
+    line, both on ``"\n"``: a CR-only file read as it is would be one line (issue 43, S4).
+
+    >>> normalize_newlines("# A\r\rB\r\nC")
+    '# A\n\nB\nC'
+    """
+    return _LINE_ENDS_RE.sub("\n", text) if "\r" in text else text
+
+
+def split_front_matter(text: str, *, who: str = "text") -> tuple[str, dict[str, Any], int]:
+    r"""``(body, metadata, offset)``: a YAML front matter block at the start of ``text`` taken off.
+
+    The block is ``---`` alone on the first line, YAML, and ``---`` (or ``...``) alone on a later
+    line, read with the project's bounded safe YAML loader. It counts only when it reads as a
+    mapping (or is empty): anything else (a Markdown rule over a paragraph, a block over
+    ``MAX_FRONT_MATTER_CHARS``) leaves the text whole, and YAML that does not parse is kept as text
+    with a warning naming ``who``. Values are stored as :func:`hcg_core.contract.json_metadata`
+    keeps them (dates as ISO text). ``offset`` is where the body starts in ``text``. Line ends must
+    already be ``"\n"`` (:func:`normalize_newlines`).
+
+    >>> split_front_matter("---\ntitle: Outage\ndate: 2024-05-01\n---\nThe cache expired.")
+    ('The cache expired.', {'title': 'Outage', 'date': '2024-05-01'}, 39)
+    >>> split_front_matter("---\nJust a rule.\n---\nText.")[1:]
+    ({}, 0)
+    """
+    if not text.startswith("---"):
+        return text, {}, 0
+    m = _FRONT_MATTER_RE.match(text, 0, min(len(text), MAX_FRONT_MATTER_CHARS))
+    if m is None:
+        return text, {}, 0
+    try:
+        data = loads_yaml(m.group("yaml"), path=who, error=InputError)
+    except (HCGError, yaml.YAMLError) as exc:  # the reader's own errors too (a control character)
+        logger.warning("%s: front matter is not valid YAML, read as text: %s", who, exc)
+        return text, {}, 0
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return text, {}, 0
+    from .contract import json_metadata  # imported late: contract -> ports -> blocks -> corpus
+
+    metadata = json_metadata(
+        {str(k): v for k, v in data.items() if v is not None}, who=f"{who} front matter"
+    )
+    return text[m.end() :], metadata, m.end()
+
+
+def prepare_text(text: str, *, who: str = "text") -> tuple[str, dict[str, Any]]:
+    r"""A text file's text as hcg chunks it: line ends made ``"\n"``, then its front matter taken
+    off as metadata (``split_front_matter``). What ``load_inputs`` does to ``.txt`` and ``.md``
+    files and both adapters' ``from_documents`` to the documents they chunk.
+
+    >>> prepare_text("---\r\ntitle: Outage\r\n---\r\n# Impact\r\rThe cache expired.")
+    ('# Impact\n\nThe cache expired.', {'title': 'Outage'})
+    """
+    body, metadata, _ = split_front_matter(normalize_newlines(text), who=who)
+    return body, metadata
+
+
+def leading_front_matter(text: str, *, who: str = "text") -> int:
+    r"""Where a unit's own text starts after a YAML front matter block (0: it has none).
+
+    For a user's own units (nodes given ``chunk=False`` or split by the user's transformations),
+    which come back as given: the block is left out of what is ranked, not cut from the unit.
+    Found as ``split_front_matter`` finds it after ``normalize_newlines``; the offset is in
+    ``text`` as given (CRLF counted as two characters). A unit that is only front matter keeps it:
+    there is nothing else to rank.
+
+    >>> leading_front_matter("---\r\ntitle: Outage\r\n---\r\nThe cache expired.")
+    25
+    """
+    normal = normalize_newlines(text)
+    body, _, end = split_front_matter(normal, who=who)
+    if not end or not body.strip():
+        return 0
+    if normal is text:  # no CR in it: the offsets agree
+        return end
+    # The body follows a line end (it is not empty): the offset is just past the same line end
+    # counted in ``text``.
+    breaks = normal.count("\n", 0, end)
+    last = next(itertools.islice(_ANY_LINE_END_RE.finditer(text), breaks - 1, None))
+    return last.end()
 
 
 # ----------------------------------------------------------------------------- chunking
@@ -726,11 +835,13 @@ __all__ = [
     "DEFAULT_CHUNK_WORDS",
     "DEFAULT_MAX_BYTES",
     "DEFAULT_OVERLAP_WORDS",
+    "MAX_FRONT_MATTER_CHARS",
     "MAX_TOKEN_CHARS",
     "MIN_WORDS_TO_JUDGE",
     "NOT_ENGLISH_SHARE",
     "SENTENCE_END_RE",
     "SUPPORTED_SUFFIXES",
+    "TEXT_SUFFIXES",
     "TEXT_KEYS",
     "WORD_RE",
     "chunk_documents",
@@ -741,7 +852,11 @@ __all__ = [
     "display_path",
     "english_word_counts",
     "recorded_chunking",
+    "leading_front_matter",
     "load_inputs",
+    "normalize_newlines",
+    "prepare_text",
     "reads_not_english",
+    "split_front_matter",
     "word_spans",
 ]

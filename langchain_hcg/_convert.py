@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.documents import Document as LCDocument
 
 from hcg_core.contract import json_metadata
+from hcg_core.corpus import leading_front_matter, prepare_text
 from hcg_core.types import Chunk, Document, RetrievedChunk
 
 
@@ -18,27 +19,50 @@ def content_id(text: str, prefix: str) -> str:
 
 
 def to_core_document(doc: LCDocument) -> Document:
-    """A LangChain Document as a core Document; its ``id`` (else a content hash) is the doc id."""
+    """A LangChain Document as a core Document to chunk; its ``id`` (else a content hash) is the
+    doc id. Its text is read as ``hcg build`` reads a text file (``prepare_text``): line ends made
+    ``"\\n"``, a YAML front matter block taken off into the metadata (the document's own keys
+    win), so no chunk holds it."""
+    who = f"document {doc.id or '(no id)'}"
+    body, front = prepare_text(doc.page_content, who=who)
     return Document(
         id=doc.id or content_id(doc.page_content, "d_"),
-        text=doc.page_content,
-        metadata=json_metadata(doc.metadata, who=f"document {doc.id or '(no id)'}"),
+        text=body,
+        metadata={**front, **json_metadata(doc.metadata, who=who)},
     )
 
 
+# Where a unit of the user's (``chunk=False``) keeps the YAML front matter it opened with: ranked
+# without it, returned with it (``to_lc_documents``), as given.
+FRONT_MATTER_KEY = "hcg_front_matter"
+
+
 def to_chunk(doc: LCDocument) -> Chunk:
-    """An already split LangChain Document as one core Chunk (``chunk=False``)."""
-    meta = json_metadata(doc.metadata, who=f"document {doc.id or '(no id)'}")
+    """An already split LangChain Document as one core Chunk (``chunk=False``); a YAML front
+    matter block it opens with is kept aside (``FRONT_MATTER_KEY``), out of the ranked text."""
+    who = f"document {doc.id or '(no id)'}"
+    meta = json_metadata(doc.metadata, who=who)
+    skip = leading_front_matter(doc.page_content, who=who)
+    if skip:
+        meta[FRONT_MATTER_KEY] = doc.page_content[:skip]
     return Chunk(
         id=doc.id or content_id(doc.page_content, "c_"),
-        text=doc.page_content,
+        text=doc.page_content[skip:],
         doc_id=str(meta.get("doc_id") or meta.get("source") or ""),
         metadata=meta,
     )
 
 
-# Chunk metadata the core's passage splitter adds; the provenance's hcg_parent_id replaces it.
-_PASSAGE_KEYS = ("passage_of", "passage")
+# Chunk metadata the core's passage splitter adds (the provenance's hcg_parent_id replaces it),
+# and the front matter a returned Document gets back as text.
+_PASSAGE_KEYS = ("passage_of", "passage", FRONT_MATTER_KEY)
+
+
+def _page_content(rc: RetrievedChunk) -> str:
+    """The unit's text, with the front matter it was given with when it comes back whole."""
+    front = rc.chunk.metadata.get(FRONT_MATTER_KEY)
+    whole = rc.parent_id is None and "span" not in rc.details
+    return front + rc.chunk.text if isinstance(front, str) and whole else rc.chunk.text
 
 
 def to_lc_documents(chunks: Sequence[RetrievedChunk], served_by: str) -> list[LCDocument]:
@@ -49,7 +73,7 @@ def to_lc_documents(chunks: Sequence[RetrievedChunk], served_by: str) -> list[LC
     return [
         LCDocument(
             id=rc.chunk.id,
-            page_content=rc.chunk.text,
+            page_content=_page_content(rc),
             metadata={
                 **{k: v for k, v in rc.chunk.metadata.items() if k not in _PASSAGE_KEYS},
                 "doc_id": rc.chunk.doc_id,

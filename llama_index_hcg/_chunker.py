@@ -19,7 +19,13 @@ from llama_index.core.node_parser.interface import NodeParser
 from llama_index.core.node_parser.node_utils import build_nodes_from_splits
 from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 
-from hcg_core.corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents, word_spans
+from hcg_core.corpus import (
+    DEFAULT_CHUNK_WORDS,
+    DEFAULT_OVERLAP_WORDS,
+    chunk_documents,
+    prepare_text,
+    word_spans,
+)
 from hcg_core.types import Document
 
 logger = logging.getLogger(__name__)
@@ -29,7 +35,10 @@ class HCGNodeParser(NodeParser):
     """Split documents into nodes with hcg's chunker (``hcg_core.corpus.chunk_documents``).
 
     Node ids are hcg's stable chunk ids (document id, word offset and text hashed), so the same
-    document always gives the same nodes; text is the document's own characters, with
+    document always gives the same nodes. A document is first read as ``hcg build`` reads a text
+    file (``hcg_core.corpus.prepare_text``): line ends made ``"\\n"`` and a YAML front matter block
+    taken off into the nodes' metadata (``title`` and the rest; the document's own keys win), so
+    no node holds it. Text is the document's own characters, with
     ``start_char_idx``/``end_char_idx`` set, the document's metadata and the usual SOURCE and
     PREVIOUS/NEXT relationships.
 
@@ -53,7 +62,8 @@ class HCGNodeParser(NodeParser):
         self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
     ) -> list[BaseNode]:
         out: list[BaseNode] = []
-        for node in nodes:
+        for given in nodes:
+            node = _prepared(given)
             text = node.get_content(metadata_mode=MetadataMode.NONE)
             chunks = chunk_documents(
                 [Document(id=node.node_id, text=text)],
@@ -72,6 +82,21 @@ class HCGNodeParser(NodeParser):
                 made.end_char_idx = spans[chunk.metadata["end_word"] - 1][1]
             out.extend(split)
         return out
+
+
+def _prepared(document: BaseNode) -> BaseNode:
+    """The document as hcg chunks it (``hcg_core.corpus.prepare_text``): line ends made "\\n", a
+    YAML front matter block taken off into its metadata (the document's own keys win). A copy,
+    so the caller's document is not changed; the nodes' SOURCE is the copy, whose metadata the
+    index's ``ref_doc_info`` shows. Unchanged documents are returned as they are."""
+    text = document.get_content(metadata_mode=MetadataMode.NONE)
+    body, front = prepare_text(text, who=f"document {document.node_id}")
+    if body == text:
+        return document
+    copy = document.model_copy()
+    copy.set_content(body)
+    copy.metadata = {**front, **document.metadata}
+    return copy
 
 
 def user_transformations() -> bool:

@@ -21,22 +21,28 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, No
 from pydantic import BaseModel, PrivateAttr
 
 from hcg_core.contract import json_metadata
+from hcg_core.corpus import leading_front_matter
 from hcg_core.types import Chunk, RetrievedChunk
 
 
 def node_to_chunk(node: BaseNode) -> Chunk:
-    """A docstore node as a core Chunk: same id, plain text (no metadata header), its ref doc.
+    """A docstore node as a core Chunk: same id, plain text (no metadata header, no YAML front
+    matter), its ref doc.
 
     Metadata follows the adapters' one rule (:func:`hcg_core.contract.json_metadata`).
     """
     metadata = json_metadata(node.metadata, who=f"node {node.node_id}")
+    text = node.get_content(metadata_mode=MetadataMode.NONE)
+    # A node of the user's that opens with YAML front matter is ranked without it (it comes back
+    # whole: results are the docstore's nodes).
+    skip = leading_front_matter(text, who=f"node {node.node_id}")
     # The node's place in its document: the ranker skips and follows overlapping windows by it.
     start, end = getattr(node, "start_char_idx", None), getattr(node, "end_char_idx", None)
     if isinstance(start, int) and isinstance(end, int):
-        metadata = {**metadata, "start_char_idx": start, "end_char_idx": end}
+        metadata = {**metadata, "start_char_idx": start + skip, "end_char_idx": end}
     return Chunk(
         id=node.node_id,
-        text=node.get_content(metadata_mode=MetadataMode.NONE),
+        text=text[skip:],
         doc_id=node.ref_doc_id or "",
         metadata=metadata,
     )
@@ -125,6 +131,8 @@ def with_provenance(node: BaseNode, rc: RetrievedChunk, served_by: str) -> NodeW
         # Part of the node under a word budget: the node's own id, the part's text, and the
         # character offsets moved to it.
         start = node.start_char_idx
+        if start is not None:  # the span is in the ranked text, after any front matter
+            start += leading_front_matter(node.get_content(metadata_mode=MetadataMode.NONE))
         passage = {
             "text": rc.chunk.text,
             "start_char_idx": None if start is None else start + span[0],

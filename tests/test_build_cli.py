@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,9 @@ from hcg_core.cli import main
 from hcg_core.store import load_graph
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "corpus"
+# "signals: bm25 0.597 (#1), dense 0.555 (#1), graph walk 0.648 (#4)", a rank "-" when not found.
+_SIGNAL = r"[01]\.\d{3} \((?:#\d+|-)\)"
+SIGNALS_LINE = rf"signals: bm25 {_SIGNAL}, dense {_SIGNAL}, graph walk {_SIGNAL}"
 
 
 @pytest.mark.slow
@@ -43,6 +47,24 @@ def test_readme_main_job(tmp_path, capsys):
     text = capsys.readouterr().out
     ranks = [line.split()[0] for line in text.splitlines() if line.startswith("[")]
     assert ranks == ["[1]", "[2]", "[3]"] and "Blood_Sugar" in text, text
+    # "Controlling blood pressure ... prevents many of the heart attacks": blood pressure raises them.
+    (bp,) = [
+        e for e in stored.graph.edges if (e.source, e.target) == ("Blood_Pressure", "Heart_Attack")
+    ]
+    assert bp.mechanism.startswith("Controlling blood pressure") and bp.effect == "increases"
+    assert "Blood_Pressure -(+)-> Heart_Attack" in text
+    # Each names its file, chunk number and words, then its ranking signals (the README's words).
+    heads = [line for line in text.splitlines() if line.startswith("[")]
+    assert all(re.search(r"\d\d-[a-z-]+\.md, chunk \d+ \(words \d+-\d+\)  \[c_", h) for h in heads)
+    signals = [line for line in text.splitlines() if line.startswith("    signals: ")]
+    assert len(signals) == 3, text
+    assert all(re.fullmatch(SIGNALS_LINE, line.strip()) for line in signals), signals
+    assert main(["query", str(out), kidneys, "--k", "3", "--json"]) == 0
+    for c in json.loads(capsys.readouterr().out)["chunks"]:
+        place, signals = c["place"], c["signals"]
+        assert place["doc_id"] == c["doc_id"] and place["source"].endswith(c["doc_id"])
+        assert 0 <= place["start_word"] < place["end_word"] and place["chunk_index"] >= 0
+        assert all(0 <= signals[k] <= 1 for k in ("bm25", "dense", "graph"))
 
     # Whole stored chunks by default, best first; --passage-words N packs passages of them.
     chunk_ids = {c.id for c in stored.graph.chunks}

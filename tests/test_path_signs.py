@@ -28,10 +28,43 @@ CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
         ("Stress affects sleep.", ""),  # the verb gives no sign
         ("Smoking raises blood pressure and lowers HDL cholesterol.", ""),  # two signs disagree
         ("The sky is blue.", ""),
+        # A cause written as its removal: the cue's sign is the removal's, the cause's the
+        # opposite (a cause whose removal lowers the effect raises it; issue 44, item 6).
+        (
+            "Controlling blood pressure and cholesterol in people with diabetes prevents many of "
+            "the heart attacks and strokes that diabetes would otherwise cause.",
+            "increases",
+        ),
+        ("Preventing obesity lowers the risk of diabetes.", "increases"),
+        ("Reducing salt intake lowers blood pressure.", "increases"),
+        ("Lowering LDL cholesterol reduces heart attacks.", "increases"),
+        ("Treating hypertension prevents strokes.", "increases"),
+        ("Managing high blood pressure reduces the risk of stroke.", "increases"),  # "high" between
+        ("Quitting smoking reduces the risk of stroke.", "increases"),
+        ("Stroke is prevented by controlling blood pressure.", "increases"),  # passive
+        # Its neighbours: a removal that raises, a plain preventer, a cause written as its rise.
+        ("Controlling blood sugar raises energy levels.", "decreases"),
+        ("Exercise prevents obesity.", "decreases"),
+        ("Increasing physical activity lowers blood pressure.", "decreases"),
+        ("Raising HDL cholesterol prevents heart attacks.", "decreases"),
+        # Two statements, now of one sign: LDL raises attacks, smoking causes cancer.
+        ("Lowering LDL reduces heart attacks, and smoking causes cancer.", "increases"),
     ],
 )
 def test_sentence_effect(sentence: str, effect: str):
     assert sentence_effect(sentence) == effect
+
+
+def test_a_removal_turns_the_sign_of_each_cause_it_opens():
+    from hcg_core.graph_build.extract import extract_statements
+
+    sts = extract_statements("Controlling blood pressure and cholesterol prevents heart attacks.")
+    assert [(st.cause.text, st.cause_removed) for st in sts] == [
+        ("blood pressure", True),
+        ("cholesterol", True),
+    ]
+    (plain,) = extract_statements("Exercise and salt affect blood pressure.")[:1]
+    assert not plain.cause_removed
 
 
 @pytest.fixture(scope="module")

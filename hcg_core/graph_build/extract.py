@@ -26,7 +26,9 @@ STRONG_CUE = 0.85
 
 # Line structure of Markdown (and of plain text with underlined headings). Chunk texts carry no
 # file type, so the structure is read from the lines themselves.
-_LINE_RE = re.compile(r"[^\n]*(?:\n|$)")
+# A line ends at LF, CRLF or a lone CR: a user's own node may keep any of them (hcg's own chunks
+# have "\n" only, ``hcg_core.corpus.normalize_newlines``).
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n?|\n|$)")
 _ATX_HEADING_RE = re.compile(r" {0,3}#{1,6}(?:[ \t]+|$)")
 _ATX_CLOSE_RE = re.compile(r"(?:[ \t]+#+)?[ \t]*$")
 # A line of only "=" or only "-" (three or more) under a line of text underlines it as a heading.
@@ -67,7 +69,7 @@ def text_units(text: str) -> list[TextUnit]:
     >>> [(u.kind, u.text) for u in text_units("Impact\n======\n- salt raises risk\n| a | b |")]
     [('heading', 'Impact'), ('item', 'salt raises risk'), ('row', 'a | b')]
     """
-    if "\n" not in text and not _line_marked(text):
+    if "\n" not in text and "\r" not in text and not _line_marked(text):
         return _sentences(text, 0, len(text), "sentence")
     units: list[TextUnit] = []
     block: list[int] = []  # [start, end, kind] of the paragraph or list item being read
@@ -1118,6 +1120,67 @@ class Statement:
     effect: Span
     cue: str
     strength: float
+    # The cause is written as its removal ("controlling blood pressure prevents ..."): the cue's
+    # sign is the removal's, the cause's own is the opposite (``sentence_effect``).
+    cause_removed: bool = False
+
+
+# Verbs that, opening a cause phrase, make it the removal of what follows: "controlling blood
+# pressure prevents heart attacks" says that blood pressure raises them (a cause whose removal
+# lowers the effect raises it); "quitting smoking lowers the risk" that smoking raises it.
+# ("Increasing X" and "raising X" say X's own sign: they are not here.)
+REMOVING_GERUNDS = frozenset(
+    [
+        "avoiding",
+        "blocking",
+        "controlling",
+        "curbing",
+        "cutting",
+        "decreasing",
+        "eliminating",
+        "inhibiting",
+        "lessening",
+        "limiting",
+        "lowering",
+        "managing",
+        "minimising",
+        "minimizing",
+        "preventing",
+        "quitting",
+        "reducing",
+        "removing",
+        "stopping",
+        "suppressing",
+        "treating",
+    ]
+)
+
+
+def _written_as_removal(text: str, words: list[str], *, from_left: bool) -> bool:
+    """Whether the cause phrase ``words`` (``clean_span`` of ``text``) opens with a removing verb,
+    kept ("quitting smoking") or among the words ``clean_span`` stripped before it ("controlling
+    high blood pressure" gives ``["blood", "pressure"]``).
+
+    >>> _written_as_removal("controlling high blood pressure ", ["blood", "pressure"], from_left=True)
+    True
+    >>> _written_as_removal("increasing blood pressure ", ["blood", "pressure"], from_left=True)
+    False
+    """
+    if not words:
+        return False
+    if words[0] in REMOVING_GERUNDS:
+        return True
+    tokens = _WORD_RE.findall(text.lower())
+    n = len(words)
+    starts = [i for i in range(len(tokens) - n + 1) if tokens[i : i + n] == words]
+    if not starts:
+        return False
+    i = starts[-1] if from_left else starts[0]  # the phrase next to the cue
+    while i > 0 and tokens[i - 1] in _STRIP_LEADING:
+        i -= 1
+        if tokens[i] in REMOVING_GERUNDS:
+            return True
+    return False
 
 
 def _negated(before: str) -> bool:
@@ -1175,6 +1238,7 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
     out: list[Statement] = []
     last_effects: list[Span] = []
     last_causes: list[Span] = []
+    last_removed = False
     for n, (start, end, cue) in enumerate(hits):
         # Spans may not run across the neighbouring cue.
         left_limit = hits[n - 1][1] if n > 0 else 0
@@ -1199,10 +1263,17 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
             cause_words, effect_words = (left, right) if cue.forward else (right, left)
         causes = [p for w in split_coordination(cause_words) if (p := parse_span(w))]
         effects = [p for w in split_coordination(effect_words) if (p := parse_span(w))]
+        # Every cause of "controlling X and Y ..." is written as its removal.
+        if cue.initial:
+            removed = _written_as_removal(cause_txt, cause_words, from_left=False)
+        else:
+            removed = _written_as_removal(
+                before if cue.forward else after, cause_words, from_left=cue.forward
+            )
         stripped = before.strip().split()
         if cue.forward and not cue.initial and stripped and stripped[-1] in ("and", "or") and n > 0:
             # A coordinated verb ("statins reduce X and lower Y") shares the previous subject.
-            causes = last_causes
+            causes, removed = last_causes, last_removed
         elif (
             not causes
             and cue.forward
@@ -1210,7 +1281,7 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
             and stripped
             and (stripped[-1] in ("which", "this", "that"))
         ):
-            causes = last_effects  # "X raises Y, which leads to Z": the event Y
+            causes, removed = last_effects, False  # "X raises Y, which leads to Z": the event Y
         elif (
             not causes
             and cue.forward
@@ -1218,12 +1289,12 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
             and stripped
             and (stripped[-1] in ("it", "they"))
         ):
-            causes = last_causes  # "X causes Y, and it reduces Z": the subject X
-        last_causes = causes
+            causes, removed = last_causes, last_removed  # "X causes Y, and it reduces Z": X
+        last_causes, last_removed = causes, removed
         for c in causes:
             for e in effects:
                 if c.key != e.key:
-                    out.append(Statement(index, c, e, cue.name, cue.strength))
+                    out.append(Statement(index, c, e, cue.name, cue.strength, removed))
         if effects:
             last_effects = effects
     return out
@@ -1276,11 +1347,28 @@ _PASSIVE_UNSIGNED_RE = re.compile(
 )
 
 
+_OPPOSITE = {"increases": "decreases", "decreases": "increases", "": ""}
+
+
+def statement_effect(st: Statement, low: str) -> str:
+    """The sign of one statement of the lowercased sentence ``low``: its cue's, turned over when
+    its cause is written as its removal (``Statement.cause_removed``)."""
+    if st.cue == "caused_by":
+        if _PASSIVE_UNSIGNED_RE.search(low):
+            sign = ""
+        else:
+            sign = "decreases" if _PASSIVE_DECREASE_RE.search(low) else "increases"
+    else:
+        sign = CUE_EFFECT.get(st.cue, "")
+    return _OPPOSITE[sign] if st.cause_removed else sign
+
+
 def sentence_effect(sentence: str) -> str:
     """The sign the causal statements of ``sentence`` give: "increases", "decreases" or "".
 
     An edge's sign is its mechanism sentence's: "" when the sentence's statements disagree or a
-    cue has no sign.
+    cue has no sign. A cause written as its removal ("controlling X", "quitting X",
+    ``REMOVING_GERUNDS``) turns the cue's sign over: controlling X prevents Y says X raises Y.
 
     >>> sentence_effect("Smoking causes atherosclerosis.")
     'increases'
@@ -1288,16 +1376,11 @@ def sentence_effect(sentence: str) -> str:
     ('decreases', 'decreases')
     >>> sentence_effect("Stress affects sleep."), sentence_effect("No cue here.")
     ('', '')
+    >>> sentence_effect("Controlling blood pressure and cholesterol prevents heart attacks.")
+    'increases'
     """
-    signs = set()
     low = sentence.lower()
-    for st in extract_statements(sentence):
-        if st.cue == "caused_by":
-            if _PASSIVE_UNSIGNED_RE.search(low):
-                signs.add("")
-            signs.add("decreases" if _PASSIVE_DECREASE_RE.search(low) else "increases")
-        else:
-            signs.add(CUE_EFFECT.get(st.cue, ""))
+    signs = {statement_effect(st, low) for st in extract_statements(sentence)}
     return signs.pop() if len(signs) == 1 else ""
 
 
