@@ -33,6 +33,7 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError
 from yaml.events import AliasEvent
+from yaml.reader import ReaderError
 
 from .errors import CorruptFileError
 
@@ -287,8 +288,20 @@ class BoundedSafeLoader(yaml.SafeLoader):
 BoundedSafeLoader.add_constructor("tag:yaml.org,2002:int", BoundedSafeLoader.construct_yaml_int)
 
 
-def _yaml_message(exc: yaml.YAMLError) -> str:
+def _yaml_message(exc: yaml.YAMLError, text: str) -> str:
     """The parser's message without its source snippet (which may hold control characters)."""
+    if isinstance(exc, ReaderError):
+        # The reader refuses what YAML cannot hold (C0 controls but tab, LF and CR; U+FFFE,
+        # U+FFFF; lone surrogates) before parsing: name the character and where it is.
+        pos = min(max(int(exc.position), 0), len(text))
+        line = text.count("\n", 0, pos) + 1
+        column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        char = exc.character
+        code = char if isinstance(char, int) else ord(str(char)[:1] or "?")
+        return (
+            f"the character U+{code:04X} at line {line} column {column} is not allowed in YAML; "
+            "remove it, or write it as an escape inside double quotes"
+        )
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
@@ -300,15 +313,19 @@ def loads_yaml(
     text: str, *, path: Path | str | None = None, error: type[Exception] = BoundsError
 ) -> Any:
     """Parse YAML ``text`` with ``BoundedSafeLoader``; ``error(message, path=path)`` on failure."""
-    loader = BoundedSafeLoader(text)
+    loader: BoundedSafeLoader | None = None
     try:
+        # Built inside the handler: the loader's reader checks every character of the text as
+        # it is constructed, so a NUL or U+FFFE is refused here, not later in parsing.
+        loader = BoundedSafeLoader(text)
         return loader.get_single_data()
     except yaml.YAMLError as exc:
-        raise error(f"invalid YAML: {_yaml_message(exc)}", path=path) from None
+        raise error(f"invalid YAML: {_yaml_message(exc, text)}", path=path) from None
     except RecursionError:
         raise error(f"invalid YAML: nesting deeper than {MAX_DEPTH} levels", path=path) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def read_yaml(path: str | os.PathLike, *, cap: int | None = BASE_CAP) -> Any:
