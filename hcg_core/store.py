@@ -690,8 +690,11 @@ def _read_text(
 
 
 def _read_json(path: Path, cap: int | None = bounded.BASE_CAP) -> Any:
-    """One JSON file of the directory, parsed within ``hcg_core.bounded``'s limits."""
-    return bounded.loads_json(_read_text(path, cap=cap), path=path, error=CorruptFileError)
+    """One JSON file of the directory, parsed within ``hcg_core.bounded``'s limits (a lone
+    surrogate refused: no file the store writes holds one)."""
+    return bounded.loads_json(
+        _read_text(path, cap=cap), path=path, error=CorruptFileError, text_only=True
+    )
 
 
 # Size caps of the graph's files: a fixed part plus an allowance per item the manifest counts, so
@@ -833,7 +836,9 @@ def _read_chunks(path: Path, cap: int | None = bounded.BASE_CAP) -> tuple[Chunk,
         if not line.strip():
             continue
         try:
-            d = bounded.loads_json(line, path=path, line=lineno, error=CorruptFileError)
+            d = bounded.loads_json(
+                line, path=path, line=lineno, error=CorruptFileError, text_only=True
+            )
         except CorruptFileError as exc:
             if "invalid JSON" not in str(exc):
                 raise
