@@ -1244,6 +1244,329 @@ ROWS += [
 ]
 
 
+# ------------------------------------------------------------ issue 43: hostile characters
+# What neither YAML nor XML 1.0 can hold: every C0 control character but tab, LF and CR; U+FFFE
+# and U+FFFF; and lone surrogates. Each is a row for every YAML reader and every export format.
+
+C0 = [chr(c) for c in range(0x20) if chr(c) not in "\t\n\r"]
+NONCHARS = ["\ufffe", "\uffff"]
+SURROGATES = ["\ud800", "\udbff", "\udc00", "\udfff"]
+BAD_CHARS = C0 + NONCHARS + SURROGATES
+
+
+def _code(ch: str) -> str:
+    return f"U+{ord(ch):04X}"
+
+
+def _yaml_with(ch: str, head: str, tail: str) -> str:
+    """``head``, a line holding ``ch``, then ``tail``. A lone surrogate cannot be written to a
+    UTF-8 file at all, so it comes as YAML's own escape in a double-quoted scalar."""
+    if "\ud800" <= ch <= "\udfff":
+        return f'{head}note: "\\u{ord(ch):04x}"\n{tail}'
+    return f"{head}note{ch}: x\n{tail}"
+
+
+def _yaml_words(name: str, ch: str) -> tuple[str, ...]:
+    if "\ud800" <= ch <= "\udfff":
+        return (name, "lone surrogate")
+    return (name, _code(ch), "line 2 column 5", "not allowed in YAML")
+
+
+def _yaml_rows(ch: str) -> list[Row]:
+    """One row per YAML reader: --outcome, --spec, a corrections file, a graph's spec.yaml."""
+    code = _code(ch)
+    return [
+        Row(
+            f"yaml-outcome-{code}",
+            lambda d, b: (
+                _corpus(d),
+                _set_text(d / "o.yaml", _yaml_with(ch, "outcomes: [X]\n", "")),
+            ),
+            ["build", "docs", "--out", "out", "--outcome", "o.yaml", *HASHING],
+            2,
+            _yaml_words("o.yaml", ch),
+        ),
+        Row(
+            f"yaml-spec-flag-{code}",
+            lambda d, b: (_corpus(d), _set_text(d / "s.yaml", _yaml_with(ch, "domain: x\n", ""))),
+            ["build", "docs", "--out", "out", "--spec", "s.yaml", *HASHING],
+            2,
+            _yaml_words("s.yaml", ch),
+        ),
+        Row(
+            f"yaml-corrections-{code}",
+            lambda d, b: (
+                _graph(d, b),
+                _set_text(d / "c.yaml", _yaml_with(ch, "version: 1\n", "corrections: []\n")),
+            ),
+            ["apply", "G", "c.yaml", "--out", "fixed"],
+            2,
+            _yaml_words("c.yaml", ch),
+        ),
+        Row(
+            f"yaml-graph-spec-{code}",
+            lambda d, b: _set_text(
+                _files(_graph(d, b)) / "spec.yaml",
+                _yaml_with(ch, "domain: x\n", (_files(b) / "spec.yaml").read_text()),
+            ),
+            ["inspect", "G"],
+            2,
+            ("spec.yaml", *_yaml_words("spec.yaml", ch)[1:]),
+        ),
+    ]
+
+
+def _nul_in_graph_spec(d: Path, built: Path) -> None:
+    _graph(d, built)
+    shutil.copytree(built, d / "H")  # a second, good graph for diff
+    _set_text(d / "n.md", "Salt raises blood pressure.\n")
+    _set_text(d / "c.yaml", "version: 1\ncorrections: []\n")
+    _set_text(d / "qa.json", json.dumps([{"question": "What raises stroke?", "answer": "x"}]))
+    spec = _files(d / "G") / "spec.yaml"
+    _set_text(spec, "outcomes: [Stroke]\n\x00\n" + spec.read_text())
+
+
+# The graph's spec.yaml with a NUL, through every command that reads a graph (issue 43's R1).
+_GRAPH_COMMANDS = {
+    "inspect": ["inspect", "G"],
+    "query": ["query", "G", "What raises stroke risk?"],
+    "export": ["export", "G", "--format", "graphml", "--out", "g.graphml"],
+    "view": ["view", "G", "--out", "page.html"],
+    "apply": ["apply", "G", "c.yaml", "--out", "fixed"],
+    "diff": ["diff", "H", "G"],
+    "add": ["add", "G", "n.md"],
+    "remove": ["remove", "G", "some-doc"],
+    "build-spec": ["build", "n.md", "--out", "out", "--spec", "G/spec.yaml", *HASHING],
+}
+
+ROWS += [r for ch in BAD_CHARS for r in _yaml_rows(ch)]
+ROWS += [
+    Row(
+        f"yaml-nul-graph-spec-{name}",
+        _nul_in_graph_spec,
+        argv,
+        2,
+        ("spec.yaml", "U+0000", "line 2 column 1"),
+    )
+    for name, argv in _GRAPH_COMMANDS.items()
+]
+
+
+# ------------------------------------------------------------ exports of hostile text
+# The character goes into an edge's id and mechanism, a cited chunk's text and an entity (so a
+# variable's name): every id and text an export writes. Each format must read back equal: XML as
+# ``xml_text`` writes it (what XML cannot hold, as a visible \xNN), Cypher and CSV exactly.
+EXPORT_CHARS = C0 + NONCHARS + ["\r", "|", "%7C"]  # CR: S2; "|" and an escape-like item: S3
+ESCAPED = {*C0, *NONCHARS, "\r"}  # never raw in Mermaid or Cypher
+_EXPORT_OUT = {
+    "graphml": "g.graphml",
+    "gexf": "g.gexf",
+    "mermaid": "g.mmd",
+    "cypher": "g.cypher",
+    "csv": "csvout",
+}
+
+
+def _hostile_graph(ch: str) -> Callable[[Path, Path], None]:
+    def setup(d: Path, built: Path) -> None:
+        g = _files(_graph(d, built))
+        ent = f"dia{ch}betic"
+        spec, graph = (g / "spec.yaml").read_text(), (g / "graph.json").read_text()
+        assert "    - diabetic\n" in spec and "(diabetic)" in graph
+        # JSON's string escapes are YAML's too (double-quoted): any character can be written.
+        _set_text(g / "spec.yaml", spec.replace("    - diabetic\n", f"    - {json.dumps(ent)}\n"))
+        graph = graph.replace("(diabetic)", f"({json.dumps(ent)[1:-1]})")
+        data = json.loads(graph.replace('"diabetic"', json.dumps(ent)))
+        edge = data["edges"][0]
+        edge.update(id=f"e{ch}1", mechanism=f"raises{ch} it")
+        _set_text(g / "graph.json", json.dumps(data))
+        lines = []
+        for line in (g / "chunks.jsonl").read_text().splitlines():
+            chunk = json.loads(line)
+            if chunk["id"] == edge["evidence"][0]:
+                chunk["text"] += f" and{ch}more"
+            lines.append(json.dumps(chunk))
+        _set_text(g / "chunks.jsonl", "\n".join(lines) + "\n")
+
+    return setup
+
+
+def _hostile_loaded(d: Path, ch: str):
+    """The hostile graph as hcg reads it, checked to hold ``ch`` where the setup put it."""
+    from hcg_core.store import load_graph
+
+    graph = load_graph(d / "G").graph
+    assert sum(ch in e.id for e in graph.edges) == 1
+    assert sum(ch in v.name for v in graph.variables) == 1
+    assert sum(ch in c.text for c in graph.chunks) == 1
+    return graph
+
+
+def _xml_reads_back(fmt: str, ch: str) -> Callable[[Path, str], None]:
+    def check(d: Path, out: str) -> None:
+        import networkx as nx
+
+        from hcg_core.audit.export import split_list
+        from hcg_core.safe_text import xml_text
+
+        graph = _hostile_loaded(d, ch)
+        path = d / _EXPORT_OUT[fmt]
+        back = (
+            nx.read_graphml(path, force_multigraph=True) if fmt == "graphml" else nx.read_gexf(path)
+        )
+        assert sorted(back.nodes) == sorted(xml_text(v.name) for v in graph.variables)
+        for v in graph.variables:
+            assert split_list(back.nodes[xml_text(v.name)]["entities"]) == [
+                xml_text(x) for x in v.entities
+            ]
+        got = {data["id"]: data for _, _, data in back.edges(data=True)}
+        assert len(got) == back.number_of_edges() == len(graph.edges)
+        for e in graph.edges:
+            data = got[xml_text(e.id)]
+            assert data["mechanism"] == xml_text(e.mechanism)
+            assert split_list(data["evidence"]) == list(e.evidence)
+            assert data["confidence"] == pytest.approx(e.confidence)
+            assert data.get("effect", "") == e.effect
+
+    return check
+
+
+def _mermaid_reads_back(ch: str) -> Callable[[Path, str], None]:
+    def check(d: Path, out: str) -> None:
+        import re
+
+        from hcg_core.safe_text import mermaid_text
+
+        graph = _hostile_loaded(d, ch)
+        text = (d / "g.mmd").read_text(encoding="utf-8")
+        assert ch not in text or ch not in ESCAPED
+        hostile = next(v.name for v in graph.variables if ch in v.name)
+        assert f'["{mermaid_text(hostile)}"]' in text
+        labels = re.findall(r'^  v\d+ -->\|"\((.)\) (\d\.\d\d)"\| v\d+$', text, re.M)
+        signs = {"increases": "+", "decreases": "-", "": "?"}
+        assert labels == [(signs[e.effect], f"{e.confidence:.2f}") for e in graph.edges]
+
+    return check
+
+
+_CYPHER_STR = r"'(?:[^'\\]|\\.)*'"
+
+
+def _cypher_value(literal: str) -> str:
+    """A Cypher string literal's value, by Neo4j's escape rules."""
+    import re
+
+    short = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", "'": "'"}
+    return re.sub(
+        r"\\(u([0-9a-fA-F]{4})|.)",
+        lambda m: chr(int(m.group(2), 16)) if m.group(2) else short[m.group(1)],
+        literal[1:-1],
+    )
+
+
+def _cypher_reads_back(ch: str) -> Callable[[Path, str], None]:
+    def check(d: Path, out: str) -> None:
+        import re
+
+        graph = _hostile_loaded(d, ch)
+        script = (d / "g.cypher").read_text(encoding="utf-8")
+        assert ch not in script or ch not in ESCAPED
+        # One statement per line, each ending in ";": a raw CR or LF would split one.
+        lines = script.splitlines()
+        assert all(x.endswith(";") or x.startswith("//") for x in lines)
+        causes = [x for x in lines if "-[r:CAUSES" in x]
+        assert len(causes) == len(graph.edges)
+        for e, line in zip(graph.edges, causes, strict=True):
+            values = [_cypher_value(x) for x in re.findall(_CYPHER_STR, line)]
+            assert values[:4] == [e.source, e.target, e.id, e.mechanism]
+            assert values[4] == e.effect and values[5:] == list(e.evidence)
+            assert f"r.confidence = {float(e.confidence)!r}," in line
+        literals = {_cypher_value(x) for x in re.findall(_CYPHER_STR, script)}
+        hostile_entity = next(x for v in graph.variables for x in v.entities if ch in x)
+        cited = {cid for e in graph.edges for cid in e.evidence}
+        assert hostile_entity in literals
+        assert {c.text for c in graph.chunks if c.id in cited} <= literals
+
+    return check
+
+
+def _csv_reads_back(ch: str) -> Callable[[Path, str], None]:
+    def check(d: Path, out: str) -> None:
+        import csv
+
+        from hcg_core.audit.export import split_list
+
+        graph = _hostile_loaded(d, ch)
+
+        def rows(name: str) -> list[list[str]]:
+            with open(d / "csvout" / name, newline="", encoding="utf-8") as f:
+                return list(csv.reader(f))
+
+        edges = rows("edges.csv")
+        assert edges[0] == [
+            "id",
+            "source",
+            "target",
+            "mechanism",
+            "confidence",
+            "effect",
+            "evidence",
+        ]
+        assert [r[:4] for r in edges[1:]] == [
+            [e.id, e.source, e.target, e.mechanism] for e in graph.edges
+        ]
+        assert [(float(r[4]), r[5], split_list(r[6])) for r in edges[1:]] == [
+            (e.confidence, e.effect, list(e.evidence)) for e in graph.edges
+        ]
+        variables = rows("variables.csv")[1:]
+        assert [(r[0], split_list(r[2])) for r in variables] == [
+            (v.name, list(v.entities)) for v in graph.variables
+        ]
+        cited = {cid for e in graph.edges for cid in e.evidence}
+        assert [tuple(r) for r in rows("chunks.csv")[1:]] == [
+            (c.id, c.doc_id, c.text) for c in graph.chunks if c.id in cited
+        ]
+        assert len(rows("evidence.csv")) == graph.evidence_links + 1
+
+    return check
+
+
+def _export_check(fmt: str, ch: str) -> Callable[[Path, str], None]:
+    if fmt in ("graphml", "gexf"):
+        return _xml_reads_back(fmt, ch)
+    return {"mermaid": _mermaid_reads_back, "cypher": _cypher_reads_back, "csv": _csv_reads_back}[
+        fmt
+    ](ch)
+
+
+ROWS += [
+    Row(
+        f"export-{fmt}-{_code(ch) if len(ch) == 1 else ch}",
+        _hostile_graph(ch),
+        ["export", "G", "--format", fmt, "--out", out, "--max-edges", "500"],
+        0,
+        ("wrote",),
+        writes=(out,),
+        check=_export_check(fmt, ch),
+    )
+    for ch in EXPORT_CHARS
+    for fmt, out in _EXPORT_OUT.items()
+]
+ROWS += [
+    # A graph file holding a lone surrogate (a \udXXX escape) is refused on load, naming the file:
+    # hcg never writes one, and hashing the texts would fail on it.
+    Row(
+        f"graph-lone-surrogate-{_code(ch)}-{fmt}",
+        _hostile_graph(ch),
+        ["export", "G", "--format", fmt, "--out", _EXPORT_OUT[fmt]],
+        2,
+        ("spec.yaml", "lone surrogate"),
+    )
+    for ch in SURROGATES
+    for fmt in ("graphml", "csv")
+]
+
+
 def _allowed(rel: str, writes: tuple[str, ...]) -> bool:
     return any(rel == w or rel.startswith(w.rstrip("/") + "/") for w in writes)
 

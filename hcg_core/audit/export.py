@@ -116,23 +116,28 @@ def scalar_networkx(graph: CausalGraph) -> Any:
     return g
 
 
-def _xml_document(lines: Iterable[str]) -> str:
-    """The writer's lines as one document. The serializer escapes CR in attributes but not in
-    element text, where every XML parser would read it back as LF; markup never holds a CR, so
-    each one left is text and is written as a character reference."""
-    return ("\n".join(lines) + "\n").replace("\r", "&#13;")
+def _xml_document(writer: Any) -> str:
+    """A networkx writer's document. Not ``generate_graphml``/``generate_gexf``: they cut the
+    text with ``splitlines``, which also cuts at a CR inside a text (it came back as LF). The
+    serializer escapes CR in attributes but not in element text, where every XML parser would
+    read it as LF: markup never holds a CR, so each one left is text, written as ``&#13;``."""
+    return str(writer).rstrip("\n").replace("\r", "&#13;") + "\n"
 
 
 def to_graphml(graph: CausalGraph) -> str:
-    import networkx as nx
+    from networkx.readwrite.graphml import GraphMLWriter
 
-    return _xml_document(nx.generate_graphml(scalar_networkx(graph)))
+    writer = GraphMLWriter()
+    writer.add_graph_element(scalar_networkx(graph))
+    return _xml_document(writer)
 
 
 def to_gexf(graph: CausalGraph) -> str:
-    import networkx as nx
+    from networkx.readwrite.gexf import GEXFWriter
 
-    return _xml_document(nx.generate_gexf(scalar_networkx(graph)))
+    writer = GEXFWriter()
+    writer.add_graph(scalar_networkx(graph))
+    return _xml_document(writer)
 
 
 # ---------------------------------------------------------------- Mermaid
