@@ -1391,11 +1391,18 @@ def _hostile_graph(ch: str) -> Callable[[Path, Path], None]:
     return setup
 
 
+_LOADED: dict[str, object] = {}
+
+
 def _hostile_loaded(d: Path, ch: str):
-    """The hostile graph as hcg reads it, checked to hold ``ch`` where the setup put it."""
+    """The hostile graph as hcg reads it, checked to hold ``ch`` where the setup put it; read
+    once per character (the five formats' rows write the same graph; parsing its spec.yaml is
+    most of a row's time)."""
     from hcg_core.store import load_graph
 
-    graph = load_graph(d / "G").graph
+    if ch in _LOADED:
+        return _LOADED[ch]
+    graph = _LOADED[ch] = load_graph(d / "G").graph
     assert sum(ch in e.id for e in graph.edges) == 1
     assert sum(ch in v.name for v in graph.variables) == 1
     assert sum(ch in c.text for c in graph.chunks) == 1
@@ -1567,6 +1574,97 @@ ROWS += [
 ]
 
 
+# ------------------------------------------------------------ issue 43: the rest
+def _manifest_folder(where: str) -> Callable[[Path, Path], None]:
+    def setup(d: Path, built: Path) -> None:
+        g = _graph(d, built)
+        folder = g if where == "pointer" else _files(g)
+        (folder / "manifest.json").unlink()
+        (folder / "manifest.json").mkdir()
+        _set_text(folder / "manifest.json" / "keep.txt", "mine\n")
+
+    return setup
+
+
+def _formula_cells(g: Path) -> None:
+    _edit_json(g / "graph.json", lambda d: d["edges"][0].update(mechanism="=HYPERLINK(1)"))
+    _edit_json(g / "graph.json", lambda d: d["edges"][1].update(mechanism="+1"))
+    _edit_json(g / "graph.json", lambda d: d["edges"][2].update(mechanism="-2"))
+    _edit_json(g / "graph.json", lambda d: d["edges"][3].update(mechanism="@SUM(A1)"))
+
+
+def _formula_cells_kept(d: Path, out: str) -> None:
+    import csv
+
+    with open(d / "csvout" / "edges.csv", newline="", encoding="utf-8") as f:
+        mechanisms = [r["mechanism"] for r in csv.DictReader(f)]
+    assert mechanisms[:4] == ["=HYPERLINK(1)", "+1", "-2", "@SUM(A1)"]
+
+
+ROWS += [
+    Row(
+        "spec-flag-0-bytes",
+        lambda d, b: (_corpus(d), _set_text(d / "s.yaml", "")),
+        ["build", "docs", "--out", "out", "--spec", "s.yaml", *HASHING],
+        2,
+        ("s.yaml", "the spec is empty"),
+    ),
+    Row(
+        "spec-flag-only-comments",
+        lambda d, b: (_corpus(d), _set_text(d / "s.yaml", "# my spec\n\n   \n")),
+        ["build", "docs", "--out", "out", "--spec", "s.yaml", *HASHING],
+        2,
+        ("s.yaml", "the spec is empty"),
+    ),
+    Row(
+        "graph-spec-0-bytes",
+        lambda d, b: _set_text(_files(_graph(d, b)) / "spec.yaml", ""),
+        ["query", "G", "What raises stroke risk?"],
+        2,
+        ("spec.yaml", "the spec is empty"),
+    ),
+    Row(
+        "corrections-version-true",
+        lambda d, b: (_graph(d, b), _set_text(d / "c.yaml", "version: true\ncorrections: []\n")),
+        ["apply", "G", "c.yaml", "--out", "fixed"],
+        2,
+        ("c.yaml", "version true is not supported"),
+    ),
+    Row(
+        "corrections-version-1.0",
+        lambda d, b: (_graph(d, b), _set_text(d / "c.yaml", "version: 1.0\ncorrections: []\n")),
+        ["apply", "G", "c.yaml", "--out", "fixed"],
+        2,
+        ("c.yaml", "version 1.0 is not supported"),
+    ),
+    Row(
+        "manifest-pointer-is-a-folder",
+        _manifest_folder("pointer"),
+        ["inspect", "G"],
+        2,
+        ("manifest.json", "is a folder"),
+        absent=("missing",),
+    ),
+    Row(
+        "manifest-of-the-version-is-a-folder",
+        _manifest_folder("version"),
+        ["query", "G", "What raises stroke risk?"],
+        2,
+        ("manifest.json", "is a folder"),
+        absent=("missing",),
+    ),
+    Row(
+        "csv-formula-like-cells-kept",
+        lambda d, b: _formula_cells(_files(_graph(d, b))),
+        ["export", "G", "--format", "csv", "--out", "csvout"],
+        0,
+        ("wrote",),
+        writes=("csvout",),
+        check=_formula_cells_kept,
+    ),
+]
+
+
 def _allowed(rel: str, writes: tuple[str, ...]) -> bool:
     return any(rel == w or rel.startswith(w.rstrip("/") + "/") for w in writes)
 
@@ -1717,3 +1815,221 @@ def test_apply_validates_the_corrected_graph_once(built, monkeypatch):
     _, report = module.apply_corrections(graph, [*entries[:3], bad, *entries[3:6]])
     assert [r["index"] for r in report.refused] == [4] and len(report.applied) == 6
     assert calls["n"] > 1
+
+
+# ------------------------------------------------------------ issue 43: adapters and the LLM path
+
+
+@pytest.fixture(scope="module")
+def llama_index():
+    from llama_index.core import Document as LIDocument
+
+    from hcg_core.embedders import HashingEmbedder
+    from llama_index_hcg import HCGIndex
+
+    return HCGIndex.from_documents([LIDocument(text=BP, id_="bp")], embed_model=HashingEmbedder())
+
+
+def _llama_calls(index, ch: str) -> dict[str, Callable[[], object]]:
+    from llama_index.core import Document as LIDocument
+    from llama_index.core.schema import TextNode
+
+    from hcg_core.embedders import HashingEmbedder
+    from llama_index_hcg import HCGIndex
+
+    text = f"Smoking {ch} raises stroke risk."
+    return {
+        "from_documents": lambda: HCGIndex.from_documents(
+            [LIDocument(text=text)], embed_model=HashingEmbedder()
+        ),
+        "insert": lambda: index.insert(LIDocument(text=text)),
+        "insert-id": lambda: index.insert(LIDocument(text=BP, id_=f"id{ch}")),
+        "insert_nodes": lambda: index.insert_nodes([TextNode(text=text)]),
+        "refresh_ref_docs": lambda: index.refresh_ref_docs([LIDocument(text=text, id_="bp")]),
+        "update_ref_doc": lambda: index.update_ref_doc(LIDocument(text=text, id_="bp")),
+    }
+
+
+@pytest.mark.parametrize("ch", SURROGATES, ids=_code)
+@pytest.mark.parametrize("call", list(_llama_calls(None, "\ud800")))
+def test_llamaindex_refuses_a_lone_surrogate_before_hashing(llama_index, call, ch):
+    """R3: an InputError from hcg before llama-index-core hashes the text (a UnicodeEncodeError
+    there), and nothing lost: update_ref_doc would otherwise delete the old text first."""
+    from hcg_core.errors import InputError
+
+    before = [(c.id, c.text) for c in llama_index.graph.chunks]
+    docs = dict(llama_index.docstore.docs)
+    with pytest.raises(InputError, match="lone surrogate"):
+        _llama_calls(llama_index, ch)[call]()
+    assert [(c.id, c.text) for c in llama_index.graph.chunks] == before
+    assert dict(llama_index.docstore.docs).keys() == docs.keys()
+
+
+@pytest.mark.parametrize("ch", SURROGATES, ids=_code)
+def test_langchain_refuses_a_lone_surrogate(ch):
+    from langchain_core.documents import Document as LCDocument
+
+    from hcg_core.embedders import HashingEmbedder
+    from hcg_core.errors import InputError
+    from langchain_hcg import HCGRetriever
+
+    text = f"Smoking {ch} raises stroke risk."
+    with pytest.raises(InputError, match="lone surrogate"):
+        HCGRetriever.from_documents([LCDocument(page_content=text)], embeddings=HashingEmbedder())
+    r = HCGRetriever.from_documents([LCDocument(page_content=BP)], embeddings=HashingEmbedder())
+    with pytest.raises(InputError, match="lone surrogate"):
+        r.add_documents([LCDocument(page_content=text)])
+    assert [c.text for c in r.graph.chunks] == [BP]
+
+
+@pytest.mark.parametrize("ch", ["\x00", "\x1b", "\ufffe", "\ud800"], ids=_code)
+@pytest.mark.parametrize("adapter", ["llamaindex", "langchain"])
+def test_adapters_load_a_graph_whose_spec_holds_a_bad_character(built, tmp_path, adapter, ch):
+    """R1 through both adapters: a typed CorruptFileError naming spec.yaml, the files unchanged."""
+    from hcg_core.errors import CorruptFileError
+
+    g = tmp_path / "G"
+    shutil.copytree(built, g)
+    spec = _files(g) / "spec.yaml"
+    _set_text(spec, _yaml_with(ch, "domain: x\n", spec.read_text()))
+    before = snapshot(tmp_path)
+    if adapter == "llamaindex":
+        from llama_index_hcg import HCGIndex
+
+        load: Callable[[], object] = lambda: HCGIndex.from_graph_dir(g)  # noqa: E731
+    else:
+        from langchain_hcg import HCGRetriever
+
+        load = lambda: HCGRetriever.from_persist_dir(g)  # noqa: E731
+    with pytest.raises(CorruptFileError, match="spec.yaml") as info:
+        load()
+    assert ("lone surrogate" if ch == "\ud800" else _code(ch)) in str(info.value)
+    assert snapshot(tmp_path) == before
+
+
+# R2: a reply nesting 100,000 deep, as the HTTP body or as the message content.
+DEEP_REPLY = "[" * 100_000 + "]" * 100_000
+
+
+def _deep_server(where: str):
+    """A 127.0.0.1 server answering every completion with ``DEEP_REPLY`` in ``where``."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    if where == "body":
+        body = DEEP_REPLY.encode()
+    else:
+        message = {"role": "assistant", "content": DEEP_REPLY}
+        choice = {"index": 0, "finish_reason": "stop", "message": message}
+        completion = {"id": "x", "object": "chat.completion", "created": 0, "model": "m"}
+        body = json.dumps({**completion, "choices": [choice]}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    ).start()
+    return server
+
+
+@pytest.mark.parametrize(
+    ("where", "words"),
+    [
+        ("body", ("not an OpenAI chat completion", "RecursionError")),
+        ("content", ("reply never matched the schema", "nesting deeper than 64")),
+    ],
+)
+def test_a_deep_llm_reply_is_a_counted_failure(where, words, tmp_path, monkeypatch, capsys):
+    """Exit 3 with failed_build.json (as a 500-deep reply did), no traceback, the corpus and
+    outcome files unchanged."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    corpus = REPO / "tests" / "fixtures" / "llm" / "corpus.md"
+    shutil.copy(corpus, tmp_path / "corpus.md")
+    _set_text(tmp_path / "o.yaml", "outcomes: [FishMortality, DrinkingWaterRisk]\n")
+    before = snapshot(tmp_path)
+    server = _deep_server(where)
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/v1"
+        code = main(
+            ["build", "corpus.md", "--out", "g", "--tier", "XS", "--outcome", "o.yaml"]
+            + ["--llm-model", "m", "--llm-base-url", url, "--max-retries", "0", *HASHING]
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert "Traceback" not in err and all(w in err for w in words), err
+    report = json.loads((tmp_path / "g" / ".llm_cache" / "failed_build.json").read_text())
+    assert report["stages"]["stage1"]["failed"] > 0
+    after = snapshot(tmp_path)
+    assert {k: v for k, v in after.items() if not k.startswith("g/")} == before
+
+
+# Exports of an in-memory graph (the API): lone surrogates reach them without a graph file.
+@pytest.fixture(scope="module")
+def memory_graph(built):
+    from hcg_core.store import load_graph
+
+    return load_graph(built).graph
+
+
+def _with_char(graph, ch: str):
+    import dataclasses
+
+    e0 = graph.edges[0]
+    edge = dataclasses.replace(e0, id=f"e{ch}1", mechanism=f"raises{ch} it")
+    chunks = tuple(
+        dataclasses.replace(c, text=c.text + f" and{ch}more") if c.id == e0.evidence[0] else c
+        for c in graph.chunks
+    )
+    return dataclasses.replace(graph, edges=(edge, *graph.edges[1:]), chunks=chunks)
+
+
+@pytest.mark.parametrize("ch", SURROGATES, ids=_code)
+@pytest.mark.parametrize("fmt", list(_EXPORT_OUT))
+def test_exports_of_lone_surrogates(memory_graph, tmp_path, fmt, ch):
+    """Every format writes UTF-8: the XML formats and CSV as a visible escape, Cypher as its own
+    \\uXXXX escape, which Neo4j reads back as the same string."""
+    import csv
+    import re
+
+    import networkx as nx
+
+    from hcg_core.audit.export import export_graph
+    from hcg_core.safe_text import xml_text
+
+    graph = _with_char(memory_graph, ch)
+    path = export_graph(graph, fmt, tmp_path / _EXPORT_OUT[fmt], max_edges=500)
+    escaped = f"\\u{ord(ch):04x}"
+    if fmt == "csv":
+        with open(path / "edges.csv", newline="", encoding="utf-8") as f:
+            first = list(csv.reader(f))[1]
+        assert first[0] == f"e{escaped}1" and first[3] == f"raises{escaped} it"
+    elif fmt == "cypher":
+        script = path.read_text(encoding="utf-8")
+        literals = {_cypher_value(x) for x in re.findall(_CYPHER_STR, script)}
+        assert {f"e{ch}1", f"raises{ch} it"} <= literals
+    elif fmt == "mermaid":
+        assert len(re.findall(r"-->", path.read_text(encoding="utf-8"))) == len(graph.edges)
+    else:
+        back = (
+            nx.read_graphml(path, force_multigraph=True) if fmt == "graphml" else nx.read_gexf(path)
+        )
+        ids = {d["id"]: d for _, _, d in back.edges(data=True)}
+        assert ids[xml_text(f"e{ch}1")]["mechanism"] == f"raises{escaped} it"
