@@ -2033,3 +2033,18 @@ def test_exports_of_lone_surrogates(memory_graph, tmp_path, fmt, ch):
         )
         ids = {d["id"]: d for _, _, d in back.edges(data=True)}
         assert ids[xml_text(f"e{ch}1")]["mechanism"] == f"raises{escaped} it"
+
+
+def test_xml_exports_refuse_two_names_that_escape_alike():
+    """``xml_text`` writes \\x01 as the four characters \\x01: a variable already named so would
+    merge with it in GraphML/GEXF, silently. Refused instead, naming both."""
+    from hcg_core.audit.export import to_gexf, to_graphml
+    from hcg_core.errors import InputError
+    from hcg_core.types import CausalEdge, CausalGraph, DomainSpec, Metric, Variable
+
+    a, b = "A\x01", "A\\x01"
+    spec = DomainSpec((), (Metric(a), Metric(b)))
+    graph = CausalGraph(spec, (Variable(a), Variable(b)), (CausalEdge("e1", a, b),), ())
+    for write in (to_graphml, to_gexf):
+        with pytest.raises(InputError, match=r"differ only in characters XML cannot hold"):
+            write(graph)
