@@ -11,7 +11,10 @@ with a typed error naming the file (``BoundsError``, a ``CorruptFileError``) whe
   ValueError, and a huge one is quadratic to parse);
 - repeats a key in one object or mapping (JSON and YAML would silently keep the last);
 - uses a YAML alias (``*name``): an alias bomb expands to billions of nodes the moment anything
-  walks or prints it, so aliases are refused outright by the composer, before construction.
+  walks or prints it, so aliases are refused outright by the composer, before construction;
+- (YAML, and JSON read with ``text_only``: every graph file) holds a lone surrogate, written as a
+  ``\\ud800`` escape: not Unicode text, it fails as ``UnicodeEncodeError`` wherever it is later
+  hashed or written. hcg never writes one, and no YAML input needs one.
 
 JSON is parsed by the standard library's C parser (fast on large graphs); the depth check is an
 iterative walk over the parsed containers, so it costs one pass without recursion. YAML goes through
@@ -24,6 +27,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import reprlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,6 +37,7 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError
 from yaml.events import AliasEvent
+from yaml.reader import ReaderError
 
 from .errors import CorruptFileError
 
@@ -155,6 +160,47 @@ def check_depth(value: Any, max_depth: int = MAX_DEPTH) -> None:
 _CONTAINERS = frozenset({dict, list})
 
 
+# Only an escape can put a lone surrogate into parsed text (a file read as UTF-8 holds none): JSON
+# "\ud800", YAML "\ud800" or "\U0000d800". Text without one is not walked.
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F]")
+
+
+def lone_surrogate_in(value: Any) -> str | None:
+    """The first string (key or value) of ``value`` holding a lone surrogate, or None.
+
+    Iterative, and each string is encoded only when it is not ASCII.
+
+    >>> lone_surrogate_in({"a": ["ok", "\\U0001f600"]}), lone_surrogate_in(["x\\ud800"])
+    (None, 'x\\ud800')
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if item.__class__ is str:
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return item
+        elif item.__class__ is dict:
+            stack.extend(item)
+            stack.extend(item.values())
+        elif item.__class__ is list:
+            stack.extend(item)
+    return None
+
+
+def _check_text_only(text: str, value: Any) -> None:
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return
+    bad = lone_surrogate_in(value)
+    if bad is not None:
+        raise _Violation(
+            f"the string {short(bad)} holds a lone surrogate (U+D800-U+DFFF), which is not "
+            "Unicode text"
+        )
+
+
 def _where(path: Path | str | None, line: int | None) -> str:
     return f"line {line}: " if line is not None else ""
 
@@ -167,10 +213,12 @@ def loads_json(
     max_depth: int = MAX_DEPTH,
     error: type[Exception] = BoundsError,
     parse_constant: Any = None,
+    text_only: bool = False,
 ) -> Any:
     """Parse JSON ``text`` within the bounds; ``error(message, path=path)`` when it breaks one.
 
-    ``parse_constant`` is ``json.loads``'s (what NaN and Infinity become). Invalid JSON is
+    ``parse_constant`` is ``json.loads``'s (what NaN and Infinity become); ``text_only`` refuses
+    a lone surrogate in any string (the graph's own files: hcg never writes one). Invalid JSON is
     reported as ``invalid JSON at line L column C: reason`` (or, with ``line``
     for one line of a JSON Lines file, ``line N: invalid JSON (reason)``).
     """
@@ -180,6 +228,8 @@ def loads_json(
         # record, a JSON Lines row, is never walked.
         if isinstance(value, (dict, list)) and text.count("[") + text.count("{") > max_depth:
             check_depth(value, max_depth)
+        if text_only:
+            _check_text_only(text, value)
     except _Violation as exc:
         raise error(f"{_where(path, line)}{exc}; refused", path=path) from None
     except RecursionError:
@@ -287,8 +337,20 @@ class BoundedSafeLoader(yaml.SafeLoader):
 BoundedSafeLoader.add_constructor("tag:yaml.org,2002:int", BoundedSafeLoader.construct_yaml_int)
 
 
-def _yaml_message(exc: yaml.YAMLError) -> str:
+def _yaml_message(exc: yaml.YAMLError, text: str) -> str:
     """The parser's message without its source snippet (which may hold control characters)."""
+    if isinstance(exc, ReaderError):
+        # The reader refuses what YAML cannot hold (C0 controls but tab, LF and CR; U+FFFE,
+        # U+FFFF; lone surrogates) before parsing: name the character and where it is.
+        pos = min(max(int(exc.position), 0), len(text))
+        line = text.count("\n", 0, pos) + 1
+        column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        char = exc.character
+        code = char if isinstance(char, int) else ord(str(char)[:1] or "?")
+        return (
+            f"the character U+{code:04X} at line {line} column {column} is not allowed in YAML; "
+            "remove it, or write it as an escape inside double quotes"
+        )
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
@@ -300,15 +362,23 @@ def loads_yaml(
     text: str, *, path: Path | str | None = None, error: type[Exception] = BoundsError
 ) -> Any:
     """Parse YAML ``text`` with ``BoundedSafeLoader``; ``error(message, path=path)`` on failure."""
-    loader = BoundedSafeLoader(text)
+    loader: BoundedSafeLoader | None = None
     try:
-        return loader.get_single_data()
+        # Built inside the handler: the loader's reader checks every character of the text as
+        # it is constructed, so a NUL or U+FFFE is refused here, not later in parsing.
+        loader = BoundedSafeLoader(text)
+        value = loader.get_single_data()
+        _check_text_only(text, value)
+        return value
+    except _Violation as exc:
+        raise error(f"invalid YAML: {exc}", path=path) from None
     except yaml.YAMLError as exc:
-        raise error(f"invalid YAML: {_yaml_message(exc)}", path=path) from None
+        raise error(f"invalid YAML: {_yaml_message(exc, text)}", path=path) from None
     except RecursionError:
         raise error(f"invalid YAML: nesting deeper than {MAX_DEPTH} levels", path=path) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def read_yaml(path: str | os.PathLike, *, cap: int | None = BASE_CAP) -> Any:
@@ -339,6 +409,7 @@ __all__ = [
     "dump_yaml",
     "loads_json",
     "loads_yaml",
+    "lone_surrogate_in",
     "read_json",
     "read_text",
     "read_yaml",

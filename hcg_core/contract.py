@@ -64,6 +64,37 @@ def json_metadata(metadata: Mapping[str, Any], *, who: str = "metadata") -> dict
 # ------------------------------------------------------------------ documents in a batch
 
 
+def _has_lone_surrogate(text: str) -> bool:
+    if text.isascii():  # the common case, checked in C without encoding
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def refuse_lone_surrogates(items: Sequence[tuple[str | None, str]], *, what: str) -> None:
+    """``InputError`` when an item's id or text holds a lone surrogate (U+D800-U+DFFF).
+
+    Such a string is not Unicode text: it cannot be written as UTF-8, so the frameworks' own
+    document hash (LlamaIndex's sha256 of the text) and hcg's store would fail on it with a
+    ``UnicodeEncodeError``. Checked before anything is hashed, deleted or stored.
+
+    >>> refuse_lone_surrogates([("a", "ok \u00e9")], what="document")
+    """
+    from .errors import InputError
+
+    for n, (given_id, text) in enumerate(items):
+        if _has_lone_surrogate(text) or (given_id is not None and _has_lone_surrogate(given_id)):
+            name = repr(given_id.encode("utf-8", "backslashreplace").decode()) if given_id else n
+            raise InputError(
+                f"{what} {name} holds a lone surrogate (U+D800-U+DFFF), which is not Unicode "
+                "text and cannot be stored; replace it (e.g. text.encode('utf-8', "
+                "'replace').decode()); nothing was added"
+            )
+
+
 def keep_in_batch(
     items: Sequence[tuple[str | None, str]], *, insert: bool, what: str = "document"
 ) -> list[int]:
@@ -81,6 +112,7 @@ def keep_in_batch(
     """
     from .errors import InputError
 
+    refuse_lone_surrogates(items, what=what)
     given = [i for i, _ in items if i is not None]
     repeated = (
         sorted({i for i in given if given.count(i) > 1}) if len(set(given)) < len(given) else []

@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 
 # C0 controls (bar tab and newline), DEL, C1 controls, and the bidirectional overrides and
-# isolates that reorder what a terminal shows ("Trojan Source"): written as visible escapes.
+# isolates that reorder what a terminal shows ("Trojan Source"): written as visible escapes. So
+# are lone surrogates (no UTF-8 stream can write them) and the noncharacters U+FFFE and U+FFFF.
 _TERMINAL_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+    "\ud800-\udfff\ufffe\uffff]"
 )
 
 

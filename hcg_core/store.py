@@ -61,7 +61,7 @@ from .safe_files import (
     remove_stale_staging,
 )
 from .spec import spec_from_dict, spec_to_yaml, validate_graph
-from .spec.yaml_io import variable_from_item
+from .spec.yaml_io import spec_from_document, variable_from_item
 from .types import CausalEdge, CausalGraph, Chunk, DomainSpec, Variable
 from .types import variable_text as variable_text  # re-exported: it lived here before types.py
 
@@ -678,13 +678,23 @@ def _read_text(
     cap: int | None = bounded.BASE_CAP,
 ) -> str:
     if not path.is_file():
+        if path.exists():  # a folder (or a device) by the file's name is not a missing file
+            kind = "a folder" if path.is_dir() else "not a regular file"
+            raise CorruptFileError(
+                f"is {kind}, where a graph directory holds a file by this name "
+                "(see docs/format.md); move it away or rebuild the graph",
+                path=path,
+            )
         raise MissingFileError(missing, path=path)
     return bounded.read_text(path, cap=cap)
 
 
 def _read_json(path: Path, cap: int | None = bounded.BASE_CAP) -> Any:
-    """One JSON file of the directory, parsed within ``hcg_core.bounded``'s limits."""
-    return bounded.loads_json(_read_text(path, cap=cap), path=path, error=CorruptFileError)
+    """One JSON file of the directory, parsed within ``hcg_core.bounded``'s limits (a lone
+    surrogate refused: no file the store writes holds one)."""
+    return bounded.loads_json(
+        _read_text(path, cap=cap), path=path, error=CorruptFileError, text_only=True
+    )
 
 
 # Size caps of the graph's files: a fixed part plus an allowance per item the manifest counts, so
@@ -807,6 +817,8 @@ def read_spec_file(path: str | os.PathLike, *, cap: int | None = bounded.BASE_CA
             path = current_dir(path.parent) / SPEC
     text = _read_text(path, "no such spec file", cap=cap)
     data = bounded.loads_yaml(text, path=path, error=CorruptFileError)
+    if data is None:
+        return spec_from_document(data, path=path)
     try:
         return spec_from_dict(data)
     except SpecError as exc:
@@ -824,7 +836,9 @@ def _read_chunks(path: Path, cap: int | None = bounded.BASE_CAP) -> tuple[Chunk,
         if not line.strip():
             continue
         try:
-            d = bounded.loads_json(line, path=path, line=lineno, error=CorruptFileError)
+            d = bounded.loads_json(
+                line, path=path, line=lineno, error=CorruptFileError, text_only=True
+            )
         except CorruptFileError as exc:
             if "invalid JSON" not in str(exc):
                 raise

@@ -189,8 +189,8 @@ class CausalGraph:
         """The graph as a ``networkx.MultiDiGraph``: one node per variable, one edge per causal edge.
 
         Nodes carry ``metric``, ``entities`` (tuple), ``description``, ``category`` and ``role``;
-        edges are keyed by their id and carry ``id``, ``mechanism``, ``confidence`` and
-        ``evidence`` (tuple of chunk ids). A multigraph, so two edges between the same variables
+        edges are keyed by their id and carry ``id``, ``mechanism``, ``confidence``, ``effect``
+        (the sign: "increases", "decreases" or "") and ``evidence`` (tuple of chunk ids). A multigraph, so two edges between the same variables
         both survive. ``hcg export`` writes GraphML and GEXF from it.
         """
         import networkx as nx  # imported here: most users of the dataclasses never need it
@@ -215,6 +215,7 @@ class CausalGraph:
                 id=e.id,
                 mechanism=e.mechanism,
                 confidence=float(e.confidence),
+                effect=e.effect,
                 evidence=tuple(e.evidence),
             )
         return g

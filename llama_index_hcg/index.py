@@ -38,7 +38,7 @@ from hcg_core.config import (
     DEFAULT_TIER,
     RetrievalConfig,
 )
-from hcg_core.contract import keep_in_batch, vectors_match
+from hcg_core.contract import keep_in_batch, refuse_lone_surrogates, vectors_match
 from hcg_core.errors import BuildError, StoreError
 from hcg_core.graph_build import build_graph
 from hcg_core.ports import Embedder
@@ -581,6 +581,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         """Replace a document's nodes: delete, then insert through the core, which re-extracts
         the new text's causal statements. Returns the ids of the edges the update lost (removed
         with the old text and not restored by the new one), which are also logged."""
+        # Before the old nodes are deleted: a new text that cannot be inserted loses nothing.
+        refuse_lone_surrogates([(document.id_, document.get_content())], what="document")
         with self._callback_manager.as_trace("update_ref_doc"):
             removed = self.delete_ref_doc(
                 document.id_, delete_from_docstore=True, **update_kwargs.pop("delete_kwargs", {})
@@ -611,6 +613,9 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         """The base class's refresh (which documents changed), each changed one updated through
         the core (see :meth:`update_ref_doc`); the edges lost are in
         ``index_struct.dropped_edges`` and each update logs its own."""
+        documents = list(documents)
+        # Before the base class hashes them (a lone surrogate is a UnicodeEncodeError there).
+        refuse_lone_surrogates([(d.id_, d.get_content()) for d in documents], what="document")
         return super().refresh_ref_docs(documents, **update_kwargs)
 
     async def arefresh_ref_docs(self, documents: Sequence[Any], **update_kwargs: Any) -> list[bool]:

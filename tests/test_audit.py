@@ -17,7 +17,7 @@ import yaml
 from hcg_core.audit.corrections import apply_corrections, apply_to_directory, read_corrections
 from hcg_core.audit.diff import diff_graphs, is_empty
 from hcg_core.audit.export import (
-    LIST_SEPARATOR,
+    split_list,
     to_csv_files,
     to_cypher,
     to_gexf,
@@ -152,6 +152,8 @@ def test_to_networkx_carries_every_attribute():
     assert node["category"] == "exposure" and node["role"] == "intermediate"
     data = nxg.edges["BloodPressure", "StrokeRisk", "bp-stroke"]
     assert data["confidence"] == 0.95 and data["evidence"] == ("k5",)
+    edge = next(e for e in g.edges if e.id == "bp-stroke")
+    assert data["effect"] == edge.effect
     assert data["mechanism"].startswith("High blood pressure")
 
 
@@ -178,13 +180,16 @@ def test_graphml_and_gexf_read_back_equal(tmp_path, corpus_dir, fmt):
     for v in g.variables:
         node = back.nodes[v.name]
         assert node["metric"] == v.metric
-        assert node["entities"] == LIST_SEPARATOR.join(v.entities)
+        assert split_list(node["entities"]) == list(v.entities)
     got = {d["id"]: d for _, _, d in back.edges(data=True)}
+    assert {e.effect for e in g.edges} >= {"increases", "decreases"}  # both signs are exercised
     for e in g.edges:
         d = got[e.id]
         assert d["mechanism"] == e.mechanism
-        assert float(d["confidence"]) == pytest.approx(e.confidence)
-        assert d["evidence"] == LIST_SEPARATOR.join(e.evidence)
+        # Declared as a double and a string in the file's header, so networkx reads them typed.
+        assert isinstance(d["confidence"], float) and d["confidence"] == pytest.approx(e.confidence)
+        assert d.get("effect", "") == e.effect
+        assert split_list(d["evidence"]) == list(e.evidence)
     assert {(e.source, e.target) for e in g.edges} == set(back.edges())
     assert (to_graphml if fmt == "graphml" else to_gexf)(g) == path.read_text(encoding="utf-8")
 
@@ -194,6 +199,10 @@ def test_mermaid_has_every_edge_and_a_size_limit(corpus_dir):
     text = to_mermaid(g)
     assert text.startswith("flowchart LR\n")
     assert len(re.findall(r"^  v\d+ -->", text, re.M)) == len(g.edges)
+    # Each edge's label is its sign and confidence, in the graph's edge order.
+    labels = re.findall(r'^  v\d+ -->\|"\((.)\) (\d\.\d\d)"\| v\d+$', text, re.M)
+    signs = {"increases": "+", "decreases": "-", "": "?"}
+    assert labels == [(signs[e.effect], f"{e.confidence:.2f}") for e in g.edges]
     assert len(re.findall(r'^ +v\d+\["', text, re.M)) == len(g.variables)
     with pytest.raises(ConfigError, match="over the Mermaid limit"):
         to_mermaid(g, max_edges=len(g.edges) - 1)
@@ -224,7 +233,7 @@ _PATTERNS = {
     "causes": re.compile(
         rf"MATCH \(a:Variable \{{name: ({_STR})\}}\), \(b:Variable \{{name: ({_STR})\}}\) "
         rf"MERGE \(a\)-\[r:CAUSES \{{id: ({_STR})\}}\]->\(b\) SET r\.mechanism = ({_STR}), "
-        rf"r\.confidence = ({_NUM}), r\.evidence = ({_LIST})"
+        rf"r\.confidence = ({_NUM}), r\.effect = ({_STR}), r\.evidence = ({_LIST})"
     ),
     "evidence": re.compile(
         rf"MATCH \(c:Chunk \{{id: ({_STR})\}}\), \(a:Variable \{{name: ({_STR})\}}\) "
@@ -234,8 +243,13 @@ _PATTERNS = {
 
 
 def _unquote(s: str) -> str:
+    """A Cypher string literal's value: its short escapes and \\uXXXX (Neo4j's own rules)."""
     escapes = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", "'": "'"}
-    return re.sub(r"\\(.)", lambda m: escapes[m.group(1)], s[1:-1])
+
+    def one(m: re.Match) -> str:
+        return chr(int(m.group(2), 16)) if m.group(2) else escapes[m.group(1)]
+
+    return re.sub(r"\\(u([0-9a-fA-F]{4})|.)", one, s[1:-1])
 
 
 def _strings(lst: str) -> list[str]:
@@ -265,7 +279,8 @@ def replay_cypher(script: str, db: dict) -> None:
             db["causes"][(a, rid, b)] = (
                 _unquote(m.group(4)),
                 float(m.group(5)),
-                _strings(m.group(6)),
+                _strings(m.group(7)),
+                _unquote(m.group(6)),
             )
         elif kind == "evidence":
             cid, a, eid = (_unquote(m.group(i)) for i in (1, 2, 3))
@@ -294,6 +309,11 @@ def test_cypher_script_parses_replays_and_is_idempotent(corpus_dir):
     assert all(db["variables"][v.name]["labels"] == {v.metric} for v in g.variables)
     assert len(db["causes"]) == len(g.edges)
     assert db["causes"][(e0.source, e0.id, e0.target)][0] == tricky
+    # Each relationship keeps its edge's confidence and sign (effect).
+    assert {e.effect for e in g.edges} >= {"increases", "decreases"}
+    for e in g.edges:
+        _, confidence, evidence, effect = db["causes"][(e.source, e.id, e.target)]
+        assert (confidence, evidence, effect) == (e.confidence, list(e.evidence), e.effect)
     assert len(db["evidence"]) == g.evidence_links
     assert set(db["chunks"]) == {c for e in g.edges for c in e.evidence}
 
@@ -310,14 +330,17 @@ def test_csv_export_reads_back(tmp_path, corpus_dir):
 
     edges = rows("edges.csv")
     assert [r["id"] for r in edges] == [e.id for e in g.edges]
-    assert [r["evidence"].split(LIST_SEPARATOR) for r in edges] == [
-        list(e.evidence) for e in g.edges
+    assert [split_list(r["evidence"]) for r in edges] == [list(e.evidence) for e in g.edges]
+    assert {e.effect for e in g.edges} >= {"increases", "decreases"}
+    assert [(float(r["confidence"]), r["effect"]) for r in edges] == [
+        (e.confidence, e.effect) for e in g.edges
     ]
     assert len(rows("variables.csv")) == len(g.variables)
     assert len(rows("evidence.csv")) == g.evidence_links
     load = (out / "load.cypher").read_text(encoding="utf-8")
     for name in ("variables.csv", "edges.csv", "chunks.csv", "evidence.csv"):
         assert f"file:///{name}" in load
+    assert "r.effect = row.effect" in load and "toFloat(row.confidence)" in load
     assert load.count("MERGE") >= 5 and "CREATE (" not in load
 
 

@@ -1244,6 +1244,427 @@ ROWS += [
 ]
 
 
+# ------------------------------------------------------------ issue 43: hostile characters
+# What neither YAML nor XML 1.0 can hold: every C0 control character but tab, LF and CR; U+FFFE
+# and U+FFFF; and lone surrogates. Each is a row for every YAML reader and every export format.
+
+C0 = [chr(c) for c in range(0x20) if chr(c) not in "\t\n\r"]
+NONCHARS = ["\ufffe", "\uffff"]
+SURROGATES = ["\ud800", "\udbff", "\udc00", "\udfff"]
+BAD_CHARS = C0 + NONCHARS + SURROGATES
+
+
+def _code(ch: str) -> str:
+    return f"U+{ord(ch):04X}"
+
+
+def _yaml_with(ch: str, head: str, tail: str) -> str:
+    """``head``, a line holding ``ch``, then ``tail``. A lone surrogate cannot be written to a
+    UTF-8 file at all, so it comes as YAML's own escape in a double-quoted scalar."""
+    if "\ud800" <= ch <= "\udfff":
+        return f'{head}note: "\\u{ord(ch):04x}"\n{tail}'
+    return f"{head}note{ch}: x\n{tail}"
+
+
+def _yaml_words(name: str, ch: str) -> tuple[str, ...]:
+    if "\ud800" <= ch <= "\udfff":
+        return (name, "lone surrogate")
+    return (name, _code(ch), "line 2 column 5", "not allowed in YAML")
+
+
+def _yaml_rows(ch: str) -> list[Row]:
+    """One row per YAML reader: --outcome, --spec, a corrections file, a graph's spec.yaml."""
+    code = _code(ch)
+    return [
+        Row(
+            f"yaml-outcome-{code}",
+            lambda d, b: (
+                _corpus(d),
+                _set_text(d / "o.yaml", _yaml_with(ch, "outcomes: [X]\n", "")),
+            ),
+            ["build", "docs", "--out", "out", "--outcome", "o.yaml", *HASHING],
+            2,
+            _yaml_words("o.yaml", ch),
+        ),
+        Row(
+            f"yaml-spec-flag-{code}",
+            lambda d, b: (_corpus(d), _set_text(d / "s.yaml", _yaml_with(ch, "domain: x\n", ""))),
+            ["build", "docs", "--out", "out", "--spec", "s.yaml", *HASHING],
+            2,
+            _yaml_words("s.yaml", ch),
+        ),
+        Row(
+            f"yaml-corrections-{code}",
+            lambda d, b: (
+                _graph(d, b),
+                _set_text(d / "c.yaml", _yaml_with(ch, "version: 1\n", "corrections: []\n")),
+            ),
+            ["apply", "G", "c.yaml", "--out", "fixed"],
+            2,
+            _yaml_words("c.yaml", ch),
+        ),
+        Row(
+            f"yaml-graph-spec-{code}",
+            lambda d, b: _set_text(
+                _files(_graph(d, b)) / "spec.yaml",
+                _yaml_with(ch, "domain: x\n", (_files(b) / "spec.yaml").read_text()),
+            ),
+            ["inspect", "G"],
+            2,
+            ("spec.yaml", *_yaml_words("spec.yaml", ch)[1:]),
+        ),
+    ]
+
+
+def _nul_in_graph_spec(d: Path, built: Path) -> None:
+    _graph(d, built)
+    shutil.copytree(built, d / "H")  # a second, good graph for diff
+    _set_text(d / "n.md", "Salt raises blood pressure.\n")
+    _set_text(d / "c.yaml", "version: 1\ncorrections: []\n")
+    _set_text(d / "qa.json", json.dumps([{"question": "What raises stroke?", "answer": "x"}]))
+    spec = _files(d / "G") / "spec.yaml"
+    _set_text(spec, "outcomes: [Stroke]\n\x00\n" + spec.read_text())
+
+
+# The graph's spec.yaml with a NUL, through every command that reads a graph (issue 43's R1).
+_GRAPH_COMMANDS = {
+    "inspect": ["inspect", "G"],
+    "query": ["query", "G", "What raises stroke risk?"],
+    "export": ["export", "G", "--format", "graphml", "--out", "g.graphml"],
+    "view": ["view", "G", "--out", "page.html"],
+    "apply": ["apply", "G", "c.yaml", "--out", "fixed"],
+    "diff": ["diff", "H", "G"],
+    "add": ["add", "G", "n.md"],
+    "remove": ["remove", "G", "some-doc"],
+    "build-spec": ["build", "n.md", "--out", "out", "--spec", "G/spec.yaml", *HASHING],
+}
+
+ROWS += [r for ch in BAD_CHARS for r in _yaml_rows(ch)]
+ROWS += [
+    Row(
+        f"yaml-nul-graph-spec-{name}",
+        _nul_in_graph_spec,
+        argv,
+        2,
+        ("spec.yaml", "U+0000", "line 2 column 1"),
+    )
+    for name, argv in _GRAPH_COMMANDS.items()
+]
+
+
+# ------------------------------------------------------------ exports of hostile text
+# The character goes into an edge's id and mechanism, a cited chunk's text and an entity (so a
+# variable's name): every id and text an export writes. Each format must read back equal: XML as
+# ``xml_text`` writes it (what XML cannot hold, as a visible \xNN), Cypher and CSV exactly.
+EXPORT_CHARS = C0 + NONCHARS + ["\r", "|", "%7C"]  # CR: S2; "|" and an escape-like item: S3
+ESCAPED = {*C0, *NONCHARS, "\r"}  # never raw in Mermaid or Cypher
+_EXPORT_OUT = {
+    "graphml": "g.graphml",
+    "gexf": "g.gexf",
+    "mermaid": "g.mmd",
+    "cypher": "g.cypher",
+    "csv": "csvout",
+}
+
+
+def _hostile_graph(ch: str) -> Callable[[Path, Path], None]:
+    def setup(d: Path, built: Path) -> None:
+        g = _files(_graph(d, built))
+        ent = f"dia{ch}betic"
+        spec, graph = (g / "spec.yaml").read_text(), (g / "graph.json").read_text()
+        assert "    - diabetic\n" in spec and "(diabetic)" in graph
+        # JSON's string escapes are YAML's too (double-quoted): any character can be written.
+        _set_text(g / "spec.yaml", spec.replace("    - diabetic\n", f"    - {json.dumps(ent)}\n"))
+        graph = graph.replace("(diabetic)", f"({json.dumps(ent)[1:-1]})")
+        data = json.loads(graph.replace('"diabetic"', json.dumps(ent)))
+        edge = data["edges"][0]
+        edge.update(id=f"e{ch}1", mechanism=f"raises{ch} it")
+        _set_text(g / "graph.json", json.dumps(data))
+        lines = []
+        for line in (g / "chunks.jsonl").read_text().splitlines():
+            chunk = json.loads(line)
+            if chunk["id"] == edge["evidence"][0]:
+                chunk["text"] += f" and{ch}more"
+            lines.append(json.dumps(chunk))
+        _set_text(g / "chunks.jsonl", "\n".join(lines) + "\n")
+
+    return setup
+
+
+_LOADED: dict[str, object] = {}
+
+
+def _hostile_loaded(d: Path, ch: str):
+    """The hostile graph as hcg reads it, checked to hold ``ch`` where the setup put it; read
+    once per character (the five formats' rows write the same graph; parsing its spec.yaml is
+    most of a row's time)."""
+    from hcg_core.store import load_graph
+
+    if ch in _LOADED:
+        return _LOADED[ch]
+    graph = _LOADED[ch] = load_graph(d / "G").graph
+    assert sum(ch in e.id for e in graph.edges) == 1
+    assert sum(ch in v.name for v in graph.variables) == 1
+    assert sum(ch in c.text for c in graph.chunks) == 1
+    return graph
+
+
+def _xml_reads_back(fmt: str, ch: str) -> Callable[[Path, str], None]:
+    def check(d: Path, out: str) -> None:
+        import networkx as nx
+
+        from hcg_core.audit.export import split_list
+        from hcg_core.safe_text import xml_text
+
+        graph = _hostile_loaded(d, ch)
+        path = d / _EXPORT_OUT[fmt]
+        back = (
+            nx.read_graphml(path, force_multigraph=True) if fmt == "graphml" else nx.read_gexf(path)
+        )
+        assert sorted(back.nodes) == sorted(xml_text(v.name) for v in graph.variables)
+        for v in graph.variables:
+            assert split_list(back.nodes[xml_text(v.name)]["entities"]) == [
+                xml_text(x) for x in v.entities
+            ]
+        got = {data["id"]: data for _, _, data in back.edges(data=True)}
+        assert len(got) == back.number_of_edges() == len(graph.edges)
+        for e in graph.edges:
+            data = got[xml_text(e.id)]
+            assert data["mechanism"] == xml_text(e.mechanism)
+            assert split_list(data["evidence"]) == list(e.evidence)
+            assert data["confidence"] == pytest.approx(e.confidence)
+            assert data.get("effect", "") == e.effect
+
+    return check
+
+
+def _mermaid_reads_back(ch: str) -> Callable[[Path, str], None]:
+    def check(d: Path, out: str) -> None:
+        import re
+
+        from hcg_core.safe_text import mermaid_text
+
+        graph = _hostile_loaded(d, ch)
+        text = (d / "g.mmd").read_text(encoding="utf-8")
+        assert ch not in text or ch not in ESCAPED
+        hostile = next(v.name for v in graph.variables if ch in v.name)
+        assert f'["{mermaid_text(hostile)}"]' in text
+        labels = re.findall(r'^  v\d+ -->\|"\((.)\) (\d\.\d\d)"\| v\d+$', text, re.M)
+        signs = {"increases": "+", "decreases": "-", "": "?"}
+        assert labels == [(signs[e.effect], f"{e.confidence:.2f}") for e in graph.edges]
+
+    return check
+
+
+_CYPHER_STR = r"'(?:[^'\\]|\\.)*'"
+
+
+def _cypher_value(literal: str) -> str:
+    """A Cypher string literal's value, by Neo4j's escape rules."""
+    import re
+
+    short = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", "'": "'"}
+    return re.sub(
+        r"\\(u([0-9a-fA-F]{4})|.)",
+        lambda m: chr(int(m.group(2), 16)) if m.group(2) else short[m.group(1)],
+        literal[1:-1],
+    )
+
+
+def _cypher_reads_back(ch: str) -> Callable[[Path, str], None]:
+    def check(d: Path, out: str) -> None:
+        import re
+
+        graph = _hostile_loaded(d, ch)
+        script = (d / "g.cypher").read_text(encoding="utf-8")
+        assert ch not in script or ch not in ESCAPED
+        # One statement per line, each ending in ";": a raw CR or LF would split one.
+        lines = script.splitlines()
+        assert all(x.endswith(";") or x.startswith("//") for x in lines)
+        causes = [x for x in lines if "-[r:CAUSES" in x]
+        assert len(causes) == len(graph.edges)
+        for e, line in zip(graph.edges, causes, strict=True):
+            values = [_cypher_value(x) for x in re.findall(_CYPHER_STR, line)]
+            assert values[:4] == [e.source, e.target, e.id, e.mechanism]
+            assert values[4] == e.effect and values[5:] == list(e.evidence)
+            assert f"r.confidence = {float(e.confidence)!r}," in line
+        literals = {_cypher_value(x) for x in re.findall(_CYPHER_STR, script)}
+        hostile_entity = next(x for v in graph.variables for x in v.entities if ch in x)
+        cited = {cid for e in graph.edges for cid in e.evidence}
+        assert hostile_entity in literals
+        assert {c.text for c in graph.chunks if c.id in cited} <= literals
+
+    return check
+
+
+def _csv_reads_back(ch: str) -> Callable[[Path, str], None]:
+    def check(d: Path, out: str) -> None:
+        import csv
+
+        from hcg_core.audit.export import split_list
+
+        graph = _hostile_loaded(d, ch)
+
+        def rows(name: str) -> list[list[str]]:
+            with open(d / "csvout" / name, newline="", encoding="utf-8") as f:
+                return list(csv.reader(f))
+
+        edges = rows("edges.csv")
+        assert edges[0] == [
+            "id",
+            "source",
+            "target",
+            "mechanism",
+            "confidence",
+            "effect",
+            "evidence",
+        ]
+        assert [r[:4] for r in edges[1:]] == [
+            [e.id, e.source, e.target, e.mechanism] for e in graph.edges
+        ]
+        assert [(float(r[4]), r[5], split_list(r[6])) for r in edges[1:]] == [
+            (e.confidence, e.effect, list(e.evidence)) for e in graph.edges
+        ]
+        variables = rows("variables.csv")[1:]
+        assert [(r[0], split_list(r[2])) for r in variables] == [
+            (v.name, list(v.entities)) for v in graph.variables
+        ]
+        cited = {cid for e in graph.edges for cid in e.evidence}
+        assert [tuple(r) for r in rows("chunks.csv")[1:]] == [
+            (c.id, c.doc_id, c.text) for c in graph.chunks if c.id in cited
+        ]
+        assert len(rows("evidence.csv")) == graph.evidence_links + 1
+
+    return check
+
+
+def _export_check(fmt: str, ch: str) -> Callable[[Path, str], None]:
+    if fmt in ("graphml", "gexf"):
+        return _xml_reads_back(fmt, ch)
+    return {"mermaid": _mermaid_reads_back, "cypher": _cypher_reads_back, "csv": _csv_reads_back}[
+        fmt
+    ](ch)
+
+
+ROWS += [
+    Row(
+        f"export-{fmt}-{_code(ch) if len(ch) == 1 else ch}",
+        _hostile_graph(ch),
+        ["export", "G", "--format", fmt, "--out", out, "--max-edges", "500"],
+        0,
+        ("wrote",),
+        writes=(out,),
+        check=_export_check(fmt, ch),
+    )
+    for ch in EXPORT_CHARS
+    for fmt, out in _EXPORT_OUT.items()
+]
+ROWS += [
+    # A graph file holding a lone surrogate (a \udXXX escape) is refused on load, naming the file:
+    # hcg never writes one, and hashing the texts would fail on it.
+    Row(
+        f"graph-lone-surrogate-{_code(ch)}-{fmt}",
+        _hostile_graph(ch),
+        ["export", "G", "--format", fmt, "--out", _EXPORT_OUT[fmt]],
+        2,
+        ("spec.yaml", "lone surrogate"),
+    )
+    for ch in SURROGATES
+    for fmt in ("graphml", "csv")
+]
+
+
+# ------------------------------------------------------------ issue 43: the rest
+def _manifest_folder(where: str) -> Callable[[Path, Path], None]:
+    def setup(d: Path, built: Path) -> None:
+        g = _graph(d, built)
+        folder = g if where == "pointer" else _files(g)
+        (folder / "manifest.json").unlink()
+        (folder / "manifest.json").mkdir()
+        _set_text(folder / "manifest.json" / "keep.txt", "mine\n")
+
+    return setup
+
+
+def _formula_cells(g: Path) -> None:
+    _edit_json(g / "graph.json", lambda d: d["edges"][0].update(mechanism="=HYPERLINK(1)"))
+    _edit_json(g / "graph.json", lambda d: d["edges"][1].update(mechanism="+1"))
+    _edit_json(g / "graph.json", lambda d: d["edges"][2].update(mechanism="-2"))
+    _edit_json(g / "graph.json", lambda d: d["edges"][3].update(mechanism="@SUM(A1)"))
+
+
+def _formula_cells_kept(d: Path, out: str) -> None:
+    import csv
+
+    with open(d / "csvout" / "edges.csv", newline="", encoding="utf-8") as f:
+        mechanisms = [r["mechanism"] for r in csv.DictReader(f)]
+    assert mechanisms[:4] == ["=HYPERLINK(1)", "+1", "-2", "@SUM(A1)"]
+
+
+ROWS += [
+    Row(
+        "spec-flag-0-bytes",
+        lambda d, b: (_corpus(d), _set_text(d / "s.yaml", "")),
+        ["build", "docs", "--out", "out", "--spec", "s.yaml", *HASHING],
+        2,
+        ("s.yaml", "the spec is empty"),
+    ),
+    Row(
+        "spec-flag-only-comments",
+        lambda d, b: (_corpus(d), _set_text(d / "s.yaml", "# my spec\n\n   \n")),
+        ["build", "docs", "--out", "out", "--spec", "s.yaml", *HASHING],
+        2,
+        ("s.yaml", "the spec is empty"),
+    ),
+    Row(
+        "graph-spec-0-bytes",
+        lambda d, b: _set_text(_files(_graph(d, b)) / "spec.yaml", ""),
+        ["query", "G", "What raises stroke risk?"],
+        2,
+        ("spec.yaml", "the spec is empty"),
+    ),
+    Row(
+        "corrections-version-true",
+        lambda d, b: (_graph(d, b), _set_text(d / "c.yaml", "version: true\ncorrections: []\n")),
+        ["apply", "G", "c.yaml", "--out", "fixed"],
+        2,
+        ("c.yaml", "version true is not supported"),
+    ),
+    Row(
+        "corrections-version-1.0",
+        lambda d, b: (_graph(d, b), _set_text(d / "c.yaml", "version: 1.0\ncorrections: []\n")),
+        ["apply", "G", "c.yaml", "--out", "fixed"],
+        2,
+        ("c.yaml", "version 1.0 is not supported"),
+    ),
+    Row(
+        "manifest-pointer-is-a-folder",
+        _manifest_folder("pointer"),
+        ["inspect", "G"],
+        2,
+        ("manifest.json", "is a folder"),
+        absent=("missing",),
+    ),
+    Row(
+        "manifest-of-the-version-is-a-folder",
+        _manifest_folder("version"),
+        ["query", "G", "What raises stroke risk?"],
+        2,
+        ("manifest.json", "is a folder"),
+        absent=("missing",),
+    ),
+    Row(
+        "csv-formula-like-cells-kept",
+        lambda d, b: _formula_cells(_files(_graph(d, b))),
+        ["export", "G", "--format", "csv", "--out", "csvout"],
+        0,
+        ("wrote",),
+        writes=("csvout",),
+        check=_formula_cells_kept,
+    ),
+]
+
+
 def _allowed(rel: str, writes: tuple[str, ...]) -> bool:
     return any(rel == w or rel.startswith(w.rstrip("/") + "/") for w in writes)
 
@@ -1394,3 +1815,236 @@ def test_apply_validates_the_corrected_graph_once(built, monkeypatch):
     _, report = module.apply_corrections(graph, [*entries[:3], bad, *entries[3:6]])
     assert [r["index"] for r in report.refused] == [4] and len(report.applied) == 6
     assert calls["n"] > 1
+
+
+# ------------------------------------------------------------ issue 43: adapters and the LLM path
+
+
+@pytest.fixture(scope="module")
+def llama_index():
+    from llama_index.core import Document as LIDocument
+
+    from hcg_core.embedders import HashingEmbedder
+    from llama_index_hcg import HCGIndex
+
+    return HCGIndex.from_documents([LIDocument(text=BP, id_="bp")], embed_model=HashingEmbedder())
+
+
+def _llama_calls(index, ch: str) -> dict[str, Callable[[], object]]:
+    from llama_index.core import Document as LIDocument
+    from llama_index.core.schema import TextNode
+
+    from hcg_core.embedders import HashingEmbedder
+    from llama_index_hcg import HCGIndex
+
+    text = f"Smoking {ch} raises stroke risk."
+    return {
+        "from_documents": lambda: HCGIndex.from_documents(
+            [LIDocument(text=text)], embed_model=HashingEmbedder()
+        ),
+        "insert": lambda: index.insert(LIDocument(text=text)),
+        "insert-id": lambda: index.insert(LIDocument(text=BP, id_=f"id{ch}")),
+        "insert_nodes": lambda: index.insert_nodes([TextNode(text=text)]),
+        "refresh_ref_docs": lambda: index.refresh_ref_docs([LIDocument(text=text, id_="bp")]),
+        "update_ref_doc": lambda: index.update_ref_doc(LIDocument(text=text, id_="bp")),
+    }
+
+
+@pytest.mark.parametrize("ch", SURROGATES, ids=_code)
+@pytest.mark.parametrize("call", list(_llama_calls(None, "\ud800")))
+def test_llamaindex_refuses_a_lone_surrogate_before_hashing(llama_index, call, ch):
+    """R3: an InputError from hcg before llama-index-core hashes the text (a UnicodeEncodeError
+    there), and nothing lost: update_ref_doc would otherwise delete the old text first."""
+    from hcg_core.errors import InputError
+
+    before = [(c.id, c.text) for c in llama_index.graph.chunks]
+    docs = dict(llama_index.docstore.docs)
+    with pytest.raises(InputError, match="lone surrogate"):
+        _llama_calls(llama_index, ch)[call]()
+    assert [(c.id, c.text) for c in llama_index.graph.chunks] == before
+    assert dict(llama_index.docstore.docs).keys() == docs.keys()
+
+
+@pytest.mark.parametrize("ch", SURROGATES, ids=_code)
+def test_langchain_refuses_a_lone_surrogate(ch):
+    from langchain_core.documents import Document as LCDocument
+
+    from hcg_core.embedders import HashingEmbedder
+    from hcg_core.errors import InputError
+    from langchain_hcg import HCGRetriever
+
+    text = f"Smoking {ch} raises stroke risk."
+    with pytest.raises(InputError, match="lone surrogate"):
+        HCGRetriever.from_documents([LCDocument(page_content=text)], embeddings=HashingEmbedder())
+    r = HCGRetriever.from_documents([LCDocument(page_content=BP)], embeddings=HashingEmbedder())
+    with pytest.raises(InputError, match="lone surrogate"):
+        r.add_documents([LCDocument(page_content=text)])
+    assert [c.text for c in r.graph.chunks] == [BP]
+
+
+@pytest.mark.parametrize("ch", ["\x00", "\x1b", "\ufffe", "\ud800"], ids=_code)
+@pytest.mark.parametrize("adapter", ["llamaindex", "langchain"])
+def test_adapters_load_a_graph_whose_spec_holds_a_bad_character(built, tmp_path, adapter, ch):
+    """R1 through both adapters: a typed CorruptFileError naming spec.yaml, the files unchanged."""
+    from hcg_core.errors import CorruptFileError
+
+    g = tmp_path / "G"
+    shutil.copytree(built, g)
+    spec = _files(g) / "spec.yaml"
+    _set_text(spec, _yaml_with(ch, "domain: x\n", spec.read_text()))
+    before = snapshot(tmp_path)
+    if adapter == "llamaindex":
+        from llama_index_hcg import HCGIndex
+
+        load: Callable[[], object] = lambda: HCGIndex.from_graph_dir(g)  # noqa: E731
+    else:
+        from langchain_hcg import HCGRetriever
+
+        load = lambda: HCGRetriever.from_persist_dir(g)  # noqa: E731
+    with pytest.raises(CorruptFileError, match="spec.yaml") as info:
+        load()
+    assert ("lone surrogate" if ch == "\ud800" else _code(ch)) in str(info.value)
+    assert snapshot(tmp_path) == before
+
+
+# R2: a reply nesting 100,000 deep, as the HTTP body or as the message content.
+DEEP_REPLY = "[" * 100_000 + "]" * 100_000
+
+
+def _deep_server(where: str):
+    """A 127.0.0.1 server answering every completion with ``DEEP_REPLY`` in ``where``."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    if where == "body":
+        body = DEEP_REPLY.encode()
+    else:
+        message = {"role": "assistant", "content": DEEP_REPLY}
+        choice = {"index": 0, "finish_reason": "stop", "message": message}
+        completion = {"id": "x", "object": "chat.completion", "created": 0, "model": "m"}
+        body = json.dumps({**completion, "choices": [choice]}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    ).start()
+    return server
+
+
+@pytest.mark.parametrize(
+    ("where", "words"),
+    [
+        ("body", ("not an OpenAI chat completion", "RecursionError")),
+        ("content", ("reply never matched the schema", "nesting deeper than 64")),
+    ],
+)
+def test_a_deep_llm_reply_is_a_counted_failure(where, words, tmp_path, monkeypatch, capsys):
+    """Exit 3 with failed_build.json (as a 500-deep reply did), no traceback, the corpus and
+    outcome files unchanged."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    corpus = REPO / "tests" / "fixtures" / "llm" / "corpus.md"
+    shutil.copy(corpus, tmp_path / "corpus.md")
+    _set_text(tmp_path / "o.yaml", "outcomes: [FishMortality, DrinkingWaterRisk]\n")
+    before = snapshot(tmp_path)
+    server = _deep_server(where)
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/v1"
+        code = main(
+            ["build", "corpus.md", "--out", "g", "--tier", "XS", "--outcome", "o.yaml"]
+            + ["--llm-model", "m", "--llm-base-url", url, "--max-retries", "0", *HASHING]
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert "Traceback" not in err and all(w in err for w in words), err
+    report = json.loads((tmp_path / "g" / ".llm_cache" / "failed_build.json").read_text())
+    assert report["stages"]["stage1"]["failed"] > 0
+    after = snapshot(tmp_path)
+    assert {k: v for k, v in after.items() if not k.startswith("g/")} == before
+
+
+# Exports of an in-memory graph (the API): lone surrogates reach them without a graph file.
+@pytest.fixture(scope="module")
+def memory_graph(built):
+    from hcg_core.store import load_graph
+
+    return load_graph(built).graph
+
+
+def _with_char(graph, ch: str):
+    import dataclasses
+
+    e0 = graph.edges[0]
+    edge = dataclasses.replace(e0, id=f"e{ch}1", mechanism=f"raises{ch} it")
+    chunks = tuple(
+        dataclasses.replace(c, text=c.text + f" and{ch}more") if c.id == e0.evidence[0] else c
+        for c in graph.chunks
+    )
+    return dataclasses.replace(graph, edges=(edge, *graph.edges[1:]), chunks=chunks)
+
+
+@pytest.mark.parametrize("ch", SURROGATES, ids=_code)
+@pytest.mark.parametrize("fmt", list(_EXPORT_OUT))
+def test_exports_of_lone_surrogates(memory_graph, tmp_path, fmt, ch):
+    """Every format writes UTF-8: the XML formats and CSV as a visible escape, Cypher as its own
+    \\uXXXX escape, which Neo4j reads back as the same string."""
+    import csv
+    import re
+
+    import networkx as nx
+
+    from hcg_core.audit.export import export_graph
+    from hcg_core.safe_text import xml_text
+
+    graph = _with_char(memory_graph, ch)
+    path = export_graph(graph, fmt, tmp_path / _EXPORT_OUT[fmt], max_edges=500)
+    escaped = f"\\u{ord(ch):04x}"
+    if fmt == "csv":
+        with open(path / "edges.csv", newline="", encoding="utf-8") as f:
+            first = list(csv.reader(f))[1]
+        assert first[0] == f"e{escaped}1" and first[3] == f"raises{escaped} it"
+    elif fmt == "cypher":
+        script = path.read_text(encoding="utf-8")
+        literals = {_cypher_value(x) for x in re.findall(_CYPHER_STR, script)}
+        assert {f"e{ch}1", f"raises{ch} it"} <= literals
+    elif fmt == "mermaid":
+        assert len(re.findall(r"-->", path.read_text(encoding="utf-8"))) == len(graph.edges)
+    else:
+        back = (
+            nx.read_graphml(path, force_multigraph=True) if fmt == "graphml" else nx.read_gexf(path)
+        )
+        ids = {d["id"]: d for _, _, d in back.edges(data=True)}
+        assert ids[xml_text(f"e{ch}1")]["mechanism"] == f"raises{escaped} it"
+
+
+def test_xml_exports_refuse_two_names_that_escape_alike():
+    """``xml_text`` writes \\x01 as the four characters \\x01: a variable already named so would
+    merge with it in GraphML/GEXF, silently. Refused instead, naming both."""
+    from hcg_core.audit.export import to_gexf, to_graphml
+    from hcg_core.errors import InputError
+    from hcg_core.types import CausalEdge, CausalGraph, DomainSpec, Metric, Variable
+
+    a, b = "A\x01", "A\\x01"
+    spec = DomainSpec((), (Metric(a), Metric(b)))
+    graph = CausalGraph(spec, (Variable(a), Variable(b)), (CausalEdge("e1", a, b),), ())
+    for write in (to_graphml, to_gexf):
+        with pytest.raises(InputError, match=r"differ only in characters XML cannot hold"):
+            write(graph)

@@ -96,7 +96,9 @@ def parse_corrections(data: Any, path: str | os.PathLike | None = None) -> list[
         raise CorruptFileError(f"unknown top-level keys {sorted(unknown)}", path=path)
     if data.get("format", CORRECTIONS_FORMAT) != CORRECTIONS_FORMAT:
         raise CorruptFileError(f"format must be {CORRECTIONS_FORMAT!r}", path=path)
-    if data.get("version", CORRECTIONS_VERSION) != CORRECTIONS_VERSION:
+    version = data.get("version", CORRECTIONS_VERSION)
+    # By type as well as value: True == 1 and 1.0 == 1 in Python, neither is a version number.
+    if type(version) is not int or version != CORRECTIONS_VERSION:
         raise CorruptFileError(
             f"version {data.get('version')!r} is not supported; this hcg-rag reads version "
             f"{CORRECTIONS_VERSION}",

@@ -1,12 +1,17 @@
 """``hcg export``: a causal graph in the formats graph tools and databases read.
 
 - GraphML and GEXF (Gephi, yEd, Cytoscape) through ``CausalGraph.to_networkx()``; list attributes
-  (entities, evidence) are joined with ``LIST_SEPARATOR`` because both formats hold scalars only.
+  (entities, evidence) are joined by ``join_list`` because both formats hold scalars only.
 - Mermaid (``flowchart LR``, one subgraph per metric) for docs; refused above ``max_edges``.
 - Cypher for Neo4j: idempotent (``MERGE`` on unique keys, then ``SET``), variables labelled
   ``Variable`` and by their metric, ``CAUSES`` relationships with their properties, chunks as
   ``Chunk`` nodes linked to the edge's source variable by ``EVIDENCE {edge_id}``.
 - CSV files plus a ``load.cypher`` of ``LOAD CSV`` statements that build the same graph.
+
+Every format keeps each edge's sign (``effect``: "increases", "decreases" or "") and confidence.
+Each format has one function that makes any text safe for it, applied to every id and text it
+writes: ``xml_text`` (GraphML, GEXF), ``mermaid_text``, ``cypher_string`` and ``_csv_cell``; lists
+go through ``join_list`` (an item holding the separator stays one item).
 """
 
 from __future__ import annotations
@@ -14,59 +19,138 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..safe_text import mermaid_text as _mermaid_text
-from ..safe_text import xml_text
+from ..safe_text import visible, xml_text
 from ..store import check_output_path, write_output_file
-from ..types import CausalGraph
+from ..types import EFFECT_SIGNS, CausalGraph
 
 LIST_SEPARATOR = "|"  # joins list attributes in GraphML, GEXF and CSV (chunk ids, entities)
+# Inside one item of a joined list, the separator and the escape character are percent-encoded,
+# so an entity holding "|" stays one entity: split on "|", then decode each item (``split_list``;
+# load.cypher does the same with replace()).
+_LIST_ESCAPES = (("%", "%25"), (LIST_SEPARATOR, "%7C"))
 DEFAULT_MERMAID_MAX_EDGES = 150  # above this a Mermaid diagram is unreadable and slow to render
 FORMATS = ("graphml", "gexf", "mermaid", "cypher", "csv")
+
+
+# ---------------------------------------------------------------- lists in one cell
+
+
+def join_list(items: Iterable[str]) -> str:
+    """Items joined by ``LIST_SEPARATOR``, each with ``%`` and ``|`` percent-encoded.
+
+    >>> join_list(["a", "b|c", "100%"])
+    'a|b%7Cc|100%25'
+    """
+    out = []
+    for item in items:
+        for raw, code in _LIST_ESCAPES:
+            item = item.replace(raw, code)
+        out.append(item)
+    return LIST_SEPARATOR.join(out)
+
+
+def split_list(cell: str) -> list[str]:
+    """The inverse of ``join_list`` (``""`` is the empty list).
+
+    >>> split_list(join_list(["a", "b|c", "100%"]))
+    ['a', 'b|c', '100%']
+    """
+    if cell == "":
+        return []
+    out = []
+    for item in cell.split(LIST_SEPARATOR):
+        for raw, code in reversed(_LIST_ESCAPES):  # "%7C" first: "%257C" is an encoded "%7C"
+            item = item.replace(code, raw)
+        out.append(item)
+    return out
 
 
 # ---------------------------------------------------------------- networkx formats
 
 
+def _xml_names(names: Iterable[str], what: str) -> dict[str, str]:
+    """``name -> xml_text(name)``, refused when two names become one (they would merge)."""
+    out: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for name in names:
+        safe = xml_text(name)
+        if seen.setdefault(safe, name) != name:
+            raise InputError(
+                f"two {what}s, {visible(seen[safe])!r} and {visible(name)!r}, differ only in "
+                "characters XML cannot hold and would become one in GraphML/GEXF; rename one"
+            )
+        out[name] = safe
+    return out
+
+
+def _xml_value(value: Any) -> Any:
+    """An attribute value for GraphML/GEXF: lists joined, every string made XML-safe."""
+    if isinstance(value, (tuple, list)):
+        value = join_list(value)
+    return xml_text(value) if isinstance(value, str) else value
+
+
 def scalar_networkx(graph: CausalGraph) -> Any:
-    """``graph.to_networkx()`` with list attributes joined, as GraphML and GEXF require, and
-    every string (node names included) stripped of what XML cannot hold (``xml_text``)."""
+    """``graph.to_networkx()`` rebuilt as GraphML and GEXF need it: list attributes joined
+    (``join_list``) and every string, node names and edge ids (keys) included, made XML-safe
+    (``xml_text``). Edges carry ``effect`` (their sign) and ``confidence``."""
     import networkx as nx
 
-    g = graph.to_networkx()
-    for _, data in g.nodes(data=True):
-        data["entities"] = LIST_SEPARATOR.join(data["entities"])
-    for _, _, data in g.edges(data=True):
-        data["evidence"] = LIST_SEPARATOR.join(data["evidence"])
-    for _, data in [*g.nodes(data=True), *((None, d) for _, _, d in g.edges(data=True))]:
-        for key, value in data.items():
-            if isinstance(value, str):
-                data[key] = xml_text(value)
-    for key, value in g.graph.items():
-        if isinstance(value, str):
-            g.graph[key] = xml_text(value)
-    names = {n: xml_text(n) for n in g.nodes if isinstance(n, str)}
-    if any(k != v for k, v in names.items()):
-        g = nx.relabel_nodes(g, names, copy=True)
+    source = graph.to_networkx()
+    nodes = _xml_names(source.nodes, "variable name")
+    _xml_names((e.id for e in graph.edges), "edge id")
+    g = nx.MultiDiGraph(**{k: _xml_value(v) for k, v in source.graph.items()})
+    for name, data in source.nodes(data=True):
+        g.add_node(nodes[name], **{k: _xml_value(v) for k, v in data.items()})
+    for u, v, key, data in source.edges(keys=True, data=True):
+        g.add_edge(
+            nodes[u], nodes[v], key=xml_text(key), **{k: _xml_value(x) for k, x in data.items()}
+        )
     return g
 
 
-def to_graphml(graph: CausalGraph) -> str:
-    import networkx as nx
+def _xml_document(writer: Any) -> str:
+    """A networkx writer's document. Not ``generate_graphml``/``generate_gexf``: they cut the
+    text with ``splitlines``, which also cuts at a CR inside a text (it came back as LF). The
+    serializer escapes CR in attributes but not in element text, where every XML parser would
+    read it as LF: markup never holds a CR, so each one left is text, written as ``&#13;``."""
+    return str(writer).rstrip("\n").replace("\r", "&#13;") + "\n"
 
-    return "\n".join(nx.generate_graphml(scalar_networkx(graph))) + "\n"
+
+def to_graphml(graph: CausalGraph) -> str:
+    from networkx.readwrite.graphml import GraphMLWriter
+
+    writer = GraphMLWriter()
+    writer.add_graph_element(scalar_networkx(graph))
+    return _xml_document(writer)
 
 
 def to_gexf(graph: CausalGraph) -> str:
-    import networkx as nx
+    from networkx.readwrite.gexf import GEXFWriter
 
-    return "\n".join(nx.generate_gexf(scalar_networkx(graph))) + "\n"
+    writer = GEXFWriter()
+    writer.add_graph(scalar_networkx(graph))
+    return _xml_document(writer)
 
 
 # ---------------------------------------------------------------- Mermaid
+
+
+def mermaid_edge_label(effect: str, confidence: float) -> str:
+    """An edge's sign and confidence as its Mermaid label, ``(+)`` increases, ``(-)``
+    decreases, ``(?)`` unknown (the signs ``CausalPath`` prints).
+
+    >>> mermaid_edge_label("decreases", 0.5)
+    '(-) 0.50'
+    """
+    return f"({EFFECT_SIGNS.get(effect, '?')}) {float(confidence):.2f}"
 
 
 def to_mermaid(
@@ -110,33 +194,38 @@ def to_mermaid(
         lines.extend(f'    {ids[n]}["{_mermaid_text(n)}"]' for n in members)
         lines.append("  end")
     for e in edges:
-        lines.append(f'  {ids[e.source]} -->|"{e.confidence:.2f}"| {ids[e.target]}')
+        lines.append(
+            f'  {ids[e.source]} -->|"{mermaid_edge_label(e.effect, e.confidence)}"| {ids[e.target]}'
+        )
     return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------- Cypher
 
 
-def cypher_string(text: str) -> str:
-    """A Cypher string literal.
+# What a Cypher string literal writes as a \uXXXX escape: control characters, lone surrogates
+# (no UTF-8 file can hold them) and U+FFFE/U+FFFF; tab, LF and CR have short escapes of their own.
+_CYPHER_SHORT = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_CYPHER_ESCAPED = re.compile("[\\\\'\x00-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
 
-    >>> print(cypher_string("it's a \\\\ test"))
-    'it\\'s a \\\\ test'
+
+def cypher_string(text: str) -> str:
+    """A Cypher string literal that Neo4j reads back as ``text``, whatever it holds.
+
+    >>> print(cypher_string("it's a \\\\ test\\x01"))
+    'it\\'s a \\\\ test\\u0001'
     """
-    out = (
-        str(text)
-        .replace("\\", "\\\\")
-        .replace("'", "\\'")
-        .replace("\n", "\\n")
-        .replace("\r", "\\r")
-        .replace("\t", "\\t")
+    out = _CYPHER_ESCAPED.sub(
+        lambda m: _CYPHER_SHORT.get(m.group()) or f"\\u{ord(m.group()):04x}", str(text)
     )
     return f"'{out}'"
 
 
 def cypher_label(name: str) -> str:
-    """A label in backticks (a metric name may be any text; a backtick is doubled)."""
-    return "`" + name.replace("`", "``") + "`"
+    """A label in backticks (a metric name may be any text; a backtick is doubled). Backticks
+    have no escapes: control characters and the like are written as visible ``\\xNN`` text (the
+    node's ``metric`` property keeps the name as it is)."""
+    return "`" + visible(name).replace("`", "``") + "`"
 
 
 def _cypher_list(items: tuple[str, ...] | list[str]) -> str:
@@ -173,7 +262,7 @@ def to_cypher(graph: CausalGraph) -> str:
             f"(b:Variable {{name: {cypher_string(e.target)}}}) "
             f"MERGE (a)-[r:CAUSES {{id: {cypher_string(e.id)}}}]->(b) "
             f"SET r.mechanism = {cypher_string(e.mechanism)}, r.confidence = {float(e.confidence)!r}, "
-            f"r.evidence = {_cypher_list(e.evidence)};"
+            f"r.effect = {cypher_string(e.effect)}, r.evidence = {_cypher_list(e.evidence)};"
         )
         for cid in e.evidence:
             lines.append(
@@ -186,13 +275,18 @@ def to_cypher(graph: CausalGraph) -> str:
 
 # ---------------------------------------------------------------- CSV for LOAD CSV
 
+# A joined list back to a list: split on the separator, then undo join_list's two escapes.
+_SPLIT = (
+    "CASE row.{col} WHEN '' THEN [] ELSE [x IN split(row.{col}, '{sep}') | "
+    "replace(replace(x, '%7C', '{sep}'), '%25', '%')] END"
+)
 _LOAD_CSV = """// Build the HCG graph from the CSV files beside this script (copy them to Neo4j's import folder).
-// Idempotent: MERGE on keys. Lists are joined with '{sep}'.
+// Idempotent: MERGE on keys. Lists are joined with '{sep}' ('%' and '{sep}' inside an item as %25, %7C).
 CREATE CONSTRAINT hcg_variable_name IF NOT EXISTS FOR (v:Variable) REQUIRE v.name IS UNIQUE;
 CREATE CONSTRAINT hcg_chunk_id IF NOT EXISTS FOR (c:Chunk) REQUIRE c.id IS UNIQUE;
 LOAD CSV WITH HEADERS FROM 'file:///variables.csv' AS row
 MERGE (v:Variable {{name: row.name}})
-SET v.metric = row.metric, v.entities = CASE row.entities WHEN '' THEN [] ELSE split(row.entities, '{sep}') END,
+SET v.metric = row.metric, v.entities = {entities},
     v.description = row.description, v.category = row.category, v.role = row.role;
 // Metric labels: one statement per metric, since a label cannot come from a parameter.
 {labels}
@@ -201,27 +295,51 @@ MERGE (c:Chunk {{id: row.id}}) SET c.text = row.text, c.doc_id = row.doc_id;
 LOAD CSV WITH HEADERS FROM 'file:///edges.csv' AS row
 MATCH (a:Variable {{name: row.source}}), (b:Variable {{name: row.target}})
 MERGE (a)-[r:CAUSES {{id: row.id}}]->(b)
-SET r.mechanism = row.mechanism, r.confidence = toFloat(row.confidence),
-    r.evidence = CASE row.evidence WHEN '' THEN [] ELSE split(row.evidence, '{sep}') END;
+SET r.mechanism = row.mechanism, r.confidence = toFloat(row.confidence), r.effect = row.effect,
+    r.evidence = {evidence};
 LOAD CSV WITH HEADERS FROM 'file:///evidence.csv' AS row
 MATCH (c:Chunk {{id: row.chunk_id}}), (a:Variable {{name: row.source}})
 MERGE (c)-[:EVIDENCE {{edge_id: row.edge_id}}]->(a);
 """
 
 
+class _LoadCsvDialect(csv.excel):
+    """The one CSV configuration of every exported file: each field quoted, so a CR or LF inside
+    a text stays inside its field for ``csv.reader`` and LOAD CSV alike (unquoted, a bare CR ends
+    the row for both). Cells starting with ``=``, ``+``, ``-`` or ``@`` are written as they are:
+    these files are data for LOAD CSV, not sheets to open in a spreadsheet (docs/audit.md)."""
+
+    lineterminator = "\n"
+    quoting = csv.QUOTE_ALL
+
+
+def _csv_cell(value: Any) -> str:
+    """A value as CSV text. A lone surrogate cannot be written as UTF-8 and is written as its
+    visible ``\\udXXX`` escape; every other character is kept (quoting holds CR and LF)."""
+    text = str(value)
+    if text.isascii():
+        return text
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _csv_text(header: list[str], rows: list[list[Any]]) -> str:
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv.writer(buf, dialect=_LoadCsvDialect)
     w.writerow(header)
-    w.writerows(rows)
+    w.writerows([_csv_cell(x) for x in row] for row in rows)
     return buf.getvalue()
 
 
 def to_csv_files(graph: CausalGraph) -> dict[str, str]:
-    """File name -> text: variables, edges, chunks and evidence CSVs and ``load.cypher``."""
+    """File name -> text: variables, edges, chunks and evidence CSVs and ``load.cypher``.
+
+    List cells (entities, evidence) are ``join_list``-ed: read them with ``split_list``.
+    """
     metrics = {m.name: m for m in graph.spec.metrics}
     cited = {cid for e in graph.edges for cid in e.evidence}
-    sep = LIST_SEPARATOR
     files = {
         "variables.csv": _csv_text(
             ["name", "metric", "entities", "description", "category", "role"],
@@ -229,7 +347,7 @@ def to_csv_files(graph: CausalGraph) -> dict[str, str]:
                 [
                     v.name,
                     v.metric,
-                    sep.join(v.entities),
+                    join_list(v.entities),
                     v.description,
                     metrics[v.metric].category if v.metric in metrics else "",
                     metrics[v.metric].role if v.metric in metrics else "",
@@ -238,7 +356,7 @@ def to_csv_files(graph: CausalGraph) -> dict[str, str]:
             ],
         ),
         "edges.csv": _csv_text(
-            ["id", "source", "target", "mechanism", "confidence", "evidence"],
+            ["id", "source", "target", "mechanism", "confidence", "effect", "evidence"],
             [
                 [
                     e.id,
@@ -246,7 +364,8 @@ def to_csv_files(graph: CausalGraph) -> dict[str, str]:
                     e.target,
                     e.mechanism,
                     repr(float(e.confidence)),
-                    sep.join(e.evidence),
+                    e.effect,
+                    join_list(e.evidence),
                 ]
                 for e in graph.edges
             ],
@@ -264,7 +383,13 @@ def to_csv_files(graph: CausalGraph) -> dict[str, str]:
         f"MATCH (v:Variable {{metric: {cypher_string(m)}}}) SET v:{cypher_label(m)};"
         for m in dict.fromkeys(v.metric for v in graph.variables)
     )
-    files["load.cypher"] = _LOAD_CSV.format(sep=sep, labels=labels)
+    sep = LIST_SEPARATOR
+    files["load.cypher"] = _LOAD_CSV.format(
+        sep=sep,
+        labels=labels,
+        entities=_SPLIT.format(col="entities", sep=sep),
+        evidence=_SPLIT.format(col="evidence", sep=sep),
+    )
     return files
 
 
@@ -311,7 +436,10 @@ __all__ = [
     "LIST_SEPARATOR",
     "cypher_string",
     "export_graph",
+    "join_list",
+    "mermaid_edge_label",
     "scalar_networkx",
+    "split_list",
     "to_csv_files",
     "to_cypher",
     "to_gexf",

@@ -503,8 +503,9 @@ class OpenAIStructuredLLM:
                         f"no complete reply within {self.timeout:g} s (--timeout)"
                     )
                     self._dead_attempts += 1
-                except (ValueError, AttributeError, TypeError) as exc:
-                    # A 200 whose body is not JSON (JSONDecodeError) or not a completion.
+                except (ValueError, AttributeError, TypeError, RecursionError) as exc:
+                    # A 200 whose body is not JSON (JSONDecodeError), nests deeper than the
+                    # SDK's parser recurses (RecursionError) or is not a completion.
                     self.ledger.add(calls=1)
                     self._dead_attempts = 0
                     raise LLMProtocolError(

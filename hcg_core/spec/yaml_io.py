@@ -218,11 +218,24 @@ INFERRED_NOTE = (
 )
 
 
+def spec_from_document(data: Any, *, path: Any = None) -> DomainSpec:
+    """A DomainSpec from a parsed spec.yaml; an empty document (0 bytes, only blanks or comments)
+    is refused naming the file: a spec hcg writes always holds its outcome, so an empty one is a
+    mistake (an empty build would follow, with a warning that blames the corpus)."""
+    if data is None:
+        raise SpecError(
+            "the spec is empty (no YAML mapping); give at least its metrics, or leave out --spec "
+            "to infer one from the corpus",
+            path=path,
+        )
+    return spec_from_dict(data)
+
+
 def spec_from_yaml(text: str) -> DomainSpec:
     """Parse spec.yaml text (``hcg_core.bounded``: no aliases, bounded depth, no duplicate keys)."""
     from ..bounded import loads_yaml
 
-    return spec_from_dict(loads_yaml(text, error=SpecError))
+    return spec_from_document(loads_yaml(text, error=SpecError))
 
 
 def spec_to_yaml(spec: DomainSpec) -> str:
