@@ -514,8 +514,12 @@ def _edge_candidates(
     )
     top = bm25.max_score(query) or 1.0
     lexical = bm25.scores(query)[idx] / top
+    # The metrics say what the edge is about (recurrence, survival...): the entities alone
+    # match every chunk on the same topic, so the share of the metric words held counts apart.
+    about = f"{_metric_of(edge.source)} {_metric_of(edge.target)}"
+    metric = bm25.scores(about)[idx] / (bm25.max_score(about) or 1.0)
     near = corpus.nearest(src, tgt)[idx]
-    score = lexical + 1.0 / (1.0 + near / PROXIMITY_CHARS)
+    score = lexical + metric + 1.0 / (1.0 + near / PROXIMITY_CHARS)
     way = np.where(corpus.one_sentence(src, tgt)[idx], SENTENCE, CHUNK)
     order = np.lexsort((idx, -score, way))[:keep]
     for j in order:
