@@ -32,7 +32,6 @@ from ..config import (
     DEFAULT_EVIDENCE_CHUNK_SHARE,
     DEFAULT_EVIDENCE_PER_EDGE,
     DEFAULT_EVIDENCE_PREFIX_CHARS,
-    MIN_CHUNK_CAP,
 )
 from ..embedding import as_matrix
 from ..ports import Embedder
@@ -471,14 +470,21 @@ class LinkStats:
         }
 
 
-def chunk_cap(n_edges: int, share: float = DEFAULT_EVIDENCE_CHUNK_SHARE) -> int:
-    """The most edges one chunk may be the evidence of: ``share`` of the edges, at least
-    ``MIN_CHUNK_CAP`` (a small graph's one central chunk may state several of its few edges).
+def chunk_cap(
+    n_edges: int,
+    n_chunks: int,
+    per_edge: int = DEFAULT_EVIDENCE_PER_EDGE,
+    share: float = DEFAULT_EVIDENCE_CHUNK_SHARE,
+) -> int:
+    """The most edges one chunk may be the evidence of by search: ``share`` of the edges, or,
+    when the corpus is too small for that, the even share of the links (``per_edge`` links per
+    edge spread over every chunk), at least 1.
 
-    >>> chunk_cap(2158), chunk_cap(40)
-    (43, 10)
+    >>> chunk_cap(2158, 1155), chunk_cap(195, 1155), chunk_cap(52, 8)
+    (43, 3, 13)
     """
-    return max(MIN_CHUNK_CAP, int(share * n_edges))
+    even = -(-per_edge * n_edges // max(n_chunks, 1))  # ceiling division
+    return max(1, int(share * n_edges), even)
 
 
 def _edge_candidates(
@@ -563,7 +569,7 @@ def link_evidence(
     t0 = time.perf_counter()
     stats = stats if stats is not None else LinkStats()
     stats.edges, stats.per_edge = len(edges), per_edge
-    stats.chunk_cap = cap = chunk_cap(len(edges), chunk_share)
+    stats.chunk_cap = cap = chunk_cap(len(edges), len(chunks), per_edge, chunk_share)
     quotes = quotes or {}
     if not edges:
         return ()
@@ -581,22 +587,7 @@ def link_evidence(
         ):
             cands.append((way, -score, e_i, c_i))
     cands.sort()
-    chosen: list[list[tuple[int, float, int]]] = [[] for _ in edges]
-    load = np.zeros(len(chunks), dtype=np.int64)
-    short: set[int] = set()  # edges that met a full chunk
-    # Every edge's first link before any edge's second: a full chunk then costs an edge its
-    # second link, not its only one.
-    for rank in range(per_edge):
-        for way, neg, e_i, c_i in cands:
-            if len(chosen[e_i]) != rank or any(c == c_i for _w, _n, c in chosen[e_i]):
-                continue
-            if way == CHUNK and any(w < CHUNK for w, _n, _c in chosen[e_i]):
-                continue  # a chunk merely naming both endpoints only when nothing states more
-            if way >= SENTENCE and load[c_i] >= cap:
-                short.add(e_i)
-                continue
-            load[c_i] += 1
-            chosen[e_i].append((way, neg, c_i))
+    chosen, short = _assign(cands, len(edges), len(chunks), per_edge, cap)
     stats.edges_short_by_cap = sum(1 for e_i in short if len(chosen[e_i]) < per_edge)
     out = []
     for edge, picks in zip(edges, chosen, strict=True):
@@ -612,6 +603,41 @@ def link_evidence(
         out.append(edge if evidence == edge.evidence else replace(edge, evidence=evidence))
     stats.seconds = time.perf_counter() - t0
     return tuple(out)
+
+
+def _assign(
+    cands: Sequence[tuple[int, float, int, int]],
+    n_edges: int,
+    n_chunks: int,
+    per_edge: int,
+    cap: int,
+) -> tuple[list[list[tuple[int, float, int]]], set[int]]:
+    """Links from sorted ``(way, -score, edge, chunk)`` candidates, best first: per edge its
+    ``(way, -score, chunk)`` picks, and the edges that met a chunk already at ``cap``.
+
+    Every edge's first link before any edge's second, so a full chunk costs an edge its second
+    link, not its only one. A chunk that names both endpoints apart is taken only by an edge
+    nothing states more closely; a chunk holding an edge's own text ignores the cap.
+    """
+    chosen: list[list[tuple[int, float, int]]] = [[] for _ in range(n_edges)]
+    load = np.zeros(n_chunks, dtype=np.int64)
+    short: set[int] = set()
+    for rank in range(per_edge):
+        linked = sum(map(len, chosen))
+        for way, neg, e_i, c_i in cands:
+            picks = chosen[e_i]
+            if len(picks) != rank or any(c == c_i for _w, _n, c in picks):
+                continue
+            if way == CHUNK and any(w < CHUNK for w, _n, _c in picks):
+                continue
+            if way >= SENTENCE and load[c_i] >= cap:
+                short.add(e_i)
+                continue
+            load[c_i] += 1
+            picks.append((way, neg, c_i))
+        if sum(map(len, chosen)) == linked:
+            break  # no edge got another link: more rounds would change nothing
+    return chosen, short
 
 
 def relink_graph(
