@@ -153,7 +153,10 @@ def test_a_hub_chunk_is_shared_out_by_the_chunk_cap():
     assert stats.chunk_cap == 2 * n  # one chunk for every link: no chunk is "too busy"
     assert all(e.evidence == ("hub",) for e in out)
     out, stats = link(edges, [*chunks, *(Chunk(f"x{i}", "filler") for i in range(99))], variables)
-    assert stats.chunk_cap == 1  # 60 links over 100 chunks
+    assert stats.chunk_cap == 2 * n  # chunks naming no endpoint do not count
+    lone = [Chunk(f"x{i}", f"alpha{i % n} alone.") for i in range(99)]  # one endpoint each
+    out, stats = link(edges, [*chunks, *lone], variables)
+    assert stats.chunk_cap == 1  # 60 links over the 100 chunks naming an endpoint
     assert sum(bool(e.evidence) for e in out) == 1 and stats.edges_without_evidence == n - 1
 
 

@@ -478,7 +478,8 @@ def chunk_cap(
 ) -> int:
     """The most edges one chunk may be the evidence of by search: ``share`` of the edges, or,
     when the corpus is too small for that, the even share of the links (``per_edge`` links per
-    edge spread over every chunk), at least 1.
+    edge spread over the ``n_chunks`` chunks that name some endpoint), at least 1. Chunks that
+    name no endpoint do not count, so adding unrelated text changes no evidence.
 
     >>> chunk_cap(2158, 1155), chunk_cap(195, 1155), chunk_cap(52, 8)
     (43, 3, 13)
@@ -554,30 +555,35 @@ def link_evidence(
     """Return ``edges`` with ``evidence`` set to the chunks, anywhere in ``chunks``, that state
     them: at most ``per_edge`` each, and no chunk the evidence of more than ``chunk_cap`` edges.
 
-    A chunk may state an edge three ways, in this order: it holds the edge's quote (``quotes``,
-    else ``edge.quote``), its first ``prefix_chars`` characters ignoring case and whitespace; it
-    holds its mechanism the same way (an offline edge's mechanism is a corpus sentence); or it
-    names both endpoints (``endpoint_terms``), ranked by how much of the edge's words it holds
-    (BM25, as a share of the query's weight) plus how close the two endpoints sit in it. The
-    links are then assigned best first across all edges, every edge's first link before any
-    edge's second. A chunk takes search (both-endpoints) links only while it is the evidence
-    of fewer than ``chunk_cap`` edges, so a chunk that names many endpoints goes to the edges
-    it states best and the others get their next chunk; a chunk holding an edge's own text is
-    linked whatever its load (it is where the edge was read). Nothing else links a chunk: an
-    edge no chunk states keeps no evidence.
+    A chunk may state an edge four ways (``LINK_WAYS``), in this order: it holds the edge's
+    quote (``quotes``, else ``edge.quote``), its first ``prefix_chars`` characters ignoring case
+    and whitespace; it holds its mechanism the same way (an offline edge's mechanism is a corpus
+    sentence); one of its sentences names both endpoints (``endpoint_terms``); or it names both
+    in different sentences (used only for an edge nothing states more closely). Within a way,
+    chunks rank by how much of the edge's words they hold (BM25, as a share of the query's
+    weight), of its metrics' words, and how close the two endpoints sit. The links are then
+    assigned best first across all edges (``_assign``): a chunk takes search links only while
+    it is the evidence of fewer than ``chunk_cap`` edges, so a chunk that names many endpoints
+    goes to the edges it states best and the others get their next chunk; a chunk holding an
+    edge's own text is linked whatever its load (it is where the edge was read). Nothing else
+    links a chunk: an edge no chunk states keeps no evidence.
     """
     t0 = time.perf_counter()
     stats = stats if stats is not None else LinkStats()
     stats.edges, stats.per_edge = len(edges), per_edge
-    stats.chunk_cap = cap = chunk_cap(len(edges), len(chunks), per_edge, chunk_share)
     quotes = quotes or {}
     if not edges:
+        stats.chunk_cap = chunk_cap(0, 0, per_edge, chunk_share)
         return ()
     corpus = CorpusTerms(chunks)
     index = QuoteIndex(chunks)
     bm25 = BM25Index([c.text for c in chunks])
     terms = {v.name: endpoint_terms(v) for v in variables}
     masks = {name: corpus.mask(t) for name, t in terms.items()}
+    named = np.zeros(len(chunks), dtype=bool)  # chunks naming some endpoint: the cap's even share
+    for name in {n for e in edges for n in (e.source, e.target)} & masks.keys():
+        named |= masks[name]
+    stats.chunk_cap = cap = chunk_cap(len(edges), int(named.sum()), per_edge, chunk_share)
     keep = max(per_edge, 1) * CANDIDATES_PER_LINK
     cands = []
     for e_i, edge in enumerate(edges):
