@@ -6,6 +6,7 @@
     hcg query DIR QUESTION [--k N] [--json]
     hcg eval DIR --questions FILE [--json]
     hcg add DIR FILES... | remove DIR DOC_ID...   (incremental edits of a graph directory)
+    hcg relink DIR [--dry-run] [--json]   (link each edge to the chunks that state it, again)
     hcg view DIR [--out FILE.html] | apply DIR corrections.yaml --out NEW_DIR | diff DIR_A DIR_B
     hcg export DIR --format graphml|gexf|mermaid|cypher|csv [--out PATH]
 
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .arg_types import non_negative_int as _non_negative_int
+from .config import DEFAULT_EVIDENCE_PER_EDGE
 
 # Embedder names are resolved in hcg_core.embedders; make_embedder stays importable from here.
 from .embedders.factory import EMBEDDER_HELP
@@ -631,6 +633,51 @@ def check_doc_ids(given: Sequence[str], known: Sequence[str], where: str) -> Non
     )
 
 
+# ---------------------------------------------------------------- relink
+
+
+def cmd_relink(args: argparse.Namespace) -> int:
+    from .graph_build.relink import relink_directory
+
+    result = relink_directory(
+        args.dir, dry_run=args.dry_run, per_edge=args.per_edge, lock_timeout=args.lock_timeout
+    )
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=1))
+        return 0
+    with _visible_stdout():
+        print(format_relink(result.as_dict(), args.dir))
+    return 0
+
+
+def format_relink(r: dict[str, Any], where: str) -> str:
+    """The evidence figures before and after a relink, side by side, and the links by way."""
+    rows = (
+        ("edges with evidence", "edges_with_evidence"),
+        ("evidence links", "links"),
+        ("chunks cited", "chunks_cited"),
+        ("max edges per chunk", "max_edges_per_chunk"),
+        ("  its share of edges", "max_share_of_edges"),
+    )
+    b, a, k = r["before"], r["after"], r["linking"]
+    lines = [
+        f"{where}: {a['edges']:,} edges, {a['chunks']:,} chunks",
+        f"{'':<24}{'before':>10}{'after':>10}",
+    ]
+    for label, key in rows:
+        fmt = "{:>10.2%}" if key == "max_share_of_edges" else "{:>10,}"
+        lines.append(f"{label:<24}" + fmt.format(b[key]) + fmt.format(a[key]))
+    ways = ", ".join(f"{w} {n:,}" for w, n in k["links_by_way"].items())
+    lines.append(f"links by way: {ways}; edges without evidence {k['edges_without_evidence']:,}")
+    lines.append(
+        f"per edge at most {k['per_edge']}, per chunk at most {k['chunk_cap']} edges "
+        f"({k['refused_by_chunk_cap']:,} candidate links refused as their chunk was full); "
+        f"{k['seconds']} s"
+    )
+    lines.append("written as a new version" if r["written"] else "dry run: nothing was written")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- query
 
 
@@ -907,6 +954,24 @@ def build_parser() -> argparse.ArgumentParser:
     _add_embedder_arguments(r, "default: the one named in the graph's manifest")
     add_lock_timeout_argument(r)
     r.set_defaults(func=cmd_remove)
+
+    rl = sub.add_parser(
+        "relink",
+        help="link each edge to the chunks that state it again (no LLM call, no edge removed)",
+    )
+    rl.add_argument("dir", help="an existing graph directory (format 1 or 2)")
+    rl.add_argument(
+        "--dry-run", action="store_true", help="print the figures before and after; write nothing"
+    )
+    rl.add_argument(
+        "--per-edge",
+        type=_positive_int,
+        default=DEFAULT_EVIDENCE_PER_EDGE,
+        help=f"evidence chunks per edge (default {DEFAULT_EVIDENCE_PER_EDGE}, the paper's)",
+    )
+    rl.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_lock_timeout_argument(rl)
+    rl.set_defaults(func=cmd_relink)
 
     from .eval.cli import add_eval_arguments, run_eval
 

@@ -25,6 +25,11 @@ DEFAULT_MAX_CONES = 6  # C_max
 DEFAULT_EVIDENCE_TAU = 0.78  # tau_e
 DEFAULT_EVIDENCE_PER_EDGE = 2
 DEFAULT_EVIDENCE_PREFIX_CHARS = 200
+# Evidence linking where the paper is silent -- project: no chunk is the evidence of more than
+# this share of the edges (a chunk that states everything selects nothing), nor, in a small
+# graph, of more than MIN_CHUNK_CAP edges when that share is lower.
+DEFAULT_EVIDENCE_CHUNK_SHARE = 0.02
+MIN_CHUNK_CAP = 10
 # Where the paper is silent -- project.
 DEFAULT_TOP_K = 10
 DEFAULT_BFS_FALLBACK = True
@@ -230,8 +235,6 @@ DEFAULT_CHUNKS_PER_CALL = 4
 """Chunks per Stage 1 call."""
 DEFAULT_EXCERPT_CHARS = 1500
 """Characters of each chunk shown to Stage 1."""
-DEFAULT_SHOWN_TAU = 0.35
-"""Floor of the shown-chunk evidence fallback (MiniLM: related text scores 0.4-0.7)."""
 DEFAULT_MIN_CONFIDENCE = 0.0
 """Tier 2 edges under this confidence are dropped."""
 
@@ -255,7 +258,6 @@ class LLMBuildConfig(_Settings):
     spec_sample_chunks: int | None = DEFAULT_SPEC_SAMPLE_CHUNKS
     chunks_per_call: int = DEFAULT_CHUNKS_PER_CALL
     excerpt_chars: int = DEFAULT_EXCERPT_CHARS
-    evidence_tau: float = DEFAULT_EVIDENCE_TAU
     evidence_per_edge: int = DEFAULT_EVIDENCE_PER_EDGE
     evidence_prefix_chars: int = DEFAULT_EVIDENCE_PREFIX_CHARS
     min_confidence: float = DEFAULT_MIN_CONFIDENCE
@@ -263,8 +265,6 @@ class LLMBuildConfig(_Settings):
     prompts: Mapping[str, Any] | None = None
     allow_partial: bool = False
     cache_dir: str | os.PathLike | None = None
-    evidence_from_shown: bool = True
-    evidence_shown_tau: float = DEFAULT_SHOWN_TAU
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_batch_pairs <= DEFAULT_MAX_BATCH_PAIRS:

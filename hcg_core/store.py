@@ -294,6 +294,7 @@ def graph_to_dict(graph: CausalGraph) -> dict[str, Any]:
                 "confidence": round(float(e.confidence), 6),
                 "evidence": list(e.evidence),
                 **({"effect": e.effect} if e.effect else {}),
+                **({"quote": e.quote} if e.quote else {}),
             }
             for e in graph.edges
         ],
@@ -900,6 +901,7 @@ def _edge_from_item(item: Any, i: int, path: Path | None) -> CausalEdge:
         confidence=confidence,
         evidence=tuple(str(c) for c in evidence),
         effect=str(item.get("effect", "") or ""),
+        quote=str(item.get("quote", "") or ""),
     )
 
 

@@ -136,6 +136,8 @@ class CausalEdge:
     confidence: float = 1.0
     evidence: tuple[str, ...] = ()
     effect: str = ""  # "increases" / "decreases" when the builder knows the sign, else ""
+    # The text the LLM quoted for the edge, kept so that a re-linking finds the same chunks.
+    quote: str = ""
 
 
 @dataclass(frozen=True)

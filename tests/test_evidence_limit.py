@@ -1,4 +1,4 @@
-"""QuoteIndex.find stops after the chunks link_evidence can use: same links, bounded work.
+"""QuoteIndex.find stops after the chunks the linker can use: same chunks, bounded work.
 
 Text that repeats across a corpus (boilerplate, duplicated documents) used to be visited at every
 occurrence for every edge quoting it, O(edges x occurrences); see benchmarks/llm_scaling.py.
@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
-
-from hcg_core.embedders import HashingEmbedder
-from hcg_core.graph_build.evidence import QuoteIndex, link_evidence
-from hcg_core.types import CausalEdge, Chunk
+from hcg_core.graph_build.evidence import QuoteIndex
+from hcg_core.types import Chunk
 
 PHRASES = (
     "fertilizer runoff raises the phosphorus load",
@@ -56,26 +53,6 @@ def test_limited_find_is_a_prefix_of_the_full_find():
             for limit in (1, 2, 3, 100):
                 assert index.find(phrase, limit=limit) == full[:limit]
             assert index.find(phrase) == full
-
-
-def test_link_evidence_unchanged_by_the_limit():
-    embedder = HashingEmbedder()
-    for seed in range(3):
-        chunks = _corpus(seed)
-        emb = np.asarray(embedder.embed_documents([c.text for c in chunks]), dtype=np.float32)
-        edges = [CausalEdge(f"e{i}", f"A{i}", f"B{i}", PHRASES[i % 4]) for i in range(12)]
-        quotes = {e.id: PHRASES[i % 4].upper() for i, e in enumerate(edges) if i % 3}
-        shown = {e.id: (0, 1, 2) for e in edges}
-        for per_edge in (0, 1, 2, 3):
-            got, want = {}, {}
-            kwargs = dict(quotes=quotes, per_edge=per_edge, shown=shown, shown_tau=0.0)
-            new = link_evidence(edges, chunks, emb, embedder, stats=got, **kwargs)
-            old = link_evidence(
-                edges, chunks, emb, embedder, index=UnlimitedIndex(chunks), stats=want, **kwargs
-            )
-            assert new == old
-            assert got == want
-            assert got["text"] > 0
 
 
 def test_repeated_quote_costs_no_more_as_the_corpus_grows():

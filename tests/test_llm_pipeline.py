@@ -13,19 +13,18 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 from fixtures.llm.responder import OUTCOME, load_chunks, respond
 
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import ConfigError
 from hcg_core.graph_build import build_graph
-from hcg_core.graph_build.evidence import link_evidence, text_matches
+from hcg_core.graph_build.evidence import text_matches
 from hcg_core.graph_build.llm_pipeline import estimate_build, format_estimate
 from hcg_core.llm import OpenAIStructuredLLM
 from hcg_core.spec.assemble import AssemblyReport, merge_metrics, merge_relations
 from hcg_core.testing import FaultPlan, ScriptedLLM, StubLLMServer
-from hcg_core.types import CausalEdge, Chunk, Dimension, Metric, OutcomeConfig, Variable
+from hcg_core.types import Chunk, Dimension, Metric, OutcomeConfig, Variable
 
 EMB = HashingEmbedder()
 CHUNKS = load_chunks()
@@ -64,7 +63,11 @@ def test_end_to_end_graph_is_plausible(clean):
     assert "NutrientLoad(nitrogen, Lake Erie)" in names  # admitted by Tier 2, in vocabulary
     edges = {(e.source, e.target): e for e in g.edges}
     e = edges[("NutrientLoad(phosphorus, Lake Erie)", "AlgalBloomSeverity(Lake Erie)")]
-    assert e.confidence == 0.95 and e.evidence == ("c0-2",)  # linked by the quoted text
+    assert e.confidence == 0.95 and e.evidence[0] == "c0-2"  # the quote's chunk comes first
+    assert e.quote.startswith("In Lake Erie")  # kept, so a relink finds the same chunk
+    text = {c.id: c.text.lower() for c in g.chunks}
+    for cid in e.evidence[1:]:  # any other chunk names both endpoints
+        assert "phosphorus" in text[cid] and "lake erie" in text[cid]
     assert e.effect == "increases"
     down = edges[("WaterTemperature(Lake Erie)", "DissolvedOxygen(Lake Erie)")]
     assert down.effect == "decreases"  # the sign of a decreasing effect is kept
@@ -158,34 +161,11 @@ def test_merge_relations_repairs_and_drops():
     assert report.dropped["relation_undefined_variable"] == 1
 
 
-def test_link_evidence_is_the_papers():
+def test_quote_match_is_the_papers_prefix():
     chunks = [Chunk("x", "alpha beta gamma"), Chunk("y", "delta alpha beta"), Chunk("z", "q")]
     assert text_matches("alpha beta" + "!" * 300, chunks, 10) == [0, 1]  # first 10 chars only
-
-    class Fixed:  # edge text embeds onto chunk z exactly, onto nothing else
-        name, dim = "fixed", 3
-
-        def embed_documents(self, texts):
-            return np.array([[0.0, 0.0, 1.0]] * len(texts))
-
-    emb = np.eye(3, dtype=np.float32)
-    edge = CausalEdge("e1", "A", "B", "m")
-    (linked,) = link_evidence([edge], chunks, emb, Fixed(), quotes={"e1": "alpha beta"})
-    assert linked.evidence == ("x", "y")  # text matches first, capped at 2
-    quote = {"e1": "Alpha\n  beta"}  # whitespace and case do not matter
-    (linked,) = link_evidence([edge], chunks, emb, Fixed(), quotes=quote, per_edge=3)
-    assert linked.evidence == ("x", "y", "z")  # plus the semantic match (cosine 1.0 >= 0.78)
-    (linked,) = link_evidence([edge], chunks, emb, Fixed(), quotes={"e1": "alpha"}, per_edge=3)
-    assert linked.evidence == ("z",)  # a 5-character quote is too short to be evidence
-    (linked,) = link_evidence([edge], chunks, emb, Fixed(), tau=1.01)
-    assert linked.evidence == ()
-    # The fallback: the most similar of the chunks the judging call was shown, above a floor.
-    stats = {}
-    shown = {"e1": [0, 2]}
-    (linked,) = link_evidence([edge], chunks, emb, Fixed(), tau=1.01, shown=shown, stats=stats)
-    assert linked.evidence == ("z",) and stats == {"text": 0, "semantic": 0, "shown": 1}
-    (linked,) = link_evidence([edge], chunks, emb, Fixed(), tau=1.01, shown={"e1": [0, 1]})
-    assert linked.evidence == ()  # shown chunks at cosine 0 are below the floor
+    assert text_matches("Alpha\n  beta", chunks, 200) == [0, 1]  # whitespace and case aside
+    assert text_matches("alpha", chunks, 200) == []  # too short to be evidence
 
 
 def test_estimate_bounds_the_report(clean):

@@ -13,7 +13,7 @@ from fixtures.llm.responder import OUTCOME, load_chunks, respond
 
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.graph_build import build_graph
-from hcg_core.graph_build.evidence import semantic_matches, snippet
+from hcg_core.graph_build.evidence import snippet
 from hcg_core.graph_build.llm_pipeline import estimate_build, format_estimate
 from hcg_core.graph_build.llm_tiers import Template, tier2_batches
 from hcg_core.spec.generate import STAGE1_CHUNK_BUDGET, cover_sample
@@ -191,20 +191,6 @@ def test_a_spec_with_metrics_and_no_variables_builds_a_graph():
     # Every admitted variable's entities belong to the (possibly grown) dimensions.
     ents = {e for d in r.graph.spec.dimensions for e in d.entities}
     assert all(set(v.entities) <= ents for v in r.graph.variables)
-
-
-def test_semantic_matches_blockwise_equal_the_full_matrix():
-    rng = np.random.default_rng(0)
-    e = rng.normal(size=(37, 8)).astype(np.float32)
-    c = rng.normal(size=(50, 8)).astype(np.float32)
-    e /= np.linalg.norm(e, axis=1, keepdims=True)
-    c /= np.linalg.norm(c, axis=1, keepdims=True)
-    full = e @ c.T
-    want = []
-    for row in full:
-        idx = np.argsort(-row, kind="stable")[:3]
-        want.append([int(i) for i in idx if row[i] >= 0.3])
-    assert semantic_matches(e, c, 0.3, top_k=3, block=5) == want
 
 
 def test_snippets_end_at_sentence_boundaries():

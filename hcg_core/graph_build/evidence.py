@@ -20,24 +20,26 @@ from __future__ import annotations
 
 import bisect
 import re
+import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from ..config import (
+    DEFAULT_EVIDENCE_CHUNK_SHARE,
     DEFAULT_EVIDENCE_PER_EDGE,
     DEFAULT_EVIDENCE_PREFIX_CHARS,
-    DEFAULT_EVIDENCE_TAU,
-    DEFAULT_SHOWN_TAU,
+    MIN_CHUNK_CAP,
 )
 from ..embedding import as_matrix
 from ..ports import Embedder
-from ..types import CausalEdge, Chunk
+from ..retrieval.lexical import STOPWORDS, BM25Index
+from ..types import CausalEdge, CausalGraph, Chunk, Variable
 from .extract import split_sentences
 
-SEMANTIC_BLOCK = 512  # edges per block of the semantic match (bounds memory: block x chunks)
 MIN_QUOTE_CHARS = 10  # a shorter quote matches too much to count as evidence
 _WS = re.compile(r"\s+")
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]?\s")
@@ -264,96 +266,352 @@ def text_matches(quote: str, chunks: Sequence[Chunk], prefix_chars: int) -> list
     return QuoteIndex(chunks).find(quote, prefix_chars)
 
 
-def semantic_matches(
-    edge_vectors: np.ndarray,
-    chunk_embeddings: np.ndarray,
-    tau: float,
-    *,
-    top_k: int = DEFAULT_EVIDENCE_PER_EDGE,
-    block: int = SEMANTIC_BLOCK,
-) -> list[list[int]]:
-    """Per edge, at most ``top_k`` chunks with cosine >= tau, most similar first (ties: corpus
-    order); computed ``block`` edges at a time."""
-    n = len(edge_vectors)
-    if n == 0 or chunk_embeddings.size == 0 or top_k <= 0:
-        return [[] for _ in range(n)]
-    k = min(top_k, chunk_embeddings.shape[0])
-    out: list[list[int]] = []
-    for lo in range(0, n, block):
-        sims = edge_vectors[lo : lo + block] @ chunk_embeddings.T
-        part = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < sims.shape[1] else None
-        for r, row in enumerate(sims):
-            idx = part[r] if part is not None else np.arange(len(row))
-            idx = idx[row[idx] >= tau]
-            out.append([int(i) for i in idx[np.lexsort((idx, -row[idx]))]])
+# ---------------------------------------------------------------- the linker: edge -> stating chunks
+
+# Words a metric name uses for "how much" rather than "of what": they say nothing about which
+# text states the metric ("WhiteBloodCellCount" is stated by "white blood cells").
+MEASURE_WORDS = frozenset(
+    [
+        "amount",
+        "count",
+        "degree",
+        "level",
+        "levels",
+        "number",
+        "presence",
+        "rate",
+        "receipt",
+        "received",
+        "score",
+        "status",
+        "use",
+        "usage",
+        "value",
+    ]
+)
+# Proximity: a chunk where the two endpoints sit within about one sentence of each other states
+# the link more specifically than one naming them paragraphs apart; the weight halves at this
+# many characters (a sentence is 100-200 characters in prose).
+PROXIMITY_CHARS = 150.0
+# Candidates per edge kept for the assignment (enough to replace chunks that reach their cap).
+CANDIDATES_PER_LINK = 16
+# Ways a link is made, in priority order (the report counts each).
+LINK_WAYS = ("quote", "mechanism", "endpoints")
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def metric_words(metric: str) -> tuple[str, ...]:
+    """The words of a metric name that a chunk must contain to express it (lower case): the
+    CamelCase parts, without function words and measure words (``MEASURE_WORDS``).
+
+    >>> metric_words("WhiteBloodCellCount"), metric_words("QualityOfLife")
+    (('white', 'blood', 'cell'), ('quality', 'life'))
+    >>> metric_words("CancerPresence"), metric_words("Count")
+    (('cancer',), ('count',))
+    """
+    parts = [p.lower() for p in _CAMEL.findall(metric.replace("_", " "))]
+    words = [p for p in parts if p not in STOPWORDS and p not in MEASURE_WORDS and len(p) > 1]
+    return tuple(dict.fromkeys(words or [p for p in parts if len(p) > 1] or parts))
+
+
+def endpoint_terms(variable: Variable) -> tuple[str, ...]:
+    """What a chunk must name, as whole words, to express a variable: each of its entities, or,
+    for a variable without one, its metric's words.
+
+    >>> endpoint_terms(Variable("Survival", ("melanoma",)))
+    ('melanoma',)
+    >>> endpoint_terms(Variable("QualityOfLife"))
+    ('quality', 'life')
+    """
+    if variable.entities:
+        return tuple(dict.fromkeys(e for e in variable.entities if e.strip()))
+    return metric_words(variable.metric)
+
+
+def _whole_word_hits(text: str, term: str) -> list[int]:
+    """Start offsets of ``term`` in ``text`` as whole words, a plural ending ("s", "es")
+    allowed. A literal search, then a boundary check per hit: far faster than a regex with
+    look-arounds, which defeat the regex engine's literal-prefix scan.
+
+    >>> _whole_word_hits("cells, a cell; cellar. Cell", "cell")
+    [0, 9]
+    """
+
+    def ends_word(at: int) -> bool:
+        return at >= len(text) or not (text[at].isalnum() or text[at] == "_")
+
+    out, n, at = [], len(term), text.find(term)
+    while at >= 0:
+        starts = at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_")
+        end = at + n
+        if starts and (
+            ends_word(end)
+            or (text.startswith("s", end) and ends_word(end + 1))
+            or (text.startswith("es", end) and ends_word(end + 2))
+        ):
+            out.append(at)
+        at = text.find(term, at + 1)
     return out
+
+
+class CorpusTerms:
+    """The corpus whitespace-collapsed and joined once; where each term occurs, found once per
+    term with one regex pass and kept as sorted global offsets (``positions``) and a boolean
+    chunk mask (``mask``)."""
+
+    SEP = "\x00"
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        parts = [_WS.sub(" ", c.text or "") for c in chunks]
+        self.n = len(parts)
+        self.starts = np.zeros(self.n, dtype=np.int64)
+        pos = 0
+        for i, p in enumerate(parts):
+            self.starts[i] = pos
+            pos += len(p) + 1
+        self.text = self.SEP.join(parts)
+        lower = self.text.lower()
+        if len(lower) != len(self.text):  # a few characters lower-case to two: keep offsets
+            lower = "".join(c.lower() if len(c.lower()) == 1 else c for c in self.text)
+        self.lower = lower
+        self._pos: dict[str, np.ndarray] = {}
+
+    def positions(self, term: str) -> np.ndarray:
+        hit = self._pos.get(term)
+        if hit is None:
+            flat = _WS.sub(" ", term).strip()
+            if is_acronym(flat):  # "ALL" the leukaemia is not the word "all"
+                found = _whole_word_hits(self.text, flat)
+            else:
+                found = _whole_word_hits(self.lower, flat.lower())
+            hit = np.asarray(found, dtype=np.int64)
+            self._pos[term] = hit
+        return hit
+
+    def chunk_of(self, offsets: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.starts, offsets, side="right") - 1
+
+    def mask(self, terms: Sequence[str]) -> np.ndarray:
+        """Chunks naming every one of ``terms`` (none when ``terms`` is empty)."""
+        out = np.zeros(self.n, dtype=bool)
+        if not terms or not self.n:
+            return out
+        out[:] = True
+        for t in terms:
+            has = np.zeros(self.n, dtype=bool)
+            has[self.chunk_of(self.positions(t))] = True
+            out &= has
+        return out
+
+    def nearest(self, a_terms: Sequence[str], b_terms: Sequence[str]) -> np.ndarray:
+        """Per chunk, the fewest characters between an occurrence of one of ``a_terms`` and one
+        of ``b_terms`` in that chunk (inf where the chunk lacks either)."""
+        out = np.full(self.n, np.inf)
+        a = np.unique(np.concatenate([self.positions(t) for t in a_terms] or [np.zeros(0)]))
+        b = np.unique(np.concatenate([self.positions(t) for t in b_terms] or [np.zeros(0)]))
+        if not a.size or not b.size:
+            return out
+        a, b = a.astype(np.int64), b.astype(np.int64)
+        ca = self.chunk_of(a)
+        at = np.searchsorted(b, a)
+        for nb in (np.clip(at - 1, 0, b.size - 1), np.clip(at, 0, b.size - 1)):
+            same = self.chunk_of(b[nb]) == ca
+            dist = np.where(same, np.abs(b[nb] - a), np.inf)
+            np.minimum.at(out, ca, dist)
+        return out
+
+
+@dataclass
+class LinkStats:
+    """What a linking did: links and edges per way, edges left without evidence, candidate links
+    refused because their chunk was full (``chunk_cap``)."""
+
+    edges: int = 0
+    links: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LINK_WAYS, 0))
+    edges_by_way: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LINK_WAYS, 0))
+    edges_without_evidence: int = 0
+    refused_by_chunk_cap: int = 0
+    chunk_cap: int = 0
+    per_edge: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "edges": self.edges,
+            "links": sum(self.links.values()),
+            "links_by_way": dict(self.links),
+            "edges_by_first_way": dict(self.edges_by_way),
+            "edges_without_evidence": self.edges_without_evidence,
+            "refused_by_chunk_cap": self.refused_by_chunk_cap,
+            "chunk_cap": self.chunk_cap,
+            "per_edge": self.per_edge,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def chunk_cap(n_edges: int, share: float = DEFAULT_EVIDENCE_CHUNK_SHARE) -> int:
+    """The most edges one chunk may be the evidence of: ``share`` of the edges, at least
+    ``MIN_CHUNK_CAP`` (a small graph's one central chunk may state several of its few edges).
+
+    >>> chunk_cap(2158), chunk_cap(40)
+    (43, 10)
+    """
+    return max(MIN_CHUNK_CAP, int(share * n_edges))
+
+
+def _edge_candidates(
+    edge: CausalEdge,
+    terms: Mapping[str, tuple[str, ...]],
+    masks: Mapping[str, np.ndarray],
+    corpus: CorpusTerms,
+    bm25: Any,
+    quote: str,
+    quotes: QuoteIndex,
+    prefix_chars: int,
+    keep: int,
+) -> list[tuple[int, int, float]]:
+    """(way rank, chunk index, score) of the chunks that may state ``edge``, best first, at most
+    ``keep`` per way: holders of its quote, holders of its mechanism, then chunks expressing both
+    endpoints ranked by BM25 of the edge's words (share of the query's weight) plus closeness."""
+    out: list[tuple[int, int, float]] = []
+    seen: set[int] = set()
+    for way, text in ((0, quote), (1, edge.mechanism)):
+        for i in quotes.find(text, prefix_chars, limit=keep) if text else ():
+            if i not in seen:
+                seen.add(i)
+                out.append((way, i, 1.0))
+    src, tgt = terms.get(edge.source, ()), terms.get(edge.target, ())
+    if not src or not tgt:
+        return out
+    both = masks[edge.source] & masks[edge.target]
+    idx = np.flatnonzero(both)
+    if not idx.size:
+        return out
+    query = " ".join(
+        (*src, *tgt, _metric_of(edge.source), _metric_of(edge.target), edge.mechanism, quote)
+    )
+    top = bm25.max_score(query) or 1.0
+    lexical = bm25.scores(query)[idx] / top
+    near = corpus.nearest(src, tgt)[idx]
+    score = lexical + 1.0 / (1.0 + near / PROXIMITY_CHARS)
+    order = np.lexsort((idx, -score))[:keep]
+    for j in order:
+        i = int(idx[j])
+        if i not in seen:
+            out.append((2, i, float(score[j])))
+    return out
+
+
+def _metric_of(name: str) -> str:
+    """The metric words of a variable name ``Metric(entities)``, for the edge's query."""
+    return " ".join(metric_words(name.split("(", 1)[0]))
 
 
 def link_evidence(
     edges: Sequence[CausalEdge],
+    variables: Sequence[Variable],
     chunks: Sequence[Chunk],
-    chunk_embeddings: np.ndarray,
-    embedder: Embedder,
     *,
     quotes: Mapping[str, str] | None = None,
-    tau: float = DEFAULT_EVIDENCE_TAU,
     per_edge: int = DEFAULT_EVIDENCE_PER_EDGE,
     prefix_chars: int = DEFAULT_EVIDENCE_PREFIX_CHARS,
-    index: QuoteIndex | None = None,
-    shown: Mapping[str, Sequence[int]] | None = None,
-    shown_tau: float = DEFAULT_SHOWN_TAU,
-    stats: dict[str, int] | None = None,
+    chunk_share: float = DEFAULT_EVIDENCE_CHUNK_SHARE,
+    stats: LinkStats | None = None,
 ) -> tuple[CausalEdge, ...]:
-    """Return ``edges`` with ``evidence`` set to at most ``per_edge`` linked chunk ids.
+    """Return ``edges`` with ``evidence`` set to the chunks, anywhere in ``chunks``, that state
+    them: at most ``per_edge`` each, and no chunk the evidence of more than ``chunk_cap`` edges.
 
-    Args:
-        quotes: edge id -> the evidence text the LLM quoted (for the text match).
-        chunk_embeddings: rows aligned with ``chunks``, L2-normalised.
-        index: a prebuilt ``QuoteIndex`` of ``chunks`` (built here when None).
-        shown: edge id -> indices of the chunks shown to the call that judged the edge (the
-            fallback); ``stats`` gets ``text``, ``semantic`` and ``shown`` edge counts.
+    A chunk may state an edge three ways, in this order: it holds the edge's quote (``quotes``,
+    else ``edge.quote``), its first ``prefix_chars`` characters ignoring case and whitespace; it
+    holds its mechanism the same way (an offline edge's mechanism is a corpus sentence); or it
+    names both endpoints (``endpoint_terms``), ranked by how much of the edge's words it holds
+    (BM25, as a share of the query's weight) plus how close the two endpoints sit in it. The
+    links are then assigned best first across all edges, so a chunk that states many edges
+    goes to the ones it states best, and an edge whose best chunk is full gets its next one.
+    Nothing else links a chunk: an edge no chunk states keeps no evidence.
     """
+    t0 = time.perf_counter()
+    stats = stats if stats is not None else LinkStats()
+    stats.edges, stats.per_edge = len(edges), per_edge
+    stats.chunk_cap = cap = chunk_cap(len(edges), chunk_share)
     quotes = quotes or {}
-    stats = stats if stats is not None else {}
-    for key in ("text", "semantic", "shown"):
-        stats.setdefault(key, 0)
     if not edges:
         return ()
-    index = index if index is not None else QuoteIndex(chunks)
-    vectors = as_matrix(
-        embedder.embed_documents([edge_text(e) for e in edges]), len(edges), who="embedder"
+    corpus = CorpusTerms(chunks)
+    index = QuoteIndex(chunks)
+    bm25 = BM25Index([c.text for c in chunks])
+    terms = {v.name: endpoint_terms(v) for v in variables}
+    masks = {name: corpus.mask(t) for name, t in terms.items()}
+    keep = max(per_edge, 1) * CANDIDATES_PER_LINK
+    cands = []
+    for e_i, edge in enumerate(edges):
+        quote = quotes.get(edge.id) or edge.quote
+        for way, c_i, score in _edge_candidates(
+            edge, terms, masks, corpus, bm25, quote, index, prefix_chars, keep
+        ):
+            cands.append((way, -score, e_i, c_i))
+    cands.sort()
+    chosen: list[list[tuple[int, float, int]]] = [[] for _ in edges]
+    load = np.zeros(len(chunks), dtype=np.int64)
+    for way, neg, e_i, c_i in cands:
+        if len(chosen[e_i]) >= per_edge:
+            continue
+        if load[c_i] >= cap:
+            stats.refused_by_chunk_cap += 1
+            continue
+        load[c_i] += 1
+        chosen[e_i].append((way, neg, c_i))
+    out = []
+    for edge, picks in zip(edges, chosen, strict=True):
+        for way, _neg, _c in picks:
+            stats.links[LINK_WAYS[way]] += 1
+        if picks:
+            stats.edges_by_way[LINK_WAYS[min(p[0] for p in picks)]] += 1
+        else:
+            stats.edges_without_evidence += 1
+        out.append(replace(edge, evidence=tuple(chunks[c].id for _w, _n, c in sorted(picks))))
+    stats.seconds = time.perf_counter() - t0
+    return tuple(out)
+
+
+def relink_graph(
+    graph: CausalGraph, *, per_edge: int = DEFAULT_EVIDENCE_PER_EDGE, **options: Any
+) -> tuple[CausalGraph, LinkStats]:
+    """``graph`` with every edge re-linked by ``link_evidence`` (no edge added or removed)."""
+    stats = LinkStats()
+    edges = link_evidence(
+        graph.edges, graph.variables, graph.chunks, per_edge=per_edge, stats=stats, **options
     )
-    semantic = semantic_matches(
-        vectors, np.asarray(chunk_embeddings, dtype=np.float32), tau, top_k=per_edge
-    )
-    shown = shown or {}
-    emb = np.asarray(chunk_embeddings, dtype=np.float32)
-    linked = []
-    for edge, vec, sem in zip(edges, vectors, semantic, strict=True):
-        ids: dict[str, None] = {}
-        # Only the first per_edge text matches can be linked (they come first), so stop there;
-        # at least one, which is what the "text" count needs.
-        text = index.find(quotes.get(edge.id, ""), prefix_chars, limit=max(per_edge, 1))
-        for i in (*text, *sem):
-            if len(ids) >= per_edge:
-                break
-            ids.setdefault(chunks[i].id, None)
-        if text:
-            stats["text"] += 1
-        elif sem:
-            stats["semantic"] += 1
-        elif shown.get(edge.id):
-            cand = [i for i in shown[edge.id] if 0 <= i < len(chunks)]
-            sims = emb[cand] @ vec if cand else np.zeros(0)
-            if len(sims) and float(sims.max()) >= shown_tau:
-                ids[chunks[cand[int(np.argmax(sims))]].id] = None
-                stats["shown"] += 1
-        linked.append(replace(edge, evidence=tuple(ids)))
-    return tuple(linked)
+    return replace(graph, edges=edges), stats
+
+
+def evidence_figures(graph: CausalGraph) -> dict[str, Any]:
+    """How a graph's evidence is spread: edges with evidence, chunks cited, the chunk that is
+    the evidence of the most edges and its share of the edges."""
+    per_chunk: Counter[str] = Counter(c for e in graph.edges for c in dict.fromkeys(e.evidence))
+    n = len(graph.edges)
+    top = max(per_chunk.values(), default=0)
+    return {
+        "edges": n,
+        "edges_with_evidence": sum(1 for e in graph.edges if e.evidence),
+        "links": graph.evidence_links,
+        "chunks": len(graph.chunks),
+        "chunks_cited": len(per_chunk),
+        "max_edges_per_chunk": top,
+        "max_share_of_edges": round(top / n, 4) if n else 0.0,
+    }
 
 
 __all__ = [
+    "CorpusTerms",
     "EntityMentions",
+    "LinkStats",
+    "LINK_WAYS",
+    "chunk_cap",
+    "endpoint_terms",
+    "evidence_figures",
+    "metric_words",
+    "relink_graph",
     "QuoteIndex",
     "SentencePool",
     "entity_pattern",
@@ -361,7 +619,6 @@ __all__ = [
     "edge_text",
     "link_evidence",
     "normalize_text",
-    "semantic_matches",
     "snippet",
     "text_matches",
 ]

@@ -43,7 +43,7 @@ from ..spec.generate import (
 from ..spec.validate import validate_graph, validate_spec
 from ..types import CausalEdge, CausalGraph, Chunk, DomainSpec, OutcomeConfig, variable_text
 from . import BuildResult
-from .evidence import EntityMentions, QuoteIndex, SentencePool, link_evidence, normalize_text
+from .evidence import EntityMentions, LinkStats, SentencePool, link_evidence, normalize_text
 from .llm_tiers import (
     MAX_TIER2_SNIPPETS,
     OPEN_TEMPLATE_WEIGHT,
@@ -200,9 +200,7 @@ async def abuild_with_llm(
 
     with StageTimer(ledger, "evidence"):
         edges: dict[tuple[str, str], CausalEdge] = {}
-        quotes: dict[str, str] = {}
-        shown: dict[str, tuple[int, ...]] = {}
-        link_stats: dict[str, int] = {}
+        link_stats = LinkStats()
         for r in spec.relations:
             edges[(r.source, r.target)] = CausalEdge(
                 edge_id(r.source, r.target), r.source, r.target, r.mechanism, SEED_CONFIDENCE
@@ -219,27 +217,17 @@ async def abuild_with_llm(
                 d.mechanism,
                 round(float(d.confidence), 4),
                 effect=d.effect,
+                quote=d.quote or "",
             )
-            if d.quote:
-                quotes[eid] = d.quote
-            if d.shown:
-                shown[eid] = d.shown
-        ordered = [edges[k] for k in sorted(edges)]
+        variables = (*spec.variables, *new_vars)
         linked = link_evidence(
-            ordered,
+            [edges[k] for k in sorted(edges)],
+            variables,
             chunks,
-            chunk_embeddings,
-            embedder,
-            quotes=quotes,
-            tau=opts.evidence_tau,
             per_edge=opts.evidence_per_edge,
             prefix_chars=opts.evidence_prefix_chars,
-            index=QuoteIndex(chunks),
-            shown=shown if opts.evidence_from_shown else None,
-            shown_tau=opts.evidence_shown_tau,
             stats=link_stats,
         )
-        variables = (*spec.variables, *new_vars)
         validate_graph(spec, variables, linked, {c.id for c in chunks})
         graph = CausalGraph(spec=spec, variables=variables, edges=linked, chunks=tuple(chunks))
         new_vectors = as_matrix(
@@ -252,13 +240,7 @@ async def abuild_with_llm(
         )
         if variable_embeddings.size == 0:
             variable_embeddings = np.zeros((0, chunk_embeddings.shape[1]), dtype=np.float32)
-        t2_counts["edges_linked_by_quote"] = link_stats.get("text", 0)
-        t2_counts["edges_linked_semantically"] = link_stats.get("semantic", 0)
-        t2_counts["edges_linked_to_shown_chunk"] = link_stats.get("shown", 0)
-        t2_counts["quoted_edges"] = len(quotes)
-        t2_counts["quotes_found_in_corpus"] = sum(
-            1 for e in linked if e.id in quotes and e.evidence
-        )
+        t2_counts["quoted_edges"] = sum(1 for e in linked if e.quote)
         stage1_info.setdefault("chunks_shown", 0)
         coverage = corpus_coverage(graph, stage1_info["chunks_shown"])
 

@@ -171,7 +171,6 @@ class EdgeDraft:
     confidence: float
     quote: str
     effect: str = "increases"
-    shown: tuple[int, ...] = ()  # the chunks the call that judged it was shown (corpus indices)
 
 
 @dataclass
@@ -609,7 +608,7 @@ async def run_tier2(
             budget = tokens_for(len(part.pairs), TIER2_TOKENS_PER_PAIR, TIER2_FIXED_TOKENS)
             with completion_budget(budget + MAX_NEW_EDGES * TIER2_TOKENS_PER_NEW_EDGE):
                 reply = await ctx.llm.acomplete(messages, model)
-            return reply, normalize_text(" ".join(shown)), part, tuple(i for i, _ in picked)
+            return reply, normalize_text(" ".join(shown)), part
 
         names = ", ".join(f"{t.source}->{t.target}" for t in batch.templates)
         item = f"tier2 batch {n + 1} ({len(batch.pairs)} pairs; {names})"[:300]
@@ -632,7 +631,7 @@ async def run_tier2(
         for _, got in parts:
             if got is None:
                 continue
-            reply, shown, part, idx = got
+            reply, shown, part = got
             pairs_of = {(t.source, t.target) for t in part.templates}
             judged: set[int] = set()
             kept = [(j, True) for j in getattr(reply, "kept", ())]
@@ -654,7 +653,6 @@ async def run_tier2(
                         j.confidence,
                         j.evidence,
                         j.effect,
-                        idx,
                     )
                 )
             if len(part.pairs) - len(judged):
@@ -693,7 +691,6 @@ async def run_tier2(
                         ne.confidence,
                         ne.evidence,
                         ne.effect,
-                        idx,
                     )
                 )
     counts["new_edges"] = new_edges
