@@ -671,7 +671,7 @@ def format_relink(r: dict[str, Any], where: str) -> str:
     lines.append(f"links by way: {ways}; edges without evidence {k['edges_without_evidence']:,}")
     lines.append(
         f"per edge at most {k['per_edge']}, per chunk at most {k['chunk_cap']} edges "
-        f"({k['refused_by_chunk_cap']:,} candidate links refused as their chunk was full); "
+        f"({k['edges_short_by_cap']:,} edges got fewer links as a chunk stating them was full); "
         f"{k['seconds']} s"
     )
     lines.append("written as a new version" if r["written"] else "dry run: nothing was written")

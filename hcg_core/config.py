@@ -342,7 +342,7 @@ DEFAULT_LIFT = True
 Tier-1 metric templates, and what gives BFS and outcome cones structure."""
 DEFAULT_LIFT_DISCOUNT = 0.8
 """Strength factor of lifted support."""
-DEFAULT_MAX_EVIDENCE = 5
+DEFAULT_MAX_EVIDENCE = DEFAULT_EVIDENCE_PER_EDGE  # one cap for every builder: the paper's 2
 """Evidence chunks kept per edge, the mechanism's chunk first."""
 DEFAULT_DROP_WEAK = True
 """Drop variables stated by one sentence with a weak cue ("affects"): mostly mis-parsed spans."""

@@ -33,8 +33,6 @@ from llama_index.core.storage.index_store.simple_index_store import SimpleIndexS
 from llama_index.core.storage.storage_context import StorageContext
 
 from hcg_core.config import (
-    DEFAULT_EVIDENCE_PER_EDGE,
-    DEFAULT_EVIDENCE_TAU,
     DEFAULT_TIER,
     RetrievalConfig,
 )
@@ -136,7 +134,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         tier, outcome, spec: build settings, see ``hcg_core.graph_build.build_graph``.
         config: stage 3 settings for retrievers made by ``as_retriever``.
         build_options: further builder options, passed through to ``build_graph``.
-        evidence_tau, evidence_per_edge: how ``insert`` links new chunks to existing edges.
+        evidence_per_edge: the evidence cap an ``insert`` links with (default: the build's).
         vector_store: any LlamaIndex ``BasePydanticVectorStore`` (Qdrant, Milvus, pgvector...):
             chunk vectors are written there and the hybrid ranker's dense candidates read from
             there; BM25 and the graph stay local. Pass it again on load (docs/scaling.md).
@@ -161,8 +159,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         spec: DomainSpec | None = None,
         config: RetrievalConfig | None = None,
         build_options: dict[str, Any] | None = None,
-        evidence_tau: float = DEFAULT_EVIDENCE_TAU,
-        evidence_per_edge: int = DEFAULT_EVIDENCE_PER_EDGE,
+        evidence_per_edge: int | None = None,
         vector_store: Any | None = None,
         persist_dir: str | os.PathLike | None = None,
         transformations: list[TransformComponent] | None = None,
@@ -181,7 +178,6 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._spec = spec
         self._config = config or RetrievalConfig()
         self._build_options = dict(build_options or {})
-        self._evidence_tau = evidence_tau
         self._evidence_per_edge = evidence_per_edge
         # Where a loaded struct's .npy files are; None: the folder the index store was read from.
         self._persist_dir = persist_dir
@@ -465,17 +461,26 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         Only the new nodes are embedded, tokenised and split; with the offline builder's ledger
         their causal statements update the graph's edges (existing metrics and variables; what
         they cannot express is logged and in ``last_update``). An LLM-built graph has no ledger:
-        new nodes are linked as evidence of existing edges and no edge is extracted from them
-        (a documented limitation; rebuild to re-extract). Nodes already in the graph are skipped.
+        no edge is extracted from new nodes
+        (a documented limitation; rebuild to re-extract). Either way every edge is then linked
+        again to the chunks that state it. Nodes already in the graph are skipped.
         """
         core = self.core_retriever
         self.last_update = core.insert(
             [node_to_chunk(n) for n in nodes],
             skip_existing=True,
-            evidence_tau=self._evidence_tau,
             evidence_per_edge=self._evidence_per_edge,
         )
         self._sync()
+
+    def relink(self) -> Any:
+        """Link every edge of the index's graph again to the chunks that state it (what
+        ``hcg relink`` does to a graph directory): no LLM call, no edge added or removed. The
+        index store gets the new graph like after an insert; persist it to keep it. Returns the
+        core's ``UpdateReport`` (also in ``last_update``)."""
+        self.last_update = self.core_retriever.relink(self._evidence_per_edge)
+        self._sync()
+        return self.last_update
 
     def _sync(self) -> None:
         """Take the core retriever's edited graph and vectors; store them in the struct now, or,

@@ -294,7 +294,7 @@ def test_a_stale_ledger_is_ignored_with_a_warning(tmp_path: Path, caplog) -> Non
         loaded = CausalGraphRetriever.load(tmp_path / "g", EMB)
     assert loaded.ledger is None and "does not match" in caplog.text
     report = loaded.insert(Document("new", "Salt raises blood pressure. Salt causes stroke."))
-    assert report.graph_mode == "similarity" and report.notes
+    assert report.graph_mode == "relink" and report.notes
 
 
 # ------------------------------------------------------------------ the adapters
@@ -387,9 +387,10 @@ def test_langchain_add_documents_and_delete_go_through_the_core() -> None:
     assert docs_out and all(d.metadata["doc_id"] != lc[0].id for d in docs_out)
 
 
-def test_llamaindex_persists_the_edge_vector_cache(tmp_path: Path) -> None:
-    """Without a ledger (as an LLM-built index), inserts embed each edge text once, and the
-    vectors persist with the index: after a reload no edge is embedded again."""
+def test_llamaindex_inserts_without_a_ledger_embed_only_the_new_text(tmp_path: Path) -> None:
+    """Without a ledger (as an LLM-built index), an insert links every edge again to the chunks
+    that state it (text matching, no embedding): only the new text is embedded, before and
+    after a reload, and a new chunk naming both endpoints of an edge becomes its evidence."""
     from llama_index.core import Document as LIDocument
     from llama_index.core import StorageContext, load_index_from_storage
 
@@ -408,7 +409,8 @@ def test_llamaindex_persists_the_edge_vector_cache(tmp_path: Path) -> None:
     index._embedder = emb
     index.core_retriever.embedder = emb
     index.insert(LIDocument(text="Salt raises blood pressure.", id_="salt"))
-    assert len(seen) > 1 and index.index_struct.edge_texts
+    assert seen == ["Salt raises blood pressure."]
+    assert index.last_update.graph_mode == "relink"
     index.storage_context.persist(persist_dir=tmp_path)
     loaded = load_index_from_storage(
         StorageContext.from_defaults(persist_dir=tmp_path),
@@ -417,7 +419,7 @@ def test_llamaindex_persists_the_edge_vector_cache(tmp_path: Path) -> None:
     seen.clear()
     loaded.insert(LIDocument(text="Stress raises blood pressure too.", id_="stress"))
     assert seen == ["Stress raises blood pressure too."]
-    assert loaded.last_update.graph_mode == "similarity"
+    assert loaded.last_update.graph_mode == "relink"
 
 
 def test_llamaindex_struct_writes_are_deferred_until_the_store_is_read(tmp_path: Path) -> None:
@@ -468,15 +470,20 @@ def _hub_sentences(n: int, seed: int, start: int) -> list[str]:
 
 
 def full_recomputation(r: CausalGraphRetriever) -> dict[tuple[str, str], object]:
-    """Every ledger link's edge recomputed from all its sentences by a ledger without states."""
+    """Every ledger link's edge recomputed from all its sentences by a ledger without states,
+    then linked to its evidence by the one linker, as a build does."""
+    from hcg_core.graph_build.evidence import link_evidence
+
     ledger = SupportLedger.from_json(r.ledger.to_json(r.graph), r.graph)
     row = {c.id: i for i, c in enumerate(r.graph.chunks)}
     names = {v.name for v in r.graph.variables}
-    return {
-        link: ledger.edge(link, row, r.graph.chunks)
-        for link in ledger.links
+    edges = [
+        ledger.edge(link, row, r.graph.chunks)
+        for link in sorted(ledger.links)
         if link[0] in names and link[1] in names
-    }
+    ]
+    linked = link_evidence(edges, r.graph.variables, r.graph.chunks, per_edge=ledger.max_evidence)
+    return {(e.source, e.target): e for e in linked}
 
 
 def test_capped_links_updated_in_place_equal_a_full_recomputation(monkeypatch) -> None:

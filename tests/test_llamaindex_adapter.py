@@ -34,7 +34,6 @@ import llama_index_hcg.index as li_index
 from hcg_core.config import HybridConfig, RetrievalConfig
 from hcg_core.embedders import CallableEmbedder, HashingEmbedder, default_embedder
 from hcg_core.errors import ConfigError, LLMOutputError
-from hcg_core.graph_build.evidence import edge_text
 from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
 from llama_index_hcg import (
     HCGDefaultEmbedding,
@@ -253,9 +252,9 @@ def test_delete_ref_doc_removes_chunks_links_and_unsupported_edges(index: HCGInd
         assert not gone & set(ids(index.as_retriever(similarity_top_k=10).retrieve(q)))
 
 
-def test_inserts_embed_only_the_new_text_and_each_edge_once() -> None:
-    """With the offline ledger an insert embeds only its own chunk; without one (an LLM-built
-    graph), linking needs the edges' vectors, embedded once and reused by the next insert."""
+def test_inserts_embed_only_the_new_text() -> None:
+    """An insert embeds only its own chunk, with the offline ledger or without one (an LLM-built
+    graph): linking evidence matches text, it embeds nothing."""
     hashing = HashingEmbedder(1024)
     seen: list[str] = []
 
@@ -277,9 +276,8 @@ def test_inserts_embed_only_the_new_text_and_each_edge_once() -> None:
     index.core_retriever.ledger = None  # as an LLM-built graph has none
     seen.clear()
     index.insert(Document(text="Salt raises blood pressure in older adults.", id_="n0"))
-    edge_calls = len(seen) - 1  # one text for the new chunk, the rest are edges
-    assert edge_calls == len({edge_text(e) for e in index.graph.edges})
-    assert index.last_update.graph_mode == "similarity"
+    assert seen == ["Salt raises blood pressure in older adults."]  # linking embeds nothing
+    assert index.last_update.graph_mode == "relink"
     seen.clear()
     index.insert(Document(text="Atrial fibrillation causes clots in the heart.", id_="n2"))
     assert seen == ["Atrial fibrillation causes clots in the heart."]

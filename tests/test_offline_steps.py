@@ -309,15 +309,14 @@ def test_make_edges_mechanism_confidence_and_fragments():
     a, b = NodeKey(0), NodeKey(1)
     var_of = {a: Variable("Smoking"), b: Variable("Cancer")}
     # Sentence 1 is a fragment of sentence 0: counted once, so one sentence's confidence.
-    (edge,) = make_edges({(a, b): {0: 0.95, 1: 0.95}}, var_of, corpus, ["c0", "c1", "c2"], 5)
+    (edge,) = make_edges({(a, b): {0: 0.95, 1: 0.95}}, var_of, corpus)
     assert (edge.source, edge.target) == ("Smoking", "Cancer")
     assert edge.mechanism == "Smoking causes cancer in men."
     assert edge.confidence == edge_confidence([0.95])
-    assert edge.evidence == ("c1",)
-    # Two distinct sentences: the stronger is the mechanism, both chunks are evidence.
-    (edge,) = make_edges({(a, b): {0: 0.6, 2: 0.95}}, var_of, corpus, ["c0", "c1", "c2"], 5)
+    assert edge.evidence == ()  # the linker sets it (evidence.link_evidence), not make_edges
+    # Two distinct sentences: the stronger is the mechanism.
+    (edge,) = make_edges({(a, b): {0: 0.6, 2: 0.95}}, var_of, corpus)
     assert edge.mechanism == "Smoking harms."
-    assert edge.evidence == ("c2", "c1")
     assert edge.confidence == edge_confidence([0.6, 0.95])
 
 

@@ -1,8 +1,9 @@
 """Offline builder, step 5: each supported link becomes a ``CausalEdge`` with mechanism and evidence.
 
 The mechanism is the link's strongest supporting sentence; the confidence a noisy-or over its
-distinct supporting sentences; the evidence the chunks holding them, the mechanism's chunk first
-(docs/offline-builder.md, step 6).
+distinct supporting sentences. The evidence is left to the one linker (``evidence.link_evidence``,
+which the build runs next): the mechanism sentence's chunk is found there as the holder of the
+edge's text, then chunks naming both endpoints (docs/offline-builder.md, step 6).
 """
 
 from __future__ import annotations
@@ -74,8 +75,6 @@ def make_edges(
     support: Support,
     var_of: dict[NodeKey, Variable],
     corpus: SentenceCorpus,
-    chunk_ids: Sequence[str],
-    max_evidence: int,
 ) -> list[CausalEdge]:
     """One edge per supported link, sorted by (source name, target name).
 
@@ -90,7 +89,6 @@ def make_edges(
         sents = support[(s, t)]
         sids = distinct_sentences(sents, sentences, within)
         best = max(sids, key=lambda i: (sents[i], len(chunks_of[i]), -len(sentences[i]), -i))
-        ranked = rank_evidence(sids, best, chunks_of, max_evidence)
         src, tgt = var_of[s], var_of[t]
         edges.append(
             CausalEdge(
@@ -99,7 +97,6 @@ def make_edges(
                 target=tgt.name,
                 mechanism=sentences[best][:MAX_MECHANISM_CHARS],
                 confidence=edge_confidence(sents[i] for i in sids),
-                evidence=tuple(chunk_ids[c] for c in ranked),
                 effect=sentence_effect(sentences[best]),
             )
         )

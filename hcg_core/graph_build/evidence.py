@@ -42,6 +42,8 @@ from .extract import split_sentences
 
 MIN_QUOTE_CHARS = 10  # a shorter quote matches too much to count as evidence
 _WS = re.compile(r"\s+")
+_PARAGRAPH = re.compile(r"\s*\n\s*\n\s*")
+_SENTENCE_BREAK = re.compile(r"[.!?;:][\"')\]]?\s|\x01")
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]?\s")
 
 
@@ -296,7 +298,9 @@ PROXIMITY_CHARS = 150.0
 # Candidates per edge kept for the assignment (enough to replace chunks that reach their cap).
 CANDIDATES_PER_LINK = 16
 # Ways a link is made, in priority order (the report counts each).
-LINK_WAYS = ("quote", "mechanism", "endpoints")
+LINK_WAYS = ("quote", "mechanism", "sentence", "chunk")
+SENTENCE = LINK_WAYS.index("sentence")  # both endpoints named in one sentence of the chunk
+CHUNK = LINK_WAYS.index("chunk")  # both named in the chunk, not in one sentence: the weakest
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
@@ -362,7 +366,8 @@ class CorpusTerms:
     SEP = "\x00"
 
     def __init__(self, chunks: Sequence[Chunk]) -> None:
-        parts = [_WS.sub(" ", c.text or "") for c in chunks]
+        # A blank line ends a sentence too (headings, list items): marked, then spaces collapsed.
+        parts = [_WS.sub(" ", _PARAGRAPH.sub(" \x01 ", c.text or "")) for c in chunks]
         self.n = len(parts)
         self.starts = np.zeros(self.n, dtype=np.int64)
         pos = 0
@@ -374,6 +379,8 @@ class CorpusTerms:
         if len(lower) != len(self.text):  # a few characters lower-case to two: keep offsets
             lower = "".join(c.lower() if len(c.lower()) == 1 else c for c in self.text)
         self.lower = lower
+        ends = [m.start() for m in _SENTENCE_BREAK.finditer(self.text)]
+        self.sentence_ends = np.unique(np.concatenate([np.asarray(ends, np.int64), self.starts]))
         self._pos: dict[str, np.ndarray] = {}
 
     def positions(self, term: str) -> np.ndarray:
@@ -403,15 +410,17 @@ class CorpusTerms:
             out &= has
         return out
 
+    def _union(self, terms: Sequence[str]) -> np.ndarray:
+        found = [self.positions(t) for t in terms]
+        return np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
+
     def nearest(self, a_terms: Sequence[str], b_terms: Sequence[str]) -> np.ndarray:
         """Per chunk, the fewest characters between an occurrence of one of ``a_terms`` and one
         of ``b_terms`` in that chunk (inf where the chunk lacks either)."""
         out = np.full(self.n, np.inf)
-        a = np.unique(np.concatenate([self.positions(t) for t in a_terms] or [np.zeros(0)]))
-        b = np.unique(np.concatenate([self.positions(t) for t in b_terms] or [np.zeros(0)]))
+        a, b = self._union(a_terms), self._union(b_terms)
         if not a.size or not b.size:
             return out
-        a, b = a.astype(np.int64), b.astype(np.int64)
         ca = self.chunk_of(a)
         at = np.searchsorted(b, a)
         for nb in (np.clip(at - 1, 0, b.size - 1), np.clip(at, 0, b.size - 1)):
@@ -420,17 +429,30 @@ class CorpusTerms:
             np.minimum.at(out, ca, dist)
         return out
 
+    def one_sentence(self, a_terms: Sequence[str], b_terms: Sequence[str]) -> np.ndarray:
+        """Per chunk, whether one of its sentences names one of ``a_terms`` and one of
+        ``b_terms`` (sentences end at ".", "!", "?", ";" or ":" before a space, or a blank line)."""
+        out = np.zeros(self.n, dtype=bool)
+        a, b = self._union(a_terms), self._union(b_terms)
+        if not a.size or not b.size:
+            return out
+        sa = np.searchsorted(self.sentence_ends, a, side="right")
+        sb = np.searchsorted(self.sentence_ends, b, side="right")
+        both = np.isin(sa, sb)
+        out[self.chunk_of(a[both])] = True
+        return out
+
 
 @dataclass
 class LinkStats:
-    """What a linking did: links and edges per way, edges left without evidence, candidate links
-    refused because their chunk was full (``chunk_cap``)."""
+    """What a linking did: links and edges per way, edges left without evidence, edges that got
+    fewer than ``per_edge`` links because a chunk stating them was full (``chunk_cap``)."""
 
     edges: int = 0
     links: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LINK_WAYS, 0))
     edges_by_way: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LINK_WAYS, 0))
     edges_without_evidence: int = 0
-    refused_by_chunk_cap: int = 0
+    edges_short_by_cap: int = 0
     chunk_cap: int = 0
     per_edge: int = 0
     seconds: float = 0.0
@@ -442,7 +464,7 @@ class LinkStats:
             "links_by_way": dict(self.links),
             "edges_by_first_way": dict(self.edges_by_way),
             "edges_without_evidence": self.edges_without_evidence,
-            "refused_by_chunk_cap": self.refused_by_chunk_cap,
+            "edges_short_by_cap": self.edges_short_by_cap,
             "chunk_cap": self.chunk_cap,
             "per_edge": self.per_edge,
             "seconds": round(self.seconds, 3),
@@ -492,13 +514,18 @@ def _edge_candidates(
     )
     top = bm25.max_score(query) or 1.0
     lexical = bm25.scores(query)[idx] / top
+    # The metrics say what the edge is about (recurrence, survival...): the entities alone
+    # match every chunk on the same topic, so the share of the metric words held counts apart.
+    about = f"{_metric_of(edge.source)} {_metric_of(edge.target)}"
+    metric = bm25.scores(about)[idx] / (bm25.max_score(about) or 1.0)
     near = corpus.nearest(src, tgt)[idx]
-    score = lexical + 1.0 / (1.0 + near / PROXIMITY_CHARS)
-    order = np.lexsort((idx, -score))[:keep]
+    score = lexical + metric + 1.0 / (1.0 + near / PROXIMITY_CHARS)
+    way = np.where(corpus.one_sentence(src, tgt)[idx], SENTENCE, CHUNK)
+    order = np.lexsort((idx, -score, way))[:keep]
     for j in order:
         i = int(idx[j])
         if i not in seen:
-            out.append((2, i, float(score[j])))
+            out.append((int(way[j]), i, float(score[j])))
     return out
 
 
@@ -526,9 +553,12 @@ def link_evidence(
     holds its mechanism the same way (an offline edge's mechanism is a corpus sentence); or it
     names both endpoints (``endpoint_terms``), ranked by how much of the edge's words it holds
     (BM25, as a share of the query's weight) plus how close the two endpoints sit in it. The
-    links are then assigned best first across all edges, so a chunk that states many edges
-    goes to the ones it states best, and an edge whose best chunk is full gets its next one.
-    Nothing else links a chunk: an edge no chunk states keeps no evidence.
+    links are then assigned best first across all edges, every edge's first link before any
+    edge's second. A chunk takes search (both-endpoints) links only while it is the evidence
+    of fewer than ``chunk_cap`` edges, so a chunk that names many endpoints goes to the edges
+    it states best and the others get their next chunk; a chunk holding an edge's own text is
+    linked whatever its load (it is where the edge was read). Nothing else links a chunk: an
+    edge no chunk states keeps no evidence.
     """
     t0 = time.perf_counter()
     stats = stats if stats is not None else LinkStats()
@@ -553,14 +583,21 @@ def link_evidence(
     cands.sort()
     chosen: list[list[tuple[int, float, int]]] = [[] for _ in edges]
     load = np.zeros(len(chunks), dtype=np.int64)
-    for way, neg, e_i, c_i in cands:
-        if len(chosen[e_i]) >= per_edge:
-            continue
-        if load[c_i] >= cap:
-            stats.refused_by_chunk_cap += 1
-            continue
-        load[c_i] += 1
-        chosen[e_i].append((way, neg, c_i))
+    short: set[int] = set()  # edges that met a full chunk
+    # Every edge's first link before any edge's second: a full chunk then costs an edge its
+    # second link, not its only one.
+    for rank in range(per_edge):
+        for way, neg, e_i, c_i in cands:
+            if len(chosen[e_i]) != rank or any(c == c_i for _w, _n, c in chosen[e_i]):
+                continue
+            if way == CHUNK and any(w < CHUNK for w, _n, _c in chosen[e_i]):
+                continue  # a chunk merely naming both endpoints only when nothing states more
+            if way >= SENTENCE and load[c_i] >= cap:
+                short.add(e_i)
+                continue
+            load[c_i] += 1
+            chosen[e_i].append((way, neg, c_i))
+    stats.edges_short_by_cap = sum(1 for e_i in short if len(chosen[e_i]) < per_edge)
     out = []
     for edge, picks in zip(edges, chosen, strict=True):
         for way, _neg, _c in picks:
@@ -569,7 +606,10 @@ def link_evidence(
             stats.edges_by_way[LINK_WAYS[min(p[0] for p in picks)]] += 1
         else:
             stats.edges_without_evidence += 1
-        out.append(replace(edge, evidence=tuple(chunks[c].id for _w, _n, c in sorted(picks))))
+        evidence = tuple(chunks[c].id for _w, _n, c in sorted(picks))
+        # The same object when nothing changed: an edit that changes no edge then keeps the
+        # compiled graph (retrieval.updates compares edges by identity).
+        out.append(edge if evidence == edge.evidence else replace(edge, evidence=evidence))
     stats.seconds = time.perf_counter() - t0
     return tuple(out)
 
@@ -583,6 +623,22 @@ def relink_graph(
         graph.edges, graph.variables, graph.chunks, per_edge=per_edge, stats=stats, **options
     )
     return replace(graph, edges=edges), stats
+
+
+def recorded_per_edge(
+    report: Mapping[str, Any] | None, default: int = DEFAULT_EVIDENCE_PER_EDGE
+) -> int:
+    """The per-edge cap the graph's last linking used (its report's ``evidence.per_edge``), so
+    a relink or an edit keeps the cap the build was given; ``default`` when none is recorded.
+
+    >>> recorded_per_edge({"evidence": {"per_edge": 3}}), recorded_per_edge(None)
+    (3, 2)
+    """
+    section = (report or {}).get("evidence") if isinstance(report, Mapping) else None
+    value = section.get("per_edge") if isinstance(section, Mapping) else None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    return default
 
 
 def evidence_figures(graph: CausalGraph) -> dict[str, Any]:
@@ -611,6 +667,7 @@ __all__ = [
     "endpoint_terms",
     "evidence_figures",
     "metric_words",
+    "recorded_per_edge",
     "relink_graph",
     "QuoteIndex",
     "SentencePool",

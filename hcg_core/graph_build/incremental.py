@@ -38,12 +38,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
-
+from ..config import DEFAULT_EVIDENCE_PER_EDGE
 from ..errors import StoreError
 from ..spec.offline_vocabulary import NodeKey
 from ..types import CausalEdge, CausalGraph, Chunk
 from .edges import MAX_CONFIDENCE, noisy_or_miss, rank_evidence, stable_id
+from .evidence import link_evidence
 from .extract import Span, head_of, sentence_effect, split_sentences
 from .statements import collect_statements, containers, distinct_sentences
 
@@ -79,8 +79,8 @@ class UpdateReport:
     leaves out;
     ``links_skipped``: supported links (mostly lifted ones) to a node that is not a variable;
     ``edges_removed``: ids of edges that lost their last supporting sentence or evidence chunk.
-    ``graph_mode``: "ledger" (the offline builder's rules), "similarity" (no ledger: evidence
-    linked to existing edges only) or "none" (no edges to update).
+    ``graph_mode``: "ledger" (the offline builder's rules), "relink" (no ledger: the existing
+    edges linked again to the chunks that state them, new text included) or "none" (no edges).
     """
 
     chunks_added: int = 0
@@ -196,7 +196,7 @@ class SupportLedger:
     order: dict[str, int]
     lift: bool = True
     lift_discount: float = 0.5
-    max_evidence: int = 5
+    max_evidence: int = DEFAULT_EVIDENCE_PER_EDGE
     version: int = 0  # bumped by every edit (a retriever's clones check it before saving)
     # A reviewer's verdicts (``hcg apply``): links never made an edge again, and edited fields
     # (mechanism, confidence) kept over a recomputation from the support.
@@ -717,7 +717,7 @@ def apply_links(
     report.edges_added += tuple(sorted(added))
     report.edges_updated += tuple(sorted(updated))
     report.edges_removed += tuple(sorted(removed))
-    return tuple(by_link[k] for k in sorted(by_link))
+    return relink_edges(graph, [by_link[k] for k in sorted(by_link)], report, ledger.max_evidence)
 
 
 def drop_evidence(
@@ -737,37 +737,25 @@ def drop_evidence(
     return tuple(out)
 
 
-def link_by_similarity(
+def relink_edges(
+    graph: CausalGraph,
     edges: Sequence[CausalEdge],
-    chunks: Sequence[Chunk],
-    similarity: np.ndarray | None,
-    *,
-    tau: float,
-    per_edge: int,
     report: UpdateReport,
+    per_edge: int,
 ) -> tuple[CausalEdge, ...]:
-    """Link new chunks as evidence of existing edges (the paper's semantic match, no ledger).
-
-    ``similarity[e, j]``: cosine of edge ``e``'s text and new chunk ``j``. A chunk is linked when
-    the cosine is at least ``tau``, best first, while the edge has fewer than ``per_edge`` links.
-    """
-    out = list(edges)
-    if similarity is None or not chunks:
-        return tuple(out)
-    for ei, e in enumerate(out):
-        room = per_edge - len(e.evidence)
-        if room <= 0:
-            continue
-        scored = sorted(
-            ((float(similarity[ei, j]), c.id) for j, c in enumerate(chunks)),
-            key=lambda t: (-t[0], t[1]),
-        )
-        extra = tuple(cid for s, cid in scored if s >= tau)[:room]
-        if extra:
-            out[ei] = replace(e, evidence=e.evidence + extra)
-            report.evidence_links_added += len(extra)
-            report.edges_updated += (e.id,)
-    return tuple(out)
+    """``edges`` linked again by the one linker (``evidence.link_evidence``) over
+    ``graph.chunks``: an edit's new text may state an old edge, and a build ends the same way,
+    so an edited graph has the evidence a fresh build of the same graph would have. Edges whose
+    evidence changed are counted as updated (once)."""
+    linked = link_evidence(edges, graph.variables, graph.chunks, per_edge=per_edge)
+    seen = set(report.edges_updated) | set(report.edges_added)
+    for old, new in zip(edges, linked, strict=True):
+        if new is not old:
+            report.evidence_links_added += len(set(new.evidence) - set(old.evidence))
+            if new.id not in seen:
+                report.edges_updated += (new.id,)
+                seen.add(new.id)
+    return linked
 
 
 __all__ = [
@@ -778,5 +766,5 @@ __all__ = [
     "drop_evidence",
     "edges_digest",
     "ledger_from_build",
-    "link_by_similarity",
+    "relink_edges",
 ]

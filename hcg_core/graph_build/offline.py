@@ -63,6 +63,7 @@ from ..types import (
 )
 from .dimensions import GENERIC_ENTITY, dimensions, spherical_kmeans
 from .edges import edge_confidence, make_edges
+from .evidence import relink_graph
 from .extract import STRONG_CUE
 from .generic import generic_words
 from .incremental import SupportLedger, ledger_from_build
@@ -237,6 +238,17 @@ def build_offline(
         **info,
     )
 
+    t = stages.begin(f"evidence: linking {len(graph.edges):,} edges to the chunks that state them")
+    graph, linking = relink_graph(graph, per_edge=cfg.max_evidence)
+    stages.done(
+        "evidence",
+        t,
+        links=graph.evidence_links,
+        **{f"links_by_{way}": n for way, n in linking.links.items()},
+        edges_without_evidence=linking.edges_without_evidence,
+        chunk_cap=linking.chunk_cap,
+    )
+
     var_texts = [variable_text(v) for v in graph.variables]
     t = stages.begin(f"embedding {len(var_texts):,} variables")
     var_vec = embed_texts(embedder, var_texts, what="variables", progress=stages.progress)
@@ -257,6 +269,7 @@ def build_offline(
         "tier": tier.upper(),
         "embedder": embedder.name,
         "stages": stages.report,
+        "evidence": linking.as_dict(),
         "llm": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "retries": 0, "failed": 0},
         "warnings": warnings,
     }
@@ -333,7 +346,7 @@ def _assemble(
         )
     if not given:
         metrics_out = _describe_all(metrics_out, metric_used, names, support, nodes)
-    edges = make_edges(support, var_of, corpus, [c.id for c in chunks], cfg.max_evidence)
+    edges = make_edges(support, var_of, corpus)
     graph = CausalGraph(
         spec=_spec(dims, metrics_out, spec, outcome),
         variables=tuple(var_of[n] for n in used),

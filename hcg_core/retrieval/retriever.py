@@ -284,6 +284,15 @@ class CausalGraphRetriever:
 
         return updates.insert(self, documents_or_chunks, **options)
 
+    def relink(self, per_edge: int | None = None) -> Any:
+        """Link every edge again to the chunks that state it (``hcg relink`` in memory): no LLM
+        call, no edge added or removed. ``per_edge``: the cap (default: the one the graph was
+        linked with). Returns an ``UpdateReport`` (``edges_updated``: edges whose evidence
+        changed). Save the retriever to keep the result."""
+        from . import updates
+
+        return updates.relink(self, per_edge)
+
     def delete(self, doc_ids: Any = (), *, chunk_ids: Any = ()) -> Any:
         """Remove documents (by doc id) and/or chunks (by chunk id), in place.
 

@@ -5,8 +5,10 @@ memcpy-level appends: chunk vectors and word counts go into capacity-doubling bu
 index and the hybrid ranker grow by the new passages (``HybridRanker.extended``), and the compiled
 graph is recompiled from the edge list with the chunk arrays it already has (O(variables + edges)).
 The graph's edges are updated by ``graph_build.incremental``: with the offline builder's support
-ledger, from the new text's statements; without one, by linking the new chunks as evidence of the
-existing edges (the paper's semantic match). A delete compacts the arrays with a mask (no
+ledger, from the new text's statements; without one, no edge is extracted from the new text.
+Either way every edge is then linked again to the chunks that state it (``evidence.link_evidence``,
+no embedding; O(corpus) text scanning, seconds for a thousand chunks), so an edited graph has the
+evidence a fresh build would give it. A delete compacts the arrays with a mask (no
 re-embedding, no re-tokenising; O(chunks) array copies).
 
 Edits replace the retriever's state attribute by attribute; they are not safe while other
@@ -23,18 +25,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..config import DEFAULT_EVIDENCE_PER_EDGE, DEFAULT_EVIDENCE_TAU
 from ..contract import keep_in_batch
 from ..corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents, recorded_chunking
-from ..embedding import embed_texts, vectors_of_chunks
+from ..embedding import vectors_of_chunks
 from ..errors import ConfigError, InputError
-from ..graph_build.evidence import edge_text
+from ..graph_build.evidence import recorded_per_edge
 from ..graph_build.incremental import (
     UpdateReport,
     apply_links,
     drop_evidence,
     empty_vocabulary_note,
-    link_by_similarity,
+    relink_edges,
 )
 from ..graph_build.statements import collect_statements
 from ..types import CausalGraph, Chunk, Document
@@ -107,8 +108,7 @@ def insert(
     *,
     chunk_words: int | None = None,
     overlap_words: int | None = None,
-    evidence_tau: float = DEFAULT_EVIDENCE_TAU,
-    evidence_per_edge: int = DEFAULT_EVIDENCE_PER_EDGE,
+    evidence_per_edge: int | None = None,
     chunk_vectors: np.ndarray | None = None,
     skip_existing: bool = False,
 ) -> UpdateReport:
@@ -174,20 +174,14 @@ def insert(
         edges = apply_links(grown, ledger, touched, st.row, report)
         r.__dict__["_ledger_version"] = ledger.version
     elif graph.edges:
-        report.graph_mode = "similarity"
-        similarity = _edge_matrix(r, graph) @ vectors.T
-        edges = link_by_similarity(
-            graph.edges,
-            new,
-            similarity,
-            tau=evidence_tau,
-            per_edge=evidence_per_edge,
-            report=report,
-        )
+        report.graph_mode = "relink"
+        per_edge = evidence_per_edge or recorded_per_edge(r.build_report)
+        edges = relink_edges(grown, graph.edges, report, per_edge)
         report.notes.append(
             "this graph has no offline support ledger (LLM-built, edited, or saved before "
-            "ledgers): the new text was linked as evidence of existing edges, no edge was "
-            "extracted from it; rebuild to extract its causal statements"
+            "ledgers): its edges were linked again to the chunks that state them, new text "
+            "included; no edge was extracted from the new text; rebuild to extract its causal "
+            "statements"
         )
     else:
         report.graph_mode = "none"
@@ -238,17 +232,35 @@ def delete(
         touched = ledger.remove_chunks(removed)
         edges = apply_links(shrunk, ledger, touched, st.row, report)
         r.__dict__["_ledger_version"] = ledger.version
+        # Whatever still cites a removed chunk (edges the ledger does not manage) loses that link.
+        edges = drop_evidence(edges, gone, report)
     else:
-        report.graph_mode = "similarity" if graph.edges else "none"
-        edges = graph.edges
-    # Whatever still cites a removed chunk (edges the ledger does not manage) loses that link.
-    edges = drop_evidence(edges, gone, report)
+        report.graph_mode = "relink" if graph.edges else "none"
+        # An edge whose evidence was all in the removed text goes (nothing it was built from
+        # remains); the others are linked again to the chunks left.
+        edges = drop_evidence(graph.edges, gone, report)
+        if edges:
+            edges = relink_edges(shrunk, edges, report, recorded_per_edge(r.build_report))
     _install(r, replace(shrunk, edges=edges), st)
     if r.dense_index is not None:  # and remove the deleted chunks' points from the store
         r.dense_index = r.dense_index.subset(keep, [c.id for c in removed])
     for key, ranker in list(r._rankers.items()):
         r._rankers[key] = ranker.subset(keep, r.chunk_embeddings, r.dense_index)
     report.log("delete")
+    return report
+
+
+def relink(r: CausalGraphRetriever, per_edge: int | None = None) -> UpdateReport:
+    """See :meth:`CausalGraphRetriever.relink`."""
+    _check_editable(r)
+    graph = r.graph
+    report = UpdateReport(graph_mode="relink" if graph.edges else "none")
+    ledger = _usable_ledger(r)
+    if per_edge is None:
+        per_edge = ledger.max_evidence if ledger is not None else recorded_per_edge(r.build_report)
+    edges = relink_edges(graph, graph.edges, report, per_edge)
+    _install(r, replace(graph, edges=edges), EditState.of(r), appended=True)
+    report.log("relink")
     return report
 
 
@@ -298,17 +310,6 @@ def _same_edges(old: CausalGraph, new: CausalGraph) -> bool:
     )
 
 
-def _edge_matrix(r: CausalGraphRetriever, graph: CausalGraph) -> np.ndarray:
-    """Vectors of the edges' texts; each text is embedded once per retriever (a cache)."""
-    cache: dict[str, np.ndarray] = r.__dict__.setdefault("edge_vectors", {})
-    texts = [edge_text(e) for e in graph.edges]
-    missing = [t for t in dict.fromkeys(texts) if t not in cache]
-    if missing:
-        vectors = embed_texts(r.embedder, missing, what="edges")
-        cache.update(zip(missing, vectors, strict=True))
-    return np.vstack([cache[t] for t in texts])
-
-
 def _doc_counts(chunks: Iterable[Chunk]) -> dict[str, int]:
     return dict(Counter(c.doc_id for c in chunks if c.doc_id))
 
@@ -319,4 +320,4 @@ def chunks_of_documents(graph: CausalGraph, doc_ids: Sequence[str]) -> list[Chun
     return [c for c in graph.chunks if c.doc_id in wanted]
 
 
-__all__ = ["EditState", "UpdateReport", "chunks_of_documents", "delete", "insert"]
+__all__ = ["EditState", "UpdateReport", "chunks_of_documents", "delete", "insert", "relink"]
