@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from hcg_core.graph_build.evidence import LinkStats  # noqa: E402 (after the path setup)
+
 DEFAULT_SIZES = "1,3,10"
 DEFAULT_REPEAT = 7
 
@@ -69,14 +71,11 @@ def measure(call, repeat: int) -> tuple[float, float]:
 
 
 def replicated(edges, kwargs: dict, copies: int) -> tuple[list, dict]:
-    """The built edges once per copy (ids ``<id>#k``, same quotes and shown chunks): linking
-    input whose edge count grows with the corpus, as a real corpus's would."""
-    quotes, shown = kwargs.get("quotes") or {}, kwargs.get("shown") or {}
+    """The built edges once per copy (ids ``<id>#k``, same quotes): linking input whose edge
+    count grows with the corpus, as a real corpus's would."""
     out = [replace(e, id=f"{e.id}#{k}") for k in range(copies) for e in edges]
     kw = dict(kwargs)
-    kw["quotes"] = {f"{i}#{k}": q for k in range(copies) for i, q in quotes.items()}
-    kw["shown"] = {f"{i}#{k}": s for k in range(copies) for i, s in shown.items()}
-    kw["stats"] = {}
+    kw["stats"] = LinkStats()
     return out, kw
 
 
@@ -95,7 +94,7 @@ def worker(copies: int, repeat: int) -> dict:
 
     def timed(*args, **kwargs):
         calls.append((args, kwargs))
-        spare = {**kwargs, "stats": {}}  # the timed calls leave the build's counts alone
+        spare = {**kwargs, "stats": LinkStats()}  # the timed calls leave the build's counts alone
         timing["link_s"], timing["link_peak_mb"] = measure(lambda: real(*args, **spare), repeat)
         return real(*args, **kwargs)
 
@@ -117,12 +116,12 @@ def worker(copies: int, repeat: int) -> dict:
     (edges, *rest), kwargs = calls[0]
     scaled = replicated(edges, kwargs, copies)
     scaled_s, scaled_mb = measure(lambda: real(scaled[0], *rest, **scaled[1]), repeat)
-    quotes, per_edge = scaled[1]["quotes"], scaled[1]["per_edge"]
+    per_edge = scaled[1]["per_edge"]
 
     def quote_search() -> None:
         index = QuoteIndex(chunks)
         for e in scaled[0]:
-            index.find(quotes.get(e.id, ""), scaled[1]["prefix_chars"], limit=max(per_edge, 1))
+            index.find(e.quote, scaled[1]["prefix_chars"], limit=max(per_edge, 1))
 
     quote_s, _ = measure(quote_search, repeat)
     return {

@@ -458,6 +458,14 @@ def format_build_report(report: dict[str, Any]) -> str:
                 if not isinstance(v, (dict, list))
             )
         )
+    linking = report.get("evidence")
+    if isinstance(linking, dict) and isinstance(linking.get("links_by_way"), dict):
+        ways = ", ".join(f"{k} {v}" for k, v in linking["links_by_way"].items())
+        lines.append(
+            f"  evidence links by way: {ways}; edges without evidence "
+            f"{linking.get('edges_without_evidence')} (at most {linking.get('per_edge')} per "
+            f"edge, {linking.get('chunk_cap')} edges per chunk by search)"
+        )
     if report.get("partial"):
         lines.append("  PARTIAL graph: " + "; ".join(report.get("problems") or []))
     if isinstance(report.get("coverage"), dict):

@@ -22,14 +22,12 @@ DEFAULT_PER_METRIC = 3  # P
 DEFAULT_MAX_HOPS = 4  # h_max
 DEFAULT_MAX_CONES = 6  # C_max
 # Stage 2, evidence linking (Appendix B) -- paper.
-DEFAULT_EVIDENCE_TAU = 0.78  # tau_e
 DEFAULT_EVIDENCE_PER_EDGE = 2
 DEFAULT_EVIDENCE_PREFIX_CHARS = 200
 # Evidence linking where the paper is silent -- project: no chunk is the evidence of more than
-# this share of the edges (a chunk that states everything selects nothing), nor, in a small
-# graph, of more than MIN_CHUNK_CAP edges when that share is lower.
+# this share of the edges by search (a chunk that states everything selects nothing), unless
+# the corpus has too few chunks for that (evidence.chunk_cap).
 DEFAULT_EVIDENCE_CHUNK_SHARE = 0.02
-MIN_CHUNK_CAP = 10
 # Where the paper is silent -- project.
 DEFAULT_TOP_K = 10
 DEFAULT_BFS_FALLBACK = True

@@ -41,6 +41,7 @@ CORE_TESTS = (
     "tests/test_generic_words.py",
     "tests/test_path_signs.py",
     "tests/test_blocks.py",
+    "tests/test_evidence_linker.py",
 )
 
 
@@ -239,11 +240,48 @@ MUTANTS = (
     ),
     m(
         "offline_max_evidence_ignored",
-        "hcg_core/graph_build/edges.py",
-        "every supporting chunk becomes evidence",
+        "hcg_core/graph_build/offline.py",
+        "the offline build links evidence without its max_evidence cap",
         (
-            "ranked = rank_evidence(sids, best, chunks_of, max_evidence)",
-            "ranked = rank_evidence(sids, best, chunks_of, 10**9)",
+            "graph, linking = relink_graph(graph, per_edge=cfg.max_evidence)",
+            "graph, linking = relink_graph(graph, per_edge=10**9)",
+        ),
+    ),
+    # ---------------------------------------------------------------- the evidence linker
+    m(
+        "evidence_one_endpoint_enough",
+        "hcg_core/graph_build/evidence.py",
+        "a chunk naming either endpoint is evidence, not only one naming both",
+        (
+            "both = masks[edge.source] & masks[edge.target]",
+            "both = masks[edge.source] | masks[edge.target]",
+        ),
+    ),
+    m(
+        "evidence_chunk_cap_ignored",
+        "hcg_core/graph_build/evidence.py",
+        "a chunk naming many endpoints becomes the evidence of every edge (a hub)",
+        (
+            "if way >= SENTENCE and load[c_i] >= cap:",
+            "if way >= SENTENCE and load[c_i] >= 10**9:",
+        ),
+    ),
+    m(
+        "evidence_chunk_level_always",
+        "hcg_core/graph_build/evidence.py",
+        "a chunk naming the endpoints apart is linked even when a sentence names both",
+        (
+            "if way == CHUNK and any(w < CHUNK for w, _n, _c in picks):",
+            "if False:",
+        ),
+    ),
+    m(
+        "evidence_quote_not_first",
+        "hcg_core/graph_build/evidence.py",
+        "the quote holder is ranked like any other chunk",
+        (
+            "cands.append((way, -score, e_i, c_i))",
+            "cands.append((SENTENCE, -score, e_i, c_i))",
         ),
     ),
     m(

@@ -20,6 +20,7 @@ STAGES = [
     "causal statements: reading the sentences of 8 chunks",
     "vocabulary: ",
     "graph: variables, edges and dimensions",
+    "evidence: linking ",
     "embedding ",  # variables
     "embedding 8 chunks",
     "writing ",

@@ -7,7 +7,6 @@ sentence naming both endpoints before a chunk that only holds them apart.
 
 from __future__ import annotations
 
-from hcg_core.config import MIN_CHUNK_CAP
 from hcg_core.graph_build.evidence import (
     LinkStats,
     chunk_cap,
@@ -137,32 +136,36 @@ def _hub_case(n_edges: int, own_chunks: bool):
 
 
 def test_a_hub_chunk_is_shared_out_by_the_chunk_cap():
-    n = 3 * MIN_CHUNK_CAP
+    n = 30
     variables, edges, chunks = _hub_case(n, own_chunks=True)
     out, stats = link(edges, chunks, variables)
-    assert stats.chunk_cap == MIN_CHUNK_CAP == chunk_cap(n)
+    cap = chunk_cap(n, len(chunks))
+    assert stats.chunk_cap == cap == 2  # 2 links x 30 edges over 31 chunks
     # Every edge's own chunk first (more specific), the hub second for at most the cap.
     assert all(e.evidence[0] == f"own{i}" for i, e in enumerate(out))
-    hub_edges = sum("hub" in e.evidence for e in out)
-    assert hub_edges == MIN_CHUNK_CAP
-    assert stats.edges_short_by_cap == n - MIN_CHUNK_CAP
-    assert (
-        evidence_figures(CausalGraph(_spec(), tuple(variables), out, tuple(chunks)))[
-            "max_edges_per_chunk"
-        ]
-        == MIN_CHUNK_CAP
-    )
-    # Alone, the hub still goes to no more edges than the cap; the rest get none.
+    assert sum("hub" in e.evidence for e in out) == cap
+    assert stats.edges_short_by_cap == n - cap
+    graph = CausalGraph(_spec(), tuple(variables), out, tuple(chunks))
+    assert evidence_figures(graph)["max_edges_per_chunk"] == cap
+    # Alone, the hub is shared out too: its cap is then the even share, the rest get none.
     variables, edges, chunks = _hub_case(n, own_chunks=False)
     out, stats = link(edges, chunks, variables)
-    assert sum(bool(e.evidence) for e in out) == MIN_CHUNK_CAP
-    assert stats.edges_without_evidence == n - MIN_CHUNK_CAP
+    assert stats.chunk_cap == 2 * n  # one chunk for every link: no chunk is "too busy"
+    assert all(e.evidence == ("hub",) for e in out)
+    out, stats = link(edges, [*chunks, *(Chunk(f"x{i}", "filler") for i in range(99))], variables)
+    assert stats.chunk_cap == 2 * n  # chunks naming no endpoint do not count
+    lone = [Chunk(f"x{i}", f"alpha{i % n} alone.") for i in range(99)]  # one endpoint each
+    out, stats = link(edges, [*chunks, *lone], variables)
+    assert stats.chunk_cap == 1  # 60 links over the 100 chunks naming an endpoint
+    assert sum(bool(e.evidence) for e in out) == 1 and stats.edges_without_evidence == n - 1
 
 
-def test_the_cap_grows_with_the_graph():
-    assert chunk_cap(100) == MIN_CHUNK_CAP
-    assert chunk_cap(2158) == 43  # 2% of the recorded medical graph's edges
-    assert chunk_cap(2158, share=0.05) == 107
+def test_the_cap_is_two_percent_of_the_edges_unless_the_corpus_is_too_small():
+    assert chunk_cap(2158, 1155) == 43  # the recorded medical graph: 2% of its edges
+    assert chunk_cap(2158, 1155, share=0.05) == 107
+    assert chunk_cap(195, 1155) == 3  # the even share is 1: 2% rules
+    assert chunk_cap(52, 8) == 13  # 104 links over 8 chunks
+    assert chunk_cap(0, 0) == 1
 
 
 def _spec() -> DomainSpec:

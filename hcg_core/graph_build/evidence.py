@@ -32,7 +32,6 @@ from ..config import (
     DEFAULT_EVIDENCE_CHUNK_SHARE,
     DEFAULT_EVIDENCE_PER_EDGE,
     DEFAULT_EVIDENCE_PREFIX_CHARS,
-    MIN_CHUNK_CAP,
 )
 from ..embedding import as_matrix
 from ..ports import Embedder
@@ -471,14 +470,22 @@ class LinkStats:
         }
 
 
-def chunk_cap(n_edges: int, share: float = DEFAULT_EVIDENCE_CHUNK_SHARE) -> int:
-    """The most edges one chunk may be the evidence of: ``share`` of the edges, at least
-    ``MIN_CHUNK_CAP`` (a small graph's one central chunk may state several of its few edges).
+def chunk_cap(
+    n_edges: int,
+    n_chunks: int,
+    per_edge: int = DEFAULT_EVIDENCE_PER_EDGE,
+    share: float = DEFAULT_EVIDENCE_CHUNK_SHARE,
+) -> int:
+    """The most edges one chunk may be the evidence of by search: ``share`` of the edges, or,
+    when the corpus is too small for that, the even share of the links (``per_edge`` links per
+    edge spread over the ``n_chunks`` chunks that name some endpoint), at least 1. Chunks that
+    name no endpoint do not count, so adding unrelated text changes no evidence.
 
-    >>> chunk_cap(2158), chunk_cap(40)
-    (43, 10)
+    >>> chunk_cap(2158, 1155), chunk_cap(195, 1155), chunk_cap(52, 8)
+    (43, 3, 13)
     """
-    return max(MIN_CHUNK_CAP, int(share * n_edges))
+    even = -(-per_edge * n_edges // max(n_chunks, 1))  # ceiling division
+    return max(1, int(share * n_edges), even)
 
 
 def _edge_candidates(
@@ -548,30 +555,35 @@ def link_evidence(
     """Return ``edges`` with ``evidence`` set to the chunks, anywhere in ``chunks``, that state
     them: at most ``per_edge`` each, and no chunk the evidence of more than ``chunk_cap`` edges.
 
-    A chunk may state an edge three ways, in this order: it holds the edge's quote (``quotes``,
-    else ``edge.quote``), its first ``prefix_chars`` characters ignoring case and whitespace; it
-    holds its mechanism the same way (an offline edge's mechanism is a corpus sentence); or it
-    names both endpoints (``endpoint_terms``), ranked by how much of the edge's words it holds
-    (BM25, as a share of the query's weight) plus how close the two endpoints sit in it. The
-    links are then assigned best first across all edges, every edge's first link before any
-    edge's second. A chunk takes search (both-endpoints) links only while it is the evidence
-    of fewer than ``chunk_cap`` edges, so a chunk that names many endpoints goes to the edges
-    it states best and the others get their next chunk; a chunk holding an edge's own text is
-    linked whatever its load (it is where the edge was read). Nothing else links a chunk: an
-    edge no chunk states keeps no evidence.
+    A chunk may state an edge four ways (``LINK_WAYS``), in this order: it holds the edge's
+    quote (``quotes``, else ``edge.quote``), its first ``prefix_chars`` characters ignoring case
+    and whitespace; it holds its mechanism the same way (an offline edge's mechanism is a corpus
+    sentence); one of its sentences names both endpoints (``endpoint_terms``); or it names both
+    in different sentences (used only for an edge nothing states more closely). Within a way,
+    chunks rank by how much of the edge's words they hold (BM25, as a share of the query's
+    weight), of its metrics' words, and how close the two endpoints sit. The links are then
+    assigned best first across all edges (``_assign``): a chunk takes search links only while
+    it is the evidence of fewer than ``chunk_cap`` edges, so a chunk that names many endpoints
+    goes to the edges it states best and the others get their next chunk; a chunk holding an
+    edge's own text is linked whatever its load (it is where the edge was read). Nothing else
+    links a chunk: an edge no chunk states keeps no evidence.
     """
     t0 = time.perf_counter()
     stats = stats if stats is not None else LinkStats()
     stats.edges, stats.per_edge = len(edges), per_edge
-    stats.chunk_cap = cap = chunk_cap(len(edges), chunk_share)
     quotes = quotes or {}
     if not edges:
+        stats.chunk_cap = chunk_cap(0, 0, per_edge, chunk_share)
         return ()
     corpus = CorpusTerms(chunks)
     index = QuoteIndex(chunks)
     bm25 = BM25Index([c.text for c in chunks])
     terms = {v.name: endpoint_terms(v) for v in variables}
     masks = {name: corpus.mask(t) for name, t in terms.items()}
+    named = np.zeros(len(chunks), dtype=bool)  # chunks naming some endpoint: the cap's even share
+    for name in {n for e in edges for n in (e.source, e.target)} & masks.keys():
+        named |= masks[name]
+    stats.chunk_cap = cap = chunk_cap(len(edges), int(named.sum()), per_edge, chunk_share)
     keep = max(per_edge, 1) * CANDIDATES_PER_LINK
     cands = []
     for e_i, edge in enumerate(edges):
@@ -581,22 +593,7 @@ def link_evidence(
         ):
             cands.append((way, -score, e_i, c_i))
     cands.sort()
-    chosen: list[list[tuple[int, float, int]]] = [[] for _ in edges]
-    load = np.zeros(len(chunks), dtype=np.int64)
-    short: set[int] = set()  # edges that met a full chunk
-    # Every edge's first link before any edge's second: a full chunk then costs an edge its
-    # second link, not its only one.
-    for rank in range(per_edge):
-        for way, neg, e_i, c_i in cands:
-            if len(chosen[e_i]) != rank or any(c == c_i for _w, _n, c in chosen[e_i]):
-                continue
-            if way == CHUNK and any(w < CHUNK for w, _n, _c in chosen[e_i]):
-                continue  # a chunk merely naming both endpoints only when nothing states more
-            if way >= SENTENCE and load[c_i] >= cap:
-                short.add(e_i)
-                continue
-            load[c_i] += 1
-            chosen[e_i].append((way, neg, c_i))
+    chosen, short = _assign(cands, len(edges), len(chunks), per_edge, cap)
     stats.edges_short_by_cap = sum(1 for e_i in short if len(chosen[e_i]) < per_edge)
     out = []
     for edge, picks in zip(edges, chosen, strict=True):
@@ -612,6 +609,41 @@ def link_evidence(
         out.append(edge if evidence == edge.evidence else replace(edge, evidence=evidence))
     stats.seconds = time.perf_counter() - t0
     return tuple(out)
+
+
+def _assign(
+    cands: Sequence[tuple[int, float, int, int]],
+    n_edges: int,
+    n_chunks: int,
+    per_edge: int,
+    cap: int,
+) -> tuple[list[list[tuple[int, float, int]]], set[int]]:
+    """Links from sorted ``(way, -score, edge, chunk)`` candidates, best first: per edge its
+    ``(way, -score, chunk)`` picks, and the edges that met a chunk already at ``cap``.
+
+    Every edge's first link before any edge's second, so a full chunk costs an edge its second
+    link, not its only one. A chunk that names both endpoints apart is taken only by an edge
+    nothing states more closely; a chunk holding an edge's own text ignores the cap.
+    """
+    chosen: list[list[tuple[int, float, int]]] = [[] for _ in range(n_edges)]
+    load = np.zeros(n_chunks, dtype=np.int64)
+    short: set[int] = set()
+    for rank in range(per_edge):
+        linked = sum(map(len, chosen))
+        for way, neg, e_i, c_i in cands:
+            picks = chosen[e_i]
+            if len(picks) != rank or any(c == c_i for _w, _n, c in picks):
+                continue
+            if way == CHUNK and any(w < CHUNK for w, _n, _c in picks):
+                continue
+            if way >= SENTENCE and load[c_i] >= cap:
+                short.add(e_i)
+                continue
+            load[c_i] += 1
+            picks.append((way, neg, c_i))
+        if sum(map(len, chosen)) == linked:
+            break  # no edge got another link: more rounds would change nothing
+    return chosen, short
 
 
 def relink_graph(

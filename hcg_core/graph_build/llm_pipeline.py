@@ -260,6 +260,11 @@ async def abuild_with_llm(
         seconds=time.perf_counter() - t_start,
     )
     report["coverage"] = coverage
+    report["evidence"] = link_stats.as_dict()
+    report["stages"]["evidence"].update(
+        {f"links_by_{way}": n for way, n in link_stats.links.items()},
+        chunk_cap=link_stats.chunk_cap,
+    )
     result = BuildResult(graph, variable_embeddings, chunk_embeddings, report)
     problems = build_problems(report, has_sources=bool(tier1_sources(spec)))
     report["partial"] = bool(problems)

@@ -79,9 +79,14 @@ def _relink(path: Path, per_edge: int, *, write: bool) -> RelinkResult:
     before = evidence_figures(stored.graph)
     graph, stats = relink_graph(stored.graph, per_edge=per_edge)
     linking = stats.as_dict()
+    after = evidence_figures(graph)
     if write:
         report = dict(stored.report or {})
         report["evidence"] = linking
+        if isinstance(report.get("coverage"), dict) and after["chunks"]:
+            # The share of chunks cited is the evidence's: say what the new evidence cites.
+            cited = round(after["chunks_cited"] / after["chunks"], 4)
+            report["coverage"] = {**report["coverage"], "chunks_cited_as_evidence": cited}
         save_graph(
             graph,
             path,
@@ -91,7 +96,7 @@ def _relink(path: Path, per_edge: int, *, write: bool) -> RelinkResult:
             report=report,
             ledger=stored.ledger,
         )
-    return RelinkResult(before, evidence_figures(graph), linking, write)
+    return RelinkResult(before, after, linking, write)
 
 
 __all__ = ["RelinkResult", "relink_directory"]
