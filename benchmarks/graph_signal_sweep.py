@@ -8,6 +8,11 @@ with a 95% paired-bootstrap interval. ``--half design`` / ``--half report`` keep
 questions, fixed by a hash of each question's id, so a design chosen on one half is reported on
 the other.
 
+``--paper`` adds the paper route on its own: paper mode with ``vector_fill=False`` (only what
+the graph selects; its words all come by the graph route), paper mode as configured, and the
+paper's NaiveRAG (MiniLM top 5 of 1,200/200-word windows, ``hcg eval --ablations``), each with
+its answer recall per question type and paper - NaiveRAG with a 95% paired-bootstrap interval.
+
 ``--design NAME`` (repeatable, or ``all``) adds a graph-route design of ``graph_designs.py``
 (query expansion by mechanism text, personalized PageRank to evidence chunks) as a setting; each
 setting other than graph off then gets its own on - off table.
@@ -15,7 +20,7 @@ setting other than graph off then gets its own on - off table.
 The graph directory is only read (``CausalGraphRetriever.load``); nothing is written next to it.
 
     python benchmarks/graph_signal_sweep.py GRAPH_DIR --questions FILE [--sentences FILE] \\
-        [--half design|report] [--only-default] [--design NAME ...]
+        [--half design|report] [--only-default] [--paper] [--design NAME ...]
 
     python benchmarks/graph_signal_sweep.py DATA/llm-builds/medical-xs/graph \\
         --questions DATA/graphrag-bench-medical/dev_questions.json --half design \\
@@ -30,6 +35,12 @@ import hashlib
 import numpy as np
 
 from hcg_core.config import HybridConfig
+from hcg_core.eval.baselines import documents_from_chunks, fill_budget, vector_system, word_windows
+from hcg_core.eval.cli import (
+    DEFAULT_BASELINE_CHUNK_OVERLAP,
+    DEFAULT_BASELINE_CHUNK_WORDS,
+    DEFAULT_BASELINE_K,
+)
 from hcg_core.eval.runner import evaluate, load_questions, load_sentences
 from hcg_core.retrieval import CausalGraphRetriever
 
@@ -65,20 +76,66 @@ def rows_of(scores, group: str) -> list[int]:
     return [i for i, s in enumerate(scores) if group == "all" or s.question_type == group]
 
 
-def on_minus_off(on, off, paired_interval) -> None:
+def on_minus_off(on, off, paired_interval, names=("off", "on")) -> None:
     """Print on - off per question type, in points, with the 95% paired-bootstrap interval."""
     types = sorted({s.question_type for s in off})
-    print(
-        f"{'graph on - off (points)':<26}{'n':>5}{'off':>8}{'on':>8}{'on - off':>10}  95% interval"
-    )
+    print(f"{'question type':<26}{'n':>5}{names[0]:>9}{names[1]:>8}{'diff':>10}  95% interval")
     for group in ["all", *types]:
         keep = rows_of(off, group)
         a, b = primary([on[i] for i in keep]), primary([off[i] for i in keep])
         lo, hi = paired_interval(a, b)
         print(
-            f"{group:<26}{len(keep):>5}{b.mean():>8.3f}{a.mean():>8.3f}"
+            f"{group:<26}{len(keep):>5}{b.mean():>9.3f}{a.mean():>8.3f}"
             f"{100 * (a - b).mean():>+10.2f}  [{lo:+.2f}, {hi:+.2f}]"
         )
+
+
+PAPER_SETTINGS = {
+    "paper, graph only": {"mode": "paper", "vector_fill": False},
+    "paper (vector fill)": {"mode": "paper"},
+}
+NAIVE = "naive-rag 1200/200 top 5"
+
+
+def naive_rag(retriever, budget: int):
+    """The paper's NaiveRAG as ``hcg eval --ablations`` runs it: cosine top 5 of 1,200/200 word
+    windows of the graph's documents, cut at the budget."""
+    docs = documents_from_chunks(retriever.graph.chunks)
+    windows = [
+        w
+        for doc in docs
+        for w in word_windows(doc, DEFAULT_BASELINE_CHUNK_WORDS, DEFAULT_BASELINE_CHUNK_OVERLAP)
+    ]
+    return fill_budget(vector_system(windows, retriever.embedder, DEFAULT_BASELINE_K), budget)
+
+
+def paper_rows(retriever, questions, vectors, args, paired_interval) -> None:
+    """Paper mode graph-only and with fill, and NaiveRAG: recall per type, words, graph share,
+    and paper - NaiveRAG in points with the 95% paired-bootstrap interval."""
+    systems = {}
+    for name, changes in PAPER_SETTINGS.items():
+        clone = retriever.with_config(word_budget=args.budget, **changes)
+        systems[name] = lambda q, c=clone: c.retrieve_by_vector(q, vectors[q], MANY)
+    systems[NAIVE] = naive_rag(retriever, args.budget)
+    report = evaluate(systems, questions, budget=args.budget)
+    types = sorted({s.question_type for s in report.scores[NAIVE]})
+    print(
+        f"\n{'paper route (answer recall)':<28}{'all':>7}"
+        + "".join(f"{t[:12]:>14}" for t in types)
+        + f"{'words':>8}{'graph words':>13}{'p50 ms':>8}"
+    )
+    for name in systems:
+        every = report.row(name, "all")
+        cells = "".join(f"{report.row(name, t).recall:>14.3f}" for t in types)
+        share = "-" if every.graph_word_share is None else f"{every.graph_word_share:.2f}"
+        print(
+            f"{name:<28}{every.recall:>7.3f}{cells}{every.context_words:>8.0f}{share:>13}"
+            f"{every.latency_p50_ms:>8.1f}"
+        )
+    naive = report.scores[NAIVE]
+    for name in PAPER_SETTINGS:
+        print(f"\n{name} - NaiveRAG (points)")
+        on_minus_off(report.scores[name], naive, paired_interval, ("NaiveRAG", "paper"))
 
 
 def main() -> None:
@@ -94,6 +151,11 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--half", choices=("design", "report", "all"), default="all")
     ap.add_argument("--only-default", action="store_true", help="graph off and default only")
+    ap.add_argument(
+        "--paper",
+        action="store_true",
+        help="also paper mode graph-only and with fill, against NaiveRAG (1,200/200 top 5)",
+    )
     ap.add_argument(
         "--design",
         action="append",
@@ -140,6 +202,8 @@ def main() -> None:
             f"{every.latency_p50_ms:>8.1f}",
             flush=True,
         )
+    if args.paper:
+        paper_rows(retriever, questions, vectors, args, paired_interval)
     off = scores["graph off"]
     for name in scores:
         if name != "graph off" and (name == "weight 0.25 (default)" or name.startswith("design ")):

@@ -151,6 +151,21 @@ MUTANTS = (
         ("cols = np.concatenate([dst, src])", "cols = np.concatenate([dst, dst])"),
     ),
     m(
+        "walk_solved_restart_uncorrected",
+        "hcg_core/retrieval/walk.py",
+        "the walk solved at load drops the correction for mass restarting from edgeless variables",
+        (
+            "out[cited] = (1.0 - d) / (1.0 - d * float(u[top] @ s)) * (W[:, top] @ s)",
+            "out[cited] = (1.0 - d) * (W[:, top] @ s)",
+        ),
+    ),
+    m(
+        "paper_query_order_unselected",
+        "hcg_core/retrieval/retriever.py",
+        "paper mode's query order ranks every chunk, not only those the cones' edges cite",
+        ("            allowed=selected,\n", "            allowed=allowed,\n"),
+    ),
+    m(
         "walk_signal_unscaled",
         "hcg_core/retrieval/hybrid.py",
         "the walk's mass enters the fusion raw, not on the text signals' scale",

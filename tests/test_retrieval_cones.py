@@ -30,7 +30,8 @@ from hcg_core.types import (
     Variable,
 )
 
-PAPER = RetrievalConfig(mode="paper", vector_fill=False)
+# These tests pin the cone order (rank, confidence, cosine); the query order: test_retrieval_paper.py.
+PAPER = RetrievalConfig(mode="paper", vector_fill=False, evidence_order="cone")
 
 
 def two_outcome_graph(*, shared: bool, conf_si: float = 0.9, conf_ist: float = 0.8) -> CausalGraph:
@@ -123,7 +124,7 @@ def test_max_cones_keeps_the_best_cone_only(embedder):
     r = _retriever(
         two_outcome_graph(shared=True),
         embedder,
-        RetrievalConfig(mode="paper", max_cones=1, vector_fill=False),
+        RetrievalConfig(mode="paper", max_cones=1, vector_fill=False, evidence_order="cone"),
     )
     cones, convergence, _ = _cones(r, "smoking smoking diet")
     assert (cones, convergence) == (["Death"], [2])

@@ -13,6 +13,7 @@ from hcg_core.retrieval.walk import (
     personalized_pagerank,
     transition,
     variable_texts,
+    walk_operator,
 )
 from hcg_core.types import Chunk
 
@@ -147,3 +148,35 @@ def test_a_graph_without_edges_walks_nowhere_and_retrieval_still_works(graph, em
     for query in ("smoking", "", "\x00 ;;", "ü" * 2000):
         assert r.walk.chunk_scores(query).tolist() == [0.0] * len(graph.chunks)
     assert r.retrieve("smoking inflames", k=2).chunks[0].chunk.id == "c0"
+
+
+def test_the_walk_solved_at_load_gives_the_iterated_mass():
+    # A random graph with nodes that have no edge, some seeded (their mass restarts at the seed,
+    # which the solved form corrects by one scalar), and chunks cited by several edges.
+    rng = np.random.default_rng(3)
+    n, m, n_chunks = 40, 70, 25
+    src, dst = rng.integers(0, 30, m), rng.integers(0, 30, m)
+    conf = rng.random(m)
+    links = np.stack([rng.integers(0, m, 90), rng.integers(0, n_chunks, 90)], axis=1)
+    steps = transition(src, dst, conf, n)
+    cited, W, u = walk_operator(*steps, 0.2, links, conf, src, dst)
+    for seeded in ([0, 35], [3, 7, 31, 39], [36]):
+        seed = np.zeros(n)
+        seed[seeded] = rng.random(len(seeded)) + 0.5
+        p = personalized_pagerank(*steps, seed, 0.2)
+        want = evidence_mass(p, src, dst, conf, links[:, 0], links[:, 1], n_chunks)
+        s = seed / seed.sum()
+        got = np.zeros(n_chunks)
+        got[cited] = (1 - 0.2) / (1 - 0.2 * (u @ s)) * (W @ s)
+        assert got == pytest.approx(want, abs=1e-12)
+        assert np.abs(want).sum() > 0 or seeded == [36]
+
+
+def test_graph_walk_solved_and_iterated_agree(graph, embedder):
+    walk = GraphWalk.of(graph, CausalGraphRetriever(graph, embedder).compiled)
+    assert walk.solved is not None
+    iterated = object.__new__(GraphWalk)
+    iterated.__dict__.update(walk.__dict__)
+    iterated.solved = None
+    for query in ("smoking", "pressure and diet", "sleep", "sleep and diet", "weather"):
+        assert walk.chunk_scores(query) == pytest.approx(iterated.chunk_scores(query), abs=1e-12)

@@ -29,7 +29,7 @@ from ..types import (
     RetrievedChunk,
     variable_text,
 )
-from .compiled import CompiledGraph
+from .compiled import CompiledGraph, gather
 from .dense import DenseIndex
 from .hybrid import HybridRanker
 from .matvec import matvec
@@ -434,7 +434,11 @@ class CausalGraphRetriever:
         if cfg.mode == "paper":
             return self.retrieve_paper(query, qvec, k, allowed=allowed)
         graph = (
-            self.retrieve_paper(query, qvec, cfg.graph_candidates, fill=False, allowed=allowed)
+            # The paper route's best chunks by its own order: they join the candidates and lend
+            # their paths; ranking them by text here would repeat the ranker's own work.
+            self.retrieve_paper(
+                query, qvec, cfg.graph_candidates, fill=False, allowed=allowed, order="cone"
+            )
             if cfg.use_graph
             else None
         )
@@ -496,54 +500,40 @@ class CausalGraphRetriever:
         *,
         fill: bool = True,
         allowed: np.ndarray | None = None,
+        order: str | None = None,
     ) -> RetrievalResult:
-        """Stage 3 exactly as the paper (the part the latency benchmark times).
+        """Stage 3 as the paper (the part the latency benchmark times).
 
-        Graph evidence first; with ``fill`` (and ``config.vector_fill``) vector top-k fills up
-        to ``k``, marked "fallback".
+        Graph evidence first, ordered by ``order`` (default ``config.evidence_order``: "query",
+        the selected chunks by text relevance; "cone", cone rank, confidence, cosine); with
+        ``fill`` (and ``config.vector_fill``) vector top-k fills up to ``k``, marked "fallback".
         """
         cfg, g = self.config, self.compiled
         t = self.traverse(qvec)
         diag: dict[str, Any] = t.diagnostics()
+        edges, ranks, served_by = self._selected_edges(t, allowed)
         chunk_rows = np.zeros(0, np.int64)
         pairs = np.zeros((0, 2), np.int64)
-        served_by = "vector"
-        toward = None
-
-        def sims_of(r: np.ndarray) -> np.ndarray:
-            return matvec(g.chunk_emb[r], qvec)
-
-        def evidence(edges: np.ndarray, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            return rank_evidence(
+        if edges.size and (order or cfg.evidence_order) == "query":
+            chunk_rows, pairs = self._evidence_by_query(query, qvec, k, edges, ranks, allowed)
+        elif edges.size:
+            chunk_rows, pairs = rank_evidence(
                 edges,
                 ranks,
                 g.edge_conf,
                 g.edge_conf_order,
                 g.ev_ptr,
                 g.ev_chunk,
-                sims_of,
+                lambda r: matvec(g.chunk_emb[r], qvec),
                 need=k,
                 allowed=allowed,
             )
-
-        if t.node_rank is not None:
-            n_cones = t.cones.groups.size
-            edge_rank = t.node_rank[t.sub_dst]
-            keep = edge_rank < n_cones
-            chunk_rows, pairs = evidence(t.sub[keep], edge_rank[keep])
-            served_by = "cones"
-            if chunk_rows.size:
-                inside = t.node_rank < n_cones
-                toward = toward_ends(
-                    g.in_ptr, g.in_src, g.in_eid, np.flatnonzero(inside & g.is_end), inside
-                )
-        if chunk_rows.size == 0 and cfg.bfs_fallback and t.sub is not None and t.sub.size:
-            # No outcome reached, or cones without evidence: the BFS subgraph's evidence,
-            # nearer hops first (docs/method.md, "Falling back").
-            chunk_rows, pairs = evidence(t.sub, t.dist[t.sub_src])
-            served_by = "bfs"
-        if chunk_rows.size == 0:
-            served_by = "vector"
+        toward = None
+        if served_by == "cones":
+            inside = t.node_rank < t.cones.groups.size
+            toward = toward_ends(
+                g.in_ptr, g.in_src, g.in_eid, np.flatnonzero(inside & g.is_end), inside
+            )
         # The hybrid ranker applies the budget itself, so its graph signal is not cut here.
         picked = self._pack(chunk_rows, k) if fill else chunk_rows[:k]
         out = self._graph_chunks(picked, qvec, pairs, t.parent, toward)
@@ -552,6 +542,65 @@ class CausalGraphRetriever:
         diag["graph_chunks"] = sum(rc.route == "graph" for rc in out)
         matched = tuple(g.var_names[r] for r in t.rows)
         return RetrievalResult(query, tuple(out), matched, served_by, diag)
+
+    def _selected_edges(
+        self, t: Traversal, allowed: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, str]:
+        """The edges whose evidence Stage 3 selects, each with its rank, and what served them:
+        the kept cones' edges (rank: the cone's), else, with ``bfs_fallback``, the BFS subgraph's
+        (rank: the hop of the edge's source; docs/method.md, "Falling back"), each only when
+        some of its evidence is ``allowed``; else none ("vector")."""
+        empty = np.zeros(0, np.int64)
+        if t.node_rank is not None:
+            edge_rank = t.node_rank[t.sub_dst]
+            keep = edge_rank < t.cones.groups.size
+            if self._cite_any(t.sub[keep], allowed):
+                return t.sub[keep], edge_rank[keep], "cones"
+        if self.config.bfs_fallback and t.sub is not None and self._cite_any(t.sub, allowed):
+            return t.sub, t.dist[t.sub_src], "bfs"
+        return empty, empty, "vector"
+
+    def _cite_any(self, edges: np.ndarray, allowed: np.ndarray | None) -> bool:
+        """Whether ``edges`` cite any chunk (any ``allowed`` one, with a filter)."""
+        g = self.compiled
+        pos, _ = gather(g.ev_ptr, edges)
+        return bool(pos.size) if allowed is None else bool(allowed[g.ev_chunk[pos]].any())
+
+    def _evidence_by_query(
+        self,
+        query: str,
+        qvec: np.ndarray,
+        k: int,
+        edges: np.ndarray,
+        ranks: np.ndarray,
+        allowed: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The chunks ``edges`` cite, ranked as the hybrid mode ranks chunks (BM25 and dense
+        fused, packed by MMR under the word budget) but over these chunks only, and the (chunk,
+        edge) pairs for provenance, each chunk's edges best rank and confidence first."""
+        g = self.compiled
+        pos, owner = gather(g.ev_ptr, edges)
+        chunk = g.ev_chunk[pos]
+        selected = np.zeros(g.chunk_emb.shape[0], dtype=bool)
+        selected[chunk] = True
+        if allowed is not None:
+            selected &= allowed
+        ranker = self.ranker
+        ranked = ranker.rank(
+            query,
+            qvec,
+            k=k,
+            word_budget=self.config.word_budget,
+            use_graph=False,
+            allowed=selected,
+        )
+        # A result is a stored chunk, or a passage or part of one: its chunk row, once each.
+        ids = [getattr(rc.chunk, "parent_id", "") or rc.chunk.id for rc in ranked.chunks]
+        rows = ranker.parent[[ranker.units_of[i][0] for i in ids]] if ids else chunk[:0]
+        rows = rows[np.sort(np.unique(rows, return_index=True)[1])].astype(np.int64)
+        edge = edges[owner]
+        entry = np.lexsort((g.edge_conf_order[edge], ranks[owner]))
+        return rows, np.stack([chunk[entry], edge[entry]], axis=1)
 
     def graph_triples(self, query: str, max_edges: int = 200) -> list[str]:
         """The paper's nodes-only ablation: the kept cones' edges as text, not evidence chunks.

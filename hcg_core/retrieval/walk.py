@@ -15,7 +15,11 @@ medical dev questions with the recorded LLM graph, and reported on the other hal
 (docs/evaluation.md, "What the graph adds"; ``benchmarks/graph_designs.py``).
 
 The functions here are pure array code; ``GraphWalk`` holds the arrays built once per compiled
-graph, so a query costs one BM25 lookup over the variables and a few dozen sparse steps.
+graph. The walk is linear in its seed but for the mass that restarts from variables without an
+edge, which one scalar corrects (``walk_operator``), so for a graph of up to
+``SOLVED_MAX_VARS`` variables the whole map from seed to per-chunk mass is solved once, at load:
+a query then costs one BM25 lookup over the variables and a product with ``WALK_SEEDS`` columns.
+Larger graphs iterate per query (``personalized_pagerank``); both give the same mass.
 """
 
 from __future__ import annotations
@@ -36,6 +40,11 @@ WALK_DAMPING = 0.2
 near the variables the query names (design half, recorded LLM graph: 0.2 > 0.5 > 0.85 overall)."""
 _TOL = 1e-12
 _MAX_STEPS = 200
+SOLVED_MAX_VARS = 3000
+"""Graphs with at most this many variables get the walk solved at load (a dense solve, under a
+second at this size); larger ones iterate per query."""
+SOLVED_MAX_ENTRIES = 4_000_000
+"""...and only when the solved map (cited chunks x variables, float64) stays under 32 MB."""
 
 
 def transition(
@@ -124,6 +133,49 @@ def evidence_mass(
     return np.bincount(ev_chunk, weights=edge[ev_edge], minlength=n_chunks)
 
 
+def walk_operator(
+    indptr: np.ndarray,
+    cols: np.ndarray,
+    probs: np.ndarray,
+    damping: float,
+    links: np.ndarray,
+    link_weight: np.ndarray,
+    edge_src: np.ndarray,
+    edge_dst: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The walk solved for every seed at once: ``(cited, W, u)``.
+
+    ``personalized_pagerank`` solves ``p = (1 - d) s + d (P^T p + c s)`` with ``c`` the mass on
+    nodes without edges. With ``R = (I - d P^T)^-1``: ``p = (1 - d) / (1 - d a) R s`` where
+    ``a = u . s``, ``u`` the column sums of ``R``'s rows for those nodes. ``evidence_mass`` is
+    linear in ``p``, so the per-chunk mass of seed ``s`` (summing to 1) is
+    ``(1 - d) / (1 - d a) W s`` over the chunk rows ``cited``. ``links`` are (edge, chunk)
+    pairs and ``link_weight`` each edge's weight (its confidence).
+
+    >>> ptr, cols, p = transition(np.array([0]), np.array([1]), np.array([1.0]), 3)
+    >>> cited, W, u = walk_operator(ptr, cols, p, 0.5, np.array([[0, 4]]), np.array([1.0]),
+    ...                             np.array([0]), np.array([1]))
+    >>> s = np.array([1.0, 0.0, 0.0])
+    >>> mass = (1 - 0.5) / (1 - 0.5 * u @ s) * (W @ s)
+    >>> cited.tolist(), mass.round(4).tolist()
+    ([4], [0.5])
+    """
+    n = indptr.size - 1
+    src_rows = np.repeat(np.arange(n), np.diff(indptr))
+    step_t = np.zeros((n, n))
+    np.add.at(step_t, (cols, src_rows), probs)  # P^T: mass at src_rows flows to cols
+    solved = np.linalg.solve(np.eye(n) - damping * step_t, np.eye(n))
+    u = solved[np.diff(indptr) == 0].sum(axis=0)
+    cited, chunk_of_link = np.unique(links[:, 1], return_inverse=True)
+    edge = links[:, 0]
+    # B[chunk, variable]: each citing edge passes half its weight to each of its two ends.
+    half = 0.5 * link_weight[edge]
+    B = np.zeros((cited.size, n))
+    np.add.at(B, (chunk_of_link, edge_src[edge]), half)
+    np.add.at(B, (chunk_of_link, edge_dst[edge]), half)
+    return cited, B @ solved, u
+
+
 def _words(name: str) -> str:
     """A variable name as words: CamelCase split, brackets and commas as spaces.
 
@@ -171,6 +223,13 @@ class GraphWalk:
         self.steps = transition(g.edge_src, g.edge_dst, g.edge_conf, g.n_vars)
         # Evidence links as (edge, chunk) pairs: ev_ptr is CSR from edge to chunk rows.
         self.ev_edge = np.repeat(np.arange(g.edge_src.size), np.diff(g.ev_ptr))
+        self.solved: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        cited = np.unique(g.ev_chunk).size
+        if 0 < g.n_vars <= SOLVED_MAX_VARS and cited * g.n_vars <= SOLVED_MAX_ENTRIES:
+            links = np.stack([self.ev_edge, g.ev_chunk], axis=1)
+            self.solved = walk_operator(
+                *self.steps, damping, links, g.edge_conf, g.edge_src, g.edge_dst
+            )
 
     @classmethod
     def of(cls, graph: CausalGraph, compiled: CompiledGraph, **options) -> GraphWalk:
@@ -200,6 +259,13 @@ class GraphWalk:
         top, _ = top_k_indices(scores, self.seeds, positive_only=True)
         if top.size == 0 or self.ev_edge.size == 0:
             return np.zeros(n_chunks)
+        if self.solved is not None:
+            cited, W, u = self.solved
+            s = scores[top] / scores[top].sum()
+            d = self.damping
+            out = np.zeros(n_chunks)
+            out[cited] = (1.0 - d) / (1.0 - d * float(u[top] @ s)) * (W[:, top] @ s)
+            return out
         seed = np.zeros(g.n_vars)
         seed[top] = scores[top]
         p = personalized_pagerank(*self.steps, seed, self.damping)
