@@ -49,11 +49,12 @@ from .llm_tiers import (
     OPEN_TEMPLATE_WEIGHT,
     SUMMARY_CHARS,
     Stage2Context,
-    compatible,
     edge_id,
     metric_text,
+    pairs_per_template,
     run_tier1,
     run_tier2,
+    support,
     tier1_sources,
 )
 
@@ -196,7 +197,9 @@ async def abuild_with_llm(
     with stage("tier1"), StageTimer(ledger, "tier1"), stage_progress("tier 1 (metrics)", progress):
         templates = await run_tier1(ctx)
     with stage("tier2"), StageTimer(ledger, "tier2"), stage_progress("tier 2 (edges)", progress):
-        drafts, new_vars, t2_counts, spec = await run_tier2(ctx, templates, opts.max_batch_pairs)
+        drafts, new_vars, t2_counts, spec = await run_tier2(
+            ctx, templates, opts.max_batch_pairs, tier
+        )
 
     with StageTimer(ledger, "evidence"):
         edges: dict[tuple[str, str], CausalEdge] = {}
@@ -429,15 +432,15 @@ def _report(
 CHARS_PER_TOKEN = 4  # the estimate's stated approximation
 COMPLETION_TOKENS_PER_JUDGEMENT = 60  # a kept candidate: a number, a sentence, a quote
 COMPLETION_TOKENS_STAGE1 = 800
-# Share of ordered metric pairs Tier 1 makes templates of, measured on the recorded real runs
-# (a capable LLM at XS): example corpus 122 of 40 x 39 pairs (0.078), medical 165 of 50 x 49
-# (0.067); the expected Tier 2 figure uses it.
-TEMPLATE_DENSITY = 0.075
-# Pair slots one template takes in a Tier 2 batch: its candidates the compatibility rule keeps, or
-# OPEN_TEMPLATE_WEIGHT when it has none. Today's rule over the recorded runs' templates
-# (benchmarks/llm_estimate.py --recording, benchmarks/llm_candidates.py): medical (583 + 44 x 10)
-# / 165 = 6.2, example corpus (77 + 72 x 10) / 122 = 6.5.
-SLOTS_PER_TEMPLATE = 6
+# Share of ordered metric pairs Tier 1 makes templates of, measured on the recorded live medical
+# XS run (../shared/data/llm-builds/medical-xs-t4: 244 templates of 36 x 39 pairs, 0.174); the
+# expected Tier 2 figure uses it.
+TEMPLATE_DENSITY = 0.17
+# Share of a template's candidate allowance (``pairs_per_template``) it fills on average, and the
+# share of templates left without candidates: the recorded run's templates and spec under today's
+# rule send 1,181 candidates for 213 templates at 8 each (0.69), 31 of 244 open (0.13).
+TEMPLATE_FILL = 0.7
+OPEN_TEMPLATE_SHARE = 0.13
 # Share of the capped metrics that are terminal (no Tier 1 call) when no spec says: the recorded
 # example-corpus run tagged 8 of 40, the medical one 17 of 318 proposals.
 TERMINAL_SHARE = 0.1
@@ -447,20 +450,28 @@ CHARS_PER_VARIABLE_NAME = 40
 
 
 def _packed_calls(weights: Sequence[int], max_pairs: int) -> int:
-    """Calls of ``tier2_batches`` for templates of these candidate counts (0: an open template)."""
+    """Calls of ``tier2_batches`` for templates of these candidate counts (0: an open template);
+    a template is never split."""
     calls, load = 0, 0
     for w in weights:
-        pieces = [max_pairs] * (w // max_pairs) + ([w % max_pairs] if w % max_pairs else [])
-        for piece in pieces or [min(OPEN_TEMPLATE_WEIGHT, max_pairs)]:
-            if load and load + piece > max_pairs:
-                calls, load = calls + 1, 0
-            load += piece
+        piece = min(w, max_pairs) if w else min(OPEN_TEMPLATE_WEIGHT, max_pairs)
+        if load and load + piece > max_pairs:
+            calls, load = calls + 1, 0
+        load += piece
     return calls + (1 if load else 0)
 
 
-def _template_slots(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
-    """Per ordered metric pair a Tier 1 call may make a template of: the candidates the
-    compatibility rule would keep (0 for a template to populate)."""
+def _expected_slots(templates: int, per_template: int, fill: float) -> list[int]:
+    """Pair slots of ``templates`` expected templates: the open share takes the open weight
+    (0 here), the rest ``fill`` of their allowance."""
+    open_n = round(templates * OPEN_TEMPLATE_SHARE)
+    filled = max(1, round(per_template * fill))
+    return [0] * open_n + [filled] * (templates - open_n)
+
+
+def _pair_support(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
+    """Per ordered metric pair a Tier 1 call may make a template of: the candidates the rule
+    (``support``) would find (0 for a template to populate), before the per-template cap."""
     mentions = EntityMentions(chunks)
     by_metric: dict[str, list[Any]] = {}
     for v in spec.variables:
@@ -473,7 +484,7 @@ def _template_slots(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
                     1
                     for a in by_metric.get(s.name, ())
                     for b in by_metric.get(t.name, ())
-                    if a.name != b.name and compatible(spec, mentions, a, b)
+                    if a.name != b.name and support(spec, mentions, a, b) > 0
                 )
             )
     return sizes
@@ -499,12 +510,13 @@ def estimate_build(
     cache answers). Stage 1 (every chunk up to the tier's budget) and, with a spec, Tier 1 are
     exact; without a spec Tier 1 expects the tier's metric cap less ``TERMINAL_SHARE``
     terminals, at most the cap. Tier 2 depends on the templates Tier 1 finds: the expected figure
-    assumes ``template_density`` of the ordered metric pairs become templates, each taking
-    ``SLOTS_PER_TEMPLATE`` pair slots (both measured on real runs; with a spec, each pair's
-    own compatible candidates instead), packed ``max_batch_pairs`` to a call. The upper bound
-    assumes every pair becomes a template, with all its proposed candidates (without a spec:
-    ``assumed_variables_per_metric`` variables per metric). Prompt sizes include the entity
-    lists; tokens are 4 characters each.
+    assumes ``template_density`` of the ordered metric pairs become templates, sharing the
+    tier's candidate budget (``pairs_per_template``, the rule Tier 2 applies), the open share
+    (``OPEN_TEMPLATE_SHARE``) without candidates and the others filling ``TEMPLATE_FILL`` of
+    their allowance (with a spec, the pairs' own supported candidates instead), packed
+    ``max_batch_pairs`` to a call, no template split. The upper bound assumes every pair
+    becomes a template (without a spec: ``assumed_variables_per_metric`` variables per metric).
+    Prompt sizes include the entity lists; tokens are 4 characters each.
     """
     caps = tier_caps(tier)
     overhead = sum(len(p.user) + len(p.system) for p in PROMPTS.values()) // len(PROMPTS)
@@ -526,25 +538,32 @@ def estimate_build(
         t1_max = n_metrics
         t1 = n_metrics - round(n_metrics * TERMINAL_SHARE)
         pairs_all = t1_max * (n_metrics - 1)
-        sizes_max = [int(k * k)] * pairs_all
-        expected_slots = [SLOTS_PER_TEMPLATE] * round(template_density * t1 * (n_metrics - 1))
+        per_max = pairs_per_template(tier, pairs_all)
+        sizes_max = [min(per_max, int(k * k))] * pairs_all
+        templates = round(template_density * t1 * (n_metrics - 1))
+        expected_slots = _expected_slots(
+            templates, pairs_per_template(tier, templates), TEMPLATE_FILL
+        )
         desc_chars = 400 * n_metrics
         n_vars = int(n_metrics * k)
     else:
         sources = tier1_sources(spec)
         t1 = t1_max = len(sources)
         n_metrics = len(spec.metrics)
-        count = Counter(v.metric for v in spec.variables)
-        sizes_max = [count[s.name] * count[t.name] for s, ts in sources for t in ts]
-        kept = _template_slots(spec, chunks)
-        mean_slots = sum(n or OPEN_TEMPLATE_WEIGHT for n in kept) / len(kept) if kept else 0
-        expected_slots = [max(1, round(mean_slots))] * round(template_density * len(kept))
+        found = _pair_support(spec, chunks)
+        per_max = pairs_per_template(tier, len(found))
+        sizes_max = [min(per_max, n) for n in found]
+        templates = round(template_density * len(found))
+        per = pairs_per_template(tier, templates)
+        filled = [min(per, n) for n in found if n]
+        fill = sum(filled) / (per * len(filled)) if filled else 0.0
+        expected_slots = _expected_slots(templates, per, fill) if filled else [0] * templates
         k = len(spec.variables) / max(1, n_metrics)
         desc_chars = sum(len(metric_text(m)) + 3 for m in spec.metrics)
         entity_chars = sum(len(e) + 2 for d in spec.dimensions for e in d.entities)
         n_vars = len(spec.variables)
-    t2_max = _packed_calls(sizes_max, max_batch_pairs)
     t2_expected = _packed_calls(expected_slots, max_batch_pairs) if expected_slots else 0
+    t2_max = max(_packed_calls(sizes_max, max_batch_pairs), t2_expected)
     pairs_max = int(sum(sizes_max))
     pairs_expected = int(sum(expected_slots))
     snip = snippets * snippet_chars

@@ -36,11 +36,11 @@ from ..config import DEFAULT_SNIPPET_CHARS, DEFAULT_SNIPPETS
 from ..llm.accounting import Ledger
 from ..llm.budget import completion_budget, tokens_for
 from ..llm.runner import Failures, ask_split, gather_or_cancel
-from ..llm.structured import capped_list, named_choice
+from ..llm.structured import capped_list, capped_text, named_choice
 from ..ports import StructuredLLM
 from ..prompts import Prompt, get_prompt
 from ..spec.assemble import ENTITY_CUTOFF, entity_name, entity_ok, match_name
-from ..spec.merge import name_words
+from ..spec.merge import QUANTITY_SYNONYMS, name_words
 from ..types import Chunk, Dimension, DomainSpec, Metric, Variable
 from .evidence import EntityMentions, SentencePool, normalize_text, snippet
 
@@ -49,11 +49,21 @@ LINE_CHUNKS = 3  # chunks searched for a candidate's evidence line
 SOURCE_WEIGHT = 0.5  # weight of the source metric in the query for a target's evidence line
 NAME_WORD_BONUS = 0.15  # added to a sentence's cosine per share of the target's name words in it
 MAX_TIER2_SNIPPETS = 8  # snippets shown to one packed Tier 2 call
+# Candidates one template may send (its best supported pairs): the tier's candidate budget shared
+# by the templates, at most MAX_TEMPLATE_PAIRS. A template is never split over calls, so its
+# metrics and excerpts are sent once. On the recorded medical XS run (244 templates) today's rule
+# finds 4,313 supported pairs; the XS budget sends 8 per template, 1,181 in all (33 calls).
+MAX_TEMPLATE_PAIRS = 24
+TIER2_CANDIDATE_BUDGET = {"XS": 2000, "S": 4000, "M": 8000, "L": 16000}
+FREE_PAIR_SUPPORT = 1  # two variables that name nothing to look for pair (weakly)
 OPEN_TEMPLATE_WEIGHT = 10  # a template without candidates takes this many pair slots in a batch
 NEW_VARIABLES_PER_METRIC = 12  # cap on variables Tier 2 may add to one metric
 NEW_ENTITIES_PER_DIMENSION = 25  # cap on entities Tier 2 may add to one dimension
 MAX_NEW_EDGES = 8  # new edges one Tier 2 reply may add (``maxItems``)
-EFFECTS = ("increases", "decreases")
+EFFECTS = ("increases", "decreases", "not stated")
+NOT_STATED = "not stated"  # stored as "" (CausalEdge.effect: the sign is not known)
+MAX_MECHANISM_CHARS = 300
+MAX_RATIONALE_CHARS = 300
 # Completion budgets (tokens): the recorded real run used about 40 tokens per Tier 1 rationale
 # and 80 per fully spelled Tier 2 judgement; a rejection is now a number (about 12).
 TIER1_FIXED_TOKENS = 300
@@ -76,7 +86,11 @@ def _lit(names: Sequence[Any]) -> Any:
 def tier1_model(source: str, candidates: Sequence[str]) -> type[BaseModel]:
     """``Tier1Reply``: the causal targets with a rationale, the others by name only."""
     n = max(1, len(candidates))
-    link = create_model("Tier1Link", target=(_lit(candidates), ...), rationale=(str, ""))
+    link = create_model(
+        "Tier1Link",
+        target=(_lit(candidates), ...),
+        rationale=(str, capped_text(MAX_RATIONALE_CHARS)),
+    )
     return create_model(
         "Tier1Reply",
         source=(_lit([source]), source),
@@ -89,11 +103,12 @@ def tier2_model(
     source_metrics: Sequence[str],
     target_metrics: Sequence[str],
     pairs: int,
-    entities: Sequence[str],
+    slots: Mapping[str, Sequence[str]],
 ) -> type[BaseModel]:
     """``Tier2Reply``: kept candidates with effect, mechanism, confidence and quote; rejected
-    ones by number alone; new edges whose endpoints pick known entities from an enum and name a
-    new one only in ``new_entities``."""
+    ones as a list of numbers; new edges whose endpoints fill one field per dimension (``slots``:
+    dimension -> its known entities, "" for a slot the metric does not have) and name an entity
+    no list holds only in ``new_entities``."""
     fields: dict[str, Any] = {}
     if pairs:
         number = _lit(list(range(1, pairs + 1)))
@@ -101,21 +116,21 @@ def tier2_model(
             "Tier2Kept",
             candidate=(number, ...),
             effect=(Literal[EFFECTS], "increases"),
-            mechanism=(str, ""),
+            mechanism=(str, capped_text(MAX_MECHANISM_CHARS)),
             confidence=(float, Field(0.5, ge=0.0, le=1.0)),
-            evidence=(str, ""),
-        )
-        rejected = create_model(
-            "Tier2Rejected", candidate=(number, ...), keep=(Literal[False], False)
+            evidence=(str, ""),  # no maxLength: the linker matches the first 200 characters
         )
         fields["kept"] = (list[kept], capped_list(pairs))
-        fields["rejected"] = (list[rejected], capped_list(pairs))
+        fields["rejected"] = (list[number], capped_list(pairs))
+    slot_model = create_model(
+        "EndpointEntities", **{d: (named_choice(["", *ents]), "") for d, ents in slots.items()}
+    )
 
     def endpoint(name: str, metrics: Sequence[str]) -> type[BaseModel]:
         return create_model(
             name,
             metric=(_lit(metrics), ...),
-            entities=(list[named_choice(entities)], capped_list(4, required=False)),
+            entities=(slot_model, ...),
             new_entities=(list[str], capped_list(2, required=False)),
         )
 
@@ -124,12 +139,23 @@ def tier2_model(
         source=(endpoint("NewSource", source_metrics), ...),
         target=(endpoint("NewTarget", target_metrics), ...),
         effect=(Literal[EFFECTS], "increases"),
-        mechanism=(str, ""),
+        mechanism=(str, capped_text(MAX_MECHANISM_CHARS)),
         confidence=(float, Field(0.5, ge=0.0, le=1.0)),
         evidence=(str, ""),
     )
     fields["new_edges"] = (list[new_edge], capped_list(MAX_NEW_EDGES, required=False))
     return create_model("Tier2Reply", **fields)
+
+
+def slot_entities(metric: Metric, filled: Any) -> list[str]:
+    """The entities an endpoint's per-dimension fields name, in the metric's signature order."""
+    got = filled.model_dump() if hasattr(filled, "model_dump") else dict(filled or {})
+    return [str(got[d]) for d in metric.signature if got.get(d)]
+
+
+def _sign(effect: str) -> str:
+    """A reply's effect as ``CausalEdge.effect``: "not stated" is the format's "" (unknown)."""
+    return "" if effect == NOT_STATED else effect
 
 
 def metric_text(m: Metric) -> str:
@@ -170,7 +196,7 @@ class EdgeDraft:
     mechanism: str
     confidence: float
     quote: str
-    effect: str = "increases"
+    effect: str = "increases"  # or "decreases", or "" (not stated)
     shown: tuple[int, ...] = ()  # the chunks the call that judged it was shown (corpus indices)
 
 
@@ -340,6 +366,16 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
 # -- Tier 2 ---------------------------------------------------------------------------------------
 
 
+def pairs_per_template(tier: str, templates: int) -> int:
+    """How many candidates each template may send: the tier's budget over the templates.
+
+    >>> pairs_per_template("XS", 244), pairs_per_template("XS", 10)
+    (8, 24)
+    """
+    budget = TIER2_CANDIDATE_BUDGET.get(tier.upper(), max(TIER2_CANDIDATE_BUDGET.values()))
+    return max(1, min(MAX_TEMPLATE_PAIRS, budget // max(1, templates)))
+
+
 def _bound(spec: DomainSpec, v: Variable) -> dict[str, str]:
     """dimension -> entity of a variable (its metric's signature, in order)."""
     return dict(zip(spec.metric(v.metric).signature, v.entities, strict=False))
@@ -349,24 +385,55 @@ def _same_or_parent(dim: Dimension, a: str, b: str) -> bool:
     return a == b or dim.parent_of(a) == b or dim.parent_of(b) == a
 
 
+# Words of a metric's name that say what is measured, not which thing: a variable without
+# entities is found in a chunk by its metric's other words (``BrainFunctionImpairment``: brain).
+GENERIC_METRIC_WORDS = frozenset(
+    {
+        *(w for group in QUANTITY_SYNONYMS for w in group),
+        *("presence", "status", "score", "receipt", "received", "response", "time", "success"),
+        *("change", "outcome", "overall", "total", "function", "impairment", "value", "index"),
+    }
+)
+
+
+def topic_words(metric: str) -> tuple[str, ...]:
+    """The words of a metric's name that name its topic (``GENERIC_METRIC_WORDS`` left out).
+
+    >>> topic_words("BrainFunctionImpairment"), topic_words("CancerRisk")
+    (('brain',), ('cancer',))
+    """
+    return tuple(w for w in name_words(metric) if w not in GENERIC_METRIC_WORDS and len(w) > 2)
+
+
+def support(spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable) -> int:
+    """How many chunks could state a link between two variables (0: not a Tier 2 candidate).
+
+    Two variables that bind different entities of a dimension they share are different things
+    (two cancers), never paired, unless one is the other's stage or subtype. Otherwise a
+    supporting chunk names every entity of both together, and, for a variable without entities,
+    a topic word of its metric (``topic_words``); two variables with neither pair freely
+    (``FREE_PAIR_SUPPORT``).
+    """
+    s, t = _bound(spec, source), _bound(spec, target)
+    dims = {d.name: d for d in spec.dimensions}
+    for d in s:
+        if d in t and d in dims and not _same_or_parent(dims[d], s[d], t[d]):
+            return 0
+    sets = [mentions.chunks_naming(e) for e in dict.fromkeys([*source.entities, *target.entities])]
+    for v in (source, target):
+        words = topic_words(v.metric) if not v.entities else ()
+        if words:
+            sets.append(frozenset().union(*(mentions.chunks_naming(w) for w in words)))
+    if not sets:
+        return FREE_PAIR_SUPPORT
+    return len(frozenset.intersection(*sets))
+
+
 def compatible(
     spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
 ) -> bool:
-    """Whether a text could link these two variables, so the pair is worth a judgement.
-
-    A variable without entities pairs freely. Two variables that share a dimension pair when
-    they bind the same entity of it (or one the other's stage or subtype): different entities
-    of one axis are different things (two cancers), however often a list names both. Variables
-    that share no dimension pair when one chunk names all their entities together.
-    """
-    if not source.entities or not target.entities:
-        return True
-    s, t = _bound(spec, source), _bound(spec, target)
-    shared = [d for d in s if d in t]
-    if shared:
-        dims = {d.name: d for d in spec.dimensions}
-        return any(_same_or_parent(dims[d], s[d], t[d]) for d in shared if d in dims)
-    return mentions.together([*source.entities, *target.entities])
+    """Whether a text could link these two variables (``support`` > 0)."""
+    return support(spec, mentions, source, target) > 0
 
 
 @dataclass(frozen=True)
@@ -389,46 +456,53 @@ def tier2_batches(
     templates: Sequence[Template],
     variables: Sequence[Variable],
     max_pairs: int,
-    keep: Callable[[Variable, Variable], bool] | None = None,
+    keep: Callable[[Variable, Variable], int | bool] | None = None,
+    *,
+    per_template: int = MAX_TEMPLATE_PAIRS,
 ) -> tuple[list[Tier2Batch], dict[str, int]]:
-    """Pack the templates' candidates (the proposed pairs ``keep`` accepts) into batches of at
-    most ``max_pairs`` pairs, and count them.
+    """Pack the templates' candidates into batches of at most ``max_pairs`` pairs, and count them.
 
-    A template's pairs go to one batch when they fit in one (never split over the end of a
-    batch); a template with more is cut into full batches, its pairs ordered by their entities
-    so that pairs about one entity are judged together. A template left without candidates (its
-    metrics have no variables yet, or none the rule keeps) takes ``OPEN_TEMPLATE_WEIGHT`` slots,
-    to be populated. Counts: ``candidates_proposed`` and ``candidates`` (kept).
+    ``keep(source, target)`` scores a proposed pair (``support``: 0 or False drops it); a
+    template sends its ``per_template`` best scored pairs (at most ``max_pairs``), so it goes
+    to one batch whole: its metrics and excerpts are sent once. A template left without
+    candidates (its metrics have no variables yet, or none the rule keeps) takes
+    ``OPEN_TEMPLATE_WEIGHT`` slots, to be populated. Counts: ``candidates_proposed``,
+    ``candidates`` (sent), ``candidates_over_template_cap`` and ``templates_without_candidates``.
     """
     by_name = {v.name: v for v in variables}
+    cap = max(1, min(per_template, max_pairs))
     batches: list[Tier2Batch] = []
     cur_t: list[Template] = []
     cur_p: list[tuple[str, str]] = []
     weight = 0
-    counts = {"candidates_proposed": 0, "candidates": 0, "templates_without_candidates": 0}
-
-    def flush() -> None:
-        nonlocal cur_t, cur_p, weight
-        if cur_t:
-            batches.append(Tier2Batch(tuple(cur_t), tuple(cur_p)))
-        cur_t, cur_p, weight = [], [], 0
-
+    counts = {
+        "candidates_proposed": 0,
+        "candidates": 0,
+        "candidates_over_template_cap": 0,
+        "templates_without_candidates": 0,
+    }
     for t in templates:
         proposed = template_pairs(t, variables)
-        pairs = [p for p in proposed if keep is None or keep(by_name[p[0]], by_name[p[1]])]
+        scored = [
+            (int(keep(by_name[a], by_name[b])) if keep is not None else 1, (a, b))
+            for a, b in proposed
+        ]
+        ranked = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))
+        pairs = [p for _, p in ranked[:cap]]
         counts["candidates_proposed"] += len(proposed)
         counts["candidates"] += len(pairs)
+        counts["candidates_over_template_cap"] += len(ranked) - len(pairs)
         counts["templates_without_candidates"] += not pairs
         pairs.sort(key=lambda p: (by_name[p[0]].entities, by_name[p[1]].entities, p))
-        pieces = [pairs[i : i + max_pairs] for i in range(0, len(pairs), max_pairs)] or [[]]
-        for piece in pieces:
-            w = len(piece) or min(OPEN_TEMPLATE_WEIGHT, max_pairs)
-            if cur_t and weight + w > max_pairs:
-                flush()
-            cur_t.append(t)
-            cur_p.extend(piece)
-            weight += w
-    flush()
+        w = len(pairs) or min(OPEN_TEMPLATE_WEIGHT, max_pairs)
+        if cur_t and weight + w > max_pairs:
+            batches.append(Tier2Batch(tuple(cur_t), tuple(cur_p)))
+            cur_t, cur_p, weight = [], [], 0
+        cur_t.append(t)
+        cur_p.extend(pairs)
+        weight += w
+    if cur_t:
+        batches.append(Tier2Batch(tuple(cur_t), tuple(cur_p)))
     return batches, counts
 
 
@@ -516,7 +590,7 @@ class Vocabulary:
 
 
 async def run_tier2(
-    ctx: Stage2Context, templates: Sequence[Template], max_pairs: int
+    ctx: Stage2Context, templates: Sequence[Template], max_pairs: int, tier: str = "XS"
 ) -> tuple[list[EdgeDraft], list[Variable], dict[str, int], DomainSpec]:
     """Judge every template's candidates and let the model populate the templates' metrics.
 
@@ -527,10 +601,14 @@ async def run_tier2(
     mentions = ctx.mentions
     assert mentions is not None
 
-    def keep(s: Variable, t: Variable) -> bool:
-        return compatible(spec, mentions, s, t)
+    def keep(s: Variable, t: Variable) -> int:
+        return support(spec, mentions, s, t)
 
-    batches, counts = tier2_batches(templates, spec.variables, max_pairs, keep)
+    per_template = pairs_per_template(tier, len(templates))
+    batches, counts = tier2_batches(
+        templates, spec.variables, max_pairs, keep, per_template=per_template
+    )
+    counts["pairs_per_template"] = per_template
     counts = {"batches": len(batches), **counts}
     by_name = {v.name: v for v in spec.variables}
 
@@ -566,8 +644,8 @@ async def run_tier2(
         tgt_metrics = sorted({t.target for t in batch.templates})
         used = sorted({*src_metrics, *tgt_metrics})
         dims = sorted({d for m in used for d in spec.metric(m).signature})
-        known = sorted({e for d in dims for e in spec.dimension(d).entities})
-        model = tier2_model(src_metrics, tgt_metrics, len(batch.pairs), known)
+        slots = {d: spec.dimension(d).entities for d in dims}
+        model = tier2_model(src_metrics, tgt_metrics, len(batch.pairs), slots)
         messages = prompt.render(
             model.__name__,
             domain=ctx.domain,
@@ -635,26 +713,20 @@ async def run_tier2(
             reply, shown, part, idx = got
             pairs_of = {(t.source, t.target) for t in part.templates}
             judged: set[int] = set()
-            kept = [(j, True) for j in getattr(reply, "kept", ())]
-            for j, keeps in [*kept, *((j, False) for j in getattr(reply, "rejected", ()))]:
-                if not 1 <= j.candidate <= len(part.pairs):
+            kept = [(j.candidate, j) for j in getattr(reply, "kept", ())]
+            for number, j in [*kept, *((n, None) for n in getattr(reply, "rejected", ()))]:
+                if not 1 <= number <= len(part.pairs):
                     ctx.dropped["tier2_pair_not_candidate"] += 1
                     continue
-                if j.candidate in judged:
+                if number in judged:
                     continue  # judged twice: the first judgement (kept ones come first) holds
-                judged.add(j.candidate)
-                if not keeps:
+                judged.add(number)
+                if j is None:
                     continue
-                s, t = part.pairs[j.candidate - 1]
+                s, t = part.pairs[number - 1]
                 offer(
                     EdgeDraft(
-                        s,
-                        t,
-                        j.mechanism.strip(),
-                        j.confidence,
-                        j.evidence,
-                        j.effect,
-                        idx,
+                        s, t, j.mechanism.strip(), j.confidence, j.evidence, _sign(j.effect), idx
                     )
                 )
             if len(part.pairs) - len(judged):
@@ -663,17 +735,12 @@ async def run_tier2(
                 if (ne.source.metric, ne.target.metric) not in pairs_of:
                     ctx.dropped["tier2_new_edge_not_a_template"] += 1
                     continue
+                ms, mt = spec.metric(ne.source.metric), spec.metric(ne.target.metric)
                 got_s = vocab.resolve(
-                    spec.metric(ne.source.metric),
-                    ne.source.entities,
-                    ne.source.new_entities,
-                    shown,
+                    ms, slot_entities(ms, ne.source.entities), ne.source.new_entities, shown
                 )
                 got_t = vocab.resolve(
-                    spec.metric(ne.target.metric),
-                    ne.target.entities,
-                    ne.target.new_entities,
-                    shown,
+                    mt, slot_entities(mt, ne.target.entities), ne.target.new_entities, shown
                 )
                 if got_s is None or got_t is None:
                     ctx.dropped["tier2_new_variable_outside_vocabulary"] += 1
@@ -692,7 +759,7 @@ async def run_tier2(
                         ne.mechanism.strip(),
                         ne.confidence,
                         ne.evidence,
-                        ne.effect,
+                        _sign(ne.effect),
                         idx,
                     )
                 )
