@@ -429,6 +429,7 @@ FAULTS = (
     "unauthorized",
     "length",  # 200 with half the reply and finish_reason "length"
     "think",  # 200 with a <think> block holding braces before the JSON
+    "fence",  # 200 with the JSON wrapped in a ```json code fence
     "refusal",  # 200 with message.refusal set and no content
     "bad_request",  # 400 about the request itself (not its format)
 )
@@ -458,6 +459,7 @@ class FaultPlan:
     context_limit_chars: int = 0
     length_every: int = 0
     think_every: int = 0
+    fence_every: int = 0
     refusal_every: int = 0
     allow_consecutive: bool = False
     script: dict[int, str] = field(default_factory=dict)
@@ -473,6 +475,7 @@ class FaultPlan:
             ("malformed", self.malformed_every),
             ("length", self.length_every),
             ("think", self.think_every),
+            ("fence", self.fence_every),
             ("refusal", self.refusal_every),
         ):
             if every and n % every == 0:
@@ -703,6 +706,8 @@ class StubLLMServer:
                 content, finish = content[: len(content) // 2], "length"
             elif fault == "think":
                 content = '<think>Should it be {a} or {b}? {"draft": 1}</think>\n' + content
+            elif fault == "fence":
+                content = f"```json\n{content}\n```"
         prompt_tokens = _tokens("".join(str(m.get("content", "")) for m in messages))
         completion_tokens = _tokens(content)
         with self._lock:

@@ -59,6 +59,8 @@ from .llm_tiers import (
 )
 
 LLM_STAGES = ("stage1", "tier1", "tier2")
+# Share of a stage's items that may be refused twice and dropped while the build still passes.
+MAX_REFUSED_SHARE = 0.05
 SEED_CONFIDENCE = 1.0  # a relation written in the spec is taken as given
 
 
@@ -314,11 +316,13 @@ def corpus_coverage(graph: CausalGraph, chunks_shown: int) -> dict[str, float]:
 
 
 def build_problems(report: Mapping[str, Any], *, has_sources: bool) -> list[str]:
-    """Why a build must not pass as a success: failed items, or a degenerate graph."""
+    """Why a build must not pass as a success: failed items, more refused items than
+    ``MAX_REFUSED_SHARE`` of a stage's items, or a degenerate graph."""
     problems = []
     failed = int(report["totals"]["failed"])
     if failed:
         problems.append(f"{failed} LLM item(s) failed")
+    problems += refusal_problems(report["stages"])
     if not has_sources:
         problems.append("no metric can be a cause (every metric is terminal, or there is one)")
     elif report["stages"]["tier1"]["templates"] == 0:
@@ -326,6 +330,24 @@ def build_problems(report: Mapping[str, Any], *, has_sources: bool) -> list[str]
     if report["counts"]["edges"] == 0:
         problems.append("the graph has 0 edges")
     return problems
+
+
+def refusal_problems(stages: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per stage whose refused items (asked twice, refused twice, dropped) exceed
+    ``MAX_REFUSED_SHARE`` of its items.
+
+    >>> refusal_problems({"tier2": {"refused": 2, "items": 30}, "tier1": {"refused": 1, "items": 36}})
+    ['tier2: 2 of 30 items refused twice (over the 5% limit)']
+    """
+    out = []
+    for name, st in stages.items():
+        refused, items = int(st.get("refused", 0)), int(st.get("items", 0) or 0)
+        if refused and refused > MAX_REFUSED_SHARE * max(items, refused):
+            out.append(
+                f"{name}: {refused} of {max(items, refused)} items refused twice "
+                f"(over the {MAX_REFUSED_SHARE:.0%} limit)"
+            )
+    return out
 
 
 def incomplete_message(problems: Sequence[str], report: Mapping[str, Any]) -> str:
@@ -366,6 +388,8 @@ class _stage1_failure:
             "failure_causes": self.failures.grouped(),
         }
         problems = [str(exc)]
+        if stage1.get("refused"):
+            problems.insert(0, f"{int(stage1['refused'])} Stage 1 LLM item(s) refused twice")
         if len(self.failures):
             problems.insert(0, f"{len(self.failures)} Stage 1 LLM item(s) failed")
         raise IncompleteBuildError(incomplete_message(problems, report), report=report) from exc

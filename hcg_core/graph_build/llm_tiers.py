@@ -409,17 +409,20 @@ def support(spec: DomainSpec, mentions: EntityMentions, source: Variable, target
     """How many chunks could state a link between two variables (0: not a Tier 2 candidate).
 
     Two variables that bind different entities of a dimension they share are different things
-    (two cancers), never paired, unless one is the other's stage or subtype. Otherwise a
-    supporting chunk names every entity of both together, and, for a variable without entities,
-    a topic word of its metric (``topic_words``); two variables with neither pair freely
-    (``FREE_PAIR_SUPPORT``).
+    (two cancers), never paired, unless one is the other's stage or subtype (then the stage or
+    subtype is what a chunk must name). Otherwise a supporting chunk names every entity of both
+    together, and, for a variable without entities, a topic word of its metric
+    (``topic_words``); two variables with neither pair freely (``FREE_PAIR_SUPPORT``).
     """
     s, t = _bound(spec, source), _bound(spec, target)
     dims = {d.name: d for d in spec.dimensions}
+    named = dict.fromkeys([*source.entities, *target.entities])
     for d in s:
         if d in t and d in dims and not _same_or_parent(dims[d], s[d], t[d]):
             return 0
-    sets = [mentions.chunks_naming(e) for e in dict.fromkeys([*source.entities, *target.entities])]
+        if d in t and d in dims and s[d] != t[d]:  # a stage or subtype: naming it names both
+            named.pop(s[d] if dims[d].parent_of(t[d]) == s[d] else t[d], None)
+    sets = [mentions.chunks_naming(e) for e in named]
     for v in (source, target):
         words = topic_words(v.metric) if not v.entities else ()
         if words:

@@ -519,6 +519,7 @@ async def agenerate_spec(
     return spec, {
         "batches": len(batches),
         "calls_planned": len(STAGE1_STEPS) * len(batches) + REVIEW_CALLS,
+        "items": len(STAGE1_STEPS) * len(batches) + REVIEW_CALLS,
         "domain_inferred": domain if "domain" in inferred else "",
         "outcomes_inferred": inferred_outcomes,
         **coverage,
