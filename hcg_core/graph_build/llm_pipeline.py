@@ -579,9 +579,12 @@ def estimate_build(
         sizes_max = [min(per_max, n) for n in found]
         templates = round(template_density * len(found))
         per = pairs_per_template(tier, templates)
-        filled = [min(per, n) for n in found if n]
-        fill = sum(filled) / (per * len(filled)) if filled else 0.0
-        expected_slots = _expected_slots(templates, per, fill) if filled else [0] * templates
+        supported = [n for n in found if n]
+        # A template fills TEMPLATE_FILL of its share, or as many pairs as a pair has on average
+        # when the corpus supports fewer (a small corpus).
+        mean = sum(supported) / len(supported) if supported else 0.0
+        fill = min(TEMPLATE_FILL, mean / per) if per else 0.0
+        expected_slots = _expected_slots(templates, per, fill) if supported else [0] * templates
         k = len(spec.variables) / max(1, n_metrics)
         desc_chars = sum(len(metric_text(m)) + 3 for m in spec.metrics)
         entity_chars = sum(len(e) + 2 for d in spec.dimensions for e in d.entities)
