@@ -24,6 +24,7 @@ from hcg_core.graph_build.llm_tiers import (
     TIER1_TOKENS_PER_TARGET,
     Stage2Context,
     Template,
+    association,
     compatible,
     evidence_lines,
     support,
@@ -122,6 +123,13 @@ def test_compatibility_rule():
     # The support is the number of chunks that could state the link.
     assert support(spec, mentions, Variable("Effect", ("surgery",)), Variable("Age")) == 1
     assert support(spec, mentions, Variable("Effect", ("surgery",)), risk["breast cancer"]) == 1
+    # Association: that support over the chunks naming the rarer side ("surgery": a and c;
+    # "breast cancer": a and d), the order a template's pairs are sent in.
+    assert (
+        association(spec, mentions, Variable("Effect", ("surgery",)), risk["breast cancer"]) == 0.5
+    )
+    assert association(spec, mentions, risk["glioma"], Variable("Age")) == 1.0  # always together
+    assert association(spec, mentions, risk["breast cancer"], risk["glioma"]) == 0.0
 
 
 def test_templates_are_never_split_and_send_their_best_supported_pairs():

@@ -8,6 +8,7 @@ failed items and seconds, taken from the same ledger the LLM client counts reque
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 import time
@@ -456,15 +457,20 @@ def _report(
 CHARS_PER_TOKEN = 4  # the estimate's stated approximation
 COMPLETION_TOKENS_PER_JUDGEMENT = 60  # a kept candidate: a number, a sentence, a quote
 COMPLETION_TOKENS_STAGE1 = 800
-# Share of ordered metric pairs Tier 1 makes templates of, measured on the recorded live medical
-# XS run (../shared/data/llm-builds/medical-xs-t4: 244 templates of 36 x 39 pairs, 0.174); the
-# expected Tier 2 figure uses it.
-TEMPLATE_DENSITY = 0.17
-# Share of a template's candidate allowance (``pairs_per_template``) it fills on average, and the
-# share of templates left without candidates: the recorded run's templates and spec under today's
-# rule send 1,181 candidates for 213 templates at 8 each (0.69), 31 of 244 open (0.13).
-TEMPLATE_FILL = 0.7
-OPEN_TEMPLATE_SHARE = 0.13
+# Share of ordered metric pairs Tier 1 makes templates of with today's Tier 1 prompt, between the
+# two live runs: medical XS 244 of 36 x 39 pairs (0.174, ../shared/data/llm-builds/medical-xs-t4)
+# and a 85-chunk medical slice 98 of 38 x 39 (0.066). With the candidate budget the expected
+# Tier 2 calls change little with it: more templates each send fewer pairs.
+TEMPLATE_DENSITY = 0.12
+# Supported pairs (``support``) of a template follow an exponential law whose mean grows with the
+# corpus: 12 on the medical corpus (1,155 chunks; the recorded templates and spec send 5.5, 10.7
+# and 14.1 pairs at most 8, 24 and 50 each), 6 on the 85-chunk slice; so the mean is
+# SUPPORTED_PAIRS x (chunks / SUPPORTED_PAIRS_CHUNKS) ** SUPPORTED_PAIRS_GROWTH (two points).
+SUPPORTED_PAIRS = 12.0
+SUPPORTED_PAIRS_CHUNKS = 1155
+SUPPORTED_PAIRS_GROWTH = 0.27
+# Share of templates left without candidates: 31 of 244 and 10 of 98 on the two live runs.
+OPEN_TEMPLATE_SHARE = 0.12
 # Share of the capped metrics that are terminal (no Tier 1 call) when no spec says: the recorded
 # example-corpus run tagged 8 of 40, the medical one 17 of 318 proposals.
 TERMINAL_SHARE = 0.1
@@ -485,12 +491,44 @@ def _packed_calls(weights: Sequence[int], max_pairs: int) -> int:
     return calls + (1 if load else 0)
 
 
-def _expected_slots(templates: int, per_template: int, fill: float) -> list[int]:
+def _most_calls(sizes: Sequence[int], tier: str, max_pairs: int) -> tuple[int, int]:
+    """An upper bound on Tier 2 calls and candidates: over how many of these pairs (supported
+    candidates each, 0 for an open template) Tier 1 could make templates of, the most calls the
+    packing makes when the heaviest become templates, each sending at most its share of the
+    tier's budget. Evaluated on a grid of template counts (about 200)."""
+    if not sizes:
+        return 0, 0
+    best = (0, 0)
+    step = max(1, len(sizes) // 200)
+    for t in sorted({*range(1, len(sizes) + 1, step), len(sizes)}):
+        per = pairs_per_template(tier, t)
+        weights = sorted(
+            (min(per, n) if n else min(OPEN_TEMPLATE_WEIGHT, max_pairs) for n in sizes),
+            reverse=True,
+        )[:t]
+        calls = _packed_calls(weights, max_pairs)
+        pairs = sum(min(per, n) for n in sorted(sizes, reverse=True)[:t])
+        best = max(best, (calls, pairs))
+    return best
+
+
+def _expected_slots(templates: int, per_template: int, mean_supported: float) -> list[int]:
     """Pair slots of ``templates`` expected templates: the open share takes the open weight
-    (0 here), the rest ``fill`` of their allowance."""
+    (0 here); the others send ``E[min(per_template, X)]`` pairs for X exponential with mean
+    ``mean_supported``, that is ``mean (1 - exp(-per_template / mean))``."""
     open_n = round(templates * OPEN_TEMPLATE_SHARE)
-    filled = max(1, round(per_template * fill))
+    mu = max(mean_supported, 1e-9)
+    filled = max(1, round(mu * (1 - math.exp(-per_template / mu))))
     return [0] * open_n + [filled] * (templates - open_n)
+
+
+def supported_pairs_mean(chunks: int) -> float:
+    """The expected mean number of supported pairs per template on a corpus of ``chunks``.
+
+    >>> round(supported_pairs_mean(1155), 1), round(supported_pairs_mean(85), 1)
+    (12.0, 5.9)
+    """
+    return SUPPORTED_PAIRS * (max(1, chunks) / SUPPORTED_PAIRS_CHUNKS) ** SUPPORTED_PAIRS_GROWTH
 
 
 def _pair_support(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
@@ -536,8 +574,9 @@ def estimate_build(
     terminals, at most the cap. Tier 2 depends on the templates Tier 1 finds: the expected figure
     assumes ``template_density`` of the ordered metric pairs become templates, sharing the
     tier's candidate budget (``pairs_per_template``, the rule Tier 2 applies), the open share
-    (``OPEN_TEMPLATE_SHARE``) without candidates and the others filling ``TEMPLATE_FILL`` of
-    their allowance (with a spec, the pairs' own supported candidates instead), packed
+    (``OPEN_TEMPLATE_SHARE``) without candidates and the others sending as many as an
+    exponential law of supported pairs per template allows (``supported_pairs_mean``: its mean
+    grows with the corpus; with a spec, the mean of the spec's own supported pairs), packed
     ``max_batch_pairs`` to a call, no template split. The upper bound assumes every pair
     becomes a template (without a spec: ``assumed_variables_per_metric`` variables per metric).
     Prompt sizes include the entity lists; tokens are 4 characters each.
@@ -562,11 +601,10 @@ def estimate_build(
         t1_max = n_metrics
         t1 = n_metrics - round(n_metrics * TERMINAL_SHARE)
         pairs_all = t1_max * (n_metrics - 1)
-        per_max = pairs_per_template(tier, pairs_all)
-        sizes_max = [min(per_max, int(k * k))] * pairs_all
+        sizes_all = [int(k * k)] * pairs_all
         templates = round(template_density * t1 * (n_metrics - 1))
         expected_slots = _expected_slots(
-            templates, pairs_per_template(tier, templates), TEMPLATE_FILL
+            templates, pairs_per_template(tier, templates), supported_pairs_mean(len(chunks))
         )
         desc_chars = 400 * n_metrics
         n_vars = int(n_metrics * k)
@@ -575,23 +613,21 @@ def estimate_build(
         t1 = t1_max = len(sources)
         n_metrics = len(spec.metrics)
         found = _pair_support(spec, chunks)
-        per_max = pairs_per_template(tier, len(found))
-        sizes_max = [min(per_max, n) for n in found]
+        sizes_all = found
         templates = round(template_density * len(found))
         per = pairs_per_template(tier, templates)
         supported = [n for n in found if n]
-        # A template fills TEMPLATE_FILL of its share, or as many pairs as a pair has on average
-        # when the corpus supports fewer (a small corpus).
+        # The spec's own pairs give the mean (a template is a pair Tier 1 found causal: about
+        # as supported as the average supported pair).
         mean = sum(supported) / len(supported) if supported else 0.0
-        fill = min(TEMPLATE_FILL, mean / per) if per else 0.0
-        expected_slots = _expected_slots(templates, per, fill) if supported else [0] * templates
+        expected_slots = _expected_slots(templates, per, mean) if supported else [0] * templates
         k = len(spec.variables) / max(1, n_metrics)
         desc_chars = sum(len(metric_text(m)) + 3 for m in spec.metrics)
         entity_chars = sum(len(e) + 2 for d in spec.dimensions for e in d.entities)
         n_vars = len(spec.variables)
     t2_expected = _packed_calls(expected_slots, max_batch_pairs) if expected_slots else 0
-    t2_max = max(_packed_calls(sizes_max, max_batch_pairs), t2_expected)
-    pairs_max = int(sum(sizes_max))
+    t2_max, pairs_max = _most_calls(sizes_all, tier, max_batch_pairs)
+    t2_max = max(t2_max, t2_expected)
     pairs_expected = int(sum(expected_slots))
     snip = snippets * snippet_chars
     t1_prompt = t1_max * (overhead + desc_chars + snip + SUMMARY_CHARS * n_metrics)

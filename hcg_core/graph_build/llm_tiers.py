@@ -5,11 +5,12 @@ each candidate comes with one evidence line, the corpus sentence nearest to that
 and description (and the source's), no line shown twice; the spec's seed relations are shown as
 what an earlier step proposed, not as facts. Targets a reply leaves out are re-asked once.
 
-Tier 2 judges only the candidate pairs a text could link (``compatible``): variables that bind
-the same entity of a dimension they share (or one the other's stage or subtype), or, when they
-share no dimension, whose entities one chunk names together; a variable without entities pairs
-freely. The pairs of several templates are packed into calls of at most ``max_batch_pairs``
-pairs, grouped by entity, a template's pairs never spread over more calls than the cap needs;
+Tier 2 judges only the candidate pairs a text could link (``support``): variables that bind the
+same entity of a dimension they share (or one the other's stage or subtype), named together by
+some chunk; a variable without entities is found by a topic word of its metric's name. Each
+template sends its most associated pairs (``association``), at most its share of the tier's
+candidate budget, and goes to one call whole, so its metrics and excerpts are sent once; whole
+templates are packed into calls of at most ``max_batch_pairs`` pairs, grouped by entity;
 each call is shown the sentences nearest to its own templates and variables, and the model may
 add variables (and entities it can quote from those sentences) for the templates' metrics. The
 vocabulary grows, validated against dimensions and metrics, counted and capped. Earlier replies
@@ -56,6 +57,7 @@ MAX_TIER2_SNIPPETS = 8  # snippets shown to one packed Tier 2 call
 MAX_TEMPLATE_PAIRS = 24
 TIER2_CANDIDATE_BUDGET = {"XS": 2000, "S": 4000, "M": 8000, "L": 16000}
 FREE_PAIR_SUPPORT = 1  # two variables that name nothing to look for pair (weakly)
+FREE_PAIR_ASSOCIATION = 0.01
 OPEN_TEMPLATE_WEIGHT = 10  # a template without candidates takes this many pair slots in a batch
 NEW_VARIABLES_PER_METRIC = 12  # cap on variables Tier 2 may add to one metric
 NEW_ENTITIES_PER_DIMENSION = 25  # cap on entities Tier 2 may add to one dimension
@@ -405,31 +407,65 @@ def topic_words(metric: str) -> tuple[str, ...]:
     return tuple(w for w in name_words(metric) if w not in GENERIC_METRIC_WORDS and len(w) > 2)
 
 
-def support(spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable) -> int:
-    """How many chunks could state a link between two variables (0: not a Tier 2 candidate).
+def _named_in(
+    spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
+) -> tuple[frozenset[int] | None, frozenset[int] | None] | None:
+    """Per variable, the chunks that name it (every entity it binds; without entities, a topic
+    word of its metric; None: no constraint), or None when the pair is not a candidate.
 
     Two variables that bind different entities of a dimension they share are different things
-    (two cancers), never paired, unless one is the other's stage or subtype (then the stage or
-    subtype is what a chunk must name). Otherwise a supporting chunk names every entity of both
-    together, and, for a variable without entities, a topic word of its metric
-    (``topic_words``); two variables with neither pair freely (``FREE_PAIR_SUPPORT``).
+    (two cancers), never paired, unless one is the other's stage or subtype: then naming the
+    stage or subtype names both, and the parent entity is no constraint.
     """
     s, t = _bound(spec, source), _bound(spec, target)
     dims = {d.name: d for d in spec.dimensions}
-    named = dict.fromkeys([*source.entities, *target.entities])
+    implied: set[str] = set()
     for d in s:
         if d in t and d in dims and not _same_or_parent(dims[d], s[d], t[d]):
-            return 0
-        if d in t and d in dims and s[d] != t[d]:  # a stage or subtype: naming it names both
-            named.pop(s[d] if dims[d].parent_of(t[d]) == s[d] else t[d], None)
-    sets = [mentions.chunks_naming(e) for e in named]
-    for v in (source, target):
+            return None
+        if d in t and d in dims and s[d] != t[d]:
+            implied.add(s[d] if dims[d].parent_of(t[d]) == s[d] else t[d])
+
+    def named(v: Variable) -> frozenset[int] | None:
+        ents = [e for e in v.entities if e not in implied]
+        if ents:
+            return frozenset.intersection(*(mentions.chunks_naming(e) for e in ents))
         words = topic_words(v.metric) if not v.entities else ()
-        if words:
-            sets.append(frozenset().union(*(mentions.chunks_naming(w) for w in words)))
+        return frozenset().union(*(mentions.chunks_naming(w) for w in words)) if words else None
+
+    return named(source), named(target)
+
+
+def support(spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable) -> int:
+    """How many chunks could state a link between two variables (0: not a Tier 2 candidate):
+    those that name both (``_named_in``: every entity of both together, and, for a variable
+    without entities, a topic word of its metric, ``topic_words``); two variables that name
+    nothing to look for pair weakly (``FREE_PAIR_SUPPORT``)."""
+    got = _named_in(spec, mentions, source, target)
+    if got is None:
+        return 0
+    sets = [x for x in got if x is not None]
     if not sets:
         return FREE_PAIR_SUPPORT
     return len(frozenset.intersection(*sets))
+
+
+def association(
+    spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
+) -> float:
+    """How tied two variables are in the corpus, in [0, 1] (0: not a candidate): their
+    ``support`` over the chunks naming the rarer of the two. A pair whose rarer side is always
+    named with the other (one cancer and its own symptom) scores 1; a common entity met once
+    with another (a cancer and "skin" in a list) scores near 0. Tier 2 sends a template's most
+    associated pairs first."""
+    got = _named_in(spec, mentions, source, target)
+    if got is None:
+        return 0.0
+    sets = [x for x in got if x is not None]
+    if not sets:
+        return FREE_PAIR_ASSOCIATION
+    both = len(frozenset.intersection(*sets))
+    return both / min(len(x) for x in sets) if both else 0.0
 
 
 def compatible(
@@ -459,13 +495,13 @@ def tier2_batches(
     templates: Sequence[Template],
     variables: Sequence[Variable],
     max_pairs: int,
-    keep: Callable[[Variable, Variable], int | bool] | None = None,
+    keep: Callable[[Variable, Variable], float | bool] | None = None,
     *,
     per_template: int = MAX_TEMPLATE_PAIRS,
 ) -> tuple[list[Tier2Batch], dict[str, int]]:
     """Pack the templates' candidates into batches of at most ``max_pairs`` pairs, and count them.
 
-    ``keep(source, target)`` scores a proposed pair (``support``: 0 or False drops it); a
+    ``keep(source, target)`` scores a proposed pair (``association``: 0 or False drops it); a
     template sends its ``per_template`` best scored pairs (at most ``max_pairs``), so it goes
     to one batch whole: its metrics and excerpts are sent once. A template left without
     candidates (its metrics have no variables yet, or none the rule keeps) takes
@@ -487,7 +523,7 @@ def tier2_batches(
     for t in templates:
         proposed = template_pairs(t, variables)
         scored = [
-            (int(keep(by_name[a], by_name[b])) if keep is not None else 1, (a, b))
+            (float(keep(by_name[a], by_name[b])) if keep is not None else 1.0, (a, b))
             for a, b in proposed
         ]
         ranked = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))
@@ -604,8 +640,8 @@ async def run_tier2(
     mentions = ctx.mentions
     assert mentions is not None
 
-    def keep(s: Variable, t: Variable) -> int:
-        return support(spec, mentions, s, t)
+    def keep(s: Variable, t: Variable) -> float:
+        return association(spec, mentions, s, t)
 
     per_template = pairs_per_template(tier, len(templates))
     batches, counts = tier2_batches(
