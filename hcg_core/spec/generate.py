@@ -175,7 +175,7 @@ MAX_VARIABLES_PER_BATCH = 80
 MAX_DESCRIPTION_CHARS = 300  # a metric's or variable's description (``maxLength``)
 MAX_MECHANISM_CHARS = 300
 MAX_DOMAIN_CHARS = 200
-MAX_RELATIONS_PER_BATCH = 30
+MAX_RELATIONS_PER_BATCH = 40  # a batch of 12 excerpts states more links than 30 (live readers)
 MAX_INFERRED_OUTCOMES = 5
 REVIEW_TOKENS = 4000  # a review lists groups of names: a few hundred tokens, room for 60 groups
 
