@@ -79,6 +79,7 @@ def test_cross_lake_pairs_never_reach_a_tier2_prompt(served):
     # The rule did drop pairs (the fixture's templates pair both lakes' variables), and the report
     # counts what was proposed, what was kept and sent, and what the replies added.
     assert t2["candidates_proposed"] > t2["candidates"] == len(pairs)
+    assert 0 < t2["candidates_kept"] <= t2["candidates"]
     assert t2["new_edges"] >= 1 and t2["new_variables"] >= 1
 
 

@@ -737,7 +737,7 @@ async def run_tier2(
     results = await gather_or_cancel(*(one(n, b) for n, b in enumerate(batches)))
     drafts: dict[tuple[str, str], EdgeDraft] = {}
     vocab = Vocabulary(spec, ctx.dropped)
-    new_edges = 0
+    new_edges = kept_candidates = 0
 
     def offer(d: EdgeDraft) -> None:
         old = drafts.get((d.source, d.target))
@@ -762,6 +762,7 @@ async def run_tier2(
                 judged.add(number)
                 if j is None:
                     continue
+                kept_candidates += 1
                 s, t = part.pairs[number - 1]
                 offer(
                     EdgeDraft(
@@ -802,6 +803,7 @@ async def run_tier2(
                         idx,
                     )
                 )
+    counts["candidates_kept"] = kept_candidates
     counts["new_edges"] = new_edges
     counts["new_variables"] = len(vocab.new_variables)
     counts["new_entities"] = sum(len(v) for v in vocab.new_entities.values())
