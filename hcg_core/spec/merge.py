@@ -108,7 +108,8 @@ _STOP = frozenset(
 )
 _CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _WORD = re.compile(r"[a-z0-9]+")
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=[A-Z(\"'])")
+# A sentence end, not the dot of "e.g." or "i.e." before a capital ("(e.g. Mohs surgery)").
+_SENTENCE = re.compile(r"(?<=[.!?;])(?<!\be\.g\.)(?<!\bi\.e\.)\s+(?=[A-Z(\"'])")
 _MEASURES = re.compile(r"^(?:the |a |an )?([a-z]+) of ([^,;.()]+)", re.I)
 _NEGATING = frozenset({"non", "not", "no", "without", "anti"})
 _ABBREVIATION = re.compile(r"^(?P<long>.+?)\s*\((?P<short>[A-Za-z][A-Za-z0-9-]{1,11})\)$")
@@ -133,6 +134,8 @@ def definition(description: str) -> str:
 
     >>> definition("Chance of cure (e.g. at stage 1). Driven by stage.")
     'Chance of cure (e.g. at stage 1).'
+    >>> definition("Whether a treatment (e.g. Mohs surgery) is given. Driven by stage.")
+    'Whether a treatment (e.g. Mohs surgery) is given.'
     """
     return _SENTENCE.split((description or "").strip(), maxsplit=1)[0]
 
