@@ -131,7 +131,7 @@ def replay(args) -> None:
     from hcg_core.graph_build.llm_pipeline import estimate_build
     from hcg_core.graph_build.llm_tiers import (
         Template,
-        association,
+        candidate_score,
         pairs_per_template,
         tier1_sources,
         tier2_batches,
@@ -152,7 +152,7 @@ def replay(args) -> None:
         templates,
         spec.variables,
         args.max_batch_pairs,
-        lambda s, t: association(spec, mentions, s, t),
+        lambda s, t: candidate_score(spec, mentions, s, t),
         per_template=per_template,
     )
     made = {

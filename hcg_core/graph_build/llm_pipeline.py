@@ -50,12 +50,12 @@ from .llm_tiers import (
     OPEN_TEMPLATE_WEIGHT,
     SUMMARY_CHARS,
     Stage2Context,
+    candidate_score,
     edge_id,
     metric_text,
     pairs_per_template,
     run_tier1,
     run_tier2,
-    support,
     tier1_sources,
 )
 
@@ -546,7 +546,7 @@ def _pair_support(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
                     1
                     for a in by_metric.get(s.name, ())
                     for b in by_metric.get(t.name, ())
-                    if a.name != b.name and support(spec, mentions, a, b) > 0
+                    if a.name != b.name and candidate_score(spec, mentions, a, b) > 0
                 )
             )
     return sizes
