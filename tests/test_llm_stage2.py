@@ -17,14 +17,16 @@ from fixtures.llm.responder import DOMAIN, OUTCOME, load_chunks, respond
 
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.graph_build import build_graph
-from hcg_core.graph_build.evidence import SentencePool
+from hcg_core.graph_build.evidence import EntityMentions, SentencePool
 from hcg_core.graph_build.llm_tiers import (
     MAX_TEMPLATE_PAIRS,
+    MIN_ASSOCIATION,
     TIER1_FIXED_TOKENS,
     TIER1_TOKENS_PER_TARGET,
     Stage2Context,
     Template,
     association,
+    candidate_score,
     compatible,
     evidence_lines,
     support,
@@ -131,6 +133,28 @@ def test_compatibility_rule():
     )
     assert association(spec, mentions, risk["glioma"], Variable("Age")) == 1.0  # always together
     assert association(spec, mentions, risk["breast cancer"], risk["glioma"]) == 0.0
+
+
+def test_a_pair_met_once_beside_common_entities_is_not_a_candidate():
+    spec = DomainSpec(
+        (Dimension("site", ("skin", "liver")), Dimension("cancer", ("melanoma", "adrenal cancer"))),
+        (Metric("Damage", ("site",)), Metric("Presence", ("cancer",))),
+    )
+    chunks = [Chunk(str(i), "Sun damages the skin; melanoma starts in the skin.") for i in range(3)]
+    chunks += [Chunk(str(i), f"Skin care note {i}.") for i in range(3, 8)]
+    chunks += [Chunk("8", "Adrenal cancer may cause stretch marks on the skin.")]
+    chunks += [Chunk(str(i), "Adrenal cancer starts in the adrenal glands.") for i in range(9, 13)]
+    mentions = EntityMentions(chunks)
+    skin = Variable("Damage", ("skin",))
+    melanoma, adrenal = (
+        Variable("Presence", ("melanoma",)),
+        Variable("Presence", ("adrenal cancer",)),
+    )
+    # Both pairs are supported by a chunk, but adrenal cancer meets "skin" once in 5 chunks.
+    assert support(spec, mentions, skin, adrenal) == 1
+    assert association(spec, mentions, skin, adrenal) == 0.2 < MIN_ASSOCIATION
+    assert candidate_score(spec, mentions, skin, adrenal) == 0.0
+    assert candidate_score(spec, mentions, skin, melanoma) == 1.0  # melanoma: always with skin
 
 
 def test_templates_are_never_split_and_send_their_best_supported_pairs():
