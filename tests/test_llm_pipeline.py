@@ -195,6 +195,8 @@ def test_estimate_bounds_the_report(clean):
     est2 = estimate_build(CHUNKS, clean.graph.spec, "XS")
     assert est2["stages"]["tier1"]["calls"] == rep["tier1"]["calls"]
     assert rep["tier2"]["calls"] <= est2["stages"]["tier2"]["calls_max"]
+    # The build records the estimate its vocabulary gives, before Tier 1 and Tier 2 run.
+    assert rep["tier2"]["calls_estimated_with_spec"] == est2["stages"]["tier2"]["calls_expected"]
     assert "calls" in format_estimate(est2)
 
 

@@ -197,12 +197,16 @@ async def abuild_with_llm(
         dict(zip([v.name for v in spec.variables], spec_var_vectors, strict=True)),
         SentencePool(chunks, embedder),
     )
+    # Once the vocabulary is known the estimate applies Tier 2's own rule to it: recorded in the
+    # report beside the calls made (the estimate before Stage 1 cannot see the variables).
+    refined = estimate_build(chunks, spec, tier, max_batch_pairs=opts.max_batch_pairs)["stages"]
     with stage("tier1"), StageTimer(ledger, "tier1"), stage_progress("tier 1 (metrics)", progress):
         templates = await run_tier1(ctx)
     with stage("tier2"), StageTimer(ledger, "tier2"), stage_progress("tier 2 (edges)", progress):
         drafts, new_vars, t2_counts, spec = await run_tier2(
             ctx, templates, opts.max_batch_pairs, tier
         )
+    t2_counts["calls_estimated_with_spec"] = refined["tier2"]["calls_expected"]
 
     with StageTimer(ledger, "evidence"):
         edges: dict[tuple[str, str], CausalEdge] = {}
