@@ -201,6 +201,15 @@ PROMPTS: dict[str, Prompt] = {
             "cap": "max metrics (tier cap)",
         },
     ),
+    "check_metrics": Prompt(
+        "check_metrics",
+        "Domain: {domain}\n\nThese are the metrics kept for the graph (name(signature): "
+        "definition):\n{metrics}\n\nAs an expert, list any groups of them that measure the "
+        "same quantity of the same thing under two names (as 'TrafficCongestion' and "
+        "'RoadCongestion' would), the name to keep first. Quantities an expert keeps apart stay "
+        "apart; none is fine.",
+        {"domain": "the domain, given or inferred", "metrics": "the kept metrics"},
+    ),
 }
 
 

@@ -312,6 +312,9 @@ class ReadingResponder:
     def _ReviewMetricsReply(self, req: LLMRequest) -> dict[str, Any]:  # noqa: N802
         return {"same_quantity": [], "causes": []}
 
+    def _CheckMetricsReply(self, req: LLMRequest) -> dict[str, Any]:  # noqa: N802
+        return {"same_quantity": []}
+
     def _variable(self, span: Any, listed: set[str]) -> str | None:
         name = self.metric(span)
         for candidate in (f"{name}({span.modifier})", name):

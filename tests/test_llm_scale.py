@@ -99,6 +99,8 @@ class TopicResponder:
             return {"domain": "", "same_dimensions": [], "same_entities": []}
         if name == "ReviewMetricsReply":
             return {"same_quantity": [], "causes": []}
+        if name == "CheckMetricsReply":
+            return {"same_quantity": []}
         if name == "RelationsReply":
             return {"relations": []}
         if name == "Tier1Reply":

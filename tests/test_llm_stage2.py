@@ -229,6 +229,8 @@ def drivers_responder(req):
         return {"domain": "a test", "same_dimensions": [], "same_entities": []}
     if name == "ReviewMetricsReply":
         return {"same_quantity": [], "causes": []}
+    if name == "CheckMetricsReply":
+        return {"same_quantity": []}
     if name == "Tier1Reply":
         src = req.enum("source")[0]
         targets = req.enum("causal", "target")

@@ -45,12 +45,14 @@ from .assemble import (
     merge_metrics,
     merge_relations,
     merge_variables,
+    metric_name,
 )
 from .merge import MetricDraft, metric_groups
 from .review import (
     REVIEW_CALLS,
     apply_dimension_review,
     apply_metric_review,
+    check_metrics_model,
     dimensions_review_model,
     dimensions_text,
     metrics_review_model,
@@ -480,6 +482,29 @@ async def agenerate_spec(
         metrics, final_outcome = merge_metrics(
             metric_drafts, dims, caps.max_metrics, outcome, report, support=support, causes=causes
         )
+        if len(metrics) > 1:  # the check: duplicates among the kept metrics, merged and refilled
+            kept = {m.name for m in metrics}
+            kept_drafts = [
+                [i for i in d if metric_name(i.get("name", "")) in kept] for d in metric_drafts
+            ]
+            got = await review(
+                "check_metrics",
+                check_metrics_model([m.name for m in metrics]),
+                REVIEW_TOKENS,
+                domain=dom,
+                metrics=metrics_text(kept_drafts)[0],
+            )
+            if got is not None and got.same_quantity:
+                metric_drafts, _ = apply_metric_review(metric_drafts, got, report)
+                metrics, final_outcome = merge_metrics(
+                    metric_drafts,
+                    dims,
+                    caps.max_metrics,
+                    outcome,
+                    AssemblyReport(),
+                    support=support,
+                    causes=causes,
+                )
         if not metrics:
             raise BuildError("Stage 1 produced no metrics; see the failures, or pass --spec")
         if outcome is None and inferred_outcomes:

@@ -4,8 +4,9 @@ that merges what the rules of ``spec.merge`` cannot tell apart by wording.
 The deterministic merge (``spec.merge``) joins spellings, plurals and names that differ only in
 wording. Names for one thing in other words (``Cure`` / ``TreatmentSuccess``, ``body_site`` /
 ``anatomical_site``) need a reader: each review sends the merged vocabulary once, with how many
-samples proposed each name, and gets back groups by name (enums of the names shown). Applying a
-reply is pure: ``apply_dimension_review`` and ``apply_metric_review`` rename and union, and never
+samples proposed each name, and gets back groups by name (enums of the names shown); a last call
+checks the metrics the cap kept, which a long list of proposals can hide duplicates among
+(``check_metrics_model``). Applying a reply is pure: ``apply_dimension_review`` and ``apply_metric_review`` rename and union, and never
 invent a name. The dimensions review also writes the domain line for the whole corpus from the
 lines each sample proposed. A failed or refused review leaves the deterministic merge as it was.
 """
@@ -23,7 +24,7 @@ from ..types import Dimension
 from .assemble import AssemblyReport, metric_name
 from .merge import definition
 
-REVIEW_CALLS = 2  # the dimensions review and the metrics review
+REVIEW_CALLS = 3  # the dimensions review, the metrics review, the check of the kept metrics
 MAX_DOMAIN_CHARS = 200
 MAX_GROUPS = 60  # groups one review may list (maxItems)
 MAX_GROUP_MEMBERS = 12
@@ -68,6 +69,20 @@ def metrics_review_model(names: Sequence[str], cap: int) -> type[BaseModel]:
         "ReviewMetricsReply",
         same_quantity=(list[group], capped_list(max(1, min(MAX_GROUPS, len(names) // 2)))),
         causes=(list[metric], capped_list(max(1, cap))),
+    )
+
+
+def check_metrics_model(names: Sequence[str]) -> type[BaseModel]:
+    """``CheckMetricsReply``: groups of the kept metrics that measure one quantity."""
+    metric = _lit(names)
+    group = create_model(
+        "SameKeptQuantity",
+        keep=(metric, ...),
+        absorbs=(list[metric], capped_list(MAX_GROUP_MEMBERS)),
+    )
+    return create_model(
+        "CheckMetricsReply",
+        same_quantity=(list[group], capped_list(max(1, len(names) // 2))),
     )
 
 
@@ -169,7 +184,7 @@ def apply_metric_review(
         ]
         for draft in drafts
     ]
-    causes = {moved.get(c, c) for c in reply.causes if c in first}
+    causes = {moved.get(c, c) for c in getattr(reply, "causes", ()) if c in first}
     return renamed, causes
 
 
@@ -177,6 +192,7 @@ __all__ = [
     "REVIEW_CALLS",
     "apply_dimension_review",
     "apply_metric_review",
+    "check_metrics_model",
     "dimensions_review_model",
     "dimensions_text",
     "metrics_review_model",
