@@ -52,10 +52,11 @@ SOURCE_WEIGHT = 0.5  # weight of the source metric in the query for a target's e
 NAME_WORD_BONUS = 0.15  # added to a sentence's cosine per share of the target's name words in it
 MAX_TIER2_SNIPPETS = 8  # snippets shown to one packed Tier 2 call
 MAX_EXCERPT_OVERLAP = 0.6  # an excerpt sharing this much of its words with a shown one is dropped
-# Candidates one template may send (its best supported pairs): the tier's candidate budget shared
+# Candidates one template may send (its most associated pairs): the tier's candidate budget shared
 # by the templates, at most MAX_TEMPLATE_PAIRS. A template is never split over calls, so its
 # metrics and excerpts are sent once. On the recorded medical XS run (244 templates) today's rule
-# finds 4,313 supported pairs; the XS budget sends 8 per template, 1,181 in all (33 calls).
+# finds 1,451 candidates; the XS budget sends 8 per template, 800 in all (29 calls;
+# benchmarks/llm_estimate.py --recording). The live builds sent 789 to 1,048 (docs/llm.md).
 MAX_TEMPLATE_PAIRS = 24
 TIER2_CANDIDATE_BUDGET = {"XS": 2000, "S": 4000, "M": 8000, "L": 16000}
 FREE_PAIR_SUPPORT = 1  # two variables that name nothing to look for pair (weakly)
