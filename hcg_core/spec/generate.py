@@ -15,7 +15,7 @@ names for relation endpoints), and ``hcg_core.spec.assemble`` validates again.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -432,21 +432,11 @@ async def agenerate_spec(
         )
         if dims:
             lines = [str(getattr(r, "domain", "") or "") for _, r in dim_replies]
-            got = await review(
-                "review_dimensions",
-                dimensions_review_model(
-                    [d.name for d in dims], [e for d in dims for e in d.entities]
-                ),
-                REVIEW_TOKENS,
-                domains="\n".join(f"- {x}" for x in ([domain] if not infer else lines) if x)
-                or "(none)",
-                dimensions=dimensions_text(dims),
+            dims, line = await reviewed_dimensions(
+                review, dims, lines if infer else [domain], report
             )
-            if got is not None:
-                dims, line = apply_dimension_review(dims, got, report)
-                if infer and line:
-                    domain = line
-                    inferred = ["domain"]
+            if infer and line:
+                domain, inferred = line, ["domain"]
         if not dims:
             raise BuildError(
                 "Stage 1 found no dimensions: the LLM failed or the corpus names no entities; "
@@ -466,45 +456,9 @@ async def agenerate_spec(
         metric_drafts, support = merge_metric_drafts(
             items(metric_replies, "metrics"), embedder, chunk_embeddings, report
         )
-        listed, names = metrics_text(metric_drafts)
-        causes: set[str] = set()
-        if names:
-            got = await review(
-                "review_metrics",
-                metrics_review_model(names, caps.max_metrics),
-                REVIEW_TOKENS,
-                domain=dom,
-                metrics=listed,
-                cap=str(caps.max_metrics),
-            )
-            if got is not None:
-                metric_drafts, causes = apply_metric_review(metric_drafts, got, report)
-        metrics, final_outcome = merge_metrics(
-            metric_drafts, dims, caps.max_metrics, outcome, report, support=support, causes=causes
+        metrics, final_outcome = await curated_metrics(
+            review, metric_drafts, dims, caps.max_metrics, outcome, report, support, dom
         )
-        if len(metrics) > 1:  # the check: duplicates among the kept metrics, merged and refilled
-            kept = {m.name for m in metrics}
-            kept_drafts = [
-                [i for i in d if metric_name(i.get("name", "")) in kept] for d in metric_drafts
-            ]
-            got = await review(
-                "check_metrics",
-                check_metrics_model([m.name for m in metrics]),
-                REVIEW_TOKENS,
-                domain=dom,
-                metrics=metrics_text(kept_drafts)[0],
-            )
-            if got is not None and got.same_quantity:
-                metric_drafts, _ = apply_metric_review(metric_drafts, got, report)
-                metrics, final_outcome = merge_metrics(
-                    metric_drafts,
-                    dims,
-                    caps.max_metrics,
-                    outcome,
-                    AssemblyReport(),
-                    support=support,
-                    causes=causes,
-                )
         if not metrics:
             raise BuildError("Stage 1 produced no metrics; see the failures, or pass --spec")
         if outcome is None and inferred_outcomes:
@@ -550,6 +504,75 @@ async def agenerate_spec(
         **coverage,
         **report.as_dict(),
     }
+
+
+Review = Callable[..., Awaitable[Any]]  # review(prompt name, model, tokens, **fields) -> reply
+
+
+async def reviewed_dimensions(
+    review: Review, dims: Sequence[Any], domains: Sequence[str], report: AssemblyReport
+) -> tuple[tuple[Any, ...], str]:
+    """The dimensions after the dimensions review (one call), and the whole-corpus domain line
+    it wrote ("" when none, or when the review failed: the deterministic merge stands)."""
+    got = await review(
+        "review_dimensions",
+        dimensions_review_model([d.name for d in dims], [e for d in dims for e in d.entities]),
+        REVIEW_TOKENS,
+        domains="\n".join(f"- {x}" for x in domains if x) or "(none)",
+        dimensions=dimensions_text(dims),
+    )
+    if got is None:
+        return tuple(dims), ""
+    return apply_dimension_review(dims, got, report)
+
+
+async def curated_metrics(
+    review: Review,
+    drafts: list[list[dict[str, Any]]],
+    dims: Sequence[Any],
+    cap: int,
+    outcome: OutcomeConfig | None,
+    report: AssemblyReport,
+    support: Mapping[str, float],
+    domain: str,
+) -> tuple[tuple[Any, ...], OutcomeConfig]:
+    """The capped metrics: the metrics review merges by meaning and names the causes (kept
+    first), the cap keeps the best, and the check call merges duplicates among the kept ones
+    (the slot it frees goes to the next metric of the ranking)."""
+    listed, names = metrics_text(drafts)
+    causes: set[str] = set()
+    if names:
+        got = await review(
+            "review_metrics",
+            metrics_review_model(names, cap),
+            REVIEW_TOKENS,
+            domain=domain,
+            metrics=listed,
+            cap=str(cap),
+        )
+        if got is not None:
+            drafts, causes = apply_metric_review(drafts, got, report)
+    metrics, final = merge_metrics(
+        drafts, dims, cap, outcome, report, support=support, causes=causes
+    )
+    if len(metrics) < 2:
+        return metrics, final
+    kept = {m.name for m in metrics}
+    kept_drafts = [[i for i in d if metric_name(i.get("name", "")) in kept] for d in drafts]
+    got = await review(
+        "check_metrics",
+        check_metrics_model([m.name for m in metrics]),
+        REVIEW_TOKENS,
+        domain=domain,
+        metrics=metrics_text(kept_drafts)[0],
+    )
+    if got is None or not got.same_quantity:
+        return metrics, final
+    drafts, _ = apply_metric_review(drafts, got, report)
+    # The second merge's own counts would count the first one's again: a scratch report.
+    return merge_metrics(
+        drafts, dims, cap, outcome, AssemblyReport(), support=support, causes=causes
+    )
 
 
 def merge_metric_drafts(
