@@ -365,3 +365,12 @@ def test_the_reviews_merge_what_they_name_and_the_check_refills_the_cap():
     assert not any(v.metric == "DissolvedOxygen" for v in r.graph.variables)
     assert r.graph.spec.domain == "two lakes and their blooms"  # the review's whole-corpus line
     assert r.report["stages"]["stage1"]["repaired"]["metric_merged_by_review"] == 1
+
+
+def test_the_dimensions_review_lists_an_entity_two_dimensions_share_once():
+    from hcg_core.spec.review import dimensions_review_model
+    from hcg_core.testing import LLMRequest
+
+    model = dimensions_review_model(["condition", "symptom"], ["anxiety", "fatigue", "anxiety"])
+    req = LLMRequest(model.__name__, model.model_json_schema(), ())
+    assert req.enum("same_entities", "keep") == ["anxiety", "fatigue"]

@@ -732,7 +732,8 @@ async def run_tier2(
             entities="\n".join(
                 f"- {d}: {', '.join(spec.dimension(d).entities) or '(none yet)'}" for d in dims
             )
-            or "(the metrics have no signature: use an empty entity list)",
+            or "(the metrics have no signature: leave entities an empty object {} and "
+            "new_entities empty)",
         )
         return messages, model
 

@@ -42,7 +42,7 @@ def dimensions_review_model(dimensions: Sequence[str], entities: Sequence[str]) 
         keep=(dim, ...),
         absorbs=(list[dim], capped_list(MAX_GROUP_MEMBERS)),
     )
-    entity = named_choice(entities)
+    entity = named_choice(list(dict.fromkeys(entities)))  # an enum lists each name once
     entity_group = create_model(
         "SameEntities",
         dimension=(dim, ...),
