@@ -129,7 +129,13 @@ def recorded_templates(calls: Path) -> list[tuple[str, str]]:
 def replay(args) -> None:
     from hcg_core.graph_build.evidence import EntityMentions
     from hcg_core.graph_build.llm_pipeline import estimate_build
-    from hcg_core.graph_build.llm_tiers import Template, compatible, tier1_sources, tier2_batches
+    from hcg_core.graph_build.llm_tiers import (
+        Template,
+        candidate_score,
+        pairs_per_template,
+        tier1_sources,
+        tier2_batches,
+    )
     from hcg_core.spec.generate import stage1_calls
     from hcg_core.store import current_dir, read_spec_file
 
@@ -141,11 +147,13 @@ def replay(args) -> None:
     spec = read_spec_file(graph / "spec.yaml")
     templates = [Template(s, t) for s, t in recorded_templates(rec / "calls.jsonl")]
     mentions = EntityMentions(chunks)
+    per_template = pairs_per_template(args.tier, len(templates))
     batches, counts = tier2_batches(
         templates,
         spec.variables,
         args.max_batch_pairs,
-        lambda s, t: compatible(spec, mentions, s, t),
+        lambda s, t: candidate_score(spec, mentions, s, t),
+        per_template=per_template,
     )
     made = {
         "stage1": stage1_calls(len(chunks), tier=args.tier),
@@ -162,7 +170,8 @@ def replay(args) -> None:
     )
     print(
         f"tier 2 today: {counts['candidates_proposed']} candidates proposed, "
-        f"{counts['candidates']} kept by the rule, "
+        f"{counts['candidates'] + counts['candidates_over_template_cap']} supported by the rule, "
+        f"{counts['candidates']} sent ({per_template} per template at most), "
         f"{counts['templates_without_candidates']} templates to populate, {len(batches)} calls\n"
     )
     print("estimate before Stage 1 (no spec):")

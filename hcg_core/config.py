@@ -245,10 +245,10 @@ DEFAULT_SNIPPET_CHARS = 500
 """Characters of one snippet (cut at sentence boundaries)."""
 DEFAULT_SPEC_SAMPLE_CHUNKS: int | None = None
 """Chunks Stage 1 reads; None: the tier's budget (every chunk up to it, else one per cluster)."""
-DEFAULT_CHUNKS_PER_CALL = 4
-"""Chunks per Stage 1 call."""
-DEFAULT_EXCERPT_CHARS = 1500
-"""Characters of each chunk shown to Stage 1."""
+DEFAULT_CHUNKS_PER_CALL = 12
+"""Chunks per Stage 1 call: many short excerpts from across the corpus, so the calls read more."""
+DEFAULT_EXCERPT_CHARS = 600
+"""Characters of each chunk shown to Stage 1 (cut at a sentence boundary)."""
 DEFAULT_MIN_CONFIDENCE = 0.0
 """Tier 2 edges under this confidence are dropped."""
 

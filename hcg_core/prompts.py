@@ -53,9 +53,11 @@ PROMPTS: dict[str, Prompt] = {
         "axes that identify WHAT a measurement is about, such as disease, population or organ, "
         "each with the concrete entities the excerpts name. Use short snake_case dimension names "
         "and the entities' usual names, as the excerpts spell them; one name per entity (not "
-        "its plural, abbreviation or synonym as well), and a stage or subtype only as itself "
-        "(metastatic breast cancer), never as a different disease. Where the schema asks for "
-        "them, also give the domain in one line and the outcomes the text builds toward.\n\n"
+        "its plural, abbreviation or synonym as well: 'CT scan', not also 'CT'), and a stage or "
+        "subtype only as itself (metastatic breast cancer), never as a different disease. The "
+        "excerpts are a sample from across a larger corpus: where the schema asks for them, "
+        "also give the domain in one line, for the whole corpus the excerpts suggest, and the "
+        "outcomes the text builds toward.\n\n"
         "{excerpts}",
         {
             "domain": "domain name or 'unknown'",
@@ -71,10 +73,12 @@ PROMPTS: dict[str, Prompt] = {
         "From these excerpts, define measurable or assessable METRICS (at most {cap}) in "
         "CamelCase, one per distinct quantity (one name for one quantity: not both a "
         "probability and a likelihood of the same thing). Include the CAUSES the excerpts "
-        "discuss (exposures, behaviours, treatments received, inherited conditions, risk "
-        "factors) as metrics of their own, not only the outcomes. Give each a signature: the "
-        "dimensions that IDENTIFY what the metric is measured for (usually one, often none); "
-        "never put its causes, drivers or treatments in the signature. Give a description "
+        "discuss (exposures, behaviours, infections, inherited conditions, risk factors) as "
+        "metrics of their own (SmokingStatus, not only the cancers it causes), not only the "
+        "outcomes. Give each a signature: the dimensions that IDENTIFY what the metric is "
+        "measured for (usually one, often none), e.g. TreatmentReceived(treatment) for which "
+        "treatment was received; a dimension that only names a cause or driver of the metric "
+        "(a treatment that changes survival) stays out of its signature. Give a description "
         "whose first sentence says what it measures, then what drives it and what it "
         "influences; a category; and a role: 'terminal' for the few final sinks, 'outcome' for "
         "key endpoints, 'intermediate' for everything else, causes included.\n\n{excerpts}",
@@ -90,9 +94,10 @@ PROMPTS: dict[str, Prompt] = {
         "variables",
         "Domain: {domain}\nDimensions and entities:\n{dimensions}\nMetrics (name(signature)):\n"
         "{metrics}\n\nList the concrete VARIABLES these excerpts discuss: a metric bound to one "
-        "entity per dimension of its signature, in signature order (an empty list for a metric "
-        "without signature). Bind only entity combinations the excerpts actually pair with that "
-        "metric.\n\n{excerpts}",
+        "entity for each dimension of its signature (each dimension's field offers only that "
+        "dimension's entities; leave a field empty when it is not in the metric's signature). "
+        "Bind only entity combinations the excerpts actually pair with that metric; a metric "
+        "without signature is one variable with every field empty.\n\n{excerpts}",
         {
             "domain": "domain name",
             "dimensions": "dimensions with entities",
@@ -140,14 +145,16 @@ PROMPTS: dict[str, Prompt] = {
         "Candidate edges (source -> target):\n{candidates}\n\n"
         "Judge EVERY numbered candidate once: keep it only if the source variable directly "
         "causes a change in the target variable here. List a kept one under kept with its "
-        "number, the effect (does raising the source increase or decrease the target?), the "
+        "number, the effect (does raising the source increase or decrease the target? 'not "
+        "stated' when the direction depends on a result or the text does not say), the "
         "mechanism (one sentence), a confidence in [0, 1] and, when the evidence above states "
-        "the link, a verbatim quote of those words (else leave evidence empty); list every "
-        "other one under rejected, by its number alone.\n"
+        "the link, a verbatim quote of those words (else leave evidence empty); put the number "
+        "of every other one in rejected.\n"
         "Then add new_edges for variables the evidence discusses that no candidate covers, "
-        "between a template's source and target metric: one entity per signature dimension, "
-        "chosen from these lists (entities) or, for an entity not listed, copied exactly from "
-        "the evidence above (new_entities):\n{entities}",
+        "between a template's source and target metric: for each dimension of the metric's "
+        "signature, its field picks an entity from that dimension's list (leave the fields of "
+        "other dimensions empty), or, for an entity not listed, leave that field empty and copy "
+        "the entity exactly from the evidence above into new_entities:\n{entities}",
         {
             "domain": "the domain, given or inferred",
             "templates": "the batch's Tier 1 templates (source -> target metric)",
@@ -156,6 +163,52 @@ PROMPTS: dict[str, Prompt] = {
             "candidates": "numbered candidate pairs",
             "entities": "allowed entities per dimension the templates use",
         },
+    ),
+    "review_dimensions": Prompt(
+        "review_dimensions",
+        "Several readers each read a different sample of one corpus and proposed the "
+        "dimensions below (categorical axes, with their entities), after a first merge of "
+        "plain spelling variants. Proposed one-line domains, one per sample:\n{domains}\n\n"
+        "Dimensions:\n{dimensions}\n\n"
+        "As an expert curating this vocabulary: (1) write the domain in one line for the "
+        "WHOLE corpus, covering what all the samples show, not one sample; (2) list the "
+        "dimensions that are one axis under another name (same_dimensions: the name to keep "
+        "and the ones it absorbs); (3) within each dimension, list the entities that name the "
+        "same thing (same_entities: a synonym, an abbreviation, a plural, 'X' and 'X test' or "
+        "'X scan' for one test), the name to keep first. Do not merge different things, "
+        "subtypes or stages into their parent. List only real duplicates; none is fine.",
+        {
+            "domains": "the domain lines the samples proposed",
+            "dimensions": "the merged dimensions with their entities",
+        },
+    ),
+    "review_metrics": Prompt(
+        "review_metrics",
+        "Domain: {domain}\n\nSeveral readers each read a different sample of the corpus and "
+        "proposed these metrics (name(signature): definition [role; proposed by N samples]), "
+        "after a first merge of names that differ only in wording:\n{metrics}\n\n"
+        "As an expert curating this vocabulary to at most {cap} metrics: (1) list the groups "
+        "of proposals that measure the same quantity (same_quantity: the name to keep and the "
+        "ones it absorbs): synonyms, a special case of another proposal (receiving one "
+        "intervention within receiving interventions, a success within an effectiveness), or "
+        "a chance and an occurrence of the same event; keep apart quantities an expert keeps "
+        "apart; (2) list under causes the metrics that measure a cause the corpus discusses "
+        "(an exposure, behaviour, infection, inherited condition or risk factor), so that they "
+        "are kept.",
+        {
+            "domain": "the domain, given or inferred",
+            "metrics": "the proposed metrics, merged by wording, with their support",
+            "cap": "max metrics (tier cap)",
+        },
+    ),
+    "check_metrics": Prompt(
+        "check_metrics",
+        "Domain: {domain}\n\nThese are the metrics kept for the graph (name(signature): "
+        "definition):\n{metrics}\n\nAs an expert, list any groups of them that measure the "
+        "same quantity of the same thing under two names (as 'TrafficCongestion' and "
+        "'RoadCongestion' would), the name to keep first. Quantities an expert keeps apart stay "
+        "apart; none is fine.",
+        {"domain": "the domain, given or inferred", "metrics": "the kept metrics"},
     ),
 }
 

@@ -74,6 +74,19 @@ class LLMRequest:
             return [node["const"]]
         return []
 
+    def slots(self, *path: str) -> dict[str, list[str]]:
+        """The per-dimension fields of an object (``slots("variables", "entities")``): each
+        field's name and its enum, as ``enum`` finds them."""
+        node: Any = self.schema
+        defs = self.schema.get("$defs", {})
+        for key in path:
+            node = _resolve(node, defs)
+            if node.get("type") == "array":
+                node = _resolve(node.get("items", {}), defs)
+            node = node.get("properties", {}).get(key, {})
+        node = _resolve(node, defs)
+        return {k: self.enum(*path, k) for k in node.get("properties", {})}
+
 
 def _resolve(node: Any, defs: dict) -> Any:
     if isinstance(node, dict) and "$ref" in node:
@@ -261,7 +274,8 @@ class ReadingResponder:
 
     def _VariablesReply(self, req: LLMRequest) -> dict[str, Any]:  # noqa: N802
         metrics = set(req.enum("variables", "metric"))
-        known = set(req.enum("variables", "entities"))
+        slots = req.slots("variables", "entities")
+        known = {e for ents in slots.values() for e in ents if e}
         signed = self._signatures(req)
         out: dict[str, dict[str, Any]] = {}
         for st, sentence in self.statements(self._excerpts(req)):
@@ -273,7 +287,8 @@ class ReadingResponder:
                 if signed.get(name) and span.modifier not in known:
                     continue
                 key = f"{name}({', '.join(ents)})"
-                out.setdefault(key, {"metric": name, "entities": ents, "description": sentence})
+                filled = _fill_slots(slots, ents)
+                out.setdefault(key, {"metric": name, "entities": filled, "description": sentence})
         cap = int(req.schema.get("properties", {}).get("variables", {}).get("maxItems", 60))
         return {"variables": list(out.values())[:cap]}
 
@@ -286,6 +301,19 @@ class ReadingResponder:
                 out.append({"source": pair[0], "target": pair[1], "mechanism": sentence})
         cap = int(req.schema.get("properties", {}).get("relations", {}).get("maxItems", 30))
         return {"relations": out[:cap]}
+
+    def _ReviewDimensionsReply(self, req: LLMRequest) -> dict[str, Any]:  # noqa: N802
+        # It merges nothing (no domain knowledge); the domain line is the first sample's.
+        lines = re.findall(
+            r"^- (.+)$", _between(req.prompt, "one per sample:", "Dimensions:"), re.M
+        )
+        return {"domain": lines[0] if lines else "", "same_dimensions": [], "same_entities": []}
+
+    def _ReviewMetricsReply(self, req: LLMRequest) -> dict[str, Any]:  # noqa: N802
+        return {"same_quantity": [], "causes": []}
+
+    def _CheckMetricsReply(self, req: LLMRequest) -> dict[str, Any]:  # noqa: N802
+        return {"same_quantity": []}
 
     def _variable(self, span: Any, listed: set[str]) -> str | None:
         name = self.metric(span)
@@ -312,7 +340,7 @@ class ReadingResponder:
     def _Tier2Reply(self, req: LLMRequest) -> dict[str, Any]:  # noqa: N802
         pairs = re.findall(r"^\d+\. (.+?) -> (.+)$", req.prompt, re.M)
         templates = set(re.findall(r"^T\d+\. (\S+) -> (\S+)$", req.prompt, re.M))
-        known = set(req.enum("new_edges", "source", "entities"))
+        slots = req.slots("new_edges", "source", "entities")
         found = self.statements(_between(req.prompt, "Evidence from the corpus:", "\nCandidate"))
         stated = {}
         for st, sentence in found:
@@ -325,7 +353,7 @@ class ReadingResponder:
             (sm, se), (tm, te) = _split_variable(s), _split_variable(t)
             hit = stated.get((sm, se, tm, te))
             if hit is None:
-                rejected.append({"candidate": n, "keep": False})
+                rejected.append(n)
                 continue
             st, sentence = hit
             covered.add((sm, tm))
@@ -346,8 +374,8 @@ class ReadingResponder:
             covered.add((sm, tm))
             new_edges.append(
                 {
-                    "source": _reading_endpoint(sm, st.cause.modifier, known),
-                    "target": _reading_endpoint(tm, st.effect.modifier, known),
+                    "source": _reading_endpoint(sm, st.cause.modifier, slots),
+                    "target": _reading_endpoint(tm, st.effect.modifier, slots),
                     "effect": "decreases" if st.cue in _DECREASING_CUES else "increases",
                     "mechanism": sentence,
                     "confidence": round(st.strength, 2),
@@ -371,12 +399,26 @@ def _split_variable(name: str) -> tuple[str, str]:
     return metric, rest.rstrip(")").split(",")[0].strip()
 
 
-def _reading_endpoint(metric: str, entity: str, known: set[str]) -> dict[str, Any]:
-    if not entity:
-        return {"metric": metric, "entities": [], "new_entities": []}
-    if entity in known:
-        return {"metric": metric, "entities": [entity], "new_entities": []}
-    return {"metric": metric, "entities": [], "new_entities": [entity]}
+def _fill_slots(slots: dict[str, list[str]], entities: Sequence[str]) -> dict[str, str]:
+    """Per-dimension fields: each entity in the first dimension whose list holds it."""
+    out = {d: "" for d in slots}
+    for e in entities:
+        for d, ents in slots.items():
+            if e in ents and not out[d]:
+                out[d] = e
+                break
+    return out
+
+
+def _reading_endpoint(metric: str, entity: str, slots: dict[str, list[str]]) -> dict[str, Any]:
+    known = {e for ents in slots.values() for e in ents if e}
+    if entity and entity not in known:
+        return {"metric": metric, "entities": _fill_slots(slots, []), "new_entities": [entity]}
+    return {
+        "metric": metric,
+        "entities": _fill_slots(slots, [entity] if entity else []),
+        "new_entities": [],
+    }
 
 
 # -- the stub server ------------------------------------------------------------------------------
@@ -390,6 +432,7 @@ FAULTS = (
     "unauthorized",
     "length",  # 200 with half the reply and finish_reason "length"
     "think",  # 200 with a <think> block holding braces before the JSON
+    "fence",  # 200 with the JSON wrapped in a ```json code fence
     "refusal",  # 200 with message.refusal set and no content
     "bad_request",  # 400 about the request itself (not its format)
 )
@@ -419,6 +462,7 @@ class FaultPlan:
     context_limit_chars: int = 0
     length_every: int = 0
     think_every: int = 0
+    fence_every: int = 0
     refusal_every: int = 0
     allow_consecutive: bool = False
     script: dict[int, str] = field(default_factory=dict)
@@ -434,6 +478,7 @@ class FaultPlan:
             ("malformed", self.malformed_every),
             ("length", self.length_every),
             ("think", self.think_every),
+            ("fence", self.fence_every),
             ("refusal", self.refusal_every),
         ):
             if every and n % every == 0:
@@ -674,6 +719,8 @@ class StubLLMServer:
                 content, finish = content[: len(content) // 2], "length"
             elif fault == "think":
                 content = '<think>Should it be {a} or {b}? {"draft": 1}</think>\n' + content
+            elif fault == "fence":
+                content = f"```json\n{content}\n```"
         prompt_tokens = _tokens("".join(str(m.get("content", "")) for m in messages))
         completion_tokens = _tokens(content)
         with self._lock:

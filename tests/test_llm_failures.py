@@ -16,7 +16,7 @@ from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import IncompleteBuildError
 from hcg_core.graph_build import build_graph
 from hcg_core.spec.yaml_io import spec_to_yaml
-from hcg_core.store import current_dir
+from hcg_core.store import current_dir, load_graph
 from hcg_core.testing import FaultPlan, ScriptedLLM, StubLLMServer
 
 CORPUS = Path(__file__).parent / "fixtures" / "llm" / "corpus.md"
@@ -156,7 +156,7 @@ def test_rerun_after_recovery_resumes_from_the_cache(tmp_path, capsys, monkeypat
         assert "built" in capsys.readouterr().out
     report = json.loads((current_dir(out) / "build_report.json").read_text())
     clean = build_graph(
-        load_chunks(),
+        load_graph(out).graph.chunks,  # the chunks the CLI made: the Tier 2 rule reads them
         embedder=HashingEmbedder(),
         llm=ScriptedLLM(respond),
         tier="XS",

@@ -171,10 +171,12 @@ def test_quote_match_is_the_papers_prefix():
 def test_estimate_bounds_the_report(clean):
     est = estimate_build(CHUNKS, None, "XS")
     rep = clean.report["stages"]
-    assert est["stages"]["stage1"]["calls"] == rep["stage1"]["calls"] == 8
+    assert est["stages"]["stage1"]["calls"] == rep["stage1"]["calls"] == 4 + 3  # one batch, reviews
     est2 = estimate_build(CHUNKS, clean.graph.spec, "XS")
     assert est2["stages"]["tier1"]["calls"] == rep["tier1"]["calls"]
     assert rep["tier2"]["calls"] <= est2["stages"]["tier2"]["calls_max"]
+    # The build records the estimate its vocabulary gives, before Tier 1 and Tier 2 run.
+    assert rep["tier2"]["calls_estimated_with_spec"] == est2["stages"]["tier2"]["calls_expected"]
     assert "calls" in format_estimate(est2)
 
 
@@ -339,3 +341,35 @@ def test_llm_build_config_is_typed_and_checked():
         LLMBuildConfig(max_batch_pairs=51)
     with pytest.raises(ConfigError, match="chunks_per_call"):
         LLMBuildConfig(chunks_per_call=0)
+
+
+def test_the_reviews_merge_what_they_name_and_the_check_refills_the_cap():
+    # A reviewer that merges one dimension's two entities and, at the check, two kept metrics.
+    def reviewer(req):
+        if req.schema_name == "ReviewDimensionsReply":
+            return {
+                "domain": "two lakes and their blooms",
+                "same_dimensions": [],
+                "same_entities": [{"dimension": "lake", "keep": "Lake Erie", "absorbs": []}],
+            }
+        if req.schema_name == "CheckMetricsReply":
+            names = req.enum("same_quantity", "keep")
+            assert {"FishMortality", "DissolvedOxygen"} <= set(names)
+            return {"same_quantity": [{"keep": "FishMortality", "absorbs": ["DissolvedOxygen"]}]}
+        return respond(req)
+
+    r = build_graph(CHUNKS, embedder=EMB, llm=ScriptedLLM(reviewer), tier="XS")
+    metrics = {m.name for m in r.graph.spec.metrics}
+    assert "FishMortality" in metrics and "DissolvedOxygen" not in metrics
+    assert not any(v.metric == "DissolvedOxygen" for v in r.graph.variables)
+    assert r.graph.spec.domain == "two lakes and their blooms"  # the review's whole-corpus line
+    assert r.report["stages"]["stage1"]["repaired"]["metric_merged_by_review"] == 1
+
+
+def test_the_dimensions_review_lists_an_entity_two_dimensions_share_once():
+    from hcg_core.spec.review import dimensions_review_model
+    from hcg_core.testing import LLMRequest
+
+    model = dimensions_review_model(["condition", "symptom"], ["anxiety", "fatigue", "anxiety"])
+    req = LLMRequest(model.__name__, model.model_json_schema(), ())
+    assert req.enum("same_entities", "keep") == ["anxiety", "fatigue"]

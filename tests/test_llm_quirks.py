@@ -200,15 +200,25 @@ def test_context_length_and_truncation_split_the_batch():
     assert ledger.total("splits") == 1 and len(parts) == 2 and all(r for _, r in parts)
 
 
-def test_refusal_is_a_counted_failure():
+def test_refusal_is_asked_again_once_then_dropped_and_counted():
     with StubLLMServer(answer, faults=FaultPlan(refusal_every=1, allow_consecutive=True)) as srv:
         llm = make(srv)
         with pytest.raises(LLMRefusalError, match="can't help"):
             llm.complete(MSG, Answer)
-        assert srv.calls == 1  # not re-asked: a refusal is an answer
+        assert srv.calls == 1  # the client does not re-ask: the pipeline's item does
         ledger, failures = Ledger(), Failures()
-        asyncio.run(ask_item(llm, MSG, Answer, item="x", ledger=ledger, failures=failures))
-    assert failures.grouped()[0]["cause"] == "the model refused"
+        got = asyncio.run(ask_item(llm, MSG, Answer, item="x", ledger=ledger, failures=failures))
+        assert got is None and srv.calls == 3  # asked, re-asked once, then dropped
+    assert ledger.total("refused") == 1 and ledger.total("reasks") == 1
+    assert ledger.total("failed") == 0 and len(failures) == 0  # dropped, not a failure
+
+    with StubLLMServer(answer, faults=FaultPlan(script={1: "refusal"})) as srv:
+        ledger = Ledger()
+        got = asyncio.run(
+            ask_item(make(srv), MSG, Answer, item="x", ledger=ledger, failures=Failures())
+        )
+    assert got is not None and got.verdict is True and srv.calls == 2
+    assert ledger.total("refused") == 0 and ledger.total("reasks") == 1
 
 
 def test_think_block_with_braces_is_stripped():
@@ -340,3 +350,74 @@ def test_tier1_targets_left_out_are_asked_again():
     assert "tier1_targets_never_judged" not in r.report["dropped"]
     assert r.report["stages"]["tier1"]["templates"] == clean.report["stages"]["tier1"]["templates"]
     assert _edges(r) == _edges(clean)
+
+
+QUIRKS = {
+    "refuses_once": FaultPlan(refusal_every=7),  # never twice in a row: the re-ask answers
+    "truncates_once": FaultPlan(script={5: "length"}),
+    "rejects_temperature": FaultPlan(reject_temperature=True),
+    "fenced_json": FaultPlan(fence_every=2),
+}
+
+
+@pytest.mark.parametrize("quirk", sorted(QUIRKS))
+def test_pipeline_builds_the_same_graph_through_a_quirky_provider(quirk):
+    from fixtures.llm.responder import OUTCOME, load_chunks, respond
+
+    from hcg_core.embedders import HashingEmbedder
+    from hcg_core.graph_build import build_graph
+    from hcg_core.testing import ScriptedLLM
+
+    emb = HashingEmbedder()
+    clean = build_graph(
+        load_chunks(), embedder=emb, llm=ScriptedLLM(respond), tier="XS", outcome=OUTCOME
+    )
+    with StubLLMServer(respond, faults=QUIRKS[quirk]) as srv:
+        llm = make(srv, max_concurrency=1)  # one at a time: a re-ask is the next request
+        r = build_graph(load_chunks(), embedder=emb, llm=llm, tier="XS", outcome=OUTCOME)
+    totals = r.report["totals"]
+    assert r.report["partial"] is False and totals["failed"] == 0 and totals["refused"] == 0
+    assert srv.by_fault or quirk == "rejects_temperature"  # the quirk really happened
+    if quirk == "refuses_once":
+        assert totals["reasks"] >= 1
+    if quirk == "truncates_once":
+        assert totals["truncated"] == 1 and totals["resends"] >= 1
+    if quirk == "rejects_temperature":
+        assert [x["temperature"] for x in srv.log][-1] is None
+    assert _edges(r) == _edges(clean)
+
+
+def test_a_provider_that_refuses_everything_exits_3(tmp_path, capsys, monkeypatch):
+    from pathlib import Path
+
+    from fixtures.llm.responder import respond
+
+    from hcg_core.cli import EXIT_BUILD_INCOMPLETE, main
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    corpus = Path(__file__).parent / "fixtures" / "llm" / "corpus.md"
+    out = tmp_path / "g"
+    plan = FaultPlan(refusal_every=1, allow_consecutive=True)
+    with StubLLMServer(respond, faults=plan) as srv:
+        code = main(
+            [
+                "build",
+                str(corpus),
+                "--out",
+                str(out),
+                "--tier",
+                "XS",
+                "--embedder",
+                "hashing",
+                "--quiet",
+                "--llm-model",
+                "stub-model",
+                "--llm-base-url",
+                srv.base_url,
+            ]
+        )
+    err = capsys.readouterr().err
+    assert code == EXIT_BUILD_INCOMPLETE, err
+    assert "refused twice" in err
+    assert srv.calls >= 2 and srv.calls % 2 == 0  # every item asked twice
+    assert not (out / "graph.json").exists()

@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 from fixtures.llm.responder import OUTCOME, load_chunks, respond
 
+from hcg_core.config import DEFAULT_CHUNKS_PER_CALL
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.graph_build import build_graph
 from hcg_core.graph_build.evidence import snippet
 from hcg_core.graph_build.llm_pipeline import estimate_build, format_estimate
 from hcg_core.graph_build.llm_tiers import Template, tier2_batches
 from hcg_core.spec.generate import STAGE1_CHUNK_BUDGET, cover_sample
+from hcg_core.spec.review import REVIEW_CALLS
 from hcg_core.testing import ScriptedLLM
 from hcg_core.types import Chunk, Variable
 
@@ -88,11 +90,17 @@ class TopicResponder:
         if name == "VariablesReply":
             return {
                 "variables": [
-                    {"metric": m, "entities": [t[0]]}
+                    {"metric": m, "entities": {"disease": t[0]}}
                     for t in shown
                     for m in ("CauseLevel", "SymptomBurden")
                 ]
             }
+        if name == "ReviewDimensionsReply":
+            return {"domain": "", "same_dimensions": [], "same_entities": []}
+        if name == "ReviewMetricsReply":
+            return {"same_quantity": [], "causes": []}
+        if name == "CheckMetricsReply":
+            return {"same_quantity": []}
         if name == "RelationsReply":
             return {"relations": []}
         if name == "Tier1Reply":
@@ -113,7 +121,7 @@ class TopicResponder:
                     for n, ok in enumerate(same, start=1)
                     if ok
                 ],
-                "rejected": [{"candidate": n} for n, ok in enumerate(same, start=1) if not ok],
+                "rejected": [n for n, ok in enumerate(same, start=1) if not ok],
             }
         raise ValueError(name)
 
@@ -156,7 +164,9 @@ def test_estimate_stage1_grows_with_the_corpus_up_to_the_budget():
     huge = load_chunks(copies=40)
     calls = [estimate_build(c, None, "XS")["stages"]["stage1"]["calls"] for c in (small, big, huge)]
     assert calls[0] < calls[1] <= calls[2]
-    assert calls[2] == 4 * STAGE1_CHUNK_BUDGET["XS"] // 4  # bounded by the tier's budget
+    per_call = DEFAULT_CHUNKS_PER_CALL
+    # bounded by the tier's budget: four steps per batch, and the two reviews
+    assert calls[2] == 4 * -(-STAGE1_CHUNK_BUDGET["XS"] // per_call) + REVIEW_CALLS
     est = estimate_build(small, None, "XS")
     r = est["remark1"]
     assert r["candidates_max"] <= r["naive_pairs"]  # the Remark 1 line no longer exceeds |V|^2

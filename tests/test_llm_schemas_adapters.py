@@ -1,8 +1,8 @@
 """The adapters' LLM wrappers with the pipeline's response schemas (issue 25, item 7): LangChain's
 own ``with_structured_output`` (a tool-calling chat model) and LlamaIndex's own
 ``astructured_predict`` (its text program) turn the schemas into tools or prompts and give back
-validated replies: a rejection by number alone, entities from the enum, a new entity named
-apart."""
+validated replies: rejections as numbers, an entity from its dimension's enum, a new entity
+named apart."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from hcg_core.spec.generate import dimensions_model, variables_model
 from langchain_hcg._models import LangChainStructuredLLM
 from llama_index_hcg._models import LlamaIndexStructuredLLM
 
-TIER2 = tier2_model(["NutrientLoad"], ["BloomSeverity"], 3, ["Lake Erie", "Lake Taihu"])
+TIER2 = tier2_model(["NutrientLoad"], ["BloomSeverity"], 3, {"lake": ["Lake Erie", "Lake Taihu"]})
 REPLY = {
     "kept": [
         {
@@ -33,11 +33,15 @@ REPLY = {
             "evidence": "a higher spring phosphorus load leads to a more severe bloom",
         }
     ],
-    "rejected": [{"candidate": 2, "keep": False}, {"candidate": 3}],
+    "rejected": [2, 3],
     "new_edges": [
         {
-            "source": {"metric": "NutrientLoad", "entities": ["Lake Erie"]},
-            "target": {"metric": "BloomSeverity", "new_entities": ["Sandusky Bay"]},
+            "source": {"metric": "NutrientLoad", "entities": {"lake": "Lake Erie"}},
+            "target": {
+                "metric": "BloomSeverity",
+                "entities": {"lake": ""},
+                "new_entities": ["Sandusky Bay"],
+            },
             "mechanism": "the bay gets the load",
         }
     ],
@@ -47,8 +51,8 @@ MSGS = [{"role": "user", "content": "Judge the candidates.\n\nResponse schema na
 
 def check(out: Any) -> None:
     assert isinstance(out, TIER2)
-    assert [j.candidate for j in out.kept] == [1] and [j.candidate for j in out.rejected] == [2, 3]
-    assert out.new_edges[0].source.entities == ["Lake Erie"]
+    assert [j.candidate for j in out.kept] == [1] and out.rejected == [2, 3]
+    assert out.new_edges[0].source.entities.lake == "Lake Erie"
     assert out.new_edges[0].target.new_entities == ["Sandusky Bay"]
 
 
@@ -57,7 +61,7 @@ def test_the_schemas_convert_to_tools_with_their_enums_and_limits():
         TIER2,
         tier1_model("NutrientLoad", ["BloomSeverity", "FishMortality"]),
         dimensions_model(6, infer_domain=True, infer_outcomes=True),
-        variables_model(["NutrientLoad"], ["Lake Erie"]),
+        variables_model(["NutrientLoad"], {"lake": ["Lake Erie"]}),
     ]
     for model in models:
         lc = convert_to_openai_tool(model)["function"]
@@ -67,7 +71,7 @@ def test_the_schemas_convert_to_tools_with_their_enums_and_limits():
     params = convert_to_openai_tool(TIER2)["function"]["parameters"]
     text = str(params)
     assert "'maxItems': 3" in text and "'maxItems': 8" in text
-    assert "'Lake Erie', 'Lake Taihu'" in text  # the entity enum reaches the tool
+    assert "'', 'Lake Erie', 'Lake Taihu'" in text  # the lake slot's enum reaches the tool
 
 
 class ToolCallingChat(BaseChatModel):
@@ -124,4 +128,4 @@ async def test_llamaindex_astructured_predict_gives_the_new_reply_shapes():
     llm = JsonLLM(reply=json.dumps(REPLY), prompts=[])
     out = await LlamaIndexStructuredLLM(llm).acomplete(MSGS, TIER2)
     check(out)
-    assert llm.prompts and "Tier2Rejected" in llm.prompts[0]  # the program sent the schema
+    assert llm.prompts and "Tier2Kept" in llm.prompts[0]  # the program sent the schema

@@ -17,14 +17,19 @@ from fixtures.llm.responder import DOMAIN, OUTCOME, load_chunks, respond
 
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.graph_build import build_graph
-from hcg_core.graph_build.evidence import SentencePool
+from hcg_core.graph_build.evidence import EntityMentions, SentencePool
 from hcg_core.graph_build.llm_tiers import (
+    MAX_TEMPLATE_PAIRS,
+    MIN_ASSOCIATION,
     TIER1_FIXED_TOKENS,
     TIER1_TOKENS_PER_TARGET,
     Stage2Context,
     Template,
+    association,
+    candidate_score,
     compatible,
     evidence_lines,
+    support,
     tier2_batches,
     tier2_model,
 )
@@ -76,6 +81,7 @@ def test_cross_lake_pairs_never_reach_a_tier2_prompt(served):
     # The rule did drop pairs (the fixture's templates pair both lakes' variables), and the report
     # counts what was proposed, what was kept and sent, and what the replies added.
     assert t2["candidates_proposed"] > t2["candidates"] == len(pairs)
+    assert 0 < t2["candidates_kept"] <= t2["candidates"]
     assert t2["new_edges"] >= 1 and t2["new_variables"] >= 1
 
 
@@ -96,7 +102,12 @@ def test_compatibility_rule():
             Metric("Age"),
         ),
     )
-    chunks = [Chunk("a", "Surgery for breast cancer."), Chunk("b", "Radiation alone.")]
+    chunks = [
+        Chunk("a", "Surgery for breast cancer."),
+        Chunk("b", "Radiation alone."),
+        Chunk("c", "Age matters in glioma; surgery and age."),
+        Chunk("d", "Metastatic breast cancer has spread."),
+    ]
     from hcg_core.graph_build.evidence import EntityMentions
 
     mentions = EntityMentions(chunks)
@@ -105,32 +116,77 @@ def test_compatibility_rule():
         return compatible(spec, mentions, s, t)
 
     risk = {e: Variable("Risk", (e,)) for e in spec.dimensions[0].entities}
-    assert ok(Variable("Age"), risk["glioma"])  # no entities: pairs freely
+    # No entities: a chunk must name the metric's topic word ("age") with the other's entities.
+    assert ok(Variable("Age"), risk["glioma"])
+    assert not ok(Variable("Age"), Variable("Effect", ("radiation",)))
     assert not ok(risk["breast cancer"], risk["glioma"])  # two diseases
     assert ok(risk["metastatic breast cancer"], risk["breast cancer"])  # a stage of it
     assert ok(Variable("Effect", ("surgery",)), risk["breast cancer"])  # one chunk names both
     assert not ok(Variable("Effect", ("radiation",)), risk["breast cancer"])
+    # The support is the number of chunks that could state the link.
+    assert support(spec, mentions, Variable("Effect", ("surgery",)), Variable("Age")) == 1
+    assert support(spec, mentions, Variable("Effect", ("surgery",)), risk["breast cancer"]) == 1
+    # Association: that support over the chunks naming the rarer side ("surgery": a and c;
+    # "breast cancer": a and d), the order a template's pairs are sent in.
+    assert (
+        association(spec, mentions, Variable("Effect", ("surgery",)), risk["breast cancer"]) == 0.5
+    )
+    assert association(spec, mentions, risk["glioma"], Variable("Age")) == 1.0  # always together
+    assert association(spec, mentions, risk["breast cancer"], risk["glioma"]) == 0.0
 
 
-def test_batches_cut_no_compatible_pair_and_keep_an_entitys_pairs_together():
-    # 60 sources bind 60 regions; the target has no entity, so every pair is compatible.
+def test_a_pair_met_once_beside_common_entities_is_not_a_candidate():
+    spec = DomainSpec(
+        (Dimension("site", ("skin", "liver")), Dimension("cancer", ("melanoma", "adrenal cancer"))),
+        (Metric("Damage", ("site",)), Metric("Presence", ("cancer",))),
+    )
+    chunks = [Chunk(str(i), "Sun damages the skin; melanoma starts in the skin.") for i in range(3)]
+    chunks += [Chunk(str(i), f"Skin care note {i}.") for i in range(3, 8)]
+    chunks += [Chunk("8", "Adrenal cancer may cause stretch marks on the skin.")]
+    chunks += [Chunk(str(i), "Adrenal cancer starts in the adrenal glands.") for i in range(9, 13)]
+    mentions = EntityMentions(chunks)
+    skin = Variable("Damage", ("skin",))
+    melanoma, adrenal = (
+        Variable("Presence", ("melanoma",)),
+        Variable("Presence", ("adrenal cancer",)),
+    )
+    # Both pairs are supported by a chunk, but adrenal cancer meets "skin" once in 5 chunks.
+    assert support(spec, mentions, skin, adrenal) == 1
+    assert association(spec, mentions, skin, adrenal) == 0.2 < MIN_ASSOCIATION
+    assert candidate_score(spec, mentions, skin, adrenal) == 0.0
+    assert candidate_score(spec, mentions, skin, melanoma) == 1.0  # melanoma: always with skin
+
+
+def test_templates_are_never_split_and_send_their_best_supported_pairs():
+    # 60 sources bind 60 regions; the target has no entity: every pair is supported, the later
+    # regions more (the score), so the template sends its 24 best.
     sources = [Variable("Load", (f"region {i:02d}",)) for i in range(60)]
     variables = [*sources, Variable("Harm"), Variable("Other", ("x",))]
     templates = [Template("Load", "Harm"), Template("Other", "Harm"), Template("Load", "Other")]
 
-    def keep(s, t):  # the last template's pairs are all cross-entity
-        return not (s.entities and t.entities)
+    def keep(s, t):  # the last template's pairs are all cross-entity: no support
+        if s.entities and t.entities:
+            return 0
+        return 1 + int(s.entities[0].split()[-1]) if s.metric == "Load" else 1
 
     batches, counts = tier2_batches(templates, variables, 50, keep)
     assert counts == {
         "candidates_proposed": 121,
-        "candidates": 61,
+        "candidates": MAX_TEMPLATE_PAIRS + 1,
+        "candidates_over_template_cap": 60 - MAX_TEMPLATE_PAIRS,
         "templates_without_candidates": 1,
     }
     sent = Counter(p for b in batches for p in b.pairs)
-    assert sum(sent.values()) == 61 and set(sent.values()) == {1}  # each compatible pair once
+    assert set(sent.values()) == {1}  # each candidate once
+    best = {f"Load(region {i:02d})" for i in range(60 - MAX_TEMPLATE_PAIRS, 60)}
+    assert {s for s, t in sent if t == "Harm"} == best | {"Other(x)"}
+    # Every template goes to one call whole, so its metrics and excerpts are sent once.
+    assert Counter(t for b in batches for t in b.templates) == Counter(templates)
     assert all(len(b.pairs) <= 50 for b in batches)
-    assert [len(b.pairs) for b in batches] == [50, 11]
+    # A tighter cap: the template's pairs still travel together, never over two calls.
+    batches, counts = tier2_batches(templates, variables, 20, keep)
+    assert Counter(t for b in batches for t in b.templates) == Counter(templates)
+    assert [len(b.pairs) for b in batches] == [20, 1]  # 20 best; then 1 and an open template
     assert Template("Load", "Other") in batches[1].templates  # open: 10 slots, to be populated
 
 
@@ -169,6 +225,12 @@ def drivers_responder(req):
         return {"variables": []}
     if name == "RelationsReply":
         return {"relations": []}
+    if name == "ReviewDimensionsReply":
+        return {"domain": "a test", "same_dimensions": [], "same_entities": []}
+    if name == "ReviewMetricsReply":
+        return {"same_quantity": [], "causes": []}
+    if name == "CheckMetricsReply":
+        return {"same_quantity": []}
     if name == "Tier1Reply":
         src = req.enum("source")[0]
         targets = req.enum("causal", "target")
@@ -212,20 +274,27 @@ def test_schemas_fit_the_prompts_over_http(served):
     result, log = served
     assert {r["format"] for r in log} == {"json_schema-strict"}
     tier2 = [r for r in log if r["schema"] == "Tier2Reply"]
-    known = {e for d in result.graph.spec.dimensions for e in d.entities}
     for r in tier2:
         schema, n = r["json_schema"], len(CANDIDATE.findall(r["prompt"]))
         d = defs(schema)
         if n:
-            # A rejection is its candidate number and keep: false, nothing else.
-            assert d["Tier2Rejected"]["properties"].keys() == {"candidate", "keep"}
-            assert d["Tier2Rejected"]["properties"]["keep"]["enum"] == [False]
-            assert d["Tier2Kept"]["properties"]["candidate"]["enum"] == list(range(1, n + 1))
+            # A rejection is its candidate number, nothing else (as the prompt says).
+            numbers = list(range(1, n + 1))
+            assert schema["properties"]["rejected"]["items"]["enum"] == numbers
+            assert d["Tier2Kept"]["properties"]["candidate"]["enum"] == numbers
             assert schema["properties"]["kept"]["maxItems"] == n
             assert schema["properties"]["rejected"]["maxItems"] == n
+            effect = d["Tier2Kept"]["properties"]["effect"]["enum"]
+            assert effect == ["increases", "decreases", "not stated"]
+            assert d["Tier2Kept"]["properties"]["mechanism"]["maxLength"] == 300
+            assert "maxLength" not in d["Tier2Kept"]["properties"]["evidence"]  # quotes uncut
         assert schema["properties"]["new_edges"]["maxItems"] == 8
-        entities = d["NewSource"]["properties"]["entities"]["items"]["enum"]
-        assert set(entities) <= known and entities  # the dimensions' known entities
+        # One field per dimension, offering only that dimension's entities.
+        slots = d["EndpointEntities"]["properties"]
+        assert slots
+        for dim, node in slots.items():
+            assert node["enum"][0] == ""  # a slot the metric does not have
+            assert set(node["enum"][1:]) <= set(result.graph.spec.dimension(dim).entities)
         assert "new_entities" in d["NewSource"]["properties"]  # a new one is explicit
         for node in (schema, *d.values()):  # strict: every object closed, every field required
             assert node["additionalProperties"] is False
@@ -254,10 +323,10 @@ def test_the_users_max_tokens_wins_and_cut_replies_are_resent_and_counted():
 
 
 def test_the_compact_schema_travels_in_the_prompt_when_the_request_cannot_carry_it():
-    model = tier2_model(["Load"], ["Harm"], 3, ["Lake Erie", "Lake Taihu"])
+    model = tier2_model(["Load"], ["Harm"], 3, {"lake": ["Lake Erie", "Lake Taihu"]})
 
     def reply(req):
-        return {"kept": [], "rejected": [{"candidate": 2, "keep": False}], "new_edges": []}
+        return {"kept": [], "rejected": [2], "new_edges": []}
 
     msgs = [{"role": "user", "content": "Judge these.\n\nResponse schema name: Tier2Reply"}]
     with StubLLMServer(reply, faults=FaultPlan(reject_json_schema=True)) as srv:
@@ -265,9 +334,9 @@ def test_the_compact_schema_travels_in_the_prompt_when_the_request_cannot_carry_
     assert [r["format"] for r in srv.log] == ["json_schema-strict", "json_object"]
     prompt = srv.log[-1]["prompt"]
     assert SCHEMA_HINT in prompt
-    assert '"rejected": [{"candidate": 1|2|3, "keep"?: false}, ...] (at most 3)' in prompt
-    assert '"entities"?: ["Lake Erie"|"Lake Taihu", ...] (at most 4)' in prompt
-    assert [j.candidate for j in out.rejected] == [2]
+    assert '"rejected": [1|2|3, ...] (at most 3)' in prompt
+    assert '"entities": {"lake"?: ""|"Lake Erie"|"Lake Taihu"}' in prompt
+    assert out.rejected == [2]
 
 
 # -- items 5 and 6: evidence lines on target, no earlier reply shown as a fact ------------------

@@ -8,6 +8,7 @@ failed items and seconds, taken from the same ledger the LLM client counts reque
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 import time
@@ -49,15 +50,18 @@ from .llm_tiers import (
     OPEN_TEMPLATE_WEIGHT,
     SUMMARY_CHARS,
     Stage2Context,
-    compatible,
+    candidate_score,
     edge_id,
     metric_text,
+    pairs_per_template,
     run_tier1,
     run_tier2,
     tier1_sources,
 )
 
 LLM_STAGES = ("stage1", "tier1", "tier2")
+# Share of a stage's items that may be refused twice and dropped while the build still passes.
+MAX_REFUSED_SHARE = 0.05
 SEED_CONFIDENCE = 1.0  # a relation written in the spec is taken as given
 
 
@@ -193,10 +197,16 @@ async def abuild_with_llm(
         dict(zip([v.name for v in spec.variables], spec_var_vectors, strict=True)),
         SentencePool(chunks, embedder),
     )
+    # Once the vocabulary is known the estimate applies Tier 2's own rule to it: recorded in the
+    # report beside the calls made (the estimate before Stage 1 cannot see the variables).
+    refined = estimate_build(chunks, spec, tier, max_batch_pairs=opts.max_batch_pairs)["stages"]
     with stage("tier1"), StageTimer(ledger, "tier1"), stage_progress("tier 1 (metrics)", progress):
         templates = await run_tier1(ctx)
     with stage("tier2"), StageTimer(ledger, "tier2"), stage_progress("tier 2 (edges)", progress):
-        drafts, new_vars, t2_counts, spec = await run_tier2(ctx, templates, opts.max_batch_pairs)
+        drafts, new_vars, t2_counts, spec = await run_tier2(
+            ctx, templates, opts.max_batch_pairs, tier
+        )
+    t2_counts["calls_estimated_with_spec"] = refined["tier2"]["calls_expected"]
 
     with StageTimer(ledger, "evidence"):
         edges: dict[tuple[str, str], CausalEdge] = {}
@@ -298,11 +308,13 @@ def corpus_coverage(graph: CausalGraph, chunks_shown: int) -> dict[str, float]:
 
 
 def build_problems(report: Mapping[str, Any], *, has_sources: bool) -> list[str]:
-    """Why a build must not pass as a success: failed items, or a degenerate graph."""
+    """Why a build must not pass as a success: failed items, more refused items than
+    ``MAX_REFUSED_SHARE`` of a stage's items, or a degenerate graph."""
     problems = []
     failed = int(report["totals"]["failed"])
     if failed:
         problems.append(f"{failed} LLM item(s) failed")
+    problems += refusal_problems(report["stages"])
     if not has_sources:
         problems.append("no metric can be a cause (every metric is terminal, or there is one)")
     elif report["stages"]["tier1"]["templates"] == 0:
@@ -310,6 +322,24 @@ def build_problems(report: Mapping[str, Any], *, has_sources: bool) -> list[str]
     if report["counts"]["edges"] == 0:
         problems.append("the graph has 0 edges")
     return problems
+
+
+def refusal_problems(stages: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per stage whose refused items (asked twice, refused twice, dropped) exceed
+    ``MAX_REFUSED_SHARE`` of its items.
+
+    >>> refusal_problems({"tier2": {"refused": 2, "items": 30}, "tier1": {"refused": 1, "items": 36}})
+    ['tier2: 2 of 30 items refused twice (over the 5% limit)']
+    """
+    out = []
+    for name, st in stages.items():
+        refused, items = int(st.get("refused", 0)), int(st.get("items", 0) or 0)
+        if refused and refused > MAX_REFUSED_SHARE * max(items, refused):
+            out.append(
+                f"{name}: {refused} of {max(items, refused)} items refused twice "
+                f"(over the {MAX_REFUSED_SHARE:.0%} limit)"
+            )
+    return out
 
 
 def incomplete_message(problems: Sequence[str], report: Mapping[str, Any]) -> str:
@@ -350,6 +380,8 @@ class _stage1_failure:
             "failure_causes": self.failures.grouped(),
         }
         problems = [str(exc)]
+        if stage1.get("refused"):
+            problems.insert(0, f"{int(stage1['refused'])} Stage 1 LLM item(s) refused twice")
         if len(self.failures):
             problems.insert(0, f"{len(self.failures)} Stage 1 LLM item(s) failed")
         raise IncompleteBuildError(incomplete_message(problems, report), report=report) from exc
@@ -416,15 +448,20 @@ def _report(
 CHARS_PER_TOKEN = 4  # the estimate's stated approximation
 COMPLETION_TOKENS_PER_JUDGEMENT = 60  # a kept candidate: a number, a sentence, a quote
 COMPLETION_TOKENS_STAGE1 = 800
-# Share of ordered metric pairs Tier 1 makes templates of, measured on the recorded real runs
-# (a capable LLM at XS): example corpus 122 of 40 x 39 pairs (0.078), medical 165 of 50 x 49
-# (0.067); the expected Tier 2 figure uses it.
-TEMPLATE_DENSITY = 0.075
-# Pair slots one template takes in a Tier 2 batch: its candidates the compatibility rule keeps, or
-# OPEN_TEMPLATE_WEIGHT when it has none. Today's rule over the recorded runs' templates
-# (benchmarks/llm_estimate.py --recording, benchmarks/llm_candidates.py): medical (583 + 44 x 10)
-# / 165 = 6.2, example corpus (77 + 72 x 10) / 122 = 6.5.
-SLOTS_PER_TEMPLATE = 6
+# Share of ordered metric pairs Tier 1 makes templates of with today's Tier 1 prompt, between the
+# two live runs: medical XS 244 of 36 x 39 pairs (0.174, ../shared/data/llm-builds/medical-xs-t4)
+# and a 85-chunk medical slice 98 of 38 x 39 (0.066). With the candidate budget the expected
+# Tier 2 calls change little with it: more templates each send fewer pairs.
+TEMPLATE_DENSITY = 0.12
+# Supported pairs (``support``) of a template follow an exponential law whose mean grows with the
+# corpus: 12 on the medical corpus (1,155 chunks; the recorded templates and spec send 5.5, 10.7
+# and 14.1 pairs at most 8, 24 and 50 each), 6 on the 85-chunk slice; so the mean is
+# SUPPORTED_PAIRS x (chunks / SUPPORTED_PAIRS_CHUNKS) ** SUPPORTED_PAIRS_GROWTH (two points).
+SUPPORTED_PAIRS = 12.0
+SUPPORTED_PAIRS_CHUNKS = 1155
+SUPPORTED_PAIRS_GROWTH = 0.27
+# Share of templates left without candidates: 31 of 244 and 10 of 98 on the two live runs.
+OPEN_TEMPLATE_SHARE = 0.12
 # Share of the capped metrics that are terminal (no Tier 1 call) when no spec says: the recorded
 # example-corpus run tagged 8 of 40, the medical one 17 of 318 proposals.
 TERMINAL_SHARE = 0.1
@@ -434,20 +471,60 @@ CHARS_PER_VARIABLE_NAME = 40
 
 
 def _packed_calls(weights: Sequence[int], max_pairs: int) -> int:
-    """Calls of ``tier2_batches`` for templates of these candidate counts (0: an open template)."""
+    """Calls of ``tier2_batches`` for templates of these candidate counts (0: an open template);
+    a template is never split."""
     calls, load = 0, 0
     for w in weights:
-        pieces = [max_pairs] * (w // max_pairs) + ([w % max_pairs] if w % max_pairs else [])
-        for piece in pieces or [min(OPEN_TEMPLATE_WEIGHT, max_pairs)]:
-            if load and load + piece > max_pairs:
-                calls, load = calls + 1, 0
-            load += piece
+        piece = min(w, max_pairs) if w else min(OPEN_TEMPLATE_WEIGHT, max_pairs)
+        if load and load + piece > max_pairs:
+            calls, load = calls + 1, 0
+        load += piece
     return calls + (1 if load else 0)
 
 
-def _template_slots(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
-    """Per ordered metric pair a Tier 1 call may make a template of: the candidates the
-    compatibility rule would keep (0 for a template to populate)."""
+def _most_calls(sizes: Sequence[int], tier: str, max_pairs: int) -> tuple[int, int]:
+    """An upper bound on Tier 2 calls and candidates: over how many of these pairs (supported
+    candidates each, 0 for an open template) Tier 1 could make templates of, the most calls the
+    packing makes when the heaviest become templates, each sending at most its share of the
+    tier's budget. Evaluated on a grid of template counts (about 200)."""
+    if not sizes:
+        return 0, 0
+    best = (0, 0)
+    step = max(1, len(sizes) // 200)
+    for t in sorted({*range(1, len(sizes) + 1, step), len(sizes)}):
+        per = pairs_per_template(tier, t)
+        weights = sorted(
+            (min(per, n) if n else min(OPEN_TEMPLATE_WEIGHT, max_pairs) for n in sizes),
+            reverse=True,
+        )[:t]
+        calls = _packed_calls(weights, max_pairs)
+        pairs = sum(min(per, n) for n in sorted(sizes, reverse=True)[:t])
+        best = max(best, (calls, pairs))
+    return best
+
+
+def _expected_slots(templates: int, per_template: int, mean_supported: float) -> list[int]:
+    """Pair slots of ``templates`` expected templates: the open share takes the open weight
+    (0 here); the others send ``E[min(per_template, X)]`` pairs for X exponential with mean
+    ``mean_supported``, that is ``mean (1 - exp(-per_template / mean))``."""
+    open_n = round(templates * OPEN_TEMPLATE_SHARE)
+    mu = max(mean_supported, 1e-9)
+    filled = max(1, round(mu * (1 - math.exp(-per_template / mu))))
+    return [0] * open_n + [filled] * (templates - open_n)
+
+
+def supported_pairs_mean(chunks: int) -> float:
+    """The expected mean number of supported pairs per template on a corpus of ``chunks``.
+
+    >>> round(supported_pairs_mean(1155), 1), round(supported_pairs_mean(85), 1)
+    (12.0, 5.9)
+    """
+    return SUPPORTED_PAIRS * (max(1, chunks) / SUPPORTED_PAIRS_CHUNKS) ** SUPPORTED_PAIRS_GROWTH
+
+
+def _pair_support(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
+    """Per ordered metric pair a Tier 1 call may make a template of: the candidates the rule
+    (``support``) would find (0 for a template to populate), before the per-template cap."""
     mentions = EntityMentions(chunks)
     by_metric: dict[str, list[Any]] = {}
     for v in spec.variables:
@@ -460,7 +537,7 @@ def _template_slots(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
                     1
                     for a in by_metric.get(s.name, ())
                     for b in by_metric.get(t.name, ())
-                    if a.name != b.name and compatible(spec, mentions, a, b)
+                    if a.name != b.name and candidate_score(spec, mentions, a, b) > 0
                 )
             )
     return sizes
@@ -486,12 +563,14 @@ def estimate_build(
     cache answers). Stage 1 (every chunk up to the tier's budget) and, with a spec, Tier 1 are
     exact; without a spec Tier 1 expects the tier's metric cap less ``TERMINAL_SHARE``
     terminals, at most the cap. Tier 2 depends on the templates Tier 1 finds: the expected figure
-    assumes ``template_density`` of the ordered metric pairs become templates, each taking
-    ``SLOTS_PER_TEMPLATE`` pair slots (both measured on real runs; with a spec, each pair's
-    own compatible candidates instead), packed ``max_batch_pairs`` to a call. The upper bound
-    assumes every pair becomes a template, with all its proposed candidates (without a spec:
-    ``assumed_variables_per_metric`` variables per metric). Prompt sizes include the entity
-    lists; tokens are 4 characters each.
+    assumes ``template_density`` of the ordered metric pairs become templates, sharing the
+    tier's candidate budget (``pairs_per_template``, the rule Tier 2 applies), the open share
+    (``OPEN_TEMPLATE_SHARE``) without candidates and the others sending as many as an
+    exponential law of supported pairs per template allows (``supported_pairs_mean``: its mean
+    grows with the corpus; with a spec, the mean of the spec's own supported pairs), packed
+    ``max_batch_pairs`` to a call, no template split. The upper bound assumes every pair
+    becomes a template (without a spec: ``assumed_variables_per_metric`` variables per metric).
+    Prompt sizes include the entity lists; tokens are 4 characters each.
     """
     caps = tier_caps(tier)
     overhead = sum(len(p.user) + len(p.system) for p in PROMPTS.values()) // len(PROMPTS)
@@ -513,26 +592,33 @@ def estimate_build(
         t1_max = n_metrics
         t1 = n_metrics - round(n_metrics * TERMINAL_SHARE)
         pairs_all = t1_max * (n_metrics - 1)
-        sizes_max = [int(k * k)] * pairs_all
-        expected_slots = [SLOTS_PER_TEMPLATE] * round(template_density * t1 * (n_metrics - 1))
+        sizes_all = [int(k * k)] * pairs_all
+        templates = round(template_density * t1 * (n_metrics - 1))
+        expected_slots = _expected_slots(
+            templates, pairs_per_template(tier, templates), supported_pairs_mean(len(chunks))
+        )
         desc_chars = 400 * n_metrics
         n_vars = int(n_metrics * k)
     else:
         sources = tier1_sources(spec)
         t1 = t1_max = len(sources)
         n_metrics = len(spec.metrics)
-        count = Counter(v.metric for v in spec.variables)
-        sizes_max = [count[s.name] * count[t.name] for s, ts in sources for t in ts]
-        kept = _template_slots(spec, chunks)
-        mean_slots = sum(n or OPEN_TEMPLATE_WEIGHT for n in kept) / len(kept) if kept else 0
-        expected_slots = [max(1, round(mean_slots))] * round(template_density * len(kept))
+        found = _pair_support(spec, chunks)
+        sizes_all = found
+        templates = round(template_density * len(found))
+        per = pairs_per_template(tier, templates)
+        supported = [n for n in found if n]
+        # The spec's own pairs give the mean (a template is a pair Tier 1 found causal: about
+        # as supported as the average supported pair).
+        mean = sum(supported) / len(supported) if supported else 0.0
+        expected_slots = _expected_slots(templates, per, mean) if supported else [0] * templates
         k = len(spec.variables) / max(1, n_metrics)
         desc_chars = sum(len(metric_text(m)) + 3 for m in spec.metrics)
         entity_chars = sum(len(e) + 2 for d in spec.dimensions for e in d.entities)
         n_vars = len(spec.variables)
-    t2_max = _packed_calls(sizes_max, max_batch_pairs)
     t2_expected = _packed_calls(expected_slots, max_batch_pairs) if expected_slots else 0
-    pairs_max = int(sum(sizes_max))
+    t2_max, pairs_max = _most_calls(sizes_all, tier, max_batch_pairs)
+    t2_max = max(t2_max, t2_expected)
     pairs_expected = int(sum(expected_slots))
     snip = snippets * snippet_chars
     t1_prompt = t1_max * (overhead + desc_chars + snip + SUMMARY_CHARS * n_metrics)

@@ -5,11 +5,13 @@ each candidate comes with one evidence line, the corpus sentence nearest to that
 and description (and the source's), no line shown twice; the spec's seed relations are shown as
 what an earlier step proposed, not as facts. Targets a reply leaves out are re-asked once.
 
-Tier 2 judges only the candidate pairs a text could link (``compatible``): variables that bind
-the same entity of a dimension they share (or one the other's stage or subtype), or, when they
-share no dimension, whose entities one chunk names together; a variable without entities pairs
-freely. The pairs of several templates are packed into calls of at most ``max_batch_pairs``
-pairs, grouped by entity, a template's pairs never spread over more calls than the cap needs;
+Tier 2 judges only the candidate pairs a text could link (``support``): variables that bind the
+same entity of a dimension they share (or one the other's stage or subtype), named together by
+some chunk; a variable without entities is found by a topic word of its metric's name; and tied
+enough (``association`` >= ``MIN_ASSOCIATION``, ``candidate_score``). Each
+template sends its most associated pairs, at most its share of the tier's
+candidate budget, and goes to one call whole, so its metrics and excerpts are sent once; whole
+templates are packed into calls of at most ``max_batch_pairs`` pairs, grouped by entity;
 each call is shown the sentences nearest to its own templates and variables, and the model may
 add variables (and entities it can quote from those sentences) for the templates' metrics. The
 vocabulary grows, validated against dimensions and metrics, counted and capped. Earlier replies
@@ -36,11 +38,11 @@ from ..config import DEFAULT_SNIPPET_CHARS, DEFAULT_SNIPPETS
 from ..llm.accounting import Ledger
 from ..llm.budget import completion_budget, tokens_for
 from ..llm.runner import Failures, ask_split, gather_or_cancel
-from ..llm.structured import capped_list, named_choice
+from ..llm.structured import capped_list, capped_text, named_choice
 from ..ports import StructuredLLM
 from ..prompts import Prompt, get_prompt
 from ..spec.assemble import ENTITY_CUTOFF, entity_name, entity_ok, match_name
-from ..spec.merge import name_words
+from ..spec.merge import QUANTITY_SYNONYMS, name_words
 from ..types import Chunk, Dimension, DomainSpec, Metric, Variable
 from .evidence import EntityMentions, SentencePool, normalize_text, snippet
 
@@ -49,11 +51,25 @@ LINE_CHUNKS = 3  # chunks searched for a candidate's evidence line
 SOURCE_WEIGHT = 0.5  # weight of the source metric in the query for a target's evidence line
 NAME_WORD_BONUS = 0.15  # added to a sentence's cosine per share of the target's name words in it
 MAX_TIER2_SNIPPETS = 8  # snippets shown to one packed Tier 2 call
+MAX_EXCERPT_OVERLAP = 0.6  # an excerpt sharing this much of its words with a shown one is dropped
+# Candidates one template may send (its most associated pairs): the tier's candidate budget shared
+# by the templates, at most MAX_TEMPLATE_PAIRS. A template is never split over calls, so its
+# metrics and excerpts are sent once. On the recorded medical XS run (244 templates) today's rule
+# finds 1,451 candidates; the XS budget sends 8 per template, 800 in all (29 calls;
+# benchmarks/llm_estimate.py --recording). The live builds sent 789 to 1,048 (docs/llm.md).
+MAX_TEMPLATE_PAIRS = 24
+TIER2_CANDIDATE_BUDGET = {"XS": 2000, "S": 4000, "M": 8000, "L": 16000}
+FREE_PAIR_SUPPORT = 1  # two variables that name nothing to look for pair (weakly)
+MIN_ASSOCIATION = 0.25  # a pair less associated than this is not asked (``candidate_score``)
+FREE_PAIR_ASSOCIATION = MIN_ASSOCIATION  # two variables that name nothing to look for
 OPEN_TEMPLATE_WEIGHT = 10  # a template without candidates takes this many pair slots in a batch
 NEW_VARIABLES_PER_METRIC = 12  # cap on variables Tier 2 may add to one metric
 NEW_ENTITIES_PER_DIMENSION = 25  # cap on entities Tier 2 may add to one dimension
 MAX_NEW_EDGES = 8  # new edges one Tier 2 reply may add (``maxItems``)
-EFFECTS = ("increases", "decreases")
+EFFECTS = ("increases", "decreases", "not stated")
+NOT_STATED = "not stated"  # stored as "" (CausalEdge.effect: the sign is not known)
+MAX_MECHANISM_CHARS = 300
+MAX_RATIONALE_CHARS = 300
 # Completion budgets (tokens): the recorded real run used about 40 tokens per Tier 1 rationale
 # and 80 per fully spelled Tier 2 judgement; a rejection is now a number (about 12).
 TIER1_FIXED_TOKENS = 300
@@ -76,7 +92,11 @@ def _lit(names: Sequence[Any]) -> Any:
 def tier1_model(source: str, candidates: Sequence[str]) -> type[BaseModel]:
     """``Tier1Reply``: the causal targets with a rationale, the others by name only."""
     n = max(1, len(candidates))
-    link = create_model("Tier1Link", target=(_lit(candidates), ...), rationale=(str, ""))
+    link = create_model(
+        "Tier1Link",
+        target=(_lit(candidates), ...),
+        rationale=(str, capped_text(MAX_RATIONALE_CHARS)),
+    )
     return create_model(
         "Tier1Reply",
         source=(_lit([source]), source),
@@ -89,11 +109,12 @@ def tier2_model(
     source_metrics: Sequence[str],
     target_metrics: Sequence[str],
     pairs: int,
-    entities: Sequence[str],
+    slots: Mapping[str, Sequence[str]],
 ) -> type[BaseModel]:
     """``Tier2Reply``: kept candidates with effect, mechanism, confidence and quote; rejected
-    ones by number alone; new edges whose endpoints pick known entities from an enum and name a
-    new one only in ``new_entities``."""
+    ones as a list of numbers; new edges whose endpoints fill one field per dimension (``slots``:
+    dimension -> its known entities, "" for a slot the metric does not have) and name an entity
+    no list holds only in ``new_entities``."""
     fields: dict[str, Any] = {}
     if pairs:
         number = _lit(list(range(1, pairs + 1)))
@@ -101,21 +122,21 @@ def tier2_model(
             "Tier2Kept",
             candidate=(number, ...),
             effect=(Literal[EFFECTS], "increases"),
-            mechanism=(str, ""),
+            mechanism=(str, capped_text(MAX_MECHANISM_CHARS)),
             confidence=(float, Field(0.5, ge=0.0, le=1.0)),
-            evidence=(str, ""),
-        )
-        rejected = create_model(
-            "Tier2Rejected", candidate=(number, ...), keep=(Literal[False], False)
+            evidence=(str, ""),  # no maxLength: the linker matches the first 200 characters
         )
         fields["kept"] = (list[kept], capped_list(pairs))
-        fields["rejected"] = (list[rejected], capped_list(pairs))
+        fields["rejected"] = (list[number], capped_list(pairs))
+    slot_model = create_model(
+        "EndpointEntities", **{d: (named_choice(["", *ents]), "") for d, ents in slots.items()}
+    )
 
     def endpoint(name: str, metrics: Sequence[str]) -> type[BaseModel]:
         return create_model(
             name,
             metric=(_lit(metrics), ...),
-            entities=(list[named_choice(entities)], capped_list(4, required=False)),
+            entities=(slot_model, ...),
             new_entities=(list[str], capped_list(2, required=False)),
         )
 
@@ -124,12 +145,23 @@ def tier2_model(
         source=(endpoint("NewSource", source_metrics), ...),
         target=(endpoint("NewTarget", target_metrics), ...),
         effect=(Literal[EFFECTS], "increases"),
-        mechanism=(str, ""),
+        mechanism=(str, capped_text(MAX_MECHANISM_CHARS)),
         confidence=(float, Field(0.5, ge=0.0, le=1.0)),
         evidence=(str, ""),
     )
     fields["new_edges"] = (list[new_edge], capped_list(MAX_NEW_EDGES, required=False))
     return create_model("Tier2Reply", **fields)
+
+
+def slot_entities(metric: Metric, filled: Any) -> list[str]:
+    """The entities an endpoint's per-dimension fields name, in the metric's signature order."""
+    got = filled.model_dump() if hasattr(filled, "model_dump") else dict(filled or {})
+    return [str(got[d]) for d in metric.signature if got.get(d)]
+
+
+def _sign(effect: str) -> str:
+    """A reply's effect as ``CausalEdge.effect``: "not stated" is the format's "" (unknown)."""
+    return "" if effect == NOT_STATED else effect
 
 
 def metric_text(m: Metric) -> str:
@@ -170,7 +202,7 @@ class EdgeDraft:
     mechanism: str
     confidence: float
     quote: str
-    effect: str = "increases"
+    effect: str = "increases"  # or "decreases", or "" (not stated)
 
 
 @dataclass
@@ -228,6 +260,26 @@ def seed_templates(spec: DomainSpec) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
+def distinct_excerpts(texts: Sequence[str], max_overlap: float = MAX_EXCERPT_OVERLAP) -> list[str]:
+    """The excerpts in order, without one whose words are mostly (``max_overlap`` of the smaller
+    word set) those of an excerpt already kept: overlapping chunks of one passage read as the
+    same excerpt twice (readers of the live builds saw one paragraph three times in a prompt).
+
+    >>> distinct_excerpts(["Smoking raises the risk of lung cancer.",
+    ...                    "Smoking raises the risk of lung cancer a lot.", "Radon too."])
+    ['Smoking raises the risk of lung cancer.', 'Radon too.']
+    """
+    kept: list[tuple[str, set[str]]] = []
+    for t in texts:
+        words = set(normalize_text(t).split())
+        if not words or any(
+            len(words & w) >= max_overlap * min(len(words), len(w)) for _, w in kept
+        ):
+            continue
+        kept.append((t, words))
+    return [t for t, _ in kept]
+
+
 def _key(text: str) -> str:
     return normalize_text(text)[:160]
 
@@ -273,8 +325,7 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
     async def judge(source: Metric, cands: Sequence[Metric], item: str) -> dict[str, Any]:
         src_vec = ctx.metric_vectors[source.name]
         idx = top_chunks(src_vec, ctx.chunk_embeddings, ctx.snippets)
-        shown = [ctx.excerpt(i, src_vec) for i in idx]
-        shown = [s for n, s in enumerate(shown) if _key(s) not in {_key(x) for x in shown[:n]}]
+        shown = distinct_excerpts([ctx.excerpt(i, src_vec) for i in idx])
 
         async def ask(sub: Sequence[Metric]) -> Any:
             model = tier1_model(source.name, [c.name for c in sub])
@@ -339,6 +390,16 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
 # -- Tier 2 ---------------------------------------------------------------------------------------
 
 
+def pairs_per_template(tier: str, templates: int) -> int:
+    """How many candidates each template may send: the tier's budget over the templates.
+
+    >>> pairs_per_template("XS", 244), pairs_per_template("XS", 10)
+    (8, 24)
+    """
+    budget = TIER2_CANDIDATE_BUDGET.get(tier.upper(), max(TIER2_CANDIDATE_BUDGET.values()))
+    return max(1, min(MAX_TEMPLATE_PAIRS, budget // max(1, templates)))
+
+
 def _bound(spec: DomainSpec, v: Variable) -> dict[str, str]:
     """dimension -> entity of a variable (its metric's signature, in order)."""
     return dict(zip(spec.metric(v.metric).signature, v.entities, strict=False))
@@ -348,24 +409,103 @@ def _same_or_parent(dim: Dimension, a: str, b: str) -> bool:
     return a == b or dim.parent_of(a) == b or dim.parent_of(b) == a
 
 
+# Words of a metric's name that say what is measured, not which thing: a variable without
+# entities is found in a chunk by its metric's other words (``BrainFunctionImpairment``: brain).
+GENERIC_METRIC_WORDS = frozenset(
+    {
+        *(w for group in QUANTITY_SYNONYMS for w in group),
+        *("presence", "status", "score", "receipt", "received", "response", "time", "success"),
+        *("change", "outcome", "overall", "total", "function", "impairment", "value", "index"),
+    }
+)
+
+
+def topic_words(metric: str) -> tuple[str, ...]:
+    """The words of a metric's name that name its topic (``GENERIC_METRIC_WORDS`` left out).
+
+    >>> topic_words("BrainFunctionImpairment"), topic_words("CancerRisk")
+    (('brain',), ('cancer',))
+    """
+    return tuple(w for w in name_words(metric) if w not in GENERIC_METRIC_WORDS and len(w) > 2)
+
+
+def _named_in(
+    spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
+) -> tuple[frozenset[int] | None, frozenset[int] | None] | None:
+    """Per variable, the chunks that name it (every entity it binds; without entities, a topic
+    word of its metric; None: no constraint), or None when the pair is not a candidate.
+
+    Two variables that bind different entities of a dimension they share are different things
+    (two cancers), never paired, unless one is the other's stage or subtype: then naming the
+    stage or subtype names both, and the parent entity is no constraint.
+    """
+    s, t = _bound(spec, source), _bound(spec, target)
+    dims = {d.name: d for d in spec.dimensions}
+    implied: set[str] = set()
+    for d in s:
+        if d in t and d in dims and not _same_or_parent(dims[d], s[d], t[d]):
+            return None
+        if d in t and d in dims and s[d] != t[d]:
+            implied.add(s[d] if dims[d].parent_of(t[d]) == s[d] else t[d])
+
+    def named(v: Variable) -> frozenset[int] | None:
+        ents = [e for e in v.entities if e not in implied]
+        if ents:
+            return frozenset.intersection(*(mentions.chunks_naming(e) for e in ents))
+        words = topic_words(v.metric) if not v.entities else ()
+        return frozenset().union(*(mentions.chunks_naming(w) for w in words)) if words else None
+
+    return named(source), named(target)
+
+
+def support(spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable) -> int:
+    """How many chunks could state a link between two variables (0: not a Tier 2 candidate):
+    those that name both (``_named_in``: every entity of both together, and, for a variable
+    without entities, a topic word of its metric, ``topic_words``); two variables that name
+    nothing to look for pair weakly (``FREE_PAIR_SUPPORT``)."""
+    got = _named_in(spec, mentions, source, target)
+    if got is None:
+        return 0
+    sets = [x for x in got if x is not None]
+    if not sets:
+        return FREE_PAIR_SUPPORT
+    return len(frozenset.intersection(*sets))
+
+
+def association(
+    spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
+) -> float:
+    """How tied two variables are in the corpus, in [0, 1] (0: not a candidate): their
+    ``support`` over the chunks naming the rarer of the two. A pair whose rarer side is always
+    named with the other (one cancer and its own symptom) scores 1; a common entity met once
+    with another (a cancer and "skin" in a list) scores near 0. Tier 2 sends a template's most
+    associated pairs first."""
+    got = _named_in(spec, mentions, source, target)
+    if got is None:
+        return 0.0
+    sets = [x for x in got if x is not None]
+    if not sets:
+        return FREE_PAIR_ASSOCIATION
+    both = len(frozenset.intersection(*sets))
+    return both / min(len(x) for x in sets) if both else 0.0
+
+
+def candidate_score(
+    spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
+) -> float:
+    """The ``association`` of a pair when it reaches ``MIN_ASSOCIATION``, else 0 (not a Tier 2
+    candidate). On the first live medical build (every supported pair a candidate) the readers
+    kept 46% of what they judged, 35% of the pairs in the lowest fifth of association (below
+    0.16); of the pairs at 0.25 or more, 51% (674 of 1,048; ``benchmarks/llm_keep.py``)."""
+    score = association(spec, mentions, source, target)
+    return score if score >= MIN_ASSOCIATION else 0.0
+
+
 def compatible(
     spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
 ) -> bool:
-    """Whether a text could link these two variables, so the pair is worth a judgement.
-
-    A variable without entities pairs freely. Two variables that share a dimension pair when
-    they bind the same entity of it (or one the other's stage or subtype): different entities
-    of one axis are different things (two cancers), however often a list names both. Variables
-    that share no dimension pair when one chunk names all their entities together.
-    """
-    if not source.entities or not target.entities:
-        return True
-    s, t = _bound(spec, source), _bound(spec, target)
-    shared = [d for d in s if d in t]
-    if shared:
-        dims = {d.name: d for d in spec.dimensions}
-        return any(_same_or_parent(dims[d], s[d], t[d]) for d in shared if d in dims)
-    return mentions.together([*source.entities, *target.entities])
+    """Whether Tier 2 asks about this pair (``candidate_score`` > 0)."""
+    return candidate_score(spec, mentions, source, target) > 0
 
 
 @dataclass(frozen=True)
@@ -388,46 +528,53 @@ def tier2_batches(
     templates: Sequence[Template],
     variables: Sequence[Variable],
     max_pairs: int,
-    keep: Callable[[Variable, Variable], bool] | None = None,
+    keep: Callable[[Variable, Variable], float | bool] | None = None,
+    *,
+    per_template: int = MAX_TEMPLATE_PAIRS,
 ) -> tuple[list[Tier2Batch], dict[str, int]]:
-    """Pack the templates' candidates (the proposed pairs ``keep`` accepts) into batches of at
-    most ``max_pairs`` pairs, and count them.
+    """Pack the templates' candidates into batches of at most ``max_pairs`` pairs, and count them.
 
-    A template's pairs go to one batch when they fit in one (never split over the end of a
-    batch); a template with more is cut into full batches, its pairs ordered by their entities
-    so that pairs about one entity are judged together. A template left without candidates (its
-    metrics have no variables yet, or none the rule keeps) takes ``OPEN_TEMPLATE_WEIGHT`` slots,
-    to be populated. Counts: ``candidates_proposed`` and ``candidates`` (kept).
+    ``keep(source, target)`` scores a proposed pair (``association``: 0 or False drops it); a
+    template sends its ``per_template`` best scored pairs (at most ``max_pairs``), so it goes
+    to one batch whole: its metrics and excerpts are sent once. A template left without
+    candidates (its metrics have no variables yet, or none the rule keeps) takes
+    ``OPEN_TEMPLATE_WEIGHT`` slots, to be populated. Counts: ``candidates_proposed``,
+    ``candidates`` (sent), ``candidates_over_template_cap`` and ``templates_without_candidates``.
     """
     by_name = {v.name: v for v in variables}
+    cap = max(1, min(per_template, max_pairs))
     batches: list[Tier2Batch] = []
     cur_t: list[Template] = []
     cur_p: list[tuple[str, str]] = []
     weight = 0
-    counts = {"candidates_proposed": 0, "candidates": 0, "templates_without_candidates": 0}
-
-    def flush() -> None:
-        nonlocal cur_t, cur_p, weight
-        if cur_t:
-            batches.append(Tier2Batch(tuple(cur_t), tuple(cur_p)))
-        cur_t, cur_p, weight = [], [], 0
-
+    counts = {
+        "candidates_proposed": 0,
+        "candidates": 0,
+        "candidates_over_template_cap": 0,
+        "templates_without_candidates": 0,
+    }
     for t in templates:
         proposed = template_pairs(t, variables)
-        pairs = [p for p in proposed if keep is None or keep(by_name[p[0]], by_name[p[1]])]
+        scored = [
+            (float(keep(by_name[a], by_name[b])) if keep is not None else 1.0, (a, b))
+            for a, b in proposed
+        ]
+        ranked = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))
+        pairs = [p for _, p in ranked[:cap]]
         counts["candidates_proposed"] += len(proposed)
         counts["candidates"] += len(pairs)
+        counts["candidates_over_template_cap"] += len(ranked) - len(pairs)
         counts["templates_without_candidates"] += not pairs
         pairs.sort(key=lambda p: (by_name[p[0]].entities, by_name[p[1]].entities, p))
-        pieces = [pairs[i : i + max_pairs] for i in range(0, len(pairs), max_pairs)] or [[]]
-        for piece in pieces:
-            w = len(piece) or min(OPEN_TEMPLATE_WEIGHT, max_pairs)
-            if cur_t and weight + w > max_pairs:
-                flush()
-            cur_t.append(t)
-            cur_p.extend(piece)
-            weight += w
-    flush()
+        w = len(pairs) or min(OPEN_TEMPLATE_WEIGHT, max_pairs)
+        if cur_t and weight + w > max_pairs:
+            batches.append(Tier2Batch(tuple(cur_t), tuple(cur_p)))
+            cur_t, cur_p, weight = [], [], 0
+        cur_t.append(t)
+        cur_p.extend(pairs)
+        weight += w
+    if cur_t:
+        batches.append(Tier2Batch(tuple(cur_t), tuple(cur_p)))
     return batches, counts
 
 
@@ -515,7 +662,7 @@ class Vocabulary:
 
 
 async def run_tier2(
-    ctx: Stage2Context, templates: Sequence[Template], max_pairs: int
+    ctx: Stage2Context, templates: Sequence[Template], max_pairs: int, tier: str = "XS"
 ) -> tuple[list[EdgeDraft], list[Variable], dict[str, int], DomainSpec]:
     """Judge every template's candidates and let the model populate the templates' metrics.
 
@@ -526,10 +673,14 @@ async def run_tier2(
     mentions = ctx.mentions
     assert mentions is not None
 
-    def keep(s: Variable, t: Variable) -> bool:
-        return compatible(spec, mentions, s, t)
+    def keep(s: Variable, t: Variable) -> float:
+        return candidate_score(spec, mentions, s, t)
 
-    batches, counts = tier2_batches(templates, spec.variables, max_pairs, keep)
+    per_template = pairs_per_template(tier, len(templates))
+    batches, counts = tier2_batches(
+        templates, spec.variables, max_pairs, keep, per_template=per_template
+    )
+    counts["pairs_per_template"] = per_template
     counts = {"batches": len(batches), **counts}
     by_name = {v.name: v for v in spec.variables}
 
@@ -565,8 +716,8 @@ async def run_tier2(
         tgt_metrics = sorted({t.target for t in batch.templates})
         used = sorted({*src_metrics, *tgt_metrics})
         dims = sorted({d for m in used for d in spec.metric(m).signature})
-        known = sorted({e for d in dims for e in spec.dimension(d).entities})
-        model = tier2_model(src_metrics, tgt_metrics, len(batch.pairs), known)
+        slots = {d: spec.dimension(d).entities for d in dims}
+        model = tier2_model(src_metrics, tgt_metrics, len(batch.pairs), slots)
         messages = prompt.render(
             model.__name__,
             domain=ctx.domain,
@@ -580,7 +731,8 @@ async def run_tier2(
             entities="\n".join(
                 f"- {d}: {', '.join(spec.dimension(d).entities) or '(none yet)'}" for d in dims
             )
-            or "(the metrics have no signature: use an empty entity list)",
+            or "(the metrics have no signature: leave entities an empty object {} and "
+            "new_entities empty)",
         )
         return messages, model
 
@@ -602,8 +754,10 @@ async def run_tier2(
             part = Tier2Batch(
                 tuple(dict.fromkeys(t for t, _ in sub)), tuple(p for _, p in sub if p is not None)
             )
-            picked = evidence_for(part)
-            shown = [ctx.excerpt(i, q) for i, q in picked]
+            texts = [(i, ctx.excerpt(i, q)) for i, q in evidence_for(part)]
+            keep = set(distinct_excerpts([t for _, t in texts]))
+            picked = [(i, t) for i, t in texts if t in keep]
+            shown = list(dict.fromkeys(t for _, t in picked))
             messages, model = render(part, shown)
             budget = tokens_for(len(part.pairs), TIER2_TOKENS_PER_PAIR, TIER2_FIXED_TOKENS)
             with completion_budget(budget + MAX_NEW_EDGES * TIER2_TOKENS_PER_NEW_EDGE):
@@ -619,7 +773,7 @@ async def run_tier2(
     results = await gather_or_cancel(*(one(n, b) for n, b in enumerate(batches)))
     drafts: dict[tuple[str, str], EdgeDraft] = {}
     vocab = Vocabulary(spec, ctx.dropped)
-    new_edges = 0
+    new_edges = kept_candidates = 0
 
     def offer(d: EdgeDraft) -> None:
         old = drafts.get((d.source, d.target))
@@ -634,26 +788,20 @@ async def run_tier2(
             reply, shown, part = got
             pairs_of = {(t.source, t.target) for t in part.templates}
             judged: set[int] = set()
-            kept = [(j, True) for j in getattr(reply, "kept", ())]
-            for j, keeps in [*kept, *((j, False) for j in getattr(reply, "rejected", ()))]:
-                if not 1 <= j.candidate <= len(part.pairs):
+            kept = [(j.candidate, j) for j in getattr(reply, "kept", ())]
+            for number, j in [*kept, *((n, None) for n in getattr(reply, "rejected", ()))]:
+                if not 1 <= number <= len(part.pairs):
                     ctx.dropped["tier2_pair_not_candidate"] += 1
                     continue
-                if j.candidate in judged:
+                if number in judged:
                     continue  # judged twice: the first judgement (kept ones come first) holds
-                judged.add(j.candidate)
-                if not keeps:
+                judged.add(number)
+                if j is None:
                     continue
-                s, t = part.pairs[j.candidate - 1]
+                kept_candidates += 1
+                s, t = part.pairs[number - 1]
                 offer(
-                    EdgeDraft(
-                        s,
-                        t,
-                        j.mechanism.strip(),
-                        j.confidence,
-                        j.evidence,
-                        j.effect,
-                    )
+                    EdgeDraft(s, t, j.mechanism.strip(), j.confidence, j.evidence, _sign(j.effect))
                 )
             if len(part.pairs) - len(judged):
                 ctx.dropped["tier2_candidates_not_judged"] += len(part.pairs) - len(judged)
@@ -661,17 +809,12 @@ async def run_tier2(
                 if (ne.source.metric, ne.target.metric) not in pairs_of:
                     ctx.dropped["tier2_new_edge_not_a_template"] += 1
                     continue
+                ms, mt = spec.metric(ne.source.metric), spec.metric(ne.target.metric)
                 got_s = vocab.resolve(
-                    spec.metric(ne.source.metric),
-                    ne.source.entities,
-                    ne.source.new_entities,
-                    shown,
+                    ms, slot_entities(ms, ne.source.entities), ne.source.new_entities, shown
                 )
                 got_t = vocab.resolve(
-                    spec.metric(ne.target.metric),
-                    ne.target.entities,
-                    ne.target.new_entities,
-                    shown,
+                    mt, slot_entities(mt, ne.target.entities), ne.target.new_entities, shown
                 )
                 if got_s is None or got_t is None:
                     ctx.dropped["tier2_new_variable_outside_vocabulary"] += 1
@@ -690,9 +833,10 @@ async def run_tier2(
                         ne.mechanism.strip(),
                         ne.confidence,
                         ne.evidence,
-                        ne.effect,
+                        _sign(ne.effect),
                     )
                 )
+    counts["candidates_kept"] = kept_candidates
     counts["new_edges"] = new_edges
     counts["new_variables"] = len(vocab.new_variables)
     counts["new_entities"] = sum(len(v) for v in vocab.new_entities.values())

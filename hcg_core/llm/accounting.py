@@ -20,6 +20,7 @@ COUNTERS: tuple[str, ...] = (
     "reasks",  # requests repeated because the reply failed validation
     "cache_hits",  # items answered from the on-disk cache (no request)
     "failed",  # items given up on (recorded by the pipeline, the build goes on)
+    "refused",  # items the model refused twice (asked, re-asked once): dropped, counted
     "dropped_items",  # list items of kept replies dropped because they did not validate
     "splits",  # batches split in two after a context-length 400 or a reply cut at the limit
     "truncated",  # replies cut at the token limit (resent with a larger limit, or split)

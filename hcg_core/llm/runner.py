@@ -264,6 +264,16 @@ def stage_progress(name: str, enabled: bool | None) -> Iterator[None]:
         bar.close()
 
 
+async def _once_more_if_refused(call: Callable[[], Awaitable[T]], ledger: Ledger) -> T:
+    """``call()``; a refusal is asked again once (a model may refuse a request it answers on a
+    second try), counted as a re-ask; a second refusal propagates."""
+    try:
+        return await call()
+    except LLMRefusalError:
+        ledger.add(reasks=1)
+        return await call()
+
+
 async def ask_item(
     llm: StructuredLLM,
     messages: Sequence[dict[str, str]],
@@ -273,9 +283,13 @@ async def ask_item(
     ledger: Ledger,
     failures: Failures,
 ) -> M | None:
-    """The validated reply, or None when this item failed (counted as ``failed``)."""
+    """The validated reply, or None when this item failed (counted as ``failed``) or was
+    refused twice (counted as ``refused``: dropped, the build goes on within a limit)."""
     try:
-        return await llm.acomplete(messages, response_model)
+        return await _once_more_if_refused(lambda: llm.acomplete(messages, response_model), ledger)
+    except LLMRefusalError:
+        ledger.add(refused=1)
+        return None
     except ITEM_ERRORS as exc:
         ledger.add(failed=1)
         failures.add(item, exc)
@@ -298,11 +312,14 @@ async def ask_split(
     """``ask(items)`` for a batch; halve it when the request is too long or the reply was cut.
 
     Returns (sub-batch, reply or None) pairs covering ``items`` in order; a failed sub-batch is
-    counted and recorded once, under ``item``.
+    counted and recorded once, under ``item``; one refused twice is counted as ``refused``.
     """
     items = list(items)
     try:
-        return [(items, await ask(items))]
+        return [(items, await _once_more_if_refused(lambda: ask(items), ledger))]
+    except LLMRefusalError:
+        ledger.add(refused=1)
+        return [(items, None)]
     except (LLMContextLengthError, LLMTruncatedError) as exc:
         if len(items) > 1 and depth < MAX_SPLIT_DEPTH:
             ledger.add(splits=1)

@@ -54,6 +54,12 @@ def named_choice(names: Sequence[str]) -> Any:
     return Annotated[str, Field(json_schema_extra={"enum": list(names)})]
 
 
+def capped_text(max_chars: int, default: str = "") -> Any:
+    """A pydantic ``Field`` for a string the prompt limits: ``maxLength`` in the schema (the model
+    sees it), not a validation rule, so a longer reply is kept (the caller may cut it)."""
+    return Field(default, json_schema_extra={"maxLength": max(1, int(max_chars))})
+
+
 def schema_for(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON schema sent to the LLM (and hashed into the cache key)."""
     return model.model_json_schema()

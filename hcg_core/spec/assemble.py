@@ -16,7 +16,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..types import Dimension, DomainSpec, Metric, OutcomeConfig, Relation, Variable, variable_name
-from .merge import dimension_groups, entity_key, entity_parents, split_abbreviation, text_aliases
+from .merge import (
+    dimension_groups,
+    entity_key,
+    entity_parents,
+    spelling_key,
+    split_abbreviation,
+    text_aliases,
+)
 from .validate import validate_spec
 from .yaml_io import apply_outcome_roles
 
@@ -26,6 +33,8 @@ ENDPOINT_CUTOFF = 0.80  # difflib ratio to repair a relation endpoint to an exis
 # causes to keep: in the recorded medical run every one of the 40 slots went to them, so the
 # drivers the text discusses most (smoking, HPV, hereditary conditions) never became variables.
 ENDPOINT_SHARE = 0.5
+# Share of the metric cap a review's causes may take ahead of the most-proposed metrics.
+CAUSE_SHARE = 0.3
 _ROLES = ("terminal", "outcome", "intermediate")
 
 
@@ -139,7 +148,7 @@ def _merge_entities(
         if not entity_ok(name):
             report.dropped["entity_unusable_name"] += 1
             continue
-        key = entity_key(name)
+        key = spelling_key(name)
         if key in by_key:
             if by_key[key] != name:
                 report.repaired["entity_near_duplicate_merged"] += 1  # "bone" / "bones"
@@ -170,6 +179,7 @@ def merge_metrics(
     report: AssemblyReport | None = None,
     *,
     support: Mapping[str, float] | None = None,
+    causes: Iterable[str] = (),
 ) -> tuple[tuple[Metric, ...], OutcomeConfig]:
     """Union the per-batch metric lists over known dimensions; cap; settle the outcome config.
 
@@ -179,7 +189,9 @@ def merge_metrics(
     ``support`` (e.g. the share of chunks near the metric), then the first seen; metrics the LLM
     tagged ``outcome`` / ``terminal`` take at most ``ENDPOINT_SHARE`` of it while there are other
     metrics to keep, so the causes the text discusses (intermediate metrics) are never crowded
-    out by endpoints.
+    out by endpoints. ``causes`` (metrics a review called causes of what the corpus discusses)
+    come first among the others, up to ``CAUSE_SHARE`` of the cap: a cause a few samples name
+    is kept before a quantity many name.
     """
     support = support or {}
     report = report if report is not None else AssemblyReport()
@@ -230,10 +242,10 @@ def merge_metrics(
                 (outcome.description if outcome else "") or f"{n}: a configured outcome.",
                 "outcome",
             )
-    ranked = sorted(
-        order,
-        key=lambda n: (n not in anchored, -votes[n], -support.get(n, 0.0), order.index(n)),
-    )
+    by_votes = sorted(order, key=lambda n: (-votes[n], -support.get(n, 0.0), order.index(n)))
+    first = {n for n in by_votes if n in set(causes)}
+    first = set([n for n in by_votes if n in first][: math.floor(cap * CAUSE_SHARE)])
+    ranked = sorted(by_votes, key=lambda n: (n not in anchored, n not in first))
     if given:
         kept = set(ranked[: max(cap, len(anchored))])
     else:

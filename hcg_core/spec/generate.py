@@ -15,7 +15,7 @@ names for relation endpoints), and ``hcg_core.spec.assemble`` validates again.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -30,10 +30,11 @@ from ..config import (
 )
 from ..embedding import as_matrix
 from ..errors import BuildError
+from ..graph_build.evidence import snippet
 from ..llm.accounting import Ledger, stage
 from ..llm.budget import completion_budget, tokens_for
-from ..llm.runner import Failures, StageTimer, ask_split, gather_or_cancel
-from ..llm.structured import capped_list, named_choice
+from ..llm.runner import Failures, StageTimer, ask_item, ask_split, gather_or_cancel
+from ..llm.structured import capped_list, capped_text, named_choice
 from ..ports import Embedder, StructuredLLM
 from ..prompts import Prompt, get_prompt
 from ..types import Chunk, DomainSpec, OutcomeConfig
@@ -44,11 +45,22 @@ from .assemble import (
     merge_metrics,
     merge_relations,
     merge_variables,
+    metric_name,
 )
 from .merge import MetricDraft, metric_groups
+from .review import (
+    REVIEW_CALLS,
+    apply_dimension_review,
+    apply_metric_review,
+    check_metrics_model,
+    dimensions_review_model,
+    dimensions_text,
+    metrics_review_model,
+    metrics_text,
+)
 
 # Chunks Stage 1 reads at most, per tier; a larger corpus is covered by clustering.
-STAGE1_CHUNK_BUDGET = {"XS": 48, "S": 96, "M": 192, "L": 384}
+STAGE1_CHUNK_BUDGET = {"XS": 96, "S": 192, "M": 384, "L": 768}
 KMEANS_ITERATIONS = 8
 SUPPORT_TOP_METRICS = 3  # a chunk supports the metrics among its 3 nearest
 STAGE1_STEPS = ("dimensions", "metrics", "variables", "relations")
@@ -127,8 +139,24 @@ def batch(items: Sequence[Any], size: int) -> list[list[Any]]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
+def excerpt(chunk: Chunk, chars: int) -> str:
+    """A chunk as Stage 1 reads it: about ``chars`` characters, cut at sentence boundaries."""
+    return snippet(chunk.text, chars) or chunk.text[:chars]
+
+
 def excerpts(chunks: Sequence[Chunk], chars: int) -> str:
-    return "\n\n".join(f"[{i + 1}] {c.text[:chars]}" for i, c in enumerate(chunks))
+    return "\n\n".join(f"[{i + 1}] {excerpt(c, chars)}" for i, c in enumerate(chunks))
+
+
+def spread_batches(items: Sequence[Any], size: int) -> list[list[Any]]:
+    """``ceil(len / size)`` batches, each taking every n-th item, so that every batch of a sample
+    in corpus order spans the whole corpus (each reader's domain line sees all of it).
+
+    >>> spread_batches(list(range(7)), 3)
+    [[0, 3, 6], [1, 4], [2, 5]]
+    """
+    n = -(-len(items) // size) if items else 0
+    return [list(items[i::n]) for i in range(n)]
 
 
 def _choice(names: Sequence[str]) -> Any:
@@ -145,9 +173,13 @@ TOKENS_PER_METRIC = 180
 TOKENS_PER_VARIABLE = 90
 TOKENS_PER_RELATION = 120
 MAX_ENTITIES_PER_DIMENSION = 40  # entities one batch lists per dimension (``maxItems``)
-MAX_VARIABLES_PER_BATCH = 60
-MAX_RELATIONS_PER_BATCH = 30
+MAX_VARIABLES_PER_BATCH = 80
+MAX_DESCRIPTION_CHARS = 300  # a metric's or variable's description (``maxLength``)
+MAX_MECHANISM_CHARS = 300
+MAX_DOMAIN_CHARS = 200
+MAX_RELATIONS_PER_BATCH = 40  # a batch of 12 excerpts states more links than 30 (live readers)
 MAX_INFERRED_OUTCOMES = 5
+REVIEW_TOKENS = 4000  # a review lists groups of names: a few hundred tokens, room for 60 groups
 
 
 def dimensions_model(cap: int, *, infer_domain: bool, infer_outcomes: bool) -> type[BaseModel]:
@@ -156,12 +188,12 @@ def dimensions_model(cap: int, *, infer_domain: bool, infer_outcomes: bool) -> t
     item = create_model(
         "DimensionItem",
         name=(str, ...),
-        description=(str, ""),
+        description=(str, capped_text(MAX_DESCRIPTION_CHARS)),
         entities=(list[str], capped_list(MAX_ENTITIES_PER_DIMENSION)),
     )
     fields: dict[str, Any] = {"dimensions": (list[item], capped_list(cap))}
     if infer_domain:
-        fields["domain"] = (str, "")
+        fields["domain"] = (str, capped_text(MAX_DOMAIN_CHARS))
     if infer_outcomes:
         fields["outcomes"] = (list[str], capped_list(MAX_INFERRED_OUTCOMES, required=False))
     return create_model("DimensionsReply", **fields)
@@ -173,7 +205,7 @@ def relations_model(variable_names: Sequence[str]) -> type[BaseModel]:
         "RelationItem",
         source=(_choice(variable_names), ...),
         target=(_choice(variable_names), ...),
-        mechanism=(str, ""),
+        mechanism=(str, capped_text(MAX_MECHANISM_CHARS)),
     )
     return create_model(
         "RelationsReply", relations=(list[item], capped_list(MAX_RELATIONS_PER_BATCH))
@@ -186,7 +218,7 @@ def metrics_model(dimension_names: Sequence[str], cap: int = 0) -> type[BaseMode
         "MetricItem",
         name=(str, ...),
         signature=(list[_choice(dimension_names)], Field(default_factory=list)),
-        description=(str, ""),
+        description=(str, capped_text(MAX_DESCRIPTION_CHARS)),
         category=(str, "general"),
         role=(Literal["terminal", "outcome", "intermediate"], "intermediate"),
     )
@@ -194,19 +226,42 @@ def metrics_model(dimension_names: Sequence[str], cap: int = 0) -> type[BaseMode
 
 
 def variables_model(
-    metric_names: Sequence[str], entity_names: Sequence[str] = ()
+    metric_names: Sequence[str], slots: Mapping[str, Sequence[str]] | None = None
 ) -> type[BaseModel]:
-    """``VariablesReply`` whose variables may only bind the given metrics, and (when given) only
-    the dimensions' known entities."""
-    item = create_model(
-        "VariableItem",
-        metric=(_choice(metric_names), ...),
-        entities=(list[named_choice(entity_names)], Field(default_factory=list)),
-        description=(str, ""),
-    )
+    """``VariablesReply`` whose variables may only bind the given metrics; with ``slots``
+    (dimension -> its entities), ``entities`` is an object with one field per dimension whose
+    enum offers only that dimension's entities ("" when the metric has no such slot)."""
+    fields: dict[str, Any] = {"metric": (_choice(metric_names), ...)}
+    if slots:
+        slot_model = create_model(
+            "EntitySlots",
+            **{d: (named_choice(["", *ents]), "") for d, ents in slots.items()},
+        )
+        fields["entities"] = (slot_model, ...)
+    else:
+        fields["entities"] = (list[str], Field(default_factory=list))
+    fields["description"] = (str, capped_text(MAX_DESCRIPTION_CHARS))
+    item = create_model("VariableItem", **fields)
     return create_model(
         "VariablesReply", variables=(list[item], capped_list(MAX_VARIABLES_PER_BATCH))
     )
+
+
+def variable_items(reply: Any, signatures: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+    """A ``VariablesReply``'s variables as merge input: each metric's entities in signature
+    order, read from the slot of each of its dimensions (a missing slot leaves the variable
+    short, and the merge drops it)."""
+    out = []
+    for v in reply.variables:
+        raw = v.entities
+        if isinstance(raw, list):
+            ents = [str(e) for e in raw]
+        else:
+            got = raw.model_dump()
+            ents = [str(got.get(d, "") or "") for d in signatures.get(v.metric, ())]
+            ents = [e for e in ents if e]
+        out.append({"metric": v.metric, "entities": ents, "description": v.description})
+    return out
 
 
 def _outcome_text(
@@ -312,7 +367,7 @@ async def agenerate_spec(
         shown = sample_chunks(chunks, budget)
         coverage = {"chunks_shown": len(shown), "clusters": 0, "sampled": len(shown) < len(chunks)}
     coverage["share_shown"] = round(len(shown) / max(1, len(chunks)), 4)
-    batches = batch(shown, chunks_per_call)
+    batches = spread_batches(shown, chunks_per_call)
     report = AssemblyReport()
 
     async def step(
@@ -335,11 +390,17 @@ async def agenerate_spec(
             )
         )
         return [
-            (" ".join(c.text[:excerpt_chars] for c in sub), r)
+            (" ".join(excerpt(c, excerpt_chars) for c in sub), r)
             for p in parts
             for sub, r in p
             if r is not None
         ]
+
+    async def review(name: str, model: type[BaseModel], tokens: int, **values: str) -> Any:
+        """One review call over the merged vocabulary; None when it failed (counted)."""
+        messages = get_prompt(name, prompts).render(model.__name__, **values)
+        with completion_budget(tokens):
+            return await ask_item(llm, messages, model, item=name, ledger=ledger, failures=failures)
 
     def items(replies: Sequence[tuple[str, Any]], field_name: str) -> list[list[dict[str, Any]]]:
         return [[x.model_dump() for x in getattr(r, field_name)] for _, r in replies]
@@ -369,6 +430,13 @@ async def agenerate_spec(
             report,
             texts=[text for text, _ in dim_replies],
         )
+        if dims:
+            lines = [str(getattr(r, "domain", "") or "") for _, r in dim_replies]
+            dims, line = await reviewed_dimensions(
+                review, dims, lines if infer else [domain], report
+            )
+            if infer and line:
+                domain, inferred = line, ["domain"]
         if not dims:
             raise BuildError(
                 "Stage 1 found no dimensions: the LLM failed or the corpus names no entities; "
@@ -388,8 +456,8 @@ async def agenerate_spec(
         metric_drafts, support = merge_metric_drafts(
             items(metric_replies, "metrics"), embedder, chunk_embeddings, report
         )
-        metrics, final_outcome = merge_metrics(
-            metric_drafts, dims, caps.max_metrics, outcome, report, support=support
+        metrics, final_outcome = await curated_metrics(
+            review, metric_drafts, dims, caps.max_metrics, outcome, report, support, dom
         )
         if not metrics:
             raise BuildError("Stage 1 produced no metrics; see the failures, or pass --spec")
@@ -404,8 +472,7 @@ async def agenerate_spec(
         var_replies = await step(
             "variables",
             variables_model(
-                [m.name for m in metrics],
-                sorted({e for d in dims if d.name in used for e in d.entities}),
+                [m.name for m in metrics], {d.name: d.entities for d in dims if d.name in used}
             ),
             "variables",
             tokens_for(MAX_VARIABLES_PER_BATCH, TOKENS_PER_VARIABLE, REPLY_TOKENS_FIXED),
@@ -413,7 +480,10 @@ async def agenerate_spec(
             dimensions=_dims_text([d for d in dims if d.name in used]),
             metrics=_metrics_text(metrics),
         )
-        variables = merge_variables(items(var_replies, "variables"), metrics, dims, report)
+        signatures = {m.name: m.signature for m in metrics}
+        variables = merge_variables(
+            [variable_items(r, signatures) for _, r in var_replies], metrics, dims, report
+        )
         rel_replies = await step(
             "relations",
             relations_model([v.name for v in variables]),
@@ -427,12 +497,82 @@ async def agenerate_spec(
         spec = replace(spec, inferred=tuple(inferred))
     return spec, {
         "batches": len(batches),
-        "calls_planned": len(STAGE1_STEPS) * len(batches),
+        "calls_planned": len(STAGE1_STEPS) * len(batches) + REVIEW_CALLS,
+        "items": len(STAGE1_STEPS) * len(batches) + REVIEW_CALLS,
         "domain_inferred": domain if "domain" in inferred else "",
         "outcomes_inferred": inferred_outcomes,
         **coverage,
         **report.as_dict(),
     }
+
+
+Review = Callable[..., Awaitable[Any]]  # review(prompt name, model, tokens, **fields) -> reply
+
+
+async def reviewed_dimensions(
+    review: Review, dims: Sequence[Any], domains: Sequence[str], report: AssemblyReport
+) -> tuple[tuple[Any, ...], str]:
+    """The dimensions after the dimensions review (one call), and the whole-corpus domain line
+    it wrote ("" when none, or when the review failed: the deterministic merge stands)."""
+    got = await review(
+        "review_dimensions",
+        dimensions_review_model([d.name for d in dims], [e for d in dims for e in d.entities]),
+        REVIEW_TOKENS,
+        domains="\n".join(f"- {x}" for x in domains if x) or "(none)",
+        dimensions=dimensions_text(dims),
+    )
+    if got is None:
+        return tuple(dims), ""
+    return apply_dimension_review(dims, got, report)
+
+
+async def curated_metrics(
+    review: Review,
+    drafts: list[list[dict[str, Any]]],
+    dims: Sequence[Any],
+    cap: int,
+    outcome: OutcomeConfig | None,
+    report: AssemblyReport,
+    support: Mapping[str, float],
+    domain: str,
+) -> tuple[tuple[Any, ...], OutcomeConfig]:
+    """The capped metrics: the metrics review merges by meaning and names the causes (kept
+    first), the cap keeps the best, and the check call merges duplicates among the kept ones
+    (the slot it frees goes to the next metric of the ranking)."""
+    listed, names = metrics_text(drafts)
+    causes: set[str] = set()
+    if names:
+        got = await review(
+            "review_metrics",
+            metrics_review_model(names, cap),
+            REVIEW_TOKENS,
+            domain=domain,
+            metrics=listed,
+            cap=str(cap),
+        )
+        if got is not None:
+            drafts, causes = apply_metric_review(drafts, got, report)
+    metrics, final = merge_metrics(
+        drafts, dims, cap, outcome, report, support=support, causes=causes
+    )
+    if len(metrics) < 2:
+        return metrics, final
+    kept = {m.name for m in metrics}
+    kept_drafts = [[i for i in d if metric_name(i.get("name", "")) in kept] for d in drafts]
+    got = await review(
+        "check_metrics",
+        check_metrics_model([m.name for m in metrics]),
+        REVIEW_TOKENS,
+        domain=domain,
+        metrics=metrics_text(kept_drafts)[0],
+    )
+    if got is None or not got.same_quantity:
+        return metrics, final
+    drafts, _ = apply_metric_review(drafts, got, report)
+    # The second merge's own counts would count the first one's again: a scratch report.
+    return merge_metrics(
+        drafts, dims, cap, outcome, AssemblyReport(), support=support, causes=causes
+    )
 
 
 def merge_metric_drafts(
@@ -504,7 +644,7 @@ def stage1_calls(
 ) -> int:
     """Exact number of Stage 1 items (calls without retries, re-asks, splits or cache hits)."""
     n = min(stage1_budget(tier, sample_size), n_chunks)
-    return len(STAGE1_STEPS) * -(-n // chunks_per_call)
+    return len(STAGE1_STEPS) * -(-n // chunks_per_call) + (REVIEW_CALLS if n else 0)
 
 
 __all__ = [

@@ -57,6 +57,11 @@ QUANTITY_SYNONYMS: tuple[tuple[str, ...], ...] = (
 )
 _SYNONYM = {w: group[0] for group in QUANTITY_SYNONYMS for w in group}
 _IMPLICIT = frozenset({"level", "severity"})  # groups a name may end with or leave out
+# A last word that names the act of examining, not what is examined: "CT" and "CT scan", "genetic
+# test" and "genetic testing" are one entity of their dimension.
+GENERIC_TAILS = frozenset(
+    {"test", "tests", "testing", "scan", "scans", "scanning", "exam", "exams"}
+)
 # Words that name an axis without saying which: ``treatment_type`` is the treatment axis.
 AXIS_FILLERS = frozenset({"type", "kind", "category", "class", "group"})
 _STOP = frozenset(
@@ -103,7 +108,8 @@ _STOP = frozenset(
 )
 _CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _WORD = re.compile(r"[a-z0-9]+")
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=[A-Z(\"'])")
+# A sentence end, not the dot of "e.g." or "i.e." before a capital ("(e.g. Mohs surgery)").
+_SENTENCE = re.compile(r"(?<=[.!?;])(?<!\be\.g\.)(?<!\bi\.e\.)\s+(?=[A-Z(\"'])")
 _MEASURES = re.compile(r"^(?:the |a |an )?([a-z]+) of ([^,;.()]+)", re.I)
 _NEGATING = frozenset({"non", "not", "no", "without", "anti"})
 _ABBREVIATION = re.compile(r"^(?P<long>.+?)\s*\((?P<short>[A-Za-z][A-Za-z0-9-]{1,11})\)$")
@@ -128,6 +134,8 @@ def definition(description: str) -> str:
 
     >>> definition("Chance of cure (e.g. at stage 1). Driven by stage.")
     'Chance of cure (e.g. at stage 1).'
+    >>> definition("Whether a treatment (e.g. Mohs surgery) is given. Driven by stage.")
+    'Whether a treatment (e.g. Mohs surgery) is given.'
     """
     return _SENTENCE.split((description or "").strip(), maxsplit=1)[0]
 
@@ -345,6 +353,19 @@ def entity_key(entity: str) -> str:
     return " ".join(w if is_acronym(w) else singular(w.lower()) for w in words if w)
 
 
+def spelling_key(entity: str) -> str:
+    """``entity_key`` without a last word that names the act of examining (``GENERIC_TAILS``):
+    one entity of a dimension, however a sample wrote it.
+
+    >>> spelling_key("CT scan"), spelling_key("genetic testing"), spelling_key("imaging test")
+    ('CT', 'genetic', 'imaging')
+    """
+    words = entity_key(entity).split()
+    if len(words) > 1 and words[-1].lower() in GENERIC_TAILS:
+        words = words[:-1]  # "CT scan" is the CT, "genetic testing" the genetic test
+    return " ".join(words)
+
+
 _ALIAS_PATTERNS = (
     # "basal cell carcinoma (BCC)": an abbreviation in brackets after its long form
     re.compile(r"([A-Za-z][A-Za-z0-9 \-]{2,80}?)\s*\(([A-Z][A-Za-z0-9\-]{1,11})\)"),
@@ -426,6 +447,7 @@ __all__ = [
     "dimension_groups",
     "entity_key",
     "entity_parents",
+    "spelling_key",
     "measured_thing",
     "metric_groups",
     "name_words",
