@@ -14,7 +14,7 @@ Then it prints the log-log slopes against chunks and the largest/smallest ratios
 linking has a time slope near 1, flat memory a slope near 0.
 
 The scripted domain has a fixed set of edges (domain.json), so the edge count stays constant as
-the corpus grows: this measures the chunk side of linking (quote search, semantic match).
+the corpus grows: this measures the chunk side of linking (quote search, endpoint search).
 
     python benchmarks/llm_scaling.py [--sizes 1,3,10] [--unit 1] [--repeat 5]
 """

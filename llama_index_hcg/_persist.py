@@ -1,8 +1,8 @@
 """Where a persisted ``HCGIndex`` keeps its vectors: ``.npy`` files beside ``index_store.json``.
 
 LlamaIndex persists an index struct as JSON through the index store. ``HCGIndex`` keeps its graph
-there, but when the storage context is persisted to a local folder its vectors (chunks, variables,
-the edge-text cache) go to ``hcg__<index id>__<kind>__<sha256 prefix>.npy`` files in that folder,
+there, but when the storage context is persisted to a local folder its vectors (chunks and
+variables) go to ``hcg__<index id>__<kind>__<sha256 prefix>.npy`` files in that folder,
 and the struct holds only a reference to each (file name, shape, dtype, sha256 of the bytes).
 Names carry the content's hash, so a persist never overwrites a file that the previous
 ``index_store.json`` still names: a crash at any point leaves a loadable folder; files no longer
@@ -54,13 +54,12 @@ logger = logging.getLogger(__name__)
 INLINE_FIELDS = {
     "variables": "variable_embeddings",
     "chunks": "chunk_embeddings",
-    "edges": "edge_vectors",
 }
 FILE_PREFIX = "hcg__"
 _DTYPE = "<f4"
 # A referenced name must be one of ours: no folders, no dot files, nothing a tampered JSON could
 # use to read elsewhere.
-_FILE_NAME = re.compile(r"hcg__[A-Za-z0-9_-]+__(variables|chunks|edges)__[0-9a-f]{16}\.npy")
+_FILE_NAME = re.compile(r"hcg__[A-Za-z0-9_-]+__(variables|chunks)__[0-9a-f]{16}\.npy")
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Digits of the content's sha256 in a file name (64 bits: collisions are not a concern).
 _NAME_DIGEST_CHARS = 16
@@ -116,8 +115,9 @@ def put_vectors(
     struct: HCGIndexStruct, arrays: dict[str, np.ndarray | None], folder: Path | None
 ) -> None:
     """Store ``arrays`` (by kind) in the struct: inline base64 when ``folder`` is None, else as
-    ``.npy`` files in ``folder`` referenced from ``struct.vector_files``. None clears a kind."""
-    refs = dict(struct.vector_files)
+    ``.npy`` files in ``folder`` referenced from ``struct.vector_files``. None clears a kind.
+    A kind this version does not keep (the edge-text cache of older structs) is dropped."""
+    refs = {kind: ref for kind, ref in struct.vector_files.items() if kind in INLINE_FIELDS}
     for kind, arr in arrays.items():
         field_name = INLINE_FIELDS[kind]
         if arr is None:

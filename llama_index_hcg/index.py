@@ -88,12 +88,10 @@ class HCGIndexStruct(IndexStruct):
     # The offline builder's support ledger (hcg_core.graph_build.incremental) as JSON, so edits
     # after a reload still re-extract edges; empty for LLM-built graphs.
     ledger_json: str = ""
-    # The edge-text vectors the similarity linking of an LLM-built graph's inserts uses (base64
-    # float32, rows in ``edge_texts`` order): each edge text is embedded once, across reloads.
-    edge_texts: list[str] = field(default_factory=list)
-    edge_vectors: str = ""
-    # Kinds ("variables", "chunks", "edges") kept in .npy files beside index_store.json instead of
-    # inline: {"file", "shape", "dtype", "sha256"} each (llama_index_hcg._persist).
+    # Kinds ("variables", "chunks") kept in .npy files beside index_store.json instead of inline:
+    # {"file", "shape", "dtype", "sha256"} each (llama_index_hcg._persist). Structs persisted
+    # before the one evidence linker may also hold an edge-text cache ("edge_texts",
+    # "edge_vectors", an "edges" file): nothing reads it any more, and a persist drops it.
     vector_files: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The HCGNodeParser settings (chunk_words, overlap_words) when from_documents chunked with
     # hcg's chunker by default: a reloaded index's inserts then chunk the same way.
@@ -345,14 +343,6 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         arrays = {"variables": self._variable_emb, "chunks": self._chunk_emb}
         ledger = self._core.ledger_json() if self._core is not None else None
         struct.ledger_json = json.dumps(ledger, ensure_ascii=False) if ledger else ""
-        cache = self._core.__dict__.get("edge_vectors") if self._core is not None else None
-        # Unchanged edge vectors are not re-encoded inline; a folder gets every file it names.
-        if cache and (folder is not None or len(cache) != len(struct.edge_texts)):
-            struct.edge_texts = list(cache)
-            arrays["edges"] = np.vstack(list(cache.values()))
-        elif folder is not None and not cache:
-            struct.edge_texts = []
-            arrays["edges"] = None
         put_vectors(struct, arrays, folder)
 
     def _persist_struct(self, folder: Path | None) -> None:
@@ -397,15 +387,6 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
                 self._core.ledger = SupportLedger.from_json(json.loads(struct.ledger_json), graph)
             except StoreError as exc:
                 logger.warning("HCGIndex: %s; edits will link evidence only", exc)
-        edge_vectors = vectors.get("edges")
-        if (
-            edge_vectors is not None
-            and struct.edge_texts
-            and len(edge_vectors) == len(struct.edge_texts)
-        ):
-            self._core.__dict__["edge_vectors"] = dict(
-                zip(struct.edge_texts, edge_vectors, strict=True)
-            )
         if same and (problems or handed is not None):
             self._restate()
         if not same:  # re-embedded with the new model: store what retrieval now uses
@@ -500,8 +481,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         # the store, persisting it, or ``index_struct`` writes it in full first.
         struct = self._index_struct
         struct.graph, struct.graph_json, struct.ledger_json = {}, "", ""
-        struct.variable_embeddings = struct.chunk_embeddings = struct.edge_vectors = ""
-        struct.edge_texts, struct.vector_files = [], {}
+        struct.variable_embeddings = struct.chunk_embeddings = ""
+        struct.vector_files = {}
         self._struct_stale = True
         store_hooks(store).pending.add(self)
 

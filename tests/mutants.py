@@ -66,6 +66,12 @@ MUTANTS = (
         ("            if self.lift:\n", "            if False:\n"),
     ),
     m(
+        "incremental_updated_by_dropped_evidence",
+        "hcg_core/graph_build/incremental.py",
+        "a recomputed edge is compared with the old one without its links, so it counts as updated",
+        ("            new = replace(new, evidence=old.evidence)\n", ""),
+    ),
+    m(
         "bm25_delta_ignored",
         "hcg_core/retrieval/lexical.py",
         "documents added since the last CSR merge are not scored",
@@ -234,8 +240,8 @@ MUTANTS = (
         "hcg_core/graph_build/edges.py",
         "offline edges carry no sign",
         (
-            "                effect=sentence_effect(sentences[best]),",
-            '                effect="",',
+            "        effect=sentence_effect(sentence),",
+            '        effect="",',
         ),
     ),
     m(
@@ -282,15 +288,6 @@ MUTANTS = (
         (
             "cands.append((way, -score, e_i, c_i))",
             "cands.append((SENTENCE, -score, e_i, c_i))",
-        ),
-    ),
-    m(
-        "offline_mechanism_chunk_not_first",
-        "hcg_core/graph_build/edges.py",
-        "evidence ordered by supporting sentences only; the mechanism's chunk is not put first",
-        (
-            "key=lambda c: (c != first, -per_chunk[c], c)",
-            "key=lambda c: (-per_chunk[c], c)",
         ),
     ),
     m(

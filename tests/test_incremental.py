@@ -478,7 +478,7 @@ def full_recomputation(r: CausalGraphRetriever) -> dict[tuple[str, str], object]
     row = {c.id: i for i, c in enumerate(r.graph.chunks)}
     names = {v.name for v in r.graph.variables}
     edges = [
-        ledger.edge(link, row, r.graph.chunks)
+        ledger.edge(link, row)
         for link in sorted(ledger.links)
         if link[0] in names and link[1] in names
     ]
@@ -526,3 +526,30 @@ def test_capped_links_updated_in_place_equal_a_full_recomputation(monkeypatch) -
             assert report.statements_mapped > 0
         assert by_link() == full_recomputation(r), edit
     assert any(in_place) and in_place.count(True) >= 4  # the in-place path ran
+
+
+def test_the_update_report_counts_what_the_edit_changed_in_the_graph() -> None:
+    """``edges_updated`` names exactly the kept edges whose mechanism, confidence, sign or evidence
+    changed, and ``evidence_links_added`` counts the links the graph did not have before (a new
+    edge's included), after inserts and a delete on hub links (many touched, many capped)."""
+    from hcg_core.types import Chunk
+
+    base = _hub_sentences(240, 0, 0)
+    chunks = [Chunk(f"c{i}", " ".join(base[i : i + 8]), f"d{i}") for i in range(0, 240, 8)]
+    r = CausalGraphRetriever.from_build(build_graph(chunks, embedder=EMB, progress=False), EMB)
+    new = _hub_sentences(32, 1, 1000)
+    edits = [[Chunk(f"n{k}", " ".join(new[k * 8 : k * 8 + 8]), f"n{k}")] for k in range(4)]
+    updated = links = 0
+    for edit in [*edits[:2], "delete", *edits[2:]]:
+        before = {e.id: e for e in r.graph.edges}
+        report = r.delete(["d0"]) if edit == "delete" else r.insert(edit)
+        after = {e.id: e for e in r.graph.edges}
+        changed = sorted(i for i in after.keys() & before.keys() if after[i] != before[i])
+        assert sorted(report.edges_updated) == changed, edit
+        assert sorted(report.edges_added) == sorted(after.keys() - before.keys())
+        assert sorted(report.edges_removed) == sorted(before.keys() - after.keys())
+        old = {i: set(before[i].evidence) if i in before else set() for i in after}
+        added = sum(len(set(e.evidence) - old[i]) for i, e in after.items())
+        assert report.evidence_links_added == added, edit
+        updated, links = updated + len(changed), links + added
+    assert updated and links  # the edits did change edges and links

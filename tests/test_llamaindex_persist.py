@@ -182,6 +182,38 @@ def test_old_inline_structs_still_load(
     assert len(npy_files(tmp_path)) == 2
 
 
+def test_an_old_edge_text_cache_is_ignored_then_dropped(
+    index: HCGIndex, embed, core_embedder, tmp_path: Path, caplog
+) -> None:
+    """Structs persisted before the one evidence linker may carry an edge-text cache (inline
+    ``edge_texts``/``edge_vectors``, or an ``edges`` .npy file): they load without a warning or
+    a recomputation, and the next persist drops the keys and the file."""
+    from llama_index_hcg._persist import _write_npy, file_stem
+
+    index.storage_context.persist(persist_dir=str(tmp_path))
+    data = json.loads((tmp_path / "index_store.json").read_text(encoding="utf-8"))
+    (key,) = data["index_store/data"]
+    struct = json.loads(data["index_store/data"][key]["__data__"])
+    old = np.ones((2, 4), dtype=np.float32)
+    ref = _write_npy(tmp_path, file_stem(key), "edges", old)
+    struct["vector_files"]["edges"] = ref
+    struct.update(edge_texts=["A -> B: m", "B -> C: n"], edge_vectors="AAAA")
+    data["index_store/data"][key]["__data__"] = json.dumps(struct)
+    (tmp_path / "index_store.json").write_text(json.dumps(data), encoding="utf-8")
+    assert ref["file"] in npy_files(tmp_path)
+
+    core_embedder.embedded.clear()
+    with caplog.at_level(logging.WARNING):
+        loaded = load(tmp_path, embed)
+    assert core_embedder.embedded == [] and caplog.text == ""
+    assert results(loaded) == results(index)
+    loaded.storage_context.persist(persist_dir=str(tmp_path))
+    stored = stored_struct(tmp_path)
+    assert "edge_texts" not in stored and "edge_vectors" not in stored
+    assert set(stored["vector_files"]) == {"variables", "chunks"}
+    assert ref["file"] not in npy_files(tmp_path) and len(npy_files(tmp_path)) == 2
+
+
 @pytest.mark.parametrize("damage", ["truncated", "flipped", "missing"])
 def test_a_damaged_vector_file_is_recomputed_with_a_warning(
     index: HCGIndex, embed, core_embedder, tmp_path: Path, caplog, damage: str

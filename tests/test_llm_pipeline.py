@@ -19,7 +19,7 @@ from fixtures.llm.responder import OUTCOME, load_chunks, respond
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import ConfigError
 from hcg_core.graph_build import build_graph
-from hcg_core.graph_build.evidence import text_matches
+from hcg_core.graph_build.evidence import QuoteIndex
 from hcg_core.graph_build.llm_pipeline import estimate_build, format_estimate
 from hcg_core.llm import OpenAIStructuredLLM
 from hcg_core.spec.assemble import AssemblyReport, merge_metrics, merge_relations
@@ -163,9 +163,10 @@ def test_merge_relations_repairs_and_drops():
 
 def test_quote_match_is_the_papers_prefix():
     chunks = [Chunk("x", "alpha beta gamma"), Chunk("y", "delta alpha beta"), Chunk("z", "q")]
-    assert text_matches("alpha beta" + "!" * 300, chunks, 10) == [0, 1]  # first 10 chars only
-    assert text_matches("Alpha\n  beta", chunks, 200) == [0, 1]  # whitespace and case aside
-    assert text_matches("alpha", chunks, 200) == []  # too short to be evidence
+    index = QuoteIndex(chunks)
+    assert index.find("alpha beta" + "!" * 300, 10) == [0, 1]  # first 10 chars only
+    assert index.find("Alpha\n  beta", 200) == [0, 1]  # whitespace and case aside
+    assert index.find("alpha", 200) == []  # too short to be evidence
 
 
 def test_estimate_bounds_the_report(clean):

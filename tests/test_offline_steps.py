@@ -11,7 +11,7 @@ import pytest
 from hcg_core.config import OfflineBuildConfig
 from hcg_core.errors import ConfigError
 from hcg_core.graph_build.dimensions import dimensions, display_entity, spherical_kmeans
-from hcg_core.graph_build.edges import edge_confidence, make_edges, rank_evidence
+from hcg_core.graph_build.edges import edge_confidence, make_edges
 from hcg_core.graph_build.extract import extract_statements
 from hcg_core.graph_build.statements import (
     SentenceCorpus,
@@ -293,12 +293,6 @@ def test_confidence_is_a_noisy_or_capped_below_one():
     assert edge_confidence([0.9]) == 0.54
     assert edge_confidence([0.95] * 20) == 0.99
     assert edge_confidence([]) == 0.0
-
-
-def test_evidence_puts_the_mechanism_chunk_first():
-    # Sentence 2 (the mechanism) is only in chunk 3; chunk 1 holds two supporting sentences.
-    assert rank_evidence([0, 1, 2], 2, [[0, 1], [1], [3]], 5) == [3, 1, 0]
-    assert rank_evidence([0, 1, 2], 2, [[0, 1], [1], [3]], 1) == [3]
 
 
 def test_make_edges_mechanism_confidence_and_fragments():

@@ -9,8 +9,7 @@ edge's text, then chunks naming both endpoints (docs/offline-builder.md, step 6)
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from ..spec.offline_vocabulary import NodeKey
 from ..types import CausalEdge, Variable
@@ -56,19 +55,22 @@ def noisy_or_miss(strengths: Iterable[float]) -> float:
     return miss
 
 
-def rank_evidence(sids: Sequence[int], best: int, chunks_of: Sequence[Sequence[int]], limit: int):
-    """Chunk indices for an edge: the mechanism sentence's chunk first, then chunks holding more
-    of the supporting sentences ``sids`` (ties by chunk order), at most ``limit``.
+def sentence_edge(source: str, target: str, sentence: str, confidence: float) -> CausalEdge:
+    """The edge of a link whose mechanism is ``sentence``, its sign read from that sentence; no
+    evidence yet (``evidence.link_evidence`` links it). The id depends on the names only.
 
-    >>> rank_evidence([0, 1, 2], 2, [[0, 1], [1], [3]], 3)
-    [3, 1, 0]
+    >>> e = sentence_edge("Smoking", "Stroke", "Smoking raises the risk of stroke.", 0.54)
+    >>> e.id, e.effect, e.evidence
+    ('e_973535c4a6a0', 'increases', ())
     """
-    per_chunk: Counter = Counter()
-    for i in sids:
-        for c in chunks_of[i]:
-            per_chunk[c] += 1
-    first = chunks_of[best][0]
-    return sorted(per_chunk, key=lambda c: (c != first, -per_chunk[c], c))[:limit]
+    return CausalEdge(
+        id=stable_id("e_", source, target),
+        source=source,
+        target=target,
+        mechanism=sentence[:MAX_MECHANISM_CHARS],
+        confidence=confidence,
+        effect=sentence_effect(sentence),
+    )
 
 
 def make_edges(
@@ -89,18 +91,9 @@ def make_edges(
         sents = support[(s, t)]
         sids = distinct_sentences(sents, sentences, within)
         best = max(sids, key=lambda i: (sents[i], len(chunks_of[i]), -len(sentences[i]), -i))
-        src, tgt = var_of[s], var_of[t]
-        edges.append(
-            CausalEdge(
-                id=stable_id("e_", src.name, tgt.name),
-                source=src.name,
-                target=tgt.name,
-                mechanism=sentences[best][:MAX_MECHANISM_CHARS],
-                confidence=edge_confidence(sents[i] for i in sids),
-                effect=sentence_effect(sentences[best]),
-            )
-        )
+        confidence = edge_confidence(sents[i] for i in sids)
+        edges.append(sentence_edge(var_of[s].name, var_of[t].name, sentences[best], confidence))
     return edges
 
 
-__all__ = ["edge_confidence", "make_edges", "noisy_or_miss", "rank_evidence", "stable_id"]
+__all__ = ["edge_confidence", "make_edges", "noisy_or_miss", "sentence_edge", "stable_id"]

@@ -1,14 +1,13 @@
-"""Evidence linking phi: edge -> chunks, the paper's two matches (Appendix B), as pure functions.
+"""Evidence linking phi: edge -> the chunks that state it (docs/llm.md, "Evidence").
 
-(1) Text match: the first ``prefix_chars`` (200) characters of an edge's quoted evidence, found in
-a chunk. Quotes are matched ignoring whitespace differences and case (a model copies a wrapped
-line as one line), through a ``QuoteIndex`` built once over the whole corpus. (2) Semantic match:
-the embedding of ``"source -> target: mechanism"`` against the pre-embedded chunks, linking chunks
-with cosine >= ``tau`` (0.78), computed in blocks with a top-k per edge, never as a full
-edges x chunks matrix. At most ``per_edge`` (2) chunks per edge: text matches first (corpus
-order), then semantic matches (most similar first). An edge that neither match links may fall
-back to (3) the chunk most similar to it among those the LLM was shown when it judged the edge,
-if within cosine ``shown_tau``: the text its judgement rests on (counted apart in the report).
+``link_evidence`` is the one linker every builder ends with (and ``hcg relink``, and every edit):
+a chunk states an edge when it holds the edge's quote or mechanism (the paper's text match: the
+first ``prefix_chars``, 200, characters, ignoring whitespace and case, found through a
+``QuoteIndex`` built once over the whole corpus), or names both endpoints: in one sentence, else
+in different ones (``CorpusTerms``), ranked by BM25 of the edge's words and the endpoints'
+closeness. At most ``per_edge`` (2) chunks per edge, and no chunk the evidence of more than
+``chunk_cap`` edges by search. The linking embeds nothing: no semantic match, and no chunk is
+linked for having been shown in a prompt.
 
 ``snippet`` cuts a chunk into a prompt excerpt that starts and ends at sentence boundaries;
 ``SentencePool`` finds the sentences of chunks nearest to a query (embedded once, on first use),
@@ -199,11 +198,6 @@ class SentencePool:
                 return text
 
 
-def edge_text(edge: CausalEdge) -> str:
-    """The string the paper embeds for an edge's semantic match."""
-    return f"{edge.source} -> {edge.target}: {edge.mechanism}"
-
-
 class QuoteIndex:
     """The corpus normalized once and joined, with chunk offsets: a quote is found with one
     C-level substring search over the whole corpus, then mapped to chunks by bisection.
@@ -256,15 +250,6 @@ class QuoteIndex:
             nxt = self.starts[i + 1] if i + 1 < len(self.starts) else len(self.text)
             at = self.text.find(key, max(at + 1, nxt))
         return out
-
-
-def text_matches(quote: str, chunks: Sequence[Chunk], prefix_chars: int) -> list[int]:
-    """Indices of chunks containing the quote's first ``prefix_chars`` characters.
-
-    >>> text_matches("alpha  beta", [Chunk("a", "x alpha beta y"), Chunk("b", "beta")], 200)
-    [0]
-    """
-    return QuoteIndex(chunks).find(quote, prefix_chars)
 
 
 # ---------------------------------------------------------------- the linker: edge -> stating chunks
@@ -705,9 +690,7 @@ __all__ = [
     "SentencePool",
     "entity_pattern",
     "is_acronym",
-    "edge_text",
     "link_evidence",
     "normalize_text",
     "snippet",
-    "text_matches",
 ]

@@ -1,8 +1,8 @@
 """Incremental graph updates: what the offline builder knew per edge, kept so edits cost O(edit).
 
 The offline builder derives every edge from the sentences that support it (``support``), then
-makes the edge from them (``edges.make_edges``: mechanism, noisy-or confidence, evidence). A
-``SupportLedger`` keeps exactly that per-link support, the sentence -> chunks map and the span ->
+makes the edge from them (``edges.make_edges``: mechanism, noisy-or confidence) and links it to
+the chunks that state it (``evidence.link_evidence``). A ``SupportLedger`` keeps exactly that per-link support, the sentence -> chunks map and the span ->
 variable assignment of the build, so that:
 
 * inserting chunks extracts their statements only (``statements.collect_statements``), maps their
@@ -23,17 +23,17 @@ A statement that the existing vocabulary cannot express is counted in the ``Upda
 the edges a fresh build gives whenever the fresh build's vocabulary is the same (tests assert
 this), and otherwise the edges of the old vocabulary.
 
-Graphs without a ledger (the LLM pipeline, graphs saved before ledgers existed, edited graphs) are
-updated the way the paper links evidence: new chunks become evidence of existing edges by
-embedding similarity (``link_by_similarity``); a deletion drops the chunks' evidence links and the
-edges left with none.
+Either way every edge is then linked again by the one linker (``relink_edges``), over the edited
+chunks. Graphs without a ledger (the LLM pipeline, graphs saved before ledgers existed, edited
+graphs) get only that: an insert extracts no edge from the new text; a deletion drops the chunks'
+evidence links and the edges left with none.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -42,15 +42,14 @@ from ..config import DEFAULT_EVIDENCE_PER_EDGE
 from ..errors import StoreError
 from ..spec.offline_vocabulary import NodeKey
 from ..types import CausalEdge, CausalGraph, Chunk
-from .edges import MAX_CONFIDENCE, noisy_or_miss, rank_evidence, stable_id
+from .edges import MAX_CONFIDENCE, noisy_or_miss, sentence_edge
 from .evidence import link_evidence
-from .extract import Span, head_of, sentence_effect, split_sentences
+from .extract import Span, head_of, split_sentences
 from .statements import collect_statements, containers, distinct_sentences
 
 logger = logging.getLogger(__name__)
 
 LEDGER_FORMAT = 1
-MAX_MECHANISM_CHARS = 400  # as edges.make_edges
 MAX_EXAMPLES = 5  # statements named in a report, per kind
 EXISTING = "="  # entity-key prefix of a given spec's variables (never a word)
 # An insert of more new sentences recomputes the links it touches in full (``LinkState``).
@@ -78,7 +77,9 @@ class UpdateReport:
     without enough support to be a variable), which a fresh build of the same vocabulary also
     leaves out;
     ``links_skipped``: supported links (mostly lifted ones) to a node that is not a variable;
-    ``edges_removed``: ids of edges that lost their last supporting sentence or evidence chunk.
+    ``edges_removed``: ids of edges that lost their last supporting sentence or evidence chunk;
+    ``edges_updated``: ids of kept edges whose mechanism, confidence, sign or evidence changed;
+    ``evidence_links_added``: evidence links the graph did not have before (a new edge's too).
     ``graph_mode``: "ledger" (the offline builder's rules), "relink" (no ledger: the existing
     edges linked again to the chunks that state them, new text included) or "none" (no edges).
     """
@@ -162,16 +163,12 @@ class LinkState:
     and have none update the edge by themselves (docs/offline-builder.md, "Incremental updates").
 
     Then every new sentence is distinct (the old ones keep their status: none of their containers
-    changed), the noisy-or stays at ``MAX_CONFIDENCE`` (each factor is at most 1), the mechanism
-    is the old one or a new sentence with a higher key, and the evidence's top chunks are among
-    the old top and the chunks whose counts grew (counts only grow).
+    changed), the noisy-or stays at ``MAX_CONFIDENCE`` (each factor is at most 1) and the
+    mechanism is the old one or a new sentence with a higher key.
     """
 
     best: tuple[float, int, int, int]  # (strength, chunks, -length, -order) of the mechanism
     best_text: str
-    first: int  # the mechanism's first chunk row
-    counts: Counter  # chunk row -> distinct supporting sentences it holds
-    top: list[int]  # the max_evidence rows by (most sentences, lower row)
     pending: dict[str, None] = field(default_factory=dict)  # new sentences not counted yet
 
 
@@ -529,15 +526,17 @@ class SupportLedger:
         self.version += 1
         return touched
 
-    def edge(self, link: Link, chunk_row: ChunkRows, chunks: Sequence[Chunk]) -> CausalEdge:
-        """The edge the builder makes for ``link`` from its current support (``make_edges``).
+    def edge(self, link: Link, chunk_row: ChunkRows) -> CausalEdge:
+        """The edge the builder makes for ``link`` from its current support (``make_edges``):
+        mechanism, confidence and sign, no evidence (``relink_edges`` links every edge after an
+        edit, as the build does).
 
         From the link's ``LinkState`` when it has one and only new sentences to add, else
         recomputed from all its sentences (the state is kept when the confidence is capped).
         """
         state = self._state.get(link)
         if state is not None:
-            edge = self._update(link, state, chunk_row, chunks)
+            edge = self._update(link, state, chunk_row)
             if edge is not None:
                 return edge
             del self._state[link]
@@ -545,77 +544,41 @@ class SupportLedger:
         texts = sorted(sents, key=self.order.__getitem__)
         ids = range(len(texts))
         sids = distinct_sentences(ids, texts, containers(texts, ids))
-        chunks_of = [
-            sorted(chunk_row[c] for c in self.sentence_chunks.get(t, ()) if c in chunk_row)
-            for t in texts
-        ]
-        held = [i for i in sids if chunks_of[i]]
+        holders = [self._holders(t, chunk_row) for t in texts]
+        held = [i for i in sids if holders[i]]
         sids = held or list(sids)
-        best = max(sids, key=lambda i: (sents[texts[i]], len(chunks_of[i]), -len(texts[i]), -i))
-        ranked = rank_evidence(sids, best, chunks_of, self.max_evidence) if chunks_of[best] else []
+        best = max(sids, key=lambda i: (sents[texts[i]], holders[i], -len(texts[i]), -i))
         miss = noisy_or_miss(sents[texts[i]] for i in sids)  # as edge_confidence
         if len(held) == len(sids) and 1.0 - miss >= MAX_CONFIDENCE:
-            counts: Counter = Counter(c for i in sids for c in chunks_of[i])
             self._state[link] = LinkState(
                 best=(
                     sents[texts[best]],
-                    len(chunks_of[best]),
+                    holders[best],
                     -len(texts[best]),
                     -self.order[texts[best]],
                 ),
                 best_text=texts[best],
-                first=chunks_of[best][0],
-                counts=counts,
-                top=sorted(counts, key=lambda c: (-counts[c], c))[: self.max_evidence],
             )
-        source, target = link
-        return CausalEdge(
-            id=stable_id("e_", source, target),
-            source=source,
-            target=target,
-            mechanism=texts[best][:MAX_MECHANISM_CHARS],
-            confidence=round(min(MAX_CONFIDENCE, 1.0 - miss), 4),
-            evidence=tuple(chunks[c].id for c in ranked),
-            effect=sentence_effect(texts[best]),
-        )
+        return sentence_edge(*link, texts[best], round(min(MAX_CONFIDENCE, 1.0 - miss), 4))
 
-    def _update(
-        self, link: Link, state: LinkState, chunk_row: ChunkRows, chunks: Sequence[Chunk]
-    ) -> CausalEdge | None:
+    def _holders(self, text: str, chunk_row: ChunkRows) -> int:
+        """How many of the graph's chunks hold the sentence (the mechanism's tie-break)."""
+        return sum(1 for c in self.sentence_chunks.get(text, ()) if c in chunk_row)
+
+    def _update(self, link: Link, state: LinkState, chunk_row: ChunkRows) -> CausalEdge | None:
         """The edge from ``state`` plus its pending sentences (see ``LinkState``), in O(new
-        sentences + evidence); None when a new sentence has no chunk in the graph."""
+        sentences); None when a new sentence has no chunk in the graph."""
         sents = self.links[link]
-        rows = {}
-        for x in state.pending:
-            rows[x] = sorted(
-                chunk_row[c] for c in self.sentence_chunks.get(x, ()) if c in chunk_row
-            )
-            if not rows[x]:
-                return None
-        counts, grew = state.counts, set()
-        for x, held in rows.items():
-            key = (sents[x], len(held), -len(x), -self.order[x])
+        holders = {x: self._holders(x, chunk_row) for x in state.pending}
+        if not all(holders.values()):
+            return None
+        for x, n in holders.items():
+            key = (sents[x], n, -len(x), -self.order[x])
             if key > state.best:
-                state.best, state.best_text, state.first = key, x, held[0]
-            counts.update(held)
-            grew.update(held)
+                state.best, state.best_text = key, x
         state.pending.clear()
-        state.top = sorted(set(state.top) | grew, key=lambda c: (-counts[c], c))[
-            : self.max_evidence
-        ]
-        first = state.first
-        ranked = sorted(set(state.top) | {first}, key=lambda c: (c != first, -counts[c], c))
-        source, target = link
-        return CausalEdge(
-            id=stable_id("e_", source, target),
-            source=source,
-            target=target,
-            mechanism=state.best_text[:MAX_MECHANISM_CHARS],
-            # Capped before, so capped now: round(min(MAX, 1 - miss), 4) with 1 - miss >= MAX.
-            confidence=round(MAX_CONFIDENCE, 4),
-            evidence=tuple(chunks[c].id for c in ranked[: self.max_evidence]),
-            effect=sentence_effect(state.best_text),
-        )
+        # Capped before, so capped now: round(min(MAX, 1 - miss), 4) with 1 - miss >= MAX.
+        return sentence_edge(*link, state.best_text, round(MAX_CONFIDENCE, 4))
 
 
 def _pinned(fields: Any) -> dict[str, Any]:
@@ -706,13 +669,16 @@ def apply_links(
             continue
         if link in ledger.rejected:
             continue  # a reviewer rejected it (``hcg apply``): the new support is kept, unused
-        new = ledger.edge(link, chunk_row, graph.chunks)
+        new = ledger.edge(link, chunk_row)
         if link in ledger.pinned:
             new = replace(new, **ledger.pinned[link])
         if old is None:
             added.append(new.id)
-        elif new != old:
-            updated.append(new.id)
+        else:
+            # Its links stay the old ones until ``relink_edges`` below links every edge.
+            new = replace(new, evidence=old.evidence)
+            if new != old:
+                updated.append(new.id)
         by_link[link] = new
     report.edges_added += tuple(sorted(added))
     report.edges_updated += tuple(sorted(updated))

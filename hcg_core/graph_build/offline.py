@@ -1,17 +1,18 @@
 """The LLM-free builder: Stages 1 and 2 from explicit causal statements in the text.
 
 Every edge is backed by at least one sentence with a causal cue (``extract``): that sentence is the
-mechanism and its chunks are the evidence. What replaces the LLM is canonicalisation, so that the
-graph has structure to traverse: spans are split into a head (the measure) and a modifier (the
-entity); heads become the fixed metric vocabulary (capped by the tier), modifiers become variables
-bound to dimension entities, rare variables collapse onto a per-metric generic variable, and each
-statement also supports its generic ("lifted") form, which plays the part of the paper's Tier-1
-metric templates. See docs/offline-builder.md.
+mechanism, and the chunks that state the edge (the mechanism's first) are its evidence
+(``evidence.link_evidence``, the linking every builder ends with). What replaces the LLM is
+canonicalisation, so that the graph has structure to traverse: spans are split into a head (the
+measure) and a modifier (the entity); heads become the fixed metric vocabulary (capped by the
+tier), modifiers become variables bound to dimension entities, rare variables collapse onto a
+per-metric generic variable, and each statement also supports its generic ("lifted") form, which
+plays the part of the paper's Tier-1 metric templates. See docs/offline-builder.md.
 
 This module only runs the steps in order, times them and writes the report; each step is its own
 module: ``statements`` (sentences and cue-backed statements), ``spec.offline_vocabulary`` (metrics:
 the offline Stage 1), ``support`` (variables, lifted support, weak drops, roles), ``dimensions``
-(entity clusters) and ``edges`` (mechanism, confidence, evidence).
+(entity clusters), ``edges`` (mechanism, confidence) and ``evidence`` (the links to the chunks).
 """
 
 from __future__ import annotations
