@@ -58,16 +58,9 @@ class LLMRequest:
         ``request.enum("links", "target")`` follows ``properties.links -> items -> $ref ->
         properties.target`` and returns its ``enum`` (or ``[const]``).
         """
-        node: Any = self.schema
-        defs = self.schema.get("$defs", {})
-        for key in path:
-            node = _resolve(node, defs)
-            if node.get("type") == "array":
-                node = _resolve(node.get("items", {}), defs)
-            node = node.get("properties", {}).get(key, {})
-        node = _resolve(node, defs)
+        node = self._field(*path)
         if node.get("type") == "array":
-            node = _resolve(node.get("items", {}), defs)
+            node = _resolve(node.get("items", {}), self.schema.get("$defs", {}))
         if "enum" in node:
             return list(node["enum"])
         if "const" in node:
@@ -77,6 +70,10 @@ class LLMRequest:
     def slots(self, *path: str) -> dict[str, list[str]]:
         """The per-dimension fields of an object (``slots("variables", "entities")``): each
         field's name and its enum, as ``enum`` finds them."""
+        return {k: self.enum(*path, k) for k in self._field(*path).get("properties", {})}
+
+    def _field(self, *path: str) -> dict[str, Any]:
+        """The schema node at ``path`` (property names, through arrays' items and ``$defs``)."""
         node: Any = self.schema
         defs = self.schema.get("$defs", {})
         for key in path:
@@ -84,8 +81,7 @@ class LLMRequest:
             if node.get("type") == "array":
                 node = _resolve(node.get("items", {}), defs)
             node = node.get("properties", {}).get(key, {})
-        node = _resolve(node, defs)
-        return {k: self.enum(*path, k) for k in node.get("properties", {})}
+        return _resolve(node, defs)
 
 
 def _resolve(node: Any, defs: dict) -> Any:
