@@ -449,7 +449,7 @@ CHARS_PER_TOKEN = 4  # the estimate's stated approximation
 COMPLETION_TOKENS_PER_JUDGEMENT = 60  # a kept candidate: a number, a sentence, a quote
 COMPLETION_TOKENS_STAGE1 = 800
 # Share of ordered metric pairs Tier 1 makes templates of with today's Tier 1 prompt, between the
-# two live runs: medical XS 244 of 36 x 39 pairs (0.174, ../shared/data/llm-builds/medical-xs-t4)
+# two live runs: medical XS 244 of 36 x 39 pairs (0.174, the recorded live medical build)
 # and a 85-chunk medical slice 98 of 38 x 39 (0.066). With the candidate budget the expected
 # Tier 2 calls change little with it: more templates each send fewer pairs.
 TEMPLATE_DENSITY = 0.12
