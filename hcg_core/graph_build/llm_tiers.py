@@ -458,15 +458,23 @@ def _named_in(
     return named(source), named(target)
 
 
+def _constraints(
+    spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
+) -> list[frozenset[int]] | None:
+    """``_named_in`` without the unconstrained sides: [] for two variables that name nothing to
+    look for, None when the pair is not a candidate."""
+    got = _named_in(spec, mentions, source, target)
+    return None if got is None else [x for x in got if x is not None]
+
+
 def support(spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable) -> int:
     """How many chunks could state a link between two variables (0: not a Tier 2 candidate):
     those that name both (``_named_in``: every entity of both together, and, for a variable
     without entities, a topic word of its metric, ``topic_words``); two variables that name
     nothing to look for pair weakly (``FREE_PAIR_SUPPORT``)."""
-    got = _named_in(spec, mentions, source, target)
-    if got is None:
+    sets = _constraints(spec, mentions, source, target)
+    if sets is None:
         return 0
-    sets = [x for x in got if x is not None]
     if not sets:
         return FREE_PAIR_SUPPORT
     return len(frozenset.intersection(*sets))
@@ -480,10 +488,9 @@ def association(
     named with the other (one cancer and its own symptom) scores 1; a common entity met once
     with another (a cancer and "skin" in a list) scores near 0. Tier 2 sends a template's most
     associated pairs first."""
-    got = _named_in(spec, mentions, source, target)
-    if got is None:
+    sets = _constraints(spec, mentions, source, target)
+    if sets is None:
         return 0.0
-    sets = [x for x in got if x is not None]
     if not sets:
         return FREE_PAIR_ASSOCIATION
     both = len(frozenset.intersection(*sets))
