@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 
 def non_negative_int(text: str) -> int:
@@ -19,3 +20,34 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
     return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (0 must not silently mean a default)."""
+    value = non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def number_type(
+    accepts: Callable[[float], bool], must_be: str, noun: str = "a number"
+) -> Callable[[str], float]:
+    """An argparse type: a float that ``accepts`` (else "must be ``must_be``").
+
+    ``accepts`` must be false for NaN (as a comparison is), so a NaN never passes silently.
+
+    >>> number_type(lambda x: 0 <= x <= 1, "a number in [0, 1]")("0.5")
+    0.5
+    """
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
+        if not accepts(value):
+            raise argparse.ArgumentTypeError(f"{text!r} must be {must_be}")
+        return value
+
+    return parse

@@ -10,8 +10,7 @@ rename; so a reader gets the old graph or the new one, a failed or killed save l
 loadable, and nothing but the graph's own files is ever removed. Files are written to a temporary
 file and renamed, with the user's umask (``hcg_core.safe_files``). ``check_output_dir`` refuses,
 before any work, an output that is not a graph directory, lies inside an input, or cannot be
-written; ``check_output_path`` refuses an export or page written into a graph or onto a special
-file.
+written (the checks of other outputs, exports and reports, are ``hcg_core.output_paths``').
 
 Loading trusts nothing and writes nothing: every file must resolve inside the directory (no links
 out), chunks need non-empty text, malformed entries are named with their file and expected shape.
@@ -62,8 +61,7 @@ from .safe_files import (
 )
 from .spec import spec_from_dict, spec_to_yaml, validate_graph
 from .spec.yaml_io import spec_from_document, variable_from_item
-from .types import CausalEdge, CausalGraph, Chunk, DomainSpec, Variable
-from .types import variable_text as variable_text  # re-exported: it lived here before types.py
+from .types import CausalEdge, CausalGraph, Chunk, DomainSpec, Variable, variable_text
 
 FORMAT_NAME = "hcg-graph"
 FORMAT_VERSION = 2
@@ -201,74 +199,6 @@ def check_output_dir(
         if real.is_dir():
             check_writable_dir(real, what="graph directory")
     return real
-
-
-def check_report_path(path: str | os.PathLike) -> Path:
-    """Refuse to write a report file over a folder or into a graph directory (its own files).
-
-    ``hcg eval --out DIR/manifest.json`` would otherwise replace the graph's manifest.
-    """
-    if not str(path).strip():
-        raise StoreError("the report path is empty; name a file, e.g. --out eval.json")
-    p = Path(path)
-    if p.is_dir():
-        raise StoreError("is a folder; name a file for the report", path=p)
-    parent = p.resolve().parent
-    for folder in (parent, *parent.parents):
-        if is_graph_dir(folder):
-            raise StoreError(
-                f"lies inside the graph directory {folder}; write the report outside it",
-                path=p,
-            )
-    return p
-
-
-def check_output_path(path: str | os.PathLike, *, folder: bool = False) -> Path:
-    """Refuse an output (``view --out``, ``export --out``) that is not a plain new or regular file.
-
-    Refused (``StoreError``, one line each): an empty path; a symbolic link, a device, FIFO or
-    socket; an existing folder (for ``folder``: an existing file); a path under a file; a path
-    inside any graph directory (a folder with an hcg ``manifest.json`` among its ancestors, or the
-    folder itself for ``folder``), whose own files it could replace. Returns the path.
-    """
-    if not str(path).strip():
-        raise StoreError("the output path is empty; name a file, e.g. --out graph.graphml")
-    p = Path(path)
-    what = "folder" if folder else "file"
-    if p.is_symlink():
-        raise StoreError(
-            f"is a symbolic link; name a regular {what} (writing would replace the link)", path=p
-        )
-    if p.exists():
-        if folder and not p.is_dir():
-            raise StoreError("exists and is not a folder; name a folder for the files", path=p)
-        if not folder and p.is_dir():
-            raise StoreError("is a folder; name a file to write", path=p)
-        if not folder and not p.is_file():
-            raise StoreError(
-                "is not a regular file (a device, FIFO or socket); name a regular file", path=p
-            )
-    for above in p.absolute().parents:
-        if above.exists() or above.is_symlink():
-            if not above.is_dir():
-                raise StoreError(f"lies under {above}, which is a file, not a folder", path=p)
-            break
-    real = p.resolve()
-    for candidate in (real, *real.parents) if folder else real.parents:
-        if is_graph_dir(candidate):
-            raise StoreError(
-                f"lies inside the graph directory {candidate}; write the output outside it",
-                path=p,
-            )
-    return p
-
-
-def write_output_file(path: str | os.PathLike, text: str) -> Path:
-    """Write an export or page to ``path`` atomically; the disk's failure is a ``StoreError``."""
-    try:
-        return atomic_write_text(path, text)
-    except OSError as exc:
-        raise StoreError(f"cannot write the output: {os_reason(exc)}", path=path) from None
 
 
 # ---------------------------------------------------------------- save
@@ -1183,22 +1113,15 @@ __all__ = [
     "FORMAT_VERSION",
     "HCG_OWNED",
     "check_output_dir",
-    "check_output_path",
-    "write_output_file",
-    "check_report_path",
-    "check_writable_dir",
     "chunk_to_line",
     "current_dir",
     "is_graph_dir",
     "verify_written",
     "StoredGraph",
-    "atomic_write_bytes",
-    "atomic_write_text",
     "graph_from_dict",
     "graph_to_dict",
     "load_graph",
     "read_spec_file",
     "save_graph",
     "texts_digest",
-    "variable_text",
 ]

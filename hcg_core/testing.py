@@ -621,12 +621,32 @@ class StubLLMServer:
     def _handle(self, body: dict) -> tuple[int, Any, dict, bytes | None]:
         fmt = body.get("response_format") or {}
         schema_block = fmt.get("json_schema") or {}
-        schema = schema_block.get("schema") or {}
-        name = schema_block.get("name") or ""
         messages = tuple(body.get("messages") or ())
-        if not name:
-            # json_object mode: the schema is not in the request; recognise it from the prompt.
-            name = _schema_name_from_messages(messages)
+        # json_object mode: the schema is not in the request; recognise it from the prompt.
+        name = schema_block.get("name") or _schema_name_from_messages(messages)
+        n, fault = self._record(body, name)
+        if self.delay:
+            time.sleep(self.delay)
+        refused = self._refusal(body, name, fault)
+        if refused is not None:
+            with self._lock:
+                self.by_fault["400: " + refused.split(":")[0]] += 1
+            return 400, {"error": {"message": refused, "type": "invalid_request_error"}}, {}, None
+        if fault in _ERROR_REPLIES:
+            status, message, retry = _ERROR_REPLIES[fault]
+            headers = {"retry-after": self.faults.retry_after} if retry else {}
+            return status, {"error": message}, headers, None
+        if fault == "slow":
+            time.sleep(self.faults.slow_seconds)
+        request = LLMRequest(name, schema_block.get("schema") or {}, tuple(map(dict, messages)))
+        content, finish, refusal = self._content(request, fault)
+        return 200, self._completion(body, n, messages, content, finish, refusal), {}, None
+
+    def _record(self, body: dict, name: str) -> tuple[int, str | None]:
+        """Count and log a request; its number and the fault planned for it."""
+        fmt = body.get("response_format") or {}
+        schema_block = fmt.get("json_schema") or {}
+        messages = body.get("messages") or ()
         with self._lock:
             self.calls += 1
             n = self.calls
@@ -635,7 +655,7 @@ class StubLLMServer:
                 {
                     "schema": name,
                     "format": (fmt.get("type") or "text") + ("-strict" if strict else ""),
-                    "json_schema": schema or None,
+                    "json_schema": schema_block.get("schema") or None,
                     "temperature": body.get("temperature"),
                     "max_tokens": body.get("max_tokens", body.get("max_completion_tokens")),
                     "prompt": str(messages[-1].get("content", "")) if messages else "",
@@ -653,103 +673,81 @@ class StubLLMServer:
             if fault is not None:
                 self._last_fault_n = n
                 self.by_fault[fault] += 1
-        if self.delay:
-            time.sleep(self.delay)
+        return n, fault
 
-        def bad_request(message: str) -> tuple[int, Any, dict, bytes | None]:
-            with self._lock:
-                self.by_fault["400: " + message.split(":")[0]] += 1
-            return 400, {"error": {"message": message, "type": "invalid_request_error"}}, {}, None
-
-        if self.faults.reject_json_schema and fmt.get("type") == "json_schema":
-            return bad_request("response_format json_schema is not supported")
-        if self.faults.reject_strict and schema_block.get("strict"):
-            return bad_request(
+    def _refusal(self, body: dict, name: str, fault: str | None) -> str | None:
+        """The message of a 400 the provider quirks (or the ``bad_request`` fault) answer."""
+        fmt = body.get("response_format") or {}
+        faults, kind = self.faults, fmt.get("type")
+        if faults.reject_json_schema and kind == "json_schema":
+            return "response_format json_schema is not supported"
+        if faults.reject_strict and (fmt.get("json_schema") or {}).get("strict"):
+            return (
                 f"Invalid schema for response_format '{name}': In context=(), 'minimum' is not "
                 "permitted"
             )
-        if self.faults.reject_json_object and fmt.get("type") == "json_object":
-            return bad_request("response_format json_object is not supported by this model")
-        if self.faults.reject_temperature and "temperature" in body:
-            return bad_request(
-                "Unsupported value: 'temperature' does not support this value with this model"
-            )
-        prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)
-        if self.faults.context_limit_chars and prompt_chars > self.faults.context_limit_chars:
-            return bad_request(
-                f"This model's maximum context length is {self.faults.context_limit_chars // 4} "
-                f"tokens; your messages resulted in {prompt_chars // 4} tokens"
+        if faults.reject_json_object and kind == "json_object":
+            return "response_format json_object is not supported by this model"
+        if faults.reject_temperature and "temperature" in body:
+            return "Unsupported value: 'temperature' does not support this value with this model"
+        chars = sum(len(str(m.get("content", ""))) for m in body.get("messages") or ())
+        if faults.context_limit_chars and chars > faults.context_limit_chars:
+            return (
+                f"This model's maximum context length is {faults.context_limit_chars // 4} "
+                f"tokens; your messages resulted in {chars // 4} tokens"
             )
         if fault == "bad_request":
-            return bad_request("messages: content flagged as invalid by the provider")
-        if fault == "rate_limit":
-            return (
-                429,
-                {"error": {"message": "rate limited", "type": "rate_limit"}},
-                {"retry-after": self.faults.retry_after},
-                None,
-            )
-        if fault == "unauthorized":
-            return 401, {"error": {"message": "invalid api key"}}, {}, None
-        if fault == "server_error":
-            return 500, {"error": {"message": "internal error"}}, {}, None
-        if fault == "unavailable":
-            return (
-                503,
-                {"error": {"message": "overloaded"}},
-                {"retry-after": self.faults.retry_after},
-                None,
-            )
-        if fault == "slow":
-            time.sleep(self.faults.slow_seconds)
-        request = LLMRequest(name, schema, tuple(dict(m) for m in messages))
-        finish, refusal = "stop", None
+            return "messages: content flagged as invalid by the provider"
+        return None
+
+    def _content(self, request: LLMRequest, fault: str | None) -> tuple[str, str, str | None]:
+        """The reply's content, finish reason and refusal, as ``fault`` shapes them."""
         if fault == "malformed":
-            content = '{"this is": not json'
-        elif fault == "refusal":
-            content, refusal = "", "I can't help with that request."
-        else:
-            reply = self.responder(request)
-            content = reply if isinstance(reply, str) else json.dumps(reply)
-            if fault == "length":
-                content, finish = content[: len(content) // 2], "length"
-            elif fault == "think":
-                content = '<think>Should it be {a} or {b}? {"draft": 1}</think>\n' + content
-            elif fault == "fence":
-                content = f"```json\n{content}\n```"
+            return '{"this is": not json', "stop", None
+        if fault == "refusal":
+            return "", "stop", "I can't help with that request."
+        reply = self.responder(request)
+        content = reply if isinstance(reply, str) else json.dumps(reply)
+        if fault == "length":
+            return content[: len(content) // 2], "length", None
+        if fault == "think":
+            return '<think>Should it be {a} or {b}? {"draft": 1}</think>\n' + content, "stop", None
+        if fault == "fence":
+            return f"```json\n{content}\n```", "stop", None
+        return content, "stop", None
+
+    def _completion(
+        self, body: dict, n: int, messages: Sequence, content: str, finish: str, refusal: Any
+    ) -> dict[str, Any]:
+        """A chat.completion object, its token counts added to the server's."""
         prompt_tokens = _tokens("".join(str(m.get("content", "")) for m in messages))
         completion_tokens = _tokens(content)
         with self._lock:
             self.ok += 1
             self.prompt_tokens += prompt_tokens
             self.completion_tokens += completion_tokens
-        return (
-            200,
-            {
-                "id": f"stub-{n}",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body.get("model") or self.model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": finish,
-                        "message": {
-                            "role": "assistant",
-                            "content": content or None,
-                            "refusal": refusal,
-                        },
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
-                },
+        message = {"role": "assistant", "content": content or None, "refusal": refusal}
+        return {
+            "id": f"stub-{n}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model") or self.model,
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
             },
-            {},
-            None,
-        )
+        }
+
+
+# The faults answered with an error status: (status, the error object, whether Retry-After).
+_ERROR_REPLIES: dict[str, tuple[int, dict[str, str], bool]] = {
+    "rate_limit": (429, {"message": "rate limited", "type": "rate_limit"}, True),
+    "unauthorized": (401, {"message": "invalid api key"}, False),
+    "server_error": (500, {"message": "internal error"}, False),
+    "unavailable": (503, {"message": "overloaded"}, True),
+}
 
 
 SCHEMA_MARKER = "Response schema name:"

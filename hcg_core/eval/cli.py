@@ -246,7 +246,7 @@ def run_eval(args: argparse.Namespace) -> int:
             raise ConfigError(f"--k must be at least 1, got {args.k}")
         modes = parse_modes(args.modes)
         if args.out:
-            from ..store import check_report_path
+            from ..output_paths import check_report_path
 
             check_report_path(args.out)
         sentences = load_sentences(args.sentences) if args.sentences else None
@@ -288,7 +288,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if warning:
         report.meta["warnings"] = [warning]
     if args.out:
-        from ..store import atomic_write_text
+        from ..safe_files import atomic_write_text
 
         try:
             atomic_write_text(args.out, report.to_json(per_question=True))
