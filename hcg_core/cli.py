@@ -196,7 +196,19 @@ def _run_build(
     from .graph_build import build_graph
 
     progress = None if not args.quiet else False  # bars: on a terminal, unless --quiet
-    with _library_warnings() as shown, _progress_lines(say):
+    shown: set[str] = set()
+
+    def warn(message: str) -> None:
+        # The library's warnings, printed as this command's own when they happen (a build may
+        # warn before its long part), and collected so the report does not print them again.
+        shown.add(message)
+        print(f"warning: {message}", file=sys.stderr)
+
+    with (
+        _routed_log("hcg_core", emit=warn, at=logging.WARNING),
+        # The builder's stage lines (``graph_build.offline.progress_log``) through ``say``.
+        _routed_log("hcg_core.graph_build.progress", logging.INFO, say),
+    ):
         result = _build_or_report(
             args,
             lambda: build_graph(
@@ -227,6 +239,38 @@ def _build_report(
     return report
 
 
+class _Emit(logging.Handler):
+    """A logging handler that passes each record's message to ``emit(message)``."""
+
+    def __init__(self, emit: Any, level: int) -> None:
+        super().__init__(level)
+        self.emit_message = emit
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.emit_message(record.getMessage())
+
+
+@contextlib.contextmanager
+def _routed_log(
+    name: str, level: int | None = None, emit: Any = None, at: int = logging.INFO
+) -> Iterator[None]:
+    """While inside: logger ``name`` set to ``level`` (None: unchanged), and, with ``emit``, its
+    records from level ``at`` up passed to ``emit(message)``. Restored after: ``main`` may run
+    again in the same process (tests, notebooks)."""
+    log = logging.getLogger(name)
+    before, handler = log.level, _Emit(emit, at) if emit else None
+    if handler:
+        log.addHandler(handler)
+    if level is not None:
+        log.setLevel(level)
+    try:
+        yield
+    finally:
+        if handler:
+            log.removeHandler(handler)
+        log.setLevel(before)
+
+
 def _progress_printer(quiet: bool) -> Any:
     """``say(line)``: one progress line on stderr, unless ``--quiet`` (which hides progress only:
     warnings, errors and skipped inputs are printed whatever it says)."""
@@ -236,25 +280,6 @@ def _progress_printer(quiet: bool) -> Any:
             print(line, file=sys.stderr, flush=True)
 
     return say
-
-
-@contextlib.contextmanager
-def _progress_lines(say: Any) -> Iterator[None]:
-    """The builder's stage lines (``graph_build.offline.progress_log``) through ``say``."""
-
-    class Say(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            say(record.getMessage())
-
-    log = logging.getLogger("hcg_core.graph_build.progress")
-    handler, level = Say(logging.INFO), log.level
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        log.removeHandler(handler)
-        log.setLevel(level)
 
 
 def _apply_build_corrections(path: str, result: Any, corrections: list, embedder: Any) -> Any:
@@ -274,25 +299,6 @@ def _apply_build_corrections(path: str, result: Any, corrections: list, embedder
     for line in lines[1:]:
         print(line, file=sys.stderr)
     return done
-
-
-@contextlib.contextmanager
-def _library_warnings() -> Iterator[set[str]]:
-    """Print the library's logged warnings as this command's own, when they happen (a build may
-    warn before its long part), and collect them so the report does not print them again."""
-    shown: set[str] = set()
-
-    class Echo(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            shown.add(record.getMessage())
-            print(f"warning: {record.getMessage()}", file=sys.stderr)
-
-    handler, log = Echo(logging.WARNING), logging.getLogger("hcg_core")
-    log.addHandler(handler)
-    try:
-        yield shown
-    finally:
-        log.removeHandler(handler)
 
 
 def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
@@ -359,14 +365,13 @@ def _read_outcome(path: str):
 
 
 def inspect_summary(directory: str) -> dict[str, Any]:
-    from .store import load_graph
+    from .graph_build.health import graph_health
+    from .store import current_dir, load_graph
 
     stored = load_graph(directory)
     g = stored.graph
     per_metric = Counter(v.metric for v in g.variables)
     roles = Counter(m.role for m in g.spec.metrics)
-    from .store import current_dir
-
     summary: dict[str, Any] = {
         "directory": str(directory),
         "files": str(current_dir(directory)),  # where to edit graph.json by hand
@@ -382,27 +387,26 @@ def inspect_summary(directory: str) -> dict[str, Any]:
         "metric_roles": dict(roles),
         "variables_per_metric": {m.name: per_metric.get(m.name, 0) for m in g.spec.metrics},
         "notes": list(stored.notes),
+        "health": graph_health(g),
     }
-    from .graph_build.health import graph_health
-
-    summary["health"] = graph_health(g)
     if stored.report is not None:
         summary["build_report"] = stored.report
     return summary
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    from .store import strict_json
+
     s = inspect_summary(args.dir)
     if args.json:
-        print(json.dumps(_finite(s), indent=1, default=str, allow_nan=False))
+        print(json.dumps(strict_json(s), indent=1, default=str, allow_nan=False))
         return 0
     with _visible_stdout():
         _print_inspect(s)
     return 0
 
 
-@contextlib.contextmanager
-def _visible_stdout() -> Iterator[None]:
+def _visible_stdout() -> contextlib.AbstractContextManager:
     """Every line printed inside goes through ``safe_text.visible``: names and reports come from
     the corpus and a hand-edited graph, and must not drive the terminal."""
     from .safe_text import visible
@@ -416,11 +420,7 @@ def _visible_stdout() -> Iterator[None]:
         def __getattr__(self, name: str) -> Any:
             return getattr(real, name)
 
-    sys.stdout = Visible()  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        sys.stdout = real
+    return contextlib.redirect_stdout(Visible())  # type: ignore[type-var]
 
 
 def _print_inspect(s: dict[str, Any]) -> None:
@@ -454,17 +454,6 @@ def _print_inspect(s: dict[str, Any]) -> None:
         print(f"  {n:>5}  {name}")
     for note in s["notes"]:
         print(f"note: {note}")
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every NaN or infinite float replaced by None, so the JSON printed is strict."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
 
 
 def format_build_report(report: dict[str, Any]) -> str:
@@ -532,19 +521,6 @@ def format_build_report(report: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- add / remove
 
 
-@contextlib.contextmanager
-def _quiet_update_log() -> Iterator[None]:
-    # The commands print the report themselves; the library's one-line log would repeat it.
-    # Restored after: `main` may run again in the same process (tests, notebooks).
-    log = logging.getLogger("hcg_core.graph_build.incremental")
-    level = log.level
-    log.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        log.setLevel(level)
-
-
 def _print_update(report: Any, as_json: bool) -> None:
     if as_json:
         _print_json(report.as_dict())
@@ -572,6 +548,8 @@ def _print_update(report: Any, as_json: bool) -> None:
         )
 
 
+# The incremental edits' one-line log: the commands print the report themselves.
+_UPDATE_LOG = "hcg_core.graph_build.incremental"
 # How the note of an insert into an empty graph starts (``incremental.empty_vocabulary_note``).
 EMPTY_VOCABULARY = "the graph is empty"
 
@@ -632,7 +610,7 @@ def _add_documents(args: argparse.Namespace, retriever: Any, docs: list) -> Any:
         max_chars=max_chars,
         whole_words=whole,
     )
-    with _quiet_update_log():
+    with _routed_log(_UPDATE_LOG, logging.ERROR):
         return retriever.insert(chunks)
 
 
@@ -644,7 +622,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
     def remove(retriever: Any) -> Any:
         check_doc_ids(args.doc_ids, [c.doc_id for c in retriever.graph.chunks], args.dir)
-        with _quiet_update_log():
+        with _routed_log(_UPDATE_LOG, logging.ERROR):
             return retriever.delete(args.doc_ids)
 
     return _edit_in_place(args, embedder, remove)
@@ -732,6 +710,7 @@ def format_relink(r: dict[str, Any], where: str) -> str:
 def cmd_query(args: argparse.Namespace) -> int:
     from .config import HybridConfig, RetrievalConfig
     from .retrieval import CausalGraphRetriever
+    from .store import load_graph
 
     check_remote_choice(args)
     embedder = _named_embedder(args)
@@ -741,8 +720,6 @@ def cmd_query(args: argparse.Namespace) -> int:
         hybrid=HybridConfig(passage_words=args.passage_words),
     )
     question = _check_question(args.question)
-    from .store import load_graph
-
     stored = load_graph(args.dir)
     for note in stored.notes:
         if note.startswith("warning:"):
@@ -756,22 +733,26 @@ def cmd_query(args: argparse.Namespace) -> int:
         except ValueError:
             raise HCGError("a score is not a finite number; rebuild the graph") from None
         return 0
-    from .safe_text import visible  # corpus text: no raw ESC sequence reaches the terminal
+    with _visible_stdout():  # corpus text: no raw ESC sequence reaches the terminal
+        _print_result(result)
+    return 0
 
-    print(visible(f"served by: {result.served_by}; matched: {', '.join(result.matched) or '-'}"))
+
+def _print_result(result: Any) -> None:
+    """``hcg query``'s text: each chunk with its place, signals, paths and its text, cut."""
+    print(f"served by: {result.served_by}; matched: {', '.join(result.matched) or '-'}")
     for i, rc in enumerate(result.chunks, 1):
-        print(visible(f"\n[{i}] {rc.route:<8} score {rc.score:.3f}  {_place_text(rc)}"))
+        print(f"\n[{i}] {rc.route:<8} score {rc.score:.3f}  {_place_text(rc)}")
         signals = _signals_text(result_signals(rc))
         if signals:
             print(f"    signals: {signals}")
         for p in rc.paths:
-            print(visible(f"    path: {p}"))
+            print(f"    path: {p}")
             for eid, mech in zip(p.edge_ids, p.mechanisms, strict=True):
                 if mech:
-                    print(visible(f"      {eid}: {mech[:160]}"))
+                    print(f"      {eid}: {mech[:160]}")
         text = " ".join(rc.chunk.text.split())
-        print(visible(f"    {text[:400]}{'...' if len(text) > 400 else ''}"))
-    return 0
+        print(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
 
 
 # The ranking signals of a hybrid result (``RetrievedChunk.details``), as printed: each in [0, 1]
@@ -859,13 +840,15 @@ def _check_question(question: str) -> str:
 
 
 def result_to_dict(result) -> dict[str, Any]:
+    from .store import strict_json
+
     return {
         "query": result.query,
         "served_by": result.served_by,
         "matched": list(result.matched),
         # A diagnostic may be infinite (a ratio over one candidate); strict JSON has no such
         # number, so it prints as null. Scores are not passed through this: a bad score is an error.
-        "diagnostics": _finite(dict(result.diagnostics)),
+        "diagnostics": strict_json(dict(result.diagnostics)),
         "chunks": [
             {
                 "id": rc.chunk.id,

@@ -484,37 +484,26 @@ def verify_written(version: Path, graph: CausalGraph) -> None:
     Not a full reload (vectors are not re-read), so an ``hcg add`` stays cheap: what it guards
     against is a file its own reader cannot read back (a line break inside a chunk, a bad spec).
     """
-    chunks = _read_chunks(version / CHUNKS)
-    if len(chunks) != len(graph.chunks):
+    read = _read_graph(version, read_manifest(version))
+    if len(read.chunks) != len(graph.chunks):
         raise CorruptFileError(
-            f"reads back as {len(chunks)} chunks, {len(graph.chunks)} were written",
+            f"reads back as {len(read.chunks)} chunks, {len(graph.chunks)} were written",
             path=version / CHUNKS,
         )
-    for got, want in zip(chunks, graph.chunks, strict=True):
+    for got, want in zip(read.chunks, graph.chunks, strict=True):
         if (got.id, got.text, got.doc_id) != (str(want.id), want.text, want.doc_id or ""):
             raise CorruptFileError(
                 f"chunk {want.id!r} does not read back as written",
                 path=version / CHUNKS,
             )
-    spec = read_spec_file(version / SPEC)
     # Equal dataclasses settle it; the YAML texts (slow to make) only when a reading normalised
     # something the spec object held otherwise.
-    if spec != graph.spec and spec_to_yaml(spec) != spec_to_yaml(graph.spec):
+    if read.spec != graph.spec and spec_to_yaml(read.spec) != spec_to_yaml(graph.spec):
         raise CorruptFileError("does not read back as the spec written", path=version / SPEC)
-    variables, edges = graph_from_dict(_read_json(version / GRAPH), spec, version / GRAPH)
-    try:
-        validate_graph(spec, variables, edges, {c.id for c in chunks})
-    except SpecError as exc:
-        raise SpecError(
-            f"{exc} (the graph written does not load)",
-            entry=exc.entry,
-            path=version / GRAPH,
-        ) from exc
-    if [v.name for v in variables] != [v.name for v in graph.variables] or [
-        (e.id, e.source, e.target) for e in edges
+    if [v.name for v in read.variables] != [v.name for v in graph.variables] or [
+        (e.id, e.source, e.target) for e in read.edges
     ] != [(e.id, e.source, e.target) for e in graph.edges]:
         raise CorruptFileError("does not read back as the graph written", path=version / GRAPH)
-    read_manifest(version)
     for name in (REPORT, LEDGER):
         if (version / name).exists() and not isinstance(_read_json(version / name), dict):
             raise CorruptFileError("does not read back as a JSON object", path=version / name)
@@ -564,7 +553,7 @@ def _write_graph_files(
             }
     if report is not None:
         # Strict JSON: a report's NaN (a ratio over zero items) becomes null, never a bare NaN.
-        write(REPORT, json.dumps(_strict_json(report), indent=1, default=str) + "\n")
+        write(REPORT, json.dumps(strict_json(report), indent=1, default=str) + "\n")
     if ledger is not None:
         write(LEDGER, json.dumps(ledger, ensure_ascii=False, separators=(",", ":")) + "\n")
     manifest = {
@@ -588,14 +577,15 @@ def _write_graph_files(
     write(MANIFEST, json.dumps(manifest, indent=1) + "\n")
 
 
-def _strict_json(value: Any) -> Any:
-    """``value`` with non-finite floats as None and non-string keys as strings (JSON's own)."""
+def strict_json(value: Any) -> Any:
+    """``value`` with non-finite floats as None and non-string keys as strings (JSON's own), so
+    the JSON written or printed is strict."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k if isinstance(k, str) else str(k): _strict_json(v) for k, v in value.items()}
+        return {k if isinstance(k, str) else str(k): strict_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_strict_json(v) for v in value]
+        return [strict_json(v) for v in value]
     return value
 
 
@@ -1077,6 +1067,21 @@ def _load_files(directory: Path, manifest: dict[str, Any]) -> StoredGraph:
     """The graph in one folder of flat files, ``manifest`` being its (already read) manifest."""
     if not isinstance(manifest.get("embeddings", {}) or {}, dict):
         raise CorruptFileError("'embeddings' must be an object", path=directory / MANIFEST)
+    graph = _read_graph(directory, manifest)
+    notes: list[str] = []
+    var_vecs = _load_vectors(
+        directory, manifest, "variables", [variable_text(v) for v in graph.variables], notes
+    )
+    chunk_vecs = _load_vectors(directory, manifest, "chunks", [c.text for c in graph.chunks], notes)
+    report = _read_report(directory, notes, _cap(manifest, _OPTIONAL_PER_ITEM))
+    ledger = _read_ledger(directory, manifest, notes)
+    return StoredGraph(
+        graph, manifest, var_vecs, chunk_vecs, report, directory, tuple(notes), ledger
+    )
+
+
+def _read_graph(directory: Path, manifest: dict[str, Any]) -> CausalGraph:
+    """The spec, chunks and graph of one folder, checked against each other."""
     spec = read_spec_file(_confined(directory, SPEC), cap=_cap(manifest, _SPEC_PER_ITEM))
     chunks = _read_chunks(_confined(directory, CHUNKS), cap=_cap(manifest, _CHUNKS_PER_ITEM))
     variables, edges = graph_from_dict(
@@ -1088,17 +1093,7 @@ def _load_files(directory: Path, manifest: dict[str, Any]) -> StoredGraph:
         validate_graph(spec, variables, edges, {c.id for c in chunks})
     except SpecError as exc:
         raise SpecError(str(exc), entry=exc.entry, path=directory / GRAPH) from exc
-    graph = CausalGraph(spec, variables, edges, chunks)
-    notes: list[str] = []
-    var_vecs = _load_vectors(
-        directory, manifest, "variables", [variable_text(v) for v in variables], notes
-    )
-    chunk_vecs = _load_vectors(directory, manifest, "chunks", [c.text for c in chunks], notes)
-    report = _read_report(directory, notes, _cap(manifest, _OPTIONAL_PER_ITEM))
-    ledger = _read_ledger(directory, manifest, notes)
-    return StoredGraph(
-        graph, manifest, var_vecs, chunk_vecs, report, directory, tuple(notes), ledger
-    )
+    return CausalGraph(spec, variables, edges, chunks)
 
 
 def _read_ledger(directory: Path, manifest: dict[str, Any], notes: list[str]) -> dict | None:
