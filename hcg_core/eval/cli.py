@@ -297,13 +297,3 @@ def run_eval(args: argparse.Namespace) -> int:
             return 2
     print(report.to_json() if args.json else report.format_table(), end="")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry: ``python -m hcg_core.eval.cli DIR --questions FILE``."""
-    parser = add_eval_arguments(argparse.ArgumentParser(prog="hcg eval", description=__doc__))
-    return run_eval(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
