@@ -48,10 +48,6 @@ class LLMRequest:
                 return m.get("content", "")
         return ""
 
-    @property
-    def is_reask(self) -> bool:
-        return sum(1 for m in self.messages if m.get("role") == "user") > 1
-
     def enum(self, *path: str) -> list[str]:
         """The allowed values of a Literal field, found by property names through ``$defs``.
 
@@ -419,18 +415,17 @@ def _reading_endpoint(metric: str, entity: str, slots: dict[str, list[str]]) -> 
 
 # -- the stub server ------------------------------------------------------------------------------
 
-FAULTS = (
+# The faults a FaultPlan schedules every k-th request (``<name>_every``), in the order tried.
+_EVERY_FAULTS = (
     "rate_limit",
     "server_error",
     "unavailable",
     "slow",
     "malformed",
-    "unauthorized",
-    "length",  # 200 with half the reply and finish_reason "length"
-    "think",  # 200 with a <think> block holding braces before the JSON
-    "fence",  # 200 with the JSON wrapped in a ```json code fence
-    "refusal",  # 200 with message.refusal set and no content
-    "bad_request",  # 400 about the request itself (not its format)
+    "length",
+    "think",
+    "fence",
+    "refusal",
 )
 
 
@@ -441,7 +436,11 @@ class FaultPlan:
     ``script`` maps exact request numbers to a fault and wins over the ``*_every`` rules. Unless
     ``allow_consecutive``, a fault never hits two requests in a row, so a retry gets through.
     Faults: rate_limit (429 + Retry-After), server_error (500), unavailable (503 + Retry-After),
-    slow (reply after ``slow_seconds``), malformed (200 with broken JSON), unauthorized (401).
+    slow (reply after ``slow_seconds``), malformed (200 with broken JSON), unauthorized (401),
+    length (200 with half the reply and finish_reason "length"), think (200 with a ``<think>``
+    block holding braces before the JSON), fence (200 with the JSON in a ```json code fence),
+    refusal (200 with message.refusal set and no content), bad_request (400 about the request
+    itself, not its format); unauthorized and bad_request only by ``script``.
     """
 
     rate_limit_every: int = 0
@@ -466,17 +465,8 @@ class FaultPlan:
     def fault_for(self, n: int) -> str | None:
         if n in self.script:
             return self.script[n]
-        for name, every in (
-            ("rate_limit", self.rate_limit_every),
-            ("server_error", self.server_error_every),
-            ("unavailable", self.unavailable_every),
-            ("slow", self.slow_every),
-            ("malformed", self.malformed_every),
-            ("length", self.length_every),
-            ("think", self.think_every),
-            ("fence", self.fence_every),
-            ("refusal", self.refusal_every),
-        ):
+        for name in _EVERY_FAULTS:
+            every = getattr(self, f"{name}_every")
             if every and n % every == 0:
                 return name
         return None
@@ -763,7 +753,6 @@ def _schema_name_from_messages(messages: Sequence[dict]) -> str:
 
 
 __all__ = [
-    "FAULTS",
     "FaultPlan",
     "LLMRequest",
     "ReadingResponder",
