@@ -1,5 +1,6 @@
-"""argparse types shared by the console script (``cli.py``) and the review commands
-(``audit/cli.py``); here because the console script is imported by nothing."""
+"""argparse types and options shared by the console script (``cli.py``), ``hcg eval``
+(``eval/cli.py``) and the review commands (``audit/cli.py``); here because the console script is
+imported by nothing."""
 
 from __future__ import annotations
 
@@ -51,3 +52,21 @@ def number_type(
         return value
 
     return parse
+
+
+def add_embedder_arguments(parser: argparse.ArgumentParser, default_help: str) -> None:
+    """``--embedder``, ``--embedder-base-url`` and ``--allow-remote`` (``remote_choice``)."""
+    from .embedders.factory import EMBEDDER_HELP
+
+    parser.add_argument("--embedder", default=None, help=f"{EMBEDDER_HELP}; {default_help}")
+    parser.add_argument(
+        "--embedder-base-url",
+        default=None,
+        help="base URL of an OpenAI-compatible embeddings server (key from OPENAI_API_KEY)",
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow an openai: embedder or --llm-model without a base URL, which sends text to "
+        "OpenAI's API (or OPENAI_BASE_URL); hcg is offline unless told otherwise",
+    )

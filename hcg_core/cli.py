@@ -28,9 +28,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .arg_types import non_negative_int, number_type, positive_int
+from .arg_types import add_embedder_arguments, non_negative_int, number_type, positive_int
 from .config import DEFAULT_EVIDENCE_PER_EDGE
-from .embedders.factory import EMBEDDER_HELP, embedder_by_name
+from .embedders.factory import embedder_by_name
 from .errors import HCGError
 from .remote_choice import check_remote_choice
 
@@ -887,21 +887,6 @@ _positive_seconds = number_type(
 _temperature = number_type(lambda x: math.isfinite(x) and 0 <= x <= 2, "a finite number in [0, 2]")
 
 
-def _add_embedder_arguments(parser: argparse.ArgumentParser, default_help: str) -> None:
-    parser.add_argument("--embedder", default=None, help=f"{EMBEDDER_HELP}; {default_help}")
-    parser.add_argument(
-        "--embedder-base-url",
-        default=None,
-        help="base URL of an OpenAI-compatible embeddings server (key from OPENAI_API_KEY)",
-    )
-    parser.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow an openai: embedder or --llm-model without a base URL, which sends text to "
-        "OpenAI's API (or OPENAI_BASE_URL); hcg is offline unless told otherwise",
-    )
-
-
 def _add_chunking_arguments(p: argparse.ArgumentParser, words: Any, overlap: Any, chars: str):
     """``--chunk-words``, ``--chunk-overlap``, ``--chunk-chars``: (default, help) for the first
     two, the help of the third (whose default is None)."""
@@ -944,7 +929,7 @@ def _build_parser(sub: Any) -> None:
     )
     for flag, text in flags:
         b.add_argument(flag, action="store_true", help=text)
-    _add_embedder_arguments(b, "default: 'default'")
+    add_embedder_arguments(b, "default: 'default'")
     b.add_argument(
         "--quiet",
         action="store_true",
@@ -1019,7 +1004,7 @@ def _query_parser(sub: Any) -> None:
         help=f"hybrid mode: words per returned passage (default {DEFAULT_PASSAGE_WORDS}; "
         "0: whole chunks)",
     )
-    _add_embedder_arguments(q, "default: the one named in the graph's manifest")
+    add_embedder_arguments(q, "default: the one named in the graph's manifest")
     q.set_defaults(func=cmd_query)
 
 
@@ -1039,7 +1024,7 @@ def _add_parser(sub: Any) -> None:
         "character cap per chunk (default: the build's)",
     )
     a.add_argument("--json", action="store_true", help="print the update report as JSON")
-    _add_embedder_arguments(a, "default: the one named in the graph's manifest")
+    add_embedder_arguments(a, "default: the one named in the graph's manifest")
     add_lock_timeout_argument(a)
     a.set_defaults(func=cmd_add)
 
@@ -1051,7 +1036,7 @@ def _remove_parser(sub: Any) -> None:
     r.add_argument("dir", help="an existing graph directory")
     r.add_argument("doc_ids", nargs="+", help="document ids (chunks.jsonl's doc_id)")
     r.add_argument("--json", action="store_true", help="print the update report as JSON")
-    _add_embedder_arguments(r, "default: the one named in the graph's manifest")
+    add_embedder_arguments(r, "default: the one named in the graph's manifest")
     add_lock_timeout_argument(r)
     r.set_defaults(func=cmd_remove)
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from ..arg_types import add_embedder_arguments
 from ..config import DEFAULT_PASSAGE_WORDS
 from ..errors import ConfigError, HCGError
 from .baselines import bm25_system, documents_from_chunks, fill_budget, vector_system, word_windows
@@ -102,21 +103,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
     parser.add_argument(
         "--limit", type=int, default=None, help="first N questions only (default: all)"
     )
-    parser.add_argument(
-        "--embedder",
-        default=None,
-        help="default: the one named in the graph's manifest (see hcg query)",
-    )
-    parser.add_argument(
-        "--embedder-base-url",
-        default=None,
-        help="base URL of an OpenAI-compatible embeddings server",
-    )
-    parser.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow an openai: embedder without --embedder-base-url (sends text to OpenAI)",
-    )
+    add_embedder_arguments(parser, "default: the one named in the graph's manifest")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
         "--out", default=None, help="also write the JSON report (per question) here"
