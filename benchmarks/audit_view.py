@@ -1,6 +1,6 @@
 """How big a graph the `hcg view` page handles: page size, build time and browser timings.
 
-For each size, a synthetic graph (hcg_core.audit.synthetic) is written as an audit page and
+For each size, a synthetic graph (benchmarks/synthetic_graph.py) is written as an audit page and
 opened in headless Chromium (selenium + chromedriver, as in tests/test_audit_browser.py). It
 prints: the page's size, the seconds to write it, the page's load event and first contentful
 paint (in-page clocks), and the seconds to draw and paint one metric's neighbourhood and to
@@ -25,8 +25,10 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from hcg_core.audit.synthetic import synthetic_graph
 from hcg_core.audit.view import render_html, view_data
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic_graph import synthetic_graph  # noqa: E402
 
 FLAGS = (
     "--headless",

@@ -3,7 +3,7 @@
 Two checks (issue 25, items 9 and 10):
 
 1. ``--corpus PATH``: a scripted build of the corpus (files or folders, read and chunked as
-   ``hcg build`` does) under the named responder ``hcg_core.testing.ReadingResponder``, in
+   ``hcg build`` does) under the named responder ``benchmarks/reading_responder.py``, in
    process (no network); prints ``estimate_build``'s figures before the build (expected and upper
    bound) beside the calls made, per stage, and the ratio. Example::
 
@@ -34,6 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # reading_responder.py
 
 
 def load_chunks(paths: list[str]):
@@ -78,8 +79,10 @@ def print_table(est: dict, made: dict[str, int]) -> None:
 
 
 def scripted(args) -> None:
+    from reading_responder import ReadingResponder
+
     from hcg_core.graph_build.llm_pipeline import build_with_llm, estimate_build, format_estimate
-    from hcg_core.testing import ReadingResponder, ScriptedLLM
+    from hcg_core.testing import ScriptedLLM
 
     chunks = load_chunks(args.corpus)
     est = estimate_build(chunks, None, args.tier)

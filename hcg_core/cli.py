@@ -28,40 +28,31 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .arg_types import non_negative_int as _non_negative_int
+from .arg_types import add_embedder_arguments, non_negative_int, number_type, positive_int
 from .config import DEFAULT_EVIDENCE_PER_EDGE
-
-# Embedder names are resolved in hcg_core.embedders; make_embedder stays importable from here.
-from .embedders.factory import EMBEDDER_HELP
-from .embedders.factory import embedder_by_name as make_embedder
+from .embedders.factory import embedder_by_name
 from .errors import HCGError
 from .remote_choice import check_remote_choice
 
 EXIT_USAGE = 2
+EXIT_BUILD_INCOMPLETE = 3  # the LLM failed or the graph is degenerate; nothing was written
 
 
-def _add_embedder_arguments(parser: argparse.ArgumentParser, default_help: str) -> None:
-    parser.add_argument("--embedder", default=None, help=f"{EMBEDDER_HELP}; {default_help}")
-    parser.add_argument(
-        "--embedder-base-url",
-        default=None,
-        help="base URL of an OpenAI-compatible embeddings server (key from OPENAI_API_KEY)",
-    )
-    parser.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow an openai: embedder or --llm-model without a base URL, which sends text to "
-        "OpenAI's API (or OPENAI_BASE_URL); hcg is offline unless told otherwise",
-    )
+def _named_embedder(args: argparse.Namespace) -> Any:
+    """The embedder ``--embedder`` names, or None: the one the graph's manifest names."""
+    return embedder_by_name(args.embedder, args.embedder_base_url) if args.embedder else None
+
+
+def _print_json(data: Any) -> int:
+    print(json.dumps(data, indent=1))
+    return 0
 
 
 # ---------------------------------------------------------------- build
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .corpus import WHOLE_BLOCK_FACTOR, chunk_documents, display_path, load_inputs
-    from .graph_build import build_graph
-    from .store import check_output_dir, check_writable_dir, read_spec_file, save_graph
+    from .store import check_output_dir, save_graph
 
     t0 = time.perf_counter()
     if not args.estimate:  # an estimate sends nothing anywhere
@@ -70,93 +61,16 @@ def cmd_build(args: argparse.Namespace) -> int:
     # Checked before the (possibly long and paid) build, not after it: a folder that is not a
     # graph, an input folder, a read-only disk.
     check_output_dir(args.out, inputs=args.inputs, force=args.force, probe=not args.estimate)
-    say(f"reading {', '.join(map(str, args.inputs))}")
-    docs, bad = load_inputs(args.inputs, follow_symlinks=args.follow_symlinks)
-    bad = [(display_path(p), r) for p, r in bad]  # a name the disk could not decode, printable
-    for path, reason in bad:  # input left out: shown even with --quiet
-        print(f"skipped {path}: {reason}", file=sys.stderr)
-    words = sum(len(d.text.split()) for d in docs)
-    say(f"chunking {len(docs):,} documents ({words:,} words)")
-    chunks = chunk_documents(
-        docs,
-        chunk_words=args.chunk_words,
-        overlap_words=args.chunk_overlap,
-        max_chars=args.chunk_chars,
-    )
-    say(
-        f"read {len(docs)} documents ({words:,} words) -> {len(chunks)} chunks (paragraphs of up "
-        f"to {WHOLE_BLOCK_FACTOR * args.chunk_words} words whole; {args.chunk_words}-word windows, "
-        f"{args.chunk_overlap} overlap, in longer text)"
-    )
-    spec = read_spec_file(args.spec) if args.spec else None
-    outcome = _read_outcome(args.outcome) if args.outcome else None
-    corrections = None
-    if args.corrections:  # read before the build: a bad file must not cost one
-        from .audit.corrections import read_corrections
-
-        corrections = read_corrections(args.corrections)
-    llm = None
-    if args.llm_model or args.llm_base_url:
-        from .llm import llm_from_cli
-
-        if not args.llm_model:
-            raise HCGError("--llm-base-url needs --llm-model NAME")
-        cache_dir = args.llm_cache or str(Path(args.out) / ".llm_cache")
-        if not args.estimate:  # a reply that cannot be cached is a paid reply lost
-            check_writable_dir(cache_dir, what="LLM reply cache (--llm-cache)")
-        llm = llm_from_cli(
-            base_url=args.llm_base_url,
-            model=args.llm_model,
-            max_concurrency=args.max_concurrency,
-            timeout=args.timeout,
-            max_retries=args.max_retries,
-            cache_dir=cache_dir,
-            temperature=None if args.no_temperature else args.temperature,
-            max_tokens=args.max_tokens,
-        )
+    chunks, given = _read_and_chunk(args, say)
+    spec, outcome, corrections = _read_build_files(args)
+    llm = _llm_from_args(args)
     if args.estimate:
-        if llm is None:
-            print("the offline builder makes no LLM calls: 0 calls, 0 tokens")
-            return 0
-        from .graph_build.llm_pipeline import estimate_build, format_estimate
-
-        print(format_estimate(estimate_build(chunks, spec, args.tier)))
-        return 0
-    embedder = make_embedder(args.embedder, args.embedder_base_url)
-    progress = None if not args.quiet else False  # bars: on a terminal, unless --quiet
-    with _library_warnings() as shown, _progress_lines(say):
-        result = _build_or_report(
-            args,
-            lambda: build_graph(
-                chunks,
-                embedder=embedder,
-                llm=llm,
-                tier=args.tier,
-                outcome=outcome,
-                spec=spec,
-                progress=progress,
-            ),
-        )
+        return _print_estimate(chunks, spec, args.tier, llm)
+    embedder = embedder_by_name(args.embedder, args.embedder_base_url)
+    result, shown = _run_build(args, say, chunks, embedder, llm, outcome, spec)
     if result is None:
         return EXIT_BUILD_INCOMPLETE
-    report = dict(result.report)
-    report.setdefault("input", {})
-    report["input"].update(
-        {
-            "documents": len(docs),
-            "words": words,
-            "chunks": len(chunks),
-            "skipped": [[p, r] for p, r in bad],
-            "chunk_words": args.chunk_words,
-            "chunk_overlap": args.chunk_overlap,
-            "whole_words": WHOLE_BLOCK_FACTOR * args.chunk_words,
-        }
-    )
-    report["input"]["chunk_chars"] = args.chunk_chars
-    report["embedder"] = embedder.name
-    for warning in report.get("warnings") or []:
-        if warning not in shown:
-            print(f"warning: {warning}", file=sys.stderr)
+    report = _build_report(result.report, given, embedder.name, shown)
     graph, vectors = result.graph, result.variable_embeddings
     ledger = result.ledger.to_json(result.graph) if result.ledger is not None else None
     if corrections is not None:
@@ -176,17 +90,185 @@ def cmd_build(args: argparse.Namespace) -> int:
         ledger=ledger,
         lock_timeout=args.lock_timeout,
     )
-    g = graph
     print(
         f"built {args.out}{' (PARTIAL)' if report.get('partial') else ''}: "
-        f"{len(g.variables)} variables, {len(g.edges)} edges, "
-        f"{len(g.spec.metrics)} metrics, {len(g.chunks)} chunks in "
+        f"{len(graph.variables)} variables, {len(graph.edges)} edges, "
+        f"{len(graph.spec.metrics)} metrics, {len(graph.chunks)} chunks in "
         f"{report['total_seconds']:.1f} s"
     )
     return 0
 
 
-EXIT_BUILD_INCOMPLETE = 3  # the LLM failed or the graph is degenerate; nothing was written
+def _read_and_chunk(args: argparse.Namespace, say: Any) -> tuple[list, dict[str, Any]]:
+    """The inputs read and chunked (skipped ones printed), and what the report records of them."""
+    from .corpus import WHOLE_BLOCK_FACTOR, chunk_documents, display_path, load_inputs
+
+    say(f"reading {', '.join(map(str, args.inputs))}")
+    docs, bad = load_inputs(args.inputs, follow_symlinks=args.follow_symlinks)
+    bad = [(display_path(p), r) for p, r in bad]  # a name the disk could not decode, printable
+    for path, reason in bad:  # input left out: shown even with --quiet
+        print(f"skipped {path}: {reason}", file=sys.stderr)
+    words = sum(len(d.text.split()) for d in docs)
+    say(f"chunking {len(docs):,} documents ({words:,} words)")
+    chunks = chunk_documents(
+        docs,
+        chunk_words=args.chunk_words,
+        overlap_words=args.chunk_overlap,
+        max_chars=args.chunk_chars,
+    )
+    say(
+        f"read {len(docs)} documents ({words:,} words) -> {len(chunks)} chunks (paragraphs of up "
+        f"to {WHOLE_BLOCK_FACTOR * args.chunk_words} words whole; {args.chunk_words}-word windows, "
+        f"{args.chunk_overlap} overlap, in longer text)"
+    )
+    given = {
+        "documents": len(docs),
+        "words": words,
+        "chunks": len(chunks),
+        "skipped": [[p, r] for p, r in bad],
+        "chunk_words": args.chunk_words,
+        "chunk_overlap": args.chunk_overlap,
+        "whole_words": WHOLE_BLOCK_FACTOR * args.chunk_words,
+        "chunk_chars": args.chunk_chars,
+    }
+    return chunks, given
+
+
+def _read_build_files(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """``--spec``, ``--outcome`` and ``--corrections``, read before the build: a bad file must
+    not cost one."""
+    from .store import read_spec_file
+
+    spec = read_spec_file(args.spec) if args.spec else None
+    outcome = _read_outcome(args.outcome) if args.outcome else None
+    corrections = None
+    if args.corrections:
+        from .audit.corrections import read_corrections
+
+        corrections = read_corrections(args.corrections)
+    return spec, outcome, corrections
+
+
+def _llm_cache_dir(args: argparse.Namespace) -> str:
+    return args.llm_cache or str(Path(args.out) / ".llm_cache")
+
+
+def _llm_from_args(args: argparse.Namespace) -> Any:
+    """The LLM client ``--llm-model`` / ``--llm-base-url`` name, or None (the offline builder)."""
+    if not (args.llm_model or args.llm_base_url):
+        return None
+    from .llm import llm_from_cli
+    from .safe_files import check_writable_dir
+
+    if not args.llm_model:
+        raise HCGError("--llm-base-url needs --llm-model NAME")
+    cache_dir = _llm_cache_dir(args)
+    if not args.estimate:  # a reply that cannot be cached is a paid reply lost
+        check_writable_dir(cache_dir, what="LLM reply cache (--llm-cache)")
+    return llm_from_cli(
+        base_url=args.llm_base_url,
+        model=args.llm_model,
+        max_concurrency=args.max_concurrency,
+        timeout=args.timeout,
+        max_retries=args.max_retries,
+        cache_dir=cache_dir,
+        temperature=None if args.no_temperature else args.temperature,
+        max_tokens=args.max_tokens,
+    )
+
+
+def _print_estimate(chunks: list, spec: Any, tier: str, llm: Any) -> int:
+    """``hcg build --estimate``: the calls and tokens the build would make."""
+    if llm is None:
+        print("the offline builder makes no LLM calls: 0 calls, 0 tokens")
+        return 0
+    from .graph_build.llm_pipeline import estimate_build, format_estimate
+
+    print(format_estimate(estimate_build(chunks, spec, tier)))
+    return 0
+
+
+def _run_build(
+    args: argparse.Namespace, say: Any, chunks: list, embedder: Any, llm: Any, outcome, spec
+) -> tuple[Any, set[str]]:
+    """The build, with its stage lines and warnings printed as they come; ``(None, ...)`` when
+    it was incomplete (reported by ``_build_or_report``)."""
+    from .graph_build import build_graph
+
+    progress = None if not args.quiet else False  # bars: on a terminal, unless --quiet
+    shown: set[str] = set()
+
+    def warn(message: str) -> None:
+        # The library's warnings, printed as this command's own when they happen (a build may
+        # warn before its long part), and collected so the report does not print them again.
+        shown.add(message)
+        print(f"warning: {message}", file=sys.stderr)
+
+    with (
+        _routed_log("hcg_core", emit=warn, at=logging.WARNING),
+        # The builder's stage lines (``graph_build.offline.progress_log``) through ``say``.
+        _routed_log("hcg_core.graph_build.progress", logging.INFO, say),
+    ):
+        result = _build_or_report(
+            args,
+            lambda: build_graph(
+                chunks,
+                embedder=embedder,
+                llm=llm,
+                tier=args.tier,
+                outcome=outcome,
+                spec=spec,
+                progress=progress,
+            ),
+        )
+    return result, shown
+
+
+def _build_report(
+    built: dict[str, Any], given: dict[str, Any], embedder_name: str, shown: set[str]
+) -> dict[str, Any]:
+    """The builder's report with the input's figures and the embedder; its warnings not yet
+    shown are printed."""
+    report = dict(built)
+    report.setdefault("input", {})
+    report["input"].update(given)
+    report["embedder"] = embedder_name
+    for warning in report.get("warnings") or []:
+        if warning not in shown:
+            print(f"warning: {warning}", file=sys.stderr)
+    return report
+
+
+class _Emit(logging.Handler):
+    """A logging handler that passes each record's message to ``emit(message)``."""
+
+    def __init__(self, emit: Any, level: int) -> None:
+        super().__init__(level)
+        self.emit_message = emit
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.emit_message(record.getMessage())
+
+
+@contextlib.contextmanager
+def _routed_log(
+    name: str, level: int | None = None, emit: Any = None, at: int = logging.INFO
+) -> Iterator[None]:
+    """While inside: logger ``name`` set to ``level`` (None: unchanged), and, with ``emit``, its
+    records from level ``at`` up passed to ``emit(message)``. Restored after: ``main`` may run
+    again in the same process (tests, notebooks)."""
+    log = logging.getLogger(name)
+    before, handler = log.level, _Emit(emit, at) if emit else None
+    if handler:
+        log.addHandler(handler)
+    if level is not None:
+        log.setLevel(level)
+    try:
+        yield
+    finally:
+        if handler:
+            log.removeHandler(handler)
+        log.setLevel(before)
 
 
 def _progress_printer(quiet: bool) -> Any:
@@ -198,25 +280,6 @@ def _progress_printer(quiet: bool) -> Any:
             print(line, file=sys.stderr, flush=True)
 
     return say
-
-
-@contextlib.contextmanager
-def _progress_lines(say: Any) -> Iterator[None]:
-    """The builder's stage lines (``graph_build.offline.progress_log``) through ``say``."""
-
-    class Say(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            say(record.getMessage())
-
-    log = logging.getLogger("hcg_core.graph_build.progress")
-    handler, level = Say(logging.INFO), log.level
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        log.removeHandler(handler)
-        log.setLevel(level)
 
 
 def _apply_build_corrections(path: str, result: Any, corrections: list, embedder: Any) -> Any:
@@ -236,25 +299,6 @@ def _apply_build_corrections(path: str, result: Any, corrections: list, embedder
     for line in lines[1:]:
         print(line, file=sys.stderr)
     return done
-
-
-@contextlib.contextmanager
-def _library_warnings() -> Iterator[set[str]]:
-    """Print the library's logged warnings as this command's own, when they happen (a build may
-    warn before its long part), and collect them so the report does not print them again."""
-    shown: set[str] = set()
-
-    class Echo(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            shown.add(record.getMessage())
-            print(f"warning: {record.getMessage()}", file=sys.stderr)
-
-    handler, log = Echo(logging.WARNING), logging.getLogger("hcg_core")
-    log.addHandler(handler)
-    try:
-        yield shown
-    finally:
-        log.removeHandler(handler)
 
 
 def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
@@ -279,9 +323,9 @@ def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
     print(f"hcg build: no graph written to {args.out}", file=sys.stderr)
     if report:
         # Kept beside the reply cache (not as the graph's build_report.json: there is no graph).
-        from .store import atomic_write_text
+        from .safe_files import atomic_write_text
 
-        path = Path(args.llm_cache or Path(args.out) / ".llm_cache") / "failed_build.json"
+        path = Path(_llm_cache_dir(args)) / "failed_build.json"
         text = redact(json.dumps(report, indent=1, default=str), env_secrets())
         try:
             atomic_write_text(path, text)
@@ -321,14 +365,13 @@ def _read_outcome(path: str):
 
 
 def inspect_summary(directory: str) -> dict[str, Any]:
-    from .store import load_graph
+    from .graph_build.health import graph_health
+    from .store import current_dir, load_graph
 
     stored = load_graph(directory)
     g = stored.graph
     per_metric = Counter(v.metric for v in g.variables)
     roles = Counter(m.role for m in g.spec.metrics)
-    from .store import current_dir
-
     summary: dict[str, Any] = {
         "directory": str(directory),
         "files": str(current_dir(directory)),  # where to edit graph.json by hand
@@ -344,27 +387,26 @@ def inspect_summary(directory: str) -> dict[str, Any]:
         "metric_roles": dict(roles),
         "variables_per_metric": {m.name: per_metric.get(m.name, 0) for m in g.spec.metrics},
         "notes": list(stored.notes),
+        "health": graph_health(g),
     }
-    from .graph_build.health import graph_health
-
-    summary["health"] = graph_health(g)
     if stored.report is not None:
         summary["build_report"] = stored.report
     return summary
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    from .store import strict_json
+
     s = inspect_summary(args.dir)
     if args.json:
-        print(json.dumps(_finite(s), indent=1, default=str, allow_nan=False))
+        print(json.dumps(strict_json(s), indent=1, default=str, allow_nan=False))
         return 0
     with _visible_stdout():
         _print_inspect(s)
     return 0
 
 
-@contextlib.contextmanager
-def _visible_stdout() -> Iterator[None]:
+def _visible_stdout() -> contextlib.AbstractContextManager:
     """Every line printed inside goes through ``safe_text.visible``: names and reports come from
     the corpus and a hand-edited graph, and must not drive the terminal."""
     from .safe_text import visible
@@ -378,11 +420,7 @@ def _visible_stdout() -> Iterator[None]:
         def __getattr__(self, name: str) -> Any:
             return getattr(real, name)
 
-    sys.stdout = Visible()  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        sys.stdout = real
+    return contextlib.redirect_stdout(Visible())  # type: ignore[type-var]
 
 
 def _print_inspect(s: dict[str, Any]) -> None:
@@ -416,17 +454,6 @@ def _print_inspect(s: dict[str, Any]) -> None:
         print(f"  {n:>5}  {name}")
     for note in s["notes"]:
         print(f"note: {note}")
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every NaN or infinite float replaced by None, so the JSON printed is strict."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
 
 
 def format_build_report(report: dict[str, Any]) -> str:
@@ -494,22 +521,9 @@ def format_build_report(report: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- add / remove
 
 
-@contextlib.contextmanager
-def _quiet_update_log() -> Iterator[None]:
-    # The commands print the report themselves; the library's one-line log would repeat it.
-    # Restored after: `main` may run again in the same process (tests, notebooks).
-    log = logging.getLogger("hcg_core.graph_build.incremental")
-    level = log.level
-    log.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        log.setLevel(level)
-
-
 def _print_update(report: Any, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(report.as_dict(), indent=1))
+        _print_json(report.as_dict())
         return
     with _visible_stdout():
         print(report.summary())
@@ -534,6 +548,8 @@ def _print_update(report: Any, as_json: bool) -> None:
         )
 
 
+# The incremental edits' one-line log: the commands print the report themselves.
+_UPDATE_LOG = "hcg_core.graph_build.incremental"
 # How the note of an insert into an empty graph starts (``incremental.empty_vocabulary_note``).
 EMPTY_VOCABULARY = "the graph is empty"
 
@@ -541,24 +557,30 @@ EMPTY_VOCABULARY = "the graph is empty"
 def cmd_add(args: argparse.Namespace) -> int:
     from .corpus import display_path, load_inputs
     from .errors import InputError
-    from .graph_lock import graph_lock
-    from .retrieval import CausalGraphRetriever
     from .store import load_graph
 
     check_remote_choice(args)
-    embedder = make_embedder(args.embedder, args.embedder_base_url) if args.embedder else None
+    embedder = _named_embedder(args)
     load_graph(args.dir)  # a directory that is not a graph is refused before it is locked
     docs, bad = load_inputs(args.files, follow_symlinks=False)
     for path, reason in bad:
         print(f"skipped {display_path(path)}: {reason}", file=sys.stderr)
     if not docs:
         raise InputError("no readable document among the files given; nothing was added")
+    return _edit_in_place(args, embedder, lambda retriever: _add_documents(args, retriever, docs))
+
+
+def _edit_in_place(args: argparse.Namespace, embedder: Any, edit: Any) -> int:
+    """``edit(retriever)`` on the graph directory, saved; its update report printed."""
+    from .graph_lock import graph_lock
+    from .retrieval import CausalGraphRetriever
+
     # Locked from load to save: a second `hcg add` waits, then edits the graph this one wrote,
     # instead of both editing the same old graph and one update being lost.
     with graph_lock(args.dir, timeout=args.lock_timeout):
         # Loading reuses every stored vector (checked by digest): only new chunks are embedded.
         retriever = CausalGraphRetriever.load(args.dir, embedder)
-        report = _add_documents(args, retriever, docs)
+        report = edit(retriever)
         retriever.save(args.dir)  # atomic: the old graph stays loadable until the new one is whole
     _print_update(report, args.json)
     return 0
@@ -588,25 +610,22 @@ def _add_documents(args: argparse.Namespace, retriever: Any, docs: list) -> Any:
         max_chars=max_chars,
         whole_words=whole,
     )
-    with _quiet_update_log():
+    with _routed_log(_UPDATE_LOG, logging.ERROR):
         return retriever.insert(chunks)
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    from .graph_lock import graph_lock
-    from .retrieval import CausalGraphRetriever
     from .store import load_graph
 
-    embedder = make_embedder(args.embedder, args.embedder_base_url) if args.embedder else None
+    embedder = _named_embedder(args)
     load_graph(args.dir)  # a directory that is not a graph is refused before it is locked
-    with graph_lock(args.dir, timeout=args.lock_timeout):  # from load to save: no lost update
-        retriever = CausalGraphRetriever.load(args.dir, embedder)
+
+    def remove(retriever: Any) -> Any:
         check_doc_ids(args.doc_ids, [c.doc_id for c in retriever.graph.chunks], args.dir)
-        with _quiet_update_log():
-            report = retriever.delete(args.doc_ids)
-        retriever.save(args.dir)
-    _print_update(report, args.json)
-    return 0
+        with _routed_log(_UPDATE_LOG, logging.ERROR):
+            return retriever.delete(args.doc_ids)
+
+    return _edit_in_place(args, embedder, remove)
 
 
 def check_doc_ids(given: Sequence[str], known: Sequence[str], where: str) -> None:
@@ -651,8 +670,7 @@ def cmd_relink(args: argparse.Namespace) -> int:
         args.dir, dry_run=args.dry_run, per_edge=args.per_edge, lock_timeout=args.lock_timeout
     )
     if args.json:
-        print(json.dumps(result.as_dict(), indent=1))
-        return 0
+        return _print_json(result.as_dict())
     with _visible_stdout():
         print(format_relink(result.as_dict(), args.dir))
     return 0
@@ -692,17 +710,16 @@ def format_relink(r: dict[str, Any], where: str) -> str:
 def cmd_query(args: argparse.Namespace) -> int:
     from .config import HybridConfig, RetrievalConfig
     from .retrieval import CausalGraphRetriever
+    from .store import load_graph
 
     check_remote_choice(args)
-    embedder = make_embedder(args.embedder, args.embedder_base_url) if args.embedder else None
+    embedder = _named_embedder(args)
     config = RetrievalConfig(
         mode=args.mode,
         use_graph=not args.no_graph,
         hybrid=HybridConfig(passage_words=args.passage_words),
     )
     question = _check_question(args.question)
-    from .store import load_graph
-
     stored = load_graph(args.dir)
     for note in stored.notes:
         if note.startswith("warning:"):
@@ -716,22 +733,26 @@ def cmd_query(args: argparse.Namespace) -> int:
         except ValueError:
             raise HCGError("a score is not a finite number; rebuild the graph") from None
         return 0
-    from .safe_text import visible  # corpus text: no raw ESC sequence reaches the terminal
+    with _visible_stdout():  # corpus text: no raw ESC sequence reaches the terminal
+        _print_result(result)
+    return 0
 
-    print(visible(f"served by: {result.served_by}; matched: {', '.join(result.matched) or '-'}"))
+
+def _print_result(result: Any) -> None:
+    """``hcg query``'s text: each chunk with its place, signals, paths and its text, cut."""
+    print(f"served by: {result.served_by}; matched: {', '.join(result.matched) or '-'}")
     for i, rc in enumerate(result.chunks, 1):
-        print(visible(f"\n[{i}] {rc.route:<8} score {rc.score:.3f}  {_place_text(rc)}"))
+        print(f"\n[{i}] {rc.route:<8} score {rc.score:.3f}  {_place_text(rc)}")
         signals = _signals_text(result_signals(rc))
         if signals:
             print(f"    signals: {signals}")
         for p in rc.paths:
-            print(visible(f"    path: {p}"))
+            print(f"    path: {p}")
             for eid, mech in zip(p.edge_ids, p.mechanisms, strict=True):
                 if mech:
-                    print(visible(f"      {eid}: {mech[:160]}"))
+                    print(f"      {eid}: {mech[:160]}")
         text = " ".join(rc.chunk.text.split())
-        print(visible(f"    {text[:400]}{'...' if len(text) > 400 else ''}"))
-    return 0
+        print(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
 
 
 # The ranking signals of a hybrid result (``RetrievedChunk.details``), as printed: each in [0, 1]
@@ -819,13 +840,15 @@ def _check_question(question: str) -> str:
 
 
 def result_to_dict(result) -> dict[str, Any]:
+    from .store import strict_json
+
     return {
         "query": result.query,
         "served_by": result.served_by,
         "matched": list(result.matched),
         # A diagnostic may be infinite (a ratio over one candidate); strict JSON has no such
         # number, so it prints as null. Scores are not passed through this: a bad score is an error.
-        "diagnostics": _finite(dict(result.diagnostics)),
+        "diagnostics": strict_json(dict(result.diagnostics)),
         "chunks": [
             {
                 "id": rc.chunk.id,
@@ -855,43 +878,26 @@ def result_to_dict(result) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- parser
 
-
-def _positive_seconds(text: str) -> float:
-    """An argparse type: a finite number of seconds above 0 (``nan`` and ``inf`` are refused)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of seconds above 0")
-    return value
+# argparse types: seconds above 0 and a sampling temperature in [0, 2], finite (no nan, no inf).
+_positive_seconds = number_type(
+    lambda x: math.isfinite(x) and x > 0,
+    "a finite number of seconds above 0",
+    noun="a number of seconds",
+)
+_temperature = number_type(lambda x: math.isfinite(x) and 0 <= x <= 2, "a finite number in [0, 2]")
 
 
-def _temperature(text: str) -> float:
-    """An argparse type: a sampling temperature, a finite number in [0, 2]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or not 0 <= value <= 2:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number in [0, 2]")
-    return value
+def _add_chunking_arguments(p: argparse.ArgumentParser, words: Any, overlap: Any, chars: str):
+    """``--chunk-words``, ``--chunk-overlap``, ``--chunk-chars``: (default, help) for the first
+    two, the help of the third (whose default is None)."""
+    p.add_argument("--chunk-words", type=positive_int, default=words[0], help=words[1])
+    p.add_argument("--chunk-overlap", type=non_negative_int, default=overlap[0], help=overlap[1])
+    p.add_argument("--chunk-chars", type=positive_int, default=None, help=chars)
 
 
-def _positive_int(text: str) -> int:
-    """An argparse type: an integer >= 1 (0 must not silently mean a default)."""
-    value = _non_negative_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from .config import DEFAULT_PASSAGE_WORDS, DEFAULT_TIER, TIERS
+def _build_parser(sub: Any) -> None:
+    from .config import DEFAULT_TIER, TIERS
     from .graph_lock import add_lock_timeout_argument
-
-    p = argparse.ArgumentParser(prog="hcg", description="HCG-RAG: causal-graph retrieval.")
-    sub = p.add_subparsers(dest="command", required=True)
 
     b = sub.add_parser("build", help="build a graph directory from text/markdown/JSON files")
     b.add_argument("inputs", nargs="+", help=".txt, .md, .json, .jsonl files or folders of them")
@@ -911,40 +917,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="apply this corrections.yaml (hcg view's download) to the new graph: a rebuild "
         "keeps the review's rejections, edits, merges and deletions",
     )
-    b.add_argument(
-        "--chunk-words", type=_positive_int, default=200, help="words per chunk (default 200)"
+    _add_chunking_arguments(
+        b,
+        (200, "words per chunk (default 200)"),
+        (40, "overlap words (default 40)"),
+        "character cap per chunk (default: 36 x --chunk-words, 7,200 at 200)",
     )
-    b.add_argument(
-        "--chunk-overlap", type=_non_negative_int, default=40, help="overlap words (default 40)"
+    flags = (
+        ("--force", "write into an existing --out that is not an hcg graph directory"),
+        ("--follow-symlinks", "read symbolic links in input folders that lead outside them"),
     )
-    b.add_argument(
-        "--chunk-chars",
-        type=_positive_int,
-        default=None,
-        help="character cap per chunk (default: 36 x --chunk-words, 7,200 at 200)",
-    )
-    b.add_argument(
-        "--force",
-        action="store_true",
-        help="write into an existing --out that is not an hcg graph directory",
-    )
-    b.add_argument(
-        "--follow-symlinks",
-        action="store_true",
-        help="read symbolic links in input folders that lead outside them",
-    )
-    _add_embedder_arguments(b, "default: 'default'")
+    for flag, text in flags:
+        b.add_argument(flag, action="store_true", help=text)
+    add_embedder_arguments(b, "default: 'default'")
     b.add_argument(
         "--quiet",
         action="store_true",
         help="no progress (stage lines and bars); warnings and errors are still printed",
     )
+    _add_llm_arguments(b)
+    add_lock_timeout_argument(b)
+    b.set_defaults(func=cmd_build)
+
+
+def _add_llm_arguments(b: argparse.ArgumentParser) -> None:
+    """``hcg build``'s LLM options (an LLM build), ``--allow-partial`` and ``--estimate``."""
     b.add_argument("--llm-base-url", help="OpenAI-compatible base URL (key from OPENAI_API_KEY)")
     b.add_argument("--llm-model", help="model name; selects the LLM pipeline")
     b.add_argument("--llm-cache", help="reply cache folder (default DIR/.llm_cache)")
-    b.add_argument("--max-concurrency", type=_positive_int, default=8)
+    b.add_argument("--max-concurrency", type=positive_int, default=8)
     b.add_argument("--timeout", type=_positive_seconds, default=60.0)
-    b.add_argument("--max-retries", type=_non_negative_int, default=5)
+    b.add_argument("--max-retries", type=non_negative_int, default=5)
     b.add_argument(
         "--temperature", type=_temperature, default=0.0, help="sampling temperature (0.0)"
     )
@@ -966,18 +969,22 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the calls and tokens the build would make, and stop",
     )
-    add_lock_timeout_argument(b)
-    b.set_defaults(func=cmd_build)
 
+
+def _inspect_parser(sub: Any) -> None:
     i = sub.add_parser("inspect", help="counts, graph health, variables per metric, build report")
     i.add_argument("dir")
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_inspect)
 
+
+def _query_parser(sub: Any) -> None:
+    from .config import DEFAULT_PASSAGE_WORDS
+
     q = sub.add_parser("query", help="retrieve chunks for a question, with route, score, paths")
     q.add_argument("dir")
     q.add_argument("question")
-    q.add_argument("--k", type=_positive_int, default=5)
+    q.add_argument("--k", type=positive_int, default=5)
     q.add_argument("--json", action="store_true")
     q.add_argument(
         "--mode",
@@ -992,51 +999,50 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument(
         "--passage-words",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=DEFAULT_PASSAGE_WORDS,
         help=f"hybrid mode: words per returned passage (default {DEFAULT_PASSAGE_WORDS}; "
         "0: whole chunks)",
     )
-    _add_embedder_arguments(q, "default: the one named in the graph's manifest")
+    add_embedder_arguments(q, "default: the one named in the graph's manifest")
     q.set_defaults(func=cmd_query)
 
+
+def _add_parser(sub: Any) -> None:
     from .corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
+    from .graph_lock import add_lock_timeout_argument
 
     a = sub.add_parser(
         "add", help="add documents to a graph directory in place (only the new text is embedded)"
     )
     a.add_argument("dir", help="an existing graph directory (hcg build's output)")
     a.add_argument("files", nargs="+", help=".txt, .md, .json, .jsonl files or folders of them")
-    a.add_argument(
-        "--chunk-words",
-        type=_positive_int,
-        default=None,
-        help=f"words per chunk (default: the build's, else {DEFAULT_CHUNK_WORDS})",
-    )
-    a.add_argument(
-        "--chunk-overlap",
-        type=_non_negative_int,
-        default=None,
-        help=f"overlap words (default: the build's, else {DEFAULT_OVERLAP_WORDS})",
-    )
-    a.add_argument(
-        "--chunk-chars",
-        type=_positive_int,
-        default=None,
-        help="character cap per chunk (default: the build's)",
+    _add_chunking_arguments(
+        a,
+        (None, f"words per chunk (default: the build's, else {DEFAULT_CHUNK_WORDS})"),
+        (None, f"overlap words (default: the build's, else {DEFAULT_OVERLAP_WORDS})"),
+        "character cap per chunk (default: the build's)",
     )
     a.add_argument("--json", action="store_true", help="print the update report as JSON")
-    _add_embedder_arguments(a, "default: the one named in the graph's manifest")
+    add_embedder_arguments(a, "default: the one named in the graph's manifest")
     add_lock_timeout_argument(a)
     a.set_defaults(func=cmd_add)
+
+
+def _remove_parser(sub: Any) -> None:
+    from .graph_lock import add_lock_timeout_argument
 
     r = sub.add_parser("remove", help="remove documents (by doc id) from a graph directory")
     r.add_argument("dir", help="an existing graph directory")
     r.add_argument("doc_ids", nargs="+", help="document ids (chunks.jsonl's doc_id)")
     r.add_argument("--json", action="store_true", help="print the update report as JSON")
-    _add_embedder_arguments(r, "default: the one named in the graph's manifest")
+    add_embedder_arguments(r, "default: the one named in the graph's manifest")
     add_lock_timeout_argument(r)
     r.set_defaults(func=cmd_remove)
+
+
+def _relink_parser(sub: Any) -> None:
+    from .graph_lock import add_lock_timeout_argument
 
     rl = sub.add_parser(
         "relink",
@@ -1048,7 +1054,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rl.add_argument(
         "--per-edge",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_EVIDENCE_PER_EDGE,
         help=f"evidence chunks per edge (default {DEFAULT_EVIDENCE_PER_EDGE}, the paper's)",
     )
@@ -1056,14 +1062,30 @@ def build_parser() -> argparse.ArgumentParser:
     add_lock_timeout_argument(rl)
     rl.set_defaults(func=cmd_relink)
 
+
+def _eval_parser(sub: Any) -> None:
     from .eval.cli import add_eval_arguments, run_eval
 
     e = sub.add_parser("eval", help="compare HCG with vector top-k and BM25 on a QA file")
     add_eval_arguments(e)
     e.set_defaults(func=run_eval)
 
+
+def build_parser() -> argparse.ArgumentParser:
     from .audit.cli import add_review_commands
 
+    p = argparse.ArgumentParser(prog="hcg", description="HCG-RAG: causal-graph retrieval.")
+    sub = p.add_subparsers(dest="command", required=True)
+    for add_parser in (
+        _build_parser,
+        _inspect_parser,
+        _query_parser,
+        _add_parser,
+        _remove_parser,
+        _relink_parser,
+        _eval_parser,
+    ):
+        add_parser(sub)
     add_review_commands(sub)  # view, apply, diff, export
     return p
 

@@ -1,16 +1,14 @@
-"""Writing files without losing any: atomic writes with the user's umask, crash-safe folder swaps.
+"""Writing files without losing any: atomic writes with the user's umask.
 
 ``atomic_write_bytes`` writes a temporary file beside the target and renames it into place, with
-the mode of the file it replaces or the user's umask. ``make_staging`` / ``swap_in`` /
-``keep_old_entries`` replace a whole folder: the new content is written into a temporary sibling
-and exchanged with the old folder in one step, so a failure or a kill at any point leaves one
-complete version in place. ``hcg_core.store`` uses them for graph directories.
+the mode of the file it replaces or the user's umask; ``hcg_core.store`` builds its versioned
+graph directories on it. ``remove_stale_staging`` removes the staging folders that killed saves
+of the earlier (format 1) store left beside a graph directory.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import shutil
 import stat
@@ -20,14 +18,15 @@ from pathlib import Path
 
 from .errors import StoreError
 
-# Staging folders are siblings named ``.<name>.hcg-tmp-<pid>-<random>`` holding this marker
-# until they are complete; a marked one whose process is gone is a killed build's leftover.
+# The earlier store staged a save in a sibling ``.<name>.hcg-tmp-<pid>-<random>`` holding this
+# marker until complete; a marked one whose process is gone is a killed save's leftover.
 STAGING_TAG = ".hcg-tmp-"
 STAGING_MARK = ".hcg-staging"
 
-# Test seam: when set, called as ``hook(step, path)`` before every file write ("write"), folder
-# swap ("swap"), move ("move") and removal ("remove") that this module makes. tests/test_store_faults.py raises from it
-# (or kills the process) to prove that a failure at any step loses no graph and no user file.
+# Test seam: when set, called as ``hook(step, path)`` before every file write ("write") this module
+# makes, and the store's publish ("swap") and removals ("remove"). tests/test_store_faults.py
+# raises from it (or kills the process) to prove that a failure at any step loses no graph and no
+# user file.
 _fault_hook: Callable[[str, Path], None] | None = None
 
 
@@ -120,7 +119,7 @@ def check_writable_dir(path: str | os.PathLike, *, what: str = "folder") -> Path
     return path
 
 
-# ---------------------------------------------------------------- crash-safe directory swaps
+# ---------------------------------------------------------------- leftovers of killed saves
 
 
 def pid_alive(pid: int) -> bool:
@@ -145,41 +144,6 @@ def remove_stale_staging(real: Path) -> None:
                 shutil.rmtree(p, ignore_errors=True)
 
 
-def make_staging(real: Path) -> Path:
-    remove_stale_staging(real)
-    staging = Path(
-        tempfile.mkdtemp(prefix=f".{real.name}{STAGING_TAG}{os.getpid()}-", dir=real.parent)
-    )
-    # mkdtemp makes 0700; the graph directory gets the old one's mode, else the umask's.
-    with contextlib.suppress(OSError):
-        mode = stat.S_IMODE(real.stat().st_mode) if real.is_dir() else 0o777 & ~_umask()
-        os.chmod(staging, mode)
-    (staging / STAGING_MARK).write_bytes(b"")
-    return staging
-
-
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-def exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two directories (Linux renameat2); False where the OS cannot."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError, TypeError):  # no libc, or a libc without renameat2
-        return False
-    rc = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
-    if rc == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
-        return False
-    raise OSError(err, os.strerror(err), str(b))
-
-
 def fsync_dir(path: Path) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
@@ -187,62 +151,6 @@ def fsync_dir(path: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-
-
-def swap_in(staging: Path, real: Path) -> Path | None:
-    """Put the complete ``staging`` folder at ``real``; return where the old folder went, if any.
-
-    The swap is one atomic exchange where the OS offers it (Linux), so at every instant ``real``
-    holds either the old graph or the new one; elsewhere it is two renames.
-    """
-    _step("swap", real)
-    (staging / STAGING_MARK).unlink()
-    fsync_dir(staging)
-    if not real.exists():
-        os.rename(staging, real)
-        fsync_dir(real.parent)
-        return None
-    old = staging  # after the exchange, the staging path holds the old folder
-    if not exchange(staging, real):
-        old = real.parent / f".{real.name}.hcg-old-{os.getpid()}-{os.urandom(4).hex()}"
-        os.rename(real, old)
-        try:
-            os.rename(staging, real)
-        except OSError:
-            os.rename(old, real)  # put the previous graph back before reporting the failure
-            raise
-    fsync_dir(real.parent)
-    return old
-
-
-def is_temp_name(name: str) -> bool:
-    """A leftover of ``atomic_write_bytes`` (``.<name>.<random>.tmp``), never a user's file."""
-    return name.startswith(".") and name.endswith(".tmp")
-
-
-def keep_old_entries(old: Path, real: Path, *, replaced: frozenset[str]) -> None:
-    """Move the old folder's entries the new graph lacks into it, then remove the old folder.
-
-    They are the LLM reply cache and, under ``force``, a user's own files; the ``replaced`` names
-    (the previous graph's own files) are dropped with the old folder. A failure leaves the rest in
-    the old folder, whose path the error names.
-    """
-    try:
-        for entry in sorted(old.iterdir()):
-            target = real / entry.name
-            if entry.name in replaced or entry.name == STAGING_MARK or is_temp_name(entry.name):
-                continue  # the previous graph's own files (a stale report must not survive)
-            if not target.exists() and not target.is_symlink():
-                _step("move", target)
-                os.rename(entry, target)
-        _step("remove", old)
-        shutil.rmtree(old)
-    except OSError as exc:
-        raise StoreError(
-            f"the new graph is in place, but tidying the previous folder failed "
-            f"({os_reason(exc)}); its remaining files are kept in {old}",
-            path=real,
-        ) from None
 
 
 __all__ = [
@@ -254,7 +162,4 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "check_writable_dir",
-    "keep_old_entries",
-    "make_staging",
-    "swap_in",
 ]

@@ -10,8 +10,7 @@ rename; so a reader gets the old graph or the new one, a failed or killed save l
 loadable, and nothing but the graph's own files is ever removed. Files are written to a temporary
 file and renamed, with the user's umask (``hcg_core.safe_files``). ``check_output_dir`` refuses,
 before any work, an output that is not a graph directory, lies inside an input, or cannot be
-written; ``check_output_path`` refuses an export or page written into a graph or onto a special
-file.
+written (the checks of other outputs, exports and reports, are ``hcg_core.output_paths``').
 
 Loading trusts nothing and writes nothing: every file must resolve inside the directory (no links
 out), chunks need non-empty text, malformed entries are named with their file and expected shape.
@@ -62,8 +61,7 @@ from .safe_files import (
 )
 from .spec import spec_from_dict, spec_to_yaml, validate_graph
 from .spec.yaml_io import spec_from_document, variable_from_item
-from .types import CausalEdge, CausalGraph, Chunk, DomainSpec, Variable
-from .types import variable_text as variable_text  # re-exported: it lived here before types.py
+from .types import CausalEdge, CausalGraph, Chunk, DomainSpec, Variable, variable_text
 
 FORMAT_NAME = "hcg-graph"
 FORMAT_VERSION = 2
@@ -201,74 +199,6 @@ def check_output_dir(
         if real.is_dir():
             check_writable_dir(real, what="graph directory")
     return real
-
-
-def check_report_path(path: str | os.PathLike) -> Path:
-    """Refuse to write a report file over a folder or into a graph directory (its own files).
-
-    ``hcg eval --out DIR/manifest.json`` would otherwise replace the graph's manifest.
-    """
-    if not str(path).strip():
-        raise StoreError("the report path is empty; name a file, e.g. --out eval.json")
-    p = Path(path)
-    if p.is_dir():
-        raise StoreError("is a folder; name a file for the report", path=p)
-    parent = p.resolve().parent
-    for folder in (parent, *parent.parents):
-        if is_graph_dir(folder):
-            raise StoreError(
-                f"lies inside the graph directory {folder}; write the report outside it",
-                path=p,
-            )
-    return p
-
-
-def check_output_path(path: str | os.PathLike, *, folder: bool = False) -> Path:
-    """Refuse an output (``view --out``, ``export --out``) that is not a plain new or regular file.
-
-    Refused (``StoreError``, one line each): an empty path; a symbolic link, a device, FIFO or
-    socket; an existing folder (for ``folder``: an existing file); a path under a file; a path
-    inside any graph directory (a folder with an hcg ``manifest.json`` among its ancestors, or the
-    folder itself for ``folder``), whose own files it could replace. Returns the path.
-    """
-    if not str(path).strip():
-        raise StoreError("the output path is empty; name a file, e.g. --out graph.graphml")
-    p = Path(path)
-    what = "folder" if folder else "file"
-    if p.is_symlink():
-        raise StoreError(
-            f"is a symbolic link; name a regular {what} (writing would replace the link)", path=p
-        )
-    if p.exists():
-        if folder and not p.is_dir():
-            raise StoreError("exists and is not a folder; name a folder for the files", path=p)
-        if not folder and p.is_dir():
-            raise StoreError("is a folder; name a file to write", path=p)
-        if not folder and not p.is_file():
-            raise StoreError(
-                "is not a regular file (a device, FIFO or socket); name a regular file", path=p
-            )
-    for above in p.absolute().parents:
-        if above.exists() or above.is_symlink():
-            if not above.is_dir():
-                raise StoreError(f"lies under {above}, which is a file, not a folder", path=p)
-            break
-    real = p.resolve()
-    for candidate in (real, *real.parents) if folder else real.parents:
-        if is_graph_dir(candidate):
-            raise StoreError(
-                f"lies inside the graph directory {candidate}; write the output outside it",
-                path=p,
-            )
-    return p
-
-
-def write_output_file(path: str | os.PathLike, text: str) -> Path:
-    """Write an export or page to ``path`` atomically; the disk's failure is a ``StoreError``."""
-    try:
-        return atomic_write_text(path, text)
-    except OSError as exc:
-        raise StoreError(f"cannot write the output: {os_reason(exc)}", path=path) from None
 
 
 # ---------------------------------------------------------------- save
@@ -554,37 +484,26 @@ def verify_written(version: Path, graph: CausalGraph) -> None:
     Not a full reload (vectors are not re-read), so an ``hcg add`` stays cheap: what it guards
     against is a file its own reader cannot read back (a line break inside a chunk, a bad spec).
     """
-    chunks = _read_chunks(version / CHUNKS)
-    if len(chunks) != len(graph.chunks):
+    read = _read_graph(version, read_manifest(version))
+    if len(read.chunks) != len(graph.chunks):
         raise CorruptFileError(
-            f"reads back as {len(chunks)} chunks, {len(graph.chunks)} were written",
+            f"reads back as {len(read.chunks)} chunks, {len(graph.chunks)} were written",
             path=version / CHUNKS,
         )
-    for got, want in zip(chunks, graph.chunks, strict=True):
+    for got, want in zip(read.chunks, graph.chunks, strict=True):
         if (got.id, got.text, got.doc_id) != (str(want.id), want.text, want.doc_id or ""):
             raise CorruptFileError(
                 f"chunk {want.id!r} does not read back as written",
                 path=version / CHUNKS,
             )
-    spec = read_spec_file(version / SPEC)
     # Equal dataclasses settle it; the YAML texts (slow to make) only when a reading normalised
     # something the spec object held otherwise.
-    if spec != graph.spec and spec_to_yaml(spec) != spec_to_yaml(graph.spec):
+    if read.spec != graph.spec and spec_to_yaml(read.spec) != spec_to_yaml(graph.spec):
         raise CorruptFileError("does not read back as the spec written", path=version / SPEC)
-    variables, edges = graph_from_dict(_read_json(version / GRAPH), spec, version / GRAPH)
-    try:
-        validate_graph(spec, variables, edges, {c.id for c in chunks})
-    except SpecError as exc:
-        raise SpecError(
-            f"{exc} (the graph written does not load)",
-            entry=exc.entry,
-            path=version / GRAPH,
-        ) from exc
-    if [v.name for v in variables] != [v.name for v in graph.variables] or [
-        (e.id, e.source, e.target) for e in edges
+    if [v.name for v in read.variables] != [v.name for v in graph.variables] or [
+        (e.id, e.source, e.target) for e in read.edges
     ] != [(e.id, e.source, e.target) for e in graph.edges]:
         raise CorruptFileError("does not read back as the graph written", path=version / GRAPH)
-    read_manifest(version)
     for name in (REPORT, LEDGER):
         if (version / name).exists() and not isinstance(_read_json(version / name), dict):
             raise CorruptFileError("does not read back as a JSON object", path=version / name)
@@ -634,7 +553,7 @@ def _write_graph_files(
             }
     if report is not None:
         # Strict JSON: a report's NaN (a ratio over zero items) becomes null, never a bare NaN.
-        write(REPORT, json.dumps(_strict_json(report), indent=1, default=str) + "\n")
+        write(REPORT, json.dumps(strict_json(report), indent=1, default=str) + "\n")
     if ledger is not None:
         write(LEDGER, json.dumps(ledger, ensure_ascii=False, separators=(",", ":")) + "\n")
     manifest = {
@@ -658,14 +577,15 @@ def _write_graph_files(
     write(MANIFEST, json.dumps(manifest, indent=1) + "\n")
 
 
-def _strict_json(value: Any) -> Any:
-    """``value`` with non-finite floats as None and non-string keys as strings (JSON's own)."""
+def strict_json(value: Any) -> Any:
+    """``value`` with non-finite floats as None and non-string keys as strings (JSON's own), so
+    the JSON written or printed is strict."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k if isinstance(k, str) else str(k): _strict_json(v) for k, v in value.items()}
+        return {k if isinstance(k, str) else str(k): strict_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_strict_json(v) for v in value]
+        return [strict_json(v) for v in value]
     return value
 
 
@@ -1147,6 +1067,21 @@ def _load_files(directory: Path, manifest: dict[str, Any]) -> StoredGraph:
     """The graph in one folder of flat files, ``manifest`` being its (already read) manifest."""
     if not isinstance(manifest.get("embeddings", {}) or {}, dict):
         raise CorruptFileError("'embeddings' must be an object", path=directory / MANIFEST)
+    graph = _read_graph(directory, manifest)
+    notes: list[str] = []
+    var_vecs = _load_vectors(
+        directory, manifest, "variables", [variable_text(v) for v in graph.variables], notes
+    )
+    chunk_vecs = _load_vectors(directory, manifest, "chunks", [c.text for c in graph.chunks], notes)
+    report = _read_report(directory, notes, _cap(manifest, _OPTIONAL_PER_ITEM))
+    ledger = _read_ledger(directory, manifest, notes)
+    return StoredGraph(
+        graph, manifest, var_vecs, chunk_vecs, report, directory, tuple(notes), ledger
+    )
+
+
+def _read_graph(directory: Path, manifest: dict[str, Any]) -> CausalGraph:
+    """The spec, chunks and graph of one folder, checked against each other."""
     spec = read_spec_file(_confined(directory, SPEC), cap=_cap(manifest, _SPEC_PER_ITEM))
     chunks = _read_chunks(_confined(directory, CHUNKS), cap=_cap(manifest, _CHUNKS_PER_ITEM))
     variables, edges = graph_from_dict(
@@ -1158,17 +1093,7 @@ def _load_files(directory: Path, manifest: dict[str, Any]) -> StoredGraph:
         validate_graph(spec, variables, edges, {c.id for c in chunks})
     except SpecError as exc:
         raise SpecError(str(exc), entry=exc.entry, path=directory / GRAPH) from exc
-    graph = CausalGraph(spec, variables, edges, chunks)
-    notes: list[str] = []
-    var_vecs = _load_vectors(
-        directory, manifest, "variables", [variable_text(v) for v in variables], notes
-    )
-    chunk_vecs = _load_vectors(directory, manifest, "chunks", [c.text for c in chunks], notes)
-    report = _read_report(directory, notes, _cap(manifest, _OPTIONAL_PER_ITEM))
-    ledger = _read_ledger(directory, manifest, notes)
-    return StoredGraph(
-        graph, manifest, var_vecs, chunk_vecs, report, directory, tuple(notes), ledger
-    )
+    return CausalGraph(spec, variables, edges, chunks)
 
 
 def _read_ledger(directory: Path, manifest: dict[str, Any], notes: list[str]) -> dict | None:
@@ -1183,22 +1108,15 @@ __all__ = [
     "FORMAT_VERSION",
     "HCG_OWNED",
     "check_output_dir",
-    "check_output_path",
-    "write_output_file",
-    "check_report_path",
-    "check_writable_dir",
     "chunk_to_line",
     "current_dir",
     "is_graph_dir",
     "verify_written",
     "StoredGraph",
-    "atomic_write_bytes",
-    "atomic_write_text",
     "graph_from_dict",
     "graph_to_dict",
     "load_graph",
     "read_spec_file",
     "save_graph",
     "texts_digest",
-    "variable_text",
 ]

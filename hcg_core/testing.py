@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import threading
 import time
 from collections import Counter
@@ -47,10 +46,6 @@ class LLMRequest:
             if m.get("role") == "user":
                 return m.get("content", "")
         return ""
-
-    @property
-    def is_reask(self) -> bool:
-        return sum(1 for m in self.messages if m.get("role") == "user") > 1
 
     def enum(self, *path: str) -> list[str]:
         """The allowed values of a Literal field, found by property names through ``$defs``.
@@ -148,289 +143,19 @@ class ScriptedLLM:
         return run_sync(lambda: self.acomplete(messages, response_model))
 
 
-# -- a responder that reads -----------------------------------------------------------------------
-
-
-def _camel(words: str) -> str:
-    return "".join(w[:1].upper() + w[1:] for w in re.findall(r"[0-9a-z]+", words.lower()))
-
-
-def _between(text: str, start: str, end: str | None = None) -> str:
-    i = text.find(start)
-    if i < 0:
-        return ""
-    j = text.find(end, i) if end else -1
-    return text[i + len(start) : j if j >= 0 else len(text)]
-
-
-class ReadingResponder:
-    """A named scripted responder (``NAME``) that answers every request of the LLM pipeline from
-    the text the request shows, read with the offline builder's cue patterns
-    (``graph_build.extract``): it proposes what the excerpts state with an explicit causal cue,
-    causes included, and keeps a link only when a shown sentence states it. It knows no domain,
-    so a build under it measures the pipeline's calls (``benchmarks/llm_estimate.py``), not a
-    model's judgement.
-
-    - dimensions: one per head word the excerpts qualify ("lung cancer" -> ``cancer_type``:
-      lung), with a one-line domain and the most stated effects as outcomes when asked;
-    - metrics: one per head word (``Cancer``), an ``outcome`` when the batch only ever states it
-      as an effect, else ``intermediate``; variables and relations as the sentences bind them;
-    - Tier 1: a target is causal when a shown sentence states source -> target;
-    - Tier 2: a candidate is kept when a shown sentence states it (that sentence is the quote),
-      and the sentences no candidate covers become new edges.
-    """
-
-    NAME = "reading-v1"
-
-    def __call__(self, req: LLMRequest) -> dict[str, Any]:
-        handler = getattr(self, f"_{req.schema_name}", None)
-        if handler is None:
-            raise ValueError(f"{self.NAME} has no reply for schema {req.schema_name!r}")
-        return handler(req)
-
-    # reading
-    @staticmethod
-    def statements(text: str) -> list[tuple[Any, str]]:
-        """(statement, its sentence) for every cue-backed statement in ``text``."""
-        from .graph_build.extract import extract_statements, split_sentences
-
-        return [(st, s) for s in split_sentences(text) for st in extract_statements(s)]
-
-    @staticmethod
-    def metric(span: Any) -> str:
-        return _camel(span.head)
-
-    @staticmethod
-    def _excerpts(req: LLMRequest) -> str:
-        i = req.prompt.find("\n[1] ")
-        return req.prompt[i:] if i >= 0 else ""
-
-    # Stage 1
-    def _DimensionsReply(self, req: LLMRequest) -> dict[str, Any]:  # noqa: N802 - schema name
-        found = self.statements(self._excerpts(req))
-        entities: dict[str, list[str]] = {}
-        effects: Counter[str] = Counter()
-        heads: Counter[str] = Counter()
-        for st, _ in found:
-            effects[st.effect.head] += 1
-            for span in (st.cause, st.effect):
-                heads[span.head] += 1
-                if span.modifier and "," not in span.modifier and len(span.modifier.split()) <= 4:
-                    entities.setdefault(span.head, [])
-                    if span.modifier not in entities[span.head]:
-                        entities[span.head].append(span.modifier)
-        props = req.schema.get("properties", {})
-        cap = int(props.get("dimensions", {}).get("maxItems", 6))
-        ranked = sorted(entities, key=lambda h: (-len(entities[h]), h))[:cap]
-        out: dict[str, Any] = {
-            "dimensions": [
-                {
-                    "name": f"{h}_type",
-                    "description": f"which {h} a measurement is about",
-                    "entities": entities[h],
-                }
-                for h in ranked
-            ]
-        }
-        if "domain" in props:
-            top = [h for h, _ in heads.most_common(3)]
-            out["domain"] = f"texts about {', '.join(top)}" if top else ""
-        if "outcomes" in props:
-            out["outcomes"] = [h for h, _ in effects.most_common(3)]
-        return out
-
-    def _MetricsReply(self, req: LLMRequest) -> dict[str, Any]:  # noqa: N802
-        allowed = set(req.enum("metrics", "signature"))
-        found = self.statements(self._excerpts(req))
-        causes = {st.cause.head for st, _ in found}
-        qualified = {sp.head for st, _ in found for sp in (st.cause, st.effect) if sp.modifier}
-        metrics: dict[str, dict[str, Any]] = {}
-        for st, sentence in found:
-            for span in (st.cause, st.effect):
-                name = self.metric(span)
-                if not name or name in metrics:
-                    continue
-                dim = f"{span.head}_type"
-                metrics[name] = {
-                    "name": name,
-                    "signature": [dim] if dim in allowed and span.head in qualified else [],
-                    "description": f"How much {span.head} there is. As the text says: {sentence}",
-                    "category": "stated",
-                    "role": "intermediate" if span.head in causes else "outcome",
-                }
-        cap = int(req.schema.get("properties", {}).get("metrics", {}).get("maxItems", 40))
-        return {"metrics": list(metrics.values())[:cap]}
-
-    def _signatures(self, req: LLMRequest) -> dict[str, bool]:
-        # "- Name(sig, ...)" lines: whether each listed metric has a signature.
-        return {
-            m.group(1): bool(m.group(2).strip())
-            for m in re.finditer(r"^- (\w+)\(([^)]*)\)$", req.prompt, re.M)
-        }
-
-    def _VariablesReply(self, req: LLMRequest) -> dict[str, Any]:  # noqa: N802
-        metrics = set(req.enum("variables", "metric"))
-        slots = req.slots("variables", "entities")
-        known = {e for ents in slots.values() for e in ents if e}
-        signed = self._signatures(req)
-        out: dict[str, dict[str, Any]] = {}
-        for st, sentence in self.statements(self._excerpts(req)):
-            for span in (st.cause, st.effect):
-                name = self.metric(span)
-                if name not in metrics:
-                    continue
-                ents = [span.modifier] if signed.get(name) else []
-                if signed.get(name) and span.modifier not in known:
-                    continue
-                key = f"{name}({', '.join(ents)})"
-                filled = _fill_slots(slots, ents)
-                out.setdefault(key, {"metric": name, "entities": filled, "description": sentence})
-        cap = int(req.schema.get("properties", {}).get("variables", {}).get("maxItems", 60))
-        return {"variables": list(out.values())[:cap]}
-
-    def _RelationsReply(self, req: LLMRequest) -> dict[str, Any]:  # noqa: N802
-        listed = set(req.enum("relations", "source"))
-        out = []
-        for st, sentence in self.statements(self._excerpts(req)):
-            pair = [self._variable(sp, listed) for sp in (st.cause, st.effect)]
-            if pair[0] and pair[1] and pair[0] != pair[1]:
-                out.append({"source": pair[0], "target": pair[1], "mechanism": sentence})
-        cap = int(req.schema.get("properties", {}).get("relations", {}).get("maxItems", 30))
-        return {"relations": out[:cap]}
-
-    def _ReviewDimensionsReply(self, req: LLMRequest) -> dict[str, Any]:  # noqa: N802
-        # It merges nothing (no domain knowledge); the domain line is the first sample's.
-        lines = re.findall(
-            r"^- (.+)$", _between(req.prompt, "one per sample:", "Dimensions:"), re.M
-        )
-        return {"domain": lines[0] if lines else "", "same_dimensions": [], "same_entities": []}
-
-    def _ReviewMetricsReply(self, req: LLMRequest) -> dict[str, Any]:  # noqa: N802
-        return {"same_quantity": [], "causes": []}
-
-    def _CheckMetricsReply(self, req: LLMRequest) -> dict[str, Any]:  # noqa: N802
-        return {"same_quantity": []}
-
-    def _variable(self, span: Any, listed: set[str]) -> str | None:
-        name = self.metric(span)
-        for candidate in (f"{name}({span.modifier})", name):
-            if candidate in listed:
-                return candidate
-        return None
-
-    # Stage 2
-    def _Tier1Reply(self, req: LLMRequest) -> dict[str, Any]:  # noqa: N802
-        source = req.enum("source")[0]
-        targets = req.enum("causal", "target")
-        said: dict[str, str] = {}
-        for st, sentence in self.statements(_between(req.prompt, "Evidence from the corpus:")):
-            if self.metric(st.cause) == source:
-                said.setdefault(self.metric(st.effect), sentence)
-        causal = [t for t in targets if t in said]
-        return {
-            "source": source,
-            "causal": [{"target": t, "rationale": f"The evidence says: {said[t]}"} for t in causal],
-            "not_causal": [t for t in targets if t not in said],
-        }
-
-    def _Tier2Reply(self, req: LLMRequest) -> dict[str, Any]:  # noqa: N802
-        pairs = re.findall(r"^\d+\. (.+?) -> (.+)$", req.prompt, re.M)
-        templates = set(re.findall(r"^T\d+\. (\S+) -> (\S+)$", req.prompt, re.M))
-        slots = req.slots("new_edges", "source", "entities")
-        found = self.statements(_between(req.prompt, "Evidence from the corpus:", "\nCandidate"))
-        stated = {}
-        for st, sentence in found:
-            for s_ent in {st.cause.modifier, ""}:
-                for t_ent in {st.effect.modifier, ""}:
-                    key = (self.metric(st.cause), s_ent, self.metric(st.effect), t_ent)
-                    stated.setdefault(key, (st, sentence))
-        kept, rejected, covered = [], [], set()
-        for n, (s, t) in enumerate(pairs, start=1):
-            (sm, se), (tm, te) = _split_variable(s), _split_variable(t)
-            hit = stated.get((sm, se, tm, te))
-            if hit is None:
-                rejected.append(n)
-                continue
-            st, sentence = hit
-            covered.add((sm, tm))
-            kept.append(
-                {
-                    "candidate": n,
-                    "effect": "decreases" if st.cue in _DECREASING_CUES else "increases",
-                    "mechanism": sentence,
-                    "confidence": round(st.strength, 2),
-                    "evidence": sentence,
-                }
-            )
-        new_edges = []
-        for st, sentence in found:
-            sm, tm = self.metric(st.cause), self.metric(st.effect)
-            if (sm, tm) not in templates or (sm, tm) in covered or len(new_edges) >= 8:
-                continue
-            covered.add((sm, tm))
-            new_edges.append(
-                {
-                    "source": _reading_endpoint(sm, st.cause.modifier, slots),
-                    "target": _reading_endpoint(tm, st.effect.modifier, slots),
-                    "effect": "decreases" if st.cue in _DECREASING_CUES else "increases",
-                    "mechanism": sentence,
-                    "confidence": round(st.strength, 2),
-                    "evidence": sentence,
-                }
-            )
-        out: dict[str, Any] = {"new_edges": new_edges}
-        if pairs:
-            out |= {"kept": kept, "rejected": rejected}
-        return out
-
-
-# The cue names (graph_build.extract) whose effect lowers the target.
-_DECREASING_CUES = frozenset(
-    {"decrease", "prevent", "inhibit", "protect", "damage", "treat", "interfere"}
-)
-
-
-def _split_variable(name: str) -> tuple[str, str]:
-    metric, _, rest = name.partition("(")
-    return metric, rest.rstrip(")").split(",")[0].strip()
-
-
-def _fill_slots(slots: dict[str, list[str]], entities: Sequence[str]) -> dict[str, str]:
-    """Per-dimension fields: each entity in the first dimension whose list holds it."""
-    out = {d: "" for d in slots}
-    for e in entities:
-        for d, ents in slots.items():
-            if e in ents and not out[d]:
-                out[d] = e
-                break
-    return out
-
-
-def _reading_endpoint(metric: str, entity: str, slots: dict[str, list[str]]) -> dict[str, Any]:
-    known = {e for ents in slots.values() for e in ents if e}
-    if entity and entity not in known:
-        return {"metric": metric, "entities": _fill_slots(slots, []), "new_entities": [entity]}
-    return {
-        "metric": metric,
-        "entities": _fill_slots(slots, [entity] if entity else []),
-        "new_entities": [],
-    }
-
-
 # -- the stub server ------------------------------------------------------------------------------
 
-FAULTS = (
+# The faults a FaultPlan schedules every k-th request (``<name>_every``), in the order tried.
+_EVERY_FAULTS = (
     "rate_limit",
     "server_error",
     "unavailable",
     "slow",
     "malformed",
-    "unauthorized",
-    "length",  # 200 with half the reply and finish_reason "length"
-    "think",  # 200 with a <think> block holding braces before the JSON
-    "fence",  # 200 with the JSON wrapped in a ```json code fence
-    "refusal",  # 200 with message.refusal set and no content
-    "bad_request",  # 400 about the request itself (not its format)
+    "length",
+    "think",
+    "fence",
+    "refusal",
 )
 
 
@@ -441,7 +166,11 @@ class FaultPlan:
     ``script`` maps exact request numbers to a fault and wins over the ``*_every`` rules. Unless
     ``allow_consecutive``, a fault never hits two requests in a row, so a retry gets through.
     Faults: rate_limit (429 + Retry-After), server_error (500), unavailable (503 + Retry-After),
-    slow (reply after ``slow_seconds``), malformed (200 with broken JSON), unauthorized (401).
+    slow (reply after ``slow_seconds``), malformed (200 with broken JSON), unauthorized (401),
+    length (200 with half the reply and finish_reason "length"), think (200 with a ``<think>``
+    block holding braces before the JSON), fence (200 with the JSON in a ```json code fence),
+    refusal (200 with message.refusal set and no content), bad_request (400 about the request
+    itself, not its format); unauthorized and bad_request only by ``script``.
     """
 
     rate_limit_every: int = 0
@@ -466,17 +195,8 @@ class FaultPlan:
     def fault_for(self, n: int) -> str | None:
         if n in self.script:
             return self.script[n]
-        for name, every in (
-            ("rate_limit", self.rate_limit_every),
-            ("server_error", self.server_error_every),
-            ("unavailable", self.unavailable_every),
-            ("slow", self.slow_every),
-            ("malformed", self.malformed_every),
-            ("length", self.length_every),
-            ("think", self.think_every),
-            ("fence", self.fence_every),
-            ("refusal", self.refusal_every),
-        ):
+        for name in _EVERY_FAULTS:
+            every = getattr(self, f"{name}_every")
             if every and n % every == 0:
                 return name
         return None
@@ -621,12 +341,32 @@ class StubLLMServer:
     def _handle(self, body: dict) -> tuple[int, Any, dict, bytes | None]:
         fmt = body.get("response_format") or {}
         schema_block = fmt.get("json_schema") or {}
-        schema = schema_block.get("schema") or {}
-        name = schema_block.get("name") or ""
         messages = tuple(body.get("messages") or ())
-        if not name:
-            # json_object mode: the schema is not in the request; recognise it from the prompt.
-            name = _schema_name_from_messages(messages)
+        # json_object mode: the schema is not in the request; recognise it from the prompt.
+        name = schema_block.get("name") or _schema_name_from_messages(messages)
+        n, fault = self._record(body, name)
+        if self.delay:
+            time.sleep(self.delay)
+        refused = self._refusal(body, name, fault)
+        if refused is not None:
+            with self._lock:
+                self.by_fault["400: " + refused.split(":")[0]] += 1
+            return 400, {"error": {"message": refused, "type": "invalid_request_error"}}, {}, None
+        if fault in _ERROR_REPLIES:
+            status, message, retry = _ERROR_REPLIES[fault]
+            headers = {"retry-after": self.faults.retry_after} if retry else {}
+            return status, {"error": message}, headers, None
+        if fault == "slow":
+            time.sleep(self.faults.slow_seconds)
+        request = LLMRequest(name, schema_block.get("schema") or {}, tuple(map(dict, messages)))
+        content, finish, refusal = self._content(request, fault)
+        return 200, self._completion(body, n, messages, content, finish, refusal), {}, None
+
+    def _record(self, body: dict, name: str) -> tuple[int, str | None]:
+        """Count and log a request; its number and the fault planned for it."""
+        fmt = body.get("response_format") or {}
+        schema_block = fmt.get("json_schema") or {}
+        messages = body.get("messages") or ()
         with self._lock:
             self.calls += 1
             n = self.calls
@@ -635,7 +375,7 @@ class StubLLMServer:
                 {
                     "schema": name,
                     "format": (fmt.get("type") or "text") + ("-strict" if strict else ""),
-                    "json_schema": schema or None,
+                    "json_schema": schema_block.get("schema") or None,
                     "temperature": body.get("temperature"),
                     "max_tokens": body.get("max_tokens", body.get("max_completion_tokens")),
                     "prompt": str(messages[-1].get("content", "")) if messages else "",
@@ -653,103 +393,81 @@ class StubLLMServer:
             if fault is not None:
                 self._last_fault_n = n
                 self.by_fault[fault] += 1
-        if self.delay:
-            time.sleep(self.delay)
+        return n, fault
 
-        def bad_request(message: str) -> tuple[int, Any, dict, bytes | None]:
-            with self._lock:
-                self.by_fault["400: " + message.split(":")[0]] += 1
-            return 400, {"error": {"message": message, "type": "invalid_request_error"}}, {}, None
-
-        if self.faults.reject_json_schema and fmt.get("type") == "json_schema":
-            return bad_request("response_format json_schema is not supported")
-        if self.faults.reject_strict and schema_block.get("strict"):
-            return bad_request(
+    def _refusal(self, body: dict, name: str, fault: str | None) -> str | None:
+        """The message of a 400 the provider quirks (or the ``bad_request`` fault) answer."""
+        fmt = body.get("response_format") or {}
+        faults, kind = self.faults, fmt.get("type")
+        if faults.reject_json_schema and kind == "json_schema":
+            return "response_format json_schema is not supported"
+        if faults.reject_strict and (fmt.get("json_schema") or {}).get("strict"):
+            return (
                 f"Invalid schema for response_format '{name}': In context=(), 'minimum' is not "
                 "permitted"
             )
-        if self.faults.reject_json_object and fmt.get("type") == "json_object":
-            return bad_request("response_format json_object is not supported by this model")
-        if self.faults.reject_temperature and "temperature" in body:
-            return bad_request(
-                "Unsupported value: 'temperature' does not support this value with this model"
-            )
-        prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)
-        if self.faults.context_limit_chars and prompt_chars > self.faults.context_limit_chars:
-            return bad_request(
-                f"This model's maximum context length is {self.faults.context_limit_chars // 4} "
-                f"tokens; your messages resulted in {prompt_chars // 4} tokens"
+        if faults.reject_json_object and kind == "json_object":
+            return "response_format json_object is not supported by this model"
+        if faults.reject_temperature and "temperature" in body:
+            return "Unsupported value: 'temperature' does not support this value with this model"
+        chars = sum(len(str(m.get("content", ""))) for m in body.get("messages") or ())
+        if faults.context_limit_chars and chars > faults.context_limit_chars:
+            return (
+                f"This model's maximum context length is {faults.context_limit_chars // 4} "
+                f"tokens; your messages resulted in {chars // 4} tokens"
             )
         if fault == "bad_request":
-            return bad_request("messages: content flagged as invalid by the provider")
-        if fault == "rate_limit":
-            return (
-                429,
-                {"error": {"message": "rate limited", "type": "rate_limit"}},
-                {"retry-after": self.faults.retry_after},
-                None,
-            )
-        if fault == "unauthorized":
-            return 401, {"error": {"message": "invalid api key"}}, {}, None
-        if fault == "server_error":
-            return 500, {"error": {"message": "internal error"}}, {}, None
-        if fault == "unavailable":
-            return (
-                503,
-                {"error": {"message": "overloaded"}},
-                {"retry-after": self.faults.retry_after},
-                None,
-            )
-        if fault == "slow":
-            time.sleep(self.faults.slow_seconds)
-        request = LLMRequest(name, schema, tuple(dict(m) for m in messages))
-        finish, refusal = "stop", None
+            return "messages: content flagged as invalid by the provider"
+        return None
+
+    def _content(self, request: LLMRequest, fault: str | None) -> tuple[str, str, str | None]:
+        """The reply's content, finish reason and refusal, as ``fault`` shapes them."""
         if fault == "malformed":
-            content = '{"this is": not json'
-        elif fault == "refusal":
-            content, refusal = "", "I can't help with that request."
-        else:
-            reply = self.responder(request)
-            content = reply if isinstance(reply, str) else json.dumps(reply)
-            if fault == "length":
-                content, finish = content[: len(content) // 2], "length"
-            elif fault == "think":
-                content = '<think>Should it be {a} or {b}? {"draft": 1}</think>\n' + content
-            elif fault == "fence":
-                content = f"```json\n{content}\n```"
+            return '{"this is": not json', "stop", None
+        if fault == "refusal":
+            return "", "stop", "I can't help with that request."
+        reply = self.responder(request)
+        content = reply if isinstance(reply, str) else json.dumps(reply)
+        if fault == "length":
+            return content[: len(content) // 2], "length", None
+        if fault == "think":
+            return '<think>Should it be {a} or {b}? {"draft": 1}</think>\n' + content, "stop", None
+        if fault == "fence":
+            return f"```json\n{content}\n```", "stop", None
+        return content, "stop", None
+
+    def _completion(
+        self, body: dict, n: int, messages: Sequence, content: str, finish: str, refusal: Any
+    ) -> dict[str, Any]:
+        """A chat.completion object, its token counts added to the server's."""
         prompt_tokens = _tokens("".join(str(m.get("content", "")) for m in messages))
         completion_tokens = _tokens(content)
         with self._lock:
             self.ok += 1
             self.prompt_tokens += prompt_tokens
             self.completion_tokens += completion_tokens
-        return (
-            200,
-            {
-                "id": f"stub-{n}",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body.get("model") or self.model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": finish,
-                        "message": {
-                            "role": "assistant",
-                            "content": content or None,
-                            "refusal": refusal,
-                        },
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
-                },
+        message = {"role": "assistant", "content": content or None, "refusal": refusal}
+        return {
+            "id": f"stub-{n}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model") or self.model,
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
             },
-            {},
-            None,
-        )
+        }
+
+
+# The faults answered with an error status: (status, the error object, whether Retry-After).
+_ERROR_REPLIES: dict[str, tuple[int, dict[str, str], bool]] = {
+    "rate_limit": (429, {"message": "rate limited", "type": "rate_limit"}, True),
+    "unauthorized": (401, {"message": "invalid api key"}, False),
+    "server_error": (500, {"message": "internal error"}, False),
+    "unavailable": (503, {"message": "overloaded"}, True),
+}
 
 
 SCHEMA_MARKER = "Response schema name:"
@@ -765,10 +483,8 @@ def _schema_name_from_messages(messages: Sequence[dict]) -> str:
 
 
 __all__ = [
-    "FAULTS",
     "FaultPlan",
     "LLMRequest",
-    "ReadingResponder",
     "Responder",
     "ScriptedLLM",
     "StubLLMServer",

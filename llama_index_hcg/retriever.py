@@ -28,7 +28,7 @@ from hcg_core.config import HybridConfig, RetrievalConfig
 from hcg_core.contract import DEFAULT_K, filter_mask
 from hcg_core.errors import ConfigError, StoreError
 from hcg_core.ports import embedder_errors
-from hcg_core.store import atomic_write_text
+from hcg_core.safe_files import atomic_write_text
 from hcg_core.types import Chunk, RetrievalResult
 
 from ._convert import stored_id, with_provenance

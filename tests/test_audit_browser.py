@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -17,12 +18,14 @@ import pytest
 import yaml
 
 from hcg_core.audit.review import supporting_sentence
-from hcg_core.audit.synthetic import synthetic_graph
 from hcg_core.audit.view import render_html, view_data
 from hcg_core.cli import main
 from hcg_core.store import load_graph
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # the synthetic graph is a benchmark's fixture
+from synthetic_graph import synthetic_graph  # noqa: E402
+
 HAND = ROOT / "examples" / "hand_graph"
 CHROMIUM = next(
     (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None

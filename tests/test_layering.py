@@ -62,10 +62,9 @@ def test_nothing_imports_the_console_script():
 
 
 def test_old_import_paths_still_work():
-    from hcg_core import embedding, ports, store, types
+    from hcg_core import embedding, ports, types
     from hcg_core.graph_build import BuildResult
 
     assert ports.as_matrix is embedding.as_matrix
     assert ports.embed_texts is embedding.embed_texts
-    assert store.variable_text is types.variable_text
     assert BuildResult is types.BuildResult

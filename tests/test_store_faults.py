@@ -201,7 +201,7 @@ def test_files_get_the_umask_and_keep_a_hand_set_mode(tmp_path, two_graphs):
         assert stat.S_IMODE((cur / "graph.json").stat().st_mode) == 0o664
         assert stat.S_IMODE((cur / "spec.yaml").stat().st_mode) == 0o644
         os.umask(0o077)
-        store.atomic_write_text(tmp_path / "private.txt", "x")
+        safe_files.atomic_write_text(tmp_path / "private.txt", "x")
         assert stat.S_IMODE((tmp_path / "private.txt").stat().st_mode) == 0o600
     finally:
         os.umask(previous)

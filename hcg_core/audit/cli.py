@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from ..arg_types import non_negative_int
+from ..arg_types import non_negative_int, number_type
 from .review import DEFAULT_LOW_CONFIDENCE
 from .view import DEFAULT_FULL_VIEW_LIMIT, DEFAULT_NEIGHBOURHOOD_LIMIT
 
@@ -85,16 +85,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _confidence(text: str) -> float:
-    """An argparse type: a confidence threshold, a number in [0, 1] (NaN compares false with
-    everything, so a NaN threshold would silently flag nothing)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 <= value <= 1.0:  # false for NaN too
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number in [0, 1]")
-    return value
+# An argparse type: a confidence threshold in [0, 1] (NaN compares false with everything, so a
+# NaN threshold would silently flag nothing: refused, as the comparison is false for it too).
+_confidence = number_type(lambda x: 0.0 <= x <= 1.0, "a number in [0, 1]")
 
 
 def add_review_commands(sub: argparse._SubParsersAction) -> None:

@@ -39,8 +39,16 @@ import numpy as np
 
 from ..errors import CorruptFileError, EmbedderError, HCGError, SpecError, StoreError
 from ..spec import validate_graph
-from ..store import check_output_dir, load_graph, save_graph, variable_text
-from ..types import CausalEdge, CausalGraph, DomainSpec, OutcomeConfig, Relation, Variable
+from ..store import check_output_dir, load_graph, save_graph
+from ..types import (
+    CausalEdge,
+    CausalGraph,
+    DomainSpec,
+    OutcomeConfig,
+    Relation,
+    Variable,
+    variable_text,
+)
 from .matching import EdgeFinder, match_variable
 
 CORRECTIONS_FORMAT = "hcg-corrections"
@@ -144,6 +152,19 @@ class _State:
     def copy(self) -> _State:
         return _State(self.spec, list(self.variables), list(self.edges), list(self.ledger_ops))
 
+    def update(
+        self,
+        *ledger_ops: tuple,
+        spec: DomainSpec | None = None,
+        variables: list[Variable] | None = None,
+        edges: list[CausalEdge] | None = None,
+    ) -> None:
+        """Replace the parts given, and record what the support ledger must replay."""
+        self.spec = spec if spec is not None else self.spec
+        self.variables = variables if variables is not None else self.variables
+        self.edges = edges if edges is not None else self.edges
+        self.ledger_ops.extend(ledger_ops)
+
 
 def _text(entry: dict, key: str) -> str:
     value = entry.get(key)
@@ -244,8 +265,8 @@ def _edit_edge(state: _State, i: int, entry: dict) -> str:
         changes["confidence"] = float(c)
     if not changes:
         raise Refused("edit_edge needs 'mechanism' or 'confidence'")
-    state.edges[i] = replace(e, **changes)
-    state.ledger_ops.append(("pin", (e.source, e.target), changes))
+    state.edges[i] = replace(e, **changes)  # in place: a long file must not copy per edit
+    state.update(("pin", (e.source, e.target), changes))
     return f"edge {e.id}: " + ", ".join(
         f"{k} {getattr(e, k)!r} -> {v!r}" for k, v in changes.items()
     )
@@ -308,10 +329,12 @@ def _merge(state: _State, entry: dict) -> str:
         if s != t and (s, t) not in seen:
             seen.add((s, t))
             relations.append(Relation(s, t, r.mechanism))
-    state.spec = replace(spec, variables=tuple(spec_vars), relations=tuple(relations))
-    state.variables = [v for v in state.variables if v.name != drop]
-    state.edges = merged
-    state.ledger_ops.append(("rename", {drop: keep}))
+    state.update(
+        ("rename", {drop: keep}),
+        spec=replace(spec, variables=tuple(spec_vars), relations=tuple(relations)),
+        variables=[v for v in state.variables if v.name != drop],
+        edges=merged,
+    )
     out = f"variable {drop!r} merged into {keep!r}{drop_note}{keep_note}"
     if loops:
         out += f"; dropped edges that became self-loops: {', '.join(loops)}"
@@ -324,15 +347,14 @@ def _merge(state: _State, entry: dict) -> str:
 
 def _remove_edges_of(state: _State, name: str) -> list[CausalEdge]:
     gone = [e for e in state.edges if name in (e.source, e.target)]
-    state.edges = [e for e in state.edges if name not in (e.source, e.target)]
+    state.update(edges=[e for e in state.edges if name not in (e.source, e.target)])
     return gone
 
 
 def _reject_variable_edges(state: _State, entry: dict) -> str:
     name, note = _find_variable(state, entry, "variable")
     gone = _remove_edges_of(state, name)
-    for e in gone:
-        state.ledger_ops.append(("reject", (e.source, e.target)))
+    state.update(*(("reject", (e.source, e.target)) for e in gone))
     if not gone:
         return f"variable {name!r} has no edges left to reject{note}"
     return f"{len(gone)} edges of {name!r} removed{note}: " + ", ".join(e.id for e in gone)
@@ -342,13 +364,15 @@ def _delete_variable(state: _State, entry: dict) -> str:
     name, note = _find_variable(state, entry, "variable")
     gone = _remove_edges_of(state, name)
     spec = state.spec
-    state.spec = replace(
-        spec,
-        variables=tuple(v for v in spec.variables if v.name != name),
-        relations=tuple(r for r in spec.relations if name not in (r.source, r.target)),
+    state.update(
+        ("delete", name),
+        spec=replace(
+            spec,
+            variables=tuple(v for v in spec.variables if v.name != name),
+            relations=tuple(r for r in spec.relations if name not in (r.source, r.target)),
+        ),
+        variables=[v for v in state.variables if v.name != name],
     )
-    state.variables = [v for v in state.variables if v.name != name]
-    state.ledger_ops.append(("delete", name))
     return f"variable {name!r} deleted with its {len(gone)} edges{note}" + (
         ": " + ", ".join(e.id for e in gone) if gone else ""
     )
@@ -370,30 +394,34 @@ def _rename_metric(state: _State, entry: dict) -> str:
     mapping = {v.name: var(v).name for v in (*state.variables, *state.spec.variables)}
     spec = state.spec
     outcome = spec.outcome
-    state.spec = replace(
-        spec,
-        metrics=tuple(replace(m, name=new) if m.name == old else m for m in spec.metrics),
-        variables=tuple(var(v) for v in spec.variables),
-        relations=tuple(
-            Relation(
-                _rename_variable(r.source, mapping),
-                _rename_variable(r.target, mapping),
-                r.mechanism,
+    state.update(
+        ("rename", {a: b for a, b in mapping.items() if a != b}),
+        spec=replace(
+            spec,
+            metrics=tuple(replace(m, name=new) if m.name == old else m for m in spec.metrics),
+            variables=tuple(var(v) for v in spec.variables),
+            relations=tuple(
+                Relation(
+                    _rename_variable(r.source, mapping),
+                    _rename_variable(r.target, mapping),
+                    r.mechanism,
+                )
+                for r in spec.relations
+            ),
+            outcome=OutcomeConfig(
+                tuple(new if n == old else n for n in outcome.outcomes),
+                tuple(new if n == old else n for n in outcome.terminals),
+                outcome.description,
+            ),
+        ),
+        variables=[var(v) for v in state.variables],
+        edges=[
+            replace(
+                e, source=mapping.get(e.source, e.source), target=mapping.get(e.target, e.target)
             )
-            for r in spec.relations
-        ),
-        outcome=OutcomeConfig(
-            tuple(new if n == old else n for n in outcome.outcomes),
-            tuple(new if n == old else n for n in outcome.terminals),
-            outcome.description,
-        ),
+            for e in state.edges
+        ],
     )
-    state.variables = [var(v) for v in state.variables]
-    state.edges = [
-        replace(e, source=mapping.get(e.source, e.source), target=mapping.get(e.target, e.target))
-        for e in state.edges
-    ]
-    state.ledger_ops.append(("rename", {a: b for a, b in mapping.items() if a != b}))
     n = sum(v.metric == new for v in state.variables)
     return f"metric {old!r} renamed {new!r} ({n} variables renamed with it)"
 
@@ -417,7 +445,7 @@ def _accept(state: _State, edge_ids: list[str]) -> list[str]:
         relations.append(Relation(e.source, e.target, e.mechanism))
         pairs.add((e.source, e.target))
         recorded.append(e.id)
-    state.spec = replace(spec, variables=tuple(spec_vars), relations=tuple(relations))
+    state.update(spec=replace(spec, variables=tuple(spec_vars), relations=tuple(relations)))
     return recorded
 
 
@@ -468,7 +496,7 @@ def _apply_checked(
                 i, note = _find_edge(state, entry, original, finder, named, index)
                 e = state.edges.pop(i)
                 accepted = [a for a in accepted if a != e.id]
-                state.ledger_ops.append(("reject", (e.source, e.target)))
+                state.update(("reject", (e.source, e.target)))
                 change = f"edge {e.id} removed ({e.source} -> {e.target}){note}"
             elif op == "accept_edge":
                 i, note = _find_edge(state, entry, original, finder, named, index)

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, InputError
+from ..output_paths import check_output_path, write_output_file
 from ..safe_text import mermaid_text as _mermaid_text
 from ..safe_text import visible, xml_text
-from ..store import check_output_path, write_output_file
 from ..types import EFFECT_SIGNS, CausalGraph
 
 LIST_SEPARATOR = "|"  # joins list attributes in GraphML, GEXF and CSV (chunk ids, entities)

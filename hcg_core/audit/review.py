@@ -84,48 +84,6 @@ def metric_overview(graph: CausalGraph) -> list[dict[str, Any]]:
     ]
 
 
-def _strongly_connected(n: int, adjacency: list[list[int]]) -> list[list[int]]:
-    """Tarjan's strongly connected components, iterative (deep graphs must not hit recursion)."""
-    index = [-1] * n
-    low = [0] * n
-    on_stack = [False] * n
-    stack: list[int] = []
-    out: list[list[int]] = []
-    counter = 0
-    for root in range(n):
-        if index[root] != -1:
-            continue
-        work = [(root, 0)]
-        while work:
-            v, i = work.pop()
-            if i == 0:
-                index[v] = low[v] = counter
-                counter += 1
-                stack.append(v)
-                on_stack[v] = True
-            if i < len(adjacency[v]):
-                work.append((v, i + 1))
-                w = adjacency[v][i]
-                if index[w] == -1:
-                    work.append((w, 0))
-                elif on_stack[w]:
-                    low[v] = min(low[v], index[w])
-                continue
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack[w] = False
-                    comp.append(w)
-                    if w == v:
-                        break
-                out.append(comp)
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[v])
-    return out
-
-
 def _cycle_in(component: set[int], adjacency: list[list[int]]) -> list[int]:
     """One directed cycle through the component's smallest node (BFS back to it)."""
     start = min(component)
@@ -158,6 +116,8 @@ def review_flags(
     ``empty_metrics`` (metric names with no variable), ``opposite_signs`` (edges that join the
     same two variables as another edge of the opposite effect, as a merge leaves them).
     """
+    import networkx as nx  # here: `hcg` imports this module for its defaults on every command
+
     index = {v.name: i for i, v in enumerate(graph.variables)}
     n = len(index)
     adjacency: list[list[int]] = [[] for _ in range(n)]
@@ -166,7 +126,11 @@ def review_flags(
         a, b = index[e.source], index[e.target]
         adjacency[a].append(b)
         touched[a] = touched[b] = True
-    parts = [c for c in _strongly_connected(n, adjacency) if len(c) > 1]
+    digraph = nx.DiGraph()
+    digraph.add_nodes_from(range(n))
+    digraph.add_edges_from((a, b) for a in range(n) for b in adjacency[a])
+    # networkx's components come in the order of Tarjan's (roots 0..n-1, edges as added).
+    parts = [c for c in nx.strongly_connected_components(digraph) if len(c) > 1]
     part_of = {v: i for i, c in enumerate(parts) for v in c}
     cycle_edges = [
         i
@@ -187,7 +151,7 @@ def review_flags(
         "no_evidence": [i for i, e in enumerate(graph.edges) if not e.evidence],
         "low_confidence": [i for i, e in enumerate(graph.edges) if e.confidence < low_confidence],
         "cycle_edges": cycle_edges,
-        "cycles": [_cycle_in(set(c), adjacency) for c in parts[:MAX_CYCLES_LISTED]],
+        "cycles": [_cycle_in(c, adjacency) for c in parts[:MAX_CYCLES_LISTED]],
         "cyclic_parts": len(parts),
         "isolated": [i for i in range(n) if not touched[i]],
         "empty_metrics": [m.name for m in graph.spec.metrics if m.name not in used_metrics],

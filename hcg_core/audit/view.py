@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..graph_build.health import graph_health
-from ..store import StoredGraph, check_output_path, load_graph, write_output_file
+from ..output_paths import check_output_path, write_output_file
+from ..store import StoredGraph, load_graph
 from ..types import CausalGraph
 from .review import DEFAULT_LOW_CONFIDENCE, metric_overview, review_flags, supporting_sentence
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from ..arg_types import add_embedder_arguments
 from ..config import DEFAULT_PASSAGE_WORDS
 from ..errors import ConfigError, HCGError
 from .baselines import bm25_system, documents_from_chunks, fill_budget, vector_system, word_windows
@@ -102,21 +103,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
     parser.add_argument(
         "--limit", type=int, default=None, help="first N questions only (default: all)"
     )
-    parser.add_argument(
-        "--embedder",
-        default=None,
-        help="default: the one named in the graph's manifest (see hcg query)",
-    )
-    parser.add_argument(
-        "--embedder-base-url",
-        default=None,
-        help="base URL of an OpenAI-compatible embeddings server",
-    )
-    parser.add_argument(
-        "--allow-remote",
-        action="store_true",
-        help="allow an openai: embedder without --embedder-base-url (sends text to OpenAI)",
-    )
+    add_embedder_arguments(parser, "default: the one named in the graph's manifest")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
         "--out", default=None, help="also write the JSON report (per question) here"
@@ -246,7 +233,7 @@ def run_eval(args: argparse.Namespace) -> int:
             raise ConfigError(f"--k must be at least 1, got {args.k}")
         modes = parse_modes(args.modes)
         if args.out:
-            from ..store import check_report_path
+            from ..output_paths import check_report_path
 
             check_report_path(args.out)
         sentences = load_sentences(args.sentences) if args.sentences else None
@@ -288,7 +275,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if warning:
         report.meta["warnings"] = [warning]
     if args.out:
-        from ..store import atomic_write_text
+        from ..safe_files import atomic_write_text
 
         try:
             atomic_write_text(args.out, report.to_json(per_question=True))
@@ -297,13 +284,3 @@ def run_eval(args: argparse.Namespace) -> int:
             return 2
     print(report.to_json() if args.json else report.format_table(), end="")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry: ``python -m hcg_core.eval.cli DIR --questions FILE``."""
-    parser = add_eval_arguments(argparse.ArgumentParser(prog="hcg eval", description=__doc__))
-    return run_eval(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..bounded import loads_json
 from ..errors import HCGError, LLMCacheError
-from ..store import atomic_write_text
+from ..safe_files import atomic_write_text
 
 CACHE_FORMAT = 2
 

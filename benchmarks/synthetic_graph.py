@@ -1,4 +1,5 @@
-"""A deterministic synthetic graph of any size, to test and time the audit page on large graphs.
+"""A deterministic synthetic graph of any size, to test and time the audit page on large graphs
+(``benchmarks/audit_view.py``, ``tests/test_audit_browser.py``).
 
 Not a model of a real corpus: metrics in a chain of layers, one entity dimension, edges drawn
 mostly forward (with a few back edges, so cycles exist) by a seeded generator, each citing one
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import CausalEdge, CausalGraph, Chunk, Dimension, DomainSpec, Metric, Variable
+from hcg_core.types import CausalEdge, CausalGraph, Chunk, Dimension, DomainSpec, Metric, Variable
 
 
 def synthetic_graph(
