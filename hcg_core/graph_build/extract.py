@@ -736,20 +736,9 @@ def _negated(before: str) -> bool:
     return any(w in _NEGATIONS or w.endswith("n't") for w in tail)
 
 
-def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
-    """Every cue-backed (cause, effect) pair of one sentence; empty when it states none.
-
-    Coordinated spans multiply ("smoking and obesity raise blood pressure" gives two pairs). A
-    pronoun cause ("which leads to ...") is resolved to the previous effect in the same sentence.
-    Negated cues ("does not cause") are skipped.
-
-    >>> [(s.cause.text, s.cue, s.effect.text) for s in extract_statements(
-    ...     "Smoking and obesity can increase blood pressure, which leads to stroke.")]
-    [('smoking', 'increase', 'blood pressure'), ('obesity', 'increase', 'blood pressure'), ('blood pressure', 'lead_to', 'stroke')]
-    """
-    if len(sentence) > MAX_SENTENCE_CHARS:
-        return []
-    low = sentence.lower().replace("\u2019", "'").replace("'s ", " ")
+def _cue_hits(low: str) -> list[tuple[int, int, Cue]]:
+    """The cues of a lowercased sentence, in order: ``(start, end, cue)``, the first pattern
+    (``CUES`` order) to claim a character keeps it, and verb forms read as nouns dropped."""
     hits: list[tuple[int, int, Cue]] = []
     taken = [False] * (len(low) + 1)
     for cue, rx in _CUE_RES:
@@ -783,6 +772,24 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
             and low[: h[0]].split()[-1] in _NOUN_BEFORE
         )
     ]
+    return hits
+
+
+def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
+    """Every cue-backed (cause, effect) pair of one sentence; empty when it states none.
+
+    Coordinated spans multiply ("smoking and obesity raise blood pressure" gives two pairs). A
+    pronoun cause ("which leads to ...") is resolved to the previous effect in the same sentence.
+    Negated cues ("does not cause") are skipped.
+
+    >>> [(s.cause.text, s.cue, s.effect.text) for s in extract_statements(
+    ...     "Smoking and obesity can increase blood pressure, which leads to stroke.")]
+    [('smoking', 'increase', 'blood pressure'), ('obesity', 'increase', 'blood pressure'), ('blood pressure', 'lead_to', 'stroke')]
+    """
+    if len(sentence) > MAX_SENTENCE_CHARS:
+        return []
+    low = sentence.lower().replace("\u2019", "'").replace("'s ", " ")
+    hits = _cue_hits(low)
     out: list[Statement] = []
     last_effects: list[Span] = []
     last_causes: list[Span] = []
@@ -818,25 +825,14 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
             removed = _written_as_removal(
                 before if cue.forward else after, cause_words, from_left=cue.forward
             )
-        stripped = before.strip().split()
-        if cue.forward and not cue.initial and stripped and stripped[-1] in ("and", "or") and n > 0:
+        last_word = before.split()[-1:]
+        mid = cue.forward and not cue.initial  # a verb between its subject and its object
+        if mid and last_word in (["and"], ["or"]) and n > 0:
             # A coordinated verb ("statins reduce X and lower Y") shares the previous subject.
             causes, removed = last_causes, last_removed
-        elif (
-            not causes
-            and cue.forward
-            and not cue.initial
-            and stripped
-            and (stripped[-1] in ("which", "this", "that"))
-        ):
+        elif mid and not causes and last_word in (["which"], ["this"], ["that"]):
             causes, removed = last_effects, False  # "X raises Y, which leads to Z": the event Y
-        elif (
-            not causes
-            and cue.forward
-            and not cue.initial
-            and stripped
-            and (stripped[-1] in ("it", "they"))
-        ):
+        elif mid and not causes and last_word in (["it"], ["they"]):
             causes, removed = last_causes, last_removed  # "X causes Y, and it reduces Z": X
         last_causes, last_removed = causes, removed
         for c in causes:
@@ -854,12 +850,18 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
 # lowers it, improving a skill raises it).
 CUE_EFFECT: dict[str, str] = {
     **dict.fromkeys(
-        """initial_because_of initial_because result_from consequence_of arrow due_to because
-        risk_factor cause_of cause lead_to result_in trigger induce contribute_to responsible_for
-        predispose increase promote worsen produce""".split(),
+        sorted(
+            _words("""
+            initial_because_of initial_because result_from consequence_of arrow due_to because
+            risk_factor cause_of cause lead_to result_in trigger induce contribute_to
+            responsible_for predispose increase promote worsen produce
+            """)
+        ),
         "increases",
     ),
-    **dict.fromkeys("protect interfere decrease prevent inhibit damage treat".split(), "decreases"),
+    **dict.fromkeys(
+        sorted(_words("protect interfere decrease prevent inhibit damage treat")), "decreases"
+    ),
 }
 # "is caused by" holds passive verbs of both signs; the verb before "by" says which.
 _PASSIVE_DECREASE_RE = re.compile(
