@@ -21,6 +21,7 @@ import yaml
 
 from .bounded import loads_json, loads_yaml
 from .errors import ConfigError, HCGError, InputError
+from .graph_dir import is_graph_dir
 from .types import Chunk, Document
 
 logger = logging.getLogger(__name__)
@@ -187,7 +188,7 @@ def _walk(root: Path, bad: list[BadFile], *, follow_symlinks: bool) -> list[Path
             except OSError as exc:
                 bad.append((p, f"cannot read: {exc.strerror or exc}"))
                 continue
-            if is_dir and _is_graph_dir(p):
+            if is_dir and is_graph_dir(p):
                 bad.append((p, _GRAPH_DIR))
             elif is_dir:
                 real = p.resolve()
@@ -216,7 +217,7 @@ def _expand(
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            if _is_graph_dir(p):
+            if is_graph_dir(p):
                 bad.append((p, _GRAPH_DIR))
                 continue
             for f in _walk(p, bad, follow_symlinks=follow_symlinks):
@@ -271,12 +272,6 @@ def _undecodable_name(name: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
-
-
-def _is_graph_dir(folder: Path) -> bool:
-    from .store import is_graph_dir  # the store owns the format; imported late (store -> spec)
-
-    return is_graph_dir(folder)
 
 
 def _read_file(
