@@ -754,41 +754,22 @@ def _windows(
 # of a Turkish, Spanish or German text's, so their share tells English text from the rest without
 # a language model. Under NOT_ENGLISH_SHARE a text of at least MIN_WORDS_TO_JUDGE words counts as
 # not English (measured on paper abstracts: English ones near 0.25, Turkish and Spanish 0.00-0.02).
-_ENGLISH_FUNCTION_WORDS = frozenset(
-    [
-        "the",
-        "of",
-        "and",
-        "to",
-        "in",
-        "is",
-        "that",
-        "for",
-        "with",
-        "are",
-        "was",
-        "as",
-        "on",
-        "by",
-        "be",
-        "this",
-        "from",
-        "which",
-        "were",
-        "an",
-        "or",
-        "has",
-        "have",
-        # Question words, so that a short English question reads as English too.
-        "what",
-        "how",
-        "does",
-        "why",
-        "who",
-        "when",
-        "where",
-    ]
-)
+def word_set(block: str) -> frozenset[str]:
+    """The words of a whitespace-separated block: how the library writes its word lists (one word
+    a line would make a list of a hundred words a hundred lines).
+
+    >>> sorted(word_set("  of the\tand of "))
+    ['and', 'of', 'the']
+    """
+    return frozenset(block.split())
+
+
+# The most frequent function words, then question words, so that a short English question reads as
+# English too.
+_ENGLISH_FUNCTION_WORDS = word_set("""
+    the of and to in is that for with are was as on by be this from which were an or has have
+    what how does why who when where
+""")
 _LETTER_WORD_RE = re.compile(r"[^\W\d_]+")
 NOT_ENGLISH_SHARE = 0.05
 MIN_WORDS_TO_JUDGE = 20
@@ -853,5 +834,6 @@ __all__ = [
     "prepare_text",
     "reads_not_english",
     "split_front_matter",
+    "word_set",
     "word_spans",
 ]

@@ -32,6 +32,7 @@ from ..config import (
     DEFAULT_EVIDENCE_PER_EDGE,
     DEFAULT_EVIDENCE_PREFIX_CHARS,
 )
+from ..corpus import word_set
 from ..embedding import as_matrix
 from ..ports import Embedder
 from ..retrieval.lexical import STOPWORDS, BM25Index
@@ -256,25 +257,10 @@ class QuoteIndex:
 
 # Words a metric name uses for "how much" rather than "of what": they say nothing about which
 # text states the metric ("WhiteBloodCellCount" is stated by "white blood cells").
-MEASURE_WORDS = frozenset(
-    [
-        "amount",
-        "count",
-        "degree",
-        "level",
-        "levels",
-        "number",
-        "presence",
-        "rate",
-        "receipt",
-        "received",
-        "score",
-        "status",
-        "use",
-        "usage",
-        "value",
-    ]
-)
+MEASURE_WORDS = word_set("""
+    amount count degree level levels number presence rate receipt received score status use usage
+    value
+""")
 # Proximity: a chunk where the two endpoints sit within about one sentence of each other states
 # the link more specifically than one naming them paragraphs apart; the weight halves at this
 # many characters (a sentence is 100-200 characters in prose).

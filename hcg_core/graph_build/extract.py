@@ -14,11 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-
-def _words(text: str) -> frozenset[str]:
-    """A set of words written as one whitespace-separated block (the word lists below)."""
-    return frozenset(text.split())
-
+from ..corpus import word_set
 
 # ----------------------------------------------------------------------------- sentences
 
@@ -333,12 +329,12 @@ _CUE_RES = tuple(
 # ----------------------------------------------------------------------------- spans
 
 MAX_SPAN_WORDS = 6
-_NEGATIONS = _words("""
+_NEGATIONS = word_set("""
     not no never cannot can't don't doesn't didn't won't isn't aren't neither nor without
     unlikely
 """)
 # Words that open a new clause: a span never runs across them.
-_CLAUSE_WORDS = _words("""
+_CLAUSE_WORDS = word_set("""
     which that what how why who whom whose when whenever while where if unless because since
     although though whereas but so than as such like including especially e.g i.e then therefore
     thus however also is are was were be been has have had do does did can may might could will
@@ -346,7 +342,7 @@ _CLAUSE_WORDS = _words("""
 """)
 # Prepositions that start a qualifier of a noun phrase ("smoking in pregnancy", "stroke in older
 # adults"): the span ends before them.
-_PREPOSITIONS = _words("""
+_PREPOSITIONS = word_set("""
     by through via in into among during after before within for from with without until at on
     over under across throughout despite per versus vs
 """)
@@ -354,11 +350,11 @@ _BOUNDARY_WORDS = _CLAUSE_WORDS | _PREPOSITIONS | {"to"}
 # Before a cue the clause words bound the subject; trailing modals are stripped first ("X can").
 _LEFT_CLAUSE_WORDS = _CLAUSE_WORDS | {"to", "used", "help", "helps", "goal", "aim", "purpose"}
 # "a diet high in salt": after these adjectives the preposition's object is the cause.
-_CONTENT_ADJECTIVES = _words("""
+_CONTENT_ADJECTIVES = word_set("""
     high rich low poor full heavy deficient
 """)
 # Leading words dropped from a span: determiners, quantifiers, hedges, intensities of change.
-_STRIP_LEADING = _words("""
+_STRIP_LEADING = word_set("""
     the a an this that these those some many most much more less few several certain such other
     another any all both each every its their his her our your my high higher highest low lower
     lowest increased decreased reduced elevated excessive significant significantly severe
@@ -370,40 +366,40 @@ _STRIP_LEADING = _words("""
     long-standing longstanding prolonged excess extra poor poorly good better best normal
     regular frequent heavy
 """)
-_STRIP_TRAILING = _words("""
+_STRIP_TRAILING = word_set("""
     can may might could will would should must is are was were be been being has have had do
     does did also often usually sometimes commonly frequently generally typically directly
     eventually ultimately further significantly greatly which that who and or of to the a an it
     them this all both alone together themselves itself in turn more less there here then too
     again indirectly
 """)
-_PRONOUNS = _words("""
+_PRONOUNS = word_set("""
     it its this that these those they them he she him her we you i one which what who both
     either each something anything everything someone anyone people person thing things
 """)
 # A span opening with one of these is a question, an adverbial or a quantity, not a quantity's name.
-_REJECT_FIRST = _words("""
+_REJECT_FIRST = word_set("""
     how what why where when whether once almost nearly everyone everything anyone anything
     someone something you we i he she they it there here yes about around approximately
 """)
 # Words a cue verb form after which is a noun, not a verb ("the damage", "of damage").
-_NOUN_BEFORE = _words("""
+_NOUN_BEFORE = word_set("""
     the a an this these those its their his her our your my no any some much more less of such
     further what whose
 """)
 # Measures that distribute over a coordination: "the risk of stroke and dementia".
-_DISTRIBUTIVE_HEADS = _words("""
+_DISTRIBUTIVE_HEADS = word_set("""
     risk chance likelihood odds incidence rate severity level probability
 """)
 # Nouns that only point at what follows "of": "levels of cholesterol" is cholesterol.
 # Risk-like nouns point at their event too: "the risk of stroke" and "stroke risk" are read as the
 # stroke, so "X raises the risk of stroke" links X to Stroke.
-_TRANSPARENT_HEADS = _words("""
+_TRANSPARENT_HEADS = word_set("""
     level amount concentration quantity presence use intake consumption exposure type kind form
     risk chance likelihood odds probability incidence development onset occurrence number
 """)
 # Words ending in -ly that are nouns, not adverbs (a span never ends in an adverb).
-_LY_NOUNS = _words("""
+_LY_NOUNS = word_set("""
     supply family assembly anomaly monopoly belly jelly ally reply apply fly early daily italy
     july rally bully lily folly holly polly
 """)
@@ -413,37 +409,21 @@ _LIST_ITEM_MAX_WORDS = 3
 _FUNCTION_WORDS = _STRIP_LEADING | _PRONOUNS | _CLAUSE_WORDS | _PREPOSITIONS
 
 # Words ending in -s that are not plurals (generic English; -ss/-us/-is/-os/-as are kept anyway).
-_NOT_PLURAL = _words("""
+_NOT_PLURAL = word_set("""
     diabetes series species news measles mumps herpes rabies scabies rickets shingles feces
     faeces physics genetics economics ethics politics mathematics aids lens gas bias always
     perhaps sometimes whereas thus yes this its his hers ours yours theirs besides towards
     afterwards outskirts congratulations headquarters means
 """)
-_IRREGULAR_PLURALS = {
-    "feet": "foot",
-    "teeth": "tooth",
-    "children": "child",
-    "women": "woman",
-    "men": "man",
-    "mice": "mouse",
-    "geese": "goose",
-    "lice": "louse",
-    "people": "person",
-    "data": "data",
-    "criteria": "criterion",
-    "phenomena": "phenomenon",
-    "bacteria": "bacterium",
-    "fungi": "fungus",
-    "nuclei": "nucleus",
-    "stimuli": "stimulus",
-    "lives": "life",
-    "knives": "knife",
-    "wives": "wife",
-    "leaves": "leaf",
-    "halves": "half",
-    "calves": "calf",
-    "selves": "self",
-}
+_IRREGULAR_PLURALS = dict(
+    pair.split(":")
+    for pair in word_set("""
+    feet:foot teeth:tooth children:child women:woman men:man mice:mouse geese:goose lice:louse
+    people:person data:data criteria:criterion phenomena:phenomenon bacteria:bacterium
+    fungi:fungus nuclei:nucleus stimuli:stimulus lives:life knives:knife wives:wife leaves:leaf
+    halves:half calves:calf selves:self
+""")
+)
 
 
 def singular(word: str) -> str:
@@ -697,7 +677,7 @@ class Statement:
 # pressure prevents heart attacks" says that blood pressure raises them (a cause whose removal
 # lowers the effect raises it); "quitting smoking lowers the risk" that smoking raises it.
 # ("Increasing X" and "raising X" say X's own sign: they are not here.)
-REMOVING_GERUNDS = _words("""
+REMOVING_GERUNDS = word_set("""
     avoiding blocking controlling curbing cutting decreasing eliminating inhibiting lessening
     limiting lowering managing minimising minimizing preventing quitting reducing removing
     stopping suppressing treating
@@ -851,7 +831,7 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
 CUE_EFFECT: dict[str, str] = {
     **dict.fromkeys(
         sorted(
-            _words("""
+            word_set("""
             initial_because_of initial_because result_from consequence_of arrow due_to because
             risk_factor cause_of cause lead_to result_in trigger induce contribute_to
             responsible_for predispose increase promote worsen produce
@@ -860,7 +840,7 @@ CUE_EFFECT: dict[str, str] = {
         "increases",
     ),
     **dict.fromkeys(
-        sorted(_words("protect interfere decrease prevent inhibit damage treat")), "decreases"
+        sorted(word_set("protect interfere decrease prevent inhibit damage treat")), "decreases"
     ),
 }
 # "is caused by" holds passive verbs of both signs; the verb before "by" says which.
