@@ -99,7 +99,7 @@ def text_units(text: str) -> list[TextUnit]:
                 block[1] = la
                 flush()
             block.clear()
-            units.extend(_heading(text, la, le))
+            units.extend(_unit(text, la, le, "heading"))
             last_line = None
             continue
         last_line = None
@@ -110,7 +110,7 @@ def text_units(text: str) -> list[TextUnit]:
         if heading:
             flush()
             close = _ATX_CLOSE_RE.search(line, heading.end())
-            units.extend(_heading(text, a + heading.end(), a + close.start()))
+            units.extend(_unit(text, a + heading.end(), a + close.start(), "heading"))
             continue
         if _TABLE_ROW_RE.match(line):
             flush()
@@ -146,10 +146,6 @@ def _sentences(text: str, start: int, end: int, kind: str) -> list[TextUnit]:
         if m is not None:
             a = m.end()
     return out
-
-
-def _heading(text: str, start: int, end: int) -> list[TextUnit]:
-    return _unit(text, start, end, "heading")
 
 
 def _row(text: str, start: int, end: int) -> list[TextUnit]:
