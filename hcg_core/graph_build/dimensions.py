@@ -172,6 +172,3 @@ def dimensions(
         else:
             entity_names[node] = ()
     return dims, signature, entity_names
-
-
-__all__ = ["GENERIC_ENTITY", "dimensions", "display_entity", "spherical_kmeans"]

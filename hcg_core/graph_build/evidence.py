@@ -658,24 +658,3 @@ def evidence_figures(graph: CausalGraph) -> dict[str, Any]:
         "max_edges_per_chunk": top,
         "max_share_of_edges": round(top / n, 4) if n else 0.0,
     }
-
-
-__all__ = [
-    "CorpusTerms",
-    "EntityMentions",
-    "LinkStats",
-    "LINK_WAYS",
-    "chunk_cap",
-    "endpoint_terms",
-    "evidence_figures",
-    "metric_words",
-    "recorded_per_edge",
-    "relink_graph",
-    "QuoteIndex",
-    "SentencePool",
-    "entity_pattern",
-    "is_acronym",
-    "link_evidence",
-    "normalize_text",
-    "snippet",
-]

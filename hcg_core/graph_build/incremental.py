@@ -715,15 +715,3 @@ def relink_edges(
                 report.edges_updated += (new.id,)
                 seen.add(new.id)
     return linked
-
-
-__all__ = [
-    "LEDGER_FORMAT",
-    "SupportLedger",
-    "UpdateReport",
-    "apply_links",
-    "drop_evidence",
-    "edges_digest",
-    "ledger_from_build",
-    "relink_edges",
-]

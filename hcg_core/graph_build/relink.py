@@ -93,6 +93,3 @@ def _relink(path: Path, per_edge: int, *, write: bool) -> RelinkResult:
             ledger=stored.ledger,
         )
     return RelinkResult(before, after, linking, write)
-
-
-__all__ = ["RelinkResult", "relink_directory"]

@@ -270,19 +270,3 @@ def metric_flows(support: Support) -> tuple[dict[int, Counter], dict[int, Counte
             drives[s.metric][t.metric] += len(sents)
             drivers[t.metric][s.metric] += len(sents)
     return drivers, drives
-
-
-__all__ = [
-    "Link",
-    "Nodes",
-    "Support",
-    "ancestors",
-    "choose_nodes",
-    "drop_leaving",
-    "drop_nodes",
-    "drop_weak_nodes",
-    "link_support",
-    "metric_flows",
-    "roles",
-    "statement_links",
-]
