@@ -54,21 +54,16 @@ _UNIT_RE = re.compile(rf"[{_CJK}][^\s{_CJK}\w]*|[^\s{_CJK}]+")
 # Share of control characters above which a text is treated as binary junk.
 _MAX_CONTROL_SHARE = 0.05
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
-_WORD_RE = re.compile(r"\S+")
+# Public, like SENTENCE_END_RE, so the hybrid mode's passages cut where chunks would.
+WORD_RE = re.compile(r"\S+")
 # A blank line (only spaces or tabs between two line breaks): where paragraphs and sections end.
 BLANK_LINE_RE = re.compile(r"\n[ \t]*\r?\n")
 # A word that ends a sentence: terminal punctuation (Latin or CJK full-width 。！？), optionally
 # followed by closing quotes/brackets.
-_SENTENCE_END_RE = re.compile(r"[.!?\u3002\uff01\uff1f][\"'\u201d\u2019)\]\u300d\u300f\uff09]*$")
-# Public names of the two patterns, so the hybrid mode's passages cut where chunks would.
-WORD_RE = _WORD_RE
-SENTENCE_END_RE = _SENTENCE_END_RE
+SENTENCE_END_RE = re.compile(r"[.!?\u3002\uff01\uff1f][\"'\u201d\u2019)\]\u300d\u300f\uff09]*$")
 
 BadFile = tuple[Path, str]
 
-# Files whose whole text is one document, read as text: their line ends are made "\n" and a YAML
-# front matter block at their start becomes document metadata (``prepare_text``).
-TEXT_SUFFIXES: tuple[str, ...] = (".txt", ".md", ".markdown")
 # A front matter block longer than this is not looked for (it would be a YAML file, not a header):
 # the text is kept whole. Jekyll and Hugo headers run to a few hundred characters.
 MAX_FRONT_MATTER_CHARS = 64_000
@@ -692,7 +687,7 @@ def _block_groups(
     r"""Word ranges ``[first, last)`` of consecutive blank-line blocks, grouped up to ``chunk_words``.
 
     >>> t = "a b\n\nc\n\nd e f g"
-    >>> _block_groups(t, [m.span() for m in _WORD_RE.finditer(t)], 3)
+    >>> _block_groups(t, [m.span() for m in WORD_RE.finditer(t)], 3)
     [(0, 3), (3, 7)]
     """
     # Word offsets where a new block starts: the first word after each blank line.
@@ -739,7 +734,7 @@ def _windows(
         if end < last:
             # Prefer ending at a sentence boundary in the window's last quarter.
             for j in range(end, max(start + size - size // 4, start + 1) - 1, -1):
-                if _SENTENCE_END_RE.search(text[spans[j - 1][0] : spans[j - 1][1]]):
+                if SENTENCE_END_RE.search(text[spans[j - 1][0] : spans[j - 1][1]]):
                     end = j
                     break
         out.append((start, end))
@@ -817,7 +812,6 @@ __all__ = [
     "NOT_ENGLISH_SHARE",
     "SENTENCE_END_RE",
     "SUPPORTED_SUFFIXES",
-    "TEXT_SUFFIXES",
     "TEXT_KEYS",
     "WORD_RE",
     "chunk_documents",
