@@ -289,35 +289,23 @@ def _read_file(
     source = {"source": path.as_posix()}
     if suffix == ".json":
         obj = loads_json(text, path=path, error=InputError, parse_constant=_constant_as_text)
-        items = obj if isinstance(obj, list) else [obj]
-        return _json_documents(
-            items,
-            doc_id,
-            source,
-            path,
-            max_bytes,
-            single=not isinstance(obj, list),
-            skipped=skipped,
-        )
-    if suffix == ".jsonl":
-        items = []
+        single = not isinstance(obj, list)
+        items = [obj] if single else obj
+    elif suffix == ".jsonl":
         # Lines end at "\n" only: str.splitlines would also cut at U+2028, U+2029 and U+0085,
         # which JSON allows raw inside a string.
-        for lineno, line in enumerate(text.split("\n"), start=1):
-            if not line.strip():
-                continue
-            items.append(
-                loads_json(
-                    line, path=path, line=lineno, error=InputError, parse_constant=_constant_as_text
-                )
-            )
-        return _json_documents(
-            items, doc_id, source, path, max_bytes, single=False, skipped=skipped
-        )
-    body, front = prepare_text(text, who=path.as_posix())
-    if not body.strip():
-        raise InputError("file holds only YAML front matter, no text", path=path)
-    return [Document(id=doc_id, text=body, metadata={**front, **source})]
+        single = False
+        items = [
+            loads_json(line, path=path, line=n, error=InputError, parse_constant=_constant_as_text)
+            for n, line in enumerate(text.split("\n"), start=1)
+            if line.strip()
+        ]
+    else:
+        body, front = prepare_text(text, who=path.as_posix())
+        if not body.strip():
+            raise InputError("file holds only YAML front matter, no text", path=path)
+        return [Document(id=doc_id, text=body, metadata={**front, **source})]
+    return _json_documents(items, doc_id, source, path, max_bytes, single=single, skipped=skipped)
 
 
 def _constant_as_text(name: str) -> str:
