@@ -21,6 +21,7 @@ import yaml
 
 from .bounded import loads_json, loads_yaml
 from .errors import ConfigError, HCGError, InputError
+from .graph_dir import is_graph_dir
 from .types import Chunk, Document
 
 logger = logging.getLogger(__name__)
@@ -53,21 +54,16 @@ _UNIT_RE = re.compile(rf"[{_CJK}][^\s{_CJK}\w]*|[^\s{_CJK}]+")
 # Share of control characters above which a text is treated as binary junk.
 _MAX_CONTROL_SHARE = 0.05
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
-_WORD_RE = re.compile(r"\S+")
+# Public, like SENTENCE_END_RE, so the hybrid mode's passages cut where chunks would.
+WORD_RE = re.compile(r"\S+")
 # A blank line (only spaces or tabs between two line breaks): where paragraphs and sections end.
 BLANK_LINE_RE = re.compile(r"\n[ \t]*\r?\n")
 # A word that ends a sentence: terminal punctuation (Latin or CJK full-width 。！？), optionally
 # followed by closing quotes/brackets.
-_SENTENCE_END_RE = re.compile(r"[.!?\u3002\uff01\uff1f][\"'\u201d\u2019)\]\u300d\u300f\uff09]*$")
-# Public names of the two patterns, so the hybrid mode's passages cut where chunks would.
-WORD_RE = _WORD_RE
-SENTENCE_END_RE = _SENTENCE_END_RE
+SENTENCE_END_RE = re.compile(r"[.!?\u3002\uff01\uff1f][\"'\u201d\u2019)\]\u300d\u300f\uff09]*$")
 
 BadFile = tuple[Path, str]
 
-# Files whose whole text is one document, read as text: their line ends are made "\n" and a YAML
-# front matter block at their start becomes document metadata (``prepare_text``).
-TEXT_SUFFIXES: tuple[str, ...] = (".txt", ".md", ".markdown")
 # A front matter block longer than this is not looked for (it would be a YAML file, not a header):
 # the text is kept whole. Jekyll and Hugo headers run to a few hundred characters.
 MAX_FRONT_MATTER_CHARS = 64_000
@@ -187,7 +183,7 @@ def _walk(root: Path, bad: list[BadFile], *, follow_symlinks: bool) -> list[Path
             except OSError as exc:
                 bad.append((p, f"cannot read: {exc.strerror or exc}"))
                 continue
-            if is_dir and _is_graph_dir(p):
+            if is_dir and is_graph_dir(p):
                 bad.append((p, _GRAPH_DIR))
             elif is_dir:
                 real = p.resolve()
@@ -216,7 +212,7 @@ def _expand(
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            if _is_graph_dir(p):
+            if is_graph_dir(p):
                 bad.append((p, _GRAPH_DIR))
                 continue
             for f in _walk(p, bad, follow_symlinks=follow_symlinks):
@@ -273,12 +269,6 @@ def _undecodable_name(name: str) -> bool:
     return False
 
 
-def _is_graph_dir(folder: Path) -> bool:
-    from .store import is_graph_dir  # the store owns the format; imported late (store -> spec)
-
-    return is_graph_dir(folder)
-
-
 def _read_file(
     path: Path, doc_id: str, *, max_bytes: int, skipped: list[BadFile] | None = None
 ) -> list[Document]:
@@ -299,35 +289,23 @@ def _read_file(
     source = {"source": path.as_posix()}
     if suffix == ".json":
         obj = loads_json(text, path=path, error=InputError, parse_constant=_constant_as_text)
-        items = obj if isinstance(obj, list) else [obj]
-        return _json_documents(
-            items,
-            doc_id,
-            source,
-            path,
-            max_bytes,
-            single=not isinstance(obj, list),
-            skipped=skipped,
-        )
-    if suffix == ".jsonl":
-        items = []
+        single = not isinstance(obj, list)
+        items = [obj] if single else obj
+    elif suffix == ".jsonl":
         # Lines end at "\n" only: str.splitlines would also cut at U+2028, U+2029 and U+0085,
         # which JSON allows raw inside a string.
-        for lineno, line in enumerate(text.split("\n"), start=1):
-            if not line.strip():
-                continue
-            items.append(
-                loads_json(
-                    line, path=path, line=lineno, error=InputError, parse_constant=_constant_as_text
-                )
-            )
-        return _json_documents(
-            items, doc_id, source, path, max_bytes, single=False, skipped=skipped
-        )
-    body, front = prepare_text(text, who=path.as_posix())
-    if not body.strip():
-        raise InputError("file holds only YAML front matter, no text", path=path)
-    return [Document(id=doc_id, text=body, metadata={**front, **source})]
+        single = False
+        items = [
+            loads_json(line, path=path, line=n, error=InputError, parse_constant=_constant_as_text)
+            for n, line in enumerate(text.split("\n"), start=1)
+            if line.strip()
+        ]
+    else:
+        body, front = prepare_text(text, who=path.as_posix())
+        if not body.strip():
+            raise InputError("file holds only YAML front matter, no text", path=path)
+        return [Document(id=doc_id, text=body, metadata={**front, **source})]
+    return _json_documents(items, doc_id, source, path, max_bytes, single=single, skipped=skipped)
 
 
 def _constant_as_text(name: str) -> str:
@@ -697,7 +675,7 @@ def _block_groups(
     r"""Word ranges ``[first, last)`` of consecutive blank-line blocks, grouped up to ``chunk_words``.
 
     >>> t = "a b\n\nc\n\nd e f g"
-    >>> _block_groups(t, [m.span() for m in _WORD_RE.finditer(t)], 3)
+    >>> _block_groups(t, [m.span() for m in WORD_RE.finditer(t)], 3)
     [(0, 3), (3, 7)]
     """
     # Word offsets where a new block starts: the first word after each blank line.
@@ -744,7 +722,7 @@ def _windows(
         if end < last:
             # Prefer ending at a sentence boundary in the window's last quarter.
             for j in range(end, max(start + size - size // 4, start + 1) - 1, -1):
-                if _SENTENCE_END_RE.search(text[spans[j - 1][0] : spans[j - 1][1]]):
+                if SENTENCE_END_RE.search(text[spans[j - 1][0] : spans[j - 1][1]]):
                     end = j
                     break
         out.append((start, end))
@@ -759,41 +737,22 @@ def _windows(
 # of a Turkish, Spanish or German text's, so their share tells English text from the rest without
 # a language model. Under NOT_ENGLISH_SHARE a text of at least MIN_WORDS_TO_JUDGE words counts as
 # not English (measured on paper abstracts: English ones near 0.25, Turkish and Spanish 0.00-0.02).
-_ENGLISH_FUNCTION_WORDS = frozenset(
-    [
-        "the",
-        "of",
-        "and",
-        "to",
-        "in",
-        "is",
-        "that",
-        "for",
-        "with",
-        "are",
-        "was",
-        "as",
-        "on",
-        "by",
-        "be",
-        "this",
-        "from",
-        "which",
-        "were",
-        "an",
-        "or",
-        "has",
-        "have",
-        # Question words, so that a short English question reads as English too.
-        "what",
-        "how",
-        "does",
-        "why",
-        "who",
-        "when",
-        "where",
-    ]
-)
+def word_set(block: str) -> frozenset[str]:
+    """The words of a whitespace-separated block: how the library writes its word lists (one word
+    a line would make a list of a hundred words a hundred lines).
+
+    >>> sorted(word_set("  of the\tand of "))
+    ['and', 'of', 'the']
+    """
+    return frozenset(block.split())
+
+
+# The most frequent function words, then question words, so that a short English question reads as
+# English too.
+_ENGLISH_FUNCTION_WORDS = word_set("""
+    the of and to in is that for with are was as on by be this from which were an or has have
+    what how does why who when where
+""")
 _LETTER_WORD_RE = re.compile(r"[^\W\d_]+")
 NOT_ENGLISH_SHARE = 0.05
 MIN_WORDS_TO_JUDGE = 20
@@ -841,7 +800,6 @@ __all__ = [
     "NOT_ENGLISH_SHARE",
     "SENTENCE_END_RE",
     "SUPPORTED_SUFFIXES",
-    "TEXT_SUFFIXES",
     "TEXT_KEYS",
     "WORD_RE",
     "chunk_documents",
@@ -858,5 +816,6 @@ __all__ = [
     "prepare_text",
     "reads_not_english",
     "split_front_matter",
+    "word_set",
     "word_spans",
 ]

@@ -48,6 +48,7 @@ from .errors import (
     SpecError,
     StoreError,
 )
+from .graph_dir import FORMAT_NAME, MANIFEST, MANIFEST_CAP, is_graph_dir
 from .graph_lock import LOCK_NAME, graph_lock
 from .safe_files import (
     STAGING_TAG,
@@ -63,12 +64,10 @@ from .spec import spec_from_dict, spec_to_yaml, validate_graph
 from .spec.yaml_io import spec_from_document, variable_from_item
 from .types import CausalEdge, CausalGraph, Chunk, DomainSpec, Variable, variable_text
 
-FORMAT_NAME = "hcg-graph"
 FORMAT_VERSION = 2
 # Versions this module reads: 1 is the flat layout of earlier releases, read as it is.
 READABLE_VERSIONS = (1, 2)
 VERSIONS = "versions"  # versions/<n>/: one complete graph each; manifest.json points at one
-MANIFEST = "manifest.json"
 SPEC = "spec.yaml"
 GRAPH = "graph.json"
 CHUNKS = "chunks.jsonl"
@@ -121,22 +120,6 @@ def _atomic_write_npy(path: Path, arr: np.ndarray, like: Path | None = None) -> 
 # Entries of a graph directory that hcg itself puts there besides the graph: the default LLM reply A folder holding only these may be (re)written without ``force``.
 # cache, the writers' lock and the version folders (a killed first save leaves them alone).
 HCG_OWNED: tuple[str, ...] = (".llm_cache", LOCK_NAME, VERSIONS)
-
-
-def is_graph_dir(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a folder with an hcg ``manifest.json`` (format ``hcg-graph``)."""
-    manifest = Path(path) / MANIFEST
-    if not manifest.is_file() or manifest.is_symlink():
-        return False
-    try:
-        data = bounded.read_json(manifest, cap=MANIFEST_CAP)
-    except StoreError:
-        return False
-    return (
-        isinstance(data, dict)
-        and "format_version" in data
-        and data.get("format", FORMAT_NAME) == FORMAT_NAME
-    )
 
 
 def check_output_dir(
@@ -622,7 +605,6 @@ def _read_json(path: Path, cap: int | None = bounded.BASE_CAP) -> Any:
 # the corpus sizes of docs/scaling.md (1M chunks) load while a damaged or swapped file is refused
 # before it is read. The allowances are far above what hcg writes (a chunk is at most
 # --chunk-chars characters, 7,200 by default: 43 KB even as \uXXXX escapes).
-MANIFEST_CAP = 1024 * 1024
 _CHUNKS_PER_ITEM = {"chunks": 256 * 1024}
 _GRAPH_PER_ITEM = {"variables": 8 * 1024, "edges": 32 * 1024, "evidence_links": 256}
 _SPEC_PER_ITEM = {"variables": 8 * 1024, "metrics": 16 * 1024, "dimensions": 64 * 1024}

@@ -63,7 +63,7 @@ MUTANTS = (
         "incremental_no_lift",
         "hcg_core/graph_build/incremental.py",
         "an inserted statement no longer supports its ancestors' links (the build's lifting)",
-        ("            if self.lift:\n", "            if False:\n"),
+        ("if self.lift else ((), ())", "if False else ((), ())"),
     ),
     m(
         "incremental_updated_by_dropped_evidence",

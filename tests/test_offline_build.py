@@ -11,9 +11,10 @@ from hcg_core.corpus import chunk_documents
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import BuildError, ConfigError
 from hcg_core.graph_build import build_graph
+from hcg_core.graph_build.edges import edge_confidence
 from hcg_core.graph_build.extract import extract_statements, split_sentences
 from hcg_core.graph_build.health import forward_reach, graph_health
-from hcg_core.graph_build.offline import build_offline, edge_confidence
+from hcg_core.graph_build.offline import build_offline
 from hcg_core.spec import validate_graph
 from hcg_core.types import Dimension, Document, DomainSpec, Metric, OutcomeConfig, Variable
 

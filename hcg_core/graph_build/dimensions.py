@@ -95,15 +95,11 @@ def _given_dimensions(
         m = vocab.given[node.metric]
         if node.existing is not None:
             entity_names[node] = node.existing if m.signature else ()
-        elif m.signature and node.entity:
-            ent = display_entity(node, node_aliases[node])
+        elif m.signature:
+            ent = display_entity(node, node_aliases[node]) if node.entity else GENERIC_ENTITY
             if ent not in dims[m.signature[0]]:
                 dims[m.signature[0]].append(ent)
             entity_names[node] = (ent,)
-        elif m.signature:
-            if GENERIC_ENTITY not in dims[m.signature[0]]:
-                dims[m.signature[0]].append(GENERIC_ENTITY)
-            entity_names[node] = (GENERIC_ENTITY,)
         else:
             entity_names[node] = ()
     out = [Dimension(d.name, tuple(dims[d.name]), d.description) for d in spec.dimensions]
@@ -176,6 +172,3 @@ def dimensions(
         else:
             entity_names[node] = ()
     return dims, signature, entity_names
-
-
-__all__ = ["GENERIC_ENTITY", "dimensions", "display_entity", "spherical_kmeans"]

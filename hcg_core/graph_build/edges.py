@@ -94,6 +94,3 @@ def make_edges(
         confidence = edge_confidence(sents[i] for i in sids)
         edges.append(sentence_edge(var_of[s].name, var_of[t].name, sentences[best], confidence))
     return edges
-
-
-__all__ = ["edge_confidence", "make_edges", "noisy_or_miss", "sentence_edge", "stable_id"]

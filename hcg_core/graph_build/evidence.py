@@ -32,6 +32,7 @@ from ..config import (
     DEFAULT_EVIDENCE_PER_EDGE,
     DEFAULT_EVIDENCE_PREFIX_CHARS,
 )
+from ..corpus import word_set
 from ..embedding import as_matrix
 from ..ports import Embedder
 from ..retrieval.lexical import STOPWORDS, BM25Index
@@ -198,6 +199,19 @@ class SentencePool:
                 return text
 
 
+def _joined(parts: Sequence[str]) -> tuple[str, list[int]]:
+    """The parts joined by a NUL character, and the offset where each part starts.
+
+    >>> _joined(["ab", "", "c"])
+    ('ab\\x00\\x00c', [0, 3, 4])
+    """
+    starts, pos = [], 0
+    for p in parts:
+        starts.append(pos)
+        pos += len(p) + 1
+    return "\x00".join(parts), starts
+
+
 class QuoteIndex:
     """The corpus normalized once and joined, with chunk offsets: a quote is found with one
     C-level substring search over the whole corpus, then mapped to chunks by bisection.
@@ -207,16 +221,8 @@ class QuoteIndex:
     [0]
     """
 
-    SEP = "\x00"
-
     def __init__(self, chunks: Sequence[Chunk]) -> None:
-        parts = [normalize_text(c.text) for c in chunks]
-        self.starts: list[int] = []
-        pos = 0
-        for p in parts:
-            self.starts.append(pos)
-            pos += len(p) + 1
-        self.text = self.SEP.join(parts)
+        self.text, self.starts = _joined([normalize_text(c.text) for c in chunks])
 
     def find(
         self,
@@ -256,25 +262,10 @@ class QuoteIndex:
 
 # Words a metric name uses for "how much" rather than "of what": they say nothing about which
 # text states the metric ("WhiteBloodCellCount" is stated by "white blood cells").
-MEASURE_WORDS = frozenset(
-    [
-        "amount",
-        "count",
-        "degree",
-        "level",
-        "levels",
-        "number",
-        "presence",
-        "rate",
-        "receipt",
-        "received",
-        "score",
-        "status",
-        "use",
-        "usage",
-        "value",
-    ]
-)
+MEASURE_WORDS = word_set("""
+    amount count degree level levels number presence rate receipt received score status use usage
+    value
+""")
 # Proximity: a chunk where the two endpoints sit within about one sentence of each other states
 # the link more specifically than one naming them paragraphs apart; the weight halves at this
 # many characters (a sentence is 100-200 characters in prose).
@@ -347,18 +338,12 @@ class CorpusTerms:
     term with one regex pass and kept as sorted global offsets (``positions``) and a boolean
     chunk mask (``mask``)."""
 
-    SEP = "\x00"
-
     def __init__(self, chunks: Sequence[Chunk]) -> None:
         # A blank line ends a sentence too (headings, list items): marked, then spaces collapsed.
         parts = [_WS.sub(" ", _PARAGRAPH.sub(" \x01 ", c.text or "")) for c in chunks]
         self.n = len(parts)
-        self.starts = np.zeros(self.n, dtype=np.int64)
-        pos = 0
-        for i, p in enumerate(parts):
-            self.starts[i] = pos
-            pos += len(p) + 1
-        self.text = self.SEP.join(parts)
+        self.text, starts = _joined(parts)
+        self.starts = np.asarray(starts, dtype=np.int64)
         lower = self.text.lower()
         if len(lower) != len(self.text):  # a few characters lower-case to two: keep offsets
             lower = "".join(c.lower() if len(c.lower()) == 1 else c for c in self.text)
@@ -673,24 +658,3 @@ def evidence_figures(graph: CausalGraph) -> dict[str, Any]:
         "max_edges_per_chunk": top,
         "max_share_of_edges": round(top / n, 4) if n else 0.0,
     }
-
-
-__all__ = [
-    "CorpusTerms",
-    "EntityMentions",
-    "LinkStats",
-    "LINK_WAYS",
-    "chunk_cap",
-    "endpoint_terms",
-    "evidence_figures",
-    "metric_words",
-    "recorded_per_edge",
-    "relink_graph",
-    "QuoteIndex",
-    "SentencePool",
-    "entity_pattern",
-    "is_acronym",
-    "link_evidence",
-    "normalize_text",
-    "snippet",
-]

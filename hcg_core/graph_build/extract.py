@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..corpus import word_set
+
 # ----------------------------------------------------------------------------- sentences
 
 _SENT_SPLIT_RE = re.compile(
@@ -97,7 +99,7 @@ def text_units(text: str) -> list[TextUnit]:
                 block[1] = la
                 flush()
             block.clear()
-            units.extend(_heading(text, la, le))
+            units.extend(_unit(text, la, le, "heading"))
             last_line = None
             continue
         last_line = None
@@ -108,7 +110,7 @@ def text_units(text: str) -> list[TextUnit]:
         if heading:
             flush()
             close = _ATX_CLOSE_RE.search(line, heading.end())
-            units.extend(_heading(text, a + heading.end(), a + close.start()))
+            units.extend(_unit(text, a + heading.end(), a + close.start(), "heading"))
             continue
         if _TABLE_ROW_RE.match(line):
             flush()
@@ -144,10 +146,6 @@ def _sentences(text: str, start: int, end: int, kind: str) -> list[TextUnit]:
         if m is not None:
             a = m.end()
     return out
-
-
-def _heading(text: str, start: int, end: int) -> list[TextUnit]:
-    return _unit(text, start, end, "heading")
 
 
 def _row(text: str, start: int, end: int) -> list[TextUnit]:
@@ -327,555 +325,101 @@ _CUE_RES = tuple(
 # ----------------------------------------------------------------------------- spans
 
 MAX_SPAN_WORDS = 6
-_NEGATIONS = frozenset(
-    {
-        "not",
-        "no",
-        "never",
-        "cannot",
-        "can't",
-        "don't",
-        "doesn't",
-        "didn't",
-        "won't",
-        "isn't",
-        "aren't",
-        "neither",
-        "nor",
-        "without",
-        "unlikely",
-    }
-)
+_NEGATIONS = word_set("""
+    not no never cannot can't don't doesn't didn't won't isn't aren't neither nor without
+    unlikely
+""")
 # Words that open a new clause: a span never runs across them.
-_CLAUSE_WORDS = frozenset(
-    [
-        "which",
-        "that",
-        "what",
-        "how",
-        "why",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "whenever",
-        "while",
-        "where",
-        "if",
-        "unless",
-        "because",
-        "since",
-        "although",
-        "though",
-        "whereas",
-        "but",
-        "so",
-        "than",
-        "as",
-        "such",
-        "like",
-        "including",
-        "especially",
-        "e.g",
-        "i.e",
-        "then",
-        "therefore",
-        "thus",
-        "however",
-        "also",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "has",
-        "have",
-        "had",
-        "do",
-        "does",
-        "did",
-        "can",
-        "may",
-        "might",
-        "could",
-        "will",
-        "would",
-        "should",
-        "must",
-    ]
-)
+_CLAUSE_WORDS = word_set("""
+    which that what how why who whom whose when whenever while where if unless because since
+    although though whereas but so than as such like including especially e.g i.e then therefore
+    thus however also is are was were be been has have had do does did can may might could will
+    would should must
+""")
 # Prepositions that start a qualifier of a noun phrase ("smoking in pregnancy", "stroke in older
 # adults"): the span ends before them.
-_PREPOSITIONS = frozenset(
-    [
-        "by",
-        "through",
-        "via",
-        "in",
-        "into",
-        "among",
-        "during",
-        "after",
-        "before",
-        "within",
-        "for",
-        "from",
-        "with",
-        "without",
-        "until",
-        "at",
-        "on",
-        "over",
-        "under",
-        "across",
-        "throughout",
-        "despite",
-        "per",
-        "versus",
-        "vs",
-    ]
-)
+_PREPOSITIONS = word_set("""
+    by through via in into among during after before within for from with without until at on
+    over under across throughout despite per versus vs
+""")
 _BOUNDARY_WORDS = _CLAUSE_WORDS | _PREPOSITIONS | {"to"}
 # Before a cue the clause words bound the subject; trailing modals are stripped first ("X can").
 _LEFT_CLAUSE_WORDS = _CLAUSE_WORDS | {"to", "used", "help", "helps", "goal", "aim", "purpose"}
 # "a diet high in salt": after these adjectives the preposition's object is the cause.
-_CONTENT_ADJECTIVES = frozenset(["high", "rich", "low", "poor", "full", "heavy", "deficient"])
+_CONTENT_ADJECTIVES = word_set("""
+    high rich low poor full heavy deficient
+""")
 # Leading words dropped from a span: determiners, quantifiers, hedges, intensities of change.
-_STRIP_LEADING = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "this",
-        "that",
-        "these",
-        "those",
-        "some",
-        "many",
-        "most",
-        "much",
-        "more",
-        "less",
-        "few",
-        "several",
-        "certain",
-        "such",
-        "other",
-        "another",
-        "any",
-        "all",
-        "both",
-        "each",
-        "every",
-        "its",
-        "their",
-        "his",
-        "her",
-        "our",
-        "your",
-        "my",
-        "high",
-        "higher",
-        "highest",
-        "low",
-        "lower",
-        "lowest",
-        "increased",
-        "decreased",
-        "reduced",
-        "elevated",
-        "excessive",
-        "significant",
-        "significantly",
-        "severe",
-        "serious",
-        "major",
-        "minor",
-        "greater",
-        "smaller",
-        "large",
-        "larger",
-        "small",
-        "overall",
-        "possible",
-        "potential",
-        "likely",
-        "various",
-        "different",
-        "specific",
-        "particular",
-        "common",
-        "rare",
-        "new",
-        "further",
-        "additional",
-        "main",
-        "known",
-        "also",
-        "only",
-        "even",
-        "just",
-        "very",
-        "often",
-        "usually",
-        "sometimes",
-        "already",
-        "too",
-        "not",
-        "no",
-        "and",
-        "or",
-        "of",
-        "to",
-        "persistently",
-        "chronically",
-        "controlling",
-        "managing",
-        "treating",
-        "same",
-        "abnormally",
-        "extremely",
-        "raised",
-        "rising",
-        "lowering",
-        "raising",
-        "reducing",
-        "increasing",
-        "decreasing",
-        "worsening",
-        "improving",
-        "improved",
-        "untreated",
-        "uncontrolled",
-        "long-standing",
-        "longstanding",
-        "prolonged",
-        "excess",
-        "extra",
-        "poor",
-        "poorly",
-        "good",
-        "better",
-        "best",
-        "normal",
-        "regular",
-        "frequent",
-        "heavy",
-    ]
-)
-_STRIP_TRAILING = frozenset(
-    [
-        "can",
-        "may",
-        "might",
-        "could",
-        "will",
-        "would",
-        "should",
-        "must",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "has",
-        "have",
-        "had",
-        "do",
-        "does",
-        "did",
-        "also",
-        "often",
-        "usually",
-        "sometimes",
-        "commonly",
-        "frequently",
-        "generally",
-        "typically",
-        "directly",
-        "eventually",
-        "ultimately",
-        "further",
-        "significantly",
-        "greatly",
-        "which",
-        "that",
-        "who",
-        "and",
-        "or",
-        "of",
-        "to",
-        "the",
-        "a",
-        "an",
-        "it",
-        "them",
-        "this",
-        "all",
-        "both",
-        "alone",
-        "together",
-        "themselves",
-        "itself",
-        "in",
-        "turn",
-        "more",
-        "less",
-        "there",
-        "here",
-        "then",
-        "too",
-        "again",
-        "indirectly",
-    ]
-)
-_PRONOUNS = frozenset(
-    [
-        "it",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "they",
-        "them",
-        "he",
-        "she",
-        "him",
-        "her",
-        "we",
-        "you",
-        "i",
-        "one",
-        "which",
-        "what",
-        "who",
-        "both",
-        "either",
-        "each",
-        "something",
-        "anything",
-        "everything",
-        "someone",
-        "anyone",
-        "people",
-        "person",
-        "thing",
-        "things",
-    ]
-)
+_STRIP_LEADING = word_set("""
+    the a an this that these those some many most much more less few several certain such other
+    another any all both each every its their his her our your my high higher highest low lower
+    lowest increased decreased reduced elevated excessive significant significantly severe
+    serious major minor greater smaller large larger small overall possible potential likely
+    various different specific particular common rare new further additional main known also
+    only even just very often usually sometimes already too not no and or of to persistently
+    chronically controlling managing treating same abnormally extremely raised rising lowering
+    raising reducing increasing decreasing worsening improving improved untreated uncontrolled
+    long-standing longstanding prolonged excess extra poor poorly good better best normal
+    regular frequent heavy
+""")
+_STRIP_TRAILING = word_set("""
+    can may might could will would should must is are was were be been being has have had do
+    does did also often usually sometimes commonly frequently generally typically directly
+    eventually ultimately further significantly greatly which that who and or of to the a an it
+    them this all both alone together themselves itself in turn more less there here then too
+    again indirectly
+""")
+_PRONOUNS = word_set("""
+    it its this that these those they them he she him her we you i one which what who both
+    either each something anything everything someone anyone people person thing things
+""")
 # A span opening with one of these is a question, an adverbial or a quantity, not a quantity's name.
-_REJECT_FIRST = frozenset(
-    [
-        "how",
-        "what",
-        "why",
-        "where",
-        "when",
-        "whether",
-        "once",
-        "almost",
-        "nearly",
-        "everyone",
-        "everything",
-        "anyone",
-        "anything",
-        "someone",
-        "something",
-        "you",
-        "we",
-        "i",
-        "he",
-        "she",
-        "they",
-        "it",
-        "there",
-        "here",
-        "yes",
-        "about",
-        "around",
-        "approximately",
-    ]
-)
+_REJECT_FIRST = word_set("""
+    how what why where when whether once almost nearly everyone everything anyone anything
+    someone something you we i he she they it there here yes about around approximately
+""")
 # Words a cue verb form after which is a noun, not a verb ("the damage", "of damage").
-_NOUN_BEFORE = frozenset(
-    [
-        "the",
-        "a",
-        "an",
-        "this",
-        "these",
-        "those",
-        "its",
-        "their",
-        "his",
-        "her",
-        "our",
-        "your",
-        "my",
-        "no",
-        "any",
-        "some",
-        "much",
-        "more",
-        "less",
-        "of",
-        "such",
-        "further",
-        "what",
-        "whose",
-    ]
-)
+_NOUN_BEFORE = word_set("""
+    the a an this these those its their his her our your my no any some much more less of such
+    further what whose
+""")
 # Measures that distribute over a coordination: "the risk of stroke and dementia".
-_DISTRIBUTIVE_HEADS = frozenset(
-    [
-        "risk",
-        "chance",
-        "likelihood",
-        "odds",
-        "incidence",
-        "rate",
-        "severity",
-        "level",
-        "probability",
-    ]
-)
+_DISTRIBUTIVE_HEADS = word_set("""
+    risk chance likelihood odds incidence rate severity level probability
+""")
 # Nouns that only point at what follows "of": "levels of cholesterol" is cholesterol.
 # Risk-like nouns point at their event too: "the risk of stroke" and "stroke risk" are read as the
 # stroke, so "X raises the risk of stroke" links X to Stroke.
-_TRANSPARENT_HEADS = frozenset(
-    [
-        "level",
-        "amount",
-        "concentration",
-        "quantity",
-        "presence",
-        "use",
-        "intake",
-        "consumption",
-        "exposure",
-        "type",
-        "kind",
-        "form",
-        "risk",
-        "chance",
-        "likelihood",
-        "odds",
-        "probability",
-        "incidence",
-        "development",
-        "onset",
-        "occurrence",
-        "number",
-    ]
-)
+_TRANSPARENT_HEADS = word_set("""
+    level amount concentration quantity presence use intake consumption exposure type kind form
+    risk chance likelihood odds probability incidence development onset occurrence number
+""")
 # Words ending in -ly that are nouns, not adverbs (a span never ends in an adverb).
-_LY_NOUNS = frozenset(
-    [
-        "supply",
-        "family",
-        "assembly",
-        "anomaly",
-        "monopoly",
-        "belly",
-        "jelly",
-        "ally",
-        "reply",
-        "apply",
-        "fly",
-        "early",
-        "daily",
-        "italy",
-        "july",
-        "rally",
-        "bully",
-        "lily",
-        "folly",
-        "holly",
-        "polly",
-    ]
-)
+_LY_NOUNS = word_set("""
+    supply family assembly anomaly monopoly belly jelly ally reply apply fly early daily italy
+    july rally bully lily folly holly polly
+""")
 _WORD_RE = re.compile(r"[a-z0-9][a-z0-9\-']*")
 _SPLIT_CLAUSE_RE = re.compile(r"[,;:()\[\]\"\u201c\u201d]|\s-\s|\s\u2013\s|\s\u2014\s")
 _LIST_ITEM_MAX_WORDS = 3
 _FUNCTION_WORDS = _STRIP_LEADING | _PRONOUNS | _CLAUSE_WORDS | _PREPOSITIONS
 
 # Words ending in -s that are not plurals (generic English; -ss/-us/-is/-os/-as are kept anyway).
-_NOT_PLURAL = frozenset(
-    [
-        "diabetes",
-        "series",
-        "species",
-        "news",
-        "measles",
-        "mumps",
-        "herpes",
-        "rabies",
-        "scabies",
-        "rickets",
-        "shingles",
-        "feces",
-        "faeces",
-        "physics",
-        "genetics",
-        "economics",
-        "ethics",
-        "politics",
-        "mathematics",
-        "aids",
-        "lens",
-        "gas",
-        "bias",
-        "always",
-        "perhaps",
-        "sometimes",
-        "whereas",
-        "thus",
-        "yes",
-        "this",
-        "its",
-        "his",
-        "hers",
-        "ours",
-        "yours",
-        "theirs",
-        "besides",
-        "towards",
-        "afterwards",
-        "outskirts",
-        "congratulations",
-        "headquarters",
-        "means",
-    ]
+_NOT_PLURAL = word_set("""
+    diabetes series species news measles mumps herpes rabies scabies rickets shingles feces
+    faeces physics genetics economics ethics politics mathematics aids lens gas bias always
+    perhaps sometimes whereas thus yes this its his hers ours yours theirs besides towards
+    afterwards outskirts congratulations headquarters means
+""")
+_IRREGULAR_PLURALS = dict(
+    pair.split(":")
+    for pair in word_set("""
+    feet:foot teeth:tooth children:child women:woman men:man mice:mouse geese:goose lice:louse
+    people:person data:data criteria:criterion phenomena:phenomenon bacteria:bacterium
+    fungi:fungus nuclei:nucleus stimuli:stimulus lives:life knives:knife wives:wife leaves:leaf
+    halves:half calves:calf selves:self
+""")
 )
-_IRREGULAR_PLURALS = {
-    "feet": "foot",
-    "teeth": "tooth",
-    "children": "child",
-    "women": "woman",
-    "men": "man",
-    "mice": "mouse",
-    "geese": "goose",
-    "lice": "louse",
-    "people": "person",
-    "data": "data",
-    "criteria": "criterion",
-    "phenomena": "phenomenon",
-    "bacteria": "bacterium",
-    "fungi": "fungus",
-    "nuclei": "nucleus",
-    "stimuli": "stimulus",
-    "lives": "life",
-    "knives": "knife",
-    "wives": "wife",
-    "leaves": "leaf",
-    "halves": "half",
-    "calves": "calf",
-    "selves": "self",
-}
 
 
 def singular(word: str) -> str:
@@ -1129,31 +673,11 @@ class Statement:
 # pressure prevents heart attacks" says that blood pressure raises them (a cause whose removal
 # lowers the effect raises it); "quitting smoking lowers the risk" that smoking raises it.
 # ("Increasing X" and "raising X" say X's own sign: they are not here.)
-REMOVING_GERUNDS = frozenset(
-    [
-        "avoiding",
-        "blocking",
-        "controlling",
-        "curbing",
-        "cutting",
-        "decreasing",
-        "eliminating",
-        "inhibiting",
-        "lessening",
-        "limiting",
-        "lowering",
-        "managing",
-        "minimising",
-        "minimizing",
-        "preventing",
-        "quitting",
-        "reducing",
-        "removing",
-        "stopping",
-        "suppressing",
-        "treating",
-    ]
-)
+REMOVING_GERUNDS = word_set("""
+    avoiding blocking controlling curbing cutting decreasing eliminating inhibiting lessening
+    limiting lowering managing minimising minimizing preventing quitting reducing removing
+    stopping suppressing treating
+""")
 
 
 def _written_as_removal(text: str, words: list[str], *, from_left: bool) -> bool:
@@ -1188,20 +712,9 @@ def _negated(before: str) -> bool:
     return any(w in _NEGATIONS or w.endswith("n't") for w in tail)
 
 
-def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
-    """Every cue-backed (cause, effect) pair of one sentence; empty when it states none.
-
-    Coordinated spans multiply ("smoking and obesity raise blood pressure" gives two pairs). A
-    pronoun cause ("which leads to ...") is resolved to the previous effect in the same sentence.
-    Negated cues ("does not cause") are skipped.
-
-    >>> [(s.cause.text, s.cue, s.effect.text) for s in extract_statements(
-    ...     "Smoking and obesity can increase blood pressure, which leads to stroke.")]
-    [('smoking', 'increase', 'blood pressure'), ('obesity', 'increase', 'blood pressure'), ('blood pressure', 'lead_to', 'stroke')]
-    """
-    if len(sentence) > MAX_SENTENCE_CHARS:
-        return []
-    low = sentence.lower().replace("\u2019", "'").replace("'s ", " ")
+def _cue_hits(low: str) -> list[tuple[int, int, Cue]]:
+    """The cues of a lowercased sentence, in order: ``(start, end, cue)``, the first pattern
+    (``CUES`` order) to claim a character keeps it, and verb forms read as nouns dropped."""
     hits: list[tuple[int, int, Cue]] = []
     taken = [False] * (len(low) + 1)
     for cue, rx in _CUE_RES:
@@ -1235,6 +748,24 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
             and low[: h[0]].split()[-1] in _NOUN_BEFORE
         )
     ]
+    return hits
+
+
+def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
+    """Every cue-backed (cause, effect) pair of one sentence; empty when it states none.
+
+    Coordinated spans multiply ("smoking and obesity raise blood pressure" gives two pairs). A
+    pronoun cause ("which leads to ...") is resolved to the previous effect in the same sentence.
+    Negated cues ("does not cause") are skipped.
+
+    >>> [(s.cause.text, s.cue, s.effect.text) for s in extract_statements(
+    ...     "Smoking and obesity can increase blood pressure, which leads to stroke.")]
+    [('smoking', 'increase', 'blood pressure'), ('obesity', 'increase', 'blood pressure'), ('blood pressure', 'lead_to', 'stroke')]
+    """
+    if len(sentence) > MAX_SENTENCE_CHARS:
+        return []
+    low = sentence.lower().replace("\u2019", "'").replace("'s ", " ")
+    hits = _cue_hits(low)
     out: list[Statement] = []
     last_effects: list[Span] = []
     last_causes: list[Span] = []
@@ -1270,25 +801,14 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
             removed = _written_as_removal(
                 before if cue.forward else after, cause_words, from_left=cue.forward
             )
-        stripped = before.strip().split()
-        if cue.forward and not cue.initial and stripped and stripped[-1] in ("and", "or") and n > 0:
+        last_word = before.split()[-1:]
+        mid = cue.forward and not cue.initial  # a verb between its subject and its object
+        if mid and last_word in (["and"], ["or"]) and n > 0:
             # A coordinated verb ("statins reduce X and lower Y") shares the previous subject.
             causes, removed = last_causes, last_removed
-        elif (
-            not causes
-            and cue.forward
-            and not cue.initial
-            and stripped
-            and (stripped[-1] in ("which", "this", "that"))
-        ):
+        elif mid and not causes and last_word in (["which"], ["this"], ["that"]):
             causes, removed = last_effects, False  # "X raises Y, which leads to Z": the event Y
-        elif (
-            not causes
-            and cue.forward
-            and not cue.initial
-            and stripped
-            and (stripped[-1] in ("it", "they"))
-        ):
+        elif mid and not causes and last_word in (["it"], ["they"]):
             causes, removed = last_causes, last_removed  # "X causes Y, and it reduces Z": X
         last_causes, last_removed = causes, removed
         for c in causes:
@@ -1305,36 +825,19 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
 # "treats"), or none where the verb does not say ("affects", "improves": improving a symptom
 # lowers it, improving a skill raises it).
 CUE_EFFECT: dict[str, str] = {
-    **{
-        name: "increases"
-        for name in (
-            "initial_because_of",
-            "initial_because",
-            "result_from",
-            "consequence_of",
-            "arrow",
-            "due_to",
-            "because",
-            "risk_factor",
-            "cause_of",
-            "cause",
-            "lead_to",
-            "result_in",
-            "trigger",
-            "induce",
-            "contribute_to",
-            "responsible_for",
-            "predispose",
-            "increase",
-            "promote",
-            "worsen",
-            "produce",
-        )
-    },
-    **{
-        name: "decreases"
-        for name in ("protect", "interfere", "decrease", "prevent", "inhibit", "damage", "treat")
-    },
+    **dict.fromkeys(
+        sorted(
+            word_set("""
+            initial_because_of initial_because result_from consequence_of arrow due_to because
+            risk_factor cause_of cause lead_to result_in trigger induce contribute_to
+            responsible_for predispose increase promote worsen produce
+            """)
+        ),
+        "increases",
+    ),
+    **dict.fromkeys(
+        sorted(word_set("protect interfere decrease prevent inhibit damage treat")), "decreases"
+    ),
 }
 # "is caused by" holds passive verbs of both signs; the verb before "by" says which.
 _PASSIVE_DECREASE_RE = re.compile(

@@ -108,13 +108,3 @@ def generic_words(
         if share >= min_share and ridf < max_ridf:
             out[w] = (round(share, 4), round(ridf, 3))
     return out
-
-
-__all__ = [
-    "GENERIC_MAX_RIDF",
-    "GENERIC_MIN_CHUNKS",
-    "GENERIC_MIN_SHARE",
-    "generic_words",
-    "residual_idf",
-    "word_counts",
-]

@@ -104,6 +104,3 @@ def graph_health(graph: CausalGraph, *, hops: int = DEFAULT_REACH_HOPS) -> dict[
         if graph.edges
         else 0.0,
     }
-
-
-__all__ = ["DEFAULT_REACH_HOPS", "forward_reach", "graph_health"]

@@ -40,12 +40,13 @@ from typing import Any
 
 from ..config import DEFAULT_EVIDENCE_PER_EDGE
 from ..errors import StoreError
-from ..spec.offline_vocabulary import NodeKey
+from ..spec.offline_vocabulary import NodeKey, entity_key
 from ..types import CausalEdge, CausalGraph, Chunk
 from .edges import MAX_CONFIDENCE, noisy_or_miss, sentence_edge
 from .evidence import link_evidence
 from .extract import Span, head_of, split_sentences
 from .statements import collect_statements, containers, distinct_sentences
+from .support import statement_links
 
 logger = logging.getLogger(__name__)
 
@@ -123,11 +124,7 @@ class UpdateReport:
         return "; ".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
-        d = {k: v for k, v in self.__dict__.items()}
-        d["edges_added"], d["edges_updated"] = list(self.edges_added), list(self.edges_updated)
-        d["edges_removed"], d["missing"] = list(self.edges_removed), list(self.missing)
-        d["examples"] = list(self.examples)
-        return d
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
 
     def log(self, what: str) -> None:
         """One warning when something was not kept, else a debug line."""
@@ -360,7 +357,7 @@ class SupportLedger:
         metric = self._head_index.get(head)
         if metric is None:
             return None
-        key = (metric, " ".join(sorted(set(entity.split()))))
+        key = (metric, entity_key(entity))
         return key if key in self.nodes else (metric, "")
 
     def ancestors(self, node: NodeId) -> list[NodeId]:
@@ -415,12 +412,8 @@ class SupportLedger:
                     examples.append(f"{st.cause.text} -> {st.effect.text}")
                 continue
             report.statements_mapped += 1
-            pairs = [(src, tgt, st.strength)]
-            if self.lift:
-                lifted = st.strength * self.lift_discount
-                srcs = [src, *self.ancestors(src)]
-                tgts = [tgt, *self.ancestors(tgt)]
-                pairs += [(a, b, lifted) for a in srcs for b in tgts if (a, b) != (src, tgt)]
+            ups = (self.ancestors(src), self.ancestors(tgt)) if self.lift else ((), ())
+            pairs = statement_links(src, tgt, st.strength, *ups, self.lift_discount)
             text = corpus.sentences[st.sentence]
             for a, b, w in pairs:
                 s, t = self.nodes.get(a), self.nodes.get(b)
@@ -722,15 +715,3 @@ def relink_edges(
                 report.edges_updated += (new.id,)
                 seen.add(new.id)
     return linked
-
-
-__all__ = [
-    "LEDGER_FORMAT",
-    "SupportLedger",
-    "UpdateReport",
-    "apply_links",
-    "drop_evidence",
-    "edges_digest",
-    "ledger_from_build",
-    "relink_edges",
-]

@@ -23,22 +23,10 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..blocks import embedding_texts
-from ..config import (
-    DEFAULT_DROP_WEAK,
-    DEFAULT_LIFT,
-    DEFAULT_LIFT_DISCOUNT,
-    DEFAULT_MAX_EVIDENCE,
-    DEFAULT_MAX_VARIABLES_PER_METRIC,
-    DEFAULT_METRIC_MATCH_THRESHOLD,
-    DEFAULT_METRIC_MERGE_THRESHOLD,
-    DEFAULT_MIN_METRIC_SUPPORT,
-    DEFAULT_MIN_VARIABLE_SUPPORT,
-    DEFAULT_SPAN_MATCH_THRESHOLD,
-    DEFAULT_TIER,
-    OfflineBuildConfig,
-    tier_caps,
-)
+from ..config import DEFAULT_TIER, OfflineBuildConfig, tier_caps
 from ..embedding import embed_texts
 from ..errors import BuildError
 from ..ports import Embedder
@@ -48,7 +36,6 @@ from ..spec.offline_vocabulary import (
     describe_metric,
     generate_vocabulary,
     map_onto_spec,
-    metric_name,
     span_texts,
 )
 from ..spec.validate import validate_graph
@@ -62,10 +49,9 @@ from ..types import (
     Variable,
     variable_text,
 )
-from .dimensions import GENERIC_ENTITY, dimensions, spherical_kmeans
-from .edges import edge_confidence, make_edges
-from .evidence import relink_graph
-from .extract import STRONG_CUE
+from .dimensions import dimensions
+from .edges import make_edges
+from .evidence import LinkStats, relink_graph
 from .generic import generic_words
 from .incremental import SupportLedger, ledger_from_build
 from .statements import SentenceCorpus, collect_statements
@@ -80,8 +66,6 @@ from .support import (
     roles,
 )
 
-# The option names build_offline (and build_graph without an LLM) accepts as keywords.
-OPTIONS = OfflineBuildConfig.field_names()
 # One INFO line as each stage starts (`hcg build` prints them; bars only show on a terminal).
 progress_log = logging.getLogger("hcg_core.graph_build.progress")
 logger = logging.getLogger(__name__)
@@ -183,47 +167,8 @@ def build_offline(
         raise BuildError("no chunks to build from: the corpus is empty")
     stages = _Stages(progress)
     warnings: list[str] = []
-
-    t = stages.begin(f"causal statements: reading the sentences of {len(chunks):,} chunks")
-    corpus = collect_statements(chunks, stages.iterate)
-    stages.done(
-        "statements",
-        t,
-        chunks=len(chunks),
-        sentences=len(corpus.sentences),
-        statements=len(corpus.statements),
-        sentences_with_cue=len({s.sentence for s in corpus.statements}),
-    )
-    texts = span_texts(corpus.statements)
-    t = stages.begin(
-        f"vocabulary: {len(corpus.statements):,} statements, embedding {len(texts):,} spans"
-    )
-    span_vec = embed_texts(embedder, texts, what="spans", progress=stages.progress)
-    row = {s: i for i, s in enumerate(texts)}
-    if spec is None:
-        vocab = generate_vocabulary(
-            corpus.statements,
-            span_vec,
-            row,
-            caps.max_metrics,
-            cfg.min_metric_support,
-            cfg.metric_merge_threshold,
-            corpus.compounds,
-        )
-    else:
-        vocab = map_onto_spec(
-            spec,
-            corpus.statements,
-            span_vec,
-            row,
-            embedder,
-            cfg.span_match_threshold,
-            cfg.metric_match_threshold,
-        )
-    stages.done(
-        "vocabulary", t, spans=len(texts), metrics=len(vocab.heads), spans_dropped=vocab.dropped
-    )
-
+    corpus = _read_statements(chunks, stages)
+    vocab = _vocabulary(corpus, spec, embedder, caps.max_metrics, cfg, stages)
     t = stages.begin(f"graph: variables, edges and dimensions of {len(vocab.heads):,} metrics")
     graph, info, ledger = _assemble(
         corpus, chunks, vocab, spec, outcome, caps.max_dimensions, embedder, cfg, warnings
@@ -238,29 +183,8 @@ def build_offline(
         metrics=len(graph.spec.metrics),
         **info,
     )
-
-    t = stages.begin(f"evidence: linking {len(graph.edges):,} edges to the chunks that state them")
-    graph, linking = relink_graph(graph, per_edge=cfg.max_evidence)
-    stages.done(
-        "evidence",
-        t,
-        links=graph.evidence_links,
-        **{f"links_by_{way}": n for way, n in linking.links.items()},
-        edges_without_evidence=linking.edges_without_evidence,
-        chunk_cap=linking.chunk_cap,
-    )
-
-    var_texts = [variable_text(v) for v in graph.variables]
-    t = stages.begin(f"embedding {len(var_texts):,} variables")
-    var_vec = embed_texts(embedder, var_texts, what="variables", progress=stages.progress)
-    stages.done("embed_variables", t, variables=len(var_texts))
-    chunk_vec = None
-    if embed_chunks:
-        # A short block a user's splitter cut is embedded once, for all its pieces (blocks.py).
-        ctexts, rows = embedding_texts(chunks)
-        t = stages.begin(f"embedding {len(chunks):,} chunks ({len(ctexts):,} texts)")
-        chunk_vec = embed_texts(embedder, ctexts, what="chunks", progress=stages.progress)[rows]
-        stages.done("embed_chunks", t, chunks=len(chunks), texts=len(ctexts))
+    graph, linking = _link(graph, cfg, stages)
+    var_vec, chunk_vec = _embed(graph, chunks, embedder, embed_chunks, stages)
     if not graph.edges:
         note = empty_graph_note(len(corpus.statements), len(corpus.sentences), len(chunks))
         logger.warning("%s", note)
@@ -281,6 +205,101 @@ def build_offline(
         report=report,
         ledger=ledger,
     )
+
+
+def _read_statements(chunks: Sequence[Chunk], stages: _Stages) -> SentenceCorpus:
+    """Step 1: the corpus's distinct sentences and their cue-backed statements."""
+    t = stages.begin(f"causal statements: reading the sentences of {len(chunks):,} chunks")
+    corpus = collect_statements(chunks, stages.iterate)
+    stages.done(
+        "statements",
+        t,
+        chunks=len(chunks),
+        sentences=len(corpus.sentences),
+        statements=len(corpus.statements),
+        sentences_with_cue=len({s.sentence for s in corpus.statements}),
+    )
+    return corpus
+
+
+def _vocabulary(
+    corpus: SentenceCorpus,
+    spec: DomainSpec | None,
+    embedder: Embedder,
+    max_metrics: int,
+    cfg: OfflineBuildConfig,
+    stages: _Stages,
+) -> Vocabulary:
+    """Step 2 (the offline Stage 1): the metric vocabulary, generated or a given spec's."""
+    texts = span_texts(corpus.statements)
+    t = stages.begin(
+        f"vocabulary: {len(corpus.statements):,} statements, embedding {len(texts):,} spans"
+    )
+    span_vec = embed_texts(embedder, texts, what="spans", progress=stages.progress)
+    row = {s: i for i, s in enumerate(texts)}
+    if spec is None:
+        vocab = generate_vocabulary(
+            corpus.statements,
+            span_vec,
+            row,
+            max_metrics,
+            cfg.min_metric_support,
+            cfg.metric_merge_threshold,
+            corpus.compounds,
+        )
+    else:
+        vocab = map_onto_spec(
+            spec,
+            corpus.statements,
+            span_vec,
+            row,
+            embedder,
+            cfg.span_match_threshold,
+            cfg.metric_match_threshold,
+        )
+    stages.done(
+        "vocabulary", t, spans=len(texts), metrics=len(vocab.heads), spans_dropped=vocab.dropped
+    )
+    return vocab
+
+
+def _link(
+    graph: CausalGraph, cfg: OfflineBuildConfig, stages: _Stages
+) -> tuple[CausalGraph, LinkStats]:
+    """The evidence step: every edge linked to the chunks that state it (``relink_graph``)."""
+    t = stages.begin(f"evidence: linking {len(graph.edges):,} edges to the chunks that state them")
+    graph, linking = relink_graph(graph, per_edge=cfg.max_evidence)
+    stages.done(
+        "evidence",
+        t,
+        links=graph.evidence_links,
+        **{f"links_by_{way}": n for way, n in linking.links.items()},
+        edges_without_evidence=linking.edges_without_evidence,
+        chunk_cap=linking.chunk_cap,
+    )
+    return graph, linking
+
+
+def _embed(
+    graph: CausalGraph,
+    chunks: Sequence[Chunk],
+    embedder: Embedder,
+    embed_chunks: bool,
+    stages: _Stages,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The variables' vectors, and the chunks' when ``embed_chunks``."""
+    var_texts = [variable_text(v) for v in graph.variables]
+    t = stages.begin(f"embedding {len(var_texts):,} variables")
+    var_vec = embed_texts(embedder, var_texts, what="variables", progress=stages.progress)
+    stages.done("embed_variables", t, variables=len(var_texts))
+    if not embed_chunks:
+        return var_vec, None
+    # A short block a user's splitter cut is embedded once, for all its pieces (blocks.py).
+    ctexts, rows = embedding_texts(chunks)
+    t = stages.begin(f"embedding {len(chunks):,} chunks ({len(ctexts):,} texts)")
+    chunk_vec = embed_texts(embedder, ctexts, what="chunks", progress=stages.progress)[rows]
+    stages.done("embed_chunks", t, chunks=len(chunks), texts=len(ctexts))
+    return var_vec, chunk_vec
 
 
 def _assemble(
@@ -424,26 +443,3 @@ def _spec(
         ),
         domain=spec.domain if spec is not None else "",
     )
-
-
-# Names that lived here before the split, re-exported so existing imports keep working.
-__all__ = [
-    "DEFAULT_DROP_WEAK",
-    "DEFAULT_LIFT",
-    "DEFAULT_LIFT_DISCOUNT",
-    "DEFAULT_MAX_EVIDENCE",
-    "DEFAULT_MAX_VARIABLES_PER_METRIC",
-    "DEFAULT_METRIC_MATCH_THRESHOLD",
-    "DEFAULT_METRIC_MERGE_THRESHOLD",
-    "DEFAULT_MIN_METRIC_SUPPORT",
-    "DEFAULT_MIN_VARIABLE_SUPPORT",
-    "DEFAULT_SPAN_MATCH_THRESHOLD",
-    "GENERIC_ENTITY",
-    "OPTIONS",
-    "STRONG_CUE",
-    "build_offline",
-    "collect_statements",
-    "edge_confidence",
-    "metric_name",
-    "spherical_kmeans",
-]

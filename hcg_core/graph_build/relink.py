@@ -14,6 +14,7 @@ section with this linking's counts (``hcg inspect`` prints it).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,12 +38,7 @@ class RelinkResult:
     written: bool
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "before": self.before,
-            "after": self.after,
-            "linking": self.linking,
-            "written": self.written,
-        }
+        return dataclasses.asdict(self)
 
 
 def _check_writable(directory: Path) -> None:
@@ -97,6 +93,3 @@ def _relink(path: Path, per_edge: int, *, write: bool) -> RelinkResult:
             ledger=stored.ledger,
         )
     return RelinkResult(before, after, linking, write)
-
-
-__all__ = ["RelinkResult", "relink_directory"]

@@ -156,6 +156,3 @@ def distinct_sentences(
             out.append(i)
             kept.add(i)
     return out
-
-
-__all__ = ["SentenceCorpus", "collect_statements", "containers", "distinct_sentences"]

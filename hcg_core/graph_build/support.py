@@ -14,6 +14,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ..spec.offline_vocabulary import NodeKey, Vocabulary
 from ..types import Metric, OutcomeConfig
@@ -23,6 +24,7 @@ DEFAULT_TERMINAL_SHARE = 0.05  # at most this share of metrics become terminals 
 DEFAULT_OUTCOME_IN_SHARE = 0.7  # a metric mostly on the effect side is an outcome (project)
 
 Link = tuple[NodeKey, NodeKey]
+T = TypeVar("T")  # a node: a NodeKey in the build, a (metric, entity) pair in the ledger
 # Per link, the supporting sentence ids with the strongest cue strength each gives it.
 Support = dict[Link, dict[int, float]]
 
@@ -134,11 +136,8 @@ def link_support(
             continue
         src = nodes.keep[ca.normalised()]
         tgt = nodes.keep[ea.normalised()]
-        pairs = [(src, tgt, st.strength)]
-        if lift:
-            lifted = st.strength * lift_discount
-            srcs, tgts = [src, *up[src]], [tgt, *up[tgt]]
-            pairs += [(a, b, lifted) for a in srcs for b in tgts if (a, b) != (src, tgt)]
+        ups = (up[src], up[tgt]) if lift else ((), ())
+        pairs = statement_links(src, tgt, st.strength, *ups, lift_discount)
         if src.metric != tgt.metric:
             direct_out[src.metric] += 1
             direct_in[tgt.metric] += 1
@@ -147,6 +146,24 @@ def link_support(
                 prev = support[(s, t)].get(st.sentence, 0.0)
                 support[(s, t)][st.sentence] = max(prev, w)
     return support, direct_in, direct_out
+
+
+def statement_links(
+    src: T, tgt: T, strength: float, src_up: Sequence[T], tgt_up: Sequence[T], discount: float
+) -> list[tuple[T, T, float]]:
+    """The links one statement supports, with their weights: its own at ``strength``, and each
+    pair of the endpoints or their ancestors (``src_up``, ``tgt_up``: empty without lifting) at
+    ``strength * discount``. The build and an incremental insert both read statements so.
+
+    >>> statement_links("a", "b", 0.8, ["A"], [], 0.5)
+    [('a', 'b', 0.8), ('A', 'b', 0.4)]
+    """
+    lifted = strength * discount
+    pairs = [(src, tgt, strength)]
+    pairs += [
+        (a, b, lifted) for a in (src, *src_up) for b in (tgt, *tgt_up) if (a, b) != (src, tgt)
+    ]
+    return pairs
 
 
 def drop_weak_nodes(support: Support) -> int:
@@ -253,18 +270,3 @@ def metric_flows(support: Support) -> tuple[dict[int, Counter], dict[int, Counte
             drives[s.metric][t.metric] += len(sents)
             drivers[t.metric][s.metric] += len(sents)
     return drivers, drives
-
-
-__all__ = [
-    "Link",
-    "Nodes",
-    "Support",
-    "ancestors",
-    "choose_nodes",
-    "drop_leaving",
-    "drop_nodes",
-    "drop_weak_nodes",
-    "link_support",
-    "metric_flows",
-    "roles",
-]

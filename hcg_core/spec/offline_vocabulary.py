@@ -282,17 +282,3 @@ def describe_metric(
     if outs:
         parts.append("Influences: " + ", ".join(outs) + ".")
     return Metric(m.name, m.signature, " ".join(parts), m.category, m.role)
-
-
-__all__ = [
-    "NodeKey",
-    "Vocabulary",
-    "cos_argmax",
-    "describe_metric",
-    "entity_key",
-    "generate_vocabulary",
-    "map_onto_spec",
-    "metric_name",
-    "span_texts",
-    "unique_names",
-]
