@@ -8,7 +8,7 @@ with a 95% paired-bootstrap interval. ``--half design`` / ``--half report`` keep
 questions, fixed by a hash of each question's id, so a design chosen on one half is reported on
 the other.
 
-``--paper`` adds the paper route on its own: paper mode with ``vector_fill=False`` (only what
+``--paper`` adds the paper route on its own: paper mode with ``PaperConfig(vector_fill=False)`` (only what
 the graph selects; its words all come by the graph route), paper mode as configured, and the
 paper's NaiveRAG (MiniLM top 5 of 1,200/200-word windows, ``hcg eval --ablations``), each with
 its answer recall per question type and paper - NaiveRAG with a 95% paired-bootstrap interval.
@@ -34,7 +34,7 @@ import hashlib
 
 import numpy as np
 
-from hcg_core.config import HybridConfig
+from hcg_core.config import HybridConfig, PaperConfig
 from hcg_core.eval.baselines import documents_from_chunks, fill_budget, vector_system, word_windows
 from hcg_core.eval.cli import (
     DEFAULT_BASELINE_CHUNK_OVERLAP,
@@ -91,7 +91,7 @@ def on_minus_off(on, off, paired_interval, names=("off", "on")) -> None:
 
 
 PAPER_SETTINGS = {
-    "paper, graph only": {"mode": "paper", "vector_fill": False},
+    "paper, graph only": {"mode": "paper", "paper": PaperConfig(vector_fill=False)},
     "paper (vector fill)": {"mode": "paper"},
 }
 NAIVE = "naive-rag 1200/200 top 5"

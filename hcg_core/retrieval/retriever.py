@@ -29,6 +29,7 @@ from ..types import (
     RetrievedChunk,
     variable_text,
 )
+from . import updates
 from .compiled import CompiledGraph, gather
 from .dense import DenseIndex
 from .hybrid import HybridRanker
@@ -140,6 +141,12 @@ class CausalGraphRetriever:
         self._walk: GraphWalk | None = None  # the graph signal's arrays, built on first use
         # The offline builder's support ledger (graph_build.incremental), for insert/delete.
         self.ledger: Any = None
+        # Incremental edits (updates.py): the growable per-chunk buffers (rebuilt when absent),
+        # the retriever whose arrays a with_config view shares (None: its own), and the ledger
+        # version this retriever last saw (None: the ledger's own).
+        self._edit_state: Any = None
+        self._edit_owner: CausalGraphRetriever | None = None
+        self._ledger_version: int | None = None
 
     # Pickling and deepcopy (LangChain copies retrievers; multiprocessing pickles them): the lock
     # is recreated, everything else is plain data plus the embedder, which must pickle too.
@@ -161,6 +168,7 @@ class CausalGraphRetriever:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._ranker_lock = threading.Lock()
+        self._edit_state = None
 
     # ------------------------------------------------------------------ construction
 
@@ -280,8 +288,6 @@ class CausalGraphRetriever:
         Edits are not safe while other threads query this retriever: serialise them.
         See docs/offline-builder.md, "Incremental updates".
         """
-        from . import updates
-
         return updates.insert(self, documents_or_chunks, **options)
 
     def relink(self, per_edge: int | None = None) -> Any:
@@ -289,8 +295,6 @@ class CausalGraphRetriever:
         call, no edge added or removed. ``per_edge``: the cap (default: the one the graph was
         linked with). Returns an ``UpdateReport`` (``edges_updated``: edges whose evidence
         changed). Save the retriever to keep the result."""
-        from . import updates
-
         return updates.relink(self, per_edge)
 
     def delete(self, doc_ids: Any = (), *, chunk_ids: Any = ()) -> Any:
@@ -300,8 +304,6 @@ class CausalGraphRetriever:
         in the returned ``UpdateReport.edges_removed``, and logged). Ids not found are listed in
         ``UpdateReport.missing``.
         """
-        from . import updates
-
         if isinstance(doc_ids, str):
             doc_ids = [doc_ids]
         if isinstance(chunk_ids, str):
@@ -314,13 +316,29 @@ class CausalGraphRetriever:
         ledger = self.ledger
         if ledger is None:
             return None
-        if self.__dict__.get("_ledger_version", ledger.version) != ledger.version:
+        if not self.ledger_current():
             logger.warning(
                 "this retriever's support ledger was edited through another retriever; it is "
                 "saved without one (later inserts link evidence only; rebuild to restore it)"
             )
             return None
         return ledger.to_json(self.graph)
+
+    def ledger_current(self) -> bool:
+        """Whether the ledger is as this retriever last left it (not advanced through another
+        retriever sharing it)."""
+        seen = self._ledger_version
+        return self.ledger is not None and (seen is None or seen == self.ledger.version)
+
+    def edits_owned(self) -> bool:
+        """Whether this retriever owns its arrays (it is no ``with_config`` view of another)."""
+        return self._edit_owner is None or self._edit_owner is self
+
+    def edited(self, state: Any, *, ledger_version: int | None = None) -> None:
+        """Record an edit's buffers (``updates.EditState``) and the ledger version it left."""
+        self._edit_state = state
+        if ledger_version is not None:
+            self._ledger_version = ledger_version
 
     def with_config(self, **changes: Any) -> CausalGraphRetriever:
         """A retriever sharing this one's compiled arrays, with some settings changed."""
@@ -334,9 +352,11 @@ class CausalGraphRetriever:
         clone.__dict__.update(self.__dict__)
         clone.config = replace(self.config, **changes)
         # A view: it shares this retriever's arrays and ledger, so only this one may edit them.
-        clone._edit_owner = self.__dict__.get("_edit_owner", self)
+        clone._edit_owner = self._edit_owner or self
         if self.ledger is not None:
-            clone._ledger_version = self.__dict__.get("_ledger_version", self.ledger.version)
+            clone._ledger_version = (
+                self.ledger.version if self._ledger_version is None else self._ledger_version
+            )
         return clone
 
     # ------------------------------------------------------------------ querying
@@ -458,10 +478,10 @@ class CausalGraphRetriever:
     def walk(self) -> GraphWalk:
         """The graph signal's arrays (``walk.py``) for the current compiled graph, rebuilt when an
         edit recompiles it (a few ms: one BM25 index over the variables' words)."""
-        walk = self.__dict__.get("_walk")
+        walk = self._walk
         if walk is None or walk.compiled is not self.compiled:
             with self._ranker_lock:
-                walk = self.__dict__.get("_walk")
+                walk = self._walk
                 if walk is None or walk.compiled is not self.compiled:
                     same = walk.over(self.compiled) if walk is not None else None
                     walk = self._walk = same or GraphWalk.of(self.graph, self.compiled)
@@ -504,9 +524,9 @@ class CausalGraphRetriever:
     ) -> RetrievalResult:
         """Stage 3 as the paper (the part the latency benchmark times).
 
-        Graph evidence first, ordered by ``order`` (default ``config.evidence_order``: "query",
-        the selected chunks by text relevance; "cone", cone rank, confidence, cosine); with
-        ``fill`` (and ``config.vector_fill``) vector top-k fills up to ``k``, marked "fallback".
+        Graph evidence first, ordered by ``order`` (default ``config.paper.evidence_order``:
+        "query", the selected chunks by text relevance; "cone", cone rank, confidence, cosine);
+        with ``fill`` (and ``config.paper.vector_fill``) vector top-k fills up to ``k``, marked "fallback".
         """
         cfg, g = self.config, self.compiled
         t = self.traverse(qvec)
@@ -514,7 +534,7 @@ class CausalGraphRetriever:
         edges, ranks, served_by = self._selected_edges(t, allowed)
         chunk_rows = np.zeros(0, np.int64)
         pairs = np.zeros((0, 2), np.int64)
-        if edges.size and (order or cfg.evidence_order) == "query":
+        if edges.size and (order or cfg.paper.evidence_order) == "query":
             chunk_rows, pairs = self._evidence_by_query(query, qvec, k, edges, ranks, allowed)
         elif edges.size:
             chunk_rows, pairs = rank_evidence(
@@ -535,9 +555,9 @@ class CausalGraphRetriever:
                 g.in_ptr, g.in_src, g.in_eid, np.flatnonzero(inside & g.is_end), inside
             )
         # The hybrid ranker applies the budget itself, so its graph signal is not cut here.
-        picked = self._pack(chunk_rows, k) if fill else chunk_rows[:k]
+        picked = self._within_budget(chunk_rows[:k]) if fill else chunk_rows[:k]
         out = self._graph_chunks(picked, qvec, pairs, t.parent, toward)
-        if fill and len(out) < k and cfg.vector_fill and self._budget_left(picked):
+        if fill and len(out) < k and cfg.paper.vector_fill and self._budget_left(picked):
             out.extend(self._vector_fill(qvec, k - len(out), picked, allowed))
         diag["graph_chunks"] = sum(rc.route == "graph" for rc in out)
         matched = tuple(g.var_names[r] for r in t.rows)
@@ -639,10 +659,6 @@ class CausalGraphRetriever:
             return rows
         before = used + np.cumsum(self.compiled.chunk_words[rows]) - self.compiled.chunk_words[rows]
         return rows[: int(np.searchsorted(before, budget, side="left"))]
-
-    def _pack(self, rows: np.ndarray, k: int) -> np.ndarray:
-        """Keep the first ``k`` ranked rows, also stopping at the word budget when one is set."""
-        return self._within_budget(rows[:k])
 
     def _vector_fill(
         self,
