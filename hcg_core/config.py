@@ -34,7 +34,6 @@ DEFAULT_BFS_FALLBACK = True
 DEFAULT_VECTOR_FILL = True
 DEFAULT_MODE = "hybrid"
 MODES = ("hybrid", "paper")
-DEFAULT_GRAPH_CANDIDATES = 10
 EVIDENCE_ORDERS = ("query", "cone")
 DEFAULT_EVIDENCE_ORDER = "query"
 """How paper mode orders the evidence its cones select (the paper only deduplicates it):
@@ -64,8 +63,9 @@ above them counts 1.0). A quarter: the graph vouches for a chunk being near the 
 names, not for it holding the answer's words; with the recorded LLM graph (design half of the
 medical dev questions) 0.5 and 1.0 lowered recall overall (docs/evaluation.md). The signal goes
 only to units a text signal also found (fused text relevance above 0): admitting units the graph
-alone reached cost recall in every design measured. The paper route's chunks also attach their
-causal paths to the results, whatever the weight."""
+alone reached cost recall in every design measured. It is the default mode's one graph signal:
+the paper route adds no candidate; it gives the returned units that are its evidence their causal
+paths, whatever the weight (docs/evaluation.md, "What the graph adds")."""
 DEFAULT_FUSION = "zscore"
 FUSIONS = ("zscore", "max")
 """How the text signals are put on one scale before they are summed: ``"zscore"`` (default; each
@@ -213,8 +213,6 @@ class RetrievalConfig(_Settings):
         mode: "hybrid" (default: graph evidence fused with BM25 and dense candidates, packed
             without overlap and with diversity) or "paper" (Stage 3 exactly as the paper).
         use_graph: hybrid mode only; False switches the graph signal off (the ablation).
-        graph_candidates: hybrid mode: how many paper-route evidence chunks join the candidates
-            and lend their causal paths to the results.
         hybrid: the hybrid mode's fusion and packing settings (``HybridConfig``).
         paper: the settings only paper mode reads (``PaperConfig``).
     """
@@ -230,7 +228,6 @@ class RetrievalConfig(_Settings):
     bfs_fallback: bool = DEFAULT_BFS_FALLBACK
     mode: str = DEFAULT_MODE
     use_graph: bool = True
-    graph_candidates: int = DEFAULT_GRAPH_CANDIDATES
     hybrid: HybridConfig = field(default_factory=HybridConfig)
     paper: PaperConfig = field(default_factory=PaperConfig)
 
@@ -241,7 +238,7 @@ class RetrievalConfig(_Settings):
             raise ConfigError(f"tau_min must be a cosine in [-1, 1], got {self.tau_min}")
         if not 0.0 <= self.band < 1.0:
             raise ConfigError(f"band (beta) must be in [0, 1), got {self.band}")
-        for name in ("top_metrics", "per_metric", "max_cones", "top_k", "graph_candidates"):
+        for name in ("top_metrics", "per_metric", "max_cones", "top_k"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.max_hops < 0:

@@ -1,14 +1,14 @@
-"""The default retrieval mode: fuse graph evidence, BM25 and dense similarity, then pack by MMR.
+"""The default retrieval mode: fuse BM25, dense similarity and the graph walk, then pack by MMR.
 
 The unit ranked and returned is the stored chunk (option ``passage_words`` splits every chunk into
 passages and returns those, ``passages.py``). ``HybridRanker.rank`` runs four stages, each a method
 with its own docstring:
 
 1. ``_candidates``: each signal's best units: BM25 (``lexical.py``), the dense cosine of the query
-   against the unit's chunk vector, the paper route's evidence (Stage 3: chunks on kept causal
-   paths, which lend their paths to the results; of a split chunk, the passages holding an edge's
-   mechanism sentence), and for an English question the units in another language best by
-   character n-grams (``grams.py``). The graph signal is the walk's mass per chunk (``walk.py``).
+   against the unit's chunk vector, and for an English question the units in another language
+   best by character n-grams (``grams.py``). The graph signal is the walk's mass per chunk
+   (``walk.py``), the only one: the paper route adds no candidate here (the retriever attaches
+   its causal paths to the results that are its evidence, docs/evaluation.md).
 2. ``_fused``: the text signals as z-scores against their own best candidates (``standardise``),
    summed; a unit in another language, which BM25 cannot match, takes the better of its dense and
    n-gram evidence in BM25's place; the graph signal, on the same scale, lifts the units a text
@@ -345,7 +345,6 @@ class _Candidates:
 
     query: str
     query_vec: np.ndarray | None
-    graph_result: RetrievalResult | None
     use_graph: bool = True
     ok: np.ndarray | None = None  # the filter over units (None: every unit allowed)
     bm25: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -353,8 +352,7 @@ class _Candidates:
     dense: np.ndarray = field(default_factory=lambda: np.zeros(0))
     dn_order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     dense_cos: Any = None  # _ChunkCosines: fetches exact cosines on demand
-    graph_rows: list[int] = field(default_factory=list)
-    graph_hits: dict[int, RetrievedChunk] = field(default_factory=dict)
+    graph_order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     graph_part: np.ndarray = field(default_factory=lambda: np.zeros(0))
     fill: np.ndarray | None = None  # foreign units whose BM25 gap is filled
     gram_cos: np.ndarray | None = None
@@ -367,7 +365,7 @@ class HybridRanker:
 
     Setup: ``HybridRanker(chunks, chunk_embeddings)`` splits the chunks into passages and builds the
     BM25 index and the per-passage word counts and spans.
-    Use: ``rank(query, query_vec, graph_result, k=10, word_budget=2000)``.
+    Use: ``rank(query, query_vec, k=10, word_budget=2000, walk=...)``.
     Edits: ``extended(new_chunks, embeddings)`` / ``subset(keep, embeddings)`` return a ranker over
     more or fewer chunks, splitting and tokenising only the new ones; this one is unchanged.
 
@@ -432,7 +430,6 @@ class HybridRanker:
         self._vector_rows: tuple[np.ndarray, np.ndarray] | None = None
         # Units that read as not English (config.DEFAULT_FILL_LANGUAGE_GAP).
         self._not_english = Growable(np.zeros(0, dtype=bool))
-        self._flat_texts: tuple[str, ...] = ()
         # Chunk id -> unit rows; shared with later snapshots (extended), which only add keys.
         self._units_of: list[Any] = [{}, 0]
 
@@ -585,8 +582,6 @@ class HybridRanker:
         self._word_counts = self._word_counts.append(n, counts)
         foreign = np.fromiter((reads_not_english(u.text) for u in units), bool, len(units))
         self._not_english = self._not_english.append(n, foreign)
-        # Passage texts with whitespace squashed, for finding a graph edge's mechanism sentence.
-        self._flat_texts = self._flat_texts + tuple(_squash(u.text) for u in units)
         if self._spans is not None:
             spans = chunk_spans(units, self._span_docs)
             self._spans = None if spans is None else self._spans.append(n, spans)
@@ -684,7 +679,6 @@ class HybridRanker:
         self,
         query: str,
         query_vec: np.ndarray | None,
-        graph_result: RetrievalResult | None = None,
         *,
         k: int | None = None,
         word_budget: int | None = None,
@@ -702,8 +696,6 @@ class HybridRanker:
         Args:
             query: the query text (for BM25).
             query_vec: the L2-normalised query vector, or None to skip the dense signal.
-            graph_result: the paper route's result; its ``route == "graph"`` chunks join the
-                candidates and lend their causal paths to the returned chunks.
             walk: ``(n_chunks,)`` the graph signal, the walk's mass per chunk (``walk.py``); a
                 unit takes its chunk's.
             k: the most chunks to return; exactly ``k`` when the corpus has that many and no
@@ -720,7 +712,7 @@ class HybridRanker:
             raise ConfigError(f"k must be at least 1, got {k}")
         if word_budget is not None and word_budget < 1:
             raise ConfigError(f"word_budget must be positive, got {word_budget}")
-        c = self._candidates(query, query_vec, graph_result, use_graph, allowed, walk)
+        c = self._candidates(query, query_vec, use_graph, allowed, walk)
         fused = self._fused(c)
         c.pool, fused = self._padded(c, fused, k, word_budget)
         rows = self._pack(fused, c.pool, k, word_budget, c.ok)
@@ -730,7 +722,6 @@ class HybridRanker:
         self,
         query: str,
         query_vec: np.ndarray | None,
-        graph_result: RetrievalResult | None,
         use_graph: bool,
         allowed: np.ndarray | None,
         walk: np.ndarray | None = None,
@@ -738,14 +729,13 @@ class HybridRanker:
         """Stage 1: each signal's scores and its best ``candidates`` units, and their union.
 
         BM25 over the units; the dense cosine of each unit's chunk (from the dense index's top,
-        then filled exactly for every candidate); the paper route's chunks; the walk's mass
+        then filled exactly for every candidate); the walk's mass
         (``walk``, standardised against its own best units); for an English question, the foreign
         units best by character n-grams (``_gram_evidence``).
         """
         cfg = self.config
         n = len(self.units)
-        c = _Candidates(query=query, query_vec=query_vec, graph_result=graph_result)
-        c.use_graph = use_graph
+        c = _Candidates(query=query, query_vec=query_vec, use_graph=use_graph)
         c.bm25 = self.bm25.scores(query).astype(np.float64)
         # A filter (allowed) acts before ranking: filtered-out units are never candidates.
         c.ok = None if allowed is None else np.asarray(allowed, dtype=bool)[self.parent]
@@ -756,19 +746,14 @@ class HybridRanker:
         )
         c.dense_cos = _ChunkCosines(self.dense, query_vec, len(self.chunks))
         c.dense, c.dn_order = self._dense_signal(c.dense_cos, allowed)
-        c.graph_rows, c.graph_hits = self._graph_rows(graph_result) if use_graph else ([], {})
-        if c.ok is not None:
-            c.graph_rows = [r for r in c.graph_rows if c.ok[r]]
         c.graph_part = np.zeros(n)
         if use_graph and walk is not None and n:
-            c.graph_part = self._walk_part(walk, c.ok)
+            c.graph_part, c.graph_order = self._walk_part(walk, c.ok)
         c.fill = self._language_gap(query)
         c.gram_cos, c.gap, gap_order = (
             self._gram_evidence(query, c.ok) if c.fill is not None else (None, None, c.bm_order[:0])
         )
-        c.pool = np.unique(
-            np.concatenate([c.bm_order, c.dn_order, np.asarray(c.graph_rows, np.int64), gap_order])
-        )
+        c.pool = np.unique(np.concatenate([c.bm_order, c.dn_order, gap_order]))
         # The BM25 and graph candidates outside the dense top still get their exact cosine.
         if c.dense_cos.fill(self.vector_row[c.pool]):
             c.dense = c.dense_cos.values[self.vector_row]
@@ -796,14 +781,14 @@ class HybridRanker:
         units = self._units_reading(cosines.order)
         return dense, units[dense[units] > 0][: cfg.candidates]
 
-    def _walk_part(self, walk: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
+    def _walk_part(self, walk: np.ndarray, ok: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """The walk's mass per unit (its chunk's) on the text signals' scale, against the walk's
-        own best units."""
+        own best units; and those units, best first."""
         part = np.asarray(walk, dtype=np.float64)[self.parent]
         if ok is not None:
             part = np.where(ok, part, 0.0)
         best, _ = top_k_indices(part, self.config.candidates, positive_only=True)
-        return standardise(part, best)
+        return standardise(part, best), best
 
     def _fused(self, c: _Candidates) -> np.ndarray:
         """Stage 2: the fused relevance of every unit (0 outside the candidates' signals).
@@ -936,7 +921,7 @@ class HybridRanker:
         signals = {
             "bm25": (bm25_abs, _ranks(c.bm_order, n)),
             "dense": (dense_abs, _ranks(c.dn_order, n)),
-            "graph": (c.graph_part, _ranks(np.asarray(c.graph_rows, np.int64), n)),
+            "graph": (c.graph_part, _ranks(c.graph_order, n)),
         }
         out = [
             self._result(c, r, float(score[i]), fused, signals, led_by)
@@ -960,15 +945,12 @@ class HybridRanker:
         signals: dict[str, tuple[np.ndarray, np.ndarray]],
         led_by: dict[int, int],
     ) -> RetrievedChunk:
-        """Unit ``r`` as a result: its score, each signal's part and rank, the graph's paths."""
-        hit = c.graph_hits.get(r)
+        """Unit ``r`` as a result: its score and each signal's part and rank."""
         details: dict[str, Any] = {name: float(part[r]) for name, (part, _) in signals.items()}
         details.update(
             {f"{name}_rank": int(rank[r]) or None for name, (_, rank) in signals.items()}
         )
         details["fused_score"] = float(fused[r])
-        if hit is not None:
-            details.update({f"graph_{k_}": v for k_, v in hit.details.items()})
         if r in led_by:
             details["follows"] = self.units[led_by[r]].id
         if c.gap is not None and c.gap[r] > 0:  # why a unit in another language came back
@@ -978,8 +960,7 @@ class HybridRanker:
         return RetrievedChunk(
             chunk=self.units[r],
             score=score,
-            route="graph" if hit is not None else "fallback",
-            paths=hit.paths if hit is not None else (),
+            route="fallback",  # the retriever marks the graph's evidence (``with_paths``)
             details=details,
         )
 
@@ -990,20 +971,11 @@ class HybridRanker:
         diagnostics: dict[str, Any] = {
             "mode": "hybrid" if use_graph else "hybrid-nograph",
             "candidates": int(c.pool.size),
-            "graph_candidates": len(c.graph_rows),
-            "graph_chunks": sum(1 for rc in out if rc.route == "graph"),
             "words": sum(len(rc.chunk.text.split()) for rc in out),
         }
-        matched: tuple[str, ...] = ()
-        if c.graph_result is not None:
-            diagnostics["graph_served_by"] = c.graph_result.served_by
-            diagnostics.update({f"graph_{k_}": v for k_, v in c.graph_result.diagnostics.items()})
-            if use_graph:
-                matched = c.graph_result.matched
         return RetrievalResult(
             query=c.query,
             chunks=tuple(out),
-            matched=matched,
             served_by="hybrid" if use_graph else "hybrid-nograph",
             diagnostics=diagnostics,
         )
@@ -1063,35 +1035,6 @@ class HybridRanker:
         order, _ = top_k_indices(scores, self.config.candidates, positive_only=True)
         evidence = np.clip(standardise(scores, order) - GAP_MIN_Z / _Z_SCALE, 0.0, None)
         return scores, evidence, order[:GAP_CANDIDATES]
-
-    def _graph_rows(
-        self, graph_result: RetrievalResult | None
-    ) -> tuple[list[int], dict[int, RetrievedChunk]]:
-        """Passage rows of the graph route's own chunks, in its order (vector fill is not graph).
-
-        Of a chunk split into passages, the graph vouches for the passages that hold a mechanism
-        sentence of its causal paths (the statement the edge rests on); when none does (an edge
-        linked to the chunk by similarity), for all of them.
-        """
-        rows: list[int] = []
-        hits: dict[int, RetrievedChunk] = {}
-        if graph_result is None:
-            return rows, hits
-        for rc in graph_result.chunks:
-            if rc.route != "graph":
-                continue
-            units = self.units_of.get(rc.chunk.id, [])
-            if len(units) > 1:
-                mechanisms = [_squash(m)[:_MECHANISM_PROBE] for p in rc.paths for m in p.mechanisms]
-                holding = [
-                    u for u in units if any(m and m in self._flat_texts[u] for m in mechanisms)
-                ]
-                units = holding or units
-            for r in units:
-                if r not in hits:
-                    rows.append(r)
-                    hits[r] = rc
-        return rows, hits
 
 
 def _units_of_rows(parent: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -1157,16 +1100,6 @@ class _ChunkCosines:
         cos = np.clip(np.asarray(cos, np.float32), 0, None).astype(np.float64)
         self.values[rows] = cos
         self.known[rows] = True
-
-
-# Characters of a mechanism looked for in a passage: enough to be specific, short enough that a
-# sentence cut by a passage boundary still matches on the passage holding its start.
-_MECHANISM_PROBE = 60
-
-
-def _squash(text: str) -> str:
-    """Whitespace runs as single spaces, so text re-flowed by chunking still matches."""
-    return " ".join(text.split())
 
 
 def _vector_sum(vectors: np.ndarray | None) -> np.ndarray | None:

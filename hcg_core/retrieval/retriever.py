@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,6 +26,7 @@ from ..types import (
     BuildResult,
     CausalGraph,
     CausalPath,
+    Chunk,
     RetrievalResult,
     RetrievedChunk,
     variable_text,
@@ -453,26 +455,55 @@ class CausalGraphRetriever:
         allowed = self._allowed(allowed)
         if cfg.mode == "paper":
             return self.retrieve_paper(query, qvec, k, allowed=allowed)
-        graph = (
-            # The paper route's best chunks by its own order: they join the candidates and lend
-            # their paths; ranking them by text here would repeat the ranker's own work.
-            self.retrieve_paper(
-                query, qvec, cfg.graph_candidates, fill=False, allowed=allowed, order="cone"
-            )
-            if cfg.use_graph
-            else None
-        )
         result = self.ranker.rank(
             query,
             qvec,
-            graph,
             k=k,
             word_budget=cfg.word_budget,
             use_graph=cfg.use_graph,
             allowed=allowed,
             walk=self.walk.chunk_scores(query) if cfg.use_graph else None,
         )
-        return replace(result, matched=graph.matched if graph is not None else ())
+        return self.with_paths(result, qvec, allowed) if cfg.use_graph else result
+
+    def with_paths(
+        self, result: RetrievalResult, qvec: np.ndarray, allowed: np.ndarray | None = None
+    ) -> RetrievalResult:
+        """The hybrid mode's provenance: each returned unit whose chunk the edges Stage 3
+        selects for the query cite (the kept cones', else the BFS subgraph's) comes back with
+        route "graph" and its best few citing edges' causal paths; of a chunk split into
+        passages, a passage holding none of their mechanism sentences keeps route "fallback".
+        Only the returned units are looked up: the paper route adds no candidate here."""
+        g, t = self.compiled, self.traverse(qvec)
+        edges, ranks, served_by = self._selected_edges(t, allowed)
+        ranker, chunks = self.ranker, list(result.chunks)
+        rows = [int(ranker.parent[ranker.units_of[_chunk_id(rc)][0]]) for rc in chunks]
+        returned = np.zeros(g.chunk_emb.shape[0], dtype=bool)
+        returned[rows] = True
+        pos, owner = gather(g.ev_ptr, edges)
+        hit = returned[g.ev_chunk[pos]]
+        pos, owner = pos[hit], owner[hit]
+        # Each returned chunk's citing edges, best rank and confidence first.
+        entry = np.lexsort((g.edge_conf_order[edges[owner]], ranks[owner]))
+        citing: dict[int, list[int]] = {r: [] for r in rows}
+        pairs = zip(g.ev_chunk[pos][entry].tolist(), edges[owner][entry].tolist(), strict=True)
+        for chunk, edge in pairs:
+            if len(citing[chunk]) < MAX_PATHS_PER_CHUNK and edge not in citing[chunk]:
+                citing[chunk].append(edge)
+        toward = self._toward(t) if served_by == "cones" and pos.size else None
+        for i, (rc, row) in enumerate(zip(chunks, rows, strict=True)):
+            paths = tuple(self._path(e, t.parent, toward) for e in citing[row])
+            if paths and _vouched(rc, paths, self.graph.chunks[row]):
+                details = {**rc.details, "graph_edges": len(paths)}
+                chunks[i] = replace(rc, route="graph", paths=paths, details=details)
+        diagnostics = {
+            **result.diagnostics,
+            "graph_chunks": sum(rc.route == "graph" for rc in chunks),
+            "graph_served_by": served_by,
+            **{f"graph_{k_}": v for k_, v in t.diagnostics().items()},
+        }
+        matched = tuple(g.var_names[r] for r in t.rows)
+        return replace(result, chunks=tuple(chunks), matched=matched, diagnostics=diagnostics)
 
     @property
     def walk(self) -> GraphWalk:
@@ -548,12 +579,7 @@ class CausalGraphRetriever:
                 need=k,
                 allowed=allowed,
             )
-        toward = None
-        if served_by == "cones":
-            inside = t.node_rank < t.cones.groups.size
-            toward = toward_ends(
-                g.in_ptr, g.in_src, g.in_eid, np.flatnonzero(inside & g.is_end), inside
-            )
+        toward = self._toward(t) if served_by == "cones" else None
         # The hybrid ranker applies the budget itself, so its graph signal is not cut here.
         picked = self._within_budget(chunk_rows[:k]) if fill else chunk_rows[:k]
         out = self._graph_chunks(picked, qvec, pairs, t.parent, toward)
@@ -562,6 +588,12 @@ class CausalGraphRetriever:
         diag["graph_chunks"] = sum(rc.route == "graph" for rc in out)
         matched = tuple(g.var_names[r] for r in t.rows)
         return RetrievalResult(query, tuple(out), matched, served_by, diag)
+
+    def _toward(self, t: Traversal) -> np.ndarray:
+        """Per variable, the next edge on its way to an end of the kept cones (``toward_ends``)."""
+        g = self.compiled
+        inside = t.node_rank < t.cones.groups.size
+        return toward_ends(g.in_ptr, g.in_src, g.in_eid, np.flatnonzero(inside & g.is_end), inside)
 
     def _selected_edges(
         self, t: Traversal, allowed: np.ndarray | None
@@ -615,7 +647,7 @@ class CausalGraphRetriever:
             allowed=selected,
         )
         # A result is a stored chunk, or a passage or part of one: its chunk row, once each.
-        ids = [getattr(rc.chunk, "parent_id", "") or rc.chunk.id for rc in ranked.chunks]
+        ids = [_chunk_id(rc) for rc in ranked.chunks]
         rows = ranker.parent[[ranker.units_of[i][0] for i in ids]] if ids else chunk[:0]
         rows = rows[np.sort(np.unique(rows, return_index=True)[1])].astype(np.int64)
         edge = edges[owner]
@@ -739,3 +771,25 @@ class CausalGraphRetriever:
             tuple(g.mechanisms[e] for e in edges),
             tuple(g.effects[e] for e in edges) if g.effects else (),
         )
+
+
+def _chunk_id(rc: RetrievedChunk) -> str:
+    """The stored chunk a result comes from (a passage or part names it as its parent)."""
+    return rc.parent_id or rc.chunk.id
+
+
+# Characters of a mechanism looked for in a passage: enough to be specific, short enough that a
+# sentence cut by a passage boundary still matches on the passage holding its start.
+_MECHANISM_PROBE = 60
+
+
+def _vouched(rc: RetrievedChunk, paths: Sequence[CausalPath], stored: Chunk) -> bool:
+    """Whether the graph vouches with ``paths`` for result ``rc`` of the ``stored`` chunk they
+    cite: a whole chunk always; a passage when it holds a mechanism sentence of the paths (the
+    statement the edge rests on), or when no part of the chunk does (an edge linked by search)."""
+    if _chunk_id(rc) == rc.chunk.id:
+        return True
+    probes = [" ".join(m.split())[:_MECHANISM_PROBE] for p in paths for m in p.mechanisms]
+    probes = [m for m in probes if m]
+    passage, chunk = " ".join(rc.chunk.text.split()), " ".join(stored.text.split())
+    return any(m in passage for m in probes) or not any(m in chunk for m in probes)
