@@ -480,17 +480,9 @@ class CausalGraphRetriever:
         rows = [int(ranker.parent[ranker.units_of[_chunk_id(rc)][0]]) for rc in chunks]
         returned = np.zeros(g.chunk_emb.shape[0], dtype=bool)
         returned[rows] = True
-        pos, owner = gather(g.ev_ptr, edges)
-        hit = returned[g.ev_chunk[pos]]
-        pos, owner = pos[hit], owner[hit]
-        # Each returned chunk's citing edges, best rank and confidence first.
-        entry = np.lexsort((g.edge_conf_order[edges[owner]], ranks[owner]))
-        citing: dict[int, list[int]] = {r: [] for r in rows}
-        pairs = zip(g.ev_chunk[pos][entry].tolist(), edges[owner][entry].tolist(), strict=True)
-        for chunk, edge in pairs:
-            if len(citing[chunk]) < MAX_PATHS_PER_CHUNK and edge not in citing[chunk]:
-                citing[chunk].append(edge)
-        toward = self._toward(t) if served_by == "cones" and pos.size else None
+        pairs = self._cited_pairs(edges, ranks, returned)
+        citing = _citing(rows, pairs)
+        toward = self._toward(t) if served_by == "cones" and pairs.size else None
         for i, (rc, row) in enumerate(zip(chunks, rows, strict=True)):
             paths = tuple(self._path(e, t.parent, toward) for e in citing[row])
             if paths and _vouched(rc, paths, self.graph.chunks[row]):
@@ -549,15 +541,13 @@ class CausalGraphRetriever:
         qvec: np.ndarray,
         k: int,
         *,
-        fill: bool = True,
         allowed: np.ndarray | None = None,
-        order: str | None = None,
     ) -> RetrievalResult:
         """Stage 3 as the paper (the part the latency benchmark times).
 
-        Graph evidence first, ordered by ``order`` (default ``config.paper.evidence_order``:
-        "query", the selected chunks by text relevance; "cone", cone rank, confidence, cosine);
-        with ``fill`` (and ``config.paper.vector_fill``) vector top-k fills up to ``k``, marked "fallback".
+        Graph evidence first, ordered by ``config.paper.evidence_order`` ("query", the selected
+        chunks by text relevance; "cone", cone rank, confidence, cosine); with
+        ``config.paper.vector_fill``, vector top-k fills up to ``k``, marked "fallback".
         """
         cfg, g = self.config, self.compiled
         t = self.traverse(qvec)
@@ -565,7 +555,7 @@ class CausalGraphRetriever:
         edges, ranks, served_by = self._selected_edges(t, allowed)
         chunk_rows = np.zeros(0, np.int64)
         pairs = np.zeros((0, 2), np.int64)
-        if edges.size and (order or cfg.paper.evidence_order) == "query":
+        if edges.size and cfg.paper.evidence_order == "query":
             chunk_rows, pairs = self._evidence_by_query(query, qvec, k, edges, ranks, allowed)
         elif edges.size:
             chunk_rows, pairs = rank_evidence(
@@ -580,10 +570,11 @@ class CausalGraphRetriever:
                 allowed=allowed,
             )
         toward = self._toward(t) if served_by == "cones" else None
-        # The hybrid ranker applies the budget itself, so its graph signal is not cut here.
-        picked = self._within_budget(chunk_rows[:k]) if fill else chunk_rows[:k]
+        picked = self._within_budget(chunk_rows[:k])
         out = self._graph_chunks(picked, qvec, pairs, t.parent, toward)
-        if fill and len(out) < k and cfg.paper.vector_fill and self._budget_left(picked):
+        budget = cfg.word_budget
+        room = budget is None or int(g.chunk_words[picked].sum()) < budget
+        if len(out) < k and cfg.paper.vector_fill and room:
             out.extend(self._vector_fill(qvec, k - len(out), picked, allowed))
         diag["graph_chunks"] = sum(rc.route == "graph" for rc in out)
         matched = tuple(g.var_names[r] for r in t.rows)
@@ -604,10 +595,9 @@ class CausalGraphRetriever:
         some of its evidence is ``allowed``; else none ("vector")."""
         empty = np.zeros(0, np.int64)
         if t.node_rank is not None:
-            edge_rank = t.node_rank[t.sub_dst]
-            keep = edge_rank < t.cones.groups.size
-            if self._cite_any(t.sub[keep], allowed):
-                return t.sub[keep], edge_rank[keep], "cones"
+            edges, ranks = _kept_cone_edges(t)
+            if self._cite_any(edges, allowed):
+                return edges, ranks, "cones"
         if self.config.bfs_fallback and t.sub is not None and self._cite_any(t.sub, allowed):
             return t.sub, t.dist[t.sub_src], "bfs"
         return empty, empty, "vector"
@@ -631,10 +621,9 @@ class CausalGraphRetriever:
         fused, packed by MMR under the word budget) but over these chunks only, and the (chunk,
         edge) pairs for provenance, each chunk's edges best rank and confidence first."""
         g = self.compiled
-        pos, owner = gather(g.ev_ptr, edges)
-        chunk = g.ev_chunk[pos]
+        pairs = self._cited_pairs(edges, ranks)
         selected = np.zeros(g.chunk_emb.shape[0], dtype=bool)
-        selected[chunk] = True
+        selected[pairs[:, 0]] = True
         if allowed is not None:
             selected &= allowed
         ranker = self.ranker
@@ -648,11 +637,22 @@ class CausalGraphRetriever:
         )
         # A result is a stored chunk, or a passage or part of one: its chunk row, once each.
         ids = [_chunk_id(rc) for rc in ranked.chunks]
-        rows = ranker.parent[[ranker.units_of[i][0] for i in ids]] if ids else chunk[:0]
+        rows = ranker.parent[[ranker.units_of[i][0] for i in ids]] if ids else edges[:0]
         rows = rows[np.sort(np.unique(rows, return_index=True)[1])].astype(np.int64)
-        edge = edges[owner]
-        entry = np.lexsort((g.edge_conf_order[edge], ranks[owner]))
-        return rows, np.stack([chunk[entry], edge[entry]], axis=1)
+        return rows, pairs
+
+    def _cited_pairs(
+        self, edges: np.ndarray, ranks: np.ndarray, chunks: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``(chunk row, edge)`` for every evidence link of ``edges`` (to the chunks of the
+        boolean mask ``chunks`` only, when given), best edge rank, then confidence, first."""
+        g = self.compiled
+        pos, owner = gather(g.ev_ptr, edges)
+        if chunks is not None:
+            keep = chunks[g.ev_chunk[pos]]
+            pos, owner = pos[keep], owner[keep]
+        entry = np.lexsort((g.edge_conf_order[edges[owner]], ranks[owner]))
+        return np.stack([g.ev_chunk[pos][entry], edges[owner][entry]], axis=1)
 
     def graph_triples(self, query: str, max_edges: int = 200) -> list[str]:
         """The paper's nodes-only ablation: the kept cones' edges as text, not evidence chunks.
@@ -665,9 +665,7 @@ class CausalGraphRetriever:
         if t.sub is None or t.sub.size == 0:
             return []
         if t.node_rank is not None:
-            edge_rank = t.node_rank[t.sub_dst]
-            keep = edge_rank < t.cones.groups.size
-            edges, ranks = t.sub[keep], edge_rank[keep]
+            edges, ranks = _kept_cone_edges(t)
         else:
             edges, ranks = t.sub, t.dist[t.sub_src]
         order = np.lexsort((g.edge_conf_order[edges], ranks))[:max_edges]
@@ -678,10 +676,6 @@ class CausalGraphRetriever:
         ]
 
     # ------------------------------------------------------------------ helpers
-
-    def _budget_left(self, picked: np.ndarray) -> bool:
-        budget = self.config.word_budget
-        return budget is None or int(self.compiled.chunk_words[picked].sum()) < budget
 
     def _within_budget(self, rows: np.ndarray, used: int = 0) -> np.ndarray:
         """The prefix of ``rows`` that starts before the word budget is spent (the last chunk
@@ -731,12 +725,7 @@ class CausalGraphRetriever:
         if rows.size == 0:
             return []
         g = self.compiled
-        # One pass over the (chunk, edge) pairs, already in rank order.
-        citing: dict[int, list[int]] = {int(r): [] for r in rows}
-        for chunk, edge in pairs.tolist():
-            edges = citing.get(chunk)
-            if edges is not None and len(edges) < MAX_PATHS_PER_CHUNK and edge not in edges:
-                edges.append(edge)
+        citing = _citing(rows.tolist(), pairs)
         scores = matvec(g.chunk_emb[rows], qvec)
         return [
             RetrievedChunk(
@@ -771,6 +760,24 @@ class CausalGraphRetriever:
             tuple(g.mechanisms[e] for e in edges),
             tuple(g.effects[e] for e in edges) if g.effects else (),
         )
+
+
+def _kept_cone_edges(t: Traversal) -> tuple[np.ndarray, np.ndarray]:
+    """The BFS subgraph's edges into the kept cones, each with its best cone's rank."""
+    edge_rank = t.node_rank[t.sub_dst]
+    keep = edge_rank < t.cones.groups.size
+    return t.sub[keep], edge_rank[keep]
+
+
+def _citing(rows: Sequence[int], pairs: np.ndarray) -> dict[int, list[int]]:
+    """Each chunk row's first ``MAX_PATHS_PER_CHUNK`` distinct edges, in the order of the
+    ``(chunk, edge)`` pairs (one pass: they come in rank order)."""
+    citing: dict[int, list[int]] = {int(r): [] for r in rows}
+    for chunk, edge in pairs.tolist():
+        edges = citing.get(chunk)
+        if edges is not None and len(edges) < MAX_PATHS_PER_CHUNK and edge not in edges:
+            edges.append(edge)
+    return citing
 
 
 def _chunk_id(rc: RetrievedChunk) -> str:

@@ -19,7 +19,7 @@ with ``with_config`` are read-only views: edit the retriever they came from.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -306,10 +306,4 @@ def _doc_counts(chunks: Iterable[Chunk]) -> dict[str, int]:
     return dict(Counter(c.doc_id for c in chunks if c.doc_id))
 
 
-def chunks_of_documents(graph: CausalGraph, doc_ids: Sequence[str]) -> list[Chunk]:
-    """The chunks of the given documents, in graph order."""
-    wanted = set(doc_ids)
-    return [c for c in graph.chunks if c.doc_id in wanted]
-
-
-__all__ = ["EditState", "UpdateReport", "chunks_of_documents", "delete", "insert", "relink"]
+__all__ = ["EditState", "UpdateReport", "delete", "insert", "relink"]
