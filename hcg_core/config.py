@@ -34,7 +34,6 @@ DEFAULT_BFS_FALLBACK = True
 DEFAULT_VECTOR_FILL = True
 DEFAULT_MODE = "hybrid"
 MODES = ("hybrid", "paper")
-DEFAULT_GRAPH_CANDIDATES = 10
 EVIDENCE_ORDERS = ("query", "cone")
 DEFAULT_EVIDENCE_ORDER = "query"
 """How paper mode orders the evidence its cones select (the paper only deduplicates it):
@@ -64,8 +63,9 @@ above them counts 1.0). A quarter: the graph vouches for a chunk being near the 
 names, not for it holding the answer's words; with the recorded LLM graph (design half of the
 medical dev questions) 0.5 and 1.0 lowered recall overall (docs/evaluation.md). The signal goes
 only to units a text signal also found (fused text relevance above 0): admitting units the graph
-alone reached cost recall in every design measured. The paper route's chunks also attach their
-causal paths to the results, whatever the weight."""
+alone reached cost recall in every design measured. It is the default mode's one graph signal:
+the paper route adds no candidate; it gives the returned units that are its evidence their causal
+paths, whatever the weight (docs/evaluation.md, "What the graph adds")."""
 DEFAULT_FUSION = "zscore"
 FUSIONS = ("zscore", "max")
 """How the text signals are put on one scale before they are summed: ``"zscore"`` (default; each
@@ -175,8 +175,30 @@ class HybridConfig:
 
 
 @dataclass(frozen=True)
+class PaperConfig:
+    """Settings only paper mode reads (``RetrievalConfig(mode="paper", paper=PaperConfig(...))``).
+
+    Attributes:
+        vector_fill: fill up to k with plain vector top-k, marked "fallback" (project).
+        evidence_order: "query" (the selected evidence by text relevance to the query) or "cone"
+            (cone rank, edge confidence, cosine) (project).
+    """
+
+    vector_fill: bool = DEFAULT_VECTOR_FILL
+    evidence_order: str = DEFAULT_EVIDENCE_ORDER
+
+    def __post_init__(self) -> None:
+        if self.evidence_order not in EVIDENCE_ORDERS:
+            raise ConfigError(
+                f"evidence_order must be one of {', '.join(EVIDENCE_ORDERS)}, "
+                f"got {self.evidence_order!r}"
+            )
+
+
+@dataclass(frozen=True)
 class RetrievalConfig(_Settings):
-    """Stage 3 settings.
+    """Stage 3 settings, read by both modes (matching, BFS and cones also give the default mode's
+    results their causal paths).
 
     Attributes:
         tau_min: admission floor on a metric's best variable similarity (paper 0.35).
@@ -188,15 +210,11 @@ class RetrievalConfig(_Settings):
         top_k: chunks returned when the caller gives no k (project).
         word_budget: if set, stop adding chunks once this many words are returned (project).
         bfs_fallback: when no outcome is reached, use the whole BFS subgraph's evidence (project).
-        vector_fill: paper mode: fill up to k with plain vector top-k, marked "fallback" (project).
         mode: "hybrid" (default: graph evidence fused with BM25 and dense candidates, packed
             without overlap and with diversity) or "paper" (Stage 3 exactly as the paper).
         use_graph: hybrid mode only; False switches the graph signal off (the ablation).
-        graph_candidates: hybrid mode: how many paper-route evidence chunks join the candidates
-            and lend their causal paths to the results.
-        evidence_order: paper mode: "query" (the selected evidence by text relevance to the
-            query) or "cone" (cone rank, edge confidence, cosine) (project).
         hybrid: the hybrid mode's fusion and packing settings (``HybridConfig``).
+        paper: the settings only paper mode reads (``PaperConfig``).
     """
 
     tau_min: float = DEFAULT_TAU_MIN
@@ -208,26 +226,19 @@ class RetrievalConfig(_Settings):
     top_k: int = DEFAULT_TOP_K
     word_budget: int | None = None
     bfs_fallback: bool = DEFAULT_BFS_FALLBACK
-    vector_fill: bool = DEFAULT_VECTOR_FILL
     mode: str = DEFAULT_MODE
     use_graph: bool = True
-    graph_candidates: int = DEFAULT_GRAPH_CANDIDATES
-    evidence_order: str = DEFAULT_EVIDENCE_ORDER
     hybrid: HybridConfig = field(default_factory=HybridConfig)
+    paper: PaperConfig = field(default_factory=PaperConfig)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        if self.evidence_order not in EVIDENCE_ORDERS:
-            raise ConfigError(
-                f"evidence_order must be one of {', '.join(EVIDENCE_ORDERS)}, "
-                f"got {self.evidence_order!r}"
-            )
         if not -1.0 <= self.tau_min <= 1.0:
             raise ConfigError(f"tau_min must be a cosine in [-1, 1], got {self.tau_min}")
         if not 0.0 <= self.band < 1.0:
             raise ConfigError(f"band (beta) must be in [0, 1), got {self.band}")
-        for name in ("top_metrics", "per_metric", "max_cones", "top_k", "graph_candidates"):
+        for name in ("top_metrics", "per_metric", "max_cones", "top_k"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.max_hops < 0:

@@ -176,8 +176,8 @@ MUTANTS = (
         "hcg_core/retrieval/hybrid.py",
         "the walk's mass enters the fusion raw, not on the text signals' scale",
         (
-            "c.graph_part = standardise(part, best)",
-            "c.graph_part = part",
+            "return standardise(part, best), best",
+            "return part, best",
         ),
     ),
     m(

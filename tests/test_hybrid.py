@@ -8,7 +8,7 @@ import pytest
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import ConfigError
 from hcg_core.retrieval.hybrid import HybridConfig, HybridRanker, mmr_pack
-from hcg_core.types import CausalPath, Chunk, Passage, RetrievalResult, RetrievedChunk
+from hcg_core.types import CausalPath, Chunk, Passage, RetrievedChunk
 
 TEXTS = [
     "Smoking damages the airways and is the leading cause of lung cancer worldwide.",
@@ -108,7 +108,7 @@ def test_results_come_in_pick_order_with_non_increasing_scores():
     chunks = make_chunks(TEXTS)
     r = HybridRanker(chunks, None)
     query = "lung cancer smoking"
-    c = r._candidates(query, None, None, True, None)
+    c = r._candidates(query, None, True, None)
     fused = r._fused(c)
     rows = r._pack(fused, c.pool, 4, None)
     res = r.rank(query, None, k=4)
@@ -122,46 +122,21 @@ def test_results_come_in_pick_order_with_non_increasing_scores():
     assert got.tolist() == [1.0, 0.5, 0.5]
 
 
-def graph_result(rows, texts=TEXTS):
-    chunks = make_chunks(texts)
-    path = CausalPath(("Exposure(asbestos)", "Risk(mesothelioma)"), ("e1",), ("fibres",))
-    return RetrievalResult(
-        query="q",
-        chunks=tuple(
-            RetrievedChunk(chunks[r], 0.5, "graph", (path,), {"cone_rank": 0}) for r in rows
-        )
-        + (RetrievedChunk(chunks[4], 0.1, "fallback"),),
-        matched=("Exposure(asbestos)",),
-        served_by="cones",
-    )
-
-
-def test_graph_chunks_keep_provenance_and_the_ablation_drops_only_the_graph_signal():
+def test_the_ablation_drops_only_the_graph_signal():
     q = "what raises the risk of cancer"
     qv = EMB.embed_query(q)
     r = ranker(HybridConfig(graph_weight=2.0))
-    g = graph_result([5])
-    with_graph = r.rank(q, qv, g, k=3)
-    ablation = r.rank(q, qv, g, k=3, use_graph=False)
-    no_result = r.rank(q, qv, None, k=3)
-    assert with_graph.chunks[0].chunk.id == "c5"
-    top = with_graph.chunks[0]
-    assert top.route == "graph" and top.paths[0].edge_ids == ("e1",)
-    assert top.details["graph_rank"] == 1 and top.details["graph_cone_rank"] == 0
-    assert with_graph.matched == ("Exposure(asbestos)",)
-    # The graph result's vector-fill chunk is not a graph signal.
-    assert all(c.route == "fallback" for c in with_graph.chunks if c.chunk.id == "c4")
-    # Ablation: identical to having no graph result at all; no chunk claims the graph route.
-    assert ids(ablation) == ids(no_result)
-    assert all(c.route == "fallback" for c in ablation.chunks)
-    assert ablation.served_by == "hybrid-nograph"
-    assert [c.score for c in ablation.chunks] == [c.score for c in no_result.chunks]
-
-
-def test_graph_chunk_outside_text_candidates_still_enters_the_pool():
-    r = ranker(HybridConfig(candidates=1, graph_weight=5.0))
-    res = r.rank("chemotherapy nausea", None, graph_result([4]), k=2)
-    assert "c4" in ids(res)
+    walk = np.zeros(len(TEXTS))
+    walk[5] = 0.3
+    with_graph = r.rank(q, qv, k=3, walk=walk)
+    ablation = r.rank(q, qv, k=3, walk=walk, use_graph=False)
+    no_walk = r.rank(q, qv, k=3)
+    assert with_graph.chunks[0].chunk.id == "c5" and with_graph.chunks[0].details["graph_rank"] == 1
+    # Ablation: identical to having no walk at all. The ranker claims no graph route: the
+    # retriever marks the returned units the selected edges cite (``with_paths``).
+    assert ids(ablation) == ids(no_walk) and ablation.served_by == "hybrid-nograph"
+    assert all(c.route == "fallback" for c in with_graph.chunks + ablation.chunks)
+    assert [c.score for c in ablation.chunks] == [c.score for c in no_walk.chunks]
 
 
 def test_mmr_pack_respects_k_and_picks_by_relevance_first():
@@ -264,18 +239,21 @@ def test_long_chunks_are_packed_as_passages_that_name_their_chunk():
     assert ids(whole.rank("what causes mesothelioma", None, k=1)) == ["long"]
 
 
-def test_graph_signal_goes_to_the_passage_holding_the_mechanism():
+def test_graph_paths_go_to_the_passage_holding_the_mechanism():
+    from hcg_core.retrieval.retriever import _vouched
+
     chunk = _long_chunk([FILLER] * 9 + [ANSWER] + [FILLER] * 9)
     other = _long_chunk([FILLER] * 18, cid="other", start=1000)
-    r = HybridRanker([chunk, other], None, HybridConfig(graph_weight=5.0, passage_words=100))
+    r = HybridRanker([chunk, other], None, HybridConfig(passage_words=100))
+    res = r.rank("cohort follow-up", None, k=4)
+    by_id = {c.chunk.id: c for c in res.chunks}
     path = CausalPath(("Exposure(asbestos)", "Risk(mesothelioma)"), ("e1",), (ANSWER,))
-    g = RetrievalResult("q", (RetrievedChunk(chunk, 0.9, "graph", (path,)),), served_by="cones")
-    res = r.rank("cohort follow-up", None, g, k=4)
-    routes = {c.chunk.id: c.route for c in res.chunks}
-    assert routes["long#p1"] != "graph"
-    (held,) = [c for c in res.chunks if c.chunk.id == "long#p0"]
-    assert held.route == "graph" and held.paths == (path,)
-    assert res.diagnostics["graph_candidates"] == 1  # only the passage holding the sentence
+    assert _vouched(by_id["long#p0"], [path], chunk) and not _vouched(
+        by_id["long#p1"], [path], chunk
+    )
+    # An edge whose mechanism no passage holds (linked by search): every passage of its chunk.
+    searched = CausalPath(path.variables, ("e2",), ("a sentence the chunk does not hold",))
+    assert _vouched(by_id["long#p1"], [searched], chunk)
 
 
 def test_the_graph_lifts_only_what_a_text_signal_also_found():
@@ -484,7 +462,7 @@ def test_the_stages_find_fuse_and_pack():
     chunks = _windows_and_paragraphs()
     r = HybridRanker(chunks, EMB.embed_documents([c.text for c in chunks]))
     query = "what causes mesothelioma"
-    c = r._candidates(query, EMB.embed_query(query), None, True, None)
+    c = r._candidates(query, EMB.embed_query(query), True, None)
     assert set(c.bm_order.tolist()) <= set(c.pool.tolist())
     assert set(c.dn_order.tolist()) <= set(c.pool.tolist())
     assert (c.bm25[c.bm_order] > 0).all()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hcg_core.config import HybridConfig, RetrievalConfig
+from hcg_core.config import HybridConfig, PaperConfig, RetrievalConfig
 from hcg_core.retrieval import CausalGraphRetriever
 from hcg_core.retrieval.hybrid import HybridRanker
 from hcg_core.retrieval.paper import cone_rank_of_nodes, outcome_cones, rank_evidence
@@ -31,7 +31,7 @@ from hcg_core.types import (
 )
 
 # These tests pin the cone order (rank, confidence, cosine); the query order: test_retrieval_paper.py.
-PAPER = RetrievalConfig(mode="paper", vector_fill=False, evidence_order="cone")
+PAPER = RetrievalConfig(mode="paper", paper=PaperConfig(vector_fill=False, evidence_order="cone"))
 
 
 def two_outcome_graph(*, shared: bool, conf_si: float = 0.9, conf_ist: float = 0.8) -> CausalGraph:
@@ -124,7 +124,9 @@ def test_max_cones_keeps_the_best_cone_only(embedder):
     r = _retriever(
         two_outcome_graph(shared=True),
         embedder,
-        RetrievalConfig(mode="paper", max_cones=1, vector_fill=False, evidence_order="cone"),
+        RetrievalConfig(
+            mode="paper", max_cones=1, paper=PaperConfig(vector_fill=False, evidence_order="cone")
+        ),
     )
     cones, convergence, _ = _cones(r, "smoking smoking diet")
     assert (cones, convergence) == (["Death"], [2])

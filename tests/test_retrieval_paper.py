@@ -8,12 +8,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from hcg_core.config import RetrievalConfig
+from hcg_core.config import PaperConfig, RetrievalConfig
 from hcg_core.errors import ConfigError
 from hcg_core.retrieval import CausalGraphRetriever, bounded_bfs, match_nodes, outcome_cones
 from hcg_core.retrieval.compiled import CompiledGraph
 
-PAPER = RetrievalConfig(mode="paper", evidence_order="cone")  # the order these tests pin
+PAPER = RetrievalConfig(
+    mode="paper", paper=PaperConfig(evidence_order="cone")
+)  # the order these tests pin
 BY_QUERY = RetrievalConfig(mode="paper")  # the default order: the selected chunks by text
 
 
@@ -174,10 +176,12 @@ def test_no_evidence_falls_back(graph, embedder):
 
 def test_vector_fill_can_be_switched_off_and_budget_applies(graph, embedder):
     r = CausalGraphRetriever.from_graph(
-        graph, embedder, RetrievalConfig(mode="paper", vector_fill=False, evidence_order="cone")
+        graph,
+        embedder,
+        RetrievalConfig(mode="paper", paper=PaperConfig(vector_fill=False, evidence_order="cone")),
     )
     assert [c.route for c in r.retrieve("smoking", k=6).chunks] == ["graph"] * 3
-    rb = r.with_config(word_budget=8, vector_fill=True)
+    rb = r.with_config(word_budget=8, paper=PaperConfig(evidence_order="cone"))
     res = rb.retrieve("smoking", k=6)
     # c2 (4 words) and c0 (starts at word 4 < 8, so it may cross): 9 words, no fill.
     assert [c.chunk.id for c in res.chunks] == ["c2", "c0"]
@@ -185,7 +189,9 @@ def test_vector_fill_can_be_switched_off_and_budget_applies(graph, embedder):
 
 
 def test_query_order_ranks_only_the_selected_evidence_by_text(graph, embedder):
-    r = CausalGraphRetriever.from_graph(graph, embedder, replace(BY_QUERY, vector_fill=False))
+    r = CausalGraphRetriever.from_graph(
+        graph, embedder, replace(BY_QUERY, paper=PaperConfig(vector_fill=False))
+    )
     res = r.retrieve("smoking pressure", k=6)
     # The cone of Stroke selects c0, c1, c2 (Smoking -> Inflammation(vessels) -> Pressure ->
     # Stroke). By text: c0 holds "smoking", c2 and c1 "pressure" (c2 the shorter, so first).
@@ -195,12 +201,16 @@ def test_query_order_ranks_only_the_selected_evidence_by_text(graph, embedder):
     assert res.served_by == "cones"
     assert str(res.chunks[1].paths[0]) == "Pressure -> Stroke"
     # The earlier order on the same selection: cone rank, then confidence (c2 .95, c0 .9, c1 .7).
-    cone = r.with_config(evidence_order="cone").retrieve("smoking pressure", k=6)
+    cone = r.with_config(paper=PaperConfig(vector_fill=False, evidence_order="cone")).retrieve(
+        "smoking pressure", k=6
+    )
     assert [c.chunk.id for c in cone.chunks] == ["c2", "c0", "c1"]
 
 
 def test_query_order_keeps_the_filter_and_the_budget(graph, embedder):
-    r = CausalGraphRetriever.from_graph(graph, embedder, replace(BY_QUERY, vector_fill=False))
+    r = CausalGraphRetriever.from_graph(
+        graph, embedder, replace(BY_QUERY, paper=PaperConfig(vector_fill=False))
+    )
     allowed = np.array([c.id != "c1" for c in graph.chunks])
     ids = [c.chunk.id for c in r.retrieve("smoking pressure", k=6, allowed=allowed).chunks]
     assert ids == ["c0", "c2"]
@@ -208,13 +218,13 @@ def test_query_order_keeps_the_filter_and_the_budget(graph, embedder):
     res = r.with_config(word_budget=5).retrieve("pressure stroke", k=6)
     assert [c.chunk.id for c in res.chunks] == ["c2", "c3"]
     # With vector fill the selection comes first, then the fill.
-    filled = r.with_config(vector_fill=True).retrieve("pressure stroke", k=4)
+    filled = r.with_config(paper=PaperConfig(vector_fill=True)).retrieve("pressure stroke", k=4)
     assert [c.route for c in filled.chunks] == ["graph", "graph", "fallback", "fallback"]
 
 
 def test_bad_evidence_order():
     with pytest.raises(ConfigError, match="evidence_order"):
-        RetrievalConfig(evidence_order="similarity")
+        PaperConfig(evidence_order="similarity")
 
 
 def test_bad_k_and_config():

@@ -1,14 +1,14 @@
-"""The default retrieval mode: fuse graph evidence, BM25 and dense similarity, then pack by MMR.
+"""The default retrieval mode: fuse BM25, dense similarity and the graph walk, then pack by MMR.
 
 The unit ranked and returned is the stored chunk (option ``passage_words`` splits every chunk into
 passages and returns those, ``passages.py``). ``HybridRanker.rank`` runs four stages, each a method
 with its own docstring:
 
 1. ``_candidates``: each signal's best units: BM25 (``lexical.py``), the dense cosine of the query
-   against the unit's chunk vector, the paper route's evidence (Stage 3: chunks on kept causal
-   paths, which lend their paths to the results; of a split chunk, the passages holding an edge's
-   mechanism sentence), and for an English question the units in another language best by
-   character n-grams (``grams.py``). The graph signal is the walk's mass per chunk (``walk.py``).
+   against the unit's chunk vector, and for an English question the units in another language
+   best by character n-grams (``grams.py``). The graph signal is the walk's mass per chunk
+   (``walk.py``), the only one: the paper route adds no candidate here (the retriever attaches
+   its causal paths to the results that are its evidence, docs/evaluation.md).
 2. ``_fused``: the text signals as z-scores against their own best candidates (``standardise``),
    summed; a unit in another language, which BM25 cannot match, takes the better of its dense and
    n-gram evidence in BM25's place; the graph signal, on the same scale, lifts the units a text
@@ -218,81 +218,111 @@ def mmr_pack(
     [0, 1]
     """
     n = relevance.shape[0]
-    limit = n if k is None else min(int(k), n)
     lo, hi = (float(relevance.min()), float(relevance.max())) if n else (0.0, 0.0)
     rel = (relevance - lo) / (hi - lo) if hi > lo else np.ones(n)
-    available = np.ones(n, dtype=bool)
-    redundancy = np.zeros(n)
-    picked: list[int] = []
-    # The coverage check compares one span with the few picked ones: plain Python ints, since
-    # numpy's per-call overhead on arrays of k rows costs more than the arithmetic.
-    span_rows = spans.tolist() if spans is not None else None
-    picked_spans: dict[int, list[tuple[int, int]]] = {}  # document -> (start, end) of picks
+    state = _Packing(
+        features,
+        lengths,
+        limit=n if k is None else min(int(k), n),
+        word_budget=word_budget,
+        repeats_kept=repeats_kept,
+        # The coverage check compares one span with the few picked ones: plain Python ints,
+        # since numpy's per-call overhead on arrays of k rows costs more than the arithmetic.
+        span_rows=spans.tolist() if spans is not None else None,
+        owner_rows=owners.tolist() if owners is not None else None,
+    )
     members: dict[int, list[int]] = {}
     if groups is not None:
         for i, g in enumerate(groups.tolist()):
             if g >= 0:
                 members.setdefault(g, []).append(i)
-    words = 0
-    owner_rows = owners.tolist() if owners is not None else None
-    results: set[int] = set()  # the owners picked
-    counted: dict[int, int] = {}  # words each pick added to the budget
+    while state.room() and state.available.any():
+        score = diversity * rel - (1.0 - diversity) * state.redundancy
+        score[~state.available] = -np.inf
+        j = int(np.argmax(score))
+        if state.take(j) and groups is not None and groups[j] >= 0:
+            for m in members[int(groups[j])]:
+                if state.available[m] and state.room():
+                    state.take(m)
+    return np.asarray(state.picked, dtype=np.int64)
 
-    def room() -> bool:
-        count = len(picked) if owner_rows is None else len(results)
-        return count < limit and (word_budget is None or words < word_budget)
 
-    def take(j: int) -> None:
-        nonlocal words, redundancy
-        available[j] = False
+@dataclass
+class _Packing:
+    """One greedy packing's state (``mmr_pack``): the picks so far, the words they hold and every
+    candidate's redundancy with them."""
+
+    features: np.ndarray
+    lengths: np.ndarray
+    limit: int
+    word_budget: int | None
+    repeats_kept: bool
+    span_rows: list[list[int]] | None
+    owner_rows: list[int] | None
+    available: np.ndarray = field(init=False)
+    redundancy: np.ndarray = field(init=False)
+    picked: list[int] = field(default_factory=list)
+    picked_spans: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # per document
+    results: set[int] = field(default_factory=set)  # the owners picked
+    counted: dict[int, int] = field(default_factory=dict)  # words each pick added to the budget
+    words: int = 0
+
+    def __post_init__(self) -> None:
+        n = self.lengths.shape[0]
+        self.available = np.ones(n, dtype=bool)
+        self.redundancy = np.zeros(n)
+
+    def room(self) -> bool:
+        count = len(self.picked) if self.owner_rows is None else len(self.results)
+        return count < self.limit and (self.word_budget is None or self.words < self.word_budget)
+
+    def take(self, j: int) -> bool:
+        """Pick candidate ``j`` unless picked spans already cover it whole; True when the picks
+        grew (not when ``j`` was skipped, nor when it took back as many parts as it adds)."""
+        before = len(self.picked)
+        self.available[j] = False
         new = 1.0  # share of the candidate's span that no picked span covers
-        if span_rows is not None and picked:
-            g, s, e = span_rows[j]
+        if self.span_rows is not None and self.picked:
+            g, s, e = self.span_rows[j]
             if e > s:
-                new = 1.0 - _covered_length(picked_spans.get(g, ()), s, e) / (e - s)
+                new = 1.0 - _covered_length(self.picked_spans.get(g, ()), s, e) / (e - s)
                 if new <= 0.0:
-                    return
-        picked.append(j)
-        if owner_rows is not None:
-            results.add(owner_rows[j])
-        if span_rows is not None:
-            g, s, e = span_rows[j]
-            picked_spans.setdefault(g, []).append((s, e))
+                    return False
+        self.picked.append(j)
+        if self.owner_rows is not None:
+            self.results.add(self.owner_rows[j])
+        if self.span_rows is not None:
+            g, s, e = self.span_rows[j]
+            self.picked_spans.setdefault(g, []).append((s, e))
         # Only the new part counts against the budget: the repeated part is cut from the
         # result (``repeats.without_repeats``).
-        counted[j] = int(lengths[j]) if repeats_kept else int(round(lengths[j] * new))
-        words += counted[j]
-        if owner_rows is not None and span_rows is not None:
-            # A short part that this pick holds whole (it lay in the overlap of two pieces) adds
-            # nothing now, and the cut of repeats would drop it: taken back, so ``k`` still
-            # counts results that come back.
-            g, s, e = span_rows[j]
-            held = [
-                i
-                for i in picked[:-1]
-                if span_rows[i][0] == g and s <= span_rows[i][1] and span_rows[i][2] <= e
-            ]
-            for i in held:
-                picked.remove(i)
-                words -= counted[i]
-            if held:
-                results.clear()
-                results.update(owner_rows[i] for i in picked)
-        if room():
+        length = int(self.lengths[j])
+        self.counted[j] = length if self.repeats_kept else int(round(length * new))
+        self.words += self.counted[j]
+        if self.owner_rows is not None and self.span_rows is not None:
+            self._drop_held(j)
+        if self.room():
             # The product is most of a pick's cost; after the last pick nothing reads it.
-            redundancy = np.maximum(redundancy, matvec(features, features[j]))
+            self.redundancy = np.maximum(self.redundancy, matvec(self.features, self.features[j]))
+        return len(self.picked) > before
 
-    while room() and available.any():
-        score = diversity * rel - (1.0 - diversity) * redundancy
-        score[~available] = -np.inf
-        j = int(np.argmax(score))
-        before = len(picked)
-        take(j)
-        if len(picked) > before and groups is not None and groups[j] >= 0:
-            for m in members[int(groups[j])]:
-                if available[m] and room():
-                    take(m)
-    return np.asarray(picked, dtype=np.int64)
+    def _drop_held(self, j: int) -> None:
+        """Take back the short parts pick ``j`` holds whole (they lay in the overlap of two
+        pieces): they add nothing now and the cut of repeats would drop them, so ``k`` still
+        counts results that come back."""
+        spans = self.span_rows
+        g, s, e = spans[j]
+        held = [
+            i
+            for i in self.picked[:-1]
+            if spans[i][0] == g and s <= spans[i][1] and spans[i][2] <= e
+        ]
+        for i in held:
+            self.picked.remove(i)
+            self.words -= self.counted[i]
+        if held:
+            self.results.clear()
+            self.results.update(self.owner_rows[i] for i in self.picked)
 
 
 def _covered_length(spans: Sequence[tuple[int, int]], start: int, end: int) -> int:
@@ -315,7 +345,6 @@ class _Candidates:
 
     query: str
     query_vec: np.ndarray | None
-    graph_result: RetrievalResult | None
     use_graph: bool = True
     ok: np.ndarray | None = None  # the filter over units (None: every unit allowed)
     bm25: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -323,8 +352,7 @@ class _Candidates:
     dense: np.ndarray = field(default_factory=lambda: np.zeros(0))
     dn_order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     dense_cos: Any = None  # _ChunkCosines: fetches exact cosines on demand
-    graph_rows: list[int] = field(default_factory=list)
-    graph_hits: dict[int, RetrievedChunk] = field(default_factory=dict)
+    graph_order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     graph_part: np.ndarray = field(default_factory=lambda: np.zeros(0))
     fill: np.ndarray | None = None  # foreign units whose BM25 gap is filled
     gram_cos: np.ndarray | None = None
@@ -337,7 +365,7 @@ class HybridRanker:
 
     Setup: ``HybridRanker(chunks, chunk_embeddings)`` splits the chunks into passages and builds the
     BM25 index and the per-passage word counts and spans.
-    Use: ``rank(query, query_vec, graph_result, k=10, word_budget=2000)``.
+    Use: ``rank(query, query_vec, k=10, word_budget=2000, walk=...)``.
     Edits: ``extended(new_chunks, embeddings)`` / ``subset(keep, embeddings)`` return a ranker over
     more or fewer chunks, splitting and tokenising only the new ones; this one is unchanged.
 
@@ -375,6 +403,17 @@ class HybridRanker:
             raise ConfigError(
                 f"the BM25 index has {self.bm25.n_docs} documents for {len(units)} passages"
             )
+        self._no_units()
+        self._append_units(units, parent, part_at)
+        # Character n-grams for an English question's language gap (config.DEFAULT_GAP_CHAR_GRAMS):
+        # built once a chunk reads as not English, over all chunks (their counts give the idf); a
+        # unit takes its chunk's match, as it takes its chunk's cosine, so any clone over the same
+        # chunks (``grams``) hands its index over, whatever its unit split.
+        self.grams: GramIndex | None = None
+        self._take_grams(grams, 0)
+
+    def _no_units(self) -> None:
+        """Empty per-unit arrays, for ``_append_units`` to fill."""
         self.units: tuple[Chunk, ...] = ()
         self._parent = Growable(np.zeros(0, dtype=np.int64))
         self._word_counts = Growable(np.zeros(0, dtype=np.int64))
@@ -391,16 +430,8 @@ class HybridRanker:
         self._vector_rows: tuple[np.ndarray, np.ndarray] | None = None
         # Units that read as not English (config.DEFAULT_FILL_LANGUAGE_GAP).
         self._not_english = Growable(np.zeros(0, dtype=bool))
-        self._flat_texts: tuple[str, ...] = ()
         # Chunk id -> unit rows; shared with later snapshots (extended), which only add keys.
         self._units_of: list[Any] = [{}, 0]
-        self._append_units(units, parent, part_at)
-        # Character n-grams for an English question's language gap (config.DEFAULT_GAP_CHAR_GRAMS):
-        # built once a chunk reads as not English, over all chunks (their counts give the idf); a
-        # unit takes its chunk's match, as it takes its chunk's cosine, so any clone over the same
-        # chunks (``grams``) hands its index over, whatever its unit split.
-        self.grams: GramIndex | None = None
-        self._take_grams(grams, 0)
 
     @property
     def _uses_grams(self) -> bool:
@@ -551,8 +582,6 @@ class HybridRanker:
         self._word_counts = self._word_counts.append(n, counts)
         foreign = np.fromiter((reads_not_english(u.text) for u in units), bool, len(units))
         self._not_english = self._not_english.append(n, foreign)
-        # Passage texts with whitespace squashed, for finding a graph edge's mechanism sentence.
-        self._flat_texts = self._flat_texts + tuple(_squash(u.text) for u in units)
         if self._spans is not None:
             spans = chunk_spans(units, self._span_docs)
             self._spans = None if spans is None else self._spans.append(n, spans)
@@ -604,23 +633,13 @@ class HybridRanker:
         unit_keep = keep[self.parent]
         new_row = np.cumsum(keep) - 1
         out = copy.copy(self)
-        out._blocks = out._vector_rows = None
+        out._no_units()
         out.chunks = tuple(c for c, k in zip(self.chunks, keep.tolist(), strict=True) if k)
         out.chunk_embeddings = _checked_embeddings(chunk_embeddings, len(out.chunks))
         out._embedding_sum = _vector_sum(out.chunk_embeddings)
         out.dense_index = dense
         out.bm25 = self.bm25.subset(unit_keep)
         rows = np.flatnonzero(unit_keep)
-        out.units = ()
-        out._parent = Growable(np.zeros(0, dtype=np.int64))
-        out._word_counts = Growable(np.zeros(0, dtype=np.int64))
-        out._spans = Growable(np.zeros((0, 3), dtype=np.int64))
-        out._span_docs = {}
-        out._not_english = Growable(np.zeros(0, dtype=bool))
-        out._flat_texts = ()
-        out._units_of = [{}, 0]
-        out._part_at = Growable(np.zeros((0, 2), dtype=np.int64))
-        out._parts = 0
         out._append_units(
             [self.units[r] for r in rows.tolist()], new_row[self.parent[rows]], self.part_at[rows]
         )
@@ -660,7 +679,6 @@ class HybridRanker:
         self,
         query: str,
         query_vec: np.ndarray | None,
-        graph_result: RetrievalResult | None = None,
         *,
         k: int | None = None,
         word_budget: int | None = None,
@@ -678,8 +696,6 @@ class HybridRanker:
         Args:
             query: the query text (for BM25).
             query_vec: the L2-normalised query vector, or None to skip the dense signal.
-            graph_result: the paper route's result; its ``route == "graph"`` chunks join the
-                candidates and lend their causal paths to the returned chunks.
             walk: ``(n_chunks,)`` the graph signal, the walk's mass per chunk (``walk.py``); a
                 unit takes its chunk's.
             k: the most chunks to return; exactly ``k`` when the corpus has that many and no
@@ -696,7 +712,7 @@ class HybridRanker:
             raise ConfigError(f"k must be at least 1, got {k}")
         if word_budget is not None and word_budget < 1:
             raise ConfigError(f"word_budget must be positive, got {word_budget}")
-        c = self._candidates(query, query_vec, graph_result, use_graph, allowed, walk)
+        c = self._candidates(query, query_vec, use_graph, allowed, walk)
         fused = self._fused(c)
         c.pool, fused = self._padded(c, fused, k, word_budget)
         rows = self._pack(fused, c.pool, k, word_budget, c.ok)
@@ -706,7 +722,6 @@ class HybridRanker:
         self,
         query: str,
         query_vec: np.ndarray | None,
-        graph_result: RetrievalResult | None,
         use_graph: bool,
         allowed: np.ndarray | None,
         walk: np.ndarray | None = None,
@@ -714,14 +729,13 @@ class HybridRanker:
         """Stage 1: each signal's scores and its best ``candidates`` units, and their union.
 
         BM25 over the units; the dense cosine of each unit's chunk (from the dense index's top,
-        then filled exactly for every candidate); the paper route's chunks; the walk's mass
+        then filled exactly for every candidate); the walk's mass
         (``walk``, standardised against its own best units); for an English question, the foreign
         units best by character n-grams (``_gram_evidence``).
         """
         cfg = self.config
         n = len(self.units)
-        c = _Candidates(query=query, query_vec=query_vec, graph_result=graph_result)
-        c.use_graph = use_graph
+        c = _Candidates(query=query, query_vec=query_vec, use_graph=use_graph)
         c.bm25 = self.bm25.scores(query).astype(np.float64)
         # A filter (allowed) acts before ranking: filtered-out units are never candidates.
         c.ok = None if allowed is None else np.asarray(allowed, dtype=bool)[self.parent]
@@ -731,45 +745,50 @@ class HybridRanker:
             positive_only=True,
         )
         c.dense_cos = _ChunkCosines(self.dense, query_vec, len(self.chunks))
-        if c.dense_cos.active and n:
-            # Dense search ranks chunks and a passage takes its chunk's cosine (nothing is
-            # embedded twice); every passage among the best `candidates` belongs to one of the
-            # best `candidates` chunks.
-            c.dense_cos.search(cfg.candidates, allowed)
-            if allowed is not None and cfg.fusion == "max":
-                # Max-normalisation divides by the best cosine of all chunks, filtered or not
-                # (as it does for BM25): fetch that one too.
-                c.dense_cos.search(1, None)
-            c.dense = c.dense_cos.values[self.vector_row]
-            # The units of the found chunks in the order dense search gave (a store's near-equal
-            # cosines may differ in the last bit; its order already breaks such ties by row).
-            units = self._units_reading(c.dense_cos.order)
-            c.dn_order = units[c.dense[units] > 0][: cfg.candidates]
-        else:
-            c.dense = np.zeros(n)
-            c.dn_order = np.zeros(0, dtype=np.int64)
-        c.graph_rows, c.graph_hits = self._graph_rows(graph_result) if use_graph else ([], {})
-        if c.ok is not None:
-            c.graph_rows = [r for r in c.graph_rows if c.ok[r]]
+        c.dense, c.dn_order = self._dense_signal(c.dense_cos, allowed)
         c.graph_part = np.zeros(n)
         if use_graph and walk is not None and n:
-            part = np.asarray(walk, dtype=np.float64)[self.parent]
-            if c.ok is not None:
-                part = np.where(c.ok, part, 0.0)
-            # On the text signals' scale, against the walk's own best units.
-            best, _ = top_k_indices(part, cfg.candidates, positive_only=True)
-            c.graph_part = standardise(part, best)
+            c.graph_part, c.graph_order = self._walk_part(walk, c.ok)
         c.fill = self._language_gap(query)
         c.gram_cos, c.gap, gap_order = (
             self._gram_evidence(query, c.ok) if c.fill is not None else (None, None, c.bm_order[:0])
         )
-        c.pool = np.unique(
-            np.concatenate([c.bm_order, c.dn_order, np.asarray(c.graph_rows, np.int64), gap_order])
-        )
+        c.pool = np.unique(np.concatenate([c.bm_order, c.dn_order, gap_order]))
         # The BM25 and graph candidates outside the dense top still get their exact cosine.
         if c.dense_cos.fill(self.vector_row[c.pool]):
             c.dense = c.dense_cos.values[self.vector_row]
         return c
+
+    def _dense_signal(
+        self, cosines: _ChunkCosines, allowed: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each unit's dense cosine (its chunk's, from the dense index's top) and the best
+        ``candidates`` units by it; zeros and none without a query vector or units."""
+        cfg, n = self.config, len(self.units)
+        if not (cosines.active and n):
+            return np.zeros(n), np.zeros(0, dtype=np.int64)
+        # Dense search ranks chunks and a passage takes its chunk's cosine (nothing is embedded
+        # twice); every passage among the best `candidates` belongs to one of the best
+        # `candidates` chunks.
+        cosines.search(cfg.candidates, allowed)
+        if allowed is not None and cfg.fusion == "max":
+            # Max-normalisation divides by the best cosine of all chunks, filtered or not (as it
+            # does for BM25): fetch that one too.
+            cosines.search(1, None)
+        dense = cosines.values[self.vector_row]
+        # The units of the found chunks in the order dense search gave (a store's near-equal
+        # cosines may differ in the last bit; its order already breaks such ties by row).
+        units = self._units_reading(cosines.order)
+        return dense, units[dense[units] > 0][: cfg.candidates]
+
+    def _walk_part(self, walk: np.ndarray, ok: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """The walk's mass per unit (its chunk's) on the text signals' scale, against the walk's
+        own best units; and those units, best first."""
+        part = np.asarray(walk, dtype=np.float64)[self.parent]
+        if ok is not None:
+            part = np.where(ok, part, 0.0)
+        best, _ = top_k_indices(part, self.config.candidates, positive_only=True)
+        return standardise(part, best), best
 
     def _fused(self, c: _Candidates) -> np.ndarray:
         """Stage 2: the fused relevance of every unit (0 outside the candidates' signals).
@@ -888,7 +907,6 @@ class HybridRanker:
     ) -> RetrievalResult:
         """The picked rows as a ``RetrievalResult``: calibrated scores, each signal's part and
         rank, the graph's paths; the repeated edges of overlapping units cut (``cut_repeats``)."""
-        cfg = self.config
         n = len(self.units)
         # Absolute parts, each in [0, 1] and comparable across queries: the share of the query's
         # BM25 term weight matched, the cosine (clipped at 0), and the graph signal.
@@ -898,64 +916,66 @@ class HybridRanker:
         # signal matched, so an off-topic question stays low however the fill ranked it. The
         # dense part counts from the query's background, so the scale does not hang on the embedder.
         dense_rel = above_background(dense_abs, self.background(c.query_vec))
-        score = calibrated_scores(fused, rows, bm25_abs, dense_rel, cfg)
-        bm_rank, dn_rank = _ranks(c.bm_order, n), _ranks(c.dn_order, n)
-        g_rank = _ranks(np.asarray(c.graph_rows, np.int64), n)
+        score = calibrated_scores(fused, rows, bm25_abs, dense_rel, self.config)
         rows, score, led_by = self._in_reading_order(rows, score)
-        out: list[RetrievedChunk] = []
-        for i, r in enumerate(rows.tolist()):
-            hit = c.graph_hits.get(r)
-            details: dict[str, Any] = {
-                "bm25": float(bm25_abs[r]),
-                "dense": float(dense_abs[r]),
-                "graph": float(c.graph_part[r]),
-                "bm25_rank": int(bm_rank[r]) or None,
-                "dense_rank": int(dn_rank[r]) or None,
-                "graph_rank": int(g_rank[r]) or None,
-                "fused_score": float(fused[r]),
-            }
-            if hit is not None:
-                details.update({f"graph_{k_}": v for k_, v in hit.details.items()})
-            if r in led_by:
-                details["follows"] = self.units[led_by[r]].id
-            if c.gap is not None and c.gap[r] > 0:  # why a unit in another language came back
-                details["grams"] = float(c.gram_cos[r])
-            if self.part_at[r, 0] >= 0:  # a part of its piece: where, in the stored text
-                details["span"] = self.part_at[r].tolist()
-            out.append(
-                RetrievedChunk(
-                    chunk=self.units[r],
-                    score=float(score[i]),
-                    route="graph" if hit is not None else "fallback",
-                    paths=hit.paths if hit is not None else (),
-                    details=details,
-                )
-            )
+        signals = {
+            "bm25": (bm25_abs, _ranks(c.bm_order, n)),
+            "dense": (dense_abs, _ranks(c.dn_order, n)),
+            "graph": (c.graph_part, _ranks(c.graph_order, n)),
+        }
+        out = [
+            self._result(c, r, float(score[i]), fused, signals, led_by)
+            for i, r in enumerate(rows.tolist())
+        ]
         if self._has_parts:
             # The parts of one piece come back as the piece, once (repeats.joined_parts); then
             # what overlapping pieces repeat is cut, as between whole pieces.
             parts = [r for r in rows.tolist() if self.part_at[r, 0] >= 0]
             out = joined_parts(out, {self.units[r].id: self.chunks[self.parent[r]] for r in parts})
-        if cfg.cut_repeats:
+        if self.config.cut_repeats:
             out = without_repeats(out)
+        return self._result_set(c, out)
+
+    def _result(
+        self,
+        c: _Candidates,
+        r: int,
+        score: float,
+        fused: np.ndarray,
+        signals: dict[str, tuple[np.ndarray, np.ndarray]],
+        led_by: dict[int, int],
+    ) -> RetrievedChunk:
+        """Unit ``r`` as a result: its score and each signal's part and rank."""
+        details: dict[str, Any] = {name: float(part[r]) for name, (part, _) in signals.items()}
+        details.update(
+            {f"{name}_rank": int(rank[r]) or None for name, (_, rank) in signals.items()}
+        )
+        details["fused_score"] = float(fused[r])
+        if r in led_by:
+            details["follows"] = self.units[led_by[r]].id
+        if c.gap is not None and c.gap[r] > 0:  # why a unit in another language came back
+            details["grams"] = float(c.gram_cos[r])
+        if self.part_at[r, 0] >= 0:  # a part of its piece: where, in the stored text
+            details["span"] = self.part_at[r].tolist()
+        return RetrievedChunk(
+            chunk=self.units[r],
+            score=score,
+            route="fallback",  # the retriever marks the graph's evidence (``with_paths``)
+            details=details,
+        )
+
+    @staticmethod
+    def _result_set(c: _Candidates, out: list[RetrievedChunk]) -> RetrievalResult:
+        """The results with the query's matched variables and diagnostics."""
         use_graph = c.use_graph
         diagnostics: dict[str, Any] = {
             "mode": "hybrid" if use_graph else "hybrid-nograph",
             "candidates": int(c.pool.size),
-            "graph_candidates": len(c.graph_rows),
-            "graph_chunks": sum(1 for rc in out if rc.route == "graph"),
             "words": sum(len(rc.chunk.text.split()) for rc in out),
         }
-        matched: tuple[str, ...] = ()
-        if c.graph_result is not None:
-            diagnostics["graph_served_by"] = c.graph_result.served_by
-            diagnostics.update({f"graph_{k_}": v for k_, v in c.graph_result.diagnostics.items()})
-            if use_graph:
-                matched = c.graph_result.matched
         return RetrievalResult(
             query=c.query,
             chunks=tuple(out),
-            matched=matched,
             served_by="hybrid" if use_graph else "hybrid-nograph",
             diagnostics=diagnostics,
         )
@@ -1015,35 +1035,6 @@ class HybridRanker:
         order, _ = top_k_indices(scores, self.config.candidates, positive_only=True)
         evidence = np.clip(standardise(scores, order) - GAP_MIN_Z / _Z_SCALE, 0.0, None)
         return scores, evidence, order[:GAP_CANDIDATES]
-
-    def _graph_rows(
-        self, graph_result: RetrievalResult | None
-    ) -> tuple[list[int], dict[int, RetrievedChunk]]:
-        """Passage rows of the graph route's own chunks, in its order (vector fill is not graph).
-
-        Of a chunk split into passages, the graph vouches for the passages that hold a mechanism
-        sentence of its causal paths (the statement the edge rests on); when none does (an edge
-        linked to the chunk by similarity), for all of them.
-        """
-        rows: list[int] = []
-        hits: dict[int, RetrievedChunk] = {}
-        if graph_result is None:
-            return rows, hits
-        for rc in graph_result.chunks:
-            if rc.route != "graph":
-                continue
-            units = self.units_of.get(rc.chunk.id, [])
-            if len(units) > 1:
-                mechanisms = [_squash(m)[:_MECHANISM_PROBE] for p in rc.paths for m in p.mechanisms]
-                holding = [
-                    u for u in units if any(m and m in self._flat_texts[u] for m in mechanisms)
-                ]
-                units = holding or units
-            for r in units:
-                if r not in hits:
-                    rows.append(r)
-                    hits[r] = rc
-        return rows, hits
 
 
 def _units_of_rows(parent: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -1109,16 +1100,6 @@ class _ChunkCosines:
         cos = np.clip(np.asarray(cos, np.float32), 0, None).astype(np.float64)
         self.values[rows] = cos
         self.known[rows] = True
-
-
-# Characters of a mechanism looked for in a passage: enough to be specific, short enough that a
-# sentence cut by a passage boundary still matches on the passage holding its start.
-_MECHANISM_PROBE = 60
-
-
-def _squash(text: str) -> str:
-    """Whitespace runs as single spaces, so text re-flowed by chunking still matches."""
-    return " ".join(text.split())
 
 
 def _vector_sum(vectors: np.ndarray | None) -> np.ndarray | None:

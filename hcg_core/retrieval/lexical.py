@@ -119,7 +119,6 @@ class BM25Index:
         n_docs: number of indexed documents.
         vocabulary: term -> term id (shared, append-only).
         doc_lengths: ``(n_docs,)`` int32 token count of each document after tokenisation.
-        indptr / doc_ids / weights: the full term-major CSR (built on access).
     """
 
     def __init__(
@@ -279,25 +278,6 @@ class BM25Index:
         """BM25 contribution of postings (the "lucene" formula of the module docstring)."""
         norm = self.k1 * (1.0 - self.b + self.b * self.doc_lengths[docs] / self._avgdl())
         return (idf[terms] * tf / (tf + norm)).astype(np.float32)
-
-    def _full(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-        if self._main[0] != self.n_docs or self._main[1].size != self.vocab_size + 1:
-            self._merge()
-        return self._main
-
-    @property
-    def indptr(self) -> np.ndarray:
-        return self._full()[1]
-
-    @property
-    def doc_ids(self) -> np.ndarray:
-        return self._full()[2]
-
-    @property
-    def weights(self) -> np.ndarray:
-        _, indptr, docs, tf = self._full()
-        terms = np.repeat(np.arange(self.vocab_size), np.diff(indptr))
-        return self._weights(terms, tf, docs, self.idf)
 
     def doc_terms(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Postings of the given documents, doc-major: ``(lengths, term ids, weights)``."""

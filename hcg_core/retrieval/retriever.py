@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,10 +26,12 @@ from ..types import (
     BuildResult,
     CausalGraph,
     CausalPath,
+    Chunk,
     RetrievalResult,
     RetrievedChunk,
     variable_text,
 )
+from . import updates
 from .compiled import CompiledGraph, gather
 from .dense import DenseIndex
 from .hybrid import HybridRanker
@@ -140,6 +143,12 @@ class CausalGraphRetriever:
         self._walk: GraphWalk | None = None  # the graph signal's arrays, built on first use
         # The offline builder's support ledger (graph_build.incremental), for insert/delete.
         self.ledger: Any = None
+        # Incremental edits (updates.py): the growable per-chunk buffers (rebuilt when absent),
+        # the retriever whose arrays a with_config view shares (None: its own), and the ledger
+        # version this retriever last saw (None: the ledger's own).
+        self._edit_state: Any = None
+        self._edit_owner: CausalGraphRetriever | None = None
+        self._ledger_version: int | None = None
 
     # Pickling and deepcopy (LangChain copies retrievers; multiprocessing pickles them): the lock
     # is recreated, everything else is plain data plus the embedder, which must pickle too.
@@ -161,6 +170,7 @@ class CausalGraphRetriever:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._ranker_lock = threading.Lock()
+        self._edit_state = None
 
     # ------------------------------------------------------------------ construction
 
@@ -280,8 +290,6 @@ class CausalGraphRetriever:
         Edits are not safe while other threads query this retriever: serialise them.
         See docs/offline-builder.md, "Incremental updates".
         """
-        from . import updates
-
         return updates.insert(self, documents_or_chunks, **options)
 
     def relink(self, per_edge: int | None = None) -> Any:
@@ -289,8 +297,6 @@ class CausalGraphRetriever:
         call, no edge added or removed. ``per_edge``: the cap (default: the one the graph was
         linked with). Returns an ``UpdateReport`` (``edges_updated``: edges whose evidence
         changed). Save the retriever to keep the result."""
-        from . import updates
-
         return updates.relink(self, per_edge)
 
     def delete(self, doc_ids: Any = (), *, chunk_ids: Any = ()) -> Any:
@@ -300,8 +306,6 @@ class CausalGraphRetriever:
         in the returned ``UpdateReport.edges_removed``, and logged). Ids not found are listed in
         ``UpdateReport.missing``.
         """
-        from . import updates
-
         if isinstance(doc_ids, str):
             doc_ids = [doc_ids]
         if isinstance(chunk_ids, str):
@@ -314,13 +318,29 @@ class CausalGraphRetriever:
         ledger = self.ledger
         if ledger is None:
             return None
-        if self.__dict__.get("_ledger_version", ledger.version) != ledger.version:
+        if not self.ledger_current():
             logger.warning(
                 "this retriever's support ledger was edited through another retriever; it is "
                 "saved without one (later inserts link evidence only; rebuild to restore it)"
             )
             return None
         return ledger.to_json(self.graph)
+
+    def ledger_current(self) -> bool:
+        """Whether the ledger is as this retriever last left it (not advanced through another
+        retriever sharing it)."""
+        seen = self._ledger_version
+        return self.ledger is not None and (seen is None or seen == self.ledger.version)
+
+    def edits_owned(self) -> bool:
+        """Whether this retriever owns its arrays (it is no ``with_config`` view of another)."""
+        return self._edit_owner is None or self._edit_owner is self
+
+    def edited(self, state: Any, *, ledger_version: int | None = None) -> None:
+        """Record an edit's buffers (``updates.EditState``) and the ledger version it left."""
+        self._edit_state = state
+        if ledger_version is not None:
+            self._ledger_version = ledger_version
 
     def with_config(self, **changes: Any) -> CausalGraphRetriever:
         """A retriever sharing this one's compiled arrays, with some settings changed."""
@@ -334,9 +354,11 @@ class CausalGraphRetriever:
         clone.__dict__.update(self.__dict__)
         clone.config = replace(self.config, **changes)
         # A view: it shares this retriever's arrays and ledger, so only this one may edit them.
-        clone._edit_owner = self.__dict__.get("_edit_owner", self)
+        clone._edit_owner = self._edit_owner or self
         if self.ledger is not None:
-            clone._ledger_version = self.__dict__.get("_ledger_version", self.ledger.version)
+            clone._ledger_version = (
+                self.ledger.version if self._ledger_version is None else self._ledger_version
+            )
         return clone
 
     # ------------------------------------------------------------------ querying
@@ -433,35 +455,56 @@ class CausalGraphRetriever:
         allowed = self._allowed(allowed)
         if cfg.mode == "paper":
             return self.retrieve_paper(query, qvec, k, allowed=allowed)
-        graph = (
-            # The paper route's best chunks by its own order: they join the candidates and lend
-            # their paths; ranking them by text here would repeat the ranker's own work.
-            self.retrieve_paper(
-                query, qvec, cfg.graph_candidates, fill=False, allowed=allowed, order="cone"
-            )
-            if cfg.use_graph
-            else None
-        )
         result = self.ranker.rank(
             query,
             qvec,
-            graph,
             k=k,
             word_budget=cfg.word_budget,
             use_graph=cfg.use_graph,
             allowed=allowed,
             walk=self.walk.chunk_scores(query) if cfg.use_graph else None,
         )
-        return replace(result, matched=graph.matched if graph is not None else ())
+        return self.with_paths(result, qvec, allowed) if cfg.use_graph else result
+
+    def with_paths(
+        self, result: RetrievalResult, qvec: np.ndarray, allowed: np.ndarray | None = None
+    ) -> RetrievalResult:
+        """The hybrid mode's provenance: each returned unit whose chunk the edges Stage 3
+        selects for the query cite (the kept cones', else the BFS subgraph's) comes back with
+        route "graph" and its best few citing edges' causal paths; of a chunk split into
+        passages, a passage holding none of their mechanism sentences keeps route "fallback".
+        Only the returned units are looked up: the paper route adds no candidate here."""
+        g, t = self.compiled, self.traverse(qvec)
+        edges, ranks, served_by = self._selected_edges(t, allowed)
+        ranker, chunks = self.ranker, list(result.chunks)
+        rows = [int(ranker.parent[ranker.units_of[_chunk_id(rc)][0]]) for rc in chunks]
+        returned = np.zeros(g.chunk_emb.shape[0], dtype=bool)
+        returned[rows] = True
+        pairs = self._cited_pairs(edges, ranks, returned)
+        citing = _citing(rows, pairs)
+        toward = self._toward(t) if served_by == "cones" and pairs.size else None
+        for i, (rc, row) in enumerate(zip(chunks, rows, strict=True)):
+            paths = tuple(self._path(e, t.parent, toward) for e in citing[row])
+            if paths and _vouched(rc, paths, self.graph.chunks[row]):
+                details = {**rc.details, "graph_edges": len(paths)}
+                chunks[i] = replace(rc, route="graph", paths=paths, details=details)
+        diagnostics = {
+            **result.diagnostics,
+            "graph_chunks": sum(rc.route == "graph" for rc in chunks),
+            "graph_served_by": served_by,
+            **{f"graph_{k_}": v for k_, v in t.diagnostics().items()},
+        }
+        matched = tuple(g.var_names[r] for r in t.rows)
+        return replace(result, chunks=tuple(chunks), matched=matched, diagnostics=diagnostics)
 
     @property
     def walk(self) -> GraphWalk:
         """The graph signal's arrays (``walk.py``) for the current compiled graph, rebuilt when an
         edit recompiles it (a few ms: one BM25 index over the variables' words)."""
-        walk = self.__dict__.get("_walk")
+        walk = self._walk
         if walk is None or walk.compiled is not self.compiled:
             with self._ranker_lock:
-                walk = self.__dict__.get("_walk")
+                walk = self._walk
                 if walk is None or walk.compiled is not self.compiled:
                     same = walk.over(self.compiled) if walk is not None else None
                     walk = self._walk = same or GraphWalk.of(self.graph, self.compiled)
@@ -498,15 +541,13 @@ class CausalGraphRetriever:
         qvec: np.ndarray,
         k: int,
         *,
-        fill: bool = True,
         allowed: np.ndarray | None = None,
-        order: str | None = None,
     ) -> RetrievalResult:
         """Stage 3 as the paper (the part the latency benchmark times).
 
-        Graph evidence first, ordered by ``order`` (default ``config.evidence_order``: "query",
-        the selected chunks by text relevance; "cone", cone rank, confidence, cosine); with
-        ``fill`` (and ``config.vector_fill``) vector top-k fills up to ``k``, marked "fallback".
+        Graph evidence first, ordered by ``config.paper.evidence_order`` ("query", the selected
+        chunks by text relevance; "cone", cone rank, confidence, cosine); with
+        ``config.paper.vector_fill``, vector top-k fills up to ``k``, marked "fallback".
         """
         cfg, g = self.config, self.compiled
         t = self.traverse(qvec)
@@ -514,7 +555,7 @@ class CausalGraphRetriever:
         edges, ranks, served_by = self._selected_edges(t, allowed)
         chunk_rows = np.zeros(0, np.int64)
         pairs = np.zeros((0, 2), np.int64)
-        if edges.size and (order or cfg.evidence_order) == "query":
+        if edges.size and cfg.paper.evidence_order == "query":
             chunk_rows, pairs = self._evidence_by_query(query, qvec, k, edges, ranks, allowed)
         elif edges.size:
             chunk_rows, pairs = rank_evidence(
@@ -528,20 +569,22 @@ class CausalGraphRetriever:
                 need=k,
                 allowed=allowed,
             )
-        toward = None
-        if served_by == "cones":
-            inside = t.node_rank < t.cones.groups.size
-            toward = toward_ends(
-                g.in_ptr, g.in_src, g.in_eid, np.flatnonzero(inside & g.is_end), inside
-            )
-        # The hybrid ranker applies the budget itself, so its graph signal is not cut here.
-        picked = self._pack(chunk_rows, k) if fill else chunk_rows[:k]
+        toward = self._toward(t) if served_by == "cones" else None
+        picked = self._within_budget(chunk_rows[:k])
         out = self._graph_chunks(picked, qvec, pairs, t.parent, toward)
-        if fill and len(out) < k and cfg.vector_fill and self._budget_left(picked):
+        budget = cfg.word_budget
+        room = budget is None or int(g.chunk_words[picked].sum()) < budget
+        if len(out) < k and cfg.paper.vector_fill and room:
             out.extend(self._vector_fill(qvec, k - len(out), picked, allowed))
         diag["graph_chunks"] = sum(rc.route == "graph" for rc in out)
         matched = tuple(g.var_names[r] for r in t.rows)
         return RetrievalResult(query, tuple(out), matched, served_by, diag)
+
+    def _toward(self, t: Traversal) -> np.ndarray:
+        """Per variable, the next edge on its way to an end of the kept cones (``toward_ends``)."""
+        g = self.compiled
+        inside = t.node_rank < t.cones.groups.size
+        return toward_ends(g.in_ptr, g.in_src, g.in_eid, np.flatnonzero(inside & g.is_end), inside)
 
     def _selected_edges(
         self, t: Traversal, allowed: np.ndarray | None
@@ -552,10 +595,9 @@ class CausalGraphRetriever:
         some of its evidence is ``allowed``; else none ("vector")."""
         empty = np.zeros(0, np.int64)
         if t.node_rank is not None:
-            edge_rank = t.node_rank[t.sub_dst]
-            keep = edge_rank < t.cones.groups.size
-            if self._cite_any(t.sub[keep], allowed):
-                return t.sub[keep], edge_rank[keep], "cones"
+            edges, ranks = _kept_cone_edges(t)
+            if self._cite_any(edges, allowed):
+                return edges, ranks, "cones"
         if self.config.bfs_fallback and t.sub is not None and self._cite_any(t.sub, allowed):
             return t.sub, t.dist[t.sub_src], "bfs"
         return empty, empty, "vector"
@@ -579,10 +621,9 @@ class CausalGraphRetriever:
         fused, packed by MMR under the word budget) but over these chunks only, and the (chunk,
         edge) pairs for provenance, each chunk's edges best rank and confidence first."""
         g = self.compiled
-        pos, owner = gather(g.ev_ptr, edges)
-        chunk = g.ev_chunk[pos]
+        pairs = self._cited_pairs(edges, ranks)
         selected = np.zeros(g.chunk_emb.shape[0], dtype=bool)
-        selected[chunk] = True
+        selected[pairs[:, 0]] = True
         if allowed is not None:
             selected &= allowed
         ranker = self.ranker
@@ -595,12 +636,23 @@ class CausalGraphRetriever:
             allowed=selected,
         )
         # A result is a stored chunk, or a passage or part of one: its chunk row, once each.
-        ids = [getattr(rc.chunk, "parent_id", "") or rc.chunk.id for rc in ranked.chunks]
-        rows = ranker.parent[[ranker.units_of[i][0] for i in ids]] if ids else chunk[:0]
+        ids = [_chunk_id(rc) for rc in ranked.chunks]
+        rows = ranker.parent[[ranker.units_of[i][0] for i in ids]] if ids else edges[:0]
         rows = rows[np.sort(np.unique(rows, return_index=True)[1])].astype(np.int64)
-        edge = edges[owner]
-        entry = np.lexsort((g.edge_conf_order[edge], ranks[owner]))
-        return rows, np.stack([chunk[entry], edge[entry]], axis=1)
+        return rows, pairs
+
+    def _cited_pairs(
+        self, edges: np.ndarray, ranks: np.ndarray, chunks: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``(chunk row, edge)`` for every evidence link of ``edges`` (to the chunks of the
+        boolean mask ``chunks`` only, when given), best edge rank, then confidence, first."""
+        g = self.compiled
+        pos, owner = gather(g.ev_ptr, edges)
+        if chunks is not None:
+            keep = chunks[g.ev_chunk[pos]]
+            pos, owner = pos[keep], owner[keep]
+        entry = np.lexsort((g.edge_conf_order[edges[owner]], ranks[owner]))
+        return np.stack([g.ev_chunk[pos][entry], edges[owner][entry]], axis=1)
 
     def graph_triples(self, query: str, max_edges: int = 200) -> list[str]:
         """The paper's nodes-only ablation: the kept cones' edges as text, not evidence chunks.
@@ -613,9 +665,7 @@ class CausalGraphRetriever:
         if t.sub is None or t.sub.size == 0:
             return []
         if t.node_rank is not None:
-            edge_rank = t.node_rank[t.sub_dst]
-            keep = edge_rank < t.cones.groups.size
-            edges, ranks = t.sub[keep], edge_rank[keep]
+            edges, ranks = _kept_cone_edges(t)
         else:
             edges, ranks = t.sub, t.dist[t.sub_src]
         order = np.lexsort((g.edge_conf_order[edges], ranks))[:max_edges]
@@ -627,10 +677,6 @@ class CausalGraphRetriever:
 
     # ------------------------------------------------------------------ helpers
 
-    def _budget_left(self, picked: np.ndarray) -> bool:
-        budget = self.config.word_budget
-        return budget is None or int(self.compiled.chunk_words[picked].sum()) < budget
-
     def _within_budget(self, rows: np.ndarray, used: int = 0) -> np.ndarray:
         """The prefix of ``rows`` that starts before the word budget is spent (the last chunk
         may cross it: chunks are returned whole)."""
@@ -639,10 +685,6 @@ class CausalGraphRetriever:
             return rows
         before = used + np.cumsum(self.compiled.chunk_words[rows]) - self.compiled.chunk_words[rows]
         return rows[: int(np.searchsorted(before, budget, side="left"))]
-
-    def _pack(self, rows: np.ndarray, k: int) -> np.ndarray:
-        """Keep the first ``k`` ranked rows, also stopping at the word budget when one is set."""
-        return self._within_budget(rows[:k])
 
     def _vector_fill(
         self,
@@ -683,12 +725,7 @@ class CausalGraphRetriever:
         if rows.size == 0:
             return []
         g = self.compiled
-        # One pass over the (chunk, edge) pairs, already in rank order.
-        citing: dict[int, list[int]] = {int(r): [] for r in rows}
-        for chunk, edge in pairs.tolist():
-            edges = citing.get(chunk)
-            if edges is not None and len(edges) < MAX_PATHS_PER_CHUNK and edge not in edges:
-                edges.append(edge)
+        citing = _citing(rows.tolist(), pairs)
         scores = matvec(g.chunk_emb[rows], qvec)
         return [
             RetrievedChunk(
@@ -723,3 +760,43 @@ class CausalGraphRetriever:
             tuple(g.mechanisms[e] for e in edges),
             tuple(g.effects[e] for e in edges) if g.effects else (),
         )
+
+
+def _kept_cone_edges(t: Traversal) -> tuple[np.ndarray, np.ndarray]:
+    """The BFS subgraph's edges into the kept cones, each with its best cone's rank."""
+    edge_rank = t.node_rank[t.sub_dst]
+    keep = edge_rank < t.cones.groups.size
+    return t.sub[keep], edge_rank[keep]
+
+
+def _citing(rows: Sequence[int], pairs: np.ndarray) -> dict[int, list[int]]:
+    """Each chunk row's first ``MAX_PATHS_PER_CHUNK`` distinct edges, in the order of the
+    ``(chunk, edge)`` pairs (one pass: they come in rank order)."""
+    citing: dict[int, list[int]] = {int(r): [] for r in rows}
+    for chunk, edge in pairs.tolist():
+        edges = citing.get(chunk)
+        if edges is not None and len(edges) < MAX_PATHS_PER_CHUNK and edge not in edges:
+            edges.append(edge)
+    return citing
+
+
+def _chunk_id(rc: RetrievedChunk) -> str:
+    """The stored chunk a result comes from (a passage or part names it as its parent)."""
+    return rc.parent_id or rc.chunk.id
+
+
+# Characters of a mechanism looked for in a passage: enough to be specific, short enough that a
+# sentence cut by a passage boundary still matches on the passage holding its start.
+_MECHANISM_PROBE = 60
+
+
+def _vouched(rc: RetrievedChunk, paths: Sequence[CausalPath], stored: Chunk) -> bool:
+    """Whether the graph vouches with ``paths`` for result ``rc`` of the ``stored`` chunk they
+    cite: a whole chunk always; a passage when it holds a mechanism sentence of the paths (the
+    statement the edge rests on), or when no part of the chunk does (an edge linked by search)."""
+    if _chunk_id(rc) == rc.chunk.id:
+        return True
+    probes = [" ".join(m.split())[:_MECHANISM_PROBE] for p in paths for m in p.mechanisms]
+    probes = [m for m in probes if m]
+    passage, chunk = " ".join(rc.chunk.text.split()), " ".join(stored.text.split())
+    return any(m in passage for m in probes) or not any(m in chunk for m in probes)

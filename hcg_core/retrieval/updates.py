@@ -19,9 +19,9 @@ with ``with_config`` are read-only views: edit the retriever they came from.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -42,8 +42,8 @@ from ..types import CausalGraph, Chunk, Document
 from .compiled import CompiledGraph
 from .lexical import Growable
 
-if TYPE_CHECKING:
-    from .retriever import CausalGraphRetriever
+# The retriever edited here (``retriever.CausalGraphRetriever``); not imported: it imports this.
+Retriever = Any
 
 
 @dataclass
@@ -58,8 +58,8 @@ class EditState:
     docs: dict[str, int]  # document id -> chunks of it
 
     @classmethod
-    def of(cls, r: CausalGraphRetriever) -> EditState:
-        st = r.__dict__.get("_edit_state")
+    def of(cls, r: Retriever) -> EditState:
+        st = r._edit_state
         if st is None or st.owner is not r or st.n != len(r.graph.chunks):
             chunks = r.graph.chunks
             st = cls(
@@ -70,12 +70,12 @@ class EditState:
                 row={c.id: i for i, c in enumerate(chunks)},
                 docs=_doc_counts(chunks),
             )
-            r.__dict__["_edit_state"] = st
+            r.edited(st)
         return st
 
 
-def _check_editable(r: CausalGraphRetriever) -> None:
-    if r.__dict__.get("_edit_owner", r) is not r:
+def _check_editable(r: Retriever) -> None:
+    if not r.edits_owned():
         raise ConfigError(
             "this retriever was made by with_config from another one and shares its arrays; "
             "insert into or delete from the original retriever, then call with_config again"
@@ -103,7 +103,7 @@ def _as_chunks(items: Any, chunk_words: int, overlap_words: int) -> list[Chunk]:
 
 
 def insert(
-    r: CausalGraphRetriever,
+    r: Retriever,
     items: Document | Chunk | Iterable[Document | Chunk],
     *,
     chunk_words: int | None = None,
@@ -172,7 +172,7 @@ def insert(
         terminal = {v.name for v in graph.variables if roles.get(v.metric) == "terminal"}
         touched = ledger.add_chunks(new, terminal, report)
         edges = apply_links(grown, ledger, touched, st.row, report)
-        r.__dict__["_ledger_version"] = ledger.version
+        r.edited(st, ledger_version=ledger.version)
     elif graph.edges:
         report.graph_mode = "relink"
         per_edge = evidence_per_edge or recorded_per_edge(r.build_report)
@@ -202,7 +202,7 @@ def insert(
 
 
 def delete(
-    r: CausalGraphRetriever,
+    r: Retriever,
     doc_ids: Iterable[str] = (),
     chunk_ids: Iterable[str] = (),
 ) -> UpdateReport:
@@ -231,9 +231,7 @@ def delete(
     if ledger is not None:
         touched = ledger.remove_chunks(removed)
         edges = apply_links(shrunk, ledger, touched, st.row, report)
-        r.__dict__["_ledger_version"] = ledger.version
-        # Whatever still cites a removed chunk (edges the ledger does not manage) loses that link.
-        edges = drop_evidence(edges, gone, report)
+        r.edited(st, ledger_version=ledger.version)
     else:
         report.graph_mode = "relink" if graph.edges else "none"
         # An edge whose evidence was all in the removed text goes (nothing it was built from
@@ -250,7 +248,7 @@ def delete(
     return report
 
 
-def relink(r: CausalGraphRetriever, per_edge: int | None = None) -> UpdateReport:
+def relink(r: Retriever, per_edge: int | None = None) -> UpdateReport:
     """See :meth:`CausalGraphRetriever.relink`."""
     _check_editable(r)
     graph = r.graph
@@ -264,18 +262,12 @@ def relink(r: CausalGraphRetriever, per_edge: int | None = None) -> UpdateReport
     return report
 
 
-def _usable_ledger(r: CausalGraphRetriever) -> Any:
-    ledger = r.__dict__.get("ledger")
-    if ledger is None:
-        return None
-    if r.__dict__.get("_ledger_version", ledger.version) != ledger.version:
-        return None  # advanced by another retriever sharing it
-    return ledger
+def _usable_ledger(r: Retriever) -> Any:
+    # None when absent, or advanced by another retriever sharing it.
+    return r.ledger if r.ledger_current() else None
 
 
-def _install(
-    r: CausalGraphRetriever, graph: CausalGraph, st: EditState, *, appended: bool = False
-) -> None:
+def _install(r: Retriever, graph: CausalGraph, st: EditState, *, appended: bool = False) -> None:
     """Swap in the edited graph: a new compiled graph over the grown/compacted chunk arrays, and
     a new ranker dict (retrievers cloned earlier keep the old one, consistent with their graph).
     ``appended``: the edit only added chunks after the existing ones (an insert)."""
@@ -314,10 +306,4 @@ def _doc_counts(chunks: Iterable[Chunk]) -> dict[str, int]:
     return dict(Counter(c.doc_id for c in chunks if c.doc_id))
 
 
-def chunks_of_documents(graph: CausalGraph, doc_ids: Sequence[str]) -> list[Chunk]:
-    """The chunks of the given documents, in graph order."""
-    wanted = set(doc_ids)
-    return [c for c in graph.chunks if c.doc_id in wanted]
-
-
-__all__ = ["EditState", "UpdateReport", "chunks_of_documents", "delete", "insert", "relink"]
+__all__ = ["EditState", "UpdateReport", "delete", "insert", "relink"]
