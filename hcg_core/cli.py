@@ -366,7 +366,7 @@ def _read_outcome(path: str):
 
 def inspect_summary(directory: str) -> dict[str, Any]:
     from .graph_build.health import graph_health
-    from .store import current_dir, load_graph
+    from .store import current_dir, graph_counts, load_graph
 
     stored = load_graph(directory)
     g = stored.graph
@@ -376,14 +376,7 @@ def inspect_summary(directory: str) -> dict[str, Any]:
         "directory": str(directory),
         "files": str(current_dir(directory)),  # where to edit graph.json by hand
         "embedder": stored.embedder_name,
-        "counts": {
-            "dimensions": len(g.spec.dimensions),
-            "metrics": len(g.spec.metrics),
-            "variables": len(g.variables),
-            "edges": len(g.edges),
-            "chunks": len(g.chunks),
-            "evidence_links": g.evidence_links,
-        },
+        "counts": graph_counts(g),
         "metric_roles": dict(roles),
         "variables_per_metric": {m.name: per_metric.get(m.name, 0) for m in g.spec.metrics},
         "notes": list(stored.notes),
@@ -442,11 +435,8 @@ def _print_inspect(s: dict[str, Any]) -> None:
     if "health" in s:
         print("graph health:")
         for key, value in s["health"].items():
-            print(
-                f"  {key:<28}{value:>10.3f}"
-                if isinstance(value, float)
-                else f"  {key:<28}{value!s:>10}"
-            )
+            text = f"{value:.3f}" if isinstance(value, float) else str(value)
+            print(f"  {key:<28}{text:>10}")
     if "build_report" in s:
         print(format_build_report(s["build_report"]))
     print("variables per metric:")

@@ -30,14 +30,11 @@ STAGING_MARK = ".hcg-staging"
 _fault_hook: Callable[[str, Path], None] | None = None
 
 
-def _step(step: str, path: Path) -> None:
+def fault_step(step: str, path: Path) -> None:
+    """The test seam (``_fault_hook``), before each write here and other modules' own steps
+    (``store`` publishing a version)."""
     if _fault_hook is not None:
         _fault_hook(step, path)
-
-
-def fault_step(step: str, path: Path) -> None:
-    """The test seam, for other modules' own steps (``store`` publishing a version)."""
-    _step(step, path)
 
 
 def _umask() -> int:
@@ -70,7 +67,7 @@ def atomic_write_bytes(
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _step("write", path)
+    fault_step("write", path)
     mode = _new_file_mode(path, Path(like) if like is not None else None)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -545,19 +545,25 @@ def _write_graph_files(
         "embedder": embedder_name,
         "embeddings": emb,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "counts": {
-            "dimensions": len(graph.spec.dimensions),
-            "metrics": len(graph.spec.metrics),
-            "variables": len(graph.variables),
-            "edges": len(graph.edges),
-            "chunks": len(graph.chunks),
-            "evidence_links": graph.evidence_links,
-        },
+        "counts": graph_counts(graph),
     }
     if ledger is not None:
         manifest["incremental"] = LEDGER
     # The manifest goes last: a version folder with a manifest is a complete one.
     write(MANIFEST, json.dumps(manifest, indent=1) + "\n")
+
+
+def graph_counts(graph: CausalGraph) -> dict[str, int]:
+    """The graph's sizes: the manifest's ``counts`` (which scale the size caps when read) and the
+    counts ``hcg inspect`` prints."""
+    return {
+        "dimensions": len(graph.spec.dimensions),
+        "metrics": len(graph.spec.metrics),
+        "variables": len(graph.variables),
+        "edges": len(graph.edges),
+        "chunks": len(graph.chunks),
+        "evidence_links": graph.evidence_links,
+    }
 
 
 def strict_json(value: Any) -> Any:

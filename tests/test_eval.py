@@ -12,7 +12,6 @@ from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import ConfigError, InputError
 from hcg_core.eval.baselines import (
     bm25_system,
-    bm25s_system,
     documents_from_chunks,
     fill_budget,
     vector_system,
@@ -179,6 +178,28 @@ def test_rebuilt_documents_count_words_as_the_chunker_does():
     assert len(chunks) > 5
     (rebuilt,) = documents_from_chunks(chunks)
     assert rebuilt.split() == [text[a:b] for a, b in word_spans(text)]
+
+
+def bm25s_system(texts: list[str], k: int):
+    """BM25 via the bm25s package (lucene, English stopwords): the external reference the
+    library's own BM25 is checked against (here, not in the library: only this test uses it)."""
+    try:
+        import bm25s
+    except ImportError:
+        raise ConfigError("the bm25s baseline needs bm25s: pip install 'hcg-rag[test]'") from None
+    texts = list(texts)
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+    kk = min(k, len(texts))
+
+    def run(question: str) -> list[str]:
+        tokens = bm25s.tokenize([question], stopwords="en", show_progress=False)
+        if not tokens.vocab:  # a query of stopwords only: bm25s cannot score it
+            return []
+        docs, scores = retriever.retrieve(tokens, k=kk, show_progress=False)
+        return [texts[int(i)] for i, s in zip(docs[0], scores[0], strict=True) if s > 0]
+
+    return run
 
 
 def test_bm25_baselines_agree_on_the_obvious_best_chunk():

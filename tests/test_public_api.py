@@ -113,7 +113,6 @@ SUBPACKAGE_ALL = {
         "add_eval_arguments",
         "answer_recall",
         "bm25_system",
-        "bm25s_system",
         "content_words",
         "context_words",
         "evaluate",

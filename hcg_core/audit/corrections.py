@@ -145,8 +145,9 @@ class _State:
     spec: DomainSpec
     variables: list[Variable]
     edges: list[CausalEdge]
-    # What the support ledger must replay, in order: ("reject", link), ("pin", link, fields),
-    # ("rename", {old: new}), ("delete", name).
+    # What the support ledger must replay, in order: a ``SupportLedger`` method's name and its
+    # arguments: ("reject", link), ("pin", link, fields), ("rename_variables", {old: new}),
+    # ("drop_variable", name).
     ledger_ops: list[tuple] = field(default_factory=list)
 
     def copy(self) -> _State:
@@ -272,10 +273,6 @@ def _edit_edge(state: _State, i: int, entry: dict) -> str:
     )
 
 
-def _rename_variable(name: str, mapping: dict[str, str]) -> str:
-    return mapping.get(name, name)
-
-
 def _same_sign(a: str, b: str) -> bool:
     """Two effects that may be one edge: equal, or one of them unknown ("")."""
     return not a or not b or a == b
@@ -330,7 +327,7 @@ def _merge(state: _State, entry: dict) -> str:
             seen.add((s, t))
             relations.append(Relation(s, t, r.mechanism))
     state.update(
-        ("rename", {drop: keep}),
+        ("rename_variables", {drop: keep}),
         spec=replace(spec, variables=tuple(spec_vars), relations=tuple(relations)),
         variables=[v for v in state.variables if v.name != drop],
         edges=merged,
@@ -365,7 +362,7 @@ def _delete_variable(state: _State, entry: dict) -> str:
     gone = _remove_edges_of(state, name)
     spec = state.spec
     state.update(
-        ("delete", name),
+        ("drop_variable", name),
         spec=replace(
             spec,
             variables=tuple(v for v in spec.variables if v.name != name),
@@ -395,16 +392,14 @@ def _rename_metric(state: _State, entry: dict) -> str:
     spec = state.spec
     outcome = spec.outcome
     state.update(
-        ("rename", {a: b for a, b in mapping.items() if a != b}),
+        ("rename_variables", {a: b for a, b in mapping.items() if a != b}),
         spec=replace(
             spec,
             metrics=tuple(replace(m, name=new) if m.name == old else m for m in spec.metrics),
             variables=tuple(var(v) for v in spec.variables),
             relations=tuple(
                 Relation(
-                    _rename_variable(r.source, mapping),
-                    _rename_variable(r.target, mapping),
-                    r.mechanism,
+                    mapping.get(r.source, r.source), mapping.get(r.target, r.target), r.mechanism
                 )
                 for r in spec.relations
             ),
@@ -447,6 +442,15 @@ def _accept(state: _State, edge_ids: list[str]) -> list[str]:
         recorded.append(e.id)
     state.update(spec=replace(spec, variables=tuple(spec_vars), relations=tuple(relations)))
     return recorded
+
+
+# The operations on variables and metrics (the edge operations find their edge first).
+_VARIABLE_OPS = {
+    "reject_variable_edges": _reject_variable_edges,
+    "delete_variable": _delete_variable,
+    "merge_variables": _merge,
+    "rename_metric": _rename_metric,
+}
 
 
 def apply_corrections(
@@ -492,27 +496,20 @@ def _apply_checked(
                 raise Refused("an entry must be a mapping with 'op'")
             if op not in OPS:
                 raise Refused(f"unknown op {op!r}; use one of {', '.join(OPS)}")
-            if op == "reject_edge":
-                i, note = _find_edge(state, entry, original, finder, named, index)
-                e = state.edges.pop(i)
-                accepted = [a for a in accepted if a != e.id]
-                state.update(("reject", (e.source, e.target)))
-                change = f"edge {e.id} removed ({e.source} -> {e.target}){note}"
-            elif op == "accept_edge":
-                i, note = _find_edge(state, entry, original, finder, named, index)
-                accepted.append(state.edges[i].id)
-                change = f"edge {state.edges[i].id} accepted{note}"
-            elif op == "edit_edge":
-                i, note = _find_edge(state, entry, original, finder, named, index)
-                change = _edit_edge(state, i, entry) + note
-            elif op == "reject_variable_edges":
-                change = _reject_variable_edges(state, entry)
-            elif op == "delete_variable":
-                change = _delete_variable(state, entry)
-            elif op == "merge_variables":
-                change = _merge(state, entry)
+            if op not in _EDGE_OPS:
+                change = _VARIABLE_OPS[op](state, entry)
             else:
-                change = _rename_metric(state, entry)
+                i, note = _find_edge(state, entry, original, finder, named, index)
+                if op == "reject_edge":
+                    e = state.edges.pop(i)
+                    accepted = [a for a in accepted if a != e.id]
+                    state.update(("reject", (e.source, e.target)))
+                    change = f"edge {e.id} removed ({e.source} -> {e.target}){note}"
+                elif op == "accept_edge":
+                    accepted.append(state.edges[i].id)
+                    change = f"edge {state.edges[i].id} accepted{note}"
+                else:
+                    change = _edit_edge(state, i, entry) + note
             if each:
                 try:
                     validate_graph(
@@ -588,15 +585,8 @@ def _corrected_ledger(
         except StoreError as exc:
             report.notes.append(f"support ledger not kept ({exc})")
             return None
-    for op in ops:
-        if op[0] == "reject":
-            ledger.reject(op[1])
-        elif op[0] == "pin":
-            ledger.pin(op[1], op[2])
-        elif op[0] == "rename":
-            ledger.rename_variables(op[1])
-        else:
-            ledger.drop_variable(op[1])
+    for method, *arguments in ops:
+        getattr(ledger, method)(*arguments)
     return ledger.to_json(new)
 
 

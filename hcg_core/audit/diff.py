@@ -44,10 +44,7 @@ def diff_specs(a: DomainSpec, b: DomainSpec) -> dict[str, Any]:
         "dimensions": _added_removed(set(dims_a), set(dims_b)),
         "entities": entities,
         "metrics": {**_added_removed(set(met_a), set(met_b)), "changed": changed_metrics},
-        "relations": {
-            "added": [list(p) for p in sorted(rel_b - rel_a)],
-            "removed": [list(p) for p in sorted(rel_a - rel_b)],
-        },
+        "relations": {k: [list(p) for p in v] for k, v in _added_removed(rel_a, rel_b).items()},
     }
     if a.outcome.outcomes != b.outcome.outcomes or a.outcome.terminals != b.outcome.terminals:
         out["outcome"] = {
@@ -96,11 +93,7 @@ def diff_graphs(a: CausalGraph, b: CausalGraph) -> dict[str, Any]:
     out: dict[str, Any] = {
         "spec": diff_specs(a.spec, b.spec),
         "variables": _added_removed(vars_a, vars_b),
-        "edges": {
-            "added": sorted(edges_b.keys() - edges_a.keys()),
-            "removed": sorted(edges_a.keys() - edges_b.keys()),
-            "changed": changed,
-        },
+        "edges": {**_added_removed(set(edges_a), set(edges_b)), "changed": changed},
         "evidence": evidence,
         "chunks": chunk_changes,
         "edge_details": {
@@ -121,17 +114,17 @@ def diff_graphs(a: CausalGraph, b: CausalGraph) -> dict[str, Any]:
         + len(spec["metrics"]["changed"])
         + ("outcome" in spec)
         + ("domain" in spec),
-        "variables_added": len(out["variables"]["added"]),
-        "variables_removed": len(out["variables"]["removed"]),
-        "edges_added": len(out["edges"]["added"]),
-        "edges_removed": len(out["edges"]["removed"]),
-        "edges_changed": len(changed),
+        **_counts(out, "variables"),  # variables_added, variables_removed
+        **_counts(out, "edges"),  # edges_added, edges_removed, edges_changed
         "edges_with_evidence_changes": len(evidence),
-        "chunks_added": len(chunk_changes["added"]),
-        "chunks_removed": len(chunk_changes["removed"]),
-        "chunks_changed": len(chunk_changes["changed"]),
+        **_counts(out, "chunks"),  # chunks_added, chunks_removed, chunks_changed
     }
     return out
+
+
+def _counts(diff: dict[str, Any], kind: str) -> dict[str, int]:
+    """``{kind}_added``, ``{kind}_removed`` (and ``{kind}_changed``): how many of each."""
+    return {f"{kind}_{way}": len(items) for way, items in diff[kind].items()}
 
 
 def is_empty(diff: dict[str, Any]) -> bool:

@@ -116,28 +116,26 @@ def scalar_networkx(graph: CausalGraph) -> Any:
     return g
 
 
-def _xml_document(writer: Any) -> str:
-    """A networkx writer's document. Not ``generate_graphml``/``generate_gexf``: they cut the
-    text with ``splitlines``, which also cuts at a CR inside a text (it came back as LF). The
+def _xml_document(writer: Any, add: str, graph: CausalGraph) -> str:
+    """The document a networkx writer makes of ``graph`` (given to its method ``add``). Not
+    ``generate_graphml``/``generate_gexf``: they cut the text with ``splitlines``, which also
+    cuts at a CR inside a text (it came back as LF). The
     serializer escapes CR in attributes but not in element text, where every XML parser would
     read it as LF: markup never holds a CR, so each one left is text, written as ``&#13;``."""
+    getattr(writer, add)(scalar_networkx(graph))
     return str(writer).rstrip("\n").replace("\r", "&#13;") + "\n"
 
 
 def to_graphml(graph: CausalGraph) -> str:
     from networkx.readwrite.graphml import GraphMLWriter
 
-    writer = GraphMLWriter()
-    writer.add_graph_element(scalar_networkx(graph))
-    return _xml_document(writer)
+    return _xml_document(GraphMLWriter(), "add_graph_element", graph)
 
 
 def to_gexf(graph: CausalGraph) -> str:
     from networkx.readwrite.gexf import GEXFWriter
 
-    writer = GEXFWriter()
-    writer.add_graph(scalar_networkx(graph))
-    return _xml_document(writer)
+    return _xml_document(GEXFWriter(), "add_graph", graph)
 
 
 # ---------------------------------------------------------------- Mermaid
@@ -232,22 +230,27 @@ def _cypher_list(items: tuple[str, ...] | list[str]) -> str:
     return "[" + ", ".join(cypher_string(x) for x in items) + "]"
 
 
+def _category_roles(graph: CausalGraph) -> Any:
+    """``metric name -> (category, role)``, ``("", "")`` for a name the spec does not have."""
+    roles = {m.name: (m.category, m.role) for m in graph.spec.metrics}
+    return lambda name: roles.get(name, ("", ""))
+
+
 def to_cypher(graph: CausalGraph) -> str:
     """A Cypher script that creates (or, run again, leaves unchanged) the graph in Neo4j."""
-    metrics = {m.name: m for m in graph.spec.metrics}
+    category_role = _category_roles(graph)
     lines = [
         "// HCG causal graph for Neo4j. Idempotent: every node and relationship is MERGEd on a key.",
         "CREATE CONSTRAINT hcg_variable_name IF NOT EXISTS FOR (v:Variable) REQUIRE v.name IS UNIQUE;",
         "CREATE CONSTRAINT hcg_chunk_id IF NOT EXISTS FOR (c:Chunk) REQUIRE c.id IS UNIQUE;",
     ]
     for v in graph.variables:
-        m = metrics.get(v.metric)
+        category, role = category_role(v.metric)
         lines.append(
             f"MERGE (v:Variable {{name: {cypher_string(v.name)}}}) SET v:{cypher_label(v.metric)}, "
             f"v.metric = {cypher_string(v.metric)}, v.entities = {_cypher_list(v.entities)}, "
             f"v.description = {cypher_string(v.description)}, "
-            f"v.category = {cypher_string(m.category if m else '')}, "
-            f"v.role = {cypher_string(m.role if m else '')};"
+            f"v.category = {cypher_string(category)}, v.role = {cypher_string(role)};"
         )
     cited = {cid for e in graph.edges for cid in e.evidence}
     for c in graph.chunks:
@@ -338,20 +341,13 @@ def to_csv_files(graph: CausalGraph) -> dict[str, str]:
 
     List cells (entities, evidence) are ``join_list``-ed: read them with ``split_list``.
     """
-    metrics = {m.name: m for m in graph.spec.metrics}
+    category_role = _category_roles(graph)
     cited = {cid for e in graph.edges for cid in e.evidence}
     files = {
         "variables.csv": _csv_text(
             ["name", "metric", "entities", "description", "category", "role"],
             [
-                [
-                    v.name,
-                    v.metric,
-                    join_list(v.entities),
-                    v.description,
-                    metrics[v.metric].category if v.metric in metrics else "",
-                    metrics[v.metric].role if v.metric in metrics else "",
-                ]
+                [v.name, v.metric, join_list(v.entities), v.description, *category_role(v.metric)]
                 for v in graph.variables
             ],
         ),
@@ -417,14 +413,10 @@ def export_graph(
         for name, text in files.items():
             write_output_file(folder / name, text)
         return folder
-    if fmt == "graphml":
-        text = to_graphml(graph)
-    elif fmt == "gexf":
-        text = to_gexf(graph)
-    elif fmt == "mermaid":
+    if fmt == "mermaid":
         text = to_mermaid(graph, metric=metric, max_edges=max_edges)
     else:
-        text = to_cypher(graph)
+        text = {"graphml": to_graphml, "gexf": to_gexf, "cypher": to_cypher}[fmt](graph)
     if out is None:
         return text
     return write_output_file(check_output_path(out), text)

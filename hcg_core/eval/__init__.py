@@ -1,6 +1,6 @@
 """Evaluation: lexical answer recall at a word budget, a runner over systems, and baselines."""
 
-from .baselines import bm25_system, bm25s_system, fill_budget, vector_system, word_windows
+from .baselines import bm25_system, fill_budget, vector_system, word_windows
 from .cli import add_eval_arguments, run_eval
 from .metric import DEFAULT_BUDGET, answer_recall, content_words, context_words
 from .runner import EvalReport, QAItem, evaluate, load_questions
@@ -12,7 +12,6 @@ __all__ = [
     "add_eval_arguments",
     "answer_recall",
     "bm25_system",
-    "bm25s_system",
     "content_words",
     "context_words",
     "evaluate",

@@ -62,27 +62,6 @@ def documents_from_chunks(chunks: Sequence[Chunk]) -> list[str]:
     return [" ".join(w for w in words if w) for words in by_doc.values()]
 
 
-def bm25s_system(texts: Sequence[str], k: int) -> TextSystem:
-    """BM25 via the bm25s package (lucene, English stopwords): the external reference baseline."""
-    try:
-        import bm25s
-    except ImportError:
-        raise ConfigError("the bm25s baseline needs bm25s: pip install 'hcg-rag[test]'") from None
-    texts = list(texts)
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
-    kk = min(k, len(texts))
-
-    def run(question: str) -> list[str]:
-        tokens = bm25s.tokenize([question], stopwords="en", show_progress=False)
-        if not tokens.vocab:  # a query of stopwords only: bm25s cannot score it
-            return []
-        docs, scores = retriever.retrieve(tokens, k=kk, show_progress=False)
-        return [texts[int(i)] for i, s in zip(docs[0], scores[0], strict=True) if s > 0]
-
-    return run
-
-
 def bm25_system(texts: Sequence[str], k: int) -> TextSystem:
     """BM25 with the library's own numpy index (``hcg_core.retrieval.lexical``)."""
     texts = list(texts)

@@ -113,14 +113,13 @@ class UpdateReport:
         )
         if self.statements:
             parts.append(f"{self.statements_mapped}/{self.statements} statements mapped")
-        if self.statements_unmapped:
-            parts.append(f"{self.statements_unmapped} not expressible in the current vocabulary")
-        if self.statements_as_built:
-            parts.append(f"{self.statements_as_built} left out as the build left them out")
-        if self.links_skipped:
-            parts.append(f"{self.links_skipped} links to non-variables skipped")
-        if self.evidence_links_added:
-            parts.append(f"{self.evidence_links_added} evidence links added")
+        counts = (
+            (self.statements_unmapped, "not expressible in the current vocabulary"),
+            (self.statements_as_built, "left out as the build left them out"),
+            (self.links_skipped, "links to non-variables skipped"),
+            (self.evidence_links_added, "evidence links added"),
+        )
+        parts += [f"{n} {text}" for n, text in counts if n]
         return "; ".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
