@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -168,7 +167,6 @@ class HCGRetriever(BaseRetriever):
         build_options: dict[str, Any] | None = None,
         vector_store: Any | None = None,
         id_filter: Any | None = None,
-        **legacy_build_options: Any,
     ) -> HCGRetriever:
         """Chunk ``documents`` (unless ``chunk=False``), build the graph, and wrap it.
 
@@ -191,15 +189,6 @@ class HCGRetriever(BaseRetriever):
             id_filter: for a store other than Qdrant or ``InMemoryVectorStore``: ids -> that
                 store's ``filter=`` value selecting those ids.
         """
-        build_options = dict(build_options or {})
-        if legacy_build_options:
-            warnings.warn(
-                f"builder options as keywords ({', '.join(sorted(legacy_build_options))}) are "
-                "deprecated; pass build_options={...} as HCGIndex does",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            build_options.update(legacy_build_options)
         docs = list(documents)
         if not docs:
             raise InputError("from_documents got no documents")
@@ -227,7 +216,7 @@ class HCGRetriever(BaseRetriever):
             outcome=outcome,
             spec=spec,
             progress=progress,
-            **build_options,
+            **(build_options or {}),
         )
         core = CoreRetriever.from_graph(
             result.graph,

@@ -32,9 +32,10 @@ import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from llama_index.core.data_structs.data_structs import IndexStruct
 from llama_index.core.storage.index_store.simple_index_store import SimpleIndexStore
 from llama_index.core.storage.index_store.types import DEFAULT_PERSIST_PATH
 from llama_index.core.storage.index_store.utils import index_struct_to_json, json_to_index_struct
@@ -44,9 +45,6 @@ from hcg_core.errors import StoreError
 from hcg_core.safe_files import atomic_write_bytes, atomic_write_text
 
 from ._graph import decode_matrix, encode_matrix
-
-if TYPE_CHECKING:
-    from .index import HCGIndexStruct
 
 logger = logging.getLogger(__name__)
 
@@ -68,8 +66,47 @@ _NAME_DIGEST_CHARS = 16
 # fails there with ``KeyError: '<this string>'``: so the string itself says what to do. The
 # LlamaIndex registries have no plugin hook (no entry points) that would register it unasked.
 STRUCT_TYPE = "hcg_causal_graph (import llama_index_hcg before load_index_from_storage)"
-LEGACY_STRUCT_TYPE = "hcg_causal_graph"  # written before; still read
-STRUCT_TYPES = (STRUCT_TYPE, LEGACY_STRUCT_TYPE)
+
+
+@dataclass
+class HCGIndexStruct(IndexStruct):
+    """The JSON-persisted state of an HCGIndex: the graph as a JSON string and its vectors,
+    either base64 float32 inline or (persisted to a local folder) ``.npy`` files named in
+    ``vector_files``.
+
+    ``variable_embeddings`` rows follow the graph's ``variables``, ``chunk_embeddings`` rows its
+    ``chunk_ids``; both were made by the embedder named ``embedder_name`` and are reused on
+    load only with that same embedder (otherwise recomputed).
+    """
+
+    graph: dict[str, Any] = field(default_factory=dict)  # read from older persisted indexes
+    # The graph as one JSON string: dataclasses_json copies a str in O(1) Python steps, where a
+    # nested dict costs one per item on every struct write (each insert writes the struct).
+    graph_json: str = ""
+    embedder_name: str = ""
+    dim: int = 0
+    variable_embeddings: str = ""
+    chunk_embeddings: str = ""
+    dropped_edges: list[str] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+    # The offline builder's support ledger (hcg_core.graph_build.incremental) as JSON, so edits
+    # after a reload still re-extract edges; empty for LLM-built graphs.
+    ledger_json: str = ""
+    # Kinds ("variables", "chunks") kept in .npy files beside index_store.json instead of inline:
+    # {"file", "shape", "dtype", "sha256"} each (llama_index_hcg._persist). Structs persisted
+    # before the one evidence linker may also hold an edge-text cache ("edge_texts",
+    # "edge_vectors", an "edges" file): nothing reads it any more, and a persist drops it.
+    vector_files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The HCGNodeParser settings (chunk_words, overlap_words) when from_documents chunked with
+    # hcg's chunker by default: a reloaded index's inserts then chunk the same way.
+    node_parser: dict[str, Any] = field(default_factory=dict)
+
+    def graph_data(self) -> dict[str, Any]:
+        return json.loads(self.graph_json) if self.graph_json else self.graph
+
+    @classmethod
+    def get_type(cls) -> str:  # type: ignore[override]  # a str key works like IndexStructType
+        return STRUCT_TYPE
 
 
 # ---------------------------------------------------------------- vector files
@@ -289,7 +326,7 @@ def store_hooks(store: SimpleIndexStore) -> StoreHooks:
 def _hcg_entries(store: SimpleIndexStore) -> Iterator[tuple[str, dict]]:
     collection = getattr(store, "_collection", "index_store/data")
     for key, entry in store._kvstore.get_all(collection=collection).items():
-        if isinstance(entry, dict) and entry.get("__type__") in STRUCT_TYPES:
+        if isinstance(entry, dict) and entry.get("__type__") == STRUCT_TYPE:
             yield key, entry
 
 
@@ -360,7 +397,7 @@ def _inline_copy(data: dict, source: VectorSource | None) -> dict:
         if not isinstance(entries, dict):
             continue
         for key, entry in entries.items():
-            if not (isinstance(entry, dict) and entry.get("__type__") in STRUCT_TYPES):
+            if not (isinstance(entry, dict) and entry.get("__type__") == STRUCT_TYPE):
                 continue
             struct = json_to_index_struct(entry)
             if not struct.vector_files:

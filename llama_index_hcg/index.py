@@ -13,13 +13,11 @@ import json
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from llama_index.core.callbacks.base import CallbackManager
-from llama_index.core.data_structs.data_structs import IndexStruct
 from llama_index.core.indices.base import BaseIndex
 from llama_index.core.schema import (
     BaseNode,
@@ -50,7 +48,7 @@ from ._dense import VectorStoreDense
 from ._graph import graph_from_dict, graph_to_dict
 from ._models import query_embed_model, resolve_embedder, to_structured_llm
 from ._persist import (
-    STRUCT_TYPE,
+    HCGIndexStruct,
     VectorSource,
     put_vectors,
     read_vectors,
@@ -59,50 +57,7 @@ from ._persist import (
 )
 from .retriever import HCGRetriever
 
-INDEX_STRUCT_TYPE = STRUCT_TYPE  # see _persist: the string names the import a load needs
-
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class HCGIndexStruct(IndexStruct):
-    """The JSON-persisted state of an HCGIndex: the graph as a JSON string and its vectors,
-    either base64 float32 inline or (persisted to a local folder) ``.npy`` files named in
-    ``vector_files``.
-
-    ``variable_embeddings`` rows follow the graph's ``variables``, ``chunk_embeddings`` rows its
-    ``chunk_ids``; both were made by the embedder named ``embedder_name`` and are reused on
-    load only with that same embedder (otherwise recomputed).
-    """
-
-    graph: dict[str, Any] = field(default_factory=dict)  # read from older persisted indexes
-    # The graph as one JSON string: dataclasses_json copies a str in O(1) Python steps, where a
-    # nested dict costs one per item on every struct write (each insert writes the struct).
-    graph_json: str = ""
-    embedder_name: str = ""
-    dim: int = 0
-    variable_embeddings: str = ""
-    chunk_embeddings: str = ""
-    dropped_edges: list[str] = field(default_factory=list)
-    report: dict[str, Any] = field(default_factory=dict)
-    # The offline builder's support ledger (hcg_core.graph_build.incremental) as JSON, so edits
-    # after a reload still re-extract edges; empty for LLM-built graphs.
-    ledger_json: str = ""
-    # Kinds ("variables", "chunks") kept in .npy files beside index_store.json instead of inline:
-    # {"file", "shape", "dtype", "sha256"} each (llama_index_hcg._persist). Structs persisted
-    # before the one evidence linker may also hold an edge-text cache ("edge_texts",
-    # "edge_vectors", an "edges" file): nothing reads it any more, and a persist drops it.
-    vector_files: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # The HCGNodeParser settings (chunk_words, overlap_words) when from_documents chunked with
-    # hcg's chunker by default: a reloaded index's inserts then chunk the same way.
-    node_parser: dict[str, Any] = field(default_factory=dict)
-
-    def graph_data(self) -> dict[str, Any]:
-        return json.loads(self.graph_json) if self.graph_json else self.graph
-
-    @classmethod
-    def get_type(cls) -> str:  # type: ignore[override]  # a str key works like IndexStructType
-        return INDEX_STRUCT_TYPE
 
 
 class HCGIndex(BaseIndex[HCGIndexStruct]):
