@@ -13,18 +13,14 @@ the graph selects; its words all come by the graph route), paper mode as configu
 paper's NaiveRAG (MiniLM top 5 of 1,200/200-word windows, ``hcg eval --ablations``), each with
 its answer recall per question type and paper - NaiveRAG with a 95% paired-bootstrap interval.
 
-``--design NAME`` (repeatable, or ``all``) adds a graph-route design of ``graph_designs.py``
-(query expansion by mechanism text, personalized PageRank to evidence chunks) as a setting; each
-setting other than graph off then gets its own on - off table.
-
 The graph directory is only read (``CausalGraphRetriever.load``); nothing is written next to it.
 
     python benchmarks/graph_signal_sweep.py GRAPH_DIR --questions FILE [--sentences FILE] \\
-        [--half design|report] [--only-default] [--paper] [--design NAME ...]
+        [--half design|report] [--only-default] [--paper]
 
     python benchmarks/graph_signal_sweep.py DATA/llm-builds/medical-xs/graph \\
         --questions DATA/graphrag-bench-medical/dev_questions.json --half design \\
-        --only-default --design all
+        --only-default
 """
 
 from __future__ import annotations
@@ -141,7 +137,6 @@ def paper_rows(retriever, questions, vectors, args, paired_interval) -> None:
 def main() -> None:
     # benchmarks/ is on sys.path when this script runs
     from dev_suite import paired_interval
-    from graph_designs import DESIGNS, DesignRetriever
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("graph")
@@ -155,13 +150,6 @@ def main() -> None:
         "--paper",
         action="store_true",
         help="also paper mode graph-only and with fill, against NaiveRAG (1,200/200 top 5)",
-    )
-    ap.add_argument(
-        "--design",
-        action="append",
-        default=[],
-        choices=[*DESIGNS, "all"],
-        help="add a graph-route design (graph_designs.py) as a setting; repeatable",
     )
     ap.add_argument(
         "--k",
@@ -179,16 +167,12 @@ def main() -> None:
     settings = SETTINGS
     if args.only_default:
         settings = {k: SETTINGS[k] for k in ("graph off", "weight 0.25 (default)")}
-    designs = list(DESIGNS) if "all" in args.design else list(dict.fromkeys(args.design))
-    settings = {**settings, **{f"design {d}": {} for d in designs}}
     how = f"k={args.k}, no budget" if args.k else f"budget {args.budget}"
     print(f"{len(questions)} questions ({args.half}; {how}; scored at {args.budget} words)")
     print(f"{'setting':<34}{'primary':>9}{'answer':>8}{'graph words':>13}{'p50 ms':>8}")
     scores = {}
     for name, changes in settings.items():
         clone = retriever.with_config(word_budget=None if args.k else args.budget, **changes)
-        if name.startswith("design "):
-            clone = DesignRetriever.wrap(clone, DESIGNS[name.removeprefix("design ")])
         report = evaluate(
             {name: lambda q, c=clone: c.retrieve_by_vector(q, vectors[q], args.k or MANY)},
             questions,
@@ -206,23 +190,9 @@ def main() -> None:
         paper_rows(retriever, questions, vectors, args, paired_interval)
     off = scores["graph off"]
     for name in scores:
-        if name != "graph off" and (name == "weight 0.25 (default)" or name.startswith("design ")):
+        if name == "weight 0.25 (default)":
             print(f"\n{name}")
             on_minus_off(scores[name], off, paired_interval)
-    default = scores["weight 0.25 (default)"]
-    designs_run = [name for name in scores if name.startswith("design ")]
-    if designs_run:
-        # Whether a design beats the library's default, not only graph off (same questions).
-        print(f"\n{'design - default (points)':<34}{'all':>22}{'Complex Reasoning':>24}")
-    for name in designs_run:
-        cells = []
-        for group in ("all", "Complex Reasoning"):
-            keep = rows_of(off, group)
-            a = primary([scores[name][i] for i in keep])
-            b = primary([default[i] for i in keep])
-            lo, hi = paired_interval(a, b)
-            cells.append(f"{100 * (a - b).mean():+.2f} [{lo:+.2f}, {hi:+.2f}]" if keep else "n/a")
-        print(f"{name:<34}{cells[0]:>22}{cells[1]:>24}")
 
 
 if __name__ == "__main__":
