@@ -20,7 +20,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
-from hcg_core.config import DEFAULT_TIER, RetrievalConfig
+from hcg_core.config import DEFAULT_TIER, BuildSettings, RetrievalConfig
 from hcg_core.contract import (
     DEFAULT_K,
     amean_query_vector,
@@ -208,15 +208,9 @@ class HCGRetriever(BaseRetriever):
         else:
             chunks = [to_chunk(d) for d in docs]
         embedder = resolve_embedder(embeddings)
+        build = BuildSettings(tier, outcome, spec, progress, dict(build_options or {}))
         result = build_graph(
-            chunks,
-            embedder=embedder,
-            llm=to_structured_llm(llm),
-            tier=tier,
-            outcome=outcome,
-            spec=spec,
-            progress=progress,
-            **(build_options or {}),
+            chunks, embedder=embedder, llm=to_structured_llm(llm), **build.keywords()
         )
         core = CoreRetriever.from_graph(
             result.graph,

@@ -269,18 +269,22 @@ _READERS = ("get_index_struct", "index_structs")
 _AREADERS = ("aget_index_struct", "async_index_structs")
 
 
+# The hooks of each wrapped store, kept here rather than in the store's own attributes.
+_HOOKS: weakref.WeakKeyDictionary[SimpleIndexStore, StoreHooks] = weakref.WeakKeyDictionary()
+
+
 def store_source(store: Any) -> VectorSource | None:
-    hooks = store.__dict__.get("_hcg_hooks") if hasattr(store, "__dict__") else None
+    hooks = _HOOKS.get(store) if isinstance(store, SimpleIndexStore) else None
     return hooks.source if hooks is not None else None
 
 
 def store_hooks(store: SimpleIndexStore) -> StoreHooks:
     """The hooks of ``store``; on first use its reading and persisting methods are wrapped (on
     this instance only)."""
-    hooks = store.__dict__.get("_hcg_hooks")
+    hooks = _HOOKS.get(store)
     if hooks is not None:
         return hooks
-    hooks = store.__dict__["_hcg_hooks"] = StoreHooks()
+    hooks = _HOOKS[store] = StoreHooks()
 
     def flush() -> None:
         for index in list(hooks.pending):
@@ -313,13 +317,13 @@ def store_hooks(store: SimpleIndexStore) -> StoreHooks:
         flush()
         return _inline_copy(to_dict(), hooks.source)
 
-    store.__dict__["to_dict"] = to_dict_inline
+    store.to_dict = to_dict_inline  # type: ignore[method-assign]
     persist = store.persist
 
     def persist_with_files(persist_path: str = DEFAULT_PERSIST_PATH, fs: Any = None) -> None:
         _persist(store, hooks, persist, persist_path, fs)
 
-    store.__dict__["persist"] = persist_with_files
+    store.persist = persist_with_files  # type: ignore[method-assign]
     return hooks
 
 
@@ -344,7 +348,7 @@ def _persist(
     # Live indexes write from their arrays; an edited (deferred) one last, so that of two
     # indexes loaded with one id the edited one is saved.
     live = [i for i in hooks.indexes if i.index_id in held]
-    live.sort(key=lambda i: bool(i.__dict__.get("_struct_stale")))
+    live.sort(key=lambda i: i._struct_stale)
     for index in live:
         index._persist_struct(folder)
     hooks.pending.clear()
