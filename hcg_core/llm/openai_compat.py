@@ -399,19 +399,15 @@ class OpenAIStructuredLLM:
         self, response_model: type[BaseModel], schema: dict, mode: str
     ) -> dict[str, Any]:
         options: dict[str, Any] = {}
-        if mode == "json_schema_strict":
+        if mode.startswith("json_schema"):
+            strict = mode == "json_schema_strict"
             options["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {
                     "name": response_model.__name__,
-                    "schema": strict_schema(schema),
-                    "strict": True,
+                    "schema": strict_schema(schema) if strict else schema,
+                    "strict": strict,
                 },
-            }
-        elif mode == "json_schema":
-            options["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": response_model.__name__, "schema": schema, "strict": False},
             }
         elif mode == "json_object":
             options["response_format"] = {"type": "json_object"}
