@@ -383,15 +383,21 @@ def _convert_entry(
     if not struct.vector_files and folder is None:
         return set()  # inline already
     try:
-        arrays, problems = read_vectors(struct, source)
+        _move_vectors(struct, source, folder)
     except StoreError as exc:
         logger.warning("HCGIndex: %s; its vectors are not persisted", exc)
         return {r["file"] for r in struct.vector_files.values() if isinstance(r, dict)}
+    store.add_index_struct(struct)
+    return {r["file"] for r in struct.vector_files.values()}
+
+
+def _move_vectors(struct: HCGIndexStruct, source: VectorSource | None, folder: Path | None) -> None:
+    """Read the struct's vectors from ``source`` and store them for ``folder`` (None: inline); a
+    file that cannot be read is logged and left out (the index recomputes it when loaded)."""
+    arrays, problems = read_vectors(struct, source)
     for problem in problems:
         logger.warning("HCGIndex %r: %s; recomputed when loaded", struct.index_id, problem)
     put_vectors(struct, arrays, folder)
-    store.add_index_struct(struct)
-    return {r["file"] for r in struct.vector_files.values()}
 
 
 def _inline_copy(data: dict, source: VectorSource | None) -> dict:
@@ -406,10 +412,7 @@ def _inline_copy(data: dict, source: VectorSource | None) -> dict:
             struct = json_to_index_struct(entry)
             if not struct.vector_files:
                 continue
-            arrays, problems = read_vectors(struct, source)
-            for problem in problems:
-                logger.warning("HCGIndex %r: %s; recomputed when loaded", key, problem)
-            put_vectors(struct, arrays, None)
+            _move_vectors(struct, source, None)
             out[collection] = {**out[collection], key: index_struct_to_json(struct)}
     return out
 

