@@ -97,16 +97,16 @@ def cmd_build(args: argparse.Namespace) -> int:
         corrections = read_corrections(args.corrections)
     llm = None
     if args.llm_model or args.llm_base_url:
-        from .llm import llm_from_cli
+        from .llm import OpenAIStructuredLLM
 
         if not args.llm_model:
             raise HCGError("--llm-base-url needs --llm-model NAME")
         cache_dir = args.llm_cache or str(Path(args.out) / ".llm_cache")
         if not args.estimate:  # a reply that cannot be cached is a paid reply lost
             check_writable_dir(cache_dir, what="LLM reply cache (--llm-cache)")
-        llm = llm_from_cli(
+        llm = OpenAIStructuredLLM(
+            args.llm_model,
             base_url=args.llm_base_url,
-            model=args.llm_model,
             max_concurrency=args.max_concurrency,
             timeout=args.timeout,
             max_retries=args.max_retries,

@@ -135,7 +135,6 @@ SUBPACKAGE_ALL = {
         "complete_validated",
         "current_stage",
         "extract_json",
-        "llm_from_cli",
         "parse_reply",
         "run_sync",
         "schema_for",
