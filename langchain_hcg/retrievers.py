@@ -199,14 +199,12 @@ class HCGRetriever(BaseRetriever):
         ]
         if not docs:
             raise InputError("from_documents got no document with text")
-        if chunk:
-            chunks = chunk_documents(
-                [to_core_document(d) for d in docs],
-                chunk_words=chunk_words,
-                overlap_words=overlap_words,
-            )
-        else:
-            chunks = [to_chunk(d) for d in docs]
+        items = _core_items(docs, chunk)
+        chunks = (
+            chunk_documents(items, chunk_words=chunk_words, overlap_words=overlap_words)
+            if chunk
+            else items
+        )
         embedder = resolve_embedder(embeddings)
         build = BuildSettings(tier, outcome, spec, progress, dict(build_options or {}))
         result = build_graph(
@@ -288,10 +286,7 @@ class HCGRetriever(BaseRetriever):
         """
         docs = list(documents)
         docs = [docs[i] for i in keep_in_batch([(d.id, d.page_content) for d in docs], insert=True)]
-        if chunk:
-            items: list[Any] = [to_core_document(d) for d in docs]
-        else:
-            items = [to_chunk(d) for d in docs]
+        items = _core_items(docs, chunk)
         before = len(self.core.graph.chunks)
         self._last_update = self.core.insert(
             items, chunk_words=chunk_words, overlap_words=overlap_words
@@ -447,6 +442,11 @@ def _attach_store(core: CoreRetriever, store: Any, id_filter: Any) -> None:
     if chunks and not dense.holds(chunks[0].id, core.chunk_embeddings[0]):
         dense.write(chunks, core.chunk_embeddings)
     core.dense_index = dense
+
+
+def _core_items(docs: Sequence[Document], chunk: bool) -> list[Any]:
+    """The documents as core documents to chunk, or (``chunk=False``) each as one core chunk."""
+    return [to_core_document(d) for d in docs] if chunk else [to_chunk(d) for d in docs]
 
 
 def _aligned(matrix: Any, rows: int) -> Any:
