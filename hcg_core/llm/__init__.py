@@ -1,8 +1,8 @@
 """The LLM seam's implementations and plumbing: the OpenAI-compatible client, structured-output
 parsing with re-asks, the on-disk reply cache, per-stage accounting, and the sync bridge.
 
-Nothing here imports LlamaIndex or LangChain; the adapters wrap their models with
-``complete_validated`` / ``parse_reply`` (see docs/llm.md).
+Nothing here imports LlamaIndex or LangChain; the adapters ask their models through
+``structured.framework_reply`` (structured output, then ``complete_validated``; docs/llm.md).
 """
 
 from .accounting import COUNTERS, Ledger, current_stage, stage
