@@ -17,6 +17,10 @@ The graph directory is only read (``CausalGraphRetriever.load``); nothing is wri
 
     python benchmarks/graph_signal_sweep.py GRAPH_DIR --questions FILE [--sentences FILE] \\
         [--half design|report] [--only-default] [--paper] [--k N]
+
+    python benchmarks/graph_signal_sweep.py DATA/llm-builds/medical-xs/graph \\
+        --questions DATA/graphrag-bench-medical/dev_questions.json --half design \\
+        --only-default
 """
 
 from __future__ import annotations

@@ -90,12 +90,3 @@ __all__ = [
     "read_spec_file",
     "save_graph",
 ]
-
-
-def __getattr__(name: str):
-    # Deprecated alias of CausalGraphRetriever, kept for one release (hcg_core.retrieval warns).
-    if name == "HCGRetriever":
-        from . import retrieval
-
-        return retrieval.HCGRetriever
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,19 +27,24 @@ at most ``_GAP`` characters apart (the space it stripped between two). The blank
 hold (``corpus.BLANK_LINE_RE``, where hcg's chunker ends paragraphs) cut the run into blocks; a
 wider gap is a paragraph break the splitter stripped. Units with word spans are hcg's own chunks,
 which already hold a short block whole, and passages were asked for finer than the chunks: neither
-is ever grouped (``groupable``). Pure functions over arrays.
+is ever grouped (``groupable``). Pure functions over arrays, and ``vectors_of_chunks``, which
+embeds a build's chunks so.
 """
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .corpus import BLANK_LINE_RE, DEFAULT_CHUNK_WORDS, WHOLE_BLOCK_FACTOR
+from .embedding import embed_texts
 from .types import Chunk
+
+if TYPE_CHECKING:
+    from .ports import Embedder
 
 # Characters between two pieces of one stretch of text: a splitter strips the space it cut at; a
 # stripped blank line ("\n\n") leaves two or more.
@@ -360,3 +365,12 @@ def part_vector_rows(spans: np.ndarray, parent: np.ndarray, chunk_spans_: np.nda
     out = parent.copy()
     out[other] = by_key[first[run[other]]]
     return out
+
+
+def vectors_of_chunks(
+    embedder: Embedder, chunks: Sequence[Chunk], *, what: str = "chunks", progress: bool = False
+) -> np.ndarray:
+    """One vector per chunk: the pieces of a short text block a user's splitter cut share the
+    block's, embedded once (``embedding_texts``); every other chunk is embedded as itself."""
+    texts, rows = embedding_texts(chunks)
+    return embed_texts(embedder, texts, what=what, progress=progress)[rows]

@@ -157,7 +157,7 @@ def _llm_from_args(args: argparse.Namespace) -> Any:
     """The LLM client ``--llm-model`` / ``--llm-base-url`` name, or None (the offline builder)."""
     if not (args.llm_model or args.llm_base_url):
         return None
-    from .llm import llm_from_cli
+    from .llm import OpenAIStructuredLLM
     from .safe_files import check_writable_dir
 
     if not args.llm_model:
@@ -165,9 +165,9 @@ def _llm_from_args(args: argparse.Namespace) -> Any:
     cache_dir = _llm_cache_dir(args)
     if not args.estimate:  # a reply that cannot be cached is a paid reply lost
         check_writable_dir(cache_dir, what="LLM reply cache (--llm-cache)")
-    return llm_from_cli(
+    return OpenAIStructuredLLM(
+        args.llm_model,
         base_url=args.llm_base_url,
-        model=args.llm_model,
         max_concurrency=args.max_concurrency,
         timeout=args.timeout,
         max_retries=args.max_retries,

@@ -323,6 +323,38 @@ TIERS: dict[str, TierCaps] = {
 DEFAULT_TIER = "M"
 
 
+@dataclass(frozen=True)
+class BuildSettings:
+    """What a build is asked for besides its chunks, embedder and LLM, as one object: the
+    framework doors keep one and pass it on (``build_graph(chunks, ..., **s.keywords())``)
+    instead of copying the same keywords through each signature.
+
+    Attributes:
+        tier: scaling tier (XS, S, M, L) capping the spec's metrics and dimensions.
+        outcome: the causal sinks to build toward (an ``OutcomeConfig``); generated when None.
+        spec: a given ``DomainSpec``; Stage 1 is skipped when set.
+        progress: progress bars; None shows them only when stderr is a terminal.
+        options: further builder options for ``build_graph``: ``config=`` an
+            ``OfflineBuildConfig`` or ``LLMBuildConfig``, and/or their field names.
+    """
+
+    tier: str = DEFAULT_TIER
+    outcome: Any = None
+    spec: Any = None
+    progress: bool | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def keywords(self) -> dict[str, Any]:
+        """``build_graph``'s keyword arguments for these settings."""
+        return {
+            "tier": self.tier,
+            "outcome": self.outcome,
+            "spec": self.spec,
+            "progress": self.progress,
+            **self.options,
+        }
+
+
 def tier_caps(tier: str) -> TierCaps:
     try:
         return TIERS[tier.upper()]

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from .config import DEFAULT_TOP_K
+from .embedding import embedder_errors
 from .errors import ConfigError, EmbedderError
-from .ports import embedder_errors
 from .types import Chunk
 
 logger = logging.getLogger(__name__)

@@ -13,11 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .blocks import embedding_texts
-
 if TYPE_CHECKING:
     from .ports import Embedder
-    from .types import Chunk
 
 
 def is_embedder(obj: Any) -> bool:
@@ -97,20 +94,10 @@ def embed_texts(
     return as_matrix(vecs, len(texts), who=f"embedder {who!r}")
 
 
-def vectors_of_chunks(
-    embedder: Embedder, chunks: Sequence[Chunk], *, what: str = "chunks", progress: bool = False
-) -> np.ndarray:
-    """One vector per chunk: the pieces of a short text block a user's splitter cut share the
-    block's, embedded once (``blocks.embedding_texts``); every other chunk is embedded as itself."""
-    texts, rows = embedding_texts(chunks)
-    return embed_texts(embedder, texts, what=what, progress=progress)[rows]
-
-
 __all__ = [
     "EMBED_BATCH",
     "as_matrix",
     "embed_texts",
     "embedder_errors",
     "is_embedder",
-    "vectors_of_chunks",
 ]

@@ -8,7 +8,7 @@ The helpers that call an embedder safely (``as_matrix``, ``embed_texts``...) are
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel
@@ -43,15 +43,3 @@ class StructuredLLM(Protocol):
     name: str
 
     async def acomplete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M: ...
-
-
-# The embedding helpers lived here before; the old import path keeps working.
-_MOVED = frozenset({"EMBED_BATCH", "as_matrix", "embed_texts", "embedder_errors", "is_embedder"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        from . import embedding
-
-        return getattr(embedding, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

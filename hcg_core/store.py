@@ -947,7 +947,7 @@ def npy_header_problem(path: Path, max_rows: int, max_dim: int = MAX_VECTOR_DIM)
     return None
 
 
-# Stored rows are L2-normalised by the embedder check (ports.as_matrix); float32 rounding and
+# Stored rows are L2-normalised by the embedder check (embedding.as_matrix); float32 rounding and
 # float16 files stay well within this.
 _UNIT_NORM_TOLERANCE = 1e-2
 # Rows per block when checking stored vectors (16k rows of 384 float64: 50 MB at most).

@@ -11,23 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel, BaseLanguageModel
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from hcg_core.embedders import CallableEmbedder, default_embedder
-from hcg_core.embedders._common import check_text
-from hcg_core.embedding import embedder_errors, is_embedder
-from hcg_core.errors import ConfigError, LLMError
-from hcg_core.llm.structured import complete_validated
+from hcg_core.embedders import default_embedder
+from hcg_core.embedders.wrapped import FrameworkEmbedder, core_embedder
+from hcg_core.embedding import is_embedder
+from hcg_core.errors import ConfigError
+from hcg_core.llm.structured import as_structured_llm, framework_reply
 from hcg_core.ports import Embedder, StructuredLLM
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def _is_core_embedder(obj: Any) -> bool:
-    return is_embedder(obj) and not isinstance(obj, Embeddings)
 
 
 class HCGDefaultEmbeddings(Embeddings):
@@ -44,13 +39,7 @@ class HCGDefaultEmbeddings(Embeddings):
     """
 
     def __init__(self, embedder: Embedder | None = None) -> None:
-        embedder = embedder if embedder is not None else default_embedder()
-        if not _is_core_embedder(embedder):
-            raise ConfigError(
-                f"embedder must be an hcg_core Embedder (name, dim, embed_documents, embed_query), "
-                f"got {type(embedder).__name__}"
-            )
-        self.embedder = embedder
+        self.embedder = core_embedder(embedder, default=default_embedder, refuse=(Embeddings,))
 
     def __repr__(self) -> str:
         return f"HCGDefaultEmbeddings(embedder={self.embedder!r})"
@@ -70,7 +59,7 @@ def to_core_embedder(embeddings: Any) -> Embedder:
     """
     if isinstance(embeddings, HCGDefaultEmbeddings):
         return embeddings.embedder
-    if _is_core_embedder(embeddings):
+    if is_embedder(embeddings) and not isinstance(embeddings, Embeddings):
         return embeddings
     if not isinstance(embeddings, Embeddings):
         raise ConfigError(
@@ -80,7 +69,7 @@ def to_core_embedder(embeddings: Any) -> Embedder:
     return LangChainEmbedder(embeddings)
 
 
-class LangChainEmbedder(CallableEmbedder):
+class LangChainEmbedder(FrameworkEmbedder):
     """LangChain ``Embeddings`` as a core Embedder; ``aembed_query`` keeps the async API.
 
     The name stored with the vectors is ``langchain:<class>[:<model>][:d<dimensions>]``. It is a
@@ -98,15 +87,13 @@ class LangChainEmbedder(CallableEmbedder):
             name += f":{size}"
         if isinstance(dimensions, int):
             name += f":d{dimensions}"
-        super().__init__(embeddings.embed_documents, name=name, query_fn=embeddings.embed_query)
-        self.embeddings = embeddings
-
-    async def aembed_query(self, text: str) -> np.ndarray:
-        """One query vector through ``Embeddings.aembed_query``, checked like the sync one."""
-        text = check_text(text, who=self.name)
-        with embedder_errors(f"{self.name} failed on a query"):
-            raw = await self.embeddings.aembed_query(text)
-        return self._check(np.asarray(raw, dtype=np.float32)[None, :], 1)[0]
+        super().__init__(
+            embeddings,
+            name,
+            fn=embeddings.embed_documents,
+            query_fn=embeddings.embed_query,
+            aquery_fn=embeddings.aembed_query,
+        )
 
 
 def resolve_embedder(embeddings: Any | None) -> Embedder:
@@ -131,43 +118,26 @@ class LangChainStructuredLLM:
 
     async def acomplete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
         msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
-        if isinstance(self.model, BaseChatModel):
-            try:
-                runnable = self.model.with_structured_output(response_model)
-            except NotImplementedError:
-                runnable = None
-            if runnable is not None:
-                try:
-                    out = await runnable.ainvoke(msgs)
-                    return (
-                        out
-                        if isinstance(out, response_model)
-                        else response_model.model_validate(out)
-                    )
-                except (ValueError, ValidationError, NotImplementedError, TypeError):
-                    pass
+
+        async def structured() -> Any:
+            # NotImplementedError from a model without structured output: the text path.
+            return await self.model.with_structured_output(response_model).ainvoke(msgs)
 
         async def send(batch: list[dict[str, str]]) -> str:
             reply = await self.model.ainvoke(batch)
             content = getattr(reply, "content", reply)
             return content if isinstance(content, str) else str(content)
 
-        try:
-            return await complete_validated(send, msgs, response_model)
-        except LLMError:
-            raise
-        except Exception as exc:  # transport or provider failure, kept and typed
-            raise LLMError(f"{self.name} failed: {exc}") from exc
+        return await framework_reply(
+            structured if isinstance(self.model, BaseChatModel) else None,
+            send,
+            msgs,
+            response_model,
+            name=self.name,
+            soft_errors=(ValueError, NotImplementedError, TypeError),
+        )
 
 
 def to_structured_llm(llm: Any | None) -> StructuredLLM | None:
     """``None`` stays ``None`` (offline builder); a core StructuredLLM passes; a LangChain model is wrapped."""
-    if llm is None:
-        return None
-    if (
-        not isinstance(llm, BaseLanguageModel)
-        and hasattr(llm, "acomplete")
-        and hasattr(llm, "name")
-    ):
-        return llm
-    return LangChainStructuredLLM(llm)
+    return as_structured_llm(llm, BaseLanguageModel, LangChainStructuredLLM)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,7 +20,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
-from hcg_core.config import DEFAULT_TIER, RetrievalConfig
+from hcg_core.config import DEFAULT_TIER, BuildSettings, RetrievalConfig
 from hcg_core.contract import (
     DEFAULT_K,
     amean_query_vector,
@@ -168,7 +167,6 @@ class HCGRetriever(BaseRetriever):
         build_options: dict[str, Any] | None = None,
         vector_store: Any | None = None,
         id_filter: Any | None = None,
-        **legacy_build_options: Any,
     ) -> HCGRetriever:
         """Chunk ``documents`` (unless ``chunk=False``), build the graph, and wrap it.
 
@@ -191,15 +189,6 @@ class HCGRetriever(BaseRetriever):
             id_filter: for a store other than Qdrant or ``InMemoryVectorStore``: ids -> that
                 store's ``filter=`` value selecting those ids.
         """
-        build_options = dict(build_options or {})
-        if legacy_build_options:
-            warnings.warn(
-                f"builder options as keywords ({', '.join(sorted(legacy_build_options))}) are "
-                "deprecated; pass build_options={...} as HCGIndex does",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            build_options.update(legacy_build_options)
         docs = list(documents)
         if not docs:
             raise InputError("from_documents got no documents")
@@ -210,24 +199,16 @@ class HCGRetriever(BaseRetriever):
         ]
         if not docs:
             raise InputError("from_documents got no document with text")
-        if chunk:
-            chunks = chunk_documents(
-                [to_core_document(d) for d in docs],
-                chunk_words=chunk_words,
-                overlap_words=overlap_words,
-            )
-        else:
-            chunks = [to_chunk(d) for d in docs]
+        items = _core_items(docs, chunk)
+        chunks = (
+            chunk_documents(items, chunk_words=chunk_words, overlap_words=overlap_words)
+            if chunk
+            else items
+        )
         embedder = resolve_embedder(embeddings)
+        build = BuildSettings(tier, outcome, spec, progress, dict(build_options or {}))
         result = build_graph(
-            chunks,
-            embedder=embedder,
-            llm=to_structured_llm(llm),
-            tier=tier,
-            outcome=outcome,
-            spec=spec,
-            progress=progress,
-            **build_options,
+            chunks, embedder=embedder, llm=to_structured_llm(llm), **build.keywords()
         )
         core = CoreRetriever.from_graph(
             result.graph,
@@ -305,10 +286,7 @@ class HCGRetriever(BaseRetriever):
         """
         docs = list(documents)
         docs = [docs[i] for i in keep_in_batch([(d.id, d.page_content) for d in docs], insert=True)]
-        if chunk:
-            items: list[Any] = [to_core_document(d) for d in docs]
-        else:
-            items = [to_chunk(d) for d in docs]
+        items = _core_items(docs, chunk)
         before = len(self.core.graph.chunks)
         self._last_update = self.core.insert(
             items, chunk_words=chunk_words, overlap_words=overlap_words
@@ -464,6 +442,11 @@ def _attach_store(core: CoreRetriever, store: Any, id_filter: Any) -> None:
     if chunks and not dense.holds(chunks[0].id, core.chunk_embeddings[0]):
         dense.write(chunks, core.chunk_embeddings)
     core.dense_index = dense
+
+
+def _core_items(docs: Sequence[Document], chunk: bool) -> list[Any]:
+    """The documents as core documents to chunk, or (``chunk=False``) each as one core chunk."""
+    return [to_core_document(d) for d in docs] if chunk else [to_chunk(d) for d in docs]
 
 
 def _aligned(matrix: Any, rows: int) -> Any:

@@ -19,15 +19,13 @@ from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_ST
 from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
 
 from ._models import HCGDefaultEmbedding, LlamaIndexStructuredLLM, to_core_embedder
-from ._persist import STRUCT_TYPES, install_folder_memory
+from ._persist import STRUCT_TYPE, install_folder_memory
 from .index import HCGIndex, HCGIndexStruct
 from .retriever import DEFAULT_SIMILARITY_TOP_K, HCGRetriever
 
-# load_index_from_storage looks both tables up by the persisted type string (today's, and the
-# one indexes persisted by earlier versions carry).
-for _type in STRUCT_TYPES:
-    INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS[_type] = HCGIndexStruct  # type: ignore[index]
-    INDEX_STRUCT_TYPE_TO_INDEX_CLASS[_type] = HCGIndex  # type: ignore[index]
+# load_index_from_storage looks both tables up by the persisted type string.
+INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS[STRUCT_TYPE] = HCGIndexStruct  # type: ignore[index]
+INDEX_STRUCT_TYPE_TO_INDEX_CLASS[STRUCT_TYPE] = HCGIndex  # type: ignore[index]
 install_folder_memory()
 
 __all__ = [

@@ -17,20 +17,16 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import ChatPromptTemplate
-from pydantic import BaseModel, PrivateAttr, ValidationError
+from pydantic import BaseModel, PrivateAttr
 
-from hcg_core.embedders import CallableEmbedder, default_embedder
-from hcg_core.embedders._common import check_text
-from hcg_core.embedding import embedder_errors, is_embedder
-from hcg_core.errors import ConfigError, LLMError
-from hcg_core.llm.structured import complete_validated
+from hcg_core.embedders import default_embedder
+from hcg_core.embedders.wrapped import FrameworkEmbedder, core_embedder
+from hcg_core.embedding import is_embedder
+from hcg_core.errors import ConfigError
+from hcg_core.llm.structured import as_structured_llm, framework_reply
 from hcg_core.ports import Embedder, StructuredLLM
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def _is_core_embedder(obj: Any) -> bool:
-    return is_embedder(obj)
 
 
 class HCGDefaultEmbedding(BaseEmbedding):
@@ -49,12 +45,7 @@ class HCGDefaultEmbedding(BaseEmbedding):
     _embedder: Any = PrivateAttr()
 
     def __init__(self, embedder: Embedder | None = None, **kwargs: Any) -> None:
-        embedder = embedder if embedder is not None else default_embedder()
-        if not _is_core_embedder(embedder):
-            raise ConfigError(
-                f"embedder must be an hcg_core Embedder (name, dim, embed_documents, embed_query), "
-                f"got {type(embedder).__name__}"
-            )
+        embedder = core_embedder(embedder, default=default_embedder)
         kwargs.setdefault("model_name", embedder.name)
         super().__init__(**kwargs)
         self._embedder = embedder
@@ -95,7 +86,7 @@ def to_core_embedder(embed_model: Any) -> Embedder:
     if isinstance(embed_model, HCGDefaultEmbedding):
         return embed_model.core_embedder
     if not isinstance(embed_model, BaseEmbedding):
-        if _is_core_embedder(embed_model):
+        if is_embedder(embed_model):
             return embed_model
         raise ConfigError(
             f"embed_model must be a LlamaIndex BaseEmbedding or an hcg_core Embedder, "
@@ -104,7 +95,7 @@ def to_core_embedder(embed_model: Any) -> Embedder:
     return LlamaIndexEmbedder(embed_model)
 
 
-class LlamaIndexEmbedder(CallableEmbedder):
+class LlamaIndexEmbedder(FrameworkEmbedder):
     """A ``BaseEmbedding`` as a core Embedder, with its async query API kept (``aembed_query``),
     so ``aretrieve`` awaits the model instead of blocking the event loop."""
 
@@ -114,18 +105,12 @@ class LlamaIndexEmbedder(CallableEmbedder):
         if isinstance(dimensions, int):
             name += f":d{dimensions}"
         super().__init__(
-            embed_model.get_text_embedding_batch,
-            name=name,
+            embed_model,
+            name,
+            fn=embed_model.get_text_embedding_batch,
             query_fn=embed_model.get_query_embedding,
+            aquery_fn=embed_model.aget_query_embedding,
         )
-        self.model = embed_model
-
-    async def aembed_query(self, text: str) -> np.ndarray:
-        """One query vector through the model's ``aget_query_embedding``, checked like the sync one."""
-        text = check_text(text, who=self.name)
-        with embedder_errors(f"{self.name} failed on a query"):
-            raw = await self.model.aget_query_embedding(text)
-        return self._check(np.asarray(raw, dtype=np.float32)[None, :], 1)[0]
 
 
 def query_embed_model(embed_model: Any | None, embedder: Embedder) -> BaseEmbedding:
@@ -177,13 +162,6 @@ class LlamaIndexStructuredLLM:
                 ChatMessage(role=m["role"], content=f"{{m{i}}}") for i, m in enumerate(messages)
             ]
         )
-        try:
-            out = await self.llm.astructured_predict(response_model, prompt, **values)
-            if isinstance(out, response_model):
-                return out
-            return response_model.model_validate(out)
-        except (ValueError, ValidationError, NotImplementedError, TypeError, KeyError):
-            pass
 
         async def send(msgs: list[dict[str, str]]) -> str:
             reply = await self.llm.achat(
@@ -191,18 +169,16 @@ class LlamaIndexStructuredLLM:
             )
             return reply.message.content or ""
 
-        try:
-            return await complete_validated(send, messages, response_model)
-        except LLMError:
-            raise
-        except Exception as exc:  # a transport or provider error: keep it, typed
-            raise LLMError(f"{self.name} failed: {exc}") from exc
+        return await framework_reply(
+            lambda: self.llm.astructured_predict(response_model, prompt, **values),
+            send,
+            messages,
+            response_model,
+            name=self.name,
+            soft_errors=(ValueError, NotImplementedError, TypeError, KeyError),
+        )
 
 
 def to_structured_llm(llm: Any | None) -> StructuredLLM | None:
     """``None`` stays ``None`` (offline builder); a core StructuredLLM passes; a LlamaIndex LLM is wrapped."""
-    if llm is None:
-        return None
-    if not isinstance(llm, LLM) and hasattr(llm, "acomplete") and hasattr(llm, "name"):
-        return llm
-    return LlamaIndexStructuredLLM(llm)
+    return as_structured_llm(llm, LLM, LlamaIndexStructuredLLM)

@@ -32,9 +32,10 @@ import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from llama_index.core.data_structs.data_structs import IndexStruct
 from llama_index.core.storage.index_store.simple_index_store import SimpleIndexStore
 from llama_index.core.storage.index_store.types import DEFAULT_PERSIST_PATH
 from llama_index.core.storage.index_store.utils import index_struct_to_json, json_to_index_struct
@@ -44,9 +45,6 @@ from hcg_core.errors import StoreError
 from hcg_core.safe_files import atomic_write_bytes, atomic_write_text
 
 from ._graph import decode_matrix, encode_matrix
-
-if TYPE_CHECKING:
-    from .index import HCGIndexStruct
 
 logger = logging.getLogger(__name__)
 
@@ -68,8 +66,47 @@ _NAME_DIGEST_CHARS = 16
 # fails there with ``KeyError: '<this string>'``: so the string itself says what to do. The
 # LlamaIndex registries have no plugin hook (no entry points) that would register it unasked.
 STRUCT_TYPE = "hcg_causal_graph (import llama_index_hcg before load_index_from_storage)"
-LEGACY_STRUCT_TYPE = "hcg_causal_graph"  # written before; still read
-STRUCT_TYPES = (STRUCT_TYPE, LEGACY_STRUCT_TYPE)
+
+
+@dataclass
+class HCGIndexStruct(IndexStruct):
+    """The JSON-persisted state of an HCGIndex: the graph as a JSON string and its vectors,
+    either base64 float32 inline or (persisted to a local folder) ``.npy`` files named in
+    ``vector_files``.
+
+    ``variable_embeddings`` rows follow the graph's ``variables``, ``chunk_embeddings`` rows its
+    ``chunk_ids``; both were made by the embedder named ``embedder_name`` and are reused on
+    load only with that same embedder (otherwise recomputed).
+    """
+
+    graph: dict[str, Any] = field(default_factory=dict)  # read from older persisted indexes
+    # The graph as one JSON string: dataclasses_json copies a str in O(1) Python steps, where a
+    # nested dict costs one per item on every struct write (each insert writes the struct).
+    graph_json: str = ""
+    embedder_name: str = ""
+    dim: int = 0
+    variable_embeddings: str = ""
+    chunk_embeddings: str = ""
+    dropped_edges: list[str] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+    # The offline builder's support ledger (hcg_core.graph_build.incremental) as JSON, so edits
+    # after a reload still re-extract edges; empty for LLM-built graphs.
+    ledger_json: str = ""
+    # Kinds ("variables", "chunks") kept in .npy files beside index_store.json instead of inline:
+    # {"file", "shape", "dtype", "sha256"} each (llama_index_hcg._persist). Structs persisted
+    # before the one evidence linker may also hold an edge-text cache ("edge_texts",
+    # "edge_vectors", an "edges" file): nothing reads it any more, and a persist drops it.
+    vector_files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The HCGNodeParser settings (chunk_words, overlap_words) when from_documents chunked with
+    # hcg's chunker by default: a reloaded index's inserts then chunk the same way.
+    node_parser: dict[str, Any] = field(default_factory=dict)
+
+    def graph_data(self) -> dict[str, Any]:
+        return json.loads(self.graph_json) if self.graph_json else self.graph
+
+    @classmethod
+    def get_type(cls) -> str:  # type: ignore[override]  # a str key works like IndexStructType
+        return STRUCT_TYPE
 
 
 # ---------------------------------------------------------------- vector files
@@ -232,18 +269,22 @@ _READERS = ("get_index_struct", "index_structs")
 _AREADERS = ("aget_index_struct", "async_index_structs")
 
 
+# The hooks of each wrapped store, kept here rather than in the store's own attributes.
+_HOOKS: weakref.WeakKeyDictionary[SimpleIndexStore, StoreHooks] = weakref.WeakKeyDictionary()
+
+
 def store_source(store: Any) -> VectorSource | None:
-    hooks = store.__dict__.get("_hcg_hooks") if hasattr(store, "__dict__") else None
+    hooks = _HOOKS.get(store) if isinstance(store, SimpleIndexStore) else None
     return hooks.source if hooks is not None else None
 
 
 def store_hooks(store: SimpleIndexStore) -> StoreHooks:
     """The hooks of ``store``; on first use its reading and persisting methods are wrapped (on
     this instance only)."""
-    hooks = store.__dict__.get("_hcg_hooks")
+    hooks = _HOOKS.get(store)
     if hooks is not None:
         return hooks
-    hooks = store.__dict__["_hcg_hooks"] = StoreHooks()
+    hooks = _HOOKS[store] = StoreHooks()
 
     def flush() -> None:
         for index in list(hooks.pending):
@@ -276,20 +317,20 @@ def store_hooks(store: SimpleIndexStore) -> StoreHooks:
         flush()
         return _inline_copy(to_dict(), hooks.source)
 
-    store.__dict__["to_dict"] = to_dict_inline
+    store.to_dict = to_dict_inline  # type: ignore[method-assign]
     persist = store.persist
 
     def persist_with_files(persist_path: str = DEFAULT_PERSIST_PATH, fs: Any = None) -> None:
         _persist(store, hooks, persist, persist_path, fs)
 
-    store.__dict__["persist"] = persist_with_files
+    store.persist = persist_with_files  # type: ignore[method-assign]
     return hooks
 
 
 def _hcg_entries(store: SimpleIndexStore) -> Iterator[tuple[str, dict]]:
     collection = getattr(store, "_collection", "index_store/data")
     for key, entry in store._kvstore.get_all(collection=collection).items():
-        if isinstance(entry, dict) and entry.get("__type__") in STRUCT_TYPES:
+        if isinstance(entry, dict) and entry.get("__type__") == STRUCT_TYPE:
             yield key, entry
 
 
@@ -307,7 +348,7 @@ def _persist(
     # Live indexes write from their arrays; an edited (deferred) one last, so that of two
     # indexes loaded with one id the edited one is saved.
     live = [i for i in hooks.indexes if i.index_id in held]
-    live.sort(key=lambda i: bool(i.__dict__.get("_struct_stale")))
+    live.sort(key=lambda i: i._struct_stale)
     for index in live:
         index._persist_struct(folder)
     hooks.pending.clear()
@@ -342,15 +383,21 @@ def _convert_entry(
     if not struct.vector_files and folder is None:
         return set()  # inline already
     try:
-        arrays, problems = read_vectors(struct, source)
+        _move_vectors(struct, source, folder)
     except StoreError as exc:
         logger.warning("HCGIndex: %s; its vectors are not persisted", exc)
         return {r["file"] for r in struct.vector_files.values() if isinstance(r, dict)}
+    store.add_index_struct(struct)
+    return {r["file"] for r in struct.vector_files.values()}
+
+
+def _move_vectors(struct: HCGIndexStruct, source: VectorSource | None, folder: Path | None) -> None:
+    """Read the struct's vectors from ``source`` and store them for ``folder`` (None: inline); a
+    file that cannot be read is logged and left out (the index recomputes it when loaded)."""
+    arrays, problems = read_vectors(struct, source)
     for problem in problems:
         logger.warning("HCGIndex %r: %s; recomputed when loaded", struct.index_id, problem)
     put_vectors(struct, arrays, folder)
-    store.add_index_struct(struct)
-    return {r["file"] for r in struct.vector_files.values()}
 
 
 def _inline_copy(data: dict, source: VectorSource | None) -> dict:
@@ -360,15 +407,12 @@ def _inline_copy(data: dict, source: VectorSource | None) -> dict:
         if not isinstance(entries, dict):
             continue
         for key, entry in entries.items():
-            if not (isinstance(entry, dict) and entry.get("__type__") in STRUCT_TYPES):
+            if not (isinstance(entry, dict) and entry.get("__type__") == STRUCT_TYPE):
                 continue
             struct = json_to_index_struct(entry)
             if not struct.vector_files:
                 continue
-            arrays, problems = read_vectors(struct, source)
-            for problem in problems:
-                logger.warning("HCGIndex %r: %s; recomputed when loaded", key, problem)
-            put_vectors(struct, arrays, None)
+            _move_vectors(struct, source, None)
             out[collection] = {**out[collection], key: index_struct_to_json(struct)}
     return out
 

@@ -13,13 +13,11 @@ import json
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from llama_index.core.callbacks.base import CallbackManager
-from llama_index.core.data_structs.data_structs import IndexStruct
 from llama_index.core.indices.base import BaseIndex
 from llama_index.core.schema import (
     BaseNode,
@@ -32,10 +30,7 @@ from llama_index.core.storage.docstore.types import RefDocInfo
 from llama_index.core.storage.index_store.simple_index_store import SimpleIndexStore
 from llama_index.core.storage.storage_context import StorageContext
 
-from hcg_core.config import (
-    DEFAULT_TIER,
-    RetrievalConfig,
-)
+from hcg_core.config import DEFAULT_TIER, BuildSettings, RetrievalConfig
 from hcg_core.contract import keep_in_batch, refuse_lone_surrogates, vectors_match
 from hcg_core.errors import BuildError, StoreError
 from hcg_core.graph_build import build_graph
@@ -50,7 +45,7 @@ from ._dense import VectorStoreDense
 from ._graph import graph_from_dict, graph_to_dict
 from ._models import query_embed_model, resolve_embedder, to_structured_llm
 from ._persist import (
-    STRUCT_TYPE,
+    HCGIndexStruct,
     VectorSource,
     put_vectors,
     read_vectors,
@@ -59,50 +54,7 @@ from ._persist import (
 )
 from .retriever import HCGRetriever
 
-INDEX_STRUCT_TYPE = STRUCT_TYPE  # see _persist: the string names the import a load needs
-
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class HCGIndexStruct(IndexStruct):
-    """The JSON-persisted state of an HCGIndex: the graph as a JSON string and its vectors,
-    either base64 float32 inline or (persisted to a local folder) ``.npy`` files named in
-    ``vector_files``.
-
-    ``variable_embeddings`` rows follow the graph's ``variables``, ``chunk_embeddings`` rows its
-    ``chunk_ids``; both were made by the embedder named ``embedder_name`` and are reused on
-    load only with that same embedder (otherwise recomputed).
-    """
-
-    graph: dict[str, Any] = field(default_factory=dict)  # read from older persisted indexes
-    # The graph as one JSON string: dataclasses_json copies a str in O(1) Python steps, where a
-    # nested dict costs one per item on every struct write (each insert writes the struct).
-    graph_json: str = ""
-    embedder_name: str = ""
-    dim: int = 0
-    variable_embeddings: str = ""
-    chunk_embeddings: str = ""
-    dropped_edges: list[str] = field(default_factory=list)
-    report: dict[str, Any] = field(default_factory=dict)
-    # The offline builder's support ledger (hcg_core.graph_build.incremental) as JSON, so edits
-    # after a reload still re-extract edges; empty for LLM-built graphs.
-    ledger_json: str = ""
-    # Kinds ("variables", "chunks") kept in .npy files beside index_store.json instead of inline:
-    # {"file", "shape", "dtype", "sha256"} each (llama_index_hcg._persist). Structs persisted
-    # before the one evidence linker may also hold an edge-text cache ("edge_texts",
-    # "edge_vectors", an "edges" file): nothing reads it any more, and a persist drops it.
-    vector_files: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # The HCGNodeParser settings (chunk_words, overlap_words) when from_documents chunked with
-    # hcg's chunker by default: a reloaded index's inserts then chunk the same way.
-    node_parser: dict[str, Any] = field(default_factory=dict)
-
-    def graph_data(self) -> dict[str, Any]:
-        return json.loads(self.graph_json) if self.graph_json else self.graph
-
-    @classmethod
-    def get_type(cls) -> str:  # type: ignore[override]  # a str key works like IndexStructType
-        return INDEX_STRUCT_TYPE
 
 
 class HCGIndex(BaseIndex[HCGIndexStruct]):
@@ -138,9 +90,14 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             there; BM25 and the graph stay local. Pass it again on load (docs/scaling.md).
         persist_dir: on load, the folder holding the index's ``.npy`` vector files; needed only
             when the index store cannot say which folder it was read from.
+        vectors: on load, the struct's vectors already at hand (``{"variables": ...,
+            "chunks": ...}``, as ``from_graph_dir`` has them), used instead of reading them.
     """
 
     index_struct_cls = HCGIndexStruct
+    # True while the struct in the index store lacks the graph data (see _sync); set by the
+    # index itself, read by the store's persist hook (_persist).
+    _struct_stale = False
 
     def __init__(
         self,
@@ -161,6 +118,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         vector_store: Any | None = None,
         persist_dir: str | os.PathLike | None = None,
         transformations: list[TransformComponent] | None = None,
+        vectors: dict[str, np.ndarray | None] | None = None,
         **kwargs: Any,
     ) -> None:
         # hcg's chunker, when from_documents chose it (no transformations of the user's): kept in
@@ -171,11 +129,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._embedder: Embedder = _loading_embedder(embed_model, index_struct)
         self._embed_model = query_embed_model(embed_model, self._embedder)  # embeds queries
         self._llm = to_structured_llm(llm)
-        self._tier = tier
-        self._outcome = outcome
-        self._spec = spec
+        self._build = BuildSettings(tier, outcome, spec, show_progress, dict(build_options or {}))
         self._config = config or RetrievalConfig()
-        self._build_options = dict(build_options or {})
         self._evidence_per_edge = evidence_per_edge
         # Where a loaded struct's .npy files are; None: the folder the index store was read from.
         self._persist_dir = persist_dir
@@ -212,7 +167,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
                 # The caller says where this store's files are: later reads of it use them too.
                 hooks.source = VectorSource(os.path.abspath(os.fspath(persist_dir)))
         if self._graph is None:  # loaded from an existing struct
-            self._restore(self._index_struct)
+            self._restore(self._index_struct, vectors)
 
     @classmethod
     def from_documents(
@@ -274,14 +229,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         if not chunks:
             raise BuildError("HCGIndex needs at least one node with text to build a graph from")
         result = build_graph(
-            chunks,
-            embedder=self._embedder,
-            llm=self._llm,
-            tier=self._tier,
-            outcome=self._outcome,
-            spec=self._spec,
-            progress=self._show_progress,
-            **self._build_options,
+            chunks, embedder=self._embedder, llm=self._llm, **self._build.keywords()
         )
         self._set_state(result.graph, result.variable_embeddings, result.chunk_embeddings)
         assert self._core is not None
@@ -357,7 +305,10 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             return VectorSource(os.path.abspath(os.fspath(self._persist_dir)))
         return store_source(self._storage_context.index_store)
 
-    def _restore(self, struct: HCGIndexStruct) -> None:
+    def _restore(
+        self, struct: HCGIndexStruct, handed: dict[str, np.ndarray | None] | None = None
+    ) -> None:
+        """Take the state of a loaded struct; ``handed``: its vectors, already read."""
         data = struct.graph_data()
         chunk_ids = data.get("chunk_ids", [])
         nodes = self._docstore.get_nodes(chunk_ids, raise_error=False)
@@ -370,12 +321,12 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             )
         graph = graph_from_dict(data, [node_to_chunk(n) for n in nodes])
         same = vectors_match(struct.embedder_name, struct.dim, self._embedder)
-        # from_graph_dir hands its (memory-mapped) arrays over directly, not through the struct.
-        handed = struct.__dict__.pop("_hcg_arrays", None)
         vectors: dict[str, np.ndarray | None] = {}
         problems: list[str] = []
         if same:
-            vectors, problems = handed or read_vectors(struct, self._vector_source())
+            vectors, problems = (
+                (handed, []) if handed is not None else read_vectors(struct, self._vector_source())
+            )
         for problem in problems:
             # The vectors derive from the docstore's texts: recomputing them loses nothing.
             logger.warning("HCGIndex: %s; these vectors were recomputed", problem)
@@ -488,7 +439,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
 
     def _flush_struct(self) -> None:
         """Write the deferred struct (see :meth:`_sync`) into the struct and the index store."""
-        if self.__dict__.get("_struct_stale"):
+        if self._struct_stale:
             self._struct_stale = False
             self._write_struct(self._index_struct)
             self._storage_context.index_store.add_index_struct(self._index_struct)
@@ -683,12 +634,13 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         )
         # The directory's (memory-mapped) arrays go to the index as they are, not through base64;
         # a missing set is computed (see _restore).
-        struct.__dict__["_hcg_arrays"] = (
-            {"variables": stored.variable_embeddings, "chunks": stored.chunk_embeddings},
-            [],
-        )
+        vectors = {"variables": stored.variable_embeddings, "chunks": stored.chunk_embeddings}
         return cls(
-            index_struct=struct, storage_context=storage_context, embed_model=embed_model, **kwargs
+            index_struct=struct,
+            storage_context=storage_context,
+            embed_model=embed_model,
+            vectors=vectors,
+            **kwargs,
         )
 
 

@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -26,15 +26,13 @@ from llama_index.core.vector_stores.types import MetadataFilters
 from hcg_core.bounded import loads_json
 from hcg_core.config import HybridConfig, RetrievalConfig
 from hcg_core.contract import DEFAULT_K, filter_mask
+from hcg_core.embedding import embedder_errors
 from hcg_core.errors import ConfigError, StoreError
-from hcg_core.ports import embedder_errors
 from hcg_core.safe_files import atomic_write_text
 from hcg_core.types import Chunk, RetrievalResult
 
 from ._convert import stored_id, with_provenance
-
-if TYPE_CHECKING:
-    from .index import HCGIndex
+from ._persist import STRUCT_TYPE
 
 # One default for both adapters (hcg_core.contract.DEFAULT_K): LlamaIndex's vector default of 2
 # would cut every causal cone to its first chunk.
@@ -76,7 +74,7 @@ class HCGRetriever(BaseRetriever):
 
     def __init__(
         self,
-        index: HCGIndex,
+        index: Any,
         similarity_top_k: int | None = None,
         config: RetrievalConfig | None = None,
         callback_manager: CallbackManager | None = None,
@@ -118,7 +116,7 @@ class HCGRetriever(BaseRetriever):
     @classmethod
     def from_defaults(
         cls,
-        index: HCGIndex | None = None,
+        index: Any | None = None,
         nodes: Sequence[BaseNode] | None = None,
         docstore: Any | None = None,
         similarity_top_k: int | None = None,
@@ -134,8 +132,7 @@ class HCGRetriever(BaseRetriever):
         (``llm``, ``tier``, ``build_options``, ...)."""
         from llama_index.core.storage.storage_context import StorageContext
 
-        from .index import HCGIndex
-
+        index_class = _index_class()
         sources = {"index": index, "nodes": nodes, "docstore": docstore}
         given = [name for name, value in sources.items() if value is not None]
         if len(given) != 1:
@@ -146,8 +143,8 @@ class HCGRetriever(BaseRetriever):
             if docstore is not None:
                 nodes = list(docstore.docs.values())
                 index_kwargs["storage_context"] = StorageContext.from_defaults(docstore=docstore)
-            index = HCGIndex(nodes=list(nodes or []), embed_model=embed_model, **index_kwargs)
-        elif not isinstance(index, HCGIndex):
+            index = index_class(nodes=list(nodes or []), embed_model=embed_model, **index_kwargs)
+        elif not isinstance(index, index_class):
             raise ConfigError(f"index must be an HCGIndex, got {type(index).__name__}")
         return cls(
             index,
@@ -298,3 +295,12 @@ class HCGRetriever(BaseRetriever):
                     self._embedding_strs(query_bundle)
                 )
         return await asyncio.to_thread(self._search, core, query_bundle, qvec)
+
+
+def _index_class() -> type:
+    """``HCGIndex``, found as ``load_index_from_storage`` finds it: through LlamaIndex's registry
+    of index classes by struct type (filled when ``llama_index_hcg`` is imported). The index
+    module imports this one (``as_retriever``), so importing it back would make a cycle."""
+    from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
+
+    return INDEX_STRUCT_TYPE_TO_INDEX_CLASS[STRUCT_TYPE]  # type: ignore[index]

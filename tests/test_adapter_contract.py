@@ -119,3 +119,42 @@ def test_llamaindex_reload_with_same_name_other_dimension_recomputes_with_a_warn
             StorageContext.from_defaults(persist_dir=tmp_path), embed_model=first
         )
     assert "recomputed" not in caplog.text
+
+
+def test_both_doors_pass_build_graph_the_same_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build's settings reach ``build_graph`` as one ``BuildSettings``'s keywords, alike from
+    both doors (what the user passes as keywords or ``build_options``)."""
+    import langchain_hcg.retrievers as lc_retrievers
+    import llama_index_hcg.index as li_index
+    from hcg_core.config import BuildSettings
+    from hcg_core.types import OutcomeConfig
+
+    seen: list[dict] = []
+
+    def spy(real):
+        def build(chunks, **kwargs):
+            seen.append({k: v for k, v in kwargs.items() if k not in ("embedder", "llm")})
+            return real(chunks, **kwargs)
+
+        return build
+
+    monkeypatch.setattr(li_index, "build_graph", spy(li_index.build_graph))
+    monkeypatch.setattr(lc_retrievers, "build_graph", spy(lc_retrievers.build_graph))
+    embedder = HashingEmbedder(256)
+    outcome = OutcomeConfig(outcomes=("Stroke",))
+    given = {"tier": "S", "outcome": outcome, "build_options": {"max_evidence": 3}}
+    nodes = [TextNode(id_=uid, text=text) for uid, text, _, _ in units()]
+    docs = [LCDocument(id=uid, page_content=text) for uid, text, _, _ in units()]
+    llama_index_hcg.HCGIndex(nodes=nodes, embed_model=embedder, show_progress=False, **given)
+    langchain_hcg.HCGRetriever.from_documents(
+        docs, embeddings=embedder, chunk=False, progress=False, **given
+    )
+    expected = BuildSettings("S", outcome, None, False, {"max_evidence": 3}).keywords()
+    assert seen == [expected, expected]
+    assert expected == {
+        "tier": "S",
+        "outcome": outcome,
+        "spec": None,
+        "progress": False,
+        "max_evidence": 3,
+    }

@@ -130,9 +130,8 @@ def test_reading_order_sorts_only_runs_of_one_block():
 
 
 def test_a_short_block_is_embedded_once_and_its_pieces_share_the_vector():
-    from hcg_core.blocks import embedding_texts
+    from hcg_core.blocks import embedding_texts, vectors_of_chunks
     from hcg_core.embedders import HashingEmbedder
-    from hcg_core.embedding import vectors_of_chunks
 
     chunks = _split_pieces()
     texts, rows = embedding_texts(chunks)

@@ -270,9 +270,8 @@ def test_builder_options_are_one_dict_as_in_llamaindex(
     docs = corpus_documents()[:2]
     HCGRetriever.from_documents(docs, embeddings=embeddings, build_options={"max_evidence": 7})
     assert seen["max_evidence"] == 7
-    with pytest.warns(DeprecationWarning, match="build_options"):
+    with pytest.raises(TypeError, match="max_evidence"):
         HCGRetriever.from_documents(docs, embeddings=embeddings, max_evidence=5)
-    assert seen["max_evidence"] == 5
 
 
 def test_a_split_across_a_paragraph_break_comes_back_as_the_part_asked_for(

@@ -5,7 +5,6 @@ and instrumentation as in VectorIndexRetriever, and ``load_index_from_storage`` 
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 import textwrap
@@ -143,21 +142,9 @@ def test_loading_without_the_import_fails_in_llamaindex_naming_the_import(persis
     ]
 
 
-def test_with_the_import_it_loads_and_so_do_indexes_of_earlier_versions(persisted, tmp_path):
+def test_with_the_import_it_loads(persisted):
     storage = StorageContext.from_defaults(persist_dir=str(persisted))
     embed = HCGDefaultEmbedding(embedder=HashingEmbedder())
-    assert isinstance(load_index_from_storage(storage, embed_model=embed), HCGIndex)
-    # An index persisted before the type string named the import.
-    old = tmp_path / "old"
-    old.mkdir()
-    for path in persisted.iterdir():
-        (old / path.name).write_bytes(path.read_bytes())
-    store = json.loads((old / "index_store.json").read_text(encoding="utf-8"))
-    (entry,) = store["index_store/data"].values()
-    assert entry["__type__"].startswith("hcg_causal_graph (import llama_index_hcg")
-    entry["__type__"] = "hcg_causal_graph"
-    (old / "index_store.json").write_text(json.dumps(store), encoding="utf-8")
-    loaded = load_index_from_storage(
-        StorageContext.from_defaults(persist_dir=str(old)), embed_model=embed
-    )
+    loaded = load_index_from_storage(storage, embed_model=embed)
+    assert isinstance(loaded, HCGIndex)
     assert loaded.as_retriever(similarity_top_k=2).retrieve(QUERY)

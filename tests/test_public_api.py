@@ -134,7 +134,6 @@ SUBPACKAGE_ALL = {
         "complete_validated",
         "current_stage",
         "extract_json",
-        "llm_from_cli",
         "parse_reply",
         "run_sync",
         "schema_for",
@@ -258,9 +257,11 @@ def test_adapter_without_framework_names_the_extra(adapter: str, top: str, extra
     assert extra in out.stdout
 
 
-def test_old_core_retriever_name_still_imports_with_a_warning():
+def test_the_removed_aliases_are_gone():
     import hcg_core
-    from hcg_core.retrieval import CausalGraphRetriever
+    import hcg_core.retrieval
+    from hcg_core import ports
 
-    with pytest.warns(DeprecationWarning, match="CausalGraphRetriever"):
-        assert hcg_core.HCGRetriever is CausalGraphRetriever
+    for module, name in ((hcg_core, "HCGRetriever"), (hcg_core.retrieval, "HCGRetriever")):
+        assert not hasattr(module, name)
+    assert not hasattr(ports, "as_matrix")

@@ -1,4 +1,5 @@
-"""What the embedders share: input checks (one message for bad input) and finding bundled model files."""
+"""What the embedders share: argument and input checks (one message for bad input) and finding
+bundled model files."""
 
 from __future__ import annotations
 
@@ -8,7 +9,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import EmbedderError
+from ..errors import ConfigError, EmbedderError
+
+
+def check_count(value: Any, name: str, low: int = 1, high: int | None = None) -> None:
+    """``ConfigError`` unless ``value`` is an int (not a bool) from ``low`` to ``high``."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < low
+        or (high is not None and value > high)
+    ):
+        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ConfigError(f"{name} must be an int {bound}, got {value!r}")
 
 
 def check_texts(texts: Any, *, who: str) -> list[str]:

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, EmbedderError
-from ._common import check_model_file, check_text, check_texts, package_dirs
+from ..errors import EmbedderError
+from ._common import check_count, check_model_file, check_text, check_texts, package_dirs
 
 E5_NAME = "multilingual-e5-small-q4"
 E5_DIM = 384
@@ -56,8 +56,7 @@ class MultilingualE5Embedder:
     def __init__(
         self, batch_size: int = DEFAULT_BATCH_SIZE, *, expected_sha256: str | None = E5_SHA256
     ):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        check_count(batch_size, "batch_size")
         self.batch_size = batch_size
         self.expected_sha256 = expected_sha256.lower() if expected_sha256 else None
         self._lock = threading.Lock()

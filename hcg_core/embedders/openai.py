@@ -16,7 +16,7 @@ import numpy as np
 
 from ..embedding import as_matrix
 from ..errors import ConfigError, EmbedderError
-from ._common import check_text, check_texts
+from ._common import check_count, check_text, check_texts
 
 DEFAULT_OPENAI_BATCH_SIZE = 256
 DEFAULT_OPENAI_TIMEOUT = 60.0
@@ -67,8 +67,7 @@ class OpenAIEmbedder:
             raise ConfigError(f"model must be a non-empty str, got {model!r}")
         if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
             raise ConfigError(f"dim must be None or an int >= 1, got {dim!r}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        check_count(batch_size, "batch_size")
         if request_dimensions and dim is None:
             raise ConfigError("request_dimensions=True needs dim= (the size to ask the server for)")
         if importlib.util.find_spec("openai") is None:

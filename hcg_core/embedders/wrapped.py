@@ -1,14 +1,18 @@
-"""Wrap any ``fn(list[str]) -> vectors`` as an Embedder; the adapters wrap LlamaIndex/LangChain models so."""
+"""Wrap any ``fn(list[str]) -> vectors`` as an Embedder; the adapters wrap LlamaIndex/LangChain models so.
+
+``FrameworkEmbedder`` is what both adapters wrap a framework's embedding model in; ``core_embedder``
+is the check both adapters' default-embedding classes make of the core embedder they expose.
+"""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..embedding import as_matrix, embedder_errors
+from ..embedding import as_matrix, embedder_errors, is_embedder
 from ..errors import ConfigError, EmbedderError
 from ._common import check_text, check_texts
 
@@ -105,3 +109,50 @@ class CallableEmbedder:
                 f"{self.name} query_fn returned shape {vec.shape}; expected one vector (dim,)"
             )
         return self._check(vec[None, :], 1)[0]
+
+
+class FrameworkEmbedder(CallableEmbedder):
+    """A framework's embedding model (LlamaIndex ``BaseEmbedding``, LangChain ``Embeddings``) as
+    an Embedder: its batch and query functions, checked, and its async query function kept as
+    ``aembed_query``, so an async retrieval awaits the model instead of blocking the event loop.
+
+    Args:
+        model: the framework's model (kept as ``model``).
+        name: the identity stored with vectors.
+        fn, query_fn: the model's batch and query functions.
+        aquery_fn: the model's async query function.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        name: str,
+        *,
+        fn: Callable[[list[str]], Any],
+        query_fn: Callable[[str], Any],
+        aquery_fn: Callable[[str], Awaitable[Any]],
+    ) -> None:
+        super().__init__(fn, name=name, query_fn=query_fn)
+        self.model = model
+        self._aquery_fn = aquery_fn
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        """One query vector through the model's async query function, checked like the sync one."""
+        text = check_text(text, who=self.name)
+        with embedder_errors(f"{self.name} failed on a query"):
+            raw = await self._aquery_fn(text)
+        return self._check(np.asarray(raw, dtype=np.float32)[None, :], 1)[0]
+
+
+def core_embedder(
+    embedder: Any, *, default: Callable[[], Any], refuse: tuple[type, ...] = ()
+) -> Any:
+    """``embedder``, or ``default()`` when None, checked to be a core Embedder (and not an
+    instance of a ``refuse`` class: a framework's own embedding class); else ``ConfigError``."""
+    embedder = embedder if embedder is not None else default()
+    if not is_embedder(embedder) or isinstance(embedder, refuse):
+        raise ConfigError(
+            f"embedder must be an hcg_core Embedder (name, dim, embed_documents, embed_query), "
+            f"got {type(embedder).__name__}"
+        )
+    return embedder

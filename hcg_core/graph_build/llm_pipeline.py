@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..blocks import vectors_of_chunks
 from ..config import (
     DEFAULT_CHUNKS_PER_CALL,
     DEFAULT_EXCERPT_CHARS,
@@ -29,7 +30,7 @@ from ..config import (
     LLMBuildConfig,
     tier_caps,
 )
-from ..embedding import as_matrix, vectors_of_chunks
+from ..embedding import as_matrix
 from ..errors import BuildError, ConfigError, IncompleteBuildError
 from ..llm.accounting import COUNTERS, Ledger, stage
 from ..llm.bridge import run_sync

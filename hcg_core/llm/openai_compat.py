@@ -24,7 +24,6 @@ import random
 import time
 import weakref
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
@@ -399,19 +398,15 @@ class OpenAIStructuredLLM:
         self, response_model: type[BaseModel], schema: dict, mode: str
     ) -> dict[str, Any]:
         options: dict[str, Any] = {}
-        if mode == "json_schema_strict":
+        if mode.startswith("json_schema"):
+            strict = mode == "json_schema_strict"
             options["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {
                     "name": response_model.__name__,
-                    "schema": strict_schema(schema),
-                    "strict": True,
+                    "schema": strict_schema(schema) if strict else schema,
+                    "strict": strict,
                 },
-            }
-        elif mode == "json_schema":
-            options["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": response_model.__name__, "schema": schema, "strict": False},
             }
         elif mode == "json_object":
             options["response_format"] = {"type": "json_object"}
@@ -608,29 +603,3 @@ class OpenAIStructuredLLM:
             f"OpenAIStructuredLLM(model={self.model!r}, base_url={redact(repr(self.base_url))}, "
             f"max_concurrency={self.max_concurrency})"
         )
-
-
-def llm_from_cli(
-    *,
-    base_url: str | None,
-    model: str,
-    api_key: str | None = None,
-    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
-    timeout: float = DEFAULT_TIMEOUT,
-    max_retries: int = DEFAULT_MAX_RETRIES,
-    cache_dir: str | os.PathLike[str] | None = None,
-    temperature: float | None = DEFAULT_TEMPERATURE,
-    max_tokens: int | None = None,
-) -> OpenAIStructuredLLM:
-    """What ``hcg build --llm-base-url URL --llm-model NAME`` constructs (key from OPENAI_API_KEY)."""
-    return OpenAIStructuredLLM(
-        model,
-        base_url=base_url,
-        api_key=api_key,
-        max_concurrency=max_concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        cache_dir=Path(cache_dir) if cache_dir is not None else None,
-        temperature=temperature,
-        max_tokens=max_tokens,
-    )

@@ -90,19 +90,21 @@ def failure_cause(exc: BaseException) -> str:
             if name in kinds:
                 return kinds[name]
         return "server unavailable after retries"
-    if isinstance(exc, LLMRefusalError):
-        return "the model refused"
-    if isinstance(exc, LLMProtocolError):
-        return "reply is not an OpenAI chat completion (not JSON, or no choices)"
-    if isinstance(exc, LLMTruncatedError):
-        return "reply cut at the token limit"
-    if isinstance(exc, LLMOutputError):
-        return "reply never matched the schema (malformed or invalid JSON)"
-    if isinstance(exc, LLMContextLengthError):
-        return "request longer than the model's context"
-    if isinstance(exc, LLMRejectedError):
-        return "provider rejected the request (HTTP 400)"
+    for kind, cause in _CAUSES:
+        if isinstance(exc, kind):
+            return cause
     return type(exc).__name__
+
+
+# Checked in this order: a subclass before the class it refines.
+_CAUSES: tuple[tuple[type[Exception], str], ...] = (
+    (LLMRefusalError, "the model refused"),
+    (LLMProtocolError, "reply is not an OpenAI chat completion (not JSON, or no choices)"),
+    (LLMTruncatedError, "reply cut at the token limit"),
+    (LLMOutputError, "reply never matched the schema (malformed or invalid JSON)"),
+    (LLMContextLengthError, "request longer than the model's context"),
+    (LLMRejectedError, "provider rejected the request (HTTP 400)"),
+)
 
 
 @dataclass

@@ -6,7 +6,9 @@ by one (and counted) rather than rejecting the whole reply. ``complete_validated
 validation error appended, up to a bound, then raises ``LLMOutputError``. ``compact_schema`` is
 the short schema text put into the prompt wherever ``response_format`` cannot carry the schema
 (``json_object`` mode, a framework model's text path). The OpenAI client, the LlamaIndex and the
-LangChain wrappers all use these, so behaviour is the same whichever model is plugged in.
+LangChain wrappers all use these, so behaviour is the same whichever model is plugged in:
+``framework_reply`` is the wrappers' one way of asking a framework model, and
+``as_structured_llm`` their one way of taking a model argument.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..errors import LLMOutputError
+from ..errors import LLMError, LLMOutputError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -302,3 +304,40 @@ async def complete_validated(
         f"reply for {response_model.__name__} failed validation after {max_reasks} re-asks: "
         f"{describe_error(last_exc) if last_exc else 'no reply'}"
     )
+
+
+async def framework_reply(
+    structured: Callable[[], Awaitable[Any]] | None,
+    send: Callable[[list[dict[str, str]]], Awaitable[str]],
+    messages: Sequence[dict[str, str]],
+    response_model: type[M],
+    *,
+    name: str,
+    soft_errors: tuple[type[Exception], ...],
+) -> M:
+    """A framework model's validated reply: first the framework's own structured output
+    (``structured()``, when given); when that raises one of ``soft_errors`` (it cannot produce a
+    valid object), the re-ask loop over the model's text (``send``), so re-asks behave as with
+    every other provider. Any other error is kept, typed: an ``LLMError`` naming ``name``."""
+    if structured is not None:
+        try:
+            out = await structured()
+            return out if isinstance(out, response_model) else response_model.model_validate(out)
+        except soft_errors:
+            pass
+    try:
+        return await complete_validated(send, messages, response_model)
+    except LLMError:
+        raise
+    except Exception as exc:  # a transport or provider error: keep it, typed
+        raise LLMError(f"{name} failed: {exc}") from exc
+
+
+def as_structured_llm(llm: Any, framework_class: type, wrap: Callable[[Any], Any]) -> Any:
+    """``None`` stays ``None`` (the offline builder); a core ``StructuredLLM`` (not an instance of
+    the framework's model class) passes as it is; anything else is wrapped with ``wrap``."""
+    if llm is None:
+        return None
+    if not isinstance(llm, framework_class) and hasattr(llm, "acomplete") and hasattr(llm, "name"):
+        return llm
+    return wrap(llm)

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from ..blocks import vectors_of_chunks
 from ..config import HybridConfig, RetrievalConfig
 from ..contract import vectors_match
-from ..embedding import embed_texts, embedder_errors, vectors_of_chunks
+from ..embedding import embed_texts, embedder_errors
 from ..errors import ConfigError, EmbedderError
 from ..ports import Embedder
 from ..store import StoredGraph, load_graph, save_graph

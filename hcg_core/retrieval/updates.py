@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from ..blocks import vectors_of_chunks
 from ..contract import keep_in_batch
 from ..corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents, recorded_chunking
-from ..embedding import vectors_of_chunks
 from ..errors import ConfigError, InputError
 from ..graph_build.evidence import recorded_per_edge
 from ..graph_build.incremental import (

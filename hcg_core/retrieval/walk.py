@@ -12,7 +12,7 @@ The ranker (``hybrid.py``) standardises this per-chunk mass like any text signal
 weighted by ``graph_weight``, to the units a text signal also found. Chosen over the earlier
 signal (a rank bonus for the paper route's chunks) and seven other settings on one half of the
 medical dev questions with the recorded LLM graph, and reported on the other half
-(docs/evaluation.md, "What the graph adds").
+(docs/evaluation-history.md, "The walk, chosen among designs").
 
 The functions here are pure array code; ``GraphWalk`` holds the arrays built once per compiled
 graph. The walk is linear in its seed but for the mass that restarts from variables without an
