@@ -175,7 +175,9 @@ PROMPTS: dict[str, Prompt] = {
         "dimensions that are one axis under another name (same_dimensions: the name to keep "
         "and the ones it absorbs); (3) within each dimension, list the entities that name the "
         "same thing (same_entities: a synonym, an abbreviation, a plural, 'X' and 'X test' or "
-        "'X scan' for one test), the name to keep first. Do not merge different things, "
+        "'X scan' for one test, a short and a full name of one place or body, one group "
+        "named with and without a word that adds nothing, as 'car drivers' and 'drivers' in "
+        "a corpus about drivers), the name to keep first. Do not merge different things, "
         "subtypes or stages into their parent. List only real duplicates; none is fine.",
         {
             "domains": "the domain lines the samples proposed",
@@ -191,8 +193,10 @@ PROMPTS: dict[str, Prompt] = {
         "of proposals that measure the same quantity (same_quantity: the name to keep and the "
         "ones it absorbs): synonyms, a special case of another proposal (receiving one "
         "intervention within receiving interventions, a success within an effectiveness), or "
-        "a chance and an occurrence of the same event; keep apart quantities an expert keeps "
-        "apart; (2) list under causes the metrics that measure a cause the corpus discusses "
+        "a chance and an occurrence of the same event, two ends of one scale (a good state "
+        "and its impairment, as 'AirQuality' and 'AirPollution'), or a definition that covers "
+        "another's quantity (a 'whether or how much' beside a 'how much' of the same thing); "
+        "keep apart quantities an expert keeps apart; (2) list under causes the metrics that measure a cause the corpus discusses "
         "(an exposure, behaviour, infection, inherited condition or risk factor), so that they "
         "are kept.",
         {
@@ -206,8 +210,11 @@ PROMPTS: dict[str, Prompt] = {
         "Domain: {domain}\n\nThese are the metrics kept for the graph (name(signature): "
         "definition):\n{metrics}\n\nAs an expert, list any groups of them that measure the "
         "same quantity of the same thing under two names (as 'TrafficCongestion' and "
-        "'RoadCongestion' would), the name to keep first. Quantities an expert keeps apart stay "
-        "apart; none is fine.",
+        "'RoadCongestion' would), including two ends of one scale (a good state and its "
+        "impairment, as 'AirQuality' and 'AirPollution') and a definition that covers another's "
+        "quantity (a 'whether or how much' beside a 'how much' of the same thing), the name to "
+        "keep first. Read the definitions, not only the names. Quantities an expert keeps "
+        "apart stay apart; none is fine.",
         {"domain": "the domain, given or inferred", "metrics": "the kept metrics"},
     ),
 }

@@ -175,7 +175,8 @@ def test_estimate_stage1_grows_with_the_corpus_up_to_the_budget():
 
 
 def test_tier2_packs_templates_into_few_calls():
-    # 122 templates with 316 candidates in all (the recorded real run): at most 10 calls.
+    # 122 templates with 316 proposed pairs in all (the recorded real run); each variable takes
+    # part in one pair of a template, so a template sends min(sources, targets): at most 10 calls.
     variables, templates = [], []
     sizes = [(1, 2), (1, 3), (2, 2), (1, 1)] * 30 + [(2, 3), (2, 5)]
     for i, (ns, nt) in enumerate(sizes):
@@ -183,8 +184,9 @@ def test_tier2_packs_templates_into_few_calls():
         variables += [Variable(f"T{i}", (f"t{j}",)) for j in range(nt)]
         templates.append(Template(f"S{i}", f"T{i}"))
     batches, counts = tier2_batches(templates, variables, 50)
-    assert counts["candidates_proposed"] == counts["candidates"] == 316
-    assert sum(len(b.pairs) for b in batches) == sum(a * b for a, b in sizes) == 316
+    assert counts["candidates_proposed"] == sum(a * b for a, b in sizes) == 316
+    assert counts["candidates"] == sum(len(b.pairs) for b in batches) == 154
+    assert sum(min(a, b) for a, b in sizes) == 154
     assert len(templates) == 122 and len(batches) <= 10
     assert all(len(b.pairs) <= 50 for b in batches)
 

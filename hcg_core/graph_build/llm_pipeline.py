@@ -56,6 +56,7 @@ from .llm_tiers import (
     pairs_per_template,
     run_tier1,
     run_tier2,
+    spread_pairs,
     tier1_sources,
 )
 
@@ -448,20 +449,22 @@ def _report(
 CHARS_PER_TOKEN = 4  # the estimate's stated approximation
 COMPLETION_TOKENS_PER_JUDGEMENT = 60  # a kept candidate: a number, a sentence, a quote
 COMPLETION_TOKENS_STAGE1 = 800
-# Share of ordered metric pairs Tier 1 makes templates of with today's Tier 1 prompt, between the
-# two live runs: medical XS 244 of 36 x 39 pairs (0.174, the recorded live medical build)
-# and a 85-chunk medical slice 98 of 38 x 39 (0.066). With the candidate budget the expected
-# Tier 2 calls change little with it: more templates each send fewer pairs.
-TEMPLATE_DENSITY = 0.12
-# Supported pairs (``support``) of a template follow an exponential law whose mean grows with the
-# corpus: 12 on the medical corpus (1,155 chunks; the recorded templates and spec send 5.5, 10.7
-# and 14.1 pairs at most 8, 24 and 50 each), 6 on the 85-chunk slice; so the mean is
-# SUPPORTED_PAIRS x (chunks / SUPPORTED_PAIRS_CHUNKS) ** SUPPORTED_PAIRS_GROWTH (two points).
-SUPPORTED_PAIRS = 12.0
-SUPPORTED_PAIRS_CHUNKS = 1155
-SUPPORTED_PAIRS_GROWTH = 0.27
-# Share of templates left without candidates: 31 of 244 and 10 of 98 on the two live runs.
-OPEN_TEMPLATE_SHARE = 0.12
+# Tier 2 before Stage 1 follows how cohesive the corpus is (``corpus_cohesion``, no LLM call):
+# a corpus about one subject (the medical guidelines: 0.82) makes more templates, each with more
+# candidates, than a mix of unrelated abstracts (HolisQA psychology: 0.61). On the four recorded
+# whole-corpus live builds, medical / HolisQA: templates 0.11 / 0.07 of the ordered metric pairs;
+# pairs today's rule sends per template with candidates 2.1 / 1.35; templates without candidates
+# 0.17 / 0.32 (``benchmarks/llm_estimate.py --recording``). Each figure is the medical one times
+# (cohesion / COHESION_REF) ** COHESION_POWER (the open share divided by it): a law through the
+# two corpora, no more.
+TEMPLATE_DENSITY = 0.11
+PAIRS_SENT_PER_TEMPLATE = 2.1
+OPEN_TEMPLATE_SHARE = 0.17
+COHESION_REF = 0.82
+COHESION_POWER = 1.7
+RECURRING_SHARE = 0.01  # a word recurs when this share of the chunks (at least 2) name it
+COMMON_SHARE = 0.2  # words in more than this share of the chunks say nothing of the subject
+_WORD = re.compile(r"[a-z]{4,}")
 # Share of the capped metrics that are terminal (no Tier 1 call) when no spec says: the recorded
 # example-corpus run tagged 8 of 40, the medical one 17 of 318 proposals.
 TERMINAL_SHARE = 0.1
@@ -503,28 +506,53 @@ def _most_calls(sizes: Sequence[int], tier: str, max_pairs: int) -> tuple[int, i
     return best
 
 
-def _expected_slots(templates: int, per_template: int, mean_supported: float) -> list[int]:
-    """Pair slots of ``templates`` expected templates: the open share takes the open weight
-    (0 here); the others send ``E[min(per_template, X)]`` pairs for X exponential with mean
-    ``mean_supported``, that is ``mean (1 - exp(-per_template / mean))``."""
-    open_n = round(templates * OPEN_TEMPLATE_SHARE)
-    mu = max(mean_supported, 1e-9)
-    filled = max(1, round(mu * (1 - math.exp(-per_template / mu))))
-    return [0] * open_n + [filled] * (templates - open_n)
+def _expected_slots(templates: int, per_template: int, sent: float, open_share: float) -> list[int]:
+    """Pair slots of ``templates`` expected templates, in a packing order: the open share takes
+    the open weight (0 here), spread among the others; the others send ``sent`` pairs on average
+    (whole pairs, at least 1, at most ``per_template``).
 
-
-def supported_pairs_mean(chunks: int) -> float:
-    """The expected mean number of supported pairs per template on a corpus of ``chunks``.
-
-    >>> round(supported_pairs_mean(1155), 1), round(supported_pairs_mean(85), 1)
-    (12.0, 5.9)
+    >>> _expected_slots(6, 24, 1.5, 1 / 3)
+    [1, 2, 0, 1, 2, 0]
     """
-    return SUPPORTED_PAIRS * (max(1, chunks) / SUPPORTED_PAIRS_CHUNKS) ** SUPPORTED_PAIRS_GROWTH
+    open_n = round(templates * min(1.0, open_share))
+    filled = templates - open_n
+    mean = min(float(per_template), max(1.0, sent))
+    out = [math.floor(mean * (i + 1)) - math.floor(mean * i) for i in range(filled)]
+    for k in range(open_n):  # open templates fall among the others, as Tier 1 finds them
+        out.insert(round((k + 1) * (templates / max(1, open_n))) - 1, 0)
+    return out
+
+
+def corpus_cohesion(chunks: Sequence[Chunk]) -> float:
+    """How much a corpus is about one subject, in [0, 1], from its words alone: per chunk, the
+    share of its distinctive words (in at most ``COMMON_SHARE`` of the chunks) that recur in
+    ``RECURRING_SHARE`` of the chunks, averaged. Guidelines about one disease family score high
+    (the medical corpus 0.82); unrelated abstracts low (HolisQA psychology 0.61, business 0.65).
+
+    >>> corpus_cohesion([Chunk("a", "alpha beta"), Chunk("b", "alpha gamma"), Chunk("c", "delta")])
+    0.0
+    """
+    words = [set(_WORD.findall(c.text.lower())) for c in chunks]
+    df = Counter(w for ws in words for w in ws)
+    n = len(chunks)
+    recurs = max(2, RECURRING_SHARE * n)
+    shares = []
+    for ws in words:
+        distinctive = [w for w in ws if df[w] <= COMMON_SHARE * n]
+        if distinctive:
+            shares.append(sum(df[w] >= recurs for w in distinctive) / len(distinctive))
+    return sum(shares) / len(shares) if shares else 0.0
+
+
+def cohesion_factor(cohesion: float) -> float:
+    """(cohesion / ``COHESION_REF``) ** ``COHESION_POWER``, bounded to [0.25, 2]."""
+    return min(2.0, max(0.25, (cohesion / COHESION_REF) ** COHESION_POWER))
 
 
 def _pair_support(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
     """Per ordered metric pair a Tier 1 call may make a template of: the candidates the rule
-    (``support``) would find (0 for a template to populate), before the per-template cap."""
+    (``candidate_score`` and the spread of ``tier2_batches``) would send before the per-template
+    cap (0 for a template to populate)."""
     mentions = EntityMentions(chunks)
     by_metric: dict[str, list[Any]] = {}
     for v in spec.variables:
@@ -532,14 +560,14 @@ def _pair_support(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
     sizes = []
     for s, targets in tier1_sources(spec):
         for t in targets:
-            sizes.append(
-                sum(
-                    1
-                    for a in by_metric.get(s.name, ())
-                    for b in by_metric.get(t.name, ())
-                    if a.name != b.name and candidate_score(spec, mentions, a, b) > 0
-                )
-            )
+            scored = [
+                (candidate_score(spec, mentions, a, b), (a.name, b.name))
+                for a in by_metric.get(s.name, ())
+                for b in by_metric.get(t.name, ())
+                if a.name != b.name
+            ]
+            ranked = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))
+            sizes.append(len(spread_pairs([p for _, p in ranked], len(ranked))))
     return sizes
 
 
@@ -555,24 +583,29 @@ def estimate_build(
     snippets: int = DEFAULT_SNIPPETS,
     snippet_chars: int = DEFAULT_SNIPPET_CHARS,
     assumed_variables_per_metric: float = 4.0,
-    template_density: float = TEMPLATE_DENSITY,
+    template_density: float | None = None,
 ) -> dict[str, Any]:
     """How many calls (and about how many tokens) a build makes, before spending anything.
 
     Calls are items (one request each when nothing is retried, re-asked or split; fewer when the
     cache answers). Stage 1 (every chunk up to the tier's budget) and, with a spec, Tier 1 are
     exact; without a spec Tier 1 expects the tier's metric cap less ``TERMINAL_SHARE``
-    terminals, at most the cap. Tier 2 depends on the templates Tier 1 finds: the expected figure
-    assumes ``template_density`` of the ordered metric pairs become templates, sharing the
-    tier's candidate budget (``pairs_per_template``, the rule Tier 2 applies), the open share
-    (``OPEN_TEMPLATE_SHARE``) without candidates and the others sending as many as an
-    exponential law of supported pairs per template allows (``supported_pairs_mean``: its mean
-    grows with the corpus; with a spec, the mean of the spec's own supported pairs), packed
-    ``max_batch_pairs`` to a call, no template split. The upper bound assumes every pair
-    becomes a template (without a spec: ``assumed_variables_per_metric`` variables per metric).
+    terminals, at most the cap. Tier 2 depends on the templates Tier 1 finds, which follow how
+    cohesive the corpus is (``corpus_cohesion``, read from its words, scaled by
+    ``cohesion_factor``): ``template_density`` (default ``TEMPLATE_DENSITY`` times the factor) of
+    the ordered metric pairs become templates, the open share (``OPEN_TEMPLATE_SHARE`` over the
+    factor) without candidates, the others sending ``PAIRS_SENT_PER_TEMPLATE`` times the factor
+    (with a spec: the mean the rule finds over the spec's own pairs, ``_pair_support``), at
+    most the tier's share (``pairs_per_template``), packed ``max_batch_pairs`` to a call, no
+    template split. The upper bound assumes every pair becomes a template (without a spec:
+    ``assumed_variables_per_metric`` variables per metric).
     Prompt sizes include the entity lists; tokens are 4 characters each.
     """
     caps = tier_caps(tier)
+    factor = cohesion_factor(corpus_cohesion(chunks))
+    if template_density is None:
+        template_density = TEMPLATE_DENSITY * factor
+    open_share = OPEN_TEMPLATE_SHARE / factor
     overhead = sum(len(p.user) + len(p.system) for p in PROMPTS.values()) // len(PROMPTS)
     out: dict[str, Any] = {"tier": tier, "max_batch_pairs": max_batch_pairs}
     s1 = 0
@@ -595,7 +628,10 @@ def estimate_build(
         sizes_all = [int(k * k)] * pairs_all
         templates = round(template_density * t1 * (n_metrics - 1))
         expected_slots = _expected_slots(
-            templates, pairs_per_template(tier, templates), supported_pairs_mean(len(chunks))
+            templates,
+            pairs_per_template(tier, templates),
+            PAIRS_SENT_PER_TEMPLATE * factor,
+            open_share,
         )
         desc_chars = 400 * n_metrics
         n_vars = int(n_metrics * k)
@@ -611,7 +647,9 @@ def estimate_build(
         # The spec's own pairs give the mean (a template is a pair Tier 1 found causal: about
         # as supported as the average supported pair).
         mean = sum(supported) / len(supported) if supported else 0.0
-        expected_slots = _expected_slots(templates, per, mean) if supported else [0] * templates
+        expected_slots = (
+            _expected_slots(templates, per, mean, open_share) if supported else [0] * templates
+        )
         k = len(spec.variables) / max(1, n_metrics)
         desc_chars = sum(len(metric_text(m)) + 3 for m in spec.metrics)
         entity_chars = sum(len(e) + 2 for d in spec.dimensions for e in d.entities)

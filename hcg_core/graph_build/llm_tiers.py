@@ -9,8 +9,9 @@ Tier 2 judges only the candidate pairs a text could link (``support``): variable
 same entity of a dimension they share (or one the other's stage or subtype), named together by
 some chunk; a variable without entities is found by a topic word of its metric's name; and tied
 enough (``association`` >= ``MIN_ASSOCIATION``, ``candidate_score``). Each
-template sends its most associated pairs, at most its share of the tier's
-candidate budget, and goes to one call whole, so its metrics and excerpts are sent once; whole
+template sends its best supported pairs, each variable in one pair at most (``spread_pairs``: not
+a variable crossed with every entity named beside it), at most its share of the tier's candidate
+budget, and goes to one call whole, so its metrics and excerpts are sent once; whole
 templates are packed into calls of at most ``max_batch_pairs`` pairs, grouped by entity;
 each call is shown the sentences nearest to its own templates and variables, and the model may
 add variables (and entities it can quote from those sentences) for the templates' metrics. The
@@ -62,6 +63,11 @@ TIER2_CANDIDATE_BUDGET = {"XS": 2000, "S": 4000, "M": 8000, "L": 16000}
 FREE_PAIR_SUPPORT = 1  # two variables that name nothing to look for pair (weakly)
 MIN_ASSOCIATION = 0.25  # a pair less associated than this is not asked (``candidate_score``)
 FREE_PAIR_ASSOCIATION = MIN_ASSOCIATION  # two variables that name nothing to look for
+# Pairs of one template a variable may take part in. On the four recorded whole-corpus live builds
+# (medical twice, HolisQA psychology twice) the readers kept 46%, 41%, 38% and 39% of what they
+# judged; of the pairs this rule (with MIN_ASSOCIATION, best supported first) would still send,
+# 66%, 63%, 67% and 62% (``benchmarks/llm_keep.py --rule``).
+PAIRS_PER_VARIABLE = 1
 OPEN_TEMPLATE_WEIGHT = 10  # a template without candidates takes this many pair slots in a batch
 NEW_VARIABLES_PER_METRIC = 12  # cap on variables Tier 2 may add to one metric
 NEW_ENTITIES_PER_DIMENSION = 25  # cap on entities Tier 2 may add to one dimension
@@ -500,12 +506,14 @@ def association(
 def candidate_score(
     spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
 ) -> float:
-    """The ``association`` of a pair when it reaches ``MIN_ASSOCIATION``, else 0 (not a Tier 2
-    candidate). On the first live medical build (every supported pair a candidate) the readers
-    kept 46% of what they judged, 35% of the pairs in the lowest fifth of association (below
-    0.16); of the pairs at 0.25 or more, 51% (674 of 1,048; ``benchmarks/llm_keep.py``)."""
+    """How strongly Tier 2 should ask about a pair: its ``support`` plus its ``association``
+    when the association reaches ``MIN_ASSOCIATION``, else 0 (not a Tier 2 candidate). A
+    template sends its pairs in this order (the most chunks first, then the tightest tie), each
+    variable in at most ``PAIRS_PER_VARIABLE`` of them (``tier2_batches``)."""
     score = association(spec, mentions, source, target)
-    return score if score >= MIN_ASSOCIATION else 0.0
+    if score < MIN_ASSOCIATION:
+        return 0.0
+    return support(spec, mentions, source, target) + score
 
 
 def compatible(
@@ -531,6 +539,26 @@ def template_pairs(template: Template, variables: Sequence[Variable]) -> list[tu
     return [(s, t) for s in vs for t in vt if s != t]
 
 
+def spread_pairs(ranked: Sequence[tuple[str, str]], cap: int) -> list[tuple[str, str]]:
+    """The first ``cap`` of a template's ranked pairs in which no variable takes part more than
+    ``PAIRS_PER_VARIABLE`` times: a variable is not crossed with every entity the corpus names
+    beside it (the live builds' readers rejected most such pairs).
+
+    >>> spread_pairs([("a", "x"), ("a", "y"), ("b", "x"), ("b", "y")], 24)
+    [('a', 'x'), ('b', 'y')]
+    """
+    used: Counter[str] = Counter()
+    out = []
+    for s, t in ranked:
+        if len(out) == cap:
+            break
+        if used[s] < PAIRS_PER_VARIABLE and used[t] < PAIRS_PER_VARIABLE:
+            used[s] += 1
+            used[t] += 1
+            out.append((s, t))
+    return out
+
+
 def tier2_batches(
     templates: Sequence[Template],
     variables: Sequence[Variable],
@@ -541,12 +569,14 @@ def tier2_batches(
 ) -> tuple[list[Tier2Batch], dict[str, int]]:
     """Pack the templates' candidates into batches of at most ``max_pairs`` pairs, and count them.
 
-    ``keep(source, target)`` scores a proposed pair (``association``: 0 or False drops it); a
-    template sends its ``per_template`` best scored pairs (at most ``max_pairs``), so it goes
+    ``keep(source, target)`` scores a proposed pair (``candidate_score``: 0 or False drops it);
+    a template sends its best scored pairs, each variable in at most ``PAIRS_PER_VARIABLE`` of
+    them (``spread_pairs``), ``per_template`` at most (and ``max_pairs``), so it goes
     to one batch whole: its metrics and excerpts are sent once. A template left without
     candidates (its metrics have no variables yet, or none the rule keeps) takes
     ``OPEN_TEMPLATE_WEIGHT`` slots, to be populated. Counts: ``candidates_proposed``,
-    ``candidates`` (sent), ``candidates_over_template_cap`` and ``templates_without_candidates``.
+    ``candidates`` (sent), ``candidates_over_template_cap`` (kept by the rule, not sent: the cap or
+    the spread) and ``templates_without_candidates``.
     """
     by_name = {v.name: v for v in variables}
     cap = max(1, min(per_template, max_pairs))
@@ -567,7 +597,7 @@ def tier2_batches(
             for a, b in proposed
         ]
         ranked = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))
-        pairs = [p for _, p in ranked[:cap]]
+        pairs = spread_pairs([p for _, p in ranked], cap)
         counts["candidates_proposed"] += len(proposed)
         counts["candidates"] += len(pairs)
         counts["candidates_over_template_cap"] += len(ranked) - len(pairs)
