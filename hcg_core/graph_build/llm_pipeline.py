@@ -13,7 +13,7 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,13 +42,22 @@ from ..spec.generate import (
     stage1_calls,
 )
 from ..spec.validate import validate_graph, validate_spec
-from ..types import CausalEdge, CausalGraph, Chunk, DomainSpec, OutcomeConfig, variable_text
-from . import BuildResult
+from ..types import (
+    BuildResult,
+    CausalEdge,
+    CausalGraph,
+    Chunk,
+    DomainSpec,
+    OutcomeConfig,
+    Variable,
+    variable_text,
+)
 from .evidence import EntityMentions, LinkStats, SentencePool, link_evidence, normalize_text
 from .llm_tiers import (
     MAX_TIER2_SNIPPETS,
     OPEN_TEMPLATE_WEIGHT,
     SUMMARY_CHARS,
+    EdgeDraft,
     Stage2Context,
     candidate_score,
     edge_id,
@@ -139,7 +148,6 @@ async def abuild_with_llm(
 
     show = bool(getattr(sys.stderr, "isatty", lambda: False)()) if progress is None else progress
     chunk_embeddings = vectors_of_chunks(embedder, chunks, progress=show)
-    stage1_info: dict[str, Any]
     if spec is None:
         with stage_progress("stage 1 (spec)", progress), _stage1_failure(ledger, before, failures):
             spec, stage1_info = await agenerate_spec(
@@ -149,45 +157,27 @@ async def abuild_with_llm(
                 failures=failures,
                 tier=tier,
                 outcome=outcome,
-                domain=opts.domain,
-                sample_size=opts.spec_sample_chunks,
-                chunks_per_call=opts.chunks_per_call,
-                excerpt_chars=opts.excerpt_chars,
-                prompts=opts.prompts,
+                config=opts,
                 chunk_embeddings=chunk_embeddings,
                 embedder=embedder,
             )
         stage1_info["skipped"] = False
     else:
-        spec = validate_spec(spec)
-        if outcome is not None and outcome != spec.outcome:
-            raise ConfigError(
-                "both a spec and an outcome configuration were given and they "
-                "differ; edit the spec's 'outcome' section instead"
-            )
+        spec = _given_spec(spec, outcome)
         stage1_info = {"skipped": True, "reason": "spec given"}
 
-    metric_vectors = dict(
-        zip(
-            [m.name for m in spec.metrics],
-            as_matrix(
-                embedder.embed_documents([metric_text(m) for m in spec.metrics]),
-                len(spec.metrics),
-                who="embedder",
-            ),
-            strict=True,
-        )
-    )
-    spec_var_vectors = as_matrix(
-        embedder.embed_documents([variable_text(v) for v in spec.variables]),
-        len(spec.variables),
-        who="embedder",
-    )
+    spec_var_vectors = _embed(embedder, [variable_text(v) for v in spec.variables])
     ctx = Stage2Context(
         spec,
         chunks,
         chunk_embeddings,
-        metric_vectors,
+        dict(
+            zip(
+                [m.name for m in spec.metrics],
+                _embed(embedder, map(metric_text, spec.metrics)),
+                strict=True,
+            )
+        ),
         llm,
         ledger,
         failures,
@@ -210,48 +200,15 @@ async def abuild_with_llm(
     t2_counts["calls_estimated_with_spec"] = refined["tier2"]["calls_expected"]
 
     with StageTimer(ledger, "evidence"):
-        edges: dict[tuple[str, str], CausalEdge] = {}
         link_stats = LinkStats()
-        for r in spec.relations:
-            edges[(r.source, r.target)] = CausalEdge(
-                edge_id(r.source, r.target), r.source, r.target, r.mechanism, SEED_CONFIDENCE
-            )
-        for d in drafts:
-            if d.confidence < opts.min_confidence:
-                dropped["tier2_below_min_confidence"] += 1
-                continue
-            eid = edge_id(d.source, d.target)
-            edges[(d.source, d.target)] = CausalEdge(
-                eid,
-                d.source,
-                d.target,
-                d.mechanism,
-                round(float(d.confidence), 4),
-                effect=d.effect,
-                quote=d.quote or "",
-            )
-        variables = (*spec.variables, *new_vars)
-        linked = link_evidence(
-            [edges[k] for k in sorted(edges)],
-            variables,
-            chunks,
-            per_edge=opts.evidence_per_edge,
-            prefix_chars=opts.evidence_prefix_chars,
-            stats=link_stats,
-        )
-        validate_graph(spec, variables, linked, {c.id for c in chunks})
-        graph = CausalGraph(spec=spec, variables=variables, edges=linked, chunks=tuple(chunks))
-        new_vectors = as_matrix(
-            embedder.embed_documents([variable_text(v) for v in new_vars]),
-            len(new_vars),
-            who="embedder",
-        )
+        graph = _graph(spec, drafts, new_vars, chunks, opts, dropped, link_stats)
+        new_vectors = _embed(embedder, [variable_text(v) for v in new_vars])
         variable_embeddings = (
             np.vstack([spec_var_vectors, new_vectors]) if len(new_vars) else spec_var_vectors
         )
         if variable_embeddings.size == 0:
             variable_embeddings = np.zeros((0, chunk_embeddings.shape[1]), dtype=np.float32)
-        t2_counts["quoted_edges"] = sum(1 for e in linked if e.quote)
+        t2_counts["quoted_edges"] = sum(1 for e in graph.edges if e.quote)
         stage1_info.setdefault("chunks_shown", 0)
         coverage = corpus_coverage(graph, stage1_info["chunks_shown"])
 
@@ -285,6 +242,64 @@ async def abuild_with_llm(
             incomplete_message(problems, report), report=report, result=result
         )
     return result
+
+
+def _given_spec(spec: DomainSpec, outcome: OutcomeConfig | None) -> DomainSpec:
+    """A spec the caller gave, validated; an outcome configuration beside it must agree."""
+    spec = validate_spec(spec)
+    if outcome is not None and outcome != spec.outcome:
+        raise ConfigError(
+            "both a spec and an outcome configuration were given and they "
+            "differ; edit the spec's 'outcome' section instead"
+        )
+    return spec
+
+
+def _embed(embedder: Embedder, texts: Iterable[str]) -> np.ndarray:
+    texts = list(texts)
+    return as_matrix(embedder.embed_documents(texts), len(texts), who="embedder")
+
+
+def _graph(
+    spec: DomainSpec,
+    drafts: Sequence[EdgeDraft],
+    new_vars: Sequence[Variable],
+    chunks: Sequence[Chunk],
+    opts: LLMBuildConfig,
+    dropped: Counter[str],
+    link_stats: LinkStats,
+) -> CausalGraph:
+    """The graph of the spec's seed relations and Tier 2's drafts (those confident enough),
+    each edge linked to its evidence, validated."""
+    edges: dict[tuple[str, str], CausalEdge] = {}
+    for r in spec.relations:
+        edges[(r.source, r.target)] = CausalEdge(
+            edge_id(r.source, r.target), r.source, r.target, r.mechanism, SEED_CONFIDENCE
+        )
+    for d in drafts:
+        if d.confidence < opts.min_confidence:
+            dropped["tier2_below_min_confidence"] += 1
+            continue
+        edges[(d.source, d.target)] = CausalEdge(
+            edge_id(d.source, d.target),
+            d.source,
+            d.target,
+            d.mechanism,
+            round(float(d.confidence), 4),
+            effect=d.effect,
+            quote=d.quote or "",
+        )
+    variables = (*spec.variables, *new_vars)
+    linked = link_evidence(
+        [edges[k] for k in sorted(edges)],
+        variables,
+        chunks,
+        per_edge=opts.evidence_per_edge,
+        prefix_chars=opts.evidence_prefix_chars,
+        stats=link_stats,
+    )
+    validate_graph(spec, variables, linked, {c.id for c in chunks})
+    return CausalGraph(spec=spec, variables=variables, edges=linked, chunks=tuple(chunks))
 
 
 def corpus_coverage(graph: CausalGraph, chunks_shown: int) -> dict[str, float]:
