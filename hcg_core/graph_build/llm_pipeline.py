@@ -142,7 +142,6 @@ async def abuild_with_llm(
     llm, ledger = metered(llm, cache_dir=opts.cache_dir)
     before = ledger.snapshot()
     failures = Failures()
-    dropped: Counter[str] = Counter()
     t_start = time.perf_counter()
     chunks = list(chunks)
 
@@ -166,28 +165,8 @@ async def abuild_with_llm(
         spec = _given_spec(spec, outcome)
         stage1_info = {"skipped": True, "reason": "spec given"}
 
-    spec_var_vectors = _embed(embedder, [variable_text(v) for v in spec.variables])
-    ctx = Stage2Context(
-        spec,
-        chunks,
-        chunk_embeddings,
-        dict(
-            zip(
-                [m.name for m in spec.metrics],
-                _embed(embedder, map(metric_text, spec.metrics)),
-                strict=True,
-            )
-        ),
-        llm,
-        ledger,
-        failures,
-        dropped,
-        opts.prompts,
-        opts.snippets,
-        opts.snippet_chars,
-        dict(zip([v.name for v in spec.variables], spec_var_vectors, strict=True)),
-        SentencePool(chunks, embedder),
-    )
+    ctx = _stage2_context(spec, chunks, chunk_embeddings, embedder, llm, ledger, failures, opts)
+    dropped = ctx.dropped
     # Once the vocabulary is known the estimate applies Tier 2's own rule to it: recorded in the
     # report beside the calls made (the estimate before Stage 1 cannot see the variables).
     refined = estimate_build(chunks, spec, tier, max_batch_pairs=opts.max_batch_pairs)["stages"]
@@ -202,12 +181,12 @@ async def abuild_with_llm(
     with StageTimer(ledger, "evidence"):
         link_stats = LinkStats()
         graph = _graph(spec, drafts, new_vars, chunks, opts, dropped, link_stats)
+        spec_var_vectors = np.asarray([ctx.variable_vectors[v.name] for v in ctx.spec.variables])
         new_vectors = _embed(embedder, [variable_text(v) for v in new_vars])
+        parts = [x for x in (spec_var_vectors, new_vectors) if len(x)]
         variable_embeddings = (
-            np.vstack([spec_var_vectors, new_vectors]) if len(new_vars) else spec_var_vectors
+            np.vstack(parts) if parts else np.zeros((0, chunk_embeddings.shape[1]), np.float32)
         )
-        if variable_embeddings.size == 0:
-            variable_embeddings = np.zeros((0, chunk_embeddings.shape[1]), dtype=np.float32)
         t2_counts["quoted_edges"] = sum(1 for e in graph.edges if e.quote)
         stage1_info.setdefault("chunks_shown", 0)
         coverage = corpus_coverage(graph, stage1_info["chunks_shown"])
@@ -228,20 +207,60 @@ async def abuild_with_llm(
         seconds=time.perf_counter() - t_start,
     )
     report["coverage"] = coverage
+    _add_evidence(report, link_stats)
+    result = BuildResult(graph, variable_embeddings, chunk_embeddings, report)
+    _check_complete(result, has_sources=bool(tier1_sources(spec)), allow=opts.allow_partial)
+    return result
+
+
+def _add_evidence(report: dict[str, Any], link_stats: LinkStats) -> None:
     report["evidence"] = link_stats.as_dict()
     report["stages"]["evidence"].update(
         {f"links_by_{way}": n for way, n in link_stats.links.items()},
         chunk_cap=link_stats.chunk_cap,
     )
-    result = BuildResult(graph, variable_embeddings, chunk_embeddings, report)
-    problems = build_problems(report, has_sources=bool(tier1_sources(spec)))
+
+
+def _check_complete(result: BuildResult, *, has_sources: bool, allow: bool) -> None:
+    """Mark the report partial with its problems; raise unless a partial build is allowed."""
+    report = result.report
+    problems = build_problems(report, has_sources=has_sources)
     report["partial"] = bool(problems)
     report["problems"] = problems
-    if problems and not opts.allow_partial:
+    if problems and not allow:
         raise IncompleteBuildError(
             incomplete_message(problems, report), report=report, result=result
         )
-    return result
+
+
+def _stage2_context(
+    spec: DomainSpec,
+    chunks: Sequence[Chunk],
+    chunk_embeddings: np.ndarray,
+    embedder: Embedder,
+    llm: StructuredLLM,
+    ledger: Ledger,
+    failures: Failures,
+    opts: LLMBuildConfig,
+) -> Stage2Context:
+    """What both tiers need, with the spec's metrics and variables embedded once."""
+    metric_vectors = _embed(embedder, map(metric_text, spec.metrics))
+    variable_vectors = _embed(embedder, [variable_text(v) for v in spec.variables])
+    return Stage2Context(
+        spec,
+        chunks,
+        chunk_embeddings,
+        dict(zip([m.name for m in spec.metrics], metric_vectors, strict=True)),
+        llm,
+        ledger,
+        failures,
+        Counter(),
+        opts.prompts,
+        opts.snippets,
+        opts.snippet_chars,
+        dict(zip([v.name for v in spec.variables], variable_vectors, strict=True)),
+        SentencePool(chunks, embedder),
+    )
 
 
 def _given_spec(spec: DomainSpec, outcome: OutcomeConfig | None) -> DomainSpec:
@@ -586,6 +605,52 @@ def _pair_support(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
     return sizes
 
 
+def _plan_without_spec(
+    chunks: Sequence[Chunk],
+    caps: Any,
+    tier: str,
+    spec_sample_chunks: int | None,
+    chunks_per_call: int,
+    excerpt_chars: int,
+    overhead: int,
+) -> dict[str, Any]:
+    """Stage 1's calls and prompt size, and Tier 1's calls, before any spec exists."""
+    s1 = stage1_calls(
+        len(chunks), tier=tier, sample_size=spec_sample_chunks, chunks_per_call=chunks_per_call
+    )
+    n_metrics = caps.max_metrics
+    entity_chars = caps.max_dimensions * ENTITIES_PER_DIMENSION * CHARS_PER_ENTITY
+    # dimensions, metrics and variables prompts list the vocabulary so far; relations the
+    # variables.
+    vocab_chars = entity_chars + 40 * n_metrics
+    per_call = overhead + chunks_per_call * excerpt_chars + vocab_chars
+    return {
+        "s1": s1,
+        "s1_prompt": s1 * per_call // CHARS_PER_TOKEN,
+        "n_metrics": n_metrics,
+        "entity_chars": entity_chars,
+        "t1_max": n_metrics,
+        "t1": n_metrics - round(n_metrics * TERMINAL_SHARE),
+    }
+
+
+def _plan_with_spec(spec: DomainSpec, chunks: Sequence[Chunk]) -> dict[str, Any]:
+    """Tier 1's calls (one per source metric) and the spec's own sizes: no Stage 1."""
+    n_metrics = len(spec.metrics)
+    return {
+        "s1": 0,
+        "s1_prompt": 0,
+        "n_metrics": n_metrics,
+        "t1": len(tier1_sources(spec)),
+        "t1_max": len(tier1_sources(spec)),
+        "sizes_all": _pair_support(spec, chunks),
+        "k": len(spec.variables) / max(1, n_metrics),
+        "desc_chars": sum(len(metric_text(m)) + 3 for m in spec.metrics),
+        "entity_chars": sum(len(e) + 2 for d in spec.dimensions for e in d.entities),
+        "n_vars": len(spec.variables),
+    }
+
+
 def estimate_build(
     chunks: Sequence[Chunk],
     spec: DomainSpec | None = None,
@@ -622,59 +687,57 @@ def estimate_build(
         template_density = TEMPLATE_DENSITY * factor
     open_share = OPEN_TEMPLATE_SHARE / factor
     overhead = sum(len(p.user) + len(p.system) for p in PROMPTS.values()) // len(PROMPTS)
-    out: dict[str, Any] = {"tier": tier, "max_batch_pairs": max_batch_pairs}
-    s1 = 0
-    s1_prompt = 0
     if spec is None:
-        s1 = stage1_calls(
-            len(chunks), tier=tier, sample_size=spec_sample_chunks, chunks_per_call=chunks_per_call
+        plan = _plan_without_spec(
+            chunks, caps, tier, spec_sample_chunks, chunks_per_call, excerpt_chars, overhead
         )
-        n_metrics = caps.max_metrics
-        entity_chars = caps.max_dimensions * ENTITIES_PER_DIMENSION * CHARS_PER_ENTITY
-        # dimensions, metrics and variables prompts list the vocabulary so far; relations the
-        # variables.
-        vocab_chars = entity_chars + 40 * n_metrics
-        per_call = overhead + chunks_per_call * excerpt_chars + vocab_chars
-        s1_prompt = s1 * per_call // CHARS_PER_TOKEN
         k = assumed_variables_per_metric
-        t1_max = n_metrics
-        t1 = n_metrics - round(n_metrics * TERMINAL_SHARE)
-        pairs_all = t1_max * (n_metrics - 1)
-        sizes_all = [int(k * k)] * pairs_all
-        templates = round(template_density * t1 * (n_metrics - 1))
-        expected_slots = _expected_slots(
-            templates,
-            pairs_per_template(tier, templates),
-            PAIRS_SENT_PER_TEMPLATE * factor,
-            open_share,
-        )
-        desc_chars = 400 * n_metrics
-        n_vars = int(n_metrics * k)
-    else:
-        sources = tier1_sources(spec)
-        t1 = t1_max = len(sources)
-        n_metrics = len(spec.metrics)
-        found = _pair_support(spec, chunks)
-        sizes_all = found
-        templates = round(template_density * len(found))
+        plan["sizes_all"] = [int(k * k)] * plan["t1_max"] * (plan["n_metrics"] - 1)
+        n, t1 = plan["n_metrics"], plan["t1"]
+        templates = round(template_density * t1 * (n - 1))
         per = pairs_per_template(tier, templates)
-        supported = [n for n in found if n]
+        sent = PAIRS_SENT_PER_TEMPLATE * factor
+        plan.update(desc_chars=400 * n, n_vars=int(n * k), k=k)
+    else:
+        plan = _plan_with_spec(spec, chunks)
+        templates = round(template_density * len(plan["sizes_all"]))
+        per = pairs_per_template(tier, templates)
+        supported = [n for n in plan["sizes_all"] if n]
         # The spec's own pairs give the mean (a template is a pair Tier 1 found causal: about
         # as supported as the average supported pair).
-        mean = sum(supported) / len(supported) if supported else 0.0
-        expected_slots = (
-            _expected_slots(templates, per, mean, open_share) if supported else [0] * templates
-        )
-        k = len(spec.variables) / max(1, n_metrics)
-        desc_chars = sum(len(metric_text(m)) + 3 for m in spec.metrics)
-        entity_chars = sum(len(e) + 2 for d in spec.dimensions for e in d.entities)
-        n_vars = len(spec.variables)
+        sent = sum(supported) / len(supported) if supported else 0.0
+    expected_slots = _expected_slots(templates, per, sent, open_share) if sent else [0] * templates
+    plan["chunks_read"] = (
+        min(len(chunks), stage1_budget(tier, spec_sample_chunks)) if spec is None else 0
+    )
+    plan["t1_exact"] = spec is not None
+    out: dict[str, Any] = {"tier": tier, "max_batch_pairs": max_batch_pairs}
+    return _estimate_figures(
+        out, plan, expected_slots, tier, max_batch_pairs, overhead, snippets, snippet_chars
+    )
+
+
+def _estimate_figures(
+    out: dict[str, Any],
+    plan: Mapping[str, Any],
+    expected_slots: Sequence[int],
+    tier: str,
+    max_batch_pairs: int,
+    overhead: int,
+    snippets: int,
+    snippet_chars: int,
+) -> dict[str, Any]:
+    """The estimate's figures per stage and in all, from the plan and Tier 2's expected slots."""
+    s1, s1_prompt, t1, t1_max = plan["s1"], plan["s1_prompt"], plan["t1"], plan["t1_max"]
+    n_metrics, sizes_all, k = plan["n_metrics"], plan["sizes_all"], plan["k"]
+    desc_chars, entity_chars, n_vars = plan["desc_chars"], plan["entity_chars"], plan["n_vars"]
     t2_expected = _packed_calls(expected_slots, max_batch_pairs) if expected_slots else 0
     t2_max, pairs_max = _most_calls(sizes_all, tier, max_batch_pairs)
     t2_max = max(t2_max, t2_expected)
     pairs_expected = int(sum(expected_slots))
-    snip = snippets * snippet_chars
-    t1_prompt = t1_max * (overhead + desc_chars + snip + SUMMARY_CHARS * n_metrics)
+    t1_prompt = t1_max * (
+        overhead + desc_chars + snippets * snippet_chars + SUMMARY_CHARS * n_metrics
+    )
     t1_prompt //= CHARS_PER_TOKEN
     t2_per_call = overhead + MAX_TIER2_SNIPPETS * snippet_chars + entity_chars + 600
 
@@ -684,9 +747,7 @@ def estimate_build(
     out["stages"] = {
         "stage1": {
             "calls": s1,
-            "chunks_read": min(len(chunks), stage1_budget(tier, spec_sample_chunks))
-            if spec is None
-            else 0,
+            "chunks_read": plan["chunks_read"],
             "prompt_tokens": s1_prompt,
             "completion_tokens": s1 * COMPLETION_TOKENS_STAGE1,
             "exact": True,
@@ -696,7 +757,7 @@ def estimate_build(
             "calls_max": t1_max,
             "prompt_tokens": t1_prompt,
             "completion_tokens": t1_max * n_metrics * COMPLETION_TOKENS_PER_JUDGEMENT // 2,
-            "exact": spec is not None,
+            "exact": plan["t1_exact"],
         },
         "tier2": {
             "calls_expected": t2_expected,
