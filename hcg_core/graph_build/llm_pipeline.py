@@ -75,36 +75,16 @@ MAX_REFUSED_SHARE = 0.05
 SEED_CONFIDENCE = 1.0  # a relation written in the spec is taken as given
 
 
-def build_with_llm(
-    chunks: Sequence[Chunk],
-    *,
-    embedder: Embedder,
-    llm: StructuredLLM,
-    tier: str = DEFAULT_TIER,
-    outcome: OutcomeConfig | None = None,
-    spec: DomainSpec | None = None,
-    progress: bool | None = None,
-    config: LLMBuildConfig | None = None,
-    **options: Any,
-) -> BuildResult:
-    """Sync entry (safe inside a running event loop); see ``abuild_with_llm``."""
+def build_with_llm(chunks: Sequence[Chunk], **arguments: Any) -> BuildResult:
+    """Sync entry (safe inside a running event loop): ``abuild_with_llm`` with the same
+    arguments."""
 
     async def once() -> BuildResult:
         try:
-            return await abuild_with_llm(
-                chunks,
-                embedder=embedder,
-                llm=llm,
-                tier=tier,
-                outcome=outcome,
-                spec=spec,
-                progress=progress,
-                config=config,
-                **options,
-            )
+            return await abuild_with_llm(chunks, **arguments)
         finally:
             # The bridge's loop ends here: close the client it opened (per-loop HTTP clients).
-            aclose = getattr(llm, "aclose", None)
+            aclose = getattr(arguments.get("llm"), "aclose", None)
             if aclose is not None:
                 await aclose()
 
