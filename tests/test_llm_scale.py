@@ -257,3 +257,26 @@ def test_stage1_merges_by_meaning_and_caps_by_support():
     assert report.repaired["metric_near_duplicate_merged"] == 1
     metrics, _ = merge_metrics(renamed, (), 2, None, report, support=support)
     assert [m.name for m in metrics] == ["LDLCholesterolLevel", "ClotFormation"]
+
+
+def test_the_tier2_estimate_follows_the_corpus_cohesion():
+    # One subject: every chunk draws its words from one shared vocabulary. A mix: every chunk
+    # its own words. The cohesive corpus is expected to make more Tier 2 calls (more templates,
+    # more candidates each, fewer without any), read from the words alone.
+    from hcg_core.graph_build.llm_pipeline import corpus_cohesion
+
+    def word(n: int) -> str:  # letters only: "baaa", "caaa", ...
+        return "".join(chr(97 + (n // 26**k) % 26) for k in range(4))
+
+    one = [
+        Chunk(str(i), " ".join(word((i * 13 + k * 31) % 400) for k in range(12)))
+        for i in range(300)
+    ]
+    mixed = [
+        Chunk(str(i), " ".join(word(1000 + i * 12 + k) for k in range(12))) for i in range(300)
+    ]
+    assert corpus_cohesion(one) > 0.9 > 0.1 > corpus_cohesion(mixed)
+    calls = [
+        estimate_build(c, None, "XS")["stages"]["tier2"]["calls_expected"] for c in (one, mixed)
+    ]
+    assert calls[0] > calls[1] > 0
