@@ -13,7 +13,8 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -374,31 +375,27 @@ def incomplete_message(problems: Sequence[str], report: Mapping[str, Any]) -> st
     return "\n".join(lines)
 
 
-class _stage1_failure:
+@contextmanager
+def _stage1_failure(ledger: Ledger, before: dict, failures: Failures) -> Iterator[None]:
     """Turns Stage 1's 'nothing to build on' into an IncompleteBuildError listing the failures."""
-
-    def __init__(self, ledger: Ledger, before: dict, failures: Failures) -> None:
-        self.ledger, self.before, self.failures = ledger, before, failures
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
-        if not isinstance(exc, BuildError) or isinstance(exc, IncompleteBuildError):
-            return
-        stage1 = _delta(self.ledger.snapshot(), self.before, "stage1")
+    try:
+        yield
+    except IncompleteBuildError:
+        raise
+    except BuildError as exc:
+        stage1 = _delta(ledger.snapshot(), before, "stage1")
         report = {
             "builder": "llm",
             "partial": True,
             "stages": {"stage1": stage1},
-            "failures": self.failures.records,
-            "failure_causes": self.failures.grouped(),
+            "failures": failures.records,
+            "failure_causes": failures.grouped(),
         }
         problems = [str(exc)]
         if stage1.get("refused"):
             problems.insert(0, f"{int(stage1['refused'])} Stage 1 LLM item(s) refused twice")
-        if len(self.failures):
-            problems.insert(0, f"{len(self.failures)} Stage 1 LLM item(s) failed")
+        if len(failures):
+            problems.insert(0, f"{len(failures)} Stage 1 LLM item(s) failed")
         raise IncompleteBuildError(incomplete_message(problems, report), report=report) from exc
 
 
