@@ -1,15 +1,15 @@
 """Named prompt templates of the LLM pipeline (Stage 1 spec generation, Stage 2 Tier 1 and Tier 2).
 
-Each template is a system text and a user text with ``{field}`` slots; ``Prompt.fields`` documents
-every slot. Override one by passing ``prompts={"tier1": Prompt(...)}`` to the build. The rendered
+Each template is a system text and a user text with ``{field}`` slots (``Prompt.fields``). Override one by passing ``prompts={"tier1": Prompt(...)}`` to the build. The rendered
 user message ends with the response schema's name, so even a server in ``json_object`` mode (no
 schema sent) can tell the replies apart, and so the cache key changes when a template changes.
 """
 
 from __future__ import annotations
 
+import string
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .errors import ConfigError
 
@@ -31,8 +31,12 @@ class Prompt:
 
     name: str
     user: str
-    fields: Mapping[str, str] = field(default_factory=dict)
     system: str = _SYSTEM
+
+    @property
+    def fields(self) -> frozenset[str]:
+        """The ``{field}`` slots of the user text, every one of which ``render`` needs."""
+        return frozenset(f for _, f, _, _ in string.Formatter().parse(self.user) if f)
 
     def render(self, schema_name: str, **values: str) -> list[dict[str, str]]:
         missing = set(self.fields) - set(values)
@@ -59,12 +63,6 @@ PROMPTS: dict[str, Prompt] = {
         "also give the domain in one line, for the whole corpus the excerpts suggest, and the "
         "outcomes the text builds toward.\n\n"
         "{excerpts}",
-        {
-            "domain": "domain name or 'unknown'",
-            "outcome": "outcome configuration text",
-            "cap": "max dimensions (tier cap)",
-            "excerpts": "numbered corpus excerpts",
-        },
     ),
     "metrics": Prompt(
         "metrics",
@@ -82,13 +80,6 @@ PROMPTS: dict[str, Prompt] = {
         "whose first sentence says what it measures, then what drives it and what it "
         "influences; a category; and a role: 'terminal' for the few final sinks, 'outcome' for "
         "key endpoints, 'intermediate' for everything else, causes included.\n\n{excerpts}",
-        {
-            "domain": "domain name",
-            "outcome": "outcome configuration text",
-            "dimensions": "the dimensions with their entities",
-            "cap": "max metrics (tier cap)",
-            "excerpts": "numbered corpus excerpts",
-        },
     ),
     "variables": Prompt(
         "variables",
@@ -98,12 +89,6 @@ PROMPTS: dict[str, Prompt] = {
         "dimension's entities; leave a field empty when it is not in the metric's signature). "
         "Bind only entity combinations the excerpts actually pair with that metric; a metric "
         "without signature is one variable with every field empty.\n\n{excerpts}",
-        {
-            "domain": "domain name",
-            "dimensions": "dimensions with entities",
-            "metrics": "metrics with signatures",
-            "excerpts": "numbered corpus excerpts",
-        },
     ),
     "relations": Prompt(
         "relations",
@@ -111,11 +96,6 @@ PROMPTS: dict[str, Prompt] = {
         "these variables that the excerpts state or clearly imply: source causes/influences "
         "target, with a one-sentence mechanism. Source and target are full variable names, "
         "exactly as listed.\n\n{excerpts}",
-        {
-            "domain": "domain name",
-            "variables": "variable names, one a line",
-            "excerpts": "numbered corpus excerpts",
-        },
     ),
     "tier1": Prompt(
         "tier1",
@@ -129,14 +109,6 @@ PROMPTS: dict[str, Prompt] = {
         "listed metric is not direct. List it under causal only with a mechanism the evidence "
         "above supports or that is well-established domain knowledge, with a short rationale "
         "saying which; list every other candidate under not_causal, by name only.",
-        {
-            "domain": "the domain, given or inferred",
-            "source": "source metric with signature",
-            "source_description": "its description",
-            "evidence": "numbered evidence snippets found by embedding search",
-            "seeds": "the spec's seed relations from this metric, lifted to metrics",
-            "candidates": "candidate target metrics with descriptions and evidence lines",
-        },
     ),
     "tier2": Prompt(
         "tier2",
@@ -155,14 +127,6 @@ PROMPTS: dict[str, Prompt] = {
         "signature, its field picks an entity from that dimension's list (leave the fields of "
         "other dimensions empty), or, for an entity not listed, leave that field empty and copy "
         "the entity exactly from the evidence above into new_entities:\n{entities}",
-        {
-            "domain": "the domain, given or inferred",
-            "templates": "the batch's Tier 1 templates (source -> target metric)",
-            "metrics": "the templates' metrics with signatures and descriptions",
-            "evidence": "numbered evidence snippets chosen for the batch's pairs",
-            "candidates": "numbered candidate pairs",
-            "entities": "allowed entities per dimension the templates use",
-        },
     ),
     "review_dimensions": Prompt(
         "review_dimensions",
@@ -175,12 +139,10 @@ PROMPTS: dict[str, Prompt] = {
         "dimensions that are one axis under another name (same_dimensions: the name to keep "
         "and the ones it absorbs); (3) within each dimension, list the entities that name the "
         "same thing (same_entities: a synonym, an abbreviation, a plural, 'X' and 'X test' or "
-        "'X scan' for one test), the name to keep first. Do not merge different things, "
+        "'X scan' for one test, a short and a full name of one place or body, one group "
+        "named with and without a word that adds nothing, as 'car drivers' and 'drivers' in "
+        "a corpus about drivers), the name to keep first. Do not merge different things, "
         "subtypes or stages into their parent. List only real duplicates; none is fine.",
-        {
-            "domains": "the domain lines the samples proposed",
-            "dimensions": "the merged dimensions with their entities",
-        },
     ),
     "review_metrics": Prompt(
         "review_metrics",
@@ -191,24 +153,23 @@ PROMPTS: dict[str, Prompt] = {
         "of proposals that measure the same quantity (same_quantity: the name to keep and the "
         "ones it absorbs): synonyms, a special case of another proposal (receiving one "
         "intervention within receiving interventions, a success within an effectiveness), or "
-        "a chance and an occurrence of the same event; keep apart quantities an expert keeps "
-        "apart; (2) list under causes the metrics that measure a cause the corpus discusses "
+        "a chance and an occurrence of the same event, two ends of one scale (a good state "
+        "and its impairment, as 'AirQuality' and 'AirPollution'), or a definition that covers "
+        "another's quantity (a 'whether or how much' beside a 'how much' of the same thing); "
+        "keep apart quantities an expert keeps apart; (2) list under causes the metrics that measure a cause the corpus discusses "
         "(an exposure, behaviour, infection, inherited condition or risk factor), so that they "
         "are kept.",
-        {
-            "domain": "the domain, given or inferred",
-            "metrics": "the proposed metrics, merged by wording, with their support",
-            "cap": "max metrics (tier cap)",
-        },
     ),
     "check_metrics": Prompt(
         "check_metrics",
         "Domain: {domain}\n\nThese are the metrics kept for the graph (name(signature): "
         "definition):\n{metrics}\n\nAs an expert, list any groups of them that measure the "
         "same quantity of the same thing under two names (as 'TrafficCongestion' and "
-        "'RoadCongestion' would), the name to keep first. Quantities an expert keeps apart stay "
-        "apart; none is fine.",
-        {"domain": "the domain, given or inferred", "metrics": "the kept metrics"},
+        "'RoadCongestion' would), including two ends of one scale (a good state and its "
+        "impairment, as 'AirQuality' and 'AirPollution') and a definition that covers another's "
+        "quantity (a 'whether or how much' beside a 'how much' of the same thing), the name to "
+        "keep first. Read the definitions, not only the names. Quantities an expert keeps "
+        "apart stay apart; none is fine.",
     ),
 }
 

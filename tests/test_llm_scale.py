@@ -175,7 +175,8 @@ def test_estimate_stage1_grows_with_the_corpus_up_to_the_budget():
 
 
 def test_tier2_packs_templates_into_few_calls():
-    # 122 templates with 316 candidates in all (the recorded real run): at most 10 calls.
+    # 122 templates with 316 proposed pairs in all (the recorded real run); each variable takes
+    # part in one pair of a template, so a template sends min(sources, targets): at most 10 calls.
     variables, templates = [], []
     sizes = [(1, 2), (1, 3), (2, 2), (1, 1)] * 30 + [(2, 3), (2, 5)]
     for i, (ns, nt) in enumerate(sizes):
@@ -183,8 +184,9 @@ def test_tier2_packs_templates_into_few_calls():
         variables += [Variable(f"T{i}", (f"t{j}",)) for j in range(nt)]
         templates.append(Template(f"S{i}", f"T{i}"))
     batches, counts = tier2_batches(templates, variables, 50)
-    assert counts["candidates_proposed"] == counts["candidates"] == 316
-    assert sum(len(b.pairs) for b in batches) == sum(a * b for a, b in sizes) == 316
+    assert counts["candidates_proposed"] == sum(a * b for a, b in sizes) == 316
+    assert counts["candidates"] == sum(len(b.pairs) for b in batches) == 154
+    assert sum(min(a, b) for a, b in sizes) == 154
     assert len(templates) == 122 and len(batches) <= 10
     assert all(len(b.pairs) <= 50 for b in batches)
 
@@ -255,3 +257,26 @@ def test_stage1_merges_by_meaning_and_caps_by_support():
     assert report.repaired["metric_near_duplicate_merged"] == 1
     metrics, _ = merge_metrics(renamed, (), 2, None, report, support=support)
     assert [m.name for m in metrics] == ["LDLCholesterolLevel", "ClotFormation"]
+
+
+def test_the_tier2_estimate_follows_the_corpus_cohesion():
+    # One subject: every chunk draws its words from one shared vocabulary. A mix: every chunk
+    # its own words. The cohesive corpus is expected to make more Tier 2 calls (more templates,
+    # more candidates each, fewer without any), read from the words alone.
+    from hcg_core.graph_build.llm_pipeline import corpus_cohesion
+
+    def word(n: int) -> str:  # letters only: "baaa", "caaa", ...
+        return "".join(chr(97 + (n // 26**k) % 26) for k in range(4))
+
+    one = [
+        Chunk(str(i), " ".join(word((i * 13 + k * 31) % 400) for k in range(12)))
+        for i in range(300)
+    ]
+    mixed = [
+        Chunk(str(i), " ".join(word(1000 + i * 12 + k) for k in range(12))) for i in range(300)
+    ]
+    assert corpus_cohesion(one) > 0.9 > 0.1 > corpus_cohesion(mixed)
+    calls = [
+        estimate_build(c, None, "XS")["stages"]["tier2"]["calls_expected"] for c in (one, mixed)
+    ]
+    assert calls[0] > calls[1] > 0

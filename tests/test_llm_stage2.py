@@ -29,6 +29,7 @@ from hcg_core.graph_build.llm_tiers import (
     candidate_score,
     compatible,
     evidence_lines,
+    spread_pairs,
     support,
     tier2_batches,
     tier2_model,
@@ -154,32 +155,36 @@ def test_a_pair_met_once_beside_common_entities_is_not_a_candidate():
     assert support(spec, mentions, skin, adrenal) == 1
     assert association(spec, mentions, skin, adrenal) == 0.2 < MIN_ASSOCIATION
     assert candidate_score(spec, mentions, skin, adrenal) == 0.0
-    assert candidate_score(spec, mentions, skin, melanoma) == 1.0  # melanoma: always with skin
+    # melanoma: always with skin (association 1), in 3 chunks (support): the score is both.
+    assert candidate_score(spec, mentions, skin, melanoma) == 3 + 1.0
 
 
 def test_templates_are_never_split_and_send_their_best_supported_pairs():
-    # 60 sources bind 60 regions; the target has no entity: every pair is supported, the later
-    # regions more (the score), so the template sends its 24 best.
+    # 60 sources and 60 targets bind 60 regions; only a source and a target of one region pair
+    # (the later regions more: the score), so the template sends its 24 best. "Other(x)" pairs
+    # with every target alike: it is sent once, not crossed with every region.
     sources = [Variable("Load", (f"region {i:02d}",)) for i in range(60)]
-    variables = [*sources, Variable("Harm"), Variable("Other", ("x",))]
+    targets = [Variable("Harm", (f"region {i:02d}",)) for i in range(60)]
+    variables = [*sources, *targets, Variable("Other", ("x",))]
     templates = [Template("Load", "Harm"), Template("Other", "Harm"), Template("Load", "Other")]
 
-    def keep(s, t):  # the last template's pairs are all cross-entity: no support
-        if s.entities and t.entities:
-            return 0
-        return 1 + int(s.entities[0].split()[-1]) if s.metric == "Load" else 1
+    def keep(s, t):  # the last template's pairs have no support
+        if s.metric == "Load" and t.metric == "Harm":
+            return 1 + int(s.entities[0].split()[-1]) if s.entities == t.entities else 0
+        return 1 if t.metric == "Harm" else 0
 
     batches, counts = tier2_batches(templates, variables, 50, keep)
     assert counts == {
-        "candidates_proposed": 121,
+        "candidates_proposed": 60 * 60 + 60 + 60,
         "candidates": MAX_TEMPLATE_PAIRS + 1,
-        "candidates_over_template_cap": 60 - MAX_TEMPLATE_PAIRS,
+        "candidates_over_template_cap": 60 - MAX_TEMPLATE_PAIRS + 60 - 1,
         "templates_without_candidates": 1,
     }
     sent = Counter(p for b in batches for p in b.pairs)
     assert set(sent.values()) == {1}  # each candidate once
     best = {f"Load(region {i:02d})" for i in range(60 - MAX_TEMPLATE_PAIRS, 60)}
-    assert {s for s, t in sent if t == "Harm"} == best | {"Other(x)"}
+    assert {s for s, t in sent} == best | {"Other(x)"}
+    assert [t for s, t in sent if s == "Other(x)"] == ["Harm(region 00)"]  # the first of equals
     # Every template goes to one call whole, so its metrics and excerpts are sent once.
     assert Counter(t for b in batches for t in b.templates) == Counter(templates)
     assert all(len(b.pairs) <= 50 for b in batches)
@@ -188,6 +193,15 @@ def test_templates_are_never_split_and_send_their_best_supported_pairs():
     assert Counter(t for b in batches for t in b.templates) == Counter(templates)
     assert [len(b.pairs) for b in batches] == [20, 1]  # 20 best; then 1 and an open template
     assert Template("Load", "Other") in batches[1].templates  # open: 10 slots, to be populated
+
+
+def test_a_variable_takes_part_in_one_pair_of_a_template():
+    # One source bound to nothing, crossed with every target entity the corpus names beside it:
+    # only its best supported pair is asked; two sources share the targets out.
+    ranked = [("A", "x"), ("A", "y"), ("A", "z"), ("B", "x"), ("B", "y")]
+    assert spread_pairs(ranked, 24) == [("A", "x"), ("B", "y")]
+    assert spread_pairs(ranked, 1) == [("A", "x")]
+    assert spread_pairs([], 24) == []
 
 
 # -- item 3: drivers survive --------------------------------------------------------------------

@@ -13,7 +13,8 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -43,13 +44,22 @@ from ..spec.generate import (
     stage1_calls,
 )
 from ..spec.validate import validate_graph, validate_spec
-from ..types import CausalEdge, CausalGraph, Chunk, DomainSpec, OutcomeConfig, variable_text
-from . import BuildResult
+from ..types import (
+    BuildResult,
+    CausalEdge,
+    CausalGraph,
+    Chunk,
+    DomainSpec,
+    OutcomeConfig,
+    Variable,
+    variable_text,
+)
 from .evidence import EntityMentions, LinkStats, SentencePool, link_evidence, normalize_text
 from .llm_tiers import (
     MAX_TIER2_SNIPPETS,
     OPEN_TEMPLATE_WEIGHT,
     SUMMARY_CHARS,
+    EdgeDraft,
     Stage2Context,
     candidate_score,
     edge_id,
@@ -57,6 +67,7 @@ from .llm_tiers import (
     pairs_per_template,
     run_tier1,
     run_tier2,
+    spread_pairs,
     tier1_sources,
 )
 
@@ -66,36 +77,16 @@ MAX_REFUSED_SHARE = 0.05
 SEED_CONFIDENCE = 1.0  # a relation written in the spec is taken as given
 
 
-def build_with_llm(
-    chunks: Sequence[Chunk],
-    *,
-    embedder: Embedder,
-    llm: StructuredLLM,
-    tier: str = DEFAULT_TIER,
-    outcome: OutcomeConfig | None = None,
-    spec: DomainSpec | None = None,
-    progress: bool | None = None,
-    config: LLMBuildConfig | None = None,
-    **options: Any,
-) -> BuildResult:
-    """Sync entry (safe inside a running event loop); see ``abuild_with_llm``."""
+def build_with_llm(chunks: Sequence[Chunk], **arguments: Any) -> BuildResult:
+    """Sync entry (safe inside a running event loop): ``abuild_with_llm`` with the same
+    arguments."""
 
     async def once() -> BuildResult:
         try:
-            return await abuild_with_llm(
-                chunks,
-                embedder=embedder,
-                llm=llm,
-                tier=tier,
-                outcome=outcome,
-                spec=spec,
-                progress=progress,
-                config=config,
-                **options,
-            )
+            return await abuild_with_llm(chunks, **arguments)
         finally:
             # The bridge's loop ends here: close the client it opened (per-loop HTTP clients).
-            aclose = getattr(llm, "aclose", None)
+            aclose = getattr(arguments.get("llm"), "aclose", None)
             if aclose is not None:
                 await aclose()
 
@@ -133,13 +124,11 @@ async def abuild_with_llm(
     llm, ledger = metered(llm, cache_dir=opts.cache_dir)
     before = ledger.snapshot()
     failures = Failures()
-    dropped: Counter[str] = Counter()
     t_start = time.perf_counter()
     chunks = list(chunks)
 
     show = bool(getattr(sys.stderr, "isatty", lambda: False)()) if progress is None else progress
     chunk_embeddings = vectors_of_chunks(embedder, chunks, progress=show)
-    stage1_info: dict[str, Any]
     if spec is None:
         with stage_progress("stage 1 (spec)", progress), _stage1_failure(ledger, before, failures):
             spec, stage1_info = await agenerate_spec(
@@ -149,55 +138,17 @@ async def abuild_with_llm(
                 failures=failures,
                 tier=tier,
                 outcome=outcome,
-                domain=opts.domain,
-                sample_size=opts.spec_sample_chunks,
-                chunks_per_call=opts.chunks_per_call,
-                excerpt_chars=opts.excerpt_chars,
-                prompts=opts.prompts,
+                config=opts,
                 chunk_embeddings=chunk_embeddings,
                 embedder=embedder,
             )
         stage1_info["skipped"] = False
     else:
-        spec = validate_spec(spec)
-        if outcome is not None and outcome != spec.outcome:
-            raise ConfigError(
-                "both a spec and an outcome configuration were given and they "
-                "differ; edit the spec's 'outcome' section instead"
-            )
+        spec = _given_spec(spec, outcome)
         stage1_info = {"skipped": True, "reason": "spec given"}
 
-    metric_vectors = dict(
-        zip(
-            [m.name for m in spec.metrics],
-            as_matrix(
-                embedder.embed_documents([metric_text(m) for m in spec.metrics]),
-                len(spec.metrics),
-                who="embedder",
-            ),
-            strict=True,
-        )
-    )
-    spec_var_vectors = as_matrix(
-        embedder.embed_documents([variable_text(v) for v in spec.variables]),
-        len(spec.variables),
-        who="embedder",
-    )
-    ctx = Stage2Context(
-        spec,
-        chunks,
-        chunk_embeddings,
-        metric_vectors,
-        llm,
-        ledger,
-        failures,
-        dropped,
-        opts.prompts,
-        opts.snippets,
-        opts.snippet_chars,
-        dict(zip([v.name for v in spec.variables], spec_var_vectors, strict=True)),
-        SentencePool(chunks, embedder),
-    )
+    ctx = _stage2_context(spec, chunks, chunk_embeddings, embedder, llm, ledger, failures, opts)
+    dropped = ctx.dropped
     # Once the vocabulary is known the estimate applies Tier 2's own rule to it: recorded in the
     # report beside the calls made (the estimate before Stage 1 cannot see the variables).
     refined = estimate_build(chunks, spec, tier, max_batch_pairs=opts.max_batch_pairs)["stages"]
@@ -210,48 +161,15 @@ async def abuild_with_llm(
     t2_counts["calls_estimated_with_spec"] = refined["tier2"]["calls_expected"]
 
     with StageTimer(ledger, "evidence"):
-        edges: dict[tuple[str, str], CausalEdge] = {}
         link_stats = LinkStats()
-        for r in spec.relations:
-            edges[(r.source, r.target)] = CausalEdge(
-                edge_id(r.source, r.target), r.source, r.target, r.mechanism, SEED_CONFIDENCE
-            )
-        for d in drafts:
-            if d.confidence < opts.min_confidence:
-                dropped["tier2_below_min_confidence"] += 1
-                continue
-            eid = edge_id(d.source, d.target)
-            edges[(d.source, d.target)] = CausalEdge(
-                eid,
-                d.source,
-                d.target,
-                d.mechanism,
-                round(float(d.confidence), 4),
-                effect=d.effect,
-                quote=d.quote or "",
-            )
-        variables = (*spec.variables, *new_vars)
-        linked = link_evidence(
-            [edges[k] for k in sorted(edges)],
-            variables,
-            chunks,
-            per_edge=opts.evidence_per_edge,
-            prefix_chars=opts.evidence_prefix_chars,
-            stats=link_stats,
-        )
-        validate_graph(spec, variables, linked, {c.id for c in chunks})
-        graph = CausalGraph(spec=spec, variables=variables, edges=linked, chunks=tuple(chunks))
-        new_vectors = as_matrix(
-            embedder.embed_documents([variable_text(v) for v in new_vars]),
-            len(new_vars),
-            who="embedder",
-        )
+        graph = _graph(spec, drafts, new_vars, chunks, opts, dropped, link_stats)
+        spec_var_vectors = np.asarray([ctx.variable_vectors[v.name] for v in ctx.spec.variables])
+        new_vectors = _embed(embedder, [variable_text(v) for v in new_vars])
+        parts = [x for x in (spec_var_vectors, new_vectors) if len(x)]
         variable_embeddings = (
-            np.vstack([spec_var_vectors, new_vectors]) if len(new_vars) else spec_var_vectors
+            np.vstack(parts) if parts else np.zeros((0, chunk_embeddings.shape[1]), np.float32)
         )
-        if variable_embeddings.size == 0:
-            variable_embeddings = np.zeros((0, chunk_embeddings.shape[1]), dtype=np.float32)
-        t2_counts["quoted_edges"] = sum(1 for e in linked if e.quote)
+        t2_counts["quoted_edges"] = sum(1 for e in graph.edges if e.quote)
         stage1_info.setdefault("chunks_shown", 0)
         coverage = corpus_coverage(graph, stage1_info["chunks_shown"])
 
@@ -271,20 +189,118 @@ async def abuild_with_llm(
         seconds=time.perf_counter() - t_start,
     )
     report["coverage"] = coverage
+    _add_evidence(report, link_stats)
+    result = BuildResult(graph, variable_embeddings, chunk_embeddings, report)
+    _check_complete(result, has_sources=bool(tier1_sources(spec)), allow=opts.allow_partial)
+    return result
+
+
+def _add_evidence(report: dict[str, Any], link_stats: LinkStats) -> None:
     report["evidence"] = link_stats.as_dict()
     report["stages"]["evidence"].update(
         {f"links_by_{way}": n for way, n in link_stats.links.items()},
         chunk_cap=link_stats.chunk_cap,
     )
-    result = BuildResult(graph, variable_embeddings, chunk_embeddings, report)
-    problems = build_problems(report, has_sources=bool(tier1_sources(spec)))
+
+
+def _check_complete(result: BuildResult, *, has_sources: bool, allow: bool) -> None:
+    """Mark the report partial with its problems; raise unless a partial build is allowed."""
+    report = result.report
+    problems = build_problems(report, has_sources=has_sources)
     report["partial"] = bool(problems)
     report["problems"] = problems
-    if problems and not opts.allow_partial:
+    if problems and not allow:
         raise IncompleteBuildError(
             incomplete_message(problems, report), report=report, result=result
         )
-    return result
+
+
+def _stage2_context(
+    spec: DomainSpec,
+    chunks: Sequence[Chunk],
+    chunk_embeddings: np.ndarray,
+    embedder: Embedder,
+    llm: StructuredLLM,
+    ledger: Ledger,
+    failures: Failures,
+    opts: LLMBuildConfig,
+) -> Stage2Context:
+    """What both tiers need, with the spec's metrics and variables embedded once."""
+    metric_vectors = _embed(embedder, map(metric_text, spec.metrics))
+    variable_vectors = _embed(embedder, [variable_text(v) for v in spec.variables])
+    return Stage2Context(
+        spec,
+        chunks,
+        chunk_embeddings,
+        dict(zip([m.name for m in spec.metrics], metric_vectors, strict=True)),
+        llm,
+        ledger,
+        failures,
+        Counter(),
+        opts.prompts,
+        opts.snippets,
+        opts.snippet_chars,
+        dict(zip([v.name for v in spec.variables], variable_vectors, strict=True)),
+        SentencePool(chunks, embedder),
+    )
+
+
+def _given_spec(spec: DomainSpec, outcome: OutcomeConfig | None) -> DomainSpec:
+    """A spec the caller gave, validated; an outcome configuration beside it must agree."""
+    spec = validate_spec(spec)
+    if outcome is not None and outcome != spec.outcome:
+        raise ConfigError(
+            "both a spec and an outcome configuration were given and they "
+            "differ; edit the spec's 'outcome' section instead"
+        )
+    return spec
+
+
+def _embed(embedder: Embedder, texts: Iterable[str]) -> np.ndarray:
+    texts = list(texts)
+    return as_matrix(embedder.embed_documents(texts), len(texts), who="embedder")
+
+
+def _graph(
+    spec: DomainSpec,
+    drafts: Sequence[EdgeDraft],
+    new_vars: Sequence[Variable],
+    chunks: Sequence[Chunk],
+    opts: LLMBuildConfig,
+    dropped: Counter[str],
+    link_stats: LinkStats,
+) -> CausalGraph:
+    """The graph of the spec's seed relations and Tier 2's drafts (those confident enough),
+    each edge linked to its evidence, validated."""
+    edges: dict[tuple[str, str], CausalEdge] = {}
+    for r in spec.relations:
+        edges[(r.source, r.target)] = CausalEdge(
+            edge_id(r.source, r.target), r.source, r.target, r.mechanism, SEED_CONFIDENCE
+        )
+    for d in drafts:
+        if d.confidence < opts.min_confidence:
+            dropped["tier2_below_min_confidence"] += 1
+            continue
+        edges[(d.source, d.target)] = CausalEdge(
+            edge_id(d.source, d.target),
+            d.source,
+            d.target,
+            d.mechanism,
+            round(float(d.confidence), 4),
+            effect=d.effect,
+            quote=d.quote or "",
+        )
+    variables = (*spec.variables, *new_vars)
+    linked = link_evidence(
+        [edges[k] for k in sorted(edges)],
+        variables,
+        chunks,
+        per_edge=opts.evidence_per_edge,
+        prefix_chars=opts.evidence_prefix_chars,
+        stats=link_stats,
+    )
+    validate_graph(spec, variables, linked, {c.id for c in chunks})
+    return CausalGraph(spec=spec, variables=variables, edges=linked, chunks=tuple(chunks))
 
 
 def corpus_coverage(graph: CausalGraph, chunks_shown: int) -> dict[str, float]:
@@ -360,31 +376,27 @@ def incomplete_message(problems: Sequence[str], report: Mapping[str, Any]) -> st
     return "\n".join(lines)
 
 
-class _stage1_failure:
+@contextmanager
+def _stage1_failure(ledger: Ledger, before: dict, failures: Failures) -> Iterator[None]:
     """Turns Stage 1's 'nothing to build on' into an IncompleteBuildError listing the failures."""
-
-    def __init__(self, ledger: Ledger, before: dict, failures: Failures) -> None:
-        self.ledger, self.before, self.failures = ledger, before, failures
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
-        if not isinstance(exc, BuildError) or isinstance(exc, IncompleteBuildError):
-            return
-        stage1 = _delta(self.ledger.snapshot(), self.before, "stage1")
+    try:
+        yield
+    except IncompleteBuildError:
+        raise
+    except BuildError as exc:
+        stage1 = _delta(ledger.snapshot(), before, "stage1")
         report = {
             "builder": "llm",
             "partial": True,
             "stages": {"stage1": stage1},
-            "failures": self.failures.records,
-            "failure_causes": self.failures.grouped(),
+            "failures": failures.records,
+            "failure_causes": failures.grouped(),
         }
         problems = [str(exc)]
         if stage1.get("refused"):
             problems.insert(0, f"{int(stage1['refused'])} Stage 1 LLM item(s) refused twice")
-        if len(self.failures):
-            problems.insert(0, f"{len(self.failures)} Stage 1 LLM item(s) failed")
+        if len(failures):
+            problems.insert(0, f"{len(failures)} Stage 1 LLM item(s) failed")
         raise IncompleteBuildError(incomplete_message(problems, report), report=report) from exc
 
 
@@ -449,20 +461,22 @@ def _report(
 CHARS_PER_TOKEN = 4  # the estimate's stated approximation
 COMPLETION_TOKENS_PER_JUDGEMENT = 60  # a kept candidate: a number, a sentence, a quote
 COMPLETION_TOKENS_STAGE1 = 800
-# Share of ordered metric pairs Tier 1 makes templates of with today's Tier 1 prompt, between the
-# two live runs: medical XS 244 of 36 x 39 pairs (0.174, the recorded live medical build)
-# and a 85-chunk medical slice 98 of 38 x 39 (0.066). With the candidate budget the expected
-# Tier 2 calls change little with it: more templates each send fewer pairs.
-TEMPLATE_DENSITY = 0.12
-# Supported pairs (``support``) of a template follow an exponential law whose mean grows with the
-# corpus: 12 on the medical corpus (1,155 chunks; the recorded templates and spec send 5.5, 10.7
-# and 14.1 pairs at most 8, 24 and 50 each), 6 on the 85-chunk slice; so the mean is
-# SUPPORTED_PAIRS x (chunks / SUPPORTED_PAIRS_CHUNKS) ** SUPPORTED_PAIRS_GROWTH (two points).
-SUPPORTED_PAIRS = 12.0
-SUPPORTED_PAIRS_CHUNKS = 1155
-SUPPORTED_PAIRS_GROWTH = 0.27
-# Share of templates left without candidates: 31 of 244 and 10 of 98 on the two live runs.
-OPEN_TEMPLATE_SHARE = 0.12
+# Tier 2 before Stage 1 follows how cohesive the corpus is (``corpus_cohesion``, no LLM call):
+# a corpus about one subject (the medical guidelines: 0.82) makes more templates, each with more
+# candidates, than a mix of unrelated abstracts (HolisQA psychology: 0.61). On the four recorded
+# whole-corpus live builds, medical / HolisQA: templates 0.11 / 0.07 of the ordered metric pairs;
+# pairs today's rule sends per template with candidates 2.1 / 1.35; templates without candidates
+# 0.17 / 0.32 (``benchmarks/llm_estimate.py --recording``). Each figure is the medical one times
+# (cohesion / COHESION_REF) ** COHESION_POWER (the open share divided by it): a law through the
+# two corpora, no more.
+TEMPLATE_DENSITY = 0.11
+PAIRS_SENT_PER_TEMPLATE = 2.1
+OPEN_TEMPLATE_SHARE = 0.17
+COHESION_REF = 0.82
+COHESION_POWER = 1.7
+RECURRING_SHARE = 0.01  # a word recurs when this share of the chunks (at least 2) name it
+COMMON_SHARE = 0.2  # words in more than this share of the chunks say nothing of the subject
+_WORD = re.compile(r"[a-z]{4,}")
 # Share of the capped metrics that are terminal (no Tier 1 call) when no spec says: the recorded
 # example-corpus run tagged 8 of 40, the medical one 17 of 318 proposals.
 TERMINAL_SHARE = 0.1
@@ -504,28 +518,53 @@ def _most_calls(sizes: Sequence[int], tier: str, max_pairs: int) -> tuple[int, i
     return best
 
 
-def _expected_slots(templates: int, per_template: int, mean_supported: float) -> list[int]:
-    """Pair slots of ``templates`` expected templates: the open share takes the open weight
-    (0 here); the others send ``E[min(per_template, X)]`` pairs for X exponential with mean
-    ``mean_supported``, that is ``mean (1 - exp(-per_template / mean))``."""
-    open_n = round(templates * OPEN_TEMPLATE_SHARE)
-    mu = max(mean_supported, 1e-9)
-    filled = max(1, round(mu * (1 - math.exp(-per_template / mu))))
-    return [0] * open_n + [filled] * (templates - open_n)
+def _expected_slots(templates: int, per_template: int, sent: float, open_share: float) -> list[int]:
+    """Pair slots of ``templates`` expected templates, in a packing order: the open share takes
+    the open weight (0 here), spread among the others; the others send ``sent`` pairs on average
+    (whole pairs, at least 1, at most ``per_template``).
 
-
-def supported_pairs_mean(chunks: int) -> float:
-    """The expected mean number of supported pairs per template on a corpus of ``chunks``.
-
-    >>> round(supported_pairs_mean(1155), 1), round(supported_pairs_mean(85), 1)
-    (12.0, 5.9)
+    >>> _expected_slots(6, 24, 1.5, 1 / 3)
+    [1, 2, 0, 1, 2, 0]
     """
-    return SUPPORTED_PAIRS * (max(1, chunks) / SUPPORTED_PAIRS_CHUNKS) ** SUPPORTED_PAIRS_GROWTH
+    open_n = round(templates * min(1.0, open_share))
+    filled = templates - open_n
+    mean = min(float(per_template), max(1.0, sent))
+    out = [math.floor(mean * (i + 1)) - math.floor(mean * i) for i in range(filled)]
+    for k in range(open_n):  # open templates fall among the others, as Tier 1 finds them
+        out.insert(round((k + 1) * (templates / max(1, open_n))) - 1, 0)
+    return out
+
+
+def corpus_cohesion(chunks: Sequence[Chunk]) -> float:
+    """How much a corpus is about one subject, in [0, 1], from its words alone: per chunk, the
+    share of its distinctive words (in at most ``COMMON_SHARE`` of the chunks) that recur in
+    ``RECURRING_SHARE`` of the chunks, averaged. Guidelines about one disease family score high
+    (the medical corpus 0.82); unrelated abstracts low (HolisQA psychology 0.61, business 0.65).
+
+    >>> corpus_cohesion([Chunk("a", "alpha beta"), Chunk("b", "alpha gamma"), Chunk("c", "delta")])
+    0.0
+    """
+    words = [set(_WORD.findall(c.text.lower())) for c in chunks]
+    df = Counter(w for ws in words for w in ws)
+    n = len(chunks)
+    recurs = max(2, RECURRING_SHARE * n)
+    shares = []
+    for ws in words:
+        distinctive = [w for w in ws if df[w] <= COMMON_SHARE * n]
+        if distinctive:
+            shares.append(sum(df[w] >= recurs for w in distinctive) / len(distinctive))
+    return sum(shares) / len(shares) if shares else 0.0
+
+
+def cohesion_factor(cohesion: float) -> float:
+    """(cohesion / ``COHESION_REF``) ** ``COHESION_POWER``, bounded to [0.25, 2]."""
+    return min(2.0, max(0.25, (cohesion / COHESION_REF) ** COHESION_POWER))
 
 
 def _pair_support(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
     """Per ordered metric pair a Tier 1 call may make a template of: the candidates the rule
-    (``support``) would find (0 for a template to populate), before the per-template cap."""
+    (``candidate_score`` and the spread of ``tier2_batches``) would send before the per-template
+    cap (0 for a template to populate)."""
     mentions = EntityMentions(chunks)
     by_metric: dict[str, list[Any]] = {}
     for v in spec.variables:
@@ -533,15 +572,61 @@ def _pair_support(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
     sizes = []
     for s, targets in tier1_sources(spec):
         for t in targets:
-            sizes.append(
-                sum(
-                    1
-                    for a in by_metric.get(s.name, ())
-                    for b in by_metric.get(t.name, ())
-                    if a.name != b.name and candidate_score(spec, mentions, a, b) > 0
-                )
-            )
+            scored = [
+                (candidate_score(spec, mentions, a, b), (a.name, b.name))
+                for a in by_metric.get(s.name, ())
+                for b in by_metric.get(t.name, ())
+                if a.name != b.name
+            ]
+            ranked = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))
+            sizes.append(len(spread_pairs([p for _, p in ranked], len(ranked))))
     return sizes
+
+
+def _plan_without_spec(
+    chunks: Sequence[Chunk],
+    caps: Any,
+    tier: str,
+    spec_sample_chunks: int | None,
+    chunks_per_call: int,
+    excerpt_chars: int,
+    overhead: int,
+) -> dict[str, Any]:
+    """Stage 1's calls and prompt size, and Tier 1's calls, before any spec exists."""
+    s1 = stage1_calls(
+        len(chunks), tier=tier, sample_size=spec_sample_chunks, chunks_per_call=chunks_per_call
+    )
+    n_metrics = caps.max_metrics
+    entity_chars = caps.max_dimensions * ENTITIES_PER_DIMENSION * CHARS_PER_ENTITY
+    # dimensions, metrics and variables prompts list the vocabulary so far; relations the
+    # variables.
+    vocab_chars = entity_chars + 40 * n_metrics
+    per_call = overhead + chunks_per_call * excerpt_chars + vocab_chars
+    return {
+        "s1": s1,
+        "s1_prompt": s1 * per_call // CHARS_PER_TOKEN,
+        "n_metrics": n_metrics,
+        "entity_chars": entity_chars,
+        "t1_max": n_metrics,
+        "t1": n_metrics - round(n_metrics * TERMINAL_SHARE),
+    }
+
+
+def _plan_with_spec(spec: DomainSpec, chunks: Sequence[Chunk]) -> dict[str, Any]:
+    """Tier 1's calls (one per source metric) and the spec's own sizes: no Stage 1."""
+    n_metrics = len(spec.metrics)
+    return {
+        "s1": 0,
+        "s1_prompt": 0,
+        "n_metrics": n_metrics,
+        "t1": len(tier1_sources(spec)),
+        "t1_max": len(tier1_sources(spec)),
+        "sizes_all": _pair_support(spec, chunks),
+        "k": len(spec.variables) / max(1, n_metrics),
+        "desc_chars": sum(len(metric_text(m)) + 3 for m in spec.metrics),
+        "entity_chars": sum(len(e) + 2 for d in spec.dimensions for e in d.entities),
+        "n_vars": len(spec.variables),
+    }
 
 
 def estimate_build(
@@ -556,73 +641,81 @@ def estimate_build(
     snippets: int = DEFAULT_SNIPPETS,
     snippet_chars: int = DEFAULT_SNIPPET_CHARS,
     assumed_variables_per_metric: float = 4.0,
-    template_density: float = TEMPLATE_DENSITY,
+    template_density: float | None = None,
 ) -> dict[str, Any]:
     """How many calls (and about how many tokens) a build makes, before spending anything.
 
     Calls are items (one request each when nothing is retried, re-asked or split; fewer when the
     cache answers). Stage 1 (every chunk up to the tier's budget) and, with a spec, Tier 1 are
     exact; without a spec Tier 1 expects the tier's metric cap less ``TERMINAL_SHARE``
-    terminals, at most the cap. Tier 2 depends on the templates Tier 1 finds: the expected figure
-    assumes ``template_density`` of the ordered metric pairs become templates, sharing the
-    tier's candidate budget (``pairs_per_template``, the rule Tier 2 applies), the open share
-    (``OPEN_TEMPLATE_SHARE``) without candidates and the others sending as many as an
-    exponential law of supported pairs per template allows (``supported_pairs_mean``: its mean
-    grows with the corpus; with a spec, the mean of the spec's own supported pairs), packed
-    ``max_batch_pairs`` to a call, no template split. The upper bound assumes every pair
-    becomes a template (without a spec: ``assumed_variables_per_metric`` variables per metric).
+    terminals, at most the cap. Tier 2 depends on the templates Tier 1 finds, which follow how
+    cohesive the corpus is (``corpus_cohesion``, read from its words, scaled by
+    ``cohesion_factor``): ``template_density`` (default ``TEMPLATE_DENSITY`` times the factor) of
+    the ordered metric pairs become templates, the open share (``OPEN_TEMPLATE_SHARE`` over the
+    factor) without candidates, the others sending ``PAIRS_SENT_PER_TEMPLATE`` times the factor
+    (with a spec: the mean the rule finds over the spec's own pairs, ``_pair_support``), at
+    most the tier's share (``pairs_per_template``), packed ``max_batch_pairs`` to a call, no
+    template split. The upper bound assumes every pair becomes a template (without a spec:
+    ``assumed_variables_per_metric`` variables per metric).
     Prompt sizes include the entity lists; tokens are 4 characters each.
     """
     caps = tier_caps(tier)
+    factor = cohesion_factor(corpus_cohesion(chunks))
+    if template_density is None:
+        template_density = TEMPLATE_DENSITY * factor
+    open_share = OPEN_TEMPLATE_SHARE / factor
     overhead = sum(len(p.user) + len(p.system) for p in PROMPTS.values()) // len(PROMPTS)
-    out: dict[str, Any] = {"tier": tier, "max_batch_pairs": max_batch_pairs}
-    s1 = 0
-    s1_prompt = 0
     if spec is None:
-        s1 = stage1_calls(
-            len(chunks), tier=tier, sample_size=spec_sample_chunks, chunks_per_call=chunks_per_call
+        plan = _plan_without_spec(
+            chunks, caps, tier, spec_sample_chunks, chunks_per_call, excerpt_chars, overhead
         )
-        n_metrics = caps.max_metrics
-        entity_chars = caps.max_dimensions * ENTITIES_PER_DIMENSION * CHARS_PER_ENTITY
-        # dimensions, metrics and variables prompts list the vocabulary so far; relations the
-        # variables.
-        vocab_chars = entity_chars + 40 * n_metrics
-        per_call = overhead + chunks_per_call * excerpt_chars + vocab_chars
-        s1_prompt = s1 * per_call // CHARS_PER_TOKEN
         k = assumed_variables_per_metric
-        t1_max = n_metrics
-        t1 = n_metrics - round(n_metrics * TERMINAL_SHARE)
-        pairs_all = t1_max * (n_metrics - 1)
-        sizes_all = [int(k * k)] * pairs_all
-        templates = round(template_density * t1 * (n_metrics - 1))
-        expected_slots = _expected_slots(
-            templates, pairs_per_template(tier, templates), supported_pairs_mean(len(chunks))
-        )
-        desc_chars = 400 * n_metrics
-        n_vars = int(n_metrics * k)
-    else:
-        sources = tier1_sources(spec)
-        t1 = t1_max = len(sources)
-        n_metrics = len(spec.metrics)
-        found = _pair_support(spec, chunks)
-        sizes_all = found
-        templates = round(template_density * len(found))
+        plan["sizes_all"] = [int(k * k)] * plan["t1_max"] * (plan["n_metrics"] - 1)
+        n, t1 = plan["n_metrics"], plan["t1"]
+        templates = round(template_density * t1 * (n - 1))
         per = pairs_per_template(tier, templates)
-        supported = [n for n in found if n]
+        sent = PAIRS_SENT_PER_TEMPLATE * factor
+        plan.update(desc_chars=400 * n, n_vars=int(n * k), k=k)
+    else:
+        plan = _plan_with_spec(spec, chunks)
+        templates = round(template_density * len(plan["sizes_all"]))
+        per = pairs_per_template(tier, templates)
+        supported = [n for n in plan["sizes_all"] if n]
         # The spec's own pairs give the mean (a template is a pair Tier 1 found causal: about
         # as supported as the average supported pair).
-        mean = sum(supported) / len(supported) if supported else 0.0
-        expected_slots = _expected_slots(templates, per, mean) if supported else [0] * templates
-        k = len(spec.variables) / max(1, n_metrics)
-        desc_chars = sum(len(metric_text(m)) + 3 for m in spec.metrics)
-        entity_chars = sum(len(e) + 2 for d in spec.dimensions for e in d.entities)
-        n_vars = len(spec.variables)
+        sent = sum(supported) / len(supported) if supported else 0.0
+    expected_slots = _expected_slots(templates, per, sent, open_share) if sent else [0] * templates
+    plan["chunks_read"] = (
+        min(len(chunks), stage1_budget(tier, spec_sample_chunks)) if spec is None else 0
+    )
+    plan["t1_exact"] = spec is not None
+    out: dict[str, Any] = {"tier": tier, "max_batch_pairs": max_batch_pairs}
+    return _estimate_figures(
+        out, plan, expected_slots, tier, max_batch_pairs, overhead, snippets, snippet_chars
+    )
+
+
+def _estimate_figures(
+    out: dict[str, Any],
+    plan: Mapping[str, Any],
+    expected_slots: Sequence[int],
+    tier: str,
+    max_batch_pairs: int,
+    overhead: int,
+    snippets: int,
+    snippet_chars: int,
+) -> dict[str, Any]:
+    """The estimate's figures per stage and in all, from the plan and Tier 2's expected slots."""
+    s1, s1_prompt, t1, t1_max = plan["s1"], plan["s1_prompt"], plan["t1"], plan["t1_max"]
+    n_metrics, sizes_all, k = plan["n_metrics"], plan["sizes_all"], plan["k"]
+    desc_chars, entity_chars, n_vars = plan["desc_chars"], plan["entity_chars"], plan["n_vars"]
     t2_expected = _packed_calls(expected_slots, max_batch_pairs) if expected_slots else 0
     t2_max, pairs_max = _most_calls(sizes_all, tier, max_batch_pairs)
     t2_max = max(t2_max, t2_expected)
     pairs_expected = int(sum(expected_slots))
-    snip = snippets * snippet_chars
-    t1_prompt = t1_max * (overhead + desc_chars + snip + SUMMARY_CHARS * n_metrics)
+    t1_prompt = t1_max * (
+        overhead + desc_chars + snippets * snippet_chars + SUMMARY_CHARS * n_metrics
+    )
     t1_prompt //= CHARS_PER_TOKEN
     t2_per_call = overhead + MAX_TIER2_SNIPPETS * snippet_chars + entity_chars + 600
 
@@ -632,9 +725,7 @@ def estimate_build(
     out["stages"] = {
         "stage1": {
             "calls": s1,
-            "chunks_read": min(len(chunks), stage1_budget(tier, spec_sample_chunks))
-            if spec is None
-            else 0,
+            "chunks_read": plan["chunks_read"],
             "prompt_tokens": s1_prompt,
             "completion_tokens": s1 * COMPLETION_TOKENS_STAGE1,
             "exact": True,
@@ -644,7 +735,7 @@ def estimate_build(
             "calls_max": t1_max,
             "prompt_tokens": t1_prompt,
             "completion_tokens": t1_max * n_metrics * COMPLETION_TOKENS_PER_JUDGEMENT // 2,
-            "exact": spec is not None,
+            "exact": plan["t1_exact"],
         },
         "tier2": {
             "calls_expected": t2_expected,

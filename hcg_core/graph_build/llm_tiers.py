@@ -9,8 +9,9 @@ Tier 2 judges only the candidate pairs a text could link (``support``): variable
 same entity of a dimension they share (or one the other's stage or subtype), named together by
 some chunk; a variable without entities is found by a topic word of its metric's name; and tied
 enough (``association`` >= ``MIN_ASSOCIATION``, ``candidate_score``). Each
-template sends its most associated pairs, at most its share of the tier's
-candidate budget, and goes to one call whole, so its metrics and excerpts are sent once; whole
+template sends its best supported pairs, each variable in one pair at most (``spread_pairs``: not
+a variable crossed with every entity named beside it), at most its share of the tier's candidate
+budget, and goes to one call whole, so its metrics and excerpts are sent once; whole
 templates are packed into calls of at most ``max_batch_pairs`` pairs, grouped by entity;
 each call is shown the sentences nearest to its own templates and variables, and the model may
 add variables (and entities it can quote from those sentences) for the templates' metrics. The
@@ -62,6 +63,11 @@ TIER2_CANDIDATE_BUDGET = {"XS": 2000, "S": 4000, "M": 8000, "L": 16000}
 FREE_PAIR_SUPPORT = 1  # two variables that name nothing to look for pair (weakly)
 MIN_ASSOCIATION = 0.25  # a pair less associated than this is not asked (``candidate_score``)
 FREE_PAIR_ASSOCIATION = MIN_ASSOCIATION  # two variables that name nothing to look for
+# Pairs of one template a variable may take part in. On the four recorded whole-corpus live builds
+# (medical twice, HolisQA psychology twice) the readers kept 46%, 41%, 38% and 39% of what they
+# judged; of the pairs this rule (with MIN_ASSOCIATION, best supported first) would still send,
+# 66%, 63%, 67% and 62% (``benchmarks/llm_keep.py --rule``).
+PAIRS_PER_VARIABLE = 1
 OPEN_TEMPLATE_WEIGHT = 10  # a template without candidates takes this many pair slots in a batch
 NEW_VARIABLES_PER_METRIC = 12  # cap on variables Tier 2 may add to one metric
 NEW_ENTITIES_PER_DIMENSION = 25  # cap on entities Tier 2 may add to one dimension
@@ -500,12 +506,14 @@ def association(
 def candidate_score(
     spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
 ) -> float:
-    """The ``association`` of a pair when it reaches ``MIN_ASSOCIATION``, else 0 (not a Tier 2
-    candidate). On the first live medical build (every supported pair a candidate) the readers
-    kept 46% of what they judged, 35% of the pairs in the lowest fifth of association (below
-    0.16); of the pairs at 0.25 or more, 51% (674 of 1,048; ``benchmarks/llm_keep.py``)."""
+    """How strongly Tier 2 should ask about a pair: its ``support`` plus its ``association``
+    when the association reaches ``MIN_ASSOCIATION``, else 0 (not a Tier 2 candidate). A
+    template sends its pairs in this order (the most chunks first, then the tightest tie), each
+    variable in at most ``PAIRS_PER_VARIABLE`` of them (``tier2_batches``)."""
     score = association(spec, mentions, source, target)
-    return score if score >= MIN_ASSOCIATION else 0.0
+    if score < MIN_ASSOCIATION:
+        return 0.0
+    return support(spec, mentions, source, target) + score
 
 
 def compatible(
@@ -531,6 +539,26 @@ def template_pairs(template: Template, variables: Sequence[Variable]) -> list[tu
     return [(s, t) for s in vs for t in vt if s != t]
 
 
+def spread_pairs(ranked: Sequence[tuple[str, str]], cap: int) -> list[tuple[str, str]]:
+    """The first ``cap`` of a template's ranked pairs in which no variable takes part more than
+    ``PAIRS_PER_VARIABLE`` times: a variable is not crossed with every entity the corpus names
+    beside it (the live builds' readers rejected most such pairs).
+
+    >>> spread_pairs([("a", "x"), ("a", "y"), ("b", "x"), ("b", "y")], 24)
+    [('a', 'x'), ('b', 'y')]
+    """
+    used: Counter[str] = Counter()
+    out = []
+    for s, t in ranked:
+        if len(out) == cap:
+            break
+        if used[s] < PAIRS_PER_VARIABLE and used[t] < PAIRS_PER_VARIABLE:
+            used[s] += 1
+            used[t] += 1
+            out.append((s, t))
+    return out
+
+
 def tier2_batches(
     templates: Sequence[Template],
     variables: Sequence[Variable],
@@ -541,12 +569,14 @@ def tier2_batches(
 ) -> tuple[list[Tier2Batch], dict[str, int]]:
     """Pack the templates' candidates into batches of at most ``max_pairs`` pairs, and count them.
 
-    ``keep(source, target)`` scores a proposed pair (``association``: 0 or False drops it); a
-    template sends its ``per_template`` best scored pairs (at most ``max_pairs``), so it goes
+    ``keep(source, target)`` scores a proposed pair (``candidate_score``: 0 or False drops it);
+    a template sends its best scored pairs, each variable in at most ``PAIRS_PER_VARIABLE`` of
+    them (``spread_pairs``), ``per_template`` at most (and ``max_pairs``), so it goes
     to one batch whole: its metrics and excerpts are sent once. A template left without
     candidates (its metrics have no variables yet, or none the rule keeps) takes
     ``OPEN_TEMPLATE_WEIGHT`` slots, to be populated. Counts: ``candidates_proposed``,
-    ``candidates`` (sent), ``candidates_over_template_cap`` and ``templates_without_candidates``.
+    ``candidates`` (sent), ``candidates_over_template_cap`` (kept by the rule, not sent: the cap or
+    the spread) and ``templates_without_candidates``.
     """
     by_name = {v.name: v for v in variables}
     cap = max(1, min(per_template, max_pairs))
@@ -567,7 +597,7 @@ def tier2_batches(
             for a, b in proposed
         ]
         ranked = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))
-        pairs = [p for _, p in ranked[:cap]]
+        pairs = spread_pairs([p for _, p in ranked], cap)
         counts["candidates_proposed"] += len(proposed)
         counts["candidates"] += len(pairs)
         counts["candidates_over_template_cap"] += len(ranked) - len(pairs)
@@ -668,42 +698,35 @@ class Vocabulary:
         return replace(self.spec, dimensions=dims)
 
 
-async def run_tier2(
-    ctx: Stage2Context, templates: Sequence[Template], max_pairs: int, tier: str = "XS"
-) -> tuple[list[EdgeDraft], list[Variable], dict[str, int], DomainSpec]:
-    """Judge every template's candidates and let the model populate the templates' metrics.
+_Unit = tuple[Template, tuple[str, str] | None]  # a candidate with its template, or one to populate
 
-    Returns edge drafts, admitted new variables, counts, and the spec with admitted entities.
-    """
-    prompt = get_prompt("tier2", ctx.prompts)
-    spec = ctx.spec
-    mentions = ctx.mentions
-    assert mentions is not None
 
-    def keep(s: Variable, t: Variable) -> float:
-        return candidate_score(spec, mentions, s, t)
+@dataclass
+class Tier2Call:
+    """How one Tier 2 call is put together: its excerpts, its prompt and its response model."""
 
-    per_template = pairs_per_template(tier, len(templates))
-    batches, counts = tier2_batches(
-        templates, spec.variables, max_pairs, keep, per_template=per_template
-    )
-    counts["pairs_per_template"] = per_template
-    counts = {"batches": len(batches), **counts}
-    by_name = {v.name: v for v in spec.variables}
+    ctx: Stage2Context
+    prompt: Prompt
 
-    def evidence_for(batch: Tier2Batch) -> list[tuple[int, np.ndarray]]:
-        # Per template: its two metrics plus the variables this batch judges for it; chunks
-        # naming the batch's entities first. (chunk index, the query it was chosen for)
+    def __post_init__(self) -> None:
+        self.spec = self.ctx.spec
+        self.by_name = {v.name: v for v in self.spec.variables}
+
+    def evidence(self, batch: Tier2Batch) -> list[tuple[int, np.ndarray]]:
+        """(chunk index, the query it was chosen for): per template, its two metrics plus the
+        variables this batch judges for it; chunks naming the batch's entities first."""
+        ctx, mentions = self.ctx, self.ctx.mentions
+        assert mentions is not None
         chosen: dict[int, np.ndarray] = {}
         names = {n for p in batch.pairs for n in p}
-        entities = {e for n in names for e in by_name[n].entities}
+        entities = {e for n in names for e in self.by_name[n].entities}
         naming = set().union(*(mentions.chunks_naming(e) for e in entities))
         for t in batch.templates:
             q = ctx.metric_vectors[t.source] + ctx.metric_vectors[t.target]
             vs = [
                 ctx.variable_vectors[n]
                 for n in sorted(names)
-                if by_name[n].metric in (t.source, t.target) and n in ctx.variable_vectors
+                if self.by_name[n].metric in (t.source, t.target) and n in ctx.variable_vectors
             ]
             if vs:
                 q = q + np.mean(vs, axis=0) * 2
@@ -717,17 +740,18 @@ async def run_tier2(
         return list(chosen.items())[:MAX_TIER2_SNIPPETS]
 
     def render(
-        batch: Tier2Batch, shown: Sequence[str]
+        self, batch: Tier2Batch, shown: Sequence[str]
     ) -> tuple[list[dict[str, str]], type[BaseModel]]:
+        spec = self.spec
         src_metrics = sorted({t.source for t in batch.templates})
         tgt_metrics = sorted({t.target for t in batch.templates})
         used = sorted({*src_metrics, *tgt_metrics})
         dims = sorted({d for m in used for d in spec.metric(m).signature})
         slots = {d: spec.dimension(d).entities for d in dims}
         model = tier2_model(src_metrics, tgt_metrics, len(batch.pairs), slots)
-        messages = prompt.render(
+        messages = self.prompt.render(
             model.__name__,
-            domain=ctx.domain,
+            domain=self.ctx.domain,
             templates="\n".join(
                 f"T{i + 1}. {t.source} -> {t.target}" for i, t in enumerate(batch.templates)
             ),
@@ -743,111 +767,154 @@ async def run_tier2(
         )
         return messages, model
 
-    metric_of = {v.name: v.metric for v in spec.variables}
-
-    def units(batch: Tier2Batch) -> list[tuple[Template, tuple[str, str] | None]]:
-        # The split unit: one candidate pair with its template, or a template to populate. A
-        # split half carries only its own templates and evidence, so it really is shorter.
-        out: list[tuple[Template, tuple[str, str] | None]] = []
+    def units(self, batch: Tier2Batch) -> list[_Unit]:
+        """The split unit: one candidate pair with its template, or a template to populate. A
+        split half carries only its own templates and evidence, so it really is shorter."""
+        out: list[_Unit] = []
         for t in batch.templates:
             mine = [
-                p for p in batch.pairs if (metric_of[p[0]], metric_of[p[1]]) == (t.source, t.target)
+                p
+                for p in batch.pairs
+                if (self.by_name[p[0]].metric, self.by_name[p[1]].metric) == (t.source, t.target)
             ]
             out += [(t, p) for p in mine] or [(t, None)]
         return out
 
-    async def one(n: int, batch: Tier2Batch) -> list[tuple[list, Any]]:
-        async def ask(sub: Sequence[tuple[Template, tuple[str, str] | None]]) -> Any:
-            part = Tier2Batch(
-                tuple(dict.fromkeys(t for t, _ in sub)), tuple(p for _, p in sub if p is not None)
-            )
-            texts = [(i, ctx.excerpt(i, q)) for i, q in evidence_for(part)]
-            keep = set(distinct_excerpts([t for _, t in texts]))
-            picked = [(i, t) for i, t in texts if t in keep]
-            shown = list(dict.fromkeys(t for _, t in picked))
-            messages, model = render(part, shown)
-            budget = tokens_for(len(part.pairs), TIER2_TOKENS_PER_PAIR, TIER2_FIXED_TOKENS)
-            with completion_budget(budget + MAX_NEW_EDGES * TIER2_TOKENS_PER_NEW_EDGE):
-                reply = await ctx.llm.acomplete(messages, model)
-            return reply, normalize_text(" ".join(shown)), part
+    async def ask(self, sub: Sequence[_Unit]) -> Any:
+        part = Tier2Batch(
+            tuple(dict.fromkeys(t for t, _ in sub)), tuple(p for _, p in sub if p is not None)
+        )
+        texts = [(i, self.ctx.excerpt(i, q)) for i, q in self.evidence(part)]
+        keep = set(distinct_excerpts([t for _, t in texts]))
+        shown = list(dict.fromkeys(t for _, t in texts if t in keep))
+        messages, model = self.render(part, shown)
+        budget = tokens_for(len(part.pairs), TIER2_TOKENS_PER_PAIR, TIER2_FIXED_TOKENS)
+        with completion_budget(budget + MAX_NEW_EDGES * TIER2_TOKENS_PER_NEW_EDGE):
+            reply = await self.ctx.llm.acomplete(messages, model)
+        return reply, normalize_text(" ".join(shown)), part
 
+    async def run(self, n: int, batch: Tier2Batch) -> list[tuple[list, Any]]:
         names = ", ".join(f"{t.source}->{t.target}" for t in batch.templates)
         item = f"tier2 batch {n + 1} ({len(batch.pairs)} pairs; {names})"[:300]
         return await ask_split(
-            units(batch), ask, item=item, ledger=ctx.ledger, failures=ctx.failures
+            self.units(batch),
+            self.ask,
+            item=item,
+            ledger=self.ctx.ledger,
+            failures=self.ctx.failures,
         )
 
-    results = await gather_or_cancel(*(one(n, b) for n, b in enumerate(batches)))
-    drafts: dict[tuple[str, str], EdgeDraft] = {}
-    vocab = Vocabulary(spec, ctx.dropped)
-    new_edges = kept_candidates = 0
 
-    def offer(d: EdgeDraft) -> None:
-        old = drafts.get((d.source, d.target))
+@dataclass
+class Tier2Replies:
+    """The drafts Tier 2's replies make: kept candidates and new edges, pruned and counted."""
+
+    spec: DomainSpec
+    dropped: Counter[str]
+    drafts: dict[tuple[str, str], EdgeDraft] = field(default_factory=dict)
+    kept: int = 0
+    new_edges: int = 0
+
+    def __post_init__(self) -> None:
+        self.vocab = Vocabulary(self.spec, self.dropped)
+
+    def offer(self, d: EdgeDraft) -> None:
+        old = self.drafts.get((d.source, d.target))
         # Deterministic whatever the reply order: higher confidence, then smaller mechanism.
         if old is None or (-d.confidence, d.mechanism) < (-old.confidence, old.mechanism):
-            drafts[(d.source, d.target)] = d
+            self.drafts[(d.source, d.target)] = d
 
+    def judgements(self, reply: Any, part: Tier2Batch) -> None:
+        """Kept candidates become drafts; a number outside the call or judged twice is counted
+        (the first judgement, kept ones first, holds), and so are candidates left unjudged."""
+        judged: set[int] = set()
+        kept = [(j.candidate, j) for j in getattr(reply, "kept", ())]
+        for number, j in [*kept, *((n, None) for n in getattr(reply, "rejected", ()))]:
+            if not 1 <= number <= len(part.pairs):
+                self.dropped["tier2_pair_not_candidate"] += 1
+                continue
+            if number in judged:
+                continue
+            judged.add(number)
+            if j is None:
+                continue
+            self.kept += 1
+            s, t = part.pairs[number - 1]
+            self.offer(
+                EdgeDraft(s, t, j.mechanism.strip(), j.confidence, j.evidence, _sign(j.effect))
+            )
+        if len(part.pairs) - len(judged):
+            self.dropped["tier2_candidates_not_judged"] += len(part.pairs) - len(judged)
+
+    def new_edge(self, ne: Any, part: Tier2Batch, shown: str) -> None:
+        """A new edge of one of the call's templates, its endpoints resolved in the vocabulary
+        (new entities only as quoted from the text shown)."""
+        if (ne.source.metric, ne.target.metric) not in {
+            (t.source, t.target) for t in part.templates
+        }:
+            self.dropped["tier2_new_edge_not_a_template"] += 1
+            return
+        ends = []
+        for end in (ne.source, ne.target):
+            m = self.spec.metric(end.metric)
+            ends.append(
+                self.vocab.resolve(m, slot_entities(m, end.entities), end.new_entities, shown)
+            )
+        if ends[0] is None or ends[1] is None:
+            self.dropped["tier2_new_variable_outside_vocabulary"] += 1
+            return
+        (src, new_s), (tgt, new_t) = ends
+        if src.name == tgt.name:
+            self.dropped["tier2_self_loop"] += 1
+            return
+        self.vocab.admit(src, new_s)
+        self.vocab.admit(tgt, new_t)
+        self.new_edges += 1
+        self.offer(
+            EdgeDraft(
+                src.name,
+                tgt.name,
+                ne.mechanism.strip(),
+                ne.confidence,
+                ne.evidence,
+                _sign(ne.effect),
+            )
+        )
+
+
+async def run_tier2(
+    ctx: Stage2Context, templates: Sequence[Template], max_pairs: int, tier: str = "XS"
+) -> tuple[list[EdgeDraft], list[Variable], dict[str, int], DomainSpec]:
+    """Judge every template's candidates and let the model populate the templates' metrics.
+
+    Returns edge drafts, admitted new variables, counts, and the spec with admitted entities.
+    """
+    spec, mentions = ctx.spec, ctx.mentions
+    assert mentions is not None
+    per_template = pairs_per_template(tier, len(templates))
+    batches, counts = tier2_batches(
+        templates,
+        spec.variables,
+        max_pairs,
+        lambda s, t: candidate_score(spec, mentions, s, t),
+        per_template=per_template,
+    )
+    counts = {"batches": len(batches), **counts, "pairs_per_template": per_template}
+    call = Tier2Call(ctx, get_prompt("tier2", ctx.prompts))
+    results = await gather_or_cancel(*(call.run(n, b) for n, b in enumerate(batches)))
+    out = Tier2Replies(spec, ctx.dropped)
     for parts in results:  # batches are sorted, and so are their parts
         for _, got in parts:
-            if got is None:
-                continue
-            reply, shown, part = got
-            pairs_of = {(t.source, t.target) for t in part.templates}
-            judged: set[int] = set()
-            kept = [(j.candidate, j) for j in getattr(reply, "kept", ())]
-            for number, j in [*kept, *((n, None) for n in getattr(reply, "rejected", ()))]:
-                if not 1 <= number <= len(part.pairs):
-                    ctx.dropped["tier2_pair_not_candidate"] += 1
-                    continue
-                if number in judged:
-                    continue  # judged twice: the first judgement (kept ones come first) holds
-                judged.add(number)
-                if j is None:
-                    continue
-                kept_candidates += 1
-                s, t = part.pairs[number - 1]
-                offer(
-                    EdgeDraft(s, t, j.mechanism.strip(), j.confidence, j.evidence, _sign(j.effect))
-                )
-            if len(part.pairs) - len(judged):
-                ctx.dropped["tier2_candidates_not_judged"] += len(part.pairs) - len(judged)
-            for ne in reply.new_edges:
-                if (ne.source.metric, ne.target.metric) not in pairs_of:
-                    ctx.dropped["tier2_new_edge_not_a_template"] += 1
-                    continue
-                ms, mt = spec.metric(ne.source.metric), spec.metric(ne.target.metric)
-                got_s = vocab.resolve(
-                    ms, slot_entities(ms, ne.source.entities), ne.source.new_entities, shown
-                )
-                got_t = vocab.resolve(
-                    mt, slot_entities(mt, ne.target.entities), ne.target.new_entities, shown
-                )
-                if got_s is None or got_t is None:
-                    ctx.dropped["tier2_new_variable_outside_vocabulary"] += 1
-                    continue
-                (src, new_s), (tgt, new_t) = got_s, got_t
-                if src.name == tgt.name:
-                    ctx.dropped["tier2_self_loop"] += 1
-                    continue
-                vocab.admit(src, new_s)
-                vocab.admit(tgt, new_t)
-                new_edges += 1
-                offer(
-                    EdgeDraft(
-                        src.name,
-                        tgt.name,
-                        ne.mechanism.strip(),
-                        ne.confidence,
-                        ne.evidence,
-                        _sign(ne.effect),
-                    )
-                )
-    counts["candidates_kept"] = kept_candidates
-    counts["new_edges"] = new_edges
-    counts["new_variables"] = len(vocab.new_variables)
-    counts["new_entities"] = sum(len(v) for v in vocab.new_entities.values())
-    edges = [drafts[k] for k in sorted(drafts)]
+            if got is not None:
+                reply, shown, part = got
+                out.judgements(reply, part)
+                for ne in reply.new_edges:
+                    out.new_edge(ne, part, shown)
+    edges = [out.drafts[k] for k in sorted(out.drafts)]
+    counts["candidates_kept"] = out.kept
+    counts["new_edges"] = out.new_edges
+    counts["new_variables"] = len(out.vocab.new_variables)
+    counts["new_entities"] = sum(len(v) for v in out.vocab.new_entities.values())
     counts["decreasing_edges"] = sum(1 for e in edges if e.effect == "decreases")
-    new_vars = [vocab.new_variables[k] for k in sorted(vocab.new_variables)]
-    return edges, new_vars, counts, vocab.extended_spec()
+    new_vars = [out.vocab.new_variables[k] for k in sorted(out.vocab.new_variables)]
+    return edges, new_vars, counts, out.vocab.extended_spec()

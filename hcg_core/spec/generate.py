@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -24,8 +24,8 @@ from pydantic import BaseModel, Field, create_model
 
 from ..config import (
     DEFAULT_CHUNKS_PER_CALL,
-    DEFAULT_EXCERPT_CHARS,
     DEFAULT_SPEC_SAMPLE_CHUNKS,
+    LLMBuildConfig,
     tier_caps,
 )
 from ..embedding import as_matrix
@@ -329,6 +329,57 @@ def infer_domain(replies: Sequence[Mapping[str, Any]]) -> tuple[str, list[str]]:
     return (best[0] if best else ""), ranked(outcomes)[:MAX_INFERRED_OUTCOMES]
 
 
+@dataclass
+class Stage1Calls:
+    """Stage 1's calls: a step asks every batch of the sample; a review asks once."""
+
+    llm: StructuredLLM
+    ledger: Ledger
+    failures: Failures
+    batches: Sequence[Sequence[Chunk]]
+    excerpt_chars: int
+    prompts: Mapping[str, Prompt] | None = None
+
+    async def step(
+        self, name: str, model: type[BaseModel], tokens: int, **values: str
+    ) -> list[tuple[str, Any]]:
+        """(excerpt text, reply) per answered (sub-)batch of this step."""
+        prompt = get_prompt(name, self.prompts)
+
+        async def ask(sub: Sequence[Chunk]) -> Any:
+            text = excerpts(sub, self.excerpt_chars)
+            messages = prompt.render(model.__name__, excerpts=text, **values)
+            with completion_budget(tokens):
+                return await self.llm.acomplete(messages, model)
+
+        parts = await gather_or_cancel(
+            *(
+                ask_split(
+                    b, ask, item=f"{name}[batch {i}]", ledger=self.ledger, failures=self.failures
+                )
+                for i, b in enumerate(self.batches)
+            )
+        )
+        return [
+            (" ".join(excerpt(c, self.excerpt_chars) for c in sub), r)
+            for p in parts
+            for sub, r in p
+            if r is not None
+        ]
+
+    async def review(self, name: str, model: type[BaseModel], tokens: int, **values: str) -> Any:
+        """One review call over the merged vocabulary; None when it failed (counted)."""
+        messages = get_prompt(name, self.prompts).render(model.__name__, **values)
+        with completion_budget(tokens):
+            return await ask_item(
+                self.llm, messages, model, item=name, ledger=self.ledger, failures=self.failures
+            )
+
+
+def _items(replies: Sequence[tuple[str, Any]], field_name: str) -> list[list[dict[str, Any]]]:
+    return [[x.model_dump() for x in getattr(r, field_name)] for _, r in replies]
+
+
 async def agenerate_spec(
     chunks: Sequence[Chunk],
     llm: StructuredLLM,
@@ -337,11 +388,7 @@ async def agenerate_spec(
     failures: Failures,
     tier: str,
     outcome: OutcomeConfig | None = None,
-    domain: str = "",
-    sample_size: int | None = DEFAULT_SPEC_SAMPLE_CHUNKS,
-    chunks_per_call: int = DEFAULT_CHUNKS_PER_CALL,
-    excerpt_chars: int = DEFAULT_EXCERPT_CHARS,
-    prompts: Mapping[str, Prompt] | None = None,
+    config: LLMBuildConfig | None = None,
     chunk_embeddings: np.ndarray | None = None,
     embedder: Embedder | None = None,
 ) -> tuple[DomainSpec, dict[str, Any]]:
@@ -353,13 +400,16 @@ async def agenerate_spec(
     is split. Calls are charged to ledger stage ``stage1``. Without a ``domain`` (or an
     ``outcome``), the dimensions step also asks each batch for a one-line domain (and the
     outcomes the text builds toward); the most proposed are shown to the later steps and stored
-    in the spec as ``inferred``, for the user to correct.
+    in the spec as ``inferred``, for the user to correct. ``config`` (an ``LLMBuildConfig``)
+    gives ``domain``, ``spec_sample_chunks``, ``chunks_per_call``, ``excerpt_chars`` and
+    ``prompts``.
 
     Raises:
         BuildError: when no usable dimension or metric came back (nothing to build on).
     """
+    opts = config or LLMBuildConfig()
     caps = tier_caps(tier)
-    budget = stage1_budget(tier, sample_size)
+    budget = stage1_budget(tier, opts.spec_sample_chunks)
     if chunk_embeddings is not None and len(chunk_embeddings) == len(chunks):
         idx, coverage = cover_sample(chunk_embeddings, budget)
         shown = [chunks[i] for i in idx]
@@ -367,86 +417,17 @@ async def agenerate_spec(
         shown = sample_chunks(chunks, budget)
         coverage = {"chunks_shown": len(shown), "clusters": 0, "sampled": len(shown) < len(chunks)}
     coverage["share_shown"] = round(len(shown) / max(1, len(chunks)), 4)
-    batches = spread_batches(shown, chunks_per_call)
+    batches = spread_batches(shown, opts.chunks_per_call)
+    calls = Stage1Calls(llm, ledger, failures, batches, opts.excerpt_chars, opts.prompts)
     report = AssemblyReport()
-
-    async def step(
-        name: str, model: type[BaseModel], field_name: str, tokens: int, **values: str
-    ) -> list[tuple[str, Any]]:
-        """(excerpt text, reply) per answered (sub-)batch of this step."""
-        prompt = get_prompt(name, prompts)
-
-        async def ask(sub: Sequence[Chunk]) -> Any:
-            messages = prompt.render(
-                model.__name__, excerpts=excerpts(sub, excerpt_chars), **values
-            )
-            with completion_budget(tokens):
-                return await llm.acomplete(messages, model)
-
-        parts = await gather_or_cancel(
-            *(
-                ask_split(b, ask, item=f"{name}[batch {i}]", ledger=ledger, failures=failures)
-                for i, b in enumerate(batches)
-            )
-        )
-        return [
-            (" ".join(excerpt(c, excerpt_chars) for c in sub), r)
-            for p in parts
-            for sub, r in p
-            if r is not None
-        ]
-
-    async def review(name: str, model: type[BaseModel], tokens: int, **values: str) -> Any:
-        """One review call over the merged vocabulary; None when it failed (counted)."""
-        messages = get_prompt(name, prompts).render(model.__name__, **values)
-        with completion_budget(tokens):
-            return await ask_item(llm, messages, model, item=name, ledger=ledger, failures=failures)
-
-    def items(replies: Sequence[tuple[str, Any]], field_name: str) -> list[list[dict[str, Any]]]:
-        return [[x.model_dump() for x in getattr(r, field_name)] for _, r in replies]
-
-    infer = not domain
     with stage("stage1"), StageTimer(ledger, "stage1"):
-        dim_model = dimensions_model(
-            caps.max_dimensions, infer_domain=infer, infer_outcomes=infer and outcome is None
+        dims, domain, inferred, inferred_outcomes = await _dimensions(
+            calls, caps.max_dimensions, opts.domain, outcome, report
         )
-        dim_replies = await step(
-            "dimensions",
-            dim_model,
-            "dimensions",
-            tokens_for(caps.max_dimensions, TOKENS_PER_DIMENSION, REPLY_TOKENS_FIXED),
-            domain=domain or "unknown: also give it in one line",
-            outcome=_outcome_text(outcome, choose=False),
-            cap=str(caps.max_dimensions),
-        )
-        inferred_outcomes: list[str] = []
-        inferred: list[str] = []
-        if infer:
-            domain, inferred_outcomes = infer_domain([r.model_dump() for _, r in dim_replies])
-            inferred = ["domain"] if domain else []
-        dims = merge_dimensions(
-            items(dim_replies, "dimensions"),
-            caps.max_dimensions,
-            report,
-            texts=[text for text, _ in dim_replies],
-        )
-        if dims:
-            lines = [str(getattr(r, "domain", "") or "") for _, r in dim_replies]
-            dims, line = await reviewed_dimensions(
-                review, dims, lines if infer else [domain], report
-            )
-            if infer and line:
-                domain, inferred = line, ["domain"]
-        if not dims:
-            raise BuildError(
-                "Stage 1 found no dimensions: the LLM failed or the corpus names no entities; "
-                "see the failures, or pass --spec"
-            )
         dom = domain or "unknown"
-        metric_replies = await step(
+        metric_replies = await calls.step(
             "metrics",
             metrics_model([d.name for d in dims], caps.max_metrics),
-            "metrics",
             tokens_for(caps.max_metrics, TOKENS_PER_METRIC, REPLY_TOKENS_FIXED),
             domain=dom,
             outcome=_outcome_text(outcome, inferred=inferred_outcomes),
@@ -454,10 +435,10 @@ async def agenerate_spec(
             cap=str(caps.max_metrics),
         )
         metric_drafts, support = merge_metric_drafts(
-            items(metric_replies, "metrics"), embedder, chunk_embeddings, report
+            _items(metric_replies, "metrics"), embedder, chunk_embeddings, report
         )
         metrics, final_outcome = await curated_metrics(
-            review, metric_drafts, dims, caps.max_metrics, outcome, report, support, dom
+            calls.review, metric_drafts, dims, caps.max_metrics, outcome, report, support, dom
         )
         if not metrics:
             raise BuildError("Stage 1 produced no metrics; see the failures, or pass --spec")
@@ -468,31 +449,7 @@ async def agenerate_spec(
                 + ", ".join(inferred_outcomes),
             )
             inferred.append("outcome")
-        used = {d for m in metrics for d in m.signature}
-        var_replies = await step(
-            "variables",
-            variables_model(
-                [m.name for m in metrics], {d.name: d.entities for d in dims if d.name in used}
-            ),
-            "variables",
-            tokens_for(MAX_VARIABLES_PER_BATCH, TOKENS_PER_VARIABLE, REPLY_TOKENS_FIXED),
-            domain=dom,
-            dimensions=_dims_text([d for d in dims if d.name in used]),
-            metrics=_metrics_text(metrics),
-        )
-        signatures = {m.name: m.signature for m in metrics}
-        variables = merge_variables(
-            [variable_items(r, signatures) for _, r in var_replies], metrics, dims, report
-        )
-        rel_replies = await step(
-            "relations",
-            relations_model([v.name for v in variables]),
-            "relations",
-            tokens_for(MAX_RELATIONS_PER_BATCH, TOKENS_PER_RELATION, REPLY_TOKENS_FIXED),
-            domain=dom,
-            variables="\n".join(f"- {v.name}" for v in variables) or "(none)",
-        )
-        relations = merge_relations(items(rel_replies, "relations"), variables, metrics, report)
+        variables, relations = await _variables_and_relations(calls, dims, metrics, dom, report)
         spec = assemble_spec(dims, metrics, variables, relations, final_outcome, domain=domain)
         spec = replace(spec, inferred=tuple(inferred))
     return spec, {
@@ -504,6 +461,83 @@ async def agenerate_spec(
         **coverage,
         **report.as_dict(),
     }
+
+
+async def _dimensions(
+    calls: Stage1Calls,
+    cap: int,
+    domain: str,
+    outcome: OutcomeConfig | None,
+    report: AssemblyReport,
+) -> tuple[Any, str, list[str], list[str]]:
+    """The dimensions step, merged and reviewed: (dimensions, domain line, what was inferred,
+    the inferred outcomes). Without a ``domain`` the step also asks for one, and the review
+    writes it for the whole corpus."""
+    infer = not domain
+    dim_replies = await calls.step(
+        "dimensions",
+        dimensions_model(cap, infer_domain=infer, infer_outcomes=infer and outcome is None),
+        tokens_for(cap, TOKENS_PER_DIMENSION, REPLY_TOKENS_FIXED),
+        domain=domain or "unknown: also give it in one line",
+        outcome=_outcome_text(outcome, choose=False),
+        cap=str(cap),
+    )
+    inferred_outcomes: list[str] = []
+    inferred: list[str] = []
+    if infer:
+        domain, inferred_outcomes = infer_domain([r.model_dump() for _, r in dim_replies])
+        inferred = ["domain"] if domain else []
+    dims = merge_dimensions(
+        _items(dim_replies, "dimensions"), cap, report, texts=[text for text, _ in dim_replies]
+    )
+    if dims:
+        lines = [str(getattr(r, "domain", "") or "") for _, r in dim_replies]
+        dims, line = await reviewed_dimensions(
+            calls.review, dims, lines if infer else [domain], report
+        )
+        if infer and line:
+            domain, inferred = line, ["domain"]
+    if not dims:
+        raise BuildError(
+            "Stage 1 found no dimensions: the LLM failed or the corpus names no entities; "
+            "see the failures, or pass --spec"
+        )
+    return dims, domain, inferred, inferred_outcomes
+
+
+async def _variables_and_relations(
+    calls: Stage1Calls,
+    dims: Sequence[Any],
+    metrics: Sequence[Any],
+    dom: str,
+    report: AssemblyReport,
+) -> tuple[list[Any], list[Any]]:
+    """The variables step over the curated metrics, then the relations step over its variables,
+    each merged."""
+    used = {d for m in metrics for d in m.signature}
+    var_replies = await calls.step(
+        "variables",
+        variables_model(
+            [m.name for m in metrics], {d.name: d.entities for d in dims if d.name in used}
+        ),
+        tokens_for(MAX_VARIABLES_PER_BATCH, TOKENS_PER_VARIABLE, REPLY_TOKENS_FIXED),
+        domain=dom,
+        dimensions=_dims_text([d for d in dims if d.name in used]),
+        metrics=_metrics_text(metrics),
+    )
+    signatures = {m.name: m.signature for m in metrics}
+    variables = merge_variables(
+        [variable_items(r, signatures) for _, r in var_replies], metrics, dims, report
+    )
+    rel_replies = await calls.step(
+        "relations",
+        relations_model([v.name for v in variables]),
+        tokens_for(MAX_RELATIONS_PER_BATCH, TOKENS_PER_RELATION, REPLY_TOKENS_FIXED),
+        domain=dom,
+        variables="\n".join(f"- {v.name}" for v in variables) or "(none)",
+    )
+    relations = merge_relations(_items(rel_replies, "relations"), variables, metrics, report)
+    return variables, relations
 
 
 Review = Callable[..., Awaitable[Any]]  # review(prompt name, model, tokens, **fields) -> reply
