@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 
 from .errors import StoreError
+from .graph_dir import is_graph_dir
 from .safe_files import atomic_write_text, os_reason
-from .store import is_graph_dir
 
 
 def check_report_path(path: str | os.PathLike) -> Path:

@@ -10,6 +10,8 @@ import ast
 from functools import cache
 from pathlib import Path
 
+import networkx as nx
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("hcg_core", "llama_index_hcg", "langchain_hcg")
 # Private names one module still takes from another: each is a known debt, listed so that no new
@@ -73,9 +75,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "hcg_core.safe_text",
         "hcg_core.types",
         "hcg_core.ports",
-        "hcg_core.arg_types",
         "hcg_core.bounded",
         "hcg_core.safe_files",
+        "hcg_core.graph_dir",
+        "hcg_core.output_paths",
         "hcg_core.graph_lock",
         "hcg_core.config",
         "hcg_core.prompts",
@@ -95,20 +98,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "hcg_core.retrieval",
     ),
     # what is built on the engine: evaluation, the audit, the stub server
-    ("hcg_core.eval", "hcg_core.audit", "hcg_core.testing"),
+    ("hcg_core.arg_types", "hcg_core.eval", "hcg_core.audit", "hcg_core.testing"),
     # the console script, and the package's re-exports
     ("hcg_core.cli", "hcg_core"),
     # the framework doors
     ("llama_index_hcg", "langchain_hcg"),
 )
-
-# TEMPORARY, for the merge of issue 45's branches: import cycles that other branches remove
-# (graph_build <-> llm_pipeline: the LLM-build branch; retriever <-> updates: the retrieval
-# branch). The lead empties this list once those branches are merged; it must then stay empty.
-CYCLES_FIXED_ON_OTHER_BRANCHES: list[set[str]] = [
-    {"hcg_core.graph_build", "hcg_core.graph_build.llm_pipeline"},
-    {"hcg_core.retrieval.retriever", "hcg_core.retrieval.updates"},
-]
 
 
 @cache
@@ -163,45 +158,9 @@ def test_every_module_has_a_layer():
 
 
 def _cycles(graph: dict[str, frozenset[str]]) -> list[set[str]]:
-    """The strongly connected components of more than one module (Tarjan, iteratively)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[set[str]] = []
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = set()
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.add(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(component)
-    return found
+    """The strongly connected components of more than one module."""
+    digraph = nx.DiGraph([(m, t) for m, targets in graph.items() for t in targets])
+    return [c for c in nx.strongly_connected_components(digraph) if len(c) > 1]
 
 
 def test_imports_go_down_the_layers():
@@ -225,7 +184,7 @@ def test_imports_go_down_the_layers():
 
 def test_no_import_cycle_between_modules():
     cycles = _cycles(_import_graph())
-    assert sorted(map(sorted, cycles)) == sorted(map(sorted, CYCLES_FIXED_ON_OTHER_BRANCHES))
+    assert cycles == []
 
 
 def test_imports_inside_functions_and_for_type_checking_count():
