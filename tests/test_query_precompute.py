@@ -39,18 +39,21 @@ def _unit_terms_per_query(index: BM25Index, rows: np.ndarray):
 def test_unit_doc_terms_are_the_per_query_weights_to_the_bit_and_follow_edits():
     index = BM25Index(TEXTS)
     rows = np.array([4, 0, 3, 1])
-    for got, want in zip(index.unit_doc_terms(rows), _unit_terms_per_query(index, rows)):
+    got_want = zip(index.unit_doc_terms(rows), _unit_terms_per_query(index, rows), strict=True)
+    for got, want in got_want:
         assert got.dtype == want.dtype and np.array_equal(got, want)
     before = index.unit_doc_terms(np.array([0]))[2].copy()
     # Adding documents changes every idf: the cached weights are scaled again.
     index.add(["Lung cancer screening finds cancer early.", "Airways and smoking."])
     rows = np.array([6, 0, 5])
-    for got, want in zip(index.unit_doc_terms(rows), _unit_terms_per_query(index, rows)):
+    got_want = zip(index.unit_doc_terms(rows), _unit_terms_per_query(index, rows), strict=True)
+    for got, want in got_want:
         assert np.array_equal(got, want)
     assert not np.array_equal(index.unit_doc_terms(np.array([0]))[2], before)
     sub = index.subset(np.array([True, False, True, True, True, False, True]))
     rows = np.arange(sub.n_docs)
-    for got, want in zip(sub.unit_doc_terms(rows), _unit_terms_per_query(sub, rows)):
+    got_want = zip(sub.unit_doc_terms(rows), _unit_terms_per_query(sub, rows), strict=True)
+    for got, want in got_want:
         assert np.array_equal(got, want)
 
 
