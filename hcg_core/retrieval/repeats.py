@@ -60,9 +60,10 @@ def without_repeats(
             out.append(rc)  # offsets counted otherwise than the text's words: leave it whole
             continue
         lo, hi = 0, len(pieces)
-        while lo < hi and _covered(before, start + pieces[lo][2], start + pieces[lo][3]):
+        sent = sorted(before)  # sorted once for all the pieces tested against it
+        while lo < hi and _covered(sent, start + pieces[lo][2], start + pieces[lo][3]):
             lo += 1
-        while hi > lo and _covered(before, start + pieces[hi - 1][2], start + pieces[hi - 1][3]):
+        while hi > lo and _covered(sent, start + pieces[hi - 1][2], start + pieces[hi - 1][3]):
             hi -= 1
         if lo == hi:
             continue
@@ -95,9 +96,9 @@ def _place(chunk: Chunk) -> tuple[str, int, int] | None:
 
 
 def _covered(places: list[tuple[int, int]], start: int, end: int) -> bool:
-    """Whether ``[start, end)`` lies inside the union of ``places``."""
+    """Whether ``[start, end)`` lies inside the union of ``places`` (sorted)."""
     at = start
-    for a, b in sorted(places):
+    for a, b in places:
         if a <= at < b:
             at = b
         if at >= end:
