@@ -107,8 +107,8 @@ MUTANTS = (
         "hcg_core/retrieval/paper.py",
         "a node in several cones takes the worst cone's rank instead of the best",
         (
-            "for r in range(cones.groups.size - 1, -1, -1):",
-            "for r in range(cones.groups.size):",
+            "table.argmax(axis=1)",
+            "table.shape[1] - 1 - table[:, ::-1].argmax(axis=1)",
         ),
     ),
     m(
@@ -122,8 +122,8 @@ MUTANTS = (
         "hcg_core/retrieval/paper.py",
         "the admission threshold is the larger of floor and band, not the smaller",
         (
-            "tau_j = min(tau_min, float(best[g]) * (1.0 - band))",
-            "tau_j = max(tau_min, float(best[g]) * (1.0 - band))",
+            "tau = np.minimum(tau_min, best[kept]",
+            "tau = np.maximum(tau_min, best[kept]",
         ),
     ),
     m(
@@ -131,8 +131,8 @@ MUTANTS = (
         "hcg_core/retrieval/paper.py",
         "more than P variables admitted per metric",
         (
-            'ok = ok[np.argsort(-local[ok], kind="stable")[:per_metric]]',
-            'ok = ok[np.argsort(-local[ok], kind="stable")]',
+            "out = rows[np.arange(rows.size) - first < per_metric]",
+            "out = rows",
         ),
     ),
     # ---------------------------------------------------------------- retriever and hybrid

@@ -46,7 +46,7 @@ from ..blocks import (
     short_blocks,
 )
 from ..config import DEFAULT_DIVERSITY, HybridConfig
-from ..corpus import english_word_counts, reads_not_english
+from ..corpus import english_word_counts, reads_not_english, word_spans
 from ..errors import ConfigError
 from ..types import Chunk, RetrievalResult, RetrievedChunk
 from .dense import DenseIndex, NumpyDenseIndex
@@ -432,6 +432,10 @@ class HybridRanker:
         self._not_english = Growable(np.zeros(0, dtype=bool))
         # Chunk id -> unit rows; shared with later snapshots (extended), which only add keys.
         self._units_of: list[Any] = [{}, 0]
+        # Unit text -> its corpus.word_spans as an (n, 2) int32 array, found when a query first
+        # cuts the unit's repeats (``unit_word_spans``): at most 8 bytes per word of the units.
+        # Keyed by text, so snapshots that add units (extended) share it; a subset starts afresh.
+        self._word_spans: dict[str, np.ndarray] = {}
 
     @property
     def _uses_grams(self) -> bool:
@@ -560,6 +564,16 @@ class HybridRanker:
     def units_of(self) -> dict[str, list[int]]:
         return self._units_of[0]
 
+    def unit_word_spans(self, text: str) -> list[list[int]]:
+        """``corpus.word_spans(text)``, kept per unit text: a unit's words are found once, not
+        again by every query whose result cuts its repeats (``repeats.without_repeats``)."""
+        spans = self._word_spans.get(text)
+        if spans is None:
+            spans = np.asarray(word_spans(text), dtype=np.int32).reshape(-1, 2)
+            if len(self._word_spans) < len(self.units):  # a result's own text: not kept
+                self._word_spans[text] = spans
+        return spans.tolist()
+
     def _append_units(
         self, units: Sequence[Chunk], parent: np.ndarray, part_at: np.ndarray
     ) -> None:
@@ -657,12 +671,9 @@ class HybridRanker:
         m = rows.size
         if m == 0:
             return np.zeros((0, 0), dtype=np.float32)
-        lens, terms, w = self.bm25.doc_terms(rows)
+        # The unit-length weights are scaled once per index state, not per query.
+        lens, terms, w = self.bm25.unit_doc_terms(rows)
         row = np.repeat(np.arange(m), lens)
-        w = w.astype(np.float64)
-        norms = np.sqrt(np.bincount(row, weights=w * w, minlength=m))
-        norms[norms == 0] = 1.0
-        w = (w / norms[row]).astype(np.float32)
         # Counting over the vocabulary (bincount) avoids sorting the candidates' terms.
         count = np.bincount(terms, minlength=self.bm25.vocab_size)
         shared = np.flatnonzero(count > 1)  # the columns, in term-id order
@@ -933,8 +944,14 @@ class HybridRanker:
             parts = [r for r in rows.tolist() if self.part_at[r, 0] >= 0]
             out = joined_parts(out, {self.units[r].id: self.chunks[self.parent[r]] for r in parts})
         if self.config.cut_repeats:
-            out = without_repeats(out)
-        return self._result_set(c, out)
+            out = without_repeats(out, self.unit_word_spans)
+        # A result still holding its unit's text has the unit's word count (counted at load).
+        counted = {id(self.units[r]): int(self.word_counts[r]) for r in rows.tolist()}
+        words = sum(
+            counted[id(rc.chunk)] if id(rc.chunk) in counted else len(rc.chunk.text.split())
+            for rc in out
+        )
+        return self._result_set(c, out, words)
 
     def _result(
         self,
@@ -965,13 +982,14 @@ class HybridRanker:
         )
 
     @staticmethod
-    def _result_set(c: _Candidates, out: list[RetrievedChunk]) -> RetrievalResult:
-        """The results with the query's matched variables and diagnostics."""
+    def _result_set(c: _Candidates, out: list[RetrievedChunk], words: int) -> RetrievalResult:
+        """The results with the query's matched variables and diagnostics (``words``: the words
+        the results hold, as ``str.split`` counts them)."""
         use_graph = c.use_graph
         diagnostics: dict[str, Any] = {
             "mode": "hybrid" if use_graph else "hybrid-nograph",
             "candidates": int(c.pool.size),
-            "words": sum(len(rc.chunk.text.split()) for rc in out),
+            "words": words,
         }
         return RetrievalResult(
             query=c.query,

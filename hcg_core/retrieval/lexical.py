@@ -289,6 +289,30 @@ class BM25Index:
         docs = np.repeat(rows, lens)
         return lens, terms, self._weights(terms, self._tf.buf[pos], docs, self.idf)
 
+    def unit_doc_terms(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``doc_terms`` with each document's weights divided by their L2 norm (float32): dot
+        products of two documents' rows are the cosines of their term vectors.
+
+        Every document is scaled once per index state (as ``idf``: 4 bytes per posting), not per
+        query. The arithmetic is the per-query one's, element by element, so the values are the
+        same to the bit.
+        """
+        df, n = self._df, self.n_docs
+        cached = self.__dict__.get("_unit_cache")
+        if cached is None or cached[0] is not df or cached[1] != n:
+            lens, _, w = self.doc_terms(np.arange(n))
+            row = np.repeat(np.arange(n), lens)
+            w = w.astype(np.float64)
+            norms = np.sqrt(np.bincount(row, weights=w * w, minlength=n))
+            norms[norms == 0] = 1.0
+            cached = (df, n, (w / norms[row]).astype(np.float32))
+            self._unit_cache = cached
+        ptr = self._ptr.view(n + 1)
+        rows = np.asarray(rows, dtype=np.int64)
+        lens = ptr[rows + 1] - ptr[rows]
+        pos = np.repeat(ptr[rows] - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
+        return lens, self._terms.buf[pos], cached[2][pos]
+
     # ------------------------------------------------------------------ queries
 
     def term_ids(self, query: str | Sequence[str]) -> np.ndarray:

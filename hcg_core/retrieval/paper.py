@@ -44,15 +44,17 @@ def match_nodes(
         return np.zeros(0, np.int64), np.zeros(0, sims.dtype)
     # Ties broken by metric order (stable sort), so matching is deterministic.
     kept = kept[np.argsort(-best[kept], kind="stable")[:top_metrics]]
-    rows: list[np.ndarray] = []
-    for g in kept:
-        lo, hi = metric_starts[g], metric_starts[g + 1]
-        tau_j = min(tau_min, float(best[g]) * (1.0 - band))
-        local = sims[lo:hi]
-        ok = np.flatnonzero(local >= tau_j)
-        ok = ok[np.argsort(-local[ok], kind="stable")[:per_metric]]
-        rows.append(ok + lo)
-    out = np.concatenate(rows)
+    # All kept metrics at once (no loop per metric): their variables, metric by metric in kept
+    # order, each with its metric's threshold (compared in the similarities' own dtype).
+    rows, owner = gather(metric_starts, kept)
+    tau = np.minimum(tau_min, best[kept].astype(np.float64) * (1.0 - band)).astype(sims.dtype)
+    ok = sims[rows] >= tau[owner]
+    rows, owner = rows[ok], owner[ok]
+    # Within each metric: best similarity first, ties by row; then the first per_metric.
+    order = np.lexsort((rows, -sims[rows], owner))
+    rows, owner = rows[order], owner[order]
+    first = np.searchsorted(owner, owner)  # where each metric's run starts
+    out = rows[np.arange(rows.size) - first < per_metric]
     order = np.argsort(-sims[out], kind="stable")
     return out[order], sims[out[order]]
 
@@ -181,10 +183,14 @@ def outcome_cones(
 
 def cone_rank_of_nodes(cones: Cones, n: int) -> np.ndarray:
     """Per node, the rank of the best kept cone it belongs to (``len(groups)`` when none)."""
-    rank = np.full(n, cones.groups.size, dtype=np.int64)
-    for r in range(cones.groups.size - 1, -1, -1):
-        rank[cones.member(int(cones.groups[r]))] = r
-    return rank
+    k = cones.groups.size
+    if k == 0:
+        return np.full(n, 0, dtype=np.int64)
+    # One membership table (node x kept cone) instead of a mask per cone: the first kept cone
+    # a node is in, or k. (The bits are over every node, so the table has n rows.)
+    slots = np.fromiter((cones.slot[int(g)] for g in cones.groups), np.int64, k)
+    table = _bit_table(cones.bits, int(slots.max()) + 1)[:n, slots]
+    return np.where(table.any(axis=1), table.argmax(axis=1), k).astype(np.int64)
 
 
 def toward_ends(

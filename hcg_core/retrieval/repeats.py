@@ -13,20 +13,26 @@ Pure functions over ``RetrievedChunk`` lists.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from ..corpus import word_spans
 from ..types import Chunk, RetrievedChunk
 
 
-def without_repeats(results: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
+def without_repeats(
+    results: Sequence[RetrievedChunk],
+    spans_of: Callable[[str], Sequence[tuple[int, int]]] = word_spans,
+) -> list[RetrievedChunk]:
     """The results with the words at each one's start or end that an earlier result already
     returned from the same place of the same document cut off (overlapping windows share their
     edges), so a reader under a word budget never gets the same passage twice. Places come from
     the units' word or character offsets in their document (``_place``); a unit without them is
     left whole. The kept text stays contiguous: it keeps its id and gains ``details["span"]``, its
     character offsets in the stored chunk; a result left with nothing is dropped.
+
+    ``spans_of(text)`` gives a text's ``corpus.word_spans`` (a ranker passes its memo of them,
+    so the words of a unit are found once, not once per query that cuts it).
 
     >>> def unit(cid, text, start):
     ...     meta = {"start_word": start, "end_word": start + len(text.split())}
@@ -49,21 +55,26 @@ def without_repeats(results: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
             before.append((start, end))  # the usual case: nothing returned here yet
             out.append(rc)
             continue
-        pieces = _word_pieces(c.text, words=kind == "word")
+        pieces = _word_pieces(spans_of(c.text), words=kind == "word")
         if kind == "word" and (pieces[-1][3] if pieces else 0) != end - start:
             out.append(rc)  # offsets counted otherwise than the text's words: leave it whole
             continue
         lo, hi = 0, len(pieces)
-        while lo < hi and _covered(before, start + pieces[lo][2], start + pieces[lo][3]):
+        sent = sorted(before)  # sorted once for all the pieces tested against it
+        while lo < hi and _covered(sent, start + pieces[lo][2], start + pieces[lo][3]):
             lo += 1
-        while hi > lo and _covered(before, start + pieces[hi - 1][2], start + pieces[hi - 1][3]):
+        while hi > lo and _covered(sent, start + pieces[hi - 1][2], start + pieces[hi - 1][3]):
             hi -= 1
         if lo == hi:
             continue
         before.append((start + pieces[lo][2], start + pieces[hi - 1][3]))
-        out.append(
-            rc if (lo, hi) == (0, len(pieces)) else cut_to(rc, pieces[lo][0], pieces[hi - 1][1])
-        )
+        if (lo, hi) == (0, len(pieces)):
+            out.append(rc)
+            continue
+        # The kept words are pieces lo..hi-1 of the text's word_spans: their count and the count
+        # before them are known here (cut_to would find the words of the text again).
+        words = (lo, hi - lo) if kind == "word" else None
+        out.append(cut_to(rc, pieces[lo][0], pieces[hi - 1][1], words=words))
     return out
 
 
@@ -85,9 +96,9 @@ def _place(chunk: Chunk) -> tuple[str, int, int] | None:
 
 
 def _covered(places: list[tuple[int, int]], start: int, end: int) -> bool:
-    """Whether ``[start, end)`` lies inside the union of ``places``."""
+    """Whether ``[start, end)`` lies inside the union of ``places`` (sorted)."""
     at = start
-    for a, b in sorted(places):
+    for a, b in places:
         if a <= at < b:
             at = b
         if at >= end:
@@ -95,21 +106,29 @@ def _covered(places: list[tuple[int, int]], start: int, end: int) -> bool:
     return at >= end
 
 
-def _word_pieces(text: str, *, words: bool) -> list[tuple[int, int, int, int]]:
-    """The words of ``text`` (the chunker's words): character start and end, and start and end in
+def _word_pieces(
+    spans: Sequence[tuple[int, int]], *, words: bool
+) -> list[tuple[int, int, int, int]]:
+    """The words of a text (its ``word_spans``): character start and end, and start and end in
     words (``words``) or again in characters."""
-    spans = word_spans(text)
     return [(a, b, i, i + 1) if words else (a, b, a, b) for i, (a, b) in enumerate(spans)]
 
 
-def cut_to(rc: RetrievedChunk, a: int, b: int) -> RetrievedChunk:
+def cut_to(
+    rc: RetrievedChunk, a: int, b: int, *, words: tuple[int, int] | None = None
+) -> RetrievedChunk:
     """``rc`` holding only characters ``[a, b)`` of its text: the same id, its place in the
-    document moved to the kept part, and ``details["span"]`` counted in the stored chunk."""
+    document moved to the kept part, and ``details["span"]`` counted in the stored chunk.
+
+    ``words``: the counts of ``word_spans`` of the text before ``a`` and of ``[a, b)``, when the
+    caller knows them (``a`` starts and ``b`` ends one of the text's words); else counted here.
+    """
     c = rc.chunk
     meta = dict(c.metadata)
     if isinstance(meta.get("start_word"), int):
-        meta["start_word"] += len(word_spans(c.text[:a]))
-        meta["end_word"] = meta["start_word"] + len(word_spans(c.text[a:b]))
+        before, kept = words or (len(word_spans(c.text[:a])), len(word_spans(c.text[a:b])))
+        meta["start_word"] += before
+        meta["end_word"] = meta["start_word"] + kept
     for key in ("start_char_idx", "start_index"):
         if isinstance(meta.get(key), int):
             start = meta[key]

@@ -484,8 +484,9 @@ class CausalGraphRetriever:
         pairs = self._cited_pairs(edges, ranks, returned)
         citing = _citing(rows, pairs)
         toward = self._toward(t) if served_by == "cones" and pairs.size else None
+        parent, toward = _as_lists(t.parent), _as_lists(toward)
         for i, (rc, row) in enumerate(zip(chunks, rows, strict=True)):
-            paths = tuple(self._path(e, t.parent, toward) for e in citing[row])
+            paths = tuple(self._path(e, parent, toward) for e in citing[row])
             if paths and _vouched(rc, paths, self.graph.chunks[row]):
                 details = {**rc.details, "graph_edges": len(paths)}
                 chunks[i] = replace(rc, route="graph", paths=paths, details=details)
@@ -728,6 +729,7 @@ class CausalGraphRetriever:
         g = self.compiled
         citing = _citing(rows.tolist(), pairs)
         scores = matvec(g.chunk_emb[rows], qvec)
+        parent, toward = _as_lists(parent), _as_lists(toward)
         return [
             RetrievedChunk(
                 self.graph.chunks[r],
@@ -739,28 +741,45 @@ class CausalGraphRetriever:
             for r, score in zip(rows.tolist(), scores.tolist(), strict=True)
         ]
 
-    def _path(self, edge: int, parent: np.ndarray, toward: np.ndarray | None) -> CausalPath:
-        """Matched node -> ... -> edge -> ... -> outcome, via BFS parents and the cone's next hops."""
+    def _edge_ends(self) -> tuple[list[int], list[int]]:
+        """Each edge's source and target variable rows as Python lists, for ``_path``'s walks (a
+        list read costs a fraction of a numpy scalar read); made once per compiled graph."""
         g = self.compiled
+        cached = self.__dict__.get("_ends")
+        if cached is None or cached[0] is not g:
+            cached = (g, g.edge_src.tolist(), g.edge_dst.tolist())
+            self._ends = cached
+        return cached[1], cached[2]
+
+    def _path(self, edge: int, parent: Sequence[int], toward: Sequence[int] | None) -> CausalPath:
+        """Matched node -> ... -> edge -> ... -> outcome, via BFS parents and the cone's next hops
+        (``parent`` and ``toward`` per variable, as lists: ``_as_lists``)."""
+        g = self.compiled
+        src, dst = self._edge_ends()
         edges: list[int] = [edge]
-        node, seen = int(g.edge_src[edge]), set[int]()
+        node, seen = src[edge], set[int]()
         while parent[node] >= 0 and node not in seen:  # back to the matched node that reached it
             seen.add(node)
             edges.insert(0, int(parent[node]))
-            node = int(g.edge_src[edges[0]])
-        on_path = {int(g.edge_src[e]) for e in edges}
-        node = int(g.edge_dst[edge])
+            node = src[edges[0]]
+        on_path = {src[e] for e in edges}
+        node = dst[edge]
         while toward is not None and toward[node] >= 0 and node not in on_path:  # on to the end
             on_path.add(node)
             edges.append(int(toward[node]))
-            node = int(g.edge_dst[edges[-1]])
-        nodes = [int(g.edge_src[edges[0]])] + [int(g.edge_dst[e]) for e in edges]
+            node = dst[edges[-1]]
+        nodes = [src[edges[0]]] + [dst[e] for e in edges]
         return CausalPath(
             tuple(g.var_names[v] for v in nodes),
             tuple(g.edge_ids[e] for e in edges),
             tuple(g.mechanisms[e] for e in edges),
             tuple(g.effects[e] for e in edges) if g.effects else (),
         )
+
+
+def _as_lists(per_variable: np.ndarray | None) -> list[int] | None:
+    """A per-variable array as a list, read many times by ``_path`` (None stays None)."""
+    return None if per_variable is None else per_variable.tolist()
 
 
 def _kept_cone_edges(t: Traversal) -> tuple[np.ndarray, np.ndarray]:
