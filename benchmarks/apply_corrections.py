@@ -25,7 +25,7 @@ from hcg_core.audit import corrections as corrections_module  # noqa: E402
 from hcg_core.corpus import chunk_documents, load_inputs  # noqa: E402
 from hcg_core.embedders import HashingEmbedder  # noqa: E402
 from hcg_core.graph_build import build_graph  # noqa: E402
-from hcg_core.types import Document  # noqa: E402
+from hcg_core.types import SourceDocument  # noqa: E402
 
 
 def main() -> int:
@@ -42,7 +42,7 @@ def main() -> int:
         words += len(d.text.split())
         if words >= args.words:
             break
-    chunks = chunk_documents([Document(d.id, d.text, d.metadata) for d in kept])
+    chunks = chunk_documents([SourceDocument(d.id, d.text, d.metadata) for d in kept])
     graph = build_graph(chunks, embedder=HashingEmbedder(), progress=False).graph
     edges = graph.edges
     if not edges:

@@ -39,38 +39,40 @@ from hcg_core.corpus import chunk_documents, load_inputs  # noqa: E402
 from hcg_core.embedders.factory import embedder_by_name  # noqa: E402
 from hcg_core.graph_build import build_graph  # noqa: E402
 from hcg_core.retrieval import CausalGraphRetriever  # noqa: E402
-from hcg_core.types import Document  # noqa: E402
+from hcg_core.types import SourceDocument  # noqa: E402
 
 QUERY = "What increases the risk?"
 
 
-def word_docs(docs: list[Document], words: int, size: int) -> list[Document]:
+def word_docs(docs: list[SourceDocument], words: int, size: int) -> list[SourceDocument]:
     """Documents of about ``size`` words cut from the corpus's word stream, ``words`` in all."""
-    out: list[Document] = []
+    out: list[SourceDocument] = []
     buf: list[str] = []
     total = 0
     for d in docs:
         for w in d.text.split():
             buf.append(w)
             if len(buf) == size:
-                out.append(Document(f"doc{len(out):06d}", " ".join(buf)))
+                out.append(SourceDocument(f"doc{len(out):06d}", " ".join(buf)))
                 total += size
                 buf = []
                 if total >= words:
                     return out
     if buf:
-        out.append(Document(f"doc{len(out):06d}", " ".join(buf)))
+        out.append(SourceDocument(f"doc{len(out):06d}", " ".join(buf)))
     return out
 
 
-def build(docs: list[Document], embedder) -> CausalGraphRetriever:
+def build(docs: list[SourceDocument], embedder) -> CausalGraphRetriever:
     result = build_graph(chunk_documents(docs), embedder=embedder, progress=False)
     core = CausalGraphRetriever.from_build(result, embedder)
     core.retrieve(QUERY)  # the hybrid ranker is built before timing, as in a serving process
     return core
 
 
-def timed_inserts(cases: dict, warmup: Document, docs: list[Document]) -> dict[str, dict]:
+def timed_inserts(
+    cases: dict, warmup: SourceDocument, docs: list[SourceDocument]
+) -> dict[str, dict]:
     """Per case (name -> (insert, query)): seconds of each insert + query (wall and CPU) and of
     each query alone, the cases interleaved document by document (see the module docstring)."""
     out = {name: {"total": [], "cpu": [], "query": []} for name in cases}
@@ -147,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         source, args.large_words + args.doc_words * (args.stream + 2 * args.repeats + 2), 500
     )
     words_in = 0
-    large_docs: list[Document] = []
+    large_docs: list[SourceDocument] = []
     for d in pieces:
         if words_in >= args.large_words:
             break
@@ -155,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         words_in += len(d.text.split())
     rest = pieces[len(large_docs) :]
     held = word_docs(rest, args.doc_words * (args.stream + args.repeats + 1), args.doc_words)
-    held = [Document(f"new{i:05d}", d.text) for i, d in enumerate(held)]
+    held = [SourceDocument(f"new{i:05d}", d.text) for i, d in enumerate(held)]
     small_docs = word_docs(large_docs, args.small_words, 500)
     if len(held) < args.stream + args.repeats + 1:
         raise SystemExit("the corpus is too small for that many held-out documents")

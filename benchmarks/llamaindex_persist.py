@@ -31,17 +31,17 @@ from hcg_core.corpus import chunk_documents, load_inputs  # noqa: E402
 from hcg_core.embedders.factory import embedder_by_name  # noqa: E402
 from hcg_core.graph_build import build_graph  # noqa: E402
 from hcg_core.retrieval import CausalGraphRetriever  # noqa: E402
-from hcg_core.types import Document  # noqa: E402
+from hcg_core.types import SourceDocument  # noqa: E402
 
 QUERY = "What increases the risk?"
 DOC_WORDS = 500
 
 
-def first_words(docs: list[Document], words: int) -> list[Document]:
+def first_words(docs: list[SourceDocument], words: int) -> list[SourceDocument]:
     """About ``words`` words of the corpus as ``DOC_WORDS``-word documents."""
     stream = [w for d in docs for w in d.text.split()][:words]
     return [
-        Document(f"doc{i // DOC_WORDS:05d}", " ".join(stream[i : i + DOC_WORDS]))
+        SourceDocument(f"doc{i // DOC_WORDS:05d}", " ".join(stream[i : i + DOC_WORDS]))
         for i in range(0, len(stream), DOC_WORDS)
     ]
 

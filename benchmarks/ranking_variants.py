@@ -44,7 +44,7 @@ from hcg_core.embedding import embed_texts
 from hcg_core.eval.runner import evaluate, load_questions, load_sentences
 from hcg_core.retrieval.hybrid import HybridRanker
 from hcg_core.retrieval.passages import split_passages
-from hcg_core.types import Chunk, Document
+from hcg_core.types import Chunk, SourceDocument
 
 K = 40
 BUDGET = 2000
@@ -109,7 +109,7 @@ def cached(embedder, texts: list[str], cache: Path, kind: str) -> np.ndarray:
     return emb
 
 
-def door_units(docs: list[Document]) -> dict[str, list[Chunk]]:
+def door_units(docs: list[SourceDocument]) -> dict[str, list[Chunk]]:
     """Each door's units of the same documents, as the adapters hand them to the ranker."""
     from langchain_core.documents import Document as LCDocument
     from langchain_text_splitters import RecursiveCharacterTextSplitter

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hcg_core.eval.runner import load_questions  # noqa: E402
 from hcg_core.retrieval import CausalGraphRetriever  # noqa: E402
-from hcg_core.types import Document, RetrievalResult  # noqa: E402
+from hcg_core.types import RetrievalResult, SourceDocument  # noqa: E402
 
 # Settings snapshotted, by name: RetrievalConfig changes (``hybrid`` takes HybridConfig changes).
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -87,7 +87,9 @@ def snapshot(graph_dir: str, questions: list[str], inserts: int) -> dict[str, An
         chunks = retriever.graph.chunks
         step = max(1, len(chunks) // inserts)
         docs = [
-            Document(f"inserted{i:03d}", chunks[i * step].text + " " + chunks[i * step + 1].text)
+            SourceDocument(
+                f"inserted{i:03d}", chunks[i * step].text + " " + chunks[i * step + 1].text
+            )
             for i in range(inserts)
         ]
         retriever.retrieve(questions[0])  # the ranker exists before the insert, as when serving

@@ -24,7 +24,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from hcg_core.corpus import chunk_documents
 from hcg_core.retrieval import BM25Index
-from hcg_core.types import Document as CoreDocument
+from hcg_core.types import SourceDocument
 from langchain_hcg import HCGDefaultEmbeddings, HCGRetriever
 
 DATA = Path(__file__).resolve().parent / "data" / "adapter_demo.md"
@@ -42,7 +42,7 @@ QUESTIONS: list[tuple[str, str]] = [
 def load_chunks() -> list[Document]:
     sections = DATA.read_text(encoding="utf-8").split("\n## ")[1:]
     docs = [
-        CoreDocument(id=f"sec-{i}", text=body.strip(), metadata={"title": title})
+        SourceDocument(id=f"sec-{i}", text=body.strip(), metadata={"title": title})
         for i, (title, _, body) in enumerate(s.partition("\n") for s in sections)
     ]
     return [

@@ -31,7 +31,6 @@ from .types import (
     CausalPath,
     Chunk,
     Dimension,
-    Document,
     DomainSpec,
     Metric,
     OutcomeConfig,
@@ -39,6 +38,7 @@ from .types import (
     Relation,
     RetrievalResult,
     RetrievedChunk,
+    SourceDocument,
     Variable,
 )
 
@@ -54,7 +54,7 @@ __all__ = [
     "ConfigError",
     "CorruptFileError",
     "Dimension",
-    "Document",
+    "SourceDocument",
     "DomainSpec",
     "Embedder",
     "EmbedderError",

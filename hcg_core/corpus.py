@@ -22,7 +22,7 @@ import yaml
 from .bounded import loads_json, loads_yaml
 from .errors import ConfigError, HCGError, InputError
 from .graph_dir import is_graph_dir
-from .types import Chunk, Document
+from .types import Chunk, SourceDocument
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def load_inputs(
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
     follow_symlinks: bool = False,
-) -> tuple[list[Document], list[BadFile]]:
+) -> tuple[list[SourceDocument], list[BadFile]]:
     """Read corpus files and folders into Documents, listing every file that could not be used.
 
     What is read:
@@ -117,7 +117,7 @@ def load_inputs(
             f"no such file or folder: {', '.join(missing)}; check the path",
             path=missing[0],
         )
-    docs: list[Document] = []
+    docs: list[SourceDocument] = []
     bad: list[BadFile] = []
     for file, doc_id in _expand(paths, bad, follow_symlinks=follow_symlinks):
         try:
@@ -271,7 +271,7 @@ def _undecodable_name(name: str) -> bool:
 
 def _read_file(
     path: Path, doc_id: str, *, max_bytes: int, skipped: list[BadFile] | None = None
-) -> list[Document]:
+) -> list[SourceDocument]:
     """The documents of one file; items of a JSON file that are left out go to ``skipped``."""
     try:
         size = path.stat().st_size
@@ -304,7 +304,7 @@ def _read_file(
         body, front = prepare_text(text, who=path.as_posix())
         if not body.strip():
             raise InputError("file holds only YAML front matter, no text", path=path)
-        return [Document(id=doc_id, text=body, metadata={**front, **source})]
+        return [SourceDocument(id=doc_id, text=body, metadata={**front, **source})]
     return _json_documents(items, doc_id, source, path, max_bytes, single=single, skipped=skipped)
 
 
@@ -323,8 +323,8 @@ def _json_documents(
     *,
     single: bool,
     skipped: list[BadFile] | None = None,
-) -> list[Document]:
-    docs: list[Document] = []
+) -> list[SourceDocument]:
+    docs: list[SourceDocument] = []
     problems: list[str] = []
     for i, item in enumerate(items):
         meta = dict(source)
@@ -362,7 +362,9 @@ def _json_documents(
         if len(text.encode("utf-8")) > max_bytes:
             problems.append(f"item {i} is over the {max_bytes:,}-byte limit")
             continue
-        docs.append(Document(id=doc_id if single else f"{doc_id}#{i}", text=text, metadata=meta))
+        docs.append(
+            SourceDocument(id=doc_id if single else f"{doc_id}#{i}", text=text, metadata=meta)
+        )
     if not docs:
         why = "; ".join(problems[:5]) if problems else "it holds no items"
         raise InputError(f"no usable document in JSON: {why}", path=path)
@@ -561,7 +563,7 @@ def word_spans(text: str, *, max_token_chars: int = MAX_TOKEN_CHARS) -> list[tup
 
 
 def chunk_documents(
-    docs: Sequence[Document],
+    docs: Sequence[SourceDocument],
     *,
     chunk_words: int = DEFAULT_CHUNK_WORDS,
     overlap_words: int = DEFAULT_OVERLAP_WORDS,
@@ -594,12 +596,12 @@ def chunk_documents(
     document), plus the document's own metadata.
 
     >>> [c.metadata["start_word"] for c in chunk_documents(
-    ...     [Document("d", " ".join(["w"] * 10))], chunk_words=4, overlap_words=1, whole_words=6)]
+    ...     [SourceDocument("d", " ".join(["w"] * 10))], chunk_words=4, overlap_words=1, whole_words=6)]
     [0, 3, 6]
     >>> [c.text for c in chunk_documents(
-    ...     [Document("d", "# Title\n\nOne two three.\n\nFour five six seven.")], chunk_words=5, overlap_words=1)]
+    ...     [SourceDocument("d", "# Title\n\nOne two three.\n\nFour five six seven.")], chunk_words=5, overlap_words=1)]
     ['# Title\n\nOne two three.', 'Four five six seven.']
-    >>> max(len(c.text) for c in chunk_documents([Document("d", "x" * 10_000)], max_chars=500))
+    >>> max(len(c.text) for c in chunk_documents([SourceDocument("d", "x" * 10_000)], max_chars=500))
     500
     """
     if chunk_words < 1:

@@ -141,7 +141,7 @@ class CausalEdge:
 
 
 @dataclass(frozen=True)
-class Document:
+class SourceDocument:
     """A source document before chunking; ``id`` is stable (a path or a content hash)."""
 
     id: str

@@ -10,7 +10,7 @@ from langchain_core.documents import Document as LCDocument
 
 from hcg_core.contract import json_metadata
 from hcg_core.corpus import leading_front_matter, prepare_text
-from hcg_core.types import Chunk, Document, RetrievedChunk
+from hcg_core.types import Chunk, RetrievedChunk, SourceDocument
 
 
 def content_id(text: str, prefix: str) -> str:
@@ -18,14 +18,14 @@ def content_id(text: str, prefix: str) -> str:
     return prefix + hashlib.blake2b(text.encode("utf-8"), digest_size=6).hexdigest()
 
 
-def to_core_document(doc: LCDocument) -> Document:
-    """A LangChain Document as a core Document to chunk; its ``id`` (else a content hash) is the
+def to_core_document(doc: LCDocument) -> SourceDocument:
+    """A LangChain Document as a core SourceDocument to chunk; its ``id`` (else a content hash) is the
     doc id. Its text is read as ``hcg build`` reads a text file (``prepare_text``): line ends made
     ``"\\n"``, a YAML front matter block taken off into the metadata (the document's own keys
     win), so no chunk holds it."""
     who = f"document {doc.id or '(no id)'}"
     body, front = prepare_text(doc.page_content, who=who)
-    return Document(
+    return SourceDocument(
         id=doc.id or content_id(doc.page_content, "d_"),
         text=body,
         metadata={**front, **json_metadata(doc.metadata, who=who)},

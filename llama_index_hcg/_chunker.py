@@ -26,7 +26,7 @@ from hcg_core.corpus import (
     prepare_text,
     word_spans,
 )
-from hcg_core.types import Document
+from hcg_core.types import SourceDocument
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class HCGNodeParser(NodeParser):
             node = _prepared(given)
             text = node.get_content(metadata_mode=MetadataMode.NONE)
             chunks = chunk_documents(
-                [Document(id=node.node_id, text=text)],
+                [SourceDocument(id=node.node_id, text=text)],
                 chunk_words=self.chunk_words,
                 overlap_words=self.overlap_words,
             )

@@ -16,7 +16,7 @@ from hcg_core.corpus import (
     load_inputs,
 )
 from hcg_core.errors import ConfigError, InputError
-from hcg_core.types import Document
+from hcg_core.types import SourceDocument
 
 
 def write(path: Path, data: str | bytes) -> Path:
@@ -163,7 +163,7 @@ def words(n: int, sentence_every: int = 0) -> str:
 
 
 def test_windows_overlap_by_the_requested_words():
-    doc = Document("d", words(100))
+    doc = SourceDocument("d", words(100))
     chunks = chunk_documents([doc], chunk_words=30, overlap_words=10)
     starts = [c.metadata["start_word"] for c in chunks]
     ends = [c.metadata["end_word"] for c in chunks]
@@ -175,7 +175,7 @@ def test_windows_overlap_by_the_requested_words():
 
 
 def test_windows_prefer_a_near_sentence_end():
-    doc = Document("d", words(100, sentence_every=27))  # sentence ends after w26, w53, w80
+    doc = SourceDocument("d", words(100, sentence_every=27))  # sentence ends after w26, w53, w80
     chunks = chunk_documents([doc], chunk_words=30, overlap_words=5)
     assert chunks[0].text.endswith("w26.")
     assert chunks[0].metadata["end_word"] == 27
@@ -183,7 +183,7 @@ def test_windows_prefer_a_near_sentence_end():
 
 
 def test_chunk_ids_are_stable_and_content_addressed():
-    docs = [Document("a", words(50)), Document("b", words(50))]
+    docs = [SourceDocument("a", words(50)), SourceDocument("b", words(50))]
     first = chunk_documents(docs, chunk_words=20, overlap_words=5)
     second = chunk_documents(docs, chunk_words=20, overlap_words=5)
     assert [c.id for c in first] == [c.id for c in second]
@@ -194,7 +194,7 @@ def test_chunk_ids_are_stable_and_content_addressed():
 
 
 def test_short_document_is_one_chunk_and_metadata_is_carried():
-    doc = Document("d", "Just   a few\nwords.", metadata={"source": "x.txt"})
+    doc = SourceDocument("d", "Just   a few\nwords.", metadata={"source": "x.txt"})
     (c,) = chunk_documents([doc])
     assert c.text == "Just   a few\nwords."
     assert c.metadata["source"] == "x.txt" and c.metadata["end_word"] == 4
@@ -203,27 +203,27 @@ def test_short_document_is_one_chunk_and_metadata_is_carried():
 def test_a_paragraph_of_up_to_three_chunks_stays_whole():
     # An abstract of 550 words is one unit at the default 200 words; a 650-word one is windowed.
     abstract, longer = words(550, sentence_every=25), words(650, sentence_every=25)
-    (whole,) = chunk_documents([Document("d", f"{words(30)}\n\n{abstract}")])[1:]
+    (whole,) = chunk_documents([SourceDocument("d", f"{words(30)}\n\n{abstract}")])[1:]
     assert whole.text == abstract
-    cut = chunk_documents([Document("d", longer)])
+    cut = chunk_documents([SourceDocument("d", longer)])
     assert (
         len(cut) > 1 and max(c.metadata["end_word"] - c.metadata["start_word"] for c in cut) <= 200
     )
     # whole_words sets the limit; the default is WHOLE_BLOCK_FACTOR x chunk_words.
-    assert len(chunk_documents([Document("d", abstract)], whole_words=300)) > 1
-    assert len(chunk_documents([Document("d", longer)], whole_words=700)) == 1
+    assert len(chunk_documents([SourceDocument("d", abstract)], whole_words=300)) > 1
+    assert len(chunk_documents([SourceDocument("d", longer)], whole_words=700)) == 1
 
 
 @pytest.mark.parametrize("whole", [0, -5, 2.5, True])
 def test_bad_whole_words(whole):
     with pytest.raises(ConfigError, match="whole_words"):
-        chunk_documents([Document("d", "x")], whole_words=whole)
+        chunk_documents([SourceDocument("d", "x")], whole_words=whole)
 
 
 @pytest.mark.parametrize(("size", "overlap"), [(0, 0), (10, 10), (10, -1)])
 def test_bad_chunk_settings(size, overlap):
     with pytest.raises(ConfigError):
-        chunk_documents([Document("d", "x")], chunk_words=size, overlap_words=overlap)
+        chunk_documents([SourceDocument("d", "x")], chunk_words=size, overlap_words=overlap)
 
 
 # ----------------------------------------------------------------------------- issue 12
@@ -270,7 +270,7 @@ def test_links_out_of_an_input_folder_are_named_and_not_followed(tmp_path):
 
 def test_cjk_text_is_chunked_by_characters_at_sentence_marks():
     text = "吸烟会损害血管。" * 100 + "高血压导致中风！"
-    chunks = chunk_documents([Document("zh", text)], chunk_words=50, overlap_words=10)
+    chunks = chunk_documents([SourceDocument("zh", text)], chunk_words=50, overlap_words=10)
     assert len(chunks) > 10
     # 50 words: 50 characters, each with the punctuation after it (管。 is one word).
     assert all(c.metadata["end_word"] - c.metadata["start_word"] <= 50 for c in chunks)
@@ -283,20 +283,20 @@ def test_cjk_text_is_chunked_by_characters_at_sentence_marks():
 
 def test_a_huge_token_is_cut_and_every_chunk_is_capped():
     text = "Smoking causes cancer. " + "x" * 50_000 + " Diet matters."
-    chunks = chunk_documents([Document("d", text)], chunk_words=200, overlap_words=40)
+    chunks = chunk_documents([SourceDocument("d", text)], chunk_words=200, overlap_words=40)
     assert max(len(c.text) for c in chunks) <= WHOLE_BLOCK_FACTOR * 200 * DEFAULT_CHARS_PER_WORD
     covered = "".join(c.text for c in chunks)
     assert covered.count("x") >= 50_000 and chunks[-1].text.endswith("Diet matters.")
     # Overlap shrinks with the window, so the copy stays near the 20% of word windows.
     assert sum(len(c.text) for c in chunks) < 1.3 * len(text)
-    capped = chunk_documents([Document("d", text)], max_chars=500)
+    capped = chunk_documents([SourceDocument("d", text)], max_chars=500)
     assert max(len(c.text) for c in capped) <= 500
     with pytest.raises(ConfigError, match="max_chars"):
-        chunk_documents([Document("d", text)], max_chars=0)
+        chunk_documents([SourceDocument("d", text)], max_chars=0)
 
 
 def test_the_cap_leaves_english_windows_unchanged():
     words = " ".join(f"word{i % 50}." if i % 17 == 16 else f"word{i % 50}" for i in range(2000))
-    capped = chunk_documents([Document("d", words)])
-    uncapped = chunk_documents([Document("d", words)], max_chars=10**9)
+    capped = chunk_documents([SourceDocument("d", words)])
+    uncapped = chunk_documents([SourceDocument("d", words)], max_chars=10**9)
     assert [c.id for c in capped] == [c.id for c in uncapped]

@@ -22,7 +22,7 @@ from hcg_core.graph_build import build_graph
 from hcg_core.graph_build.offline import EMPTY_GRAPH_NOTE
 from hcg_core.graph_build.statements import collect_statements
 from hcg_core.retrieval import CausalGraphRetriever
-from hcg_core.types import Document
+from hcg_core.types import SourceDocument
 
 # Eight short office-FAQ pages with no causal cue (checked by the first test, so an edit that
 # slips one in fails there rather than silently testing a non-empty graph).
@@ -78,13 +78,13 @@ def built(tmp_path: Path, capsys) -> Path:
 
 
 def test_the_faq_has_no_causal_statement():
-    corpus = collect_statements(chunk_documents([Document(k, v) for k, v in FAQ.items()]))
+    corpus = collect_statements(chunk_documents([SourceDocument(k, v) for k, v in FAQ.items()]))
     assert len(corpus.sentences) >= 3 * len(FAQ)
     assert corpus.statements == []
 
 
 def test_library_build_gives_an_empty_graph_with_chunk_vectors(caplog):
-    chunks = chunk_documents([Document(k, v) for k, v in FAQ.items()])
+    chunks = chunk_documents([SourceDocument(k, v) for k, v in FAQ.items()])
     with caplog.at_level(logging.WARNING, logger="hcg_core"):
         r = build_graph(chunks, embedder=HashingEmbedder(dim=256))
     g = r.graph
@@ -234,10 +234,10 @@ def test_cli_add_says_a_rebuild_is_needed_and_remove_works(built: Path, tmp_path
 
 
 def test_library_insert_into_empty_graph_notes_the_rebuild():
-    chunks = chunk_documents([Document(k, v) for k, v in FAQ.items()])
+    chunks = chunk_documents([SourceDocument(k, v) for k, v in FAQ.items()])
     r = build_graph(chunks, embedder=HashingEmbedder(dim=256))
     retriever = CausalGraphRetriever.from_build(r, embedder=HashingEmbedder(dim=256))
-    report = retriever.insert([Document("smoke", "Smoking causes stroke.")])
+    report = retriever.insert([SourceDocument("smoke", "Smoking causes stroke.")])
     assert report.chunks_added == 1 and not retriever.graph.edges
     assert any("need a rebuild" in n for n in report.notes)
     top = retriever.retrieve("smoking stroke", k=1).chunks[0]

@@ -27,7 +27,7 @@ from hcg_core.eval.runner import (
     load_sentences,
     score_question,
 )
-from hcg_core.types import Chunk, Document, RetrievalResult, RetrievedChunk
+from hcg_core.types import Chunk, RetrievalResult, RetrievedChunk, SourceDocument
 
 # ------------------------------------------------------------------ metric
 
@@ -174,7 +174,7 @@ def test_rebuilt_documents_count_words_as_the_chunker_does():
     # A 250-character token is three chunker words and CJK text one word a character: counting
     # them with str.split() shifted every later window and repeated words.
     text = "Intro words here. " + "x" * 250 + " then " + "吸烟有害。" * 30 + " tail. " + "w " * 300
-    chunks = chunk_documents([Document("d", text)], chunk_words=20, overlap_words=5)
+    chunks = chunk_documents([SourceDocument("d", text)], chunk_words=20, overlap_words=5)
     assert len(chunks) > 5
     (rebuilt,) = documents_from_chunks(chunks)
     assert rebuilt.split() == [text[a:b] for a, b in word_spans(text)]

@@ -380,11 +380,11 @@ def _windows_and_paragraphs() -> list[Chunk]:
     """Windows of one text without blank lines (the answer in its first window's first half)
     and a document of short paragraphs (each one chunk, whole)."""
     from hcg_core.corpus import chunk_documents
-    from hcg_core.types import Document
+    from hcg_core.types import SourceDocument
 
     unbroken = " ".join([FILLER] * 3 + [ANSWER] + [FILLER] * 70)
     paragraphs = "Statins lower cholesterol.\n\nAsbestos is banned in many countries."
-    return chunk_documents([Document("notes", unbroken), Document("facts", paragraphs)])
+    return chunk_documents([SourceDocument("notes", unbroken), SourceDocument("facts", paragraphs)])
 
 
 def test_bad_switches_are_refused():

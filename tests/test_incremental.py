@@ -22,7 +22,7 @@ from hcg_core.graph_build.incremental import SupportLedger, UpdateReport, apply_
 from hcg_core.retrieval import CausalGraphRetriever
 from hcg_core.retrieval.lexical import BM25Index, Growable
 from hcg_core.store import current_dir, load_graph
-from hcg_core.types import CausalGraph, Document
+from hcg_core.types import CausalGraph, SourceDocument
 
 CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
 QUERIES = [
@@ -34,13 +34,13 @@ QUERIES = [
 EMB = HashingEmbedder(1024)
 
 
-def docs() -> list[Document]:
+def docs() -> list[SourceDocument]:
     out, bad = load_inputs([CORPUS])
     assert not bad
     return out
 
 
-def fresh(documents: list[Document]) -> CausalGraphRetriever:
+def fresh(documents: list[SourceDocument]) -> CausalGraphRetriever:
     result = build_graph(chunk_documents(documents), embedder=EMB, progress=False)
     core = CausalGraphRetriever.from_build(result, EMB)
     return core
@@ -118,7 +118,7 @@ def test_an_insert_that_changes_no_edge_keeps_the_compiled_graph_arrays() -> Non
     r = fresh(docs())
     before = r.compiled
     # Text with no causal statement: no edge changes, so only the chunk arrays are new.
-    r.insert(Document("plain", "The clinic opens at nine. Parking is free on weekends."))
+    r.insert(SourceDocument("plain", "The clinic opens at nine. Parking is free on weekends."))
     assert r.compiled.var_emb is before.var_emb and r.compiled.ev_chunk is before.ev_chunk
     scratch = CompiledGraph.compile(r.graph, r.variable_embeddings, r.chunk_embeddings)
     for f in fields(CompiledGraph):
@@ -127,7 +127,9 @@ def test_an_insert_that_changes_no_edge_keeps_the_compiled_graph_arrays() -> Non
     # One that adds support recompiles (new edge objects): still equal to a fresh compile.
     mid = r.compiled
     report = r.insert(
-        Document("causal", "Smoking raises blood pressure. High blood pressure causes stroke.")
+        SourceDocument(
+            "causal", "Smoking raises blood pressure. High blood pressure causes stroke."
+        )
     )
     assert report.edges_added and r.compiled.var_emb is not mid.var_emb
     scratch = CompiledGraph.compile(r.graph, r.variable_embeddings, r.chunk_embeddings)
@@ -175,7 +177,7 @@ def test_whitespace_only_refresh_keeps_every_edge() -> None:
     before = edge_set(r.graph)
     for doc in d:
         r.delete(doc.id)
-        r.insert(Document(doc.id, doc.text.replace(". ", ".  ") + "\n", doc.metadata))
+        r.insert(SourceDocument(doc.id, doc.text.replace(". ", ".  ") + "\n", doc.metadata))
     assert edge_set(r.graph) == before
 
 
@@ -183,7 +185,7 @@ def test_a_real_text_change_equals_a_fresh_build_of_the_same_documents() -> None
     d = docs()
     r = fresh(d)
     stroke = d[2]
-    changed = Document(
+    changed = SourceDocument(
         stroke.id,
         stroke.text.replace("Severe strokes cause death.", "Severe strokes often cause death."),
         stroke.metadata,
@@ -203,7 +205,9 @@ def test_an_edit_that_changes_the_vocabulary_keeps_the_old_one_and_says_so() -> 
     d = docs()
     r = fresh(d)
     stroke = d[2]
-    changed = Document(stroke.id, stroke.text + "\nHypertension causes atrial fibrillation.\n")
+    changed = SourceDocument(
+        stroke.id, stroke.text + "\nHypertension causes atrial fibrillation.\n"
+    )
     r.delete(stroke.id)
     report = r.insert(changed)
     ref = fresh([*d[:2], changed, *d[3:]])
@@ -293,7 +297,7 @@ def test_a_stale_ledger_is_ignored_with_a_warning(tmp_path: Path, caplog) -> Non
     with caplog.at_level(logging.WARNING):
         loaded = CausalGraphRetriever.load(tmp_path / "g", EMB)
     assert loaded.ledger is None and "does not match" in caplog.text
-    report = loaded.insert(Document("new", "Salt raises blood pressure. Salt causes stroke."))
+    report = loaded.insert(SourceDocument("new", "Salt raises blood pressure. Salt causes stroke."))
     assert report.graph_mode == "relink" and report.notes
 
 

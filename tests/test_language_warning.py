@@ -7,7 +7,7 @@ import logging
 from hcg_core.corpus import chunk_documents, count_not_english
 from hcg_core.embedders import HashingEmbedder, MultilingualE5Embedder
 from hcg_core.graph_build import build_graph, language_warning
-from hcg_core.types import Document
+from hcg_core.types import SourceDocument
 
 ENGLISH = [
     "Smoking causes lung cancer because tar damages the cells that line the airways of the lungs, "
@@ -29,7 +29,7 @@ TURKISH = [
 
 
 def chunks_of(paragraphs: list[str]):
-    doc = Document("mixed", "\n\n".join(paragraphs))
+    doc = SourceDocument("mixed", "\n\n".join(paragraphs))
     return chunk_documents([doc], chunk_words=30, overlap_words=5)  # one paragraph per chunk
 
 

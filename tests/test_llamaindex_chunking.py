@@ -13,7 +13,7 @@ from llama_index.core.node_parser import SentenceSplitter, TokenTextSplitter
 
 from hcg_core.corpus import chunk_documents
 from hcg_core.embedders import HashingEmbedder
-from hcg_core.types import Document as CoreDocument
+from hcg_core.types import SourceDocument
 from llama_index_hcg import HCGDefaultEmbedding, HCGIndex
 from llama_index_hcg._chunker import HCGNodeParser, user_transformations
 
@@ -37,7 +37,7 @@ def _docs() -> list[Document]:
 
 
 def _hcg_texts(doc: Document) -> list[str]:
-    return [c.text for c in chunk_documents([CoreDocument(id=doc.id_, text=doc.text)])]
+    return [c.text for c in chunk_documents([SourceDocument(id=doc.id_, text=doc.text)])]
 
 
 def _node_texts(index: HCGIndex, doc_id: str) -> list[str]:
@@ -74,7 +74,9 @@ def test_default_chunks_as_hcg_build_and_logs(embed, clean_settings, caplog) -> 
         assert len(expected) > 1  # the fixture really is split
         assert _node_texts(index, doc.id_) == expected
     # Node ids are hcg's chunk ids, and the graph's chunks are those nodes.
-    core_ids = {c.id for d in docs for c in chunk_documents([CoreDocument(id=d.id_, text=d.text)])}
+    core_ids = {
+        c.id for d in docs for c in chunk_documents([SourceDocument(id=d.id_, text=d.text)])
+    }
     assert {c.id for c in index.graph.chunks} == core_ids
     # Character offsets point at the node's text in its document (the ranker reads them).
     for node in index.docstore.get_nodes(sorted(core_ids)):

@@ -16,7 +16,7 @@ from hcg_core.graph_build.extract import extract_statements, split_sentences
 from hcg_core.graph_build.health import forward_reach, graph_health
 from hcg_core.graph_build.offline import build_offline
 from hcg_core.spec import validate_graph
-from hcg_core.types import Dimension, Document, DomainSpec, Metric, OutcomeConfig, Variable
+from hcg_core.types import Dimension, DomainSpec, Metric, OutcomeConfig, SourceDocument, Variable
 
 FIXTURE = """
 Cigarette smoking causes chronic inflammation of the blood vessels. Chronic inflammation damages
@@ -44,7 +44,7 @@ CUE_RE = re.compile(
 
 @pytest.fixture(scope="module")
 def chunks():
-    return chunk_documents([Document("heart.txt", FIXTURE)], chunk_words=60, overlap_words=15)
+    return chunk_documents([SourceDocument("heart.txt", FIXTURE)], chunk_words=60, overlap_words=15)
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +195,9 @@ def test_given_spec_constrains_the_vocabulary(chunks):
 def test_no_causal_statement_builds_an_empty_graph_no_text_is_an_error():
     # Text without causal wording is searchable, so it builds (an empty graph, said in the
     # report: tests/test_empty_graph.py covers every command); no text at all is an error.
-    chunks = chunk_documents([Document("d", "The sky is blue. Grass is green. Water is wet.")])
+    chunks = chunk_documents(
+        [SourceDocument("d", "The sky is blue. Grass is green. Water is wet.")]
+    )
     r = build_offline(chunks, embedder=HashingEmbedder(dim=64))
     assert not r.graph.edges and not r.graph.variables and r.graph.chunks == tuple(chunks)
     assert "no causal statements were found in 3 sentences" in r.report["warnings"][0]

@@ -12,7 +12,7 @@ from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import ConfigError
 from hcg_core.graph_build import build_graph
 from hcg_core.graph_build.offline import build_offline
-from hcg_core.types import Dimension, Document, DomainSpec, Metric, OutcomeConfig, Variable
+from hcg_core.types import Dimension, DomainSpec, Metric, OutcomeConfig, SourceDocument, Variable
 
 TEXT = """Smoking causes lung cancer. Asbestos causes lung cancer. Smoking causes skin cancer in rare
 cases. Sunburn causes skin cancer. Sun exposure causes skin cancer. Skin cancer leads to death.
@@ -62,7 +62,7 @@ LIFTED = {
 @pytest.fixture(scope="module")
 def chunks():
     return chunk_documents(
-        [Document("golden.txt", TEXT)], chunk_words=25, overlap_words=6, whole_words=37
+        [SourceDocument("golden.txt", TEXT)], chunk_words=25, overlap_words=6, whole_words=37
     )
 
 

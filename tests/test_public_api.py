@@ -23,7 +23,7 @@ HCG_CORE_ALL = {
     "ConfigError",
     "CorruptFileError",
     "Dimension",
-    "Document",
+    "SourceDocument",
     "DomainSpec",
     "Embedder",
     "EmbedderError",

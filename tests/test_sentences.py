@@ -11,7 +11,7 @@ from hcg_core.corpus import chunk_documents
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.graph_build import build_graph
 from hcg_core.graph_build.extract import split_sentences, text_units
-from hcg_core.types import Document
+from hcg_core.types import SourceDocument
 
 # The user trial's shape: incident reports whose "## Root cause" / "## Impact" headings are
 # directly followed by text on the next line (no blank line after the heading).
@@ -121,7 +121,7 @@ def _heading_words_in(graph) -> set[str]:
 def test_heading_words_never_enter_a_variable_or_mechanism(underline):
     suffix = "txt" if underline else "md"
     docs = [
-        Document(f"incident-{n}.{suffix}", _report(n, *case, underline=underline))
+        SourceDocument(f"incident-{n}.{suffix}", _report(n, *case, underline=underline))
         for n, case in enumerate(CASES)
     ]
     graph = _graph(docs)
@@ -135,7 +135,7 @@ def test_the_same_reports_with_unmarked_headings_leak_them():
     """The control: with the heading marks removed, the heading lines read as prose and glue onto
     the next sentence, as every heading did before; the check above would see it."""
     docs = [
-        Document(f"incident-{n}.txt", re.sub(r"^#+ ", "", _report(n, *case), flags=re.M))
+        SourceDocument(f"incident-{n}.txt", re.sub(r"^#+ ", "", _report(n, *case), flags=re.M))
         for n, case in enumerate(CASES)
     ]
     assert _heading_words_in(_graph(docs)) & {"root", "impact"}

@@ -38,7 +38,7 @@ from ..graph_build.incremental import (
     relink_edges,
 )
 from ..graph_build.statements import collect_statements
-from ..types import CausalGraph, Chunk, Document
+from ..types import CausalGraph, Chunk, SourceDocument
 from .compiled import CompiledGraph
 from .lexical import Growable
 
@@ -83,15 +83,15 @@ def _check_editable(r: Retriever) -> None:
 
 
 def _as_chunks(items: Any, chunk_words: int, overlap_words: int) -> list[Chunk]:
-    if isinstance(items, (Chunk, Document)):
+    if isinstance(items, (Chunk, SourceDocument)):
         items = [items]
     items = list(items)
-    bad = [type(x).__name__ for x in items if not isinstance(x, (Chunk, Document))]
+    bad = [type(x).__name__ for x in items if not isinstance(x, (Chunk, SourceDocument))]
     if bad:
         raise InputError(
-            f"insert takes hcg_core Document or Chunk objects, got {', '.join(sorted(set(bad)))}"
+            f"insert takes hcg_core SourceDocument or Chunk objects, got {', '.join(sorted(set(bad)))}"
         )
-    docs = [x for x in items if isinstance(x, Document)]
+    docs = [x for x in items if isinstance(x, SourceDocument)]
     chunks = [x for x in items if isinstance(x, Chunk)]
     # An insert refuses what a build skips: ids given twice in the batch, and items without text
     # (an empty chunk makes a directory its loader refuses); nothing is added then.
@@ -104,7 +104,7 @@ def _as_chunks(items: Any, chunk_words: int, overlap_words: int) -> list[Chunk]:
 
 def insert(
     r: Retriever,
-    items: Document | Chunk | Iterable[Document | Chunk],
+    items: SourceDocument | Chunk | Iterable[SourceDocument | Chunk],
     *,
     chunk_words: int | None = None,
     overlap_words: int | None = None,
