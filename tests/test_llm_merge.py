@@ -182,3 +182,48 @@ def test_spec_yaml_keeps_the_new_fields_and_reads_old_specs_as_before():
         spec_from_yaml(text.replace("local BCC: BCC", "local BCC: SCC"))
     with pytest.raises(SpecError, match="inferred"):
         spec_from_yaml(text.replace("- outcome", "- metrics"))
+
+
+def test_a_merged_metric_keeps_the_signature_its_proposals_agree_on():
+    """A review's group: the keeper's first proposal named no dimension, the proposals it absorbs
+    name one; the merged metric binds that dimension (live q9 lost its variables that way)."""
+    from types import SimpleNamespace
+
+    from hcg_core.spec.review import apply_metric_review
+
+    dims = (Dimension("cancer_type", ("melanoma", "lung cancer")),)
+    drafts = [
+        [{"name": "Response", "signature": [], "description": "how the cancer responds"}],
+        [{"name": "Cure", "signature": ["cancer_type"], "description": "cured"}],
+        [{"name": "Cure", "signature": ["cancer_type"]}, {"name": "Smoking", "signature": []}],
+    ]
+    review = SimpleNamespace(
+        same_quantity=[SimpleNamespace(keep="Response", absorbs=["Cure"])], causes=["Smoking"]
+    )
+    renamed, causes = apply_metric_review(drafts, review, AssemblyReport())
+    assert causes == {"Smoking"}
+    assert [i["name"] for d in renamed for i in d] == [
+        "Response",
+        "Response",
+        "Response",
+        "Smoking",
+    ]
+    assert renamed[1][0]["description"] == "how the cancer responds"  # the keeper's definition
+    metrics, _ = merge_metrics(renamed, dims, 10, None, AssemblyReport())
+    sig = {m.name: m.signature for m in metrics}
+    assert sig == {"Response": ("cancer_type",), "Smoking": ()}  # a cause with none keeps none
+
+
+def test_a_metric_whose_signature_bound_nothing_keeps_its_unbound_form():
+    from hcg_core.spec.assemble import merge_variables, unbind_unused
+
+    dims = (Dimension("body_site", ("skin", "cervix")),)
+    metrics = (Metric("Infection", ("body_site",), ""), Metric("Spread", ("body_site",), ""))
+    drafts = [[{"metric": "Spread", "entities": ["skin"]}, {"metric": "Infection", "entities": []}]]
+    report = AssemblyReport()
+    variables = merge_variables(drafts, metrics, dims, report)
+    assert [v.name for v in variables] == ["Spread(skin)"]  # the short one is dropped
+    metrics, variables = unbind_unused(metrics, variables, report)
+    assert [v.name for v in variables] == ["Spread(skin)", "Infection"]
+    assert {m.name: m.signature for m in metrics} == {"Infection": (), "Spread": ("body_site",)}
+    assert report.repaired["metric_unbound_without_variables"] == 1

@@ -202,6 +202,7 @@ def merge_metrics(
     order: list[str] = []
     votes: Counter[str] = Counter()
     found: dict[str, Metric] = {}
+    sigs: dict[str, list[tuple[str, ...]]] = {}  # name -> every valid proposal's signature
     for draft in drafts:
         seen_here: set[str] = set()
         for item in draft:
@@ -216,6 +217,7 @@ def merge_metrics(
             if len(set(sig)) != len(sig):
                 report.dropped["metric_repeated_dimension"] += 1
                 continue
+            sigs.setdefault(name, []).append(sig)
             if name not in found:
                 role = item.get("role", "intermediate")
                 order.append(name)
@@ -229,6 +231,8 @@ def merge_metrics(
             if name not in seen_here:
                 votes[name] += 1
                 seen_here.add(name)
+    for n, proposed in sigs.items():
+        found[n] = replace(found[n], signature=agreed_signature(proposed))
     given = outcome is not None
     if outcome is not None:
         # The user's configuration decides roles; the LLM's tags are ignored.
@@ -263,6 +267,27 @@ def merge_metrics(
     report.dropped["metric_over_cap"] += len(order) - len(kept)
     metrics = apply_outcome_roles([found[n] for n in order if n in kept], outcome)
     return tuple(metrics), outcome
+
+
+def agreed_signature(proposed: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
+    """The signature a metric's proposals agree on: every dimension used by at least half of the
+    proposals that name one, in the order they first appear (a proposal without a signature
+    abstains: it names no dimension, it does not reject one). A merged metric (a review's group,
+    a near-duplicate renamed) thus keeps the dimensions its proposals share, not whichever
+    proposal came first, so a group whose first proposal named no dimension still binds one
+    variable per entity.
+
+    >>> agreed_signature([(), ("cancer_type",), ("cancer_type",), ("cancer_type", "body_site")])
+    ('cancer_type',)
+    >>> agreed_signature([("body_site",), ("cancer_type", "body_site")])
+    ('body_site', 'cancer_type')
+    >>> agreed_signature([(), ()])
+    ()
+    """
+    signed = [sig for sig in proposed if sig]
+    uses = Counter(d for sig in signed for d in sig)
+    order = list(dict.fromkeys(d for sig in signed for d in sig))
+    return tuple(d for d in order if uses[d] >= len(signed) / 2)
 
 
 def _fill_cap(ranked: Sequence[str], endpoints: set[str], cap: int) -> set[str]:
@@ -331,6 +356,26 @@ def merge_variables(
         if not m.signature and m.name not in out:
             out[m.name] = Variable(m.name, ())
     return tuple(out.values())
+
+
+def unbind_unused(
+    metrics: Sequence[Metric], variables: Sequence[Variable], report: AssemblyReport | None = None
+) -> tuple[tuple[Metric, ...], tuple[Variable, ...]]:
+    """A metric with a signature that bound no variable loses its signature and keeps its
+    unbound form, so a kept metric (a cause the review named, an endpoint) is never lost
+    because the variables step filled none of its slots.
+
+    >>> m = (Metric("Exposure", ("site",), ""), Metric("Dose", ("site",), ""))
+    >>> ms, vs = unbind_unused(m, (Variable("Dose", ("skin",)),))
+    >>> [(x.name, x.signature) for x in ms], [v.name for v in vs]
+    ([('Exposure', ()), ('Dose', ('site',))], ['Dose(skin)', 'Exposure'])
+    """
+    report = report if report is not None else AssemblyReport()
+    bound = {v.metric for v in variables}
+    idle = [m.name for m in metrics if m.signature and m.name not in bound]
+    report.repaired["metric_unbound_without_variables"] += len(idle)
+    out = tuple(replace(m, signature=()) if m.name in idle else m for m in metrics)
+    return out, (*variables, *(Variable(n, ()) for n in idle))
 
 
 def merge_relations(

@@ -46,6 +46,7 @@ from .assemble import (
     merge_relations,
     merge_variables,
     metric_name,
+    unbind_unused,
 )
 from .merge import MetricDraft, metric_groups
 from .review import (
@@ -449,7 +450,9 @@ async def agenerate_spec(
                 + ", ".join(inferred_outcomes),
             )
             inferred.append("outcome")
-        variables, relations = await _variables_and_relations(calls, dims, metrics, dom, report)
+        metrics, variables, relations = await _variables_and_relations(
+            calls, dims, metrics, dom, report
+        )
         spec = assemble_spec(dims, metrics, variables, relations, final_outcome, domain=domain)
         spec = replace(spec, inferred=tuple(inferred))
     return spec, {
@@ -511,9 +514,10 @@ async def _variables_and_relations(
     metrics: Sequence[Any],
     dom: str,
     report: AssemblyReport,
-) -> tuple[list[Any], list[Any]]:
+) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]:
     """The variables step over the curated metrics, then the relations step over its variables,
-    each merged."""
+    each merged; the metrics come back with the signature of any that bound no variable
+    dropped (``unbind_unused``)."""
     used = {d for m in metrics for d in m.signature}
     var_replies = await calls.step(
         "variables",
@@ -529,6 +533,7 @@ async def _variables_and_relations(
     variables = merge_variables(
         [variable_items(r, signatures) for _, r in var_replies], metrics, dims, report
     )
+    metrics, variables = unbind_unused(metrics, variables, report)
     rel_replies = await calls.step(
         "relations",
         relations_model([v.name for v in variables]),
@@ -537,7 +542,7 @@ async def _variables_and_relations(
         variables="\n".join(f"- {v.name}" for v in variables) or "(none)",
     )
     relations = merge_relations(_items(rel_replies, "relations"), variables, metrics, report)
-    return variables, relations
+    return metrics, variables, relations
 
 
 Review = Callable[..., Awaitable[Any]]  # review(prompt name, model, tokens, **fields) -> reply

@@ -170,7 +170,8 @@ def apply_metric_review(
     drafts: Sequence[Sequence[Mapping[str, Any]]], reply: Any, report: AssemblyReport
 ) -> tuple[list[list[dict[str, Any]]], set[str]]:
     """The drafts with every absorbed metric proposal replaced by its keeper's first proposal
-    (name, signature, definition, role), and the names the review called causes."""
+    (name, definition, role) but keeping its own signature (``merge_metrics`` settles the
+    signature the group's proposals agree on), and the names the review called causes."""
     first: dict[str, Mapping[str, Any]] = {}
     for draft in drafts:
         for item in draft:
@@ -179,7 +180,9 @@ def apply_metric_review(
     report.repaired["metric_merged_by_review"] += len(moved)
     renamed = [
         [
-            dict(first[moved[n]]) if (n := metric_name(i.get("name", ""))) in moved else dict(i)
+            {**first[moved[n]], "signature": i.get("signature", [])}
+            if (n := metric_name(i.get("name", ""))) in moved
+            else dict(i)
             for i in draft
         ]
         for draft in drafts
