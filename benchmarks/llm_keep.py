@@ -78,10 +78,12 @@ def score_rule(calls: Path, spec, mentions, per_template: int) -> tuple[int, int
         vs, vt = parse_variable(s), parse_variable(t)
         groups.setdefault((call, vs.metric, vt.metric), []).append((s, t, vs, vt, kept))
     sent = kept_n = 0
+    asked: set[tuple[str, str]] = set()  # in call order: a pair is asked in one direction only
     for rows in groups.values():
         scored = [(candidate_score(spec, mentions, vs, vt), (s, t), k) for s, t, vs, vt, k in rows]
         ranked = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))
-        chosen = set(spread_pairs([p for _, p, _ in ranked], per_template))
+        chosen = set(spread_pairs([p for _, p, _ in ranked], per_template, asked))
+        asked |= chosen
         sent += len(chosen)
         kept_n += sum(k for _, p, k in ranked if p in chosen)
     return sent, kept_n

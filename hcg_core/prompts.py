@@ -155,8 +155,9 @@ PROMPTS: dict[str, Prompt] = {
         "intervention within receiving interventions, a success within an effectiveness), or "
         "a chance and an occurrence of the same event, two ends of one scale (a good state "
         "and its impairment, as 'AirQuality' and 'AirPollution'), or a definition that covers "
-        "another's quantity (a 'whether or how much' beside a 'how much' of the same thing); "
-        "keep apart quantities an expert keeps apart; (2) list under causes the metrics that measure a cause the corpus discusses "
+        "another's quantity (a 'whether or how much' beside a 'how much' of the same thing), or "
+        "one that is the top of another's scale (whether a goal was reached beside how far "
+        "toward it things went); keep apart quantities an expert keeps apart; (2) list under causes the metrics that measure a cause the corpus discusses "
         "(an exposure, behaviour, infection, inherited condition or risk factor), so that they "
         "are kept.",
     ),
@@ -167,8 +168,9 @@ PROMPTS: dict[str, Prompt] = {
         "same quantity of the same thing under two names (as 'TrafficCongestion' and "
         "'RoadCongestion' would), including two ends of one scale (a good state and its "
         "impairment, as 'AirQuality' and 'AirPollution') and a definition that covers another's "
-        "quantity (a 'whether or how much' beside a 'how much' of the same thing), the name to "
-        "keep first. Read the definitions, not only the names. Quantities an expert keeps "
+        "quantity (a 'whether or how much' beside a 'how much' of the same thing) or is the "
+        "top of its scale (whether a goal was reached beside how far toward it things went), "
+        "the name to keep first. Read the definitions, not only the names. Quantities an expert keeps "
         "apart stay apart; none is fine.",
     ),
 }

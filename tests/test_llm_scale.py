@@ -191,6 +191,23 @@ def test_tier2_packs_templates_into_few_calls():
     assert all(len(b.pairs) <= 50 for b in batches)
 
 
+def test_tier2_asks_about_a_pair_in_one_direction_only():
+    # Templates A -> B and B -> A (a live build's readers were offered "simulation -> radiation
+    # therapy" and its reverse, and kept both: a two-node cycle): the later template's reversed
+    # pairs are left out, its other pairs still go.
+    variables = [Variable("A", (e,)) for e in ("x", "y")] + [
+        Variable("B", (e,)) for e in ("x", "y", "z")
+    ]
+    both = [Template("A", "B"), Template("B", "A")]
+    batches, counts = tier2_batches(both, variables, 50)
+    pairs = [p for b in batches for p in b.pairs]
+    assert len(pairs) == len(set(pairs)) and counts["candidates"] == len(pairs)
+    assert not {(t, s) for s, t in pairs} & set(pairs)
+    one_way, _ = tier2_batches(both[:1], variables, 50)
+    assert set(one_way[0].pairs) <= set(pairs)
+    assert len(pairs) > len(one_way[0].pairs)  # B -> A still sends pairs not asked the other way
+
+
 def test_a_spec_with_metrics_and_no_variables_builds_a_graph():
     clean = build_graph(
         load_chunks(), embedder=EMB, llm=ScriptedLLM(respond), tier="XS", outcome=OUTCOME

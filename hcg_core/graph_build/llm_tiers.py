@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -539,19 +539,28 @@ def template_pairs(template: Template, variables: Sequence[Variable]) -> list[tu
     return [(s, t) for s in vs for t in vt if s != t]
 
 
-def spread_pairs(ranked: Sequence[tuple[str, str]], cap: int) -> list[tuple[str, str]]:
+def spread_pairs(
+    ranked: Sequence[tuple[str, str]], cap: int, sent: Set[tuple[str, str]] = frozenset()
+) -> list[tuple[str, str]]:
     """The first ``cap`` of a template's ranked pairs in which no variable takes part more than
     ``PAIRS_PER_VARIABLE`` times: a variable is not crossed with every entity the corpus names
-    beside it (the live builds' readers rejected most such pairs).
+    beside it (the live builds' readers rejected most such pairs). A pair whose reverse is in
+    ``sent`` (asked by an earlier template) or already chosen is left out: one question per
+    pair of variables, so a reply cannot keep both directions (a two-node cycle) and no call is
+    spent asking the same thing twice.
 
     >>> spread_pairs([("a", "x"), ("a", "y"), ("b", "x"), ("b", "y")], 24)
     [('a', 'x'), ('b', 'y')]
+    >>> spread_pairs([("a", "x"), ("x", "a"), ("b", "y")], 24, {("y", "b")})
+    [('a', 'x')]
     """
     used: Counter[str] = Counter()
-    out = []
+    out: list[tuple[str, str]] = []
     for s, t in ranked:
         if len(out) == cap:
             break
+        if (t, s) in sent or (t, s) in out:
+            continue
         if used[s] < PAIRS_PER_VARIABLE and used[t] < PAIRS_PER_VARIABLE:
             used[s] += 1
             used[t] += 1
@@ -590,6 +599,7 @@ def tier2_batches(
         "candidates_over_template_cap": 0,
         "templates_without_candidates": 0,
     }
+    sent: set[tuple[str, str]] = set()  # every template's pairs so far: one direction per pair
     for t in templates:
         proposed = template_pairs(t, variables)
         scored = [
@@ -597,7 +607,8 @@ def tier2_batches(
             for a, b in proposed
         ]
         ranked = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))
-        pairs = spread_pairs([p for _, p in ranked], cap)
+        pairs = spread_pairs([p for _, p in ranked], cap, sent)
+        sent.update(pairs)
         counts["candidates_proposed"] += len(proposed)
         counts["candidates"] += len(pairs)
         counts["candidates_over_template_cap"] += len(ranked) - len(pairs)
