@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 
@@ -80,25 +81,35 @@ def main() -> None:
     # Warm both (first-call allocations, the hybrid ranker's BM25 index).
     hcg.retrieve(questions[0], k=args.k)
     vector.retrieve(questions[0])
-    times: dict[str, list[float]] = {"llama_index VectorStoreIndex": [], "hcg default": []}
-    for q in questions:
-        t0 = time.perf_counter()
-        vector.retrieve(q)
-        t1 = time.perf_counter()
-        hcg.retrieve(q, k=args.k)
-        t2 = time.perf_counter()
-        times["llama_index VectorStoreIndex"].append((t1 - t0) * 1000)
-        times["hcg default"].append((t2 - t1) * 1000)
-    print(
-        f"{len(questions)} queries, k={args.k}, {len(nodes)} chunks, embedder {hcg.embedder.name}"
+    p50 = side_by_side(
+        questions,
+        ("llama_index VectorStoreIndex", vector.retrieve),
+        ("hcg default", lambda q: hcg.retrieve(q, k=args.k)),
+        f"{len(questions)} queries, k={args.k}, {len(nodes)} chunks, embedder {hcg.embedder.name}",
     )
-    p50 = {}
-    for name, ms in times.items():
-        a = np.asarray(ms)
-        p50[name] = float(np.percentile(a, 50))
-        print(f"  {name:30s} p50 {p50[name]:7.2f} ms   p95 {np.percentile(a, 95):7.2f} ms")
     ratio = p50["hcg default"] / p50["llama_index VectorStoreIndex"]
     print(f"  ratio of p50s (hcg / VectorStoreIndex): {ratio:.2f}x (target <= 1.5x)")
+
+
+def side_by_side(
+    questions: list[str],
+    first: tuple[str, Callable[[str], object]],
+    second: tuple[str, Callable[[str], object]],
+    header: str,
+) -> dict[str, float]:
+    """Time ``first`` and ``second`` alternately on each question (so machine load falls on
+    both alike), print each one's p50 and p95, and return the p50s in ms by name."""
+    times: dict[str, list[float]] = {first[0]: [], second[0]: []}
+    for q in questions:
+        for name, call in (first, second):
+            t0 = time.perf_counter()
+            call(q)
+            times[name].append((time.perf_counter() - t0) * 1000)
+    print(header)
+    p50 = {name: float(np.percentile(ms, 50)) for name, ms in times.items()}
+    for name, ms in times.items():
+        print(f"  {name:30s} p50 {p50[name]:7.2f} ms   p95 {np.percentile(ms, 95):7.2f} ms")
+    return p50
 
 
 def against_embedding(hcg: CausalGraphRetriever, args: argparse.Namespace) -> None:
@@ -108,21 +119,12 @@ def against_embedding(hcg: CausalGraphRetriever, args: argparse.Namespace) -> No
         warnings.simplefilter("ignore", UserWarning)
         questions = [q.question for q in load_questions(args.questions, limit=args.queries)]
     hcg.retrieve(questions[0], k=args.k)  # warm: the ranker's BM25 index, the walk's arrays
-    times: dict[str, list[float]] = {"query embedding alone": [], "hcg default": []}
-    for q in questions:
-        t0 = time.perf_counter()
-        hcg.embed_query(q)
-        t1 = time.perf_counter()
-        hcg.retrieve(q, k=args.k)
-        t2 = time.perf_counter()
-        times["query embedding alone"].append((t1 - t0) * 1000)
-        times["hcg default"].append((t2 - t1) * 1000)
-    print(
-        f"{len(questions)} queries, k={args.k}, {len(hcg.graph.chunks)} chunks, {hcg.embedder.name}"
+    p50 = side_by_side(
+        questions,
+        ("query embedding alone", hcg.embed_query),
+        ("hcg default", lambda q: hcg.retrieve(q, k=args.k)),
+        f"{len(questions)} queries, k={args.k}, {len(hcg.graph.chunks)} chunks, {hcg.embedder.name}",
     )
-    p50 = {name: float(np.percentile(ms, 50)) for name, ms in times.items()}
-    for name, ms in times.items():
-        print(f"  {name:30s} p50 {p50[name]:7.2f} ms   p95 {np.percentile(ms, 95):7.2f} ms")
     ratio = p50["hcg default"] / p50["query embedding alone"]
     print(f"  ratio of p50s (hcg / embedding alone): {ratio:.2f}x (target <= 1.5x)")
 
