@@ -118,20 +118,13 @@ class Failures:
 
     def add(self, item: str, exc: Exception) -> None:
         cause = failure_cause(exc)
+        error = redact(f"{type(exc).__name__}: {exc}", env_secrets())[:500]
         self.causes[cause] += 1
         self._stages.setdefault(cause, set()).add(current_stage.get())
-        self._examples.setdefault(
-            cause, redact(f"{type(exc).__name__}: {exc}", env_secrets())[:500]
-        )
+        self._examples.setdefault(cause, error)
         if len(self.records) < MAX_FAILURE_RECORDS:
-            self.records.append(
-                {
-                    "stage": current_stage.get(),
-                    "item": item,
-                    "cause": cause,
-                    "error": redact(f"{type(exc).__name__}: {exc}", env_secrets())[:500],
-                }
-            )
+            record = {"stage": current_stage.get(), "item": item, "cause": cause, "error": error}
+            self.records.append(record)
 
     def __len__(self) -> int:
         return sum(self.causes.values())
@@ -286,20 +279,18 @@ async def ask_item(
     failures: Failures,
 ) -> M | None:
     """The validated reply, or None when this item failed (counted as ``failed``) or was
-    refused twice (counted as ``refused``: dropped, the build goes on within a limit)."""
-    try:
-        return await _once_more_if_refused(lambda: llm.acomplete(messages, response_model), ledger)
-    except LLMRefusalError:
-        ledger.add(refused=1)
-        return None
-    except ITEM_ERRORS as exc:
-        ledger.add(failed=1)
-        failures.add(item, exc)
-        return None
-    finally:
-        bar = stage_bar.get()
-        if bar is not None:
-            bar.update(1)
+    refused twice (counted as ``refused``: dropped, the build goes on within a limit).
+
+    A batch of one: ``ask_split`` cannot halve it, so a request too long or a reply cut fails it.
+    """
+    [(_, reply)] = await ask_split(
+        [item],
+        lambda _: llm.acomplete(messages, response_model),
+        item=item,
+        ledger=ledger,
+        failures=failures,
+    )
+    return reply
 
 
 async def ask_split(
