@@ -12,7 +12,7 @@ import json
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +52,8 @@ def load_sentences(path: str | Path) -> dict[str, str]:
     p = Path(path)
     out: dict[str, str] = {}
     for i, obj in enumerate(_read_records(p, what="sentences file")):
-        sid, text = obj.get("sentence_id") if isinstance(obj, dict) else None, None
-        if isinstance(obj, dict):
-            text = obj.get("text")
+        record = obj if isinstance(obj, dict) else {}
+        sid, text = record.get("sentence_id"), record.get("text")
         if not isinstance(sid, str) or not isinstance(text, str):
             raise InputError(
                 f"{p}: record {i} needs a string 'sentence_id' and a string 'text'", path=p
@@ -366,9 +365,7 @@ def evaluate(
             if judge is not None:
                 texts, _ = _texts_and_routes(output)
                 cut = " ".join(" ".join(texts).split()[:budget])
-                s = QuestionScore(
-                    **{**asdict(s), "judge": float(judge(item.question, item.answer, [cut]))}
-                )
+                s = replace(s, judge=float(judge(item.question, item.answer, [cut])))
             scores.append(s)
             if progress is not None:
                 progress(name, i + 1, len(qs))

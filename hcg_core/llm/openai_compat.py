@@ -402,9 +402,8 @@ class OpenAIStructuredLLM:
             }
         elif mode == "json_object":
             options["response_format"] = {"type": "json_object"}
-        for name, value in self._sampling(response_model.__name__).items():
-            if value is not None:
-                options[name] = value
+        sampling = self._sampling(response_model.__name__)
+        options.update((name, value) for name, value in sampling.items() if value is not None)
         return options
 
     def _backoff(self, attempt: int, server_wait: float | None) -> float:

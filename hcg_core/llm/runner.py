@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -45,6 +45,7 @@ MAX_FAILURE_RECORDS = 50  # failures listed in the report (all are counted, by c
 MAX_SPLIT_DEPTH = 5  # a batch is halved at most this often (1/32 of it)
 DEFAULT_FRAMEWORK_RETRIES = 4
 DEFAULT_FRAMEWORK_BACKOFF = 1.0  # seconds, doubled per attempt, with jitter
+DEFAULT_FRAMEWORK_BACKOFF_MAX = 60.0  # cap on one wait
 _TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 _TRANSIENT_NAMES = ("timeout", "ratelimit", "connection", "unavailable", "overloaded", "internal")
 
@@ -79,23 +80,22 @@ def failure_cause(exc: BaseException) -> str:
     """A short cause for grouping failures: the same cause reads the same for every item."""
     if isinstance(exc, LLMUnavailableError):
         inner = [type(e).__name__ for e in _chain(exc)][1:]
-        kinds = {
-            "APIConnectionError": "server unreachable (connection failed)",
-            "APITimeoutError": "server too slow (request timed out)",
-            "_WholeRequestTimeout": "server too slow (request timed out)",
-            "InternalServerError": "server errors (HTTP 5xx)",
-            "RateLimitError": "rate limited (HTTP 429)",
-        }
-        for name in inner:
-            if name in kinds:
-                return kinds[name]
-        return "server unavailable after retries"
+        causes = (_UNAVAILABLE_CAUSES[name] for name in inner if name in _UNAVAILABLE_CAUSES)
+        return next(causes, "server unavailable after retries")
     for kind, cause in _CAUSES:
         if isinstance(exc, kind):
             return cause
     return type(exc).__name__
 
 
+# Why a server stayed unavailable: the first of these types in LLMUnavailableError's cause chain.
+_UNAVAILABLE_CAUSES = {
+    "APIConnectionError": "server unreachable (connection failed)",
+    "APITimeoutError": "server too slow (request timed out)",
+    "_WholeRequestTimeout": "server too slow (request timed out)",
+    "InternalServerError": "server errors (HTTP 5xx)",
+    "RateLimitError": "rate limited (HTTP 429)",
+}
 # Checked in this order: a subclass before the class it refines.
 _CAUSES: tuple[tuple[type[Exception], str], ...] = (
     (LLMRefusalError, "the model refused"),
@@ -162,29 +162,25 @@ async def gather_or_cancel(*aws: Awaitable[T]) -> list[T]:
         raise
 
 
+@dataclass(eq=False, repr=False)
 class ResilientLLM:
     """A framework model (LlamaIndex, LangChain, any StructuredLLM without a ledger) with the care
     the HTTP client gives: retries with backoff on transient errors, the reply cache (resume),
     and accounting (``calls`` are requests made, retries included; tokens are not visible).
     """
 
-    def __init__(
-        self,
-        inner: StructuredLLM,
-        ledger: Ledger | None = None,
-        *,
-        cache_dir: str | os.PathLike[str] | None = None,
-        max_retries: int = DEFAULT_FRAMEWORK_RETRIES,
-        backoff_base: float = DEFAULT_FRAMEWORK_BACKOFF,
-        backoff_max: float = 60.0,
-    ) -> None:
-        self.inner = inner
-        self.ledger = ledger if ledger is not None else Ledger()
-        self.name = inner.name
-        self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
-        self.max_retries = max_retries
-        self.backoff_base = backoff_base
-        self.backoff_max = backoff_max
+    inner: StructuredLLM
+    ledger: Ledger | None = None
+    _: KW_ONLY
+    cache_dir: str | os.PathLike[str] | None = None
+    max_retries: int = DEFAULT_FRAMEWORK_RETRIES
+    backoff_base: float = DEFAULT_FRAMEWORK_BACKOFF
+    backoff_max: float = DEFAULT_FRAMEWORK_BACKOFF_MAX
+
+    def __post_init__(self) -> None:
+        self.ledger = self.ledger if self.ledger is not None else Ledger()
+        self.name = self.inner.name
+        self.cache = ResponseCache(self.cache_dir) if self.cache_dir is not None else None
 
     async def acomplete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
         key = None
