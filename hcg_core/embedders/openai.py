@@ -16,6 +16,7 @@ import numpy as np
 
 from ..embedding import as_matrix
 from ..errors import ConfigError, EmbedderError
+from ..safe_text import env_secrets, redact
 from ._common import check_count, check_text, check_texts
 
 DEFAULT_OPENAI_BATCH_SIZE = 256
@@ -84,8 +85,6 @@ class OpenAIEmbedder:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        from ..safe_text import redact
-
         return f"OpenAIEmbedder(model={self.model!r}, base_url={redact(repr(self.base_url))})"
 
     @property
@@ -128,8 +127,6 @@ class OpenAIEmbedder:
         try:
             reply = client.embeddings.create(**kwargs)
         except Exception as exc:  # the SDK's errors carry status and body; keep them in the message
-            from ..safe_text import env_secrets, redact
-
             where = self.base_url or "the OpenAI API"
             # Masked: a provider may echo the Authorization header, a URL may hold user:password.
             raise EmbedderError(

@@ -251,16 +251,10 @@ class EvalReport:
         )
         lines: list[str] = []
         for group in dict.fromkeys(r.group for r in self.rows):
-            lines.append(f"[{group}]")
-            lines.append(head)
+            lines += [f"[{group}]", head]
             for r in (r for r in self.rows if r.group == group):
-                gq = "-" if r.graph_query_share is None else f"{r.graph_query_share:.2f}"
-                gw = "-" if r.graph_word_share is None else f"{r.graph_word_share:.2f}"
-                cr = (
-                    ""
-                    if not ctx
-                    else f"{'-' if r.context_recall is None else f'{r.context_recall:.3f}':>14}"
-                )
+                cr = f"{_or_dash(r.context_recall, '.3f'):>14}" if ctx else ""
+                gq, gw = _or_dash(r.graph_query_share, ".2f"), _or_dash(r.graph_word_share, ".2f")
                 lines.append(
                     f"{r.system:<34}{r.n:>5}{cr}{r.recall:>13.3f}{r.recall_unbounded:>11.3f}"
                     f"{r.context_words:>8.0f}{r.latency_p50_ms:>9.1f}{r.latency_p95_ms:>9.1f}"
@@ -268,6 +262,11 @@ class EvalReport:
                 )
             lines.append("")
         return "\n".join(lines).rstrip() + "\n"
+
+
+def _or_dash(value: float | None, spec: str) -> str:
+    """A table cell: ``value`` formatted, or "-" when there is none."""
+    return "-" if value is None else format(value, spec)
 
 
 def _texts_and_routes(output: SystemOutput) -> tuple[list[str], list[bool] | None]:

@@ -321,15 +321,10 @@ class OpenAIStructuredLLM:
                     sampling=self._sampling(kind),
                     mode=mode,
                 )
-                cached = self.cache.get(key)
+                cached = self.cache.load(key, response_model)
                 if cached is not None:
-                    try:
-                        result = response_model.model_validate(cached)
-                    except ValueError:
-                        result = None  # schema changed under the same key: ask again
-                    if result is not None:
-                        self.ledger.add(cache_hits=1)
-                        return result
+                    self.ledger.add(cache_hits=1)
+                    return cached
 
             async def send(msgs: list[dict[str, str]], mode: str = mode) -> str:
                 return await self._send(msgs, response_model, schema, mode)

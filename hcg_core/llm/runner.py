@@ -187,14 +187,10 @@ class ResilientLLM:
         if self.cache is not None:
             schema = schema_for(response_model)
             key = cache_key(self.name, messages, schema, mode="framework")
-            cached = self.cache.get(key)
+            cached = self.cache.load(key, response_model)
             if cached is not None:
-                try:
-                    result = response_model.model_validate(cached)
-                    self.ledger.add(cache_hits=1)
-                    return result
-                except ValueError:
-                    pass
+                self.ledger.add(cache_hits=1)
+                return cached
         attempt = 0
         while True:
             self.ledger.add(calls=1)
