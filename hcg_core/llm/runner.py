@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import KW_ONLY, dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -305,23 +306,16 @@ async def ask_split(
     except LLMRefusalError:
         ledger.add(refused=1)
         return [(items, None)]
-    except (LLMContextLengthError, LLMTruncatedError) as exc:
-        if len(items) > 1 and depth < MAX_SPLIT_DEPTH:
+    except ITEM_ERRORS as exc:
+        too_long = isinstance(exc, (LLMContextLengthError, LLMTruncatedError))
+        if too_long and len(items) > 1 and depth < MAX_SPLIT_DEPTH:
             ledger.add(splits=1)
             mid = len(items) // 2
+            half = partial(ask_split, ask=ask, item=item, ledger=ledger, failures=failures)
             halves = await gather_or_cancel(
-                ask_split(
-                    items[:mid], ask, item=item, ledger=ledger, failures=failures, depth=depth + 1
-                ),
-                ask_split(
-                    items[mid:], ask, item=item, ledger=ledger, failures=failures, depth=depth + 1
-                ),
+                half(items[:mid], depth=depth + 1), half(items[mid:], depth=depth + 1)
             )
             return [*halves[0], *halves[1]]
-        ledger.add(failed=1)
-        failures.add(item, exc)
-        return [(items, None)]
-    except ITEM_ERRORS as exc:
         ledger.add(failed=1)
         failures.add(item, exc)
         return [(items, None)]
