@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 
 import pytest
@@ -41,6 +42,18 @@ def test_content_words_lowercase_drop_stopwords_and_short_tokens_fold_plurals():
         "ray",
     ]
     assert content_words("the of and") == []
+
+
+def test_content_words_keep_the_stopwords_the_reference_figures_were_taken_with():
+    # The measure reads the BM25 tokeniser's stopwords; a change there would move every reported
+    # figure, so the list (141 words) is pinned by its hash.
+    from hcg_core.retrieval.lexical import STOPWORDS
+
+    listed = " ".join(sorted(STOPWORDS)).encode()
+    assert len(STOPWORDS) == 141
+    assert hashlib.sha256(listed).hexdigest() == (
+        "26f27509fab408732cfff99dae4ac81e94c671188eff451101470c79b8919a95"
+    )
 
 
 def test_answer_recall_counts_distinct_gold_words_at_the_budget():

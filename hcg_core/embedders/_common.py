@@ -1,10 +1,11 @@
-"""What the embedders share: argument and input checks (one message for bad input) and finding
-bundled model files."""
+"""What the embedders share: argument and input checks (one message for bad input), finding
+bundled model files, and copies that load their model again."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,13 @@ from typing import Any
 from ..errors import ConfigError, EmbedderError
 
 
-def check_count(value: Any, name: str, low: int = 1, high: int | None = None) -> None:
-    """``ConfigError`` unless ``value`` is an int (not a bool) from ``low`` to ``high``."""
+def check_count(
+    value: Any, name: str, low: int = 1, high: int | None = None, *, none_ok: bool = False
+) -> None:
+    """``ConfigError`` unless ``value`` is an int (not a bool) from ``low`` to ``high`` (or None,
+    when ``none_ok``)."""
+    if none_ok and value is None:
+        return
     if (
         isinstance(value, bool)
         or not isinstance(value, int)
@@ -21,7 +27,8 @@ def check_count(value: Any, name: str, low: int = 1, high: int | None = None) ->
         or (high is not None and value > high)
     ):
         bound = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise ConfigError(f"{name} must be an int {bound}, got {value!r}")
+        either = "None or " if none_ok else ""
+        raise ConfigError(f"{name} must be {either}an int {bound}, got {value!r}")
 
 
 def check_texts(texts: Any, *, who: str) -> list[str]:
@@ -81,3 +88,23 @@ def check_model_file(path: Path, expected_sha256: str | None, advice: str) -> No
         raise EmbedderError(
             f"model file {path} has sha256 {h.hexdigest()}, expected {expected_sha256}; {advice}"
         )
+
+
+class LazyModel:
+    """An embedder whose copies and pickles carry the settings only: the attributes in
+    ``_RUNTIME`` (model handles, which cannot be pickled) start again at their empty values and
+    load on first use, and the copy gets a fresh lock (a lock cannot be copied)."""
+
+    _RUNTIME: dict[str, Any] = {}
+
+    def _reset_runtime(self) -> None:
+        self._lock = threading.Lock()
+        for attr, empty in self._RUNTIME.items():
+            setattr(self, attr, empty)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_lock" and k not in self._RUNTIME}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._reset_runtime()

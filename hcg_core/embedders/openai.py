@@ -16,6 +16,7 @@ import numpy as np
 
 from ..embedding import as_matrix
 from ..errors import ConfigError, EmbedderError
+from ..safe_text import env_secrets, redact
 from ._common import check_count, check_text, check_texts
 
 DEFAULT_OPENAI_BATCH_SIZE = 256
@@ -65,8 +66,7 @@ class OpenAIEmbedder:
     ):
         if not isinstance(model, str) or not model:
             raise ConfigError(f"model must be a non-empty str, got {model!r}")
-        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
-            raise ConfigError(f"dim must be None or an int >= 1, got {dim!r}")
+        check_count(dim, "dim", none_ok=True)
         check_count(batch_size, "batch_size")
         if request_dimensions and dim is None:
             raise ConfigError("request_dimensions=True needs dim= (the size to ask the server for)")
@@ -85,8 +85,6 @@ class OpenAIEmbedder:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        from ..safe_text import redact
-
         return f"OpenAIEmbedder(model={self.model!r}, base_url={redact(repr(self.base_url))})"
 
     @property
@@ -98,28 +96,28 @@ class OpenAIEmbedder:
         return self._dim
 
     def _get_client(self) -> Any:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    try:
-                        import openai
-                    except ImportError as exc:
-                        raise EmbedderError(
-                            f"OpenAIEmbedder needs the openai SDK ({exc}); run: {OPENAI_INSTALL_HINT}"
-                        ) from exc
-                    key = self._api_key or os.environ.get("OPENAI_API_KEY")
-                    if not key and self.base_url is None and not os.environ.get("OPENAI_BASE_URL"):
-                        raise EmbedderError(
-                            "no API key for OpenAI: set OPENAI_API_KEY or pass api_key=, or pass "
-                            "base_url= for a local OpenAI-compatible server"
-                        )
-                    self._client = openai.OpenAI(
-                        api_key=key or _PLACEHOLDER_KEY,
-                        base_url=self.base_url,
-                        timeout=self.timeout,
-                        max_retries=self.max_retries,
-                    )
-        return self._client
+        with self._lock:
+            if self._client is not None:
+                return self._client
+            try:
+                import openai
+            except ImportError as exc:
+                raise EmbedderError(
+                    f"OpenAIEmbedder needs the openai SDK ({exc}); run: {OPENAI_INSTALL_HINT}"
+                ) from exc
+            key = self._api_key or os.environ.get("OPENAI_API_KEY")
+            if not key and self.base_url is None and not os.environ.get("OPENAI_BASE_URL"):
+                raise EmbedderError(
+                    "no API key for OpenAI: set OPENAI_API_KEY or pass api_key=, or pass "
+                    "base_url= for a local OpenAI-compatible server"
+                )
+            self._client = openai.OpenAI(
+                api_key=key or _PLACEHOLDER_KEY,
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+            )
+            return self._client
 
     def _request(self, batch: list[str]) -> np.ndarray:
         client = self._get_client()
@@ -129,8 +127,6 @@ class OpenAIEmbedder:
         try:
             reply = client.embeddings.create(**kwargs)
         except Exception as exc:  # the SDK's errors carry status and body; keep them in the message
-            from ..safe_text import env_secrets, redact
-
             where = self.base_url or "the OpenAI API"
             # Masked: a provider may echo the Authorization header, a URL may hold user:password.
             raise EmbedderError(

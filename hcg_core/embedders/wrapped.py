@@ -6,7 +6,6 @@ is the check both adapters' default-embedding classes make of the core embedder 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -14,10 +13,10 @@ import numpy as np
 
 from ..embedding import as_matrix, embedder_errors, is_embedder
 from ..errors import ConfigError, EmbedderError
-from ._common import check_text, check_texts
+from ._common import LazyModel, check_count, check_text, check_texts
 
 
-class CallableEmbedder:
+class CallableEmbedder(LazyModel):
     """An Embedder around a batch function; its output is checked and L2-normalised.
 
     Args:
@@ -50,24 +49,15 @@ class CallableEmbedder:
             raise ConfigError(f"query_fn must be callable or None, got {type(query_fn).__name__}")
         if not isinstance(name, str) or not name:
             raise ConfigError(f"name must be a non-empty str, got {name!r}")
-        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
-            raise ConfigError(f"dim must be None or an int >= 1, got {dim!r}")
+        check_count(dim, "dim", none_ok=True)
         self.name = name
         self._fn = fn
         self._query_fn = query_fn
         self._dim = dim
-        self._lock = threading.Lock()
+        self._reset_runtime()  # a copy or pickle (multiprocessing, deepcopy) gets a fresh lock
 
     def __repr__(self) -> str:
         return f"CallableEmbedder(name={self.name!r}, dim={self._dim})"
-
-    # Copies and pickles (multiprocessing, deepcopy) get a fresh lock; a lock cannot be copied.
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     @property
     def dim(self) -> int:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from ..arg_types import add_embedder_arguments
@@ -137,15 +137,13 @@ def hcg_systems(
     systems: dict[str, System] = {}
     for mode in modes:
         clone = retriever.with_config(word_budget=None if k else budget, **settings[mode])
-        systems[f"hcg {mode}"] = _runner(clone, k or _MANY)
+        systems[f"hcg {mode}"] = partial(clone.retrieve, k=k or _MANY)
     return systems
 
 
-def _runner(retriever: Any, k: int) -> Callable[[str], Any]:
-    def run(question: str) -> Any:
-        return retriever.retrieve(question, k=k)
-
-    return run
+def _windows(docs: list[str], words: int, overlap: int) -> list[str]:
+    """Every document cut into plain word windows (``word_windows``), in order."""
+    return [w for doc in docs for w in word_windows(doc, words, overlap)]
 
 
 def baseline_systems(retriever: Any, args: argparse.Namespace) -> dict[str, System]:
@@ -159,13 +157,9 @@ def baseline_systems(retriever: Any, args: argparse.Namespace) -> dict[str, Syst
         "bm25 (same chunks)": bm25_system(texts, k),
     }
     docs = documents_from_chunks(retriever.graph.chunks)
-
-    def windows(words: int, overlap: int) -> list[str]:
-        return [w for doc in docs for w in word_windows(doc, words, overlap)]
-
     plain = f"{PLAIN_CHUNK_WORDS}/{PLAIN_CHUNK_OVERLAP}"
-    out[f"bm25 {plain}"] = bm25_system(windows(PLAIN_CHUNK_WORDS, PLAIN_CHUNK_OVERLAP), k)
-    rechunked = windows(args.baseline_chunk_words, args.baseline_chunk_overlap)
+    out[f"bm25 {plain}"] = bm25_system(_windows(docs, PLAIN_CHUNK_WORDS, PLAIN_CHUNK_OVERLAP), k)
+    rechunked = _windows(docs, args.baseline_chunk_words, args.baseline_chunk_overlap)
     chunking = f"{args.baseline_chunk_words}/{args.baseline_chunk_overlap} top {args.baseline_k}"
     out[f"bm25 {chunking}"] = bm25_system(rechunked, args.baseline_k)
     out[f"vector {chunking}"] = vector_system(rechunked, retriever.embedder, args.baseline_k)
@@ -177,11 +171,7 @@ def baseline_systems(retriever: Any, args: argparse.Namespace) -> dict[str, Syst
 def ablation_systems(retriever: Any, args: argparse.Namespace) -> dict[str, System]:
     """The paper's ablations (section 6): NaiveRAG, in-context, and nodes-only context."""
     docs = documents_from_chunks(retriever.graph.chunks)
-    windows = [
-        w
-        for doc in docs
-        for w in word_windows(doc, DEFAULT_BASELINE_CHUNK_WORDS, DEFAULT_BASELINE_CHUNK_OVERLAP)
-    ]
+    windows = _windows(docs, DEFAULT_BASELINE_CHUNK_WORDS, DEFAULT_BASELINE_CHUNK_OVERLAP)
     corpus = "\n\n".join(docs)
 
     def in_context(question: str) -> list[str]:

@@ -4,56 +4,32 @@ recall, both read on the first ``budget`` words of the retrieved context.
 Answer recall:
 The share of the gold answer's content words (lowercased alphanumeric tokens, stopwords and
 1-character tokens dropped, a trailing plural "s" folded) that occur in the retrieved context, the
-context cut to a budget of whitespace-separated words in rank order. Deliberately self-contained: the
-measure must not move when the retriever's own tokeniser changes.
+context cut to a budget of whitespace-separated words in rank order.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 
 from ..errors import ConfigError
+from ..retrieval.lexical import tokenize
 
 DEFAULT_BUDGET = 2000
 """Words of context the measure reads, in rank order (the dev benchmark's fixed budget)."""
-
-_TOKEN_RE = re.compile(r"[a-z0-9]+")
-
-# The measure's English stopword list: function words only. A frozen copy (not an import) of the
-# BM25 tokeniser's list at the time the dev reference figures were taken, with which this measure
-# reproduces the README's table (BM25 200/40 top 10: 0.817; 1,200/200 top 5: 0.763, unbounded
-# 0.871). Fixed: a change here changes every reported figure.
-_METRIC_STOPWORD_TEXT = """
-a about above after again against all also am an and any are as at be because been before being
-below between both but by can could did do does doing down during each either few for from
-further had has have having he her here hers herself him himself his how however i if in into is
-it its itself just may me might more most must my myself neither no nor not now of off on once
-only or other our ours ourselves out over own same shall she should so some such than that the
-their theirs them themselves then there these they this those through thus to too under until up
-upon very was we were what when where whether which while who whom whose why will with within
-without would yet you your yours yourself yourselves
-"""
-METRIC_STOPWORDS: frozenset[str] = frozenset(_METRIC_STOPWORD_TEXT.split())
-
-
-def _fold(token: str) -> str:
-    return (
-        token[:-1] if len(token) > 3 and token.endswith("s") and not token.endswith("ss") else token
-    )
 
 
 def content_words(text: str) -> list[str]:
     """The measure's tokens of ``text``, in order (duplicates kept).
 
+    They are the BM25 tokeniser's (``hcg_core.retrieval.lexical.tokenize``): its stopword list is
+    the one the dev reference figures were taken with, and with it this measure reproduces the
+    README's table (BM25 200/40 top 10: 0.817; 1,200/200 top 5: 0.763, unbounded 0.871). A change
+    to that tokeniser changes every reported figure, so tests/test_eval.py pins its stopwords.
+
     >>> content_words("UV radiation exposure is a primary risk factor for BCC.")
     ['uv', 'radiation', 'exposure', 'primary', 'risk', 'factor', 'bcc']
     """
-    return [
-        _fold(t)
-        for t in _TOKEN_RE.findall(text.lower())
-        if len(t) > 1 and t not in METRIC_STOPWORDS
-    ]
+    return tokenize(text)
 
 
 def context_words(texts: Iterable[str]) -> list[str]:

@@ -12,7 +12,7 @@ import json
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +52,8 @@ def load_sentences(path: str | Path) -> dict[str, str]:
     p = Path(path)
     out: dict[str, str] = {}
     for i, obj in enumerate(_read_records(p, what="sentences file")):
-        sid, text = obj.get("sentence_id") if isinstance(obj, dict) else None, None
-        if isinstance(obj, dict):
-            text = obj.get("text")
+        record = obj if isinstance(obj, dict) else {}
+        sid, text = record.get("sentence_id"), record.get("text")
         if not isinstance(sid, str) or not isinstance(text, str):
             raise InputError(
                 f"{p}: record {i} needs a string 'sentence_id' and a string 'text'", path=p
@@ -252,16 +251,10 @@ class EvalReport:
         )
         lines: list[str] = []
         for group in dict.fromkeys(r.group for r in self.rows):
-            lines.append(f"[{group}]")
-            lines.append(head)
+            lines += [f"[{group}]", head]
             for r in (r for r in self.rows if r.group == group):
-                gq = "-" if r.graph_query_share is None else f"{r.graph_query_share:.2f}"
-                gw = "-" if r.graph_word_share is None else f"{r.graph_word_share:.2f}"
-                cr = (
-                    ""
-                    if not ctx
-                    else f"{'-' if r.context_recall is None else f'{r.context_recall:.3f}':>14}"
-                )
+                cr = f"{_or_dash(r.context_recall, '.3f'):>14}" if ctx else ""
+                gq, gw = _or_dash(r.graph_query_share, ".2f"), _or_dash(r.graph_word_share, ".2f")
                 lines.append(
                     f"{r.system:<34}{r.n:>5}{cr}{r.recall:>13.3f}{r.recall_unbounded:>11.3f}"
                     f"{r.context_words:>8.0f}{r.latency_p50_ms:>9.1f}{r.latency_p95_ms:>9.1f}"
@@ -269,6 +262,11 @@ class EvalReport:
                 )
             lines.append("")
         return "\n".join(lines).rstrip() + "\n"
+
+
+def _or_dash(value: float | None, spec: str) -> str:
+    """A table cell: ``value`` formatted, or "-" when there is none."""
+    return "-" if value is None else format(value, spec)
 
 
 def _texts_and_routes(output: SystemOutput) -> tuple[list[str], list[bool] | None]:
@@ -366,9 +364,7 @@ def evaluate(
             if judge is not None:
                 texts, _ = _texts_and_routes(output)
                 cut = " ".join(" ".join(texts).split()[:budget])
-                s = QuestionScore(
-                    **{**asdict(s), "judge": float(judge(item.question, item.answer, [cut]))}
-                )
+                s = replace(s, judge=float(judge(item.question, item.answer, [cut])))
             scores.append(s)
             if progress is not None:
                 progress(name, i + 1, len(qs))

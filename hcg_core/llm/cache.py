@@ -12,13 +12,16 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from ..bounded import loads_json
 from ..errors import HCGError, LLMCacheError
 from ..safe_files import atomic_write_text
 
 CACHE_FORMAT = 2
+M = TypeVar("M", bound=BaseModel)
 
 
 def cache_key(
@@ -68,6 +71,15 @@ class ResponseCache:
         try:
             return loads_json(path.read_text(encoding="utf-8"), path=path)["reply"]
         except (OSError, ValueError, KeyError, TypeError, HCGError):
+            return None
+
+    def load(self, key: str, response_model: type[M]) -> M | None:
+        """The stored reply validated as ``response_model``, or None when absent, unreadable or
+        not valid (the schema changed under the same key: it is asked again)."""
+        cached = self.get(key)
+        try:
+            return None if cached is None else response_model.model_validate(cached)
+        except ValueError:
             return None
 
     def put(self, key: str, reply: Any, *, model: str = "") -> None:

@@ -24,6 +24,7 @@ import random
 import time
 import weakref
 from collections.abc import Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
@@ -183,6 +184,7 @@ def _retry_after(response: Any) -> float | None:
     return None
 
 
+@dataclass(eq=False, repr=False)
 class OpenAIStructuredLLM:
     """Structured output from an OpenAI-compatible server.
 
@@ -215,36 +217,35 @@ class OpenAIStructuredLLM:
         reply = llm.complete([{"role": "user", "content": "..."}], MyModel)
     """
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
-        timeout: float = DEFAULT_TIMEOUT,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        cache_dir: str | os.PathLike[str] | None = None,
-        backoff_base: float = DEFAULT_BACKOFF_BASE,
-        backoff_max: float = DEFAULT_BACKOFF_MAX,
-        max_reasks: int = DEFAULT_MAX_REASKS,
-        temperature: float | None = DEFAULT_TEMPERATURE,
-        max_tokens: int | None = None,
-        ledger: Ledger | None = None,
-    ) -> None:
-        if not model:
+    model: str
+    _: KW_ONLY
+    base_url: str | None = None
+    api_key: str | None = None
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    timeout: float = DEFAULT_TIMEOUT
+    max_retries: int = DEFAULT_MAX_RETRIES
+    cache_dir: str | os.PathLike[str] | None = None
+    backoff_base: float = DEFAULT_BACKOFF_BASE
+    backoff_max: float = DEFAULT_BACKOFF_MAX
+    max_reasks: int = DEFAULT_MAX_REASKS
+    temperature: float | None = DEFAULT_TEMPERATURE
+    max_tokens: int | None = None
+    ledger: Ledger | None = None
+
+    def __post_init__(self) -> None:
+        if not self.model:
             raise ConfigError("model name is empty; pass the server's model, e.g. 'gpt-4o-mini'")
-        if max_concurrency < 1:
-            raise ConfigError(f"max_concurrency must be at least 1, got {max_concurrency}")
-        if timeout <= 0:
-            raise ConfigError(f"timeout must be positive seconds, got {timeout}")
-        if max_retries < 0 or max_reasks < 0:
+        if self.max_concurrency < 1:
+            raise ConfigError(f"max_concurrency must be at least 1, got {self.max_concurrency}")
+        if self.timeout <= 0:
+            raise ConfigError(f"timeout must be positive seconds, got {self.timeout}")
+        if self.max_retries < 0 or self.max_reasks < 0:
             raise ConfigError("max_retries and max_reasks must be >= 0")
-        if max_tokens is not None and max_tokens < 1:
-            raise ConfigError(f"max_tokens must be at least 1 (or None), got {max_tokens}")
-        if not math.isfinite(timeout):
-            raise ConfigError(f"timeout must be a finite number of seconds, got {timeout}")
-        if temperature is not None and (
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ConfigError(f"max_tokens must be at least 1 (or None), got {self.max_tokens}")
+        if not math.isfinite(self.timeout):
+            raise ConfigError(f"timeout must be a finite number of seconds, got {self.timeout}")
+        if (temperature := self.temperature) is not None and (
             isinstance(temperature, bool)
             or not isinstance(temperature, (int, float))
             or not math.isfinite(temperature)
@@ -253,34 +254,25 @@ class OpenAIStructuredLLM:
             raise ConfigError(
                 f"temperature must be a number in [0, 2] (or None), got {temperature!r}"
             )
-        _check_base_url(base_url)
-        self.model = model
-        self.base_url = base_url
-        self._api_key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not self._api_key:
-            if base_url is None:
+        _check_base_url(self.base_url)
+        self.api_key = self.api_key or os.environ.get("OPENAI_API_KEY")
+        if not self.api_key:
+            if self.base_url is None:
                 raise ConfigError(
                     "no API key: set OPENAI_API_KEY or pass api_key (any value works for a "
                     "local server given by base_url)"
                 )
-            self._api_key = "not-needed"  # local servers ignore the key but the SDK wants one
-        self.max_concurrency = max_concurrency
-        self.timeout = float(timeout)
-        self.max_retries = max_retries
-        self.max_reasks = max_reasks
-        self.backoff_base = backoff_base
-        self.backoff_max = backoff_max
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
-        self.ledger = ledger if ledger is not None else Ledger()
-        self.name = f"openai-compatible:{model}"
+            self.api_key = "not-needed"  # local servers ignore the key but the SDK wants one
+        self.timeout = float(self.timeout)
+        self.cache = ResponseCache(self.cache_dir) if self.cache_dir is not None else None
+        self.ledger = self.ledger if self.ledger is not None else Ledger()
+        self.name = f"openai-compatible:{self.model}"
         # Provider quirks learnt while running: per request kind (schema name) the response mode
         # and how often cut replies doubled its token limit; for the whole provider, whether a
         # temperature is accepted and the name of the token-limit parameter.
         self.modes: dict[str, str] = {}
         self._kind_scale: dict[str, int] = {}
-        self.send_temperature = temperature is not None
+        self.send_temperature = self.temperature is not None
         self._max_tokens_param = "max_tokens"
         # Failed attempts (connection errors, timeouts) since the last reply from the server, over
         # all requests: at max_retries + 1 the server is taken to be down and every request
@@ -329,15 +321,10 @@ class OpenAIStructuredLLM:
                     sampling=self._sampling(kind),
                     mode=mode,
                 )
-                cached = self.cache.get(key)
+                cached = self.cache.load(key, response_model)
                 if cached is not None:
-                    try:
-                        result = response_model.model_validate(cached)
-                    except ValueError:
-                        result = None  # schema changed under the same key: ask again
-                    if result is not None:
-                        self.ledger.add(cache_hits=1)
-                        return result
+                    self.ledger.add(cache_hits=1)
+                    return cached
 
             async def send(msgs: list[dict[str, str]], mode: str = mode) -> str:
                 return await self._send(msgs, response_model, schema, mode)
@@ -383,7 +370,7 @@ class OpenAIStructuredLLM:
                     "pip install 'hcg-rag[openai]'"
                 ) from exc
             client = openai.AsyncOpenAI(
-                api_key=self._api_key,
+                api_key=self.api_key,
                 base_url=self.base_url,
                 max_retries=0,
                 # The SDK's own Timeout: openai 1.x and 2.x wrap httpx, 3.x httpx2, and each
@@ -410,9 +397,8 @@ class OpenAIStructuredLLM:
             }
         elif mode == "json_object":
             options["response_format"] = {"type": "json_object"}
-        for name, value in self._sampling(response_model.__name__).items():
-            if value is not None:
-                options[name] = value
+        sampling = self._sampling(response_model.__name__)
+        options.update((name, value) for name, value in sampling.items() if value is not None)
         return options
 
     def _backoff(self, attempt: int, server_wait: float | None) -> float:
@@ -563,7 +549,7 @@ class OpenAIStructuredLLM:
 
     @property
     def _secrets(self) -> tuple[str | None, ...]:
-        return (self._api_key, *env_secrets())
+        return (self.api_key, *env_secrets())
 
     def _mask(self, text: str) -> str:
         """A provider's or the SDK's text with the key and URL credentials masked (a provider

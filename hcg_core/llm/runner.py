@@ -19,7 +19,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -45,6 +46,7 @@ MAX_FAILURE_RECORDS = 50  # failures listed in the report (all are counted, by c
 MAX_SPLIT_DEPTH = 5  # a batch is halved at most this often (1/32 of it)
 DEFAULT_FRAMEWORK_RETRIES = 4
 DEFAULT_FRAMEWORK_BACKOFF = 1.0  # seconds, doubled per attempt, with jitter
+DEFAULT_FRAMEWORK_BACKOFF_MAX = 60.0  # cap on one wait
 _TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 _TRANSIENT_NAMES = ("timeout", "ratelimit", "connection", "unavailable", "overloaded", "internal")
 
@@ -79,23 +81,22 @@ def failure_cause(exc: BaseException) -> str:
     """A short cause for grouping failures: the same cause reads the same for every item."""
     if isinstance(exc, LLMUnavailableError):
         inner = [type(e).__name__ for e in _chain(exc)][1:]
-        kinds = {
-            "APIConnectionError": "server unreachable (connection failed)",
-            "APITimeoutError": "server too slow (request timed out)",
-            "_WholeRequestTimeout": "server too slow (request timed out)",
-            "InternalServerError": "server errors (HTTP 5xx)",
-            "RateLimitError": "rate limited (HTTP 429)",
-        }
-        for name in inner:
-            if name in kinds:
-                return kinds[name]
-        return "server unavailable after retries"
+        causes = (_UNAVAILABLE_CAUSES[name] for name in inner if name in _UNAVAILABLE_CAUSES)
+        return next(causes, "server unavailable after retries")
     for kind, cause in _CAUSES:
         if isinstance(exc, kind):
             return cause
     return type(exc).__name__
 
 
+# Why a server stayed unavailable: the first of these types in LLMUnavailableError's cause chain.
+_UNAVAILABLE_CAUSES = {
+    "APIConnectionError": "server unreachable (connection failed)",
+    "APITimeoutError": "server too slow (request timed out)",
+    "_WholeRequestTimeout": "server too slow (request timed out)",
+    "InternalServerError": "server errors (HTTP 5xx)",
+    "RateLimitError": "rate limited (HTTP 429)",
+}
 # Checked in this order: a subclass before the class it refines.
 _CAUSES: tuple[tuple[type[Exception], str], ...] = (
     (LLMRefusalError, "the model refused"),
@@ -118,20 +119,13 @@ class Failures:
 
     def add(self, item: str, exc: Exception) -> None:
         cause = failure_cause(exc)
+        error = redact(f"{type(exc).__name__}: {exc}", env_secrets())[:500]
         self.causes[cause] += 1
         self._stages.setdefault(cause, set()).add(current_stage.get())
-        self._examples.setdefault(
-            cause, redact(f"{type(exc).__name__}: {exc}", env_secrets())[:500]
-        )
+        self._examples.setdefault(cause, error)
         if len(self.records) < MAX_FAILURE_RECORDS:
-            self.records.append(
-                {
-                    "stage": current_stage.get(),
-                    "item": item,
-                    "cause": cause,
-                    "error": redact(f"{type(exc).__name__}: {exc}", env_secrets())[:500],
-                }
-            )
+            record = {"stage": current_stage.get(), "item": item, "cause": cause, "error": error}
+            self.records.append(record)
 
     def __len__(self) -> int:
         return sum(self.causes.values())
@@ -169,43 +163,35 @@ async def gather_or_cancel(*aws: Awaitable[T]) -> list[T]:
         raise
 
 
+@dataclass(eq=False, repr=False)
 class ResilientLLM:
     """A framework model (LlamaIndex, LangChain, any StructuredLLM without a ledger) with the care
     the HTTP client gives: retries with backoff on transient errors, the reply cache (resume),
     and accounting (``calls`` are requests made, retries included; tokens are not visible).
     """
 
-    def __init__(
-        self,
-        inner: StructuredLLM,
-        ledger: Ledger | None = None,
-        *,
-        cache_dir: str | os.PathLike[str] | None = None,
-        max_retries: int = DEFAULT_FRAMEWORK_RETRIES,
-        backoff_base: float = DEFAULT_FRAMEWORK_BACKOFF,
-        backoff_max: float = 60.0,
-    ) -> None:
-        self.inner = inner
-        self.ledger = ledger if ledger is not None else Ledger()
-        self.name = inner.name
-        self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
-        self.max_retries = max_retries
-        self.backoff_base = backoff_base
-        self.backoff_max = backoff_max
+    inner: StructuredLLM
+    ledger: Ledger | None = None
+    _: KW_ONLY
+    cache_dir: str | os.PathLike[str] | None = None
+    max_retries: int = DEFAULT_FRAMEWORK_RETRIES
+    backoff_base: float = DEFAULT_FRAMEWORK_BACKOFF
+    backoff_max: float = DEFAULT_FRAMEWORK_BACKOFF_MAX
+
+    def __post_init__(self) -> None:
+        self.ledger = self.ledger if self.ledger is not None else Ledger()
+        self.name = self.inner.name
+        self.cache = ResponseCache(self.cache_dir) if self.cache_dir is not None else None
 
     async def acomplete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
         key = None
         if self.cache is not None:
             schema = schema_for(response_model)
             key = cache_key(self.name, messages, schema, mode="framework")
-            cached = self.cache.get(key)
+            cached = self.cache.load(key, response_model)
             if cached is not None:
-                try:
-                    result = response_model.model_validate(cached)
-                    self.ledger.add(cache_hits=1)
-                    return result
-                except ValueError:
-                    pass
+                self.ledger.add(cache_hits=1)
+                return cached
         attempt = 0
         while True:
             self.ledger.add(calls=1)
@@ -286,20 +272,18 @@ async def ask_item(
     failures: Failures,
 ) -> M | None:
     """The validated reply, or None when this item failed (counted as ``failed``) or was
-    refused twice (counted as ``refused``: dropped, the build goes on within a limit)."""
-    try:
-        return await _once_more_if_refused(lambda: llm.acomplete(messages, response_model), ledger)
-    except LLMRefusalError:
-        ledger.add(refused=1)
-        return None
-    except ITEM_ERRORS as exc:
-        ledger.add(failed=1)
-        failures.add(item, exc)
-        return None
-    finally:
-        bar = stage_bar.get()
-        if bar is not None:
-            bar.update(1)
+    refused twice (counted as ``refused``: dropped, the build goes on within a limit).
+
+    A batch of one: ``ask_split`` cannot halve it, so a request too long or a reply cut fails it.
+    """
+    [(_, reply)] = await ask_split(
+        [item],
+        lambda _: llm.acomplete(messages, response_model),
+        item=item,
+        ledger=ledger,
+        failures=failures,
+    )
+    return reply
 
 
 async def ask_split(
@@ -322,23 +306,16 @@ async def ask_split(
     except LLMRefusalError:
         ledger.add(refused=1)
         return [(items, None)]
-    except (LLMContextLengthError, LLMTruncatedError) as exc:
-        if len(items) > 1 and depth < MAX_SPLIT_DEPTH:
+    except ITEM_ERRORS as exc:
+        too_long = isinstance(exc, (LLMContextLengthError, LLMTruncatedError))
+        if too_long and len(items) > 1 and depth < MAX_SPLIT_DEPTH:
             ledger.add(splits=1)
             mid = len(items) // 2
+            half = partial(ask_split, ask=ask, item=item, ledger=ledger, failures=failures)
             halves = await gather_or_cancel(
-                ask_split(
-                    items[:mid], ask, item=item, ledger=ledger, failures=failures, depth=depth + 1
-                ),
-                ask_split(
-                    items[mid:], ask, item=item, ledger=ledger, failures=failures, depth=depth + 1
-                ),
+                half(items[:mid], depth=depth + 1), half(items[mid:], depth=depth + 1)
             )
             return [*halves[0], *halves[1]]
-        ledger.add(failed=1)
-        failures.add(item, exc)
-        return [(items, None)]
-    except ITEM_ERRORS as exc:
         ledger.add(failed=1)
         failures.add(item, exc)
         return [(items, None)]

@@ -125,12 +125,7 @@ def _too_deep(value: Any) -> bool:
 
 def parse_reply(text: str, response_model: type[M]) -> M:
     """Validate a text reply against ``response_model``; raise ValueError with a short reason."""
-    return parse_reply_counted(text, response_model)[0]
-
-
-def parse_reply_counted(text: str, response_model: type[M]) -> tuple[M, int]:
-    """``parse_reply`` plus the number of list items dropped because they did not validate."""
-    return validate_items(extract_json(text), response_model)
+    return validate_items(extract_json(text), response_model)[0]
 
 
 def validate_items(data: Any, response_model: type[M]) -> tuple[M, int]:
@@ -191,9 +186,7 @@ def _compact(node: Any, defs: dict[str, Any], depth: int = 0) -> str:
         return "{" + ", ".join(parts) + "}"
     if kind == "number" and ("minimum" in node or "maximum" in node):
         return f"number {node.get('minimum', '')}..{node.get('maximum', '')}"
-    return {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}.get(
-        str(kind), "any"
-    )
+    return kind if kind in ("string", "integer", "number", "boolean") else "any"
 
 
 def compact_schema(response_model: type[BaseModel]) -> str:
@@ -290,7 +283,7 @@ async def complete_validated(
     for attempt in range(max_reasks + 1):
         text = await send(msgs)
         try:
-            result, dropped = parse_reply_counted(text, response_model)
+            result, dropped = validate_items(extract_json(text), response_model)
             if dropped and on_dropped is not None:
                 on_dropped(dropped)
             return result
