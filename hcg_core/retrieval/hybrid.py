@@ -346,6 +346,7 @@ class _Candidates:
     query: str
     query_vec: np.ndarray | None
     use_graph: bool = True
+    tokens: Sequence[str] = ()  # the query's BM25 tokens, found once
     ok: np.ndarray | None = None  # the filter over units (None: every unit allowed)
     bm25: np.ndarray = field(default_factory=lambda: np.zeros(0))
     bm_order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -427,7 +428,7 @@ class HybridRanker:
         # row whose vector each unit reads (blocks.part_vector_rows) with the rows sorted by it.
         self._part_at = Growable(np.zeros((0, 2), dtype=np.int64))
         self._parts = 0  # how many units are such parts
-        self._vector_rows: tuple[np.ndarray, np.ndarray] | None = None
+        self._vector_rows: tuple[np.ndarray, np.ndarray | None] | None = None
         # Units that read as not English (config.DEFAULT_FILL_LANGUAGE_GAP).
         self._not_english = Growable(np.zeros(0, dtype=bool))
         # Chunk id -> unit rows; shared with later snapshots (extended), which only add keys.
@@ -536,19 +537,23 @@ class HybridRanker:
         (``blocks.part_vector_rows``). Computed on first use, as ``blocks``."""
         return self._vectors()[0]
 
-    def _vectors(self) -> tuple[np.ndarray, np.ndarray]:
+    def _vectors(self) -> tuple[np.ndarray, np.ndarray | None]:
         if self._vector_rows is None:
             rows = self.parent
             if self._has_parts and self.spans is not None:
                 spans = chunk_spans(self.chunks, dict(self._span_docs))
                 if spans is not None:
                     rows = part_vector_rows(self.spans, self.parent, spans)
-            self._vector_rows = (rows, np.argsort(rows, kind="stable"))
+            # None: each unit reads its own row (the units are the chunks), so no lookup is needed.
+            one_each = rows.size == len(self.chunks) and np.array_equal(rows, np.arange(rows.size))
+            self._vector_rows = (rows, None if one_each else np.argsort(rows, kind="stable"))
         return self._vector_rows
 
     def _units_reading(self, chunk_rows: np.ndarray) -> np.ndarray:
         """The units that read the vectors of ``chunk_rows``, chunk by chunk in the order given."""
         rows, by_row = self._vectors()
+        if by_row is None:
+            return np.asarray(chunk_rows, dtype=np.int64)
         return by_row[_units_of_rows(rows[by_row], chunk_rows)]
 
     def _block_mates(self, pool: np.ndarray) -> np.ndarray:
@@ -564,15 +569,16 @@ class HybridRanker:
     def units_of(self) -> dict[str, list[int]]:
         return self._units_of[0]
 
-    def unit_word_spans(self, text: str) -> list[list[int]]:
-        """``corpus.word_spans(text)``, kept per unit text: a unit's words are found once, not
-        again by every query whose result cuts its repeats (``repeats.without_repeats``)."""
+    def unit_word_spans(self, text: str) -> np.ndarray:
+        """``corpus.word_spans(text)`` as an ``(n, 2)`` array, kept per unit text: a unit's words
+        are found once, not again by every query whose result cuts its repeats
+        (``repeats.without_repeats``)."""
         spans = self._word_spans.get(text)
         if spans is None:
             spans = np.asarray(word_spans(text), dtype=np.int32).reshape(-1, 2)
             if len(self._word_spans) < len(self.units):  # a result's own text: not kept
                 self._word_spans[text] = spans
-        return spans.tolist()
+        return spans
 
     def _append_units(
         self, units: Sequence[Chunk], parent: np.ndarray, part_at: np.ndarray
@@ -696,6 +702,7 @@ class HybridRanker:
         use_graph: bool = True,
         allowed: np.ndarray | None = None,
         walk: np.ndarray | None = None,
+        tokens: Sequence[str] | None = None,
     ) -> RetrievalResult:
         """Rank and pack the chunks for one query.
 
@@ -716,6 +723,7 @@ class HybridRanker:
             use_graph: False drops the graph signal (the ablation); all else stays the same.
             allowed: a boolean mask over the chunks (a metadata filter): only their units are
                 candidates, so ``k`` come back when ``k`` exist.
+            tokens: the query's tokens (``lexical.tokenize``), when the caller has them already.
         """
         if k is None and word_budget is None:
             raise ConfigError("give k, word_budget or both, so the result has a size limit")
@@ -723,7 +731,7 @@ class HybridRanker:
             raise ConfigError(f"k must be at least 1, got {k}")
         if word_budget is not None and word_budget < 1:
             raise ConfigError(f"word_budget must be positive, got {word_budget}")
-        c = self._candidates(query, query_vec, use_graph, allowed, walk)
+        c = self._candidates(query, query_vec, use_graph, allowed, walk, tokens)
         fused = self._fused(c)
         c.pool, fused = self._padded(c, fused, k, word_budget)
         rows = self._pack(fused, c.pool, k, word_budget, c.ok)
@@ -736,6 +744,7 @@ class HybridRanker:
         use_graph: bool,
         allowed: np.ndarray | None,
         walk: np.ndarray | None = None,
+        tokens: Sequence[str] | None = None,
     ) -> _Candidates:
         """Stage 1: each signal's scores and its best ``candidates`` units, and their union.
 
@@ -746,8 +755,9 @@ class HybridRanker:
         """
         cfg = self.config
         n = len(self.units)
-        c = _Candidates(query=query, query_vec=query_vec, use_graph=use_graph)
-        c.bm25 = self.bm25.scores(query).astype(np.float64)
+        tokens = self.bm25.tokens(query) if tokens is None else tokens
+        c = _Candidates(query=query, query_vec=query_vec, use_graph=use_graph, tokens=tokens)
+        c.bm25 = self.bm25.scores(tokens).astype(np.float64)
         # A filter (allowed) acts before ranking: filtered-out units are never candidates.
         c.ok = None if allowed is None else np.asarray(allowed, dtype=bool)[self.parent]
         c.bm_order, _ = top_k_indices(
@@ -921,7 +931,7 @@ class HybridRanker:
         n = len(self.units)
         # Absolute parts, each in [0, 1] and comparable across queries: the share of the query's
         # BM25 term weight matched, the cosine (clipped at 0), and the graph signal.
-        bm25_abs = np.clip(c.bm25 / max(self.bm25.max_score(c.query), 1e-12), 0.0, 1.0)
+        bm25_abs = np.clip(c.bm25 / max(self.bm25.max_score(c.tokens), 1e-12), 0.0, 1.0)
         dense_abs = np.clip(c.dense, 0.0, 1.0)
         # The language fill changes the order only: a score still says how much of the query each
         # signal matched, so an off-topic question stays low however the fill ranked it. The

@@ -315,6 +315,10 @@ class BM25Index:
 
     # ------------------------------------------------------------------ queries
 
+    def tokens(self, text: str) -> list[str]:
+        """``text`` split into terms as this index splits documents (its tokenizer)."""
+        return self._tokenizer(text)
+
     def term_ids(self, query: str | Sequence[str]) -> np.ndarray:
         """Distinct known term ids of a query (a str is tokenised; a token list is used as is)."""
         tokens = self._tokenizer(query) if isinstance(query, str) else list(query)

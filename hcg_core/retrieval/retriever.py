@@ -36,6 +36,7 @@ from . import updates
 from .compiled import CompiledGraph, gather
 from .dense import DenseIndex
 from .hybrid import HybridRanker
+from .lexical import tokenize
 from .matvec import matvec
 from .paper import (
     Cones,
@@ -456,6 +457,9 @@ class CausalGraphRetriever:
         allowed = self._allowed(allowed)
         if cfg.mode == "paper":
             return self.retrieve_paper(query, qvec, k, allowed=allowed)
+        # Both BM25 indexes (the chunks', the walk's over the variables) split text with
+        # lexical.tokenize: the question is split once.
+        tokens = tokenize(query)
         result = self.ranker.rank(
             query,
             qvec,
@@ -463,7 +467,8 @@ class CausalGraphRetriever:
             word_budget=cfg.word_budget,
             use_graph=cfg.use_graph,
             allowed=allowed,
-            walk=self.walk.chunk_scores(query) if cfg.use_graph else None,
+            walk=self.walk.chunk_scores(tokens) if cfg.use_graph else None,
+            tokens=tokens,
         )
         return self.with_paths(result, qvec, allowed) if cfg.use_graph else result
 
