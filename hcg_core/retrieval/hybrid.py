@@ -31,6 +31,7 @@ removed: the ablation that measures what the graph adds.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,7 +77,10 @@ def standardise(scores: np.ndarray, pool: np.ndarray) -> np.ndarray:
     if top.size < 2:
         peak = float(top.max()) if top.size else 0.0
         return scores / peak if peak > 0 else np.zeros_like(scores)
-    mean, std = float(top.mean()), float(top.std())
+    # top.mean() and top.std() (numpy's own steps, so the same bits), without their overhead.
+    mean = float(top.sum()) / top.size
+    deviation = top - mean
+    std = math.sqrt(float((deviation * deviation).sum()) / top.size)
     if std <= 0:
         return (scores >= mean).astype(np.float64) * (scores > 0)
     return np.clip((scores - mean) / std, 0.0, None) / _Z_SCALE
@@ -236,9 +240,9 @@ def mmr_pack(
         for i, g in enumerate(groups.tolist()):
             if g >= 0:
                 members.setdefault(g, []).append(i)
-    while state.room() and state.available.any():
-        score = diversity * rel - (1.0 - diversity) * state.redundancy
-        score[~state.available] = -np.inf
+    gain, weight = diversity * rel, 1.0 - diversity
+    while state.room() and state.taken < n:
+        score = np.where(state.available, gain - weight * state.redundancy, -np.inf)
         j = int(np.argmax(score))
         if state.take(j) and groups is not None and groups[j] >= 0:
             for m in members[int(groups[j])]:
@@ -265,6 +269,7 @@ class _Packing:
     picked_spans: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # per document
     results: set[int] = field(default_factory=set)  # the owners picked
     counted: dict[int, int] = field(default_factory=dict)  # words each pick added to the budget
+    taken: int = 0  # candidates no longer available (picked or skipped)
     words: int = 0
 
     def __post_init__(self) -> None:
@@ -281,6 +286,7 @@ class _Packing:
         grew (not when ``j`` was skipped, nor when it took back as many parts as it adds)."""
         before = len(self.picked)
         self.available[j] = False
+        self.taken += 1
         new = 1.0  # share of the candidate's span that no picked span covers
         if self.span_rows is not None and self.picked:
             g, s, e = self.span_rows[j]

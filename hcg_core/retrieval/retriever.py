@@ -482,8 +482,8 @@ class CausalGraphRetriever:
         Only the returned units are looked up: the paper route adds no candidate here."""
         g, t = self.compiled, self.traverse(qvec)
         edges, ranks, served_by = self._selected_edges(t, allowed)
-        ranker, chunks = self.ranker, list(result.chunks)
-        rows = [int(ranker.parent[ranker.units_of[_chunk_id(rc)][0]]) for rc in chunks]
+        chunks, parent, units_of = list(result.chunks), self.ranker.parent, self.ranker.units_of
+        rows = [int(parent[units_of[_chunk_id(rc)][0]]) for rc in chunks]
         returned = np.zeros(g.chunk_emb.shape[0], dtype=bool)
         returned[rows] = True
         pairs = self._cited_pairs(edges, ranks, returned)
@@ -612,8 +612,10 @@ class CausalGraphRetriever:
     def _cite_any(self, edges: np.ndarray, allowed: np.ndarray | None) -> bool:
         """Whether ``edges`` cite any chunk (any ``allowed`` one, with a filter)."""
         g = self.compiled
+        if allowed is None:  # any edge with evidence: its CSR row is not empty
+            return bool((g.ev_ptr[edges + 1] > g.ev_ptr[edges]).any())
         pos, _ = gather(g.ev_ptr, edges)
-        return bool(pos.size) if allowed is None else bool(allowed[g.ev_chunk[pos]].any())
+        return bool(allowed[g.ev_chunk[pos]].any())
 
     def _evidence_by_query(
         self,
