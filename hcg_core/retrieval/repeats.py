@@ -63,13 +63,13 @@ def without_repeats(
             out.append(rc)  # offsets counted otherwise than the text's words: leave it whole
             continue
         # Each word's place relative to ``start``: its number (word offsets) or its characters.
-        places = np.stack([np.arange(n), np.arange(1, n + 1)], axis=1) if kind == "word" else spans
-        kept = np.flatnonzero(_uncovered(before, start, end, places))
+        first, last = (np.arange(n), np.arange(1, n + 1)) if kind == "word" else spans.T
+        kept = np.flatnonzero(_uncovered(before, start, end, first, last))
         if kept.size == 0:
             continue
         # The kept text runs from the first word not sent yet to the last one (contiguous).
         lo, hi = int(kept[0]), int(kept[-1]) + 1
-        before.append((start + int(places[lo, 0]), start + int(places[hi - 1, 1])))
+        before.append((start + int(first[lo]), start + int(last[hi - 1])))
         if (lo, hi) == (0, n):
             out.append(rc)
             continue
@@ -98,12 +98,12 @@ def _place(chunk: Chunk) -> tuple[str, int, int] | None:
 
 
 def _uncovered(
-    sent: Sequence[tuple[int, int]], start: int, end: int, places: np.ndarray
+    sent: Sequence[tuple[int, int]], start: int, end: int, first: np.ndarray, last: np.ndarray
 ) -> np.ndarray:
-    """Whether each of ``places`` (``(n, 2)`` start and end, relative to ``start``) holds a
-    position of ``[start, end)`` that no ``sent`` place covers.
+    """Whether each place ``[first[i], last[i])`` (relative to ``start``) holds a position of
+    ``[start, end)`` that no ``sent`` place covers.
 
-    >>> _uncovered([(0, 3)], 2, 6, np.array([[0, 1], [1, 2], [2, 3]])).tolist()
+    >>> _uncovered([(0, 3)], 2, 6, np.array([0, 1, 2]), np.array([1, 2, 3])).tolist()
     [False, True, True]
     """
     free = np.ones(end - start, dtype=bool)
@@ -111,7 +111,7 @@ def _uncovered(
         free[max(a - start, 0) : max(b - start, 0)] = False
     # Free positions before each offset: a place is uncovered when its range holds one.
     count = np.concatenate(([0], np.cumsum(free)))
-    return count[places[:, 1]] > count[places[:, 0]]
+    return count[last] > count[first]
 
 
 def cut_to(
