@@ -618,8 +618,6 @@ class HybridRanker:
         chunks: Sequence[Chunk],
         chunk_embeddings: np.ndarray | None,
         dense: DenseIndex | None = None,
-        *,
-        grams: GramIndex | None = None,
     ) -> HybridRanker:
         """A ranker over these chunks plus ``chunks`` (appended rows), sharing this one's storage.
 
@@ -642,7 +640,7 @@ class HybridRanker:
         units, parent, part_at = self._split(chunks)
         out.bm25 = self.bm25.extended([u.text for u in units])
         out._append_units(units, parent + first, part_at)
-        out._take_grams(grams, first)
+        out._take_grams(None, first)
         return out
 
     def subset(
@@ -650,8 +648,6 @@ class HybridRanker:
         keep: np.ndarray,
         chunk_embeddings: np.ndarray | None,
         dense: DenseIndex | None = None,
-        *,
-        grams: GramIndex | None = None,
     ) -> HybridRanker:
         """A ranker over the chunks where the boolean ``keep`` is true (order kept); the BM25
         index is compacted from its stored term ids, nothing is re-split or re-tokenised."""
@@ -671,7 +667,7 @@ class HybridRanker:
         )
         # Removal changes every chunk's idf: the n-gram index is counted again (O(kept chunks)).
         out.grams = None
-        out._take_grams(grams, 0)
+        out._take_grams(None, 0)
         return out
 
     def word_features(self, rows: np.ndarray) -> np.ndarray:
@@ -1001,18 +997,9 @@ class HybridRanker:
     def _result_set(c: _Candidates, out: list[RetrievedChunk], words: int) -> RetrievalResult:
         """The results with the query's matched variables and diagnostics (``words``: the words
         the results hold, as ``str.split`` counts them)."""
-        use_graph = c.use_graph
-        diagnostics: dict[str, Any] = {
-            "mode": "hybrid" if use_graph else "hybrid-nograph",
-            "candidates": int(c.pool.size),
-            "words": words,
-        }
-        return RetrievalResult(
-            query=c.query,
-            chunks=tuple(out),
-            served_by="hybrid" if use_graph else "hybrid-nograph",
-            diagnostics=diagnostics,
-        )
+        mode = "hybrid" if c.use_graph else "hybrid-nograph"
+        diagnostics = {"mode": mode, "candidates": int(c.pool.size), "words": words}
+        return RetrievalResult(c.query, tuple(out), served_by=mode, diagnostics=diagnostics)
 
     def _in_reading_order(
         self, rows: np.ndarray, score: np.ndarray
