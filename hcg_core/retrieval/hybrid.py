@@ -53,7 +53,6 @@ from ..types import Chunk, RetrievalResult, RetrievedChunk
 from .dense import DenseIndex, NumpyDenseIndex
 from .grams import GramIndex
 from .lexical import BM25Index, Growable, top_k_indices
-from .matvec import matvec
 from .passages import split_passages
 from .repeats import joined_parts, without_repeats
 
@@ -235,17 +234,12 @@ def mmr_pack(
         span_rows=spans.tolist() if spans is not None else None,
         owner_rows=owners.tolist() if owners is not None else None,
     )
-    members: dict[int, list[int]] = {}
-    if groups is not None:
-        for i, g in enumerate(groups.tolist()):
-            if g >= 0:
-                members.setdefault(g, []).append(i)
     gain, weight = diversity * rel, 1.0 - diversity
     while state.room() and state.taken < n:
         score = np.where(state.available, gain - weight * state.redundancy, -np.inf)
         j = int(np.argmax(score))
         if state.take(j) and groups is not None and groups[j] >= 0:
-            for m in members[int(groups[j])]:
+            for m in np.flatnonzero(groups == groups[j]).tolist():
                 if state.available[m] and state.room():
                     state.take(m)
     return np.asarray(state.picked, dtype=np.int64)
@@ -308,8 +302,13 @@ class _Packing:
         if self.owner_rows is not None and self.span_rows is not None:
             self._drop_held(j)
         if self.room():
-            # The product is most of a pick's cost; after the last pick nothing reads it.
-            self.redundancy = np.maximum(self.redundancy, matvec(self.features, self.features[j]))
+            # Only the pick's own terms add to a product with it: their rows of the term-major
+            # features (``word_features``), a few dozen of the candidates' shared terms. After
+            # the last pick nothing reads it.
+            by_term = self.features.T
+            row = by_term[:, j]
+            terms = np.flatnonzero(row)
+            self.redundancy = np.maximum(self.redundancy, row[terms] @ by_term[terms])
         return len(self.picked) > before
 
     def _drop_held(self, j: int) -> None:
@@ -689,9 +688,11 @@ class HybridRanker:
         # Column of each shared term; the other entries are never read, so they stay unset.
         column = np.empty(count.size, dtype=np.int64)
         column[shared] = np.arange(shared.size)
-        dense = np.zeros((m, shared.size), dtype=np.float32)
+        # Stored term by term (column-major): a packing pick reads the columns of its own terms
+        # (``_Packing.take``), each one contiguous.
+        dense = np.zeros((m, shared.size), dtype=np.float32, order="F")
         # Flat positions: one 1-D scatter instead of a 2-D fancy index.
-        dense.reshape(-1)[row[keep] * shared.size + column[terms[keep]]] = w[keep]
+        dense.T.reshape(-1)[column[terms[keep]] * m + row[keep]] = w[keep]
         return dense
 
     def rank(
