@@ -267,8 +267,8 @@ class GraphWalk:
             s = scores[top] / scores[top].sum()
             d = self.damping
             out = np.zeros(n_chunks)
-            # W[:, top] as a contiguous matrix, so the product is the one over W's columns.
-            seeded = np.ascontiguousarray(per_variable[top].T)
+            # W[:, top] as numpy lays it out (column-major), so the product is the same.
+            seeded = per_variable[top].T
             out[cited] = (1.0 - d) / (1.0 - d * float(u[top] @ s)) * (seeded @ s)
             return out
         seed = np.zeros(g.n_vars)
