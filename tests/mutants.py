@@ -161,8 +161,8 @@ MUTANTS = (
         "hcg_core/retrieval/walk.py",
         "the walk solved at load drops the correction for mass restarting from edgeless variables",
         (
-            "out[cited] = (1.0 - d) / (1.0 - d * float(u[top] @ s)) * (W[:, top] @ s)",
-            "out[cited] = (1.0 - d) * (W[:, top] @ s)",
+            "out[cited] = (1.0 - d) / (1.0 - d * float(u[top] @ s)) * (seeded @ s)",
+            "out[cited] = (1.0 - d) * (seeded @ s)",
         ),
     ),
     m(

@@ -183,7 +183,7 @@ def test_ranker_keeps_word_spans_per_unit_and_counts_words_as_split_does():
     emb = HashingEmbedder(dim=64)
     r = HybridRanker(chunks, emb.embed_documents([c.text for c in chunks]))
     for c in chunks:
-        assert r.unit_word_spans(c.text) == [list(s) for s in word_spans(c.text)]
+        assert r.unit_word_spans(c.text).tolist() == [list(s) for s in word_spans(c.text)]
     assert len(r._word_spans) == len(chunks)
     r.unit_word_spans("not a unit's text at all")  # a full memo keeps no more
     assert len(r._word_spans) == len(chunks)

@@ -31,6 +31,7 @@ removed: the ablation that measures what the graph adds.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +53,6 @@ from ..types import Chunk, RetrievalResult, RetrievedChunk
 from .dense import DenseIndex, NumpyDenseIndex
 from .grams import GramIndex
 from .lexical import BM25Index, Growable, top_k_indices
-from .matvec import matvec
 from .passages import split_passages
 from .repeats import joined_parts, without_repeats
 
@@ -76,7 +76,10 @@ def standardise(scores: np.ndarray, pool: np.ndarray) -> np.ndarray:
     if top.size < 2:
         peak = float(top.max()) if top.size else 0.0
         return scores / peak if peak > 0 else np.zeros_like(scores)
-    mean, std = float(top.mean()), float(top.std())
+    # top.mean() and top.std() (numpy's own steps, so the same bits), without their overhead.
+    mean = float(top.sum()) / top.size
+    deviation = top - mean
+    std = math.sqrt(float((deviation * deviation).sum()) / top.size)
     if std <= 0:
         return (scores >= mean).astype(np.float64) * (scores > 0)
     return np.clip((scores - mean) / std, 0.0, None) / _Z_SCALE
@@ -231,17 +234,12 @@ def mmr_pack(
         span_rows=spans.tolist() if spans is not None else None,
         owner_rows=owners.tolist() if owners is not None else None,
     )
-    members: dict[int, list[int]] = {}
-    if groups is not None:
-        for i, g in enumerate(groups.tolist()):
-            if g >= 0:
-                members.setdefault(g, []).append(i)
-    while state.room() and state.available.any():
-        score = diversity * rel - (1.0 - diversity) * state.redundancy
-        score[~state.available] = -np.inf
+    gain, weight = diversity * rel, 1.0 - diversity
+    while state.room() and state.taken < n:
+        score = np.where(state.available, gain - weight * state.redundancy, -np.inf)
         j = int(np.argmax(score))
         if state.take(j) and groups is not None and groups[j] >= 0:
-            for m in members[int(groups[j])]:
+            for m in np.flatnonzero(groups == groups[j]).tolist():
                 if state.available[m] and state.room():
                     state.take(m)
     return np.asarray(state.picked, dtype=np.int64)
@@ -265,6 +263,7 @@ class _Packing:
     picked_spans: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # per document
     results: set[int] = field(default_factory=set)  # the owners picked
     counted: dict[int, int] = field(default_factory=dict)  # words each pick added to the budget
+    taken: int = 0  # candidates no longer available (picked or skipped)
     words: int = 0
 
     def __post_init__(self) -> None:
@@ -281,6 +280,7 @@ class _Packing:
         grew (not when ``j`` was skipped, nor when it took back as many parts as it adds)."""
         before = len(self.picked)
         self.available[j] = False
+        self.taken += 1
         new = 1.0  # share of the candidate's span that no picked span covers
         if self.span_rows is not None and self.picked:
             g, s, e = self.span_rows[j]
@@ -302,8 +302,13 @@ class _Packing:
         if self.owner_rows is not None and self.span_rows is not None:
             self._drop_held(j)
         if self.room():
-            # The product is most of a pick's cost; after the last pick nothing reads it.
-            self.redundancy = np.maximum(self.redundancy, matvec(self.features, self.features[j]))
+            # Only the pick's own terms add to a product with it: their rows of the term-major
+            # features (``word_features``), a few dozen of the candidates' shared terms. After
+            # the last pick nothing reads it.
+            by_term = self.features.T
+            row = by_term[:, j]
+            terms = np.flatnonzero(row)
+            self.redundancy = np.maximum(self.redundancy, row[terms] @ by_term[terms])
         return len(self.picked) > before
 
     def _drop_held(self, j: int) -> None:
@@ -346,6 +351,7 @@ class _Candidates:
     query: str
     query_vec: np.ndarray | None
     use_graph: bool = True
+    tokens: Sequence[str] = ()  # the query's BM25 tokens, found once
     ok: np.ndarray | None = None  # the filter over units (None: every unit allowed)
     bm25: np.ndarray = field(default_factory=lambda: np.zeros(0))
     bm_order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -427,7 +433,7 @@ class HybridRanker:
         # row whose vector each unit reads (blocks.part_vector_rows) with the rows sorted by it.
         self._part_at = Growable(np.zeros((0, 2), dtype=np.int64))
         self._parts = 0  # how many units are such parts
-        self._vector_rows: tuple[np.ndarray, np.ndarray] | None = None
+        self._vector_rows: tuple[np.ndarray, np.ndarray | None] | None = None
         # Units that read as not English (config.DEFAULT_FILL_LANGUAGE_GAP).
         self._not_english = Growable(np.zeros(0, dtype=bool))
         # Chunk id -> unit rows; shared with later snapshots (extended), which only add keys.
@@ -536,19 +542,23 @@ class HybridRanker:
         (``blocks.part_vector_rows``). Computed on first use, as ``blocks``."""
         return self._vectors()[0]
 
-    def _vectors(self) -> tuple[np.ndarray, np.ndarray]:
+    def _vectors(self) -> tuple[np.ndarray, np.ndarray | None]:
         if self._vector_rows is None:
             rows = self.parent
             if self._has_parts and self.spans is not None:
                 spans = chunk_spans(self.chunks, dict(self._span_docs))
                 if spans is not None:
                     rows = part_vector_rows(self.spans, self.parent, spans)
-            self._vector_rows = (rows, np.argsort(rows, kind="stable"))
+            # None: each unit reads its own row (the units are the chunks), so no lookup is needed.
+            one_each = rows.size == len(self.chunks) and np.array_equal(rows, np.arange(rows.size))
+            self._vector_rows = (rows, None if one_each else np.argsort(rows, kind="stable"))
         return self._vector_rows
 
     def _units_reading(self, chunk_rows: np.ndarray) -> np.ndarray:
         """The units that read the vectors of ``chunk_rows``, chunk by chunk in the order given."""
         rows, by_row = self._vectors()
+        if by_row is None:
+            return np.asarray(chunk_rows, dtype=np.int64)
         return by_row[_units_of_rows(rows[by_row], chunk_rows)]
 
     def _block_mates(self, pool: np.ndarray) -> np.ndarray:
@@ -564,15 +574,16 @@ class HybridRanker:
     def units_of(self) -> dict[str, list[int]]:
         return self._units_of[0]
 
-    def unit_word_spans(self, text: str) -> list[list[int]]:
-        """``corpus.word_spans(text)``, kept per unit text: a unit's words are found once, not
-        again by every query whose result cuts its repeats (``repeats.without_repeats``)."""
+    def unit_word_spans(self, text: str) -> np.ndarray:
+        """``corpus.word_spans(text)`` as an ``(n, 2)`` array, kept per unit text: a unit's words
+        are found once, not again by every query whose result cuts its repeats
+        (``repeats.without_repeats``)."""
         spans = self._word_spans.get(text)
         if spans is None:
             spans = np.asarray(word_spans(text), dtype=np.int32).reshape(-1, 2)
             if len(self._word_spans) < len(self.units):  # a result's own text: not kept
                 self._word_spans[text] = spans
-        return spans.tolist()
+        return spans
 
     def _append_units(
         self, units: Sequence[Chunk], parent: np.ndarray, part_at: np.ndarray
@@ -606,8 +617,6 @@ class HybridRanker:
         chunks: Sequence[Chunk],
         chunk_embeddings: np.ndarray | None,
         dense: DenseIndex | None = None,
-        *,
-        grams: GramIndex | None = None,
     ) -> HybridRanker:
         """A ranker over these chunks plus ``chunks`` (appended rows), sharing this one's storage.
 
@@ -630,7 +639,7 @@ class HybridRanker:
         units, parent, part_at = self._split(chunks)
         out.bm25 = self.bm25.extended([u.text for u in units])
         out._append_units(units, parent + first, part_at)
-        out._take_grams(grams, first)
+        out._take_grams(None, first)
         return out
 
     def subset(
@@ -638,8 +647,6 @@ class HybridRanker:
         keep: np.ndarray,
         chunk_embeddings: np.ndarray | None,
         dense: DenseIndex | None = None,
-        *,
-        grams: GramIndex | None = None,
     ) -> HybridRanker:
         """A ranker over the chunks where the boolean ``keep`` is true (order kept); the BM25
         index is compacted from its stored term ids, nothing is re-split or re-tokenised."""
@@ -659,7 +666,7 @@ class HybridRanker:
         )
         # Removal changes every chunk's idf: the n-gram index is counted again (O(kept chunks)).
         out.grams = None
-        out._take_grams(grams, 0)
+        out._take_grams(None, 0)
         return out
 
     def word_features(self, rows: np.ndarray) -> np.ndarray:
@@ -681,9 +688,11 @@ class HybridRanker:
         # Column of each shared term; the other entries are never read, so they stay unset.
         column = np.empty(count.size, dtype=np.int64)
         column[shared] = np.arange(shared.size)
-        dense = np.zeros((m, shared.size), dtype=np.float32)
+        # Stored term by term (column-major): a packing pick reads the columns of its own terms
+        # (``_Packing.take``), each one contiguous.
+        dense = np.zeros((m, shared.size), dtype=np.float32, order="F")
         # Flat positions: one 1-D scatter instead of a 2-D fancy index.
-        dense.reshape(-1)[row[keep] * shared.size + column[terms[keep]]] = w[keep]
+        dense.T.reshape(-1)[column[terms[keep]] * m + row[keep]] = w[keep]
         return dense
 
     def rank(
@@ -696,6 +705,7 @@ class HybridRanker:
         use_graph: bool = True,
         allowed: np.ndarray | None = None,
         walk: np.ndarray | None = None,
+        tokens: Sequence[str] | None = None,
     ) -> RetrievalResult:
         """Rank and pack the chunks for one query.
 
@@ -716,6 +726,7 @@ class HybridRanker:
             use_graph: False drops the graph signal (the ablation); all else stays the same.
             allowed: a boolean mask over the chunks (a metadata filter): only their units are
                 candidates, so ``k`` come back when ``k`` exist.
+            tokens: the query's tokens (``lexical.tokenize``), when the caller has them already.
         """
         if k is None and word_budget is None:
             raise ConfigError("give k, word_budget or both, so the result has a size limit")
@@ -723,7 +734,7 @@ class HybridRanker:
             raise ConfigError(f"k must be at least 1, got {k}")
         if word_budget is not None and word_budget < 1:
             raise ConfigError(f"word_budget must be positive, got {word_budget}")
-        c = self._candidates(query, query_vec, use_graph, allowed, walk)
+        c = self._candidates(query, query_vec, use_graph, allowed, walk, tokens)
         fused = self._fused(c)
         c.pool, fused = self._padded(c, fused, k, word_budget)
         rows = self._pack(fused, c.pool, k, word_budget, c.ok)
@@ -736,6 +747,7 @@ class HybridRanker:
         use_graph: bool,
         allowed: np.ndarray | None,
         walk: np.ndarray | None = None,
+        tokens: Sequence[str] | None = None,
     ) -> _Candidates:
         """Stage 1: each signal's scores and its best ``candidates`` units, and their union.
 
@@ -746,8 +758,9 @@ class HybridRanker:
         """
         cfg = self.config
         n = len(self.units)
-        c = _Candidates(query=query, query_vec=query_vec, use_graph=use_graph)
-        c.bm25 = self.bm25.scores(query).astype(np.float64)
+        tokens = self.bm25.tokens(query) if tokens is None else tokens
+        c = _Candidates(query=query, query_vec=query_vec, use_graph=use_graph, tokens=tokens)
+        c.bm25 = self.bm25.scores(tokens).astype(np.float64)
         # A filter (allowed) acts before ranking: filtered-out units are never candidates.
         c.ok = None if allowed is None else np.asarray(allowed, dtype=bool)[self.parent]
         c.bm_order, _ = top_k_indices(
@@ -921,7 +934,7 @@ class HybridRanker:
         n = len(self.units)
         # Absolute parts, each in [0, 1] and comparable across queries: the share of the query's
         # BM25 term weight matched, the cosine (clipped at 0), and the graph signal.
-        bm25_abs = np.clip(c.bm25 / max(self.bm25.max_score(c.query), 1e-12), 0.0, 1.0)
+        bm25_abs = np.clip(c.bm25 / max(self.bm25.max_score(c.tokens), 1e-12), 0.0, 1.0)
         dense_abs = np.clip(c.dense, 0.0, 1.0)
         # The language fill changes the order only: a score still says how much of the query each
         # signal matched, so an off-topic question stays low however the fill ranked it. The
@@ -985,18 +998,9 @@ class HybridRanker:
     def _result_set(c: _Candidates, out: list[RetrievedChunk], words: int) -> RetrievalResult:
         """The results with the query's matched variables and diagnostics (``words``: the words
         the results hold, as ``str.split`` counts them)."""
-        use_graph = c.use_graph
-        diagnostics: dict[str, Any] = {
-            "mode": "hybrid" if use_graph else "hybrid-nograph",
-            "candidates": int(c.pool.size),
-            "words": words,
-        }
-        return RetrievalResult(
-            query=c.query,
-            chunks=tuple(out),
-            served_by="hybrid" if use_graph else "hybrid-nograph",
-            diagnostics=diagnostics,
-        )
+        mode = "hybrid" if c.use_graph else "hybrid-nograph"
+        diagnostics = {"mode": mode, "candidates": int(c.pool.size), "words": words}
+        return RetrievalResult(c.query, tuple(out), served_by=mode, diagnostics=diagnostics)
 
     def _in_reading_order(
         self, rows: np.ndarray, score: np.ndarray

@@ -279,12 +279,18 @@ class BM25Index:
         norm = self.k1 * (1.0 - self.b + self.b * self.doc_lengths[docs] / self._avgdl())
         return (idf[terms] * tf / (tf + norm)).astype(np.float32)
 
-    def doc_terms(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Postings of the given documents, doc-major: ``(lengths, term ids, weights)``."""
+    def _postings(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The given documents (int64), their posting counts and their postings' positions in
+        the doc-major store, document by document."""
         ptr = self._ptr.view(self.n_docs + 1)
         rows = np.asarray(rows, dtype=np.int64)
         lens = ptr[rows + 1] - ptr[rows]
         pos = np.repeat(ptr[rows] - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
+        return rows, lens, pos
+
+    def doc_terms(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Postings of the given documents, doc-major: ``(lengths, term ids, weights)``."""
+        rows, lens, pos = self._postings(rows)
         terms = self._terms.buf[pos]
         docs = np.repeat(rows, lens)
         return lens, terms, self._weights(terms, self._tf.buf[pos], docs, self.idf)
@@ -307,13 +313,14 @@ class BM25Index:
             norms[norms == 0] = 1.0
             cached = (df, n, (w / norms[row]).astype(np.float32))
             self._unit_cache = cached
-        ptr = self._ptr.view(n + 1)
-        rows = np.asarray(rows, dtype=np.int64)
-        lens = ptr[rows + 1] - ptr[rows]
-        pos = np.repeat(ptr[rows] - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
+        _, lens, pos = self._postings(rows)
         return lens, self._terms.buf[pos], cached[2][pos]
 
     # ------------------------------------------------------------------ queries
+
+    def tokens(self, text: str) -> list[str]:
+        """``text`` split into terms as this index splits documents (its tokenizer)."""
+        return self._tokenizer(text)
 
     def term_ids(self, query: str | Sequence[str]) -> np.ndarray:
         """Distinct known term ids of a query (a str is tokenised; a token list is used as is)."""

@@ -169,8 +169,9 @@ def outcome_cones(
         # every node within i reverse hops of an end node carries its bit. Edges are grouped by
         # source, so one round is a gather and a segmented OR.
         for _ in range(n):
-            merged = bits[sources] | np.bitwise_or.reduceat(bits[sub_dst], starts, axis=0)
-            if np.array_equal(merged, bits[sources]):
+            held = bits[sources]
+            merged = held | np.bitwise_or.reduceat(bits[sub_dst], starts, axis=0)
+            if np.array_equal(merged, held):
                 break
             bits[sources] = merged
     table = _bit_table(bits[matched], present.size)

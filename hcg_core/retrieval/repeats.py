@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
+import numpy as np
+
 from ..corpus import word_spans
 from ..types import Chunk, RetrievedChunk
 
@@ -55,26 +57,26 @@ def without_repeats(
             before.append((start, end))  # the usual case: nothing returned here yet
             out.append(rc)
             continue
-        pieces = _word_pieces(spans_of(c.text), words=kind == "word")
-        if kind == "word" and (pieces[-1][3] if pieces else 0) != end - start:
+        spans = np.asarray(spans_of(c.text), dtype=np.int64).reshape(-1, 2)
+        n = spans.shape[0]
+        if kind == "word" and n != end - start:
             out.append(rc)  # offsets counted otherwise than the text's words: leave it whole
             continue
-        lo, hi = 0, len(pieces)
-        sent = sorted(before)  # sorted once for all the pieces tested against it
-        while lo < hi and _covered(sent, start + pieces[lo][2], start + pieces[lo][3]):
-            lo += 1
-        while hi > lo and _covered(sent, start + pieces[hi - 1][2], start + pieces[hi - 1][3]):
-            hi -= 1
-        if lo == hi:
+        # Each word's place relative to ``start``: its number (word offsets) or its characters.
+        first, last = (np.arange(n), np.arange(1, n + 1)) if kind == "word" else spans.T
+        kept = np.flatnonzero(_uncovered(before, start, end, first, last))
+        if kept.size == 0:
             continue
-        before.append((start + pieces[lo][2], start + pieces[hi - 1][3]))
-        if (lo, hi) == (0, len(pieces)):
+        # The kept text runs from the first word not sent yet to the last one (contiguous).
+        lo, hi = int(kept[0]), int(kept[-1]) + 1
+        before.append((start + int(first[lo]), start + int(last[hi - 1])))
+        if (lo, hi) == (0, n):
             out.append(rc)
             continue
-        # The kept words are pieces lo..hi-1 of the text's word_spans: their count and the count
+        # The kept words are words lo..hi-1 of the text's word_spans: their count and the count
         # before them are known here (cut_to would find the words of the text again).
         words = (lo, hi - lo) if kind == "word" else None
-        out.append(cut_to(rc, pieces[lo][0], pieces[hi - 1][1], words=words))
+        out.append(cut_to(rc, int(spans[lo, 0]), int(spans[hi - 1, 1]), words=words))
     return out
 
 
@@ -95,23 +97,21 @@ def _place(chunk: Chunk) -> tuple[str, int, int] | None:
     return ("char", start, start + len(chunk.text)) if isinstance(start, int) else None
 
 
-def _covered(places: list[tuple[int, int]], start: int, end: int) -> bool:
-    """Whether ``[start, end)`` lies inside the union of ``places`` (sorted)."""
-    at = start
-    for a, b in places:
-        if a <= at < b:
-            at = b
-        if at >= end:
-            return True
-    return at >= end
+def _uncovered(
+    sent: Sequence[tuple[int, int]], start: int, end: int, first: np.ndarray, last: np.ndarray
+) -> np.ndarray:
+    """Whether each place ``[first[i], last[i])`` (relative to ``start``) holds a position of
+    ``[start, end)`` that no ``sent`` place covers.
 
-
-def _word_pieces(
-    spans: Sequence[tuple[int, int]], *, words: bool
-) -> list[tuple[int, int, int, int]]:
-    """The words of a text (its ``word_spans``): character start and end, and start and end in
-    words (``words``) or again in characters."""
-    return [(a, b, i, i + 1) if words else (a, b, a, b) for i, (a, b) in enumerate(spans)]
+    >>> _uncovered([(0, 3)], 2, 6, np.array([0, 1, 2]), np.array([1, 2, 3])).tolist()
+    [False, True, True]
+    """
+    free = np.ones(end - start, dtype=bool)
+    for a, b in sent:
+        free[max(a - start, 0) : max(b - start, 0)] = False
+    # Free positions before each offset: a place is uncovered when its range holds one.
+    count = np.concatenate(([0], np.cumsum(free)))
+    return count[last] > count[first]
 
 
 def cut_to(

@@ -36,6 +36,7 @@ from . import updates
 from .compiled import CompiledGraph, gather
 from .dense import DenseIndex
 from .hybrid import HybridRanker
+from .lexical import tokenize
 from .matvec import matvec
 from .paper import (
     Cones,
@@ -456,6 +457,9 @@ class CausalGraphRetriever:
         allowed = self._allowed(allowed)
         if cfg.mode == "paper":
             return self.retrieve_paper(query, qvec, k, allowed=allowed)
+        # Both BM25 indexes (the chunks', the walk's over the variables) split text with
+        # lexical.tokenize: the question is split once.
+        tokens = tokenize(query)
         result = self.ranker.rank(
             query,
             qvec,
@@ -463,7 +467,8 @@ class CausalGraphRetriever:
             word_budget=cfg.word_budget,
             use_graph=cfg.use_graph,
             allowed=allowed,
-            walk=self.walk.chunk_scores(query) if cfg.use_graph else None,
+            walk=self.walk.chunk_scores(tokens) if cfg.use_graph else None,
+            tokens=tokens,
         )
         return self.with_paths(result, qvec, allowed) if cfg.use_graph else result
 
@@ -477,8 +482,8 @@ class CausalGraphRetriever:
         Only the returned units are looked up: the paper route adds no candidate here."""
         g, t = self.compiled, self.traverse(qvec)
         edges, ranks, served_by = self._selected_edges(t, allowed)
-        ranker, chunks = self.ranker, list(result.chunks)
-        rows = [int(ranker.parent[ranker.units_of[_chunk_id(rc)][0]]) for rc in chunks]
+        chunks, parent, units_of = list(result.chunks), self.ranker.parent, self.ranker.units_of
+        rows = [int(parent[units_of[_chunk_id(rc)][0]]) for rc in chunks]
         returned = np.zeros(g.chunk_emb.shape[0], dtype=bool)
         returned[rows] = True
         pairs = self._cited_pairs(edges, ranks, returned)
@@ -607,8 +612,10 @@ class CausalGraphRetriever:
     def _cite_any(self, edges: np.ndarray, allowed: np.ndarray | None) -> bool:
         """Whether ``edges`` cite any chunk (any ``allowed`` one, with a filter)."""
         g = self.compiled
+        if allowed is None:  # any edge with evidence: its CSR row is not empty
+            return bool((g.ev_ptr[edges + 1] > g.ev_ptr[edges]).any())
         pos, _ = gather(g.ev_ptr, edges)
-        return bool(pos.size) if allowed is None else bool(allowed[g.ev_chunk[pos]].any())
+        return bool(allowed[g.ev_chunk[pos]].any())
 
     def _evidence_by_query(
         self,

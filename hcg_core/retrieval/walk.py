@@ -227,9 +227,11 @@ class GraphWalk:
         cited = np.unique(g.ev_chunk).size
         if 0 < g.n_vars <= SOLVED_MAX_VARS and cited * g.n_vars <= SOLVED_MAX_ENTRIES:
             links = np.stack([self.ev_edge, g.ev_chunk], axis=1)
-            self.solved = walk_operator(
+            cited, W, u = walk_operator(
                 *self.steps, damping, links, g.edge_conf, g.edge_src, g.edge_dst
             )
+            # Stored per variable (W's transpose, contiguous): a query reads its seeds' rows.
+            self.solved = (cited, np.ascontiguousarray(W.T), u)
 
     @classmethod
     def of(cls, graph: CausalGraph, compiled: CompiledGraph, **options) -> GraphWalk:
@@ -246,9 +248,10 @@ class GraphWalk:
         out.compiled = compiled
         return out
 
-    def chunk_scores(self, query: str) -> np.ndarray:
+    def chunk_scores(self, query: str | Sequence[str]) -> np.ndarray:
         """``(n_chunks,)`` non-negative: the walk's mass that reaches each chunk; all zeros when
-        the query names no variable (or the graph has no edge with evidence)."""
+        the query names no variable (or the graph has no edge with evidence). ``query``: the
+        text, or its ``lexical.tokenize`` tokens."""
         return self.mass(self.index.scores(query).astype(np.float64))
 
     def mass(self, scores: np.ndarray) -> np.ndarray:
@@ -260,11 +263,13 @@ class GraphWalk:
         if top.size == 0 or self.ev_edge.size == 0:
             return np.zeros(n_chunks)
         if self.solved is not None:
-            cited, W, u = self.solved
+            cited, per_variable, u = self.solved
             s = scores[top] / scores[top].sum()
             d = self.damping
             out = np.zeros(n_chunks)
-            out[cited] = (1.0 - d) / (1.0 - d * float(u[top] @ s)) * (W[:, top] @ s)
+            # W[:, top] as numpy lays it out (column-major), so the product is the same.
+            seeded = per_variable[top].T
+            out[cited] = (1.0 - d) / (1.0 - d * float(u[top] @ s)) * (seeded @ s)
             return out
         seed = np.zeros(g.n_vars)
         seed[top] = scores[top]
