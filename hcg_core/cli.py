@@ -817,13 +817,10 @@ def _signals_text(signals: dict[str, Any]) -> str:
 def _check_question(question: str) -> str:
     """The question, refused when empty or not valid UTF-8 (bytes the shell passed undecoded)."""
     from .errors import ConfigError
+    from .safe_text import has_lone_surrogate
 
-    try:
-        question.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ConfigError(
-            "the question is not valid UTF-8 text; check the terminal's encoding"
-        ) from None
+    if has_lone_surrogate(question):
+        raise ConfigError("the question is not valid UTF-8 text; check the terminal's encoding")
     if not question.strip():
         raise ConfigError('the question is empty; ask something, e.g. "Why does X raise Y?"')
     return question

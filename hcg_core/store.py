@@ -60,6 +60,7 @@ from .safe_files import (
     os_reason,
     remove_stale_staging,
 )
+from .safe_text import has_lone_surrogate
 from .spec import spec_from_dict, spec_to_yaml, validate_graph
 from .spec.yaml_io import spec_from_document, variable_from_item
 from .types import CausalEdge, CausalGraph, Chunk, DomainSpec, Variable, variable_text
@@ -75,6 +76,7 @@ REPORT = "build_report.json"
 LEDGER = "incremental.json"  # the offline builder's support ledger (incremental edits)
 VARIABLE_VECTORS = "embeddings/variables.npy"
 CHUNK_VECTORS = "embeddings/chunks.npy"
+VECTOR_FILES = {"variables": VARIABLE_VECTORS, "chunks": CHUNK_VECTORS}
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,13 @@ class StoredGraph:
 
 
 # ---------------------------------------------------------------- text the vectors are made of
+
+
+def embedded_texts(graph: CausalGraph, key: str) -> list[str]:
+    """The texts behind the stored vectors of one kind (``VECTOR_FILES``' keys), in row order."""
+    if key == "variables":
+        return [variable_text(v) for v in graph.variables]
+    return [c.text for c in graph.chunks]
 
 
 def texts_digest(texts: Iterable[str]) -> str:
@@ -245,17 +254,16 @@ def save_graph(
     do not read back as the graph (nothing is published then).
     """
     real = check_output_dir(directory, force=force, probe=False)
+    vectors = {}
     if embedder_name is not None:
-        for key, arr, n in (
-            ("variables", variable_embeddings, len(graph.variables)),
-            ("chunks", chunk_embeddings, len(graph.chunks)),
-        ):
-            if arr is not None and arr.shape[0] != n:
-                raise StoreError(
-                    f"{key} embeddings have {arr.shape[0]} rows for {n} {key}",
-                    path=Path(directory)
-                    / (VARIABLE_VECTORS if key == "variables" else CHUNK_VECTORS),
-                )
+        vectors = {"variables": variable_embeddings, "chunks": chunk_embeddings}
+    for key, arr in vectors.items():
+        n = len(getattr(graph, key))
+        if arr is not None and arr.shape[0] != n:
+            raise StoreError(
+                f"{key} embeddings have {arr.shape[0]} rows for {n} {key}",
+                path=Path(directory) / VECTOR_FILES[key],
+            )
     # Serialised before any disk work: a text that cannot be stored fails with nothing written.
     chunk_text = chunks_to_jsonl(graph.chunks, path=Path(directory) / CHUNKS)
     try:
@@ -274,15 +282,7 @@ def save_graph(
         published = False
         try:
             _write_graph_files(
-                graph,
-                version,
-                previous,
-                embedder_name,
-                variable_embeddings,
-                chunk_embeddings,
-                report,
-                ledger,
-                chunk_text,
+                graph, version, previous, embedder_name, vectors, report, ledger, chunk_text
             )
             try:
                 verify_written(version, graph)
@@ -445,20 +445,12 @@ def chunks_to_jsonl(chunks: Sequence[Chunk], *, path: Path | None = None) -> byt
     try:
         return ("\n".join(lines) + "\n").encode("utf-8")
     except UnicodeEncodeError as exc:
-        bad = next(c for c in chunks if not _encodable(c))
+        bad = next(c for c in chunks if has_lone_surrogate(chunk_to_line(c)))
         raise StoreError(
             f"chunk {bad.id!r} (document {bad.doc_id!r}) holds a lone surrogate "
             f"(U+{ord(exc.object[exc.start]):04X}), which is not Unicode text; replace it",
             path=path,
         ) from None
-
-
-def _encodable(c: Chunk) -> bool:
-    try:
-        chunk_to_line(c).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def verify_written(version: Path, graph: CausalGraph) -> None:
@@ -497,43 +489,32 @@ def _write_graph_files(
     directory: Path,
     previous: Path,
     embedder_name: str | None,
-    variable_embeddings: np.ndarray | None,
-    chunk_embeddings: np.ndarray | None,
+    vectors: dict[str, np.ndarray | None],
     report: dict[str, Any] | None,
-    ledger: dict[str, Any] | None = None,
-    chunk_text: bytes | None = None,
+    ledger: dict[str, Any] | None,
+    chunk_text: bytes,
 ) -> None:
-    """Write every file of the graph into the (new, empty) ``directory``; the manifest last."""
+    """Write every file of the graph into the (new, empty) ``directory``; the manifest last.
+    ``vectors``: the embeddings to store by kind (``VECTOR_FILES``), None for one not stored."""
 
     def write(rel: str, text: str) -> None:
         atomic_write_text(directory / rel, text, like=previous / rel)
 
     write(SPEC, spec_to_yaml(graph.spec))
     write(GRAPH, json.dumps(graph_to_dict(graph), indent=1, ensure_ascii=False) + "\n")
-    if chunk_text is None:
-        chunk_text = chunks_to_jsonl(graph.chunks, path=directory / CHUNKS)
     atomic_write_bytes(directory / CHUNKS, chunk_text, like=previous / CHUNKS)
     emb: dict[str, Any] = {}
-    if embedder_name is not None:
-        for key, arr, texts, rel in (
-            (
-                "variables",
-                variable_embeddings,
-                [variable_text(v) for v in graph.variables],
-                VARIABLE_VECTORS,
-            ),
-            ("chunks", chunk_embeddings, [c.text for c in graph.chunks], CHUNK_VECTORS),
-        ):
-            if arr is None:
-                continue
-            _atomic_write_npy(directory / rel, arr, like=previous / rel)
-            zero_rows = int(np.count_nonzero(~np.any(np.asarray(arr) != 0, axis=1)))
-            emb[key] = {
-                "file": rel,
-                "digest": texts_digest(texts),
-                "shape": list(arr.shape),
-                "zero_rows": zero_rows,
-            }
+    for key, arr in vectors.items():
+        if arr is None:
+            continue
+        rel = VECTOR_FILES[key]
+        _atomic_write_npy(directory / rel, arr, like=previous / rel)
+        emb[key] = {
+            "file": rel,
+            "digest": texts_digest(embedded_texts(graph, key)),
+            "shape": list(arr.shape),
+            "zero_rows": int(np.count_nonzero(~np.any(np.asarray(arr) != 0, axis=1))),
+        }
     if report is not None:
         # Strict JSON: a report's NaN (a ratio over zero items) becomes null, never a bare NaN.
         write(REPORT, json.dumps(strict_json(report), indent=1, default=str) + "\n")
@@ -1057,10 +1038,10 @@ def _load_files(directory: Path, manifest: dict[str, Any]) -> StoredGraph:
         raise CorruptFileError("'embeddings' must be an object", path=directory / MANIFEST)
     graph = _read_graph(directory, manifest)
     notes: list[str] = []
-    var_vecs = _load_vectors(
-        directory, manifest, "variables", [variable_text(v) for v in graph.variables], notes
+    var_vecs, chunk_vecs = (
+        _load_vectors(directory, manifest, key, embedded_texts(graph, key), notes)
+        for key in VECTOR_FILES
     )
-    chunk_vecs = _load_vectors(directory, manifest, "chunks", [c.text for c in graph.chunks], notes)
     report = _read_report(directory, notes, _cap(manifest, _OPTIONAL_PER_ITEM))
     ledger = _read_ledger(directory, manifest, notes)
     return StoredGraph(
