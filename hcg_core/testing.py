@@ -19,7 +19,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 
@@ -145,19 +145,6 @@ class ScriptedLLM:
 
 # -- the stub server ------------------------------------------------------------------------------
 
-# The faults a FaultPlan schedules every k-th request (``<name>_every``), in the order tried.
-_EVERY_FAULTS = (
-    "rate_limit",
-    "server_error",
-    "unavailable",
-    "slow",
-    "malformed",
-    "length",
-    "think",
-    "fence",
-    "refusal",
-)
-
 
 @dataclass
 class FaultPlan:
@@ -195,10 +182,11 @@ class FaultPlan:
     def fault_for(self, n: int) -> str | None:
         if n in self.script:
             return self.script[n]
-        for name in _EVERY_FAULTS:
-            every = getattr(self, f"{name}_every")
-            if every and n % every == 0:
-                return name
+        # The ``<fault>_every`` fields, tried in the order they are declared.
+        for f in fields(self):
+            every = getattr(self, f.name)
+            if f.name.endswith("_every") and every and n % every == 0:
+                return f.name.removesuffix("_every")
         return None
 
 
