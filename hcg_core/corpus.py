@@ -263,7 +263,7 @@ def display_path(path: str | os.PathLike) -> str:
 
 
 def _read_file(
-    path: Path, doc_id: str, *, max_bytes: int, skipped: list[BadFile] | None = None
+    path: Path, doc_id: str, *, max_bytes: int, skipped: list[BadFile]
 ) -> list[SourceDocument]:
     """The documents of one file; items of a JSON file that are left out go to ``skipped``."""
     try:
@@ -315,7 +315,7 @@ def _json_documents(
     max_bytes: int,
     *,
     single: bool,
-    skipped: list[BadFile] | None = None,
+    skipped: list[BadFile],
 ) -> list[SourceDocument]:
     docs: list[SourceDocument] = []
     problems: list[str] = []
@@ -361,7 +361,7 @@ def _json_documents(
     if not docs:
         why = "; ".join(problems[:5]) if problems else "it holds no items"
         raise InputError(f"no usable document in JSON: {why}", path=path)
-    if problems and skipped is not None:  # the file is used; its bad items are named, not lost
+    if problems:  # the file is used; its bad items are named, not lost
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         skipped.append((path, f"{len(problems)} item(s) skipped: {'; '.join(problems[:5])}{more}"))
     return docs

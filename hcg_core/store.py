@@ -975,14 +975,6 @@ def _read_optional_object(
     return data
 
 
-def _read_report(directory: Path, notes: list[str], cap: int | None) -> dict[str, Any] | None:
-    """The optional build report (it never blocks a query)."""
-    path = directory / REPORT
-    if not path.exists() and not path.is_symlink():
-        return None
-    return _read_optional_object(directory, REPORT, notes, cap)
-
-
 # A reader retries when a writer published a new version while it read (the old one is then
 # removed under it); more attempts than this mean the directory is broken, not busy.
 _LOAD_ATTEMPTS = 20
@@ -1042,8 +1034,12 @@ def _load_files(directory: Path, manifest: dict[str, Any]) -> StoredGraph:
         _load_vectors(directory, manifest, key, embedded_texts(graph, key), notes)
         for key in VECTOR_FILES
     )
-    report = _read_report(directory, notes, _cap(manifest, _OPTIONAL_PER_ITEM))
-    ledger = _read_ledger(directory, manifest, notes)
+    cap = _cap(manifest, _OPTIONAL_PER_ITEM)
+    report = ledger = None
+    if (directory / REPORT).exists() or (directory / REPORT).is_symlink():
+        report = _read_optional_object(directory, REPORT, notes, cap)  # never blocks a query
+    if manifest.get("incremental") == LEDGER:  # if unreadable, edits link evidence only
+        ledger = _read_optional_object(directory, LEDGER, notes, cap)
     return StoredGraph(
         graph, manifest, var_vecs, chunk_vecs, report, directory, tuple(notes), ledger
     )
@@ -1063,14 +1059,6 @@ def _read_graph(directory: Path, manifest: dict[str, Any]) -> CausalGraph:
     except SpecError as exc:
         raise SpecError(str(exc), entry=exc.entry, path=directory / GRAPH) from exc
     return CausalGraph(spec, variables, edges, chunks)
-
-
-def _read_ledger(directory: Path, manifest: dict[str, Any], notes: list[str]) -> dict | None:
-    """The optional support ledger; a missing or corrupt one is noted (edits then link evidence
-    only) and never blocks loading."""
-    if manifest.get("incremental") != LEDGER:
-        return None
-    return _read_optional_object(directory, LEDGER, notes, _cap(manifest, _OPTIONAL_PER_ITEM))
 
 
 __all__ = [
