@@ -51,14 +51,12 @@ from .errors import (
 from .graph_dir import FORMAT_NAME, MANIFEST, MANIFEST_CAP, is_graph_dir
 from .graph_lock import LOCK_NAME, graph_lock
 from .safe_files import (
-    STAGING_TAG,
     atomic_write_bytes,
     atomic_write_text,
     check_writable_dir,
     fault_step,
     fsync_dir,
     os_reason,
-    remove_stale_staging,
 )
 from .safe_text import has_lone_surrogate
 from .spec import spec_from_dict, spec_to_yaml, validate_graph
@@ -126,8 +124,9 @@ def _atomic_write_npy(path: Path, arr: np.ndarray, like: Path | None = None) -> 
 
 # ---------------------------------------------------------------- output directories
 
-# Entries of a graph directory that hcg itself puts there besides the graph: the default LLM reply A folder holding only these may be (re)written without ``force``.
-# cache, the writers' lock and the version folders (a killed first save leaves them alone).
+# Entries of a graph directory that hcg itself puts there besides the graph: the default LLM reply
+# cache, the writers' lock and the version folders (a killed first save leaves them alone). A
+# folder holding only these may be (re)written without ``force``.
 HCG_OWNED: tuple[str, ...] = (".llm_cache", LOCK_NAME, VERSIONS)
 
 
@@ -176,9 +175,7 @@ def check_output_dir(
                 path=path,
             )
     if real.is_dir() and not force and not is_graph_dir(real):
-        foreign = sorted(
-            p.name for p in real.iterdir() if p.name not in HCG_OWNED and STAGING_TAG not in p.name
-        )
+        foreign = sorted(p.name for p in real.iterdir() if p.name not in HCG_OWNED)
         if foreign:
             raise StoreError(
                 f"the output exists and is not an hcg graph directory (no hcg manifest.json; it "
@@ -379,7 +376,6 @@ def _tidy(real: Path, keep: Path, replaced: Path, flat_before: bool) -> None:
     save's partial folder too) that the next save removes.
     """
     try:
-        remove_stale_staging(real)  # format 1 saves staged in siblings; a killed one's leftover
         entries = list((real / VERSIONS).iterdir())
         spare = {keep.name} | ({replaced.name} if replaced.parent == real / VERSIONS else set())
         for p in sorted(entries):
