@@ -547,17 +547,25 @@ EMPTY_VOCABULARY = "the graph is empty"
 def cmd_add(args: argparse.Namespace) -> int:
     from .corpus import display_path, load_inputs
     from .errors import InputError
-    from .store import load_graph
 
     check_remote_choice(args)
-    embedder = _named_embedder(args)
-    load_graph(args.dir)  # a directory that is not a graph is refused before it is locked
+    embedder = _graph_to_edit(args)
     docs, bad = load_inputs(args.files, follow_symlinks=False)
     for path, reason in bad:
         print(f"skipped {display_path(path)}: {reason}", file=sys.stderr)
     if not docs:
         raise InputError("no readable document among the files given; nothing was added")
     return _edit_in_place(args, embedder, lambda retriever: _add_documents(args, retriever, docs))
+
+
+def _graph_to_edit(args: argparse.Namespace) -> Any:
+    """The embedder ``--embedder`` names (or None), after ``args.dir`` is read: a directory that
+    is not a graph is refused before it is locked."""
+    from .store import load_graph
+
+    embedder = _named_embedder(args)
+    load_graph(args.dir)
+    return embedder
 
 
 def _edit_in_place(args: argparse.Namespace, embedder: Any, edit: Any) -> int:
@@ -605,10 +613,7 @@ def _add_documents(args: argparse.Namespace, retriever: Any, docs: list) -> Any:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    from .store import load_graph
-
-    embedder = _named_embedder(args)
-    load_graph(args.dir)  # a directory that is not a graph is refused before it is locked
+    embedder = _graph_to_edit(args)
 
     def remove(retriever: Any) -> Any:
         check_doc_ids(args.doc_ids, [c.doc_id for c in retriever.graph.chunks], args.dir)
@@ -817,13 +822,10 @@ def _signals_text(signals: dict[str, Any]) -> str:
 def _check_question(question: str) -> str:
     """The question, refused when empty or not valid UTF-8 (bytes the shell passed undecoded)."""
     from .errors import ConfigError
+    from .safe_text import has_lone_surrogate
 
-    try:
-        question.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ConfigError(
-            "the question is not valid UTF-8 text; check the terminal's encoding"
-        ) from None
+    if has_lone_surrogate(question):
+        raise ConfigError("the question is not valid UTF-8 text; check the terminal's encoding")
     if not question.strip():
         raise ConfigError('the question is empty; ask something, e.g. "Why does X raise Y?"')
     return question

@@ -35,82 +35,81 @@ DEFAULT_VECTOR_FILL = True
 DEFAULT_MODE = "hybrid"
 MODES = ("hybrid", "paper")
 EVIDENCE_ORDERS = ("query", "cone")
+# How paper mode orders the evidence its cones select (the paper only deduplicates it): ``"query"``
+# ranks the selected chunks by their text relevance to the query, as the hybrid mode ranks every
+# chunk (BM25 and dense fused, packed by MMR), and returns only selected chunks; ``"cone"`` is the
+# earlier order (cone rank, then edge confidence, then query-chunk cosine). On the recorded LLM
+# graph re-linked by ``hcg relink`` (703 medical dev questions, vector fill off), answer recall
+# 0.735 against 0.452 (docs/evaluation.md, "Paper mode").
 DEFAULT_EVIDENCE_ORDER = "query"
-"""How paper mode orders the evidence its cones select (the paper only deduplicates it):
-``"query"`` ranks the selected chunks by their text relevance to the query, as the hybrid mode
-ranks every chunk (BM25 and dense fused, packed by MMR), and returns only selected chunks;
-``"cone"`` is the earlier order (cone rank, then edge confidence, then query-chunk cosine). On
-the recorded LLM graph re-linked by ``hcg relink`` (703 medical dev questions, vector fill off),
-answer recall 0.735 against 0.452 (docs/evaluation.md, "Paper mode")."""
 
 
 # The hybrid mode (project; hcg_core/retrieval/hybrid.py), measured on the dev set only.
+# Chunks taken from each ranked list (BM25, dense) into the candidate pool. Wide enough that
+# diversity has alternatives to choose from (dev: 30 -> 0.843, 100 -> 0.844 at 200-word chunks).
 DEFAULT_CANDIDATES = 100
-"""Chunks taken from each ranked list (BM25, dense) into the candidate pool. Wide enough that
-diversity has alternatives to choose from (dev: 30 -> 0.843, 100 -> 0.844 at 200-word chunks)."""
+# Weight of the BM25 signal in the fused relevance. Each signal enters as a z-score against its own
+# best candidates, clipped at 0 (``retrieval/hybrid.py`` ``standardise``): query-dependent fusion,
+# where the signal with the clearer standout weighs more for that query.
 DEFAULT_BM25_WEIGHT = 1.0
-"""Weight of the BM25 signal in the fused relevance. Each signal enters as a z-score against its
-own best candidates, clipped at 0 (``retrieval/hybrid.py`` ``standardise``): query-dependent fusion,
-where the signal with the clearer standout weighs more for that query."""
+# Weight of the dense cosine signal (as a z-score, like BM25). Equal to BM25: neither is trusted
+# more a priori. On the dev sets BM25 alone leads on two (medical, HolisQA business), dense alone on
+# the third (HolisQA psychology), and their fusion is at or near the best on all three.
 DEFAULT_DENSE_WEIGHT = 1.0
-"""Weight of the dense cosine signal (as a z-score, like BM25). Equal to BM25: neither is trusted
-more a priori. On the dev sets BM25 alone leads on two (medical, HolisQA business), dense alone on
-the third (HolisQA psychology), and their fusion is at or near the best on all three."""
+# Weight of the graph signal, the walk's mass per chunk (``retrieval/walk.py``) as a z-score against
+# its own best units, divided by 3 like the text signals (a chunk three standard deviations above
+# them counts 1.0). A quarter: the graph vouches for a chunk being near the causes the query names,
+# not for it holding the answer's words; with the recorded LLM graph (design half of the medical dev
+# questions) 0.5 and 1.0 lowered recall overall (docs/evaluation.md). The signal goes only to units
+# a text signal also found (fused text relevance above 0): admitting units the graph alone reached
+# cost recall in every design measured. It is the default mode's one graph signal: the paper route
+# adds no candidate; it gives the returned units that are its evidence their causal paths, whatever
+# the weight (docs/evaluation.md, "What the graph adds").
 DEFAULT_GRAPH_WEIGHT = 0.25
-"""Weight of the graph signal, the walk's mass per chunk (``retrieval/walk.py``) as a z-score
-against its own best units, divided by 3 like the text signals (a chunk three standard deviations
-above them counts 1.0). A quarter: the graph vouches for a chunk being near the causes the query
-names, not for it holding the answer's words; with the recorded LLM graph (design half of the
-medical dev questions) 0.5 and 1.0 lowered recall overall (docs/evaluation.md). The signal goes
-only to units a text signal also found (fused text relevance above 0): admitting units the graph
-alone reached cost recall in every design measured. It is the default mode's one graph signal:
-the paper route adds no candidate; it gives the returned units that are its evidence their causal
-paths, whatever the weight (docs/evaluation.md, "What the graph adds")."""
 DEFAULT_FUSION = "zscore"
+# How the text signals are put on one scale before they are summed: ``"zscore"`` (default; each
+# signal as a z-score against its best candidates, clipped at 0) or ``"max"`` (each divided by its
+# maximum for the query: the fixed-weight fusion of earlier releases). docs/evaluation.md compares
+# them on every dev set.
 FUSIONS = ("zscore", "max")
-"""How the text signals are put on one scale before they are summed: ``"zscore"`` (default; each
-signal as a z-score against its best candidates, clipped at 0) or ``"max"`` (each divided by its
-maximum for the query: the fixed-weight fusion of earlier releases). docs/evaluation.md compares
-them on every dev set."""
+# MMR trade-off lambda: pick score = lambda * relevance - (1 - lambda) * max redundancy. 0.5 is the
+# textbook balance (Carbonell & Goldstein 1998). The picks are returned in pick order, so each
+# result is the best remaining one given those above it. A unit whose span picked units cover whole
+# is skipped (it adds no text). Leave-one-out on every door and dev set: docs/evaluation.md.
 DEFAULT_DIVERSITY = 0.5
-"""MMR trade-off lambda: pick score = lambda * relevance - (1 - lambda) * max redundancy. 0.5 is the
-textbook balance (Carbonell & Goldstein 1998). The picks are returned in pick order, so each result
-is the best remaining one given those above it. A unit whose span picked units cover whole is
-skipped (it adds no text).
-Leave-one-out on every door and dev set: docs/evaluation.md."""
+# The pieces of one short text block (a paragraph or abstract of at most 600 words, which hcg's
+# chunker keeps whole) that a user's own splitter cut apart are packed together: once one is picked,
+# the others follow it (``hcg_core/blocks.py``). With hcg's chunks it changes nothing (a short block
+# is already one chunk); text without paragraph breaks is left piece by piece. A piece that runs on
+# across a blank line is ranked as its parts, one per paragraph, and comes back once holding the
+# parts picked (``blocks.blank_line_parts``). Needs each unit's span in its document (hcg's word
+# spans, a LlamaIndex node's character offsets or LangChain's ``start_index``). Leave-one-out:
+# docs/evaluation.md.
 DEFAULT_GROUP_BLOCKS = True
-"""The pieces of one short text block (a paragraph or abstract of at most 600 words, which hcg's
-chunker keeps whole) that a user's own splitter cut apart are packed together: once one is picked,
-the others follow it (``hcg_core/blocks.py``). With hcg's chunks it changes nothing (a short block
-is already one chunk); text without paragraph breaks is left piece by piece. A piece that runs on
-across a blank line is ranked as its parts, one per paragraph, and comes back once holding the
-parts picked (``blocks.blank_line_parts``). Needs each unit's span in its document (hcg's word
-spans, a LlamaIndex node's character offsets or LangChain's ``start_index``). Leave-one-out:
-docs/evaluation.md."""
+# For a question in English, a unit that reads as not English (``corpus.reads_not_english``) takes
+# its dense evidence in place of BM25's when that is higher: BM25 cannot match words across
+# languages, so its silence there is missing evidence, not evidence against. Only a multilingual
+# embedder's cosine carries across languages (``--embedder multilingual``); with the English default
+# the change is small. Text all in English is unaffected. Dev sets: docs/evaluation.md.
 DEFAULT_FILL_LANGUAGE_GAP = True
-"""For a question in English, a unit that reads as not English (``corpus.reads_not_english``)
-takes its dense evidence in place of BM25's when that is higher: BM25 cannot match words across
-languages, so its silence there is missing evidence, not evidence against. Only a multilingual
-embedder's cosine carries across languages (``--embedder multilingual``); with the English default
-the change is small. Text all in English is unaffected. Dev sets: docs/evaluation.md."""
+# With ``fill_language_gap``: a foreign unit's missing BM25 evidence may also come from the
+# character 4-grams it shares with the question (``retrieval/grams.py``: cognates and loanwords such
+# as "dijital", "implementasi", "resiliencia"), standardised among the foreign units; the higher of
+# that and the dense evidence fills the gap. Nothing is built for text all in English. Dev sets:
+# docs/evaluation.md.
 DEFAULT_GAP_CHAR_GRAMS = True
-"""With ``fill_language_gap``: a foreign unit's missing BM25 evidence may also come from the
-character 4-grams it shares with the question (``retrieval/grams.py``: cognates and loanwords such
-as "dijital", "implementasi", "resiliencia"), standardised among the foreign units; the higher of
-that and the dense evidence fills the gap. Nothing is built for text all in English. Dev sets:
-docs/evaluation.md."""
+# 0 (default): the unit ranked and returned is the stored chunk, whole, as the user indexed it. N >
+# 0 splits each chunk at sentence ends into passages of about N words (a chunk under 1.5 N words
+# stays whole) and ``k`` counts passages. Passages gained answer recall on the medical dev set and
+# lost gold-context recall on HolisQA, where an answer spans several sentences of one abstract
+# (docs/evaluation.md), so they are an option, not the default.
 DEFAULT_PASSAGE_WORDS = 0
-"""0 (default): the unit ranked and returned is the stored chunk, whole, as the user indexed it.
-N > 0 splits each chunk at sentence ends into passages of about N words (a chunk under 1.5 N words
-stays whole) and ``k`` counts passages. Passages gained answer recall on the medical dev set and
-lost gold-context recall on HolisQA, where an answer spans several sentences of one abstract
-(docs/evaluation.md), so they are an option, not the default."""
+# Cut from a unit's start or end the sentences an earlier result already returned from the same
+# place of the document (two overlapping windows), and count only new words against a word budget
+# (``retrieval/repeats.py``), with ``k`` alone too: a reader (or the user's own cut at N words) gets
+# each place once. The unit keeps its id; its text becomes the kept part, ``details["span"]`` its
+# offsets. ``False`` returns every unit whole. Leave-one-out: docs/evaluation.md.
 DEFAULT_CUT_REPEATS = True
-"""Cut from a unit's start or end the sentences an earlier result already returned from the same
-place of the document (two overlapping windows), and count only new words against a word budget
-(``retrieval/repeats.py``), with ``k`` alone too: a reader (or the user's own cut at N words) gets
-each place once. The unit keeps its id; its text becomes the kept part, ``details["span"]`` its
-offsets. ``False`` returns every unit whole. Leave-one-out: docs/evaluation.md."""
 
 
 class _Settings:
@@ -248,20 +247,20 @@ class RetrievalConfig(_Settings):
 
 
 # The LLM pipeline (project values where the paper is silent; docs/llm.md).
+# Candidate variable pairs per Tier 2 call (several templates share a call).
 DEFAULT_MAX_BATCH_PAIRS = 50
-"""Candidate variable pairs per Tier 2 call (several templates share a call)."""
+# Evidence snippets per Tier 1 call, and per template in a Tier 2 call.
 DEFAULT_SNIPPETS = 3
-"""Evidence snippets per Tier 1 call, and per template in a Tier 2 call."""
+# Characters of one snippet (cut at sentence boundaries).
 DEFAULT_SNIPPET_CHARS = 500
-"""Characters of one snippet (cut at sentence boundaries)."""
+# Chunks Stage 1 reads; None: the tier's budget (every chunk up to it, else one per cluster).
 DEFAULT_SPEC_SAMPLE_CHUNKS: int | None = None
-"""Chunks Stage 1 reads; None: the tier's budget (every chunk up to it, else one per cluster)."""
+# Chunks per Stage 1 call: many short excerpts from across the corpus, so the calls read more.
 DEFAULT_CHUNKS_PER_CALL = 12
-"""Chunks per Stage 1 call: many short excerpts from across the corpus, so the calls read more."""
+# Characters of each chunk shown to Stage 1 (cut at a sentence boundary).
 DEFAULT_EXCERPT_CHARS = 600
-"""Characters of each chunk shown to Stage 1 (cut at a sentence boundary)."""
+# Tier 2 edges under this confidence are dropped.
 DEFAULT_MIN_CONFIDENCE = 0.0
-"""Tier 2 edges under this confidence are dropped."""
 
 
 @dataclass(frozen=True)
@@ -364,32 +363,32 @@ def tier_caps(tier: str) -> TierCaps:
 
 # The offline (LLM-free) builder -- project (the paper has no LLM-free builder); see
 # docs/offline-builder.md for what each setting moves on the medical dev corpus.
+# Statements a (metric, entity) needs before it is its own variable; rarer ones collapse onto the
+# metric's generic variable.
 DEFAULT_MIN_VARIABLE_SUPPORT = 2
-"""Statements a (metric, entity) needs before it is its own variable; rarer ones collapse onto the
-metric's generic variable."""
+# Entity variables kept per metric, most supported first.
 DEFAULT_MAX_VARIABLES_PER_METRIC = 24
-"""Entity variables kept per metric, most supported first."""
+# Statements a head word needs before it seeds a metric (one strong-cue statement also does).
 DEFAULT_MIN_METRIC_SUPPORT = 2
-"""Statements a head word needs before it seeds a metric (one strong-cue statement also does)."""
+# Cosine of a rare head's span to a metric's centroid for it to join that metric. High on purpose: a
+# weak similarity maps a word onto a different concept ("death" onto Failure).
 DEFAULT_METRIC_MERGE_THRESHOLD = 0.7
-"""Cosine of a rare head's span to a metric's centroid for it to join that metric. High on
-purpose: a weak similarity maps a word onto a different concept ("death" onto Failure)."""
+# Given spec: cosine of a span to an existing variable for it to become that variable.
 DEFAULT_SPAN_MATCH_THRESHOLD = 0.5
-"""Given spec: cosine of a span to an existing variable for it to become that variable."""
+# Given spec: cosine of a span to a metric's name and description for a new variable of it.
 DEFAULT_METRIC_MATCH_THRESHOLD = 0.3
-"""Given spec: cosine of a span to a metric's name and description for a new variable of it."""
+# Each statement also supports its generic ("lifted") form: the offline stand-in for the paper's
+# Tier-1 metric templates, and what gives BFS and outcome cones structure.
 DEFAULT_LIFT = True
-"""Each statement also supports its generic ("lifted") form: the offline stand-in for the paper's
-Tier-1 metric templates, and what gives BFS and outcome cones structure."""
+# Strength factor of lifted support.
 DEFAULT_LIFT_DISCOUNT = 0.8
-"""Strength factor of lifted support."""
+# Evidence chunks kept per edge, the mechanism's chunk first.
 DEFAULT_MAX_EVIDENCE = DEFAULT_EVIDENCE_PER_EDGE  # one cap for every builder: the paper's 2
-"""Evidence chunks kept per edge, the mechanism's chunk first."""
+# Drop variables stated by one sentence with a weak cue ("affects"): mostly mis-parsed spans.
 DEFAULT_DROP_WEAK = True
-"""Drop variables stated by one sentence with a weak cue ("affects"): mostly mis-parsed spans."""
+# Drop one-word variables whose word is generic in the corpus (spread, never bursty: "Factor",
+# "Study"), decided from corpus statistics (``graph_build.generic``).
 DEFAULT_DROP_GENERIC = True
-"""Drop one-word variables whose word is generic in the corpus (spread, never bursty: "Factor",
-"Study"), decided from corpus statistics (``graph_build.generic``)."""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import numpy as np
 from .config import DEFAULT_TOP_K
 from .embedding import embedder_errors
 from .errors import ConfigError, EmbedderError
+from .safe_text import has_lone_surrogate
 from .types import Chunk
 
 logger = logging.getLogger(__name__)
@@ -64,16 +65,6 @@ def json_metadata(metadata: Mapping[str, Any], *, who: str = "metadata") -> dict
 # ------------------------------------------------------------------ documents in a batch
 
 
-def _has_lone_surrogate(text: str) -> bool:
-    if text.isascii():  # the common case, checked in C without encoding
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def refuse_lone_surrogates(items: Sequence[tuple[str | None, str]], *, what: str) -> None:
     """``InputError`` when an item's id or text holds a lone surrogate (U+D800-U+DFFF).
 
@@ -86,7 +77,7 @@ def refuse_lone_surrogates(items: Sequence[tuple[str | None, str]], *, what: str
     from .errors import InputError
 
     for n, (given_id, text) in enumerate(items):
-        if _has_lone_surrogate(text) or (given_id is not None and _has_lone_surrogate(given_id)):
+        if has_lone_surrogate(text) or (given_id is not None and has_lone_surrogate(given_id)):
             name = repr(given_id.encode("utf-8", "backslashreplace").decode()) if given_id else n
             raise InputError(
                 f"{what} {name} holds a lone surrogate (U+D800-U+DFFF), which is not Unicode "

@@ -20,8 +20,10 @@ from typing import Any
 import yaml
 
 from .bounded import loads_json, loads_yaml
+from .contract import json_metadata
 from .errors import ConfigError, HCGError, InputError
 from .graph_dir import is_graph_dir
+from .safe_text import has_lone_surrogate
 from .types import Chunk, SourceDocument
 
 logger = logging.getLogger(__name__)
@@ -232,7 +234,7 @@ def _expand(
     kept: list[tuple[Path, str, str]] = []
     seen: set[Path] = set()
     for f, short, full in out:
-        if _undecodable_name(f.as_posix()):
+        if has_lone_surrogate(f.as_posix()):
             bad.append((f, _BAD_NAME))
             continue
         real = Path(os.path.abspath(f))  # not resolved: a link inside a folder is its own file
@@ -260,17 +262,8 @@ def display_path(path: str | os.PathLike) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
-def _undecodable_name(name: str) -> bool:
-    """Whether a path holds bytes the file system could not decode (Python's surrogateescape)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def _read_file(
-    path: Path, doc_id: str, *, max_bytes: int, skipped: list[BadFile] | None = None
+    path: Path, doc_id: str, *, max_bytes: int, skipped: list[BadFile]
 ) -> list[SourceDocument]:
     """The documents of one file; items of a JSON file that are left out go to ``skipped``."""
     try:
@@ -322,7 +315,7 @@ def _json_documents(
     max_bytes: int,
     *,
     single: bool,
-    skipped: list[BadFile] | None = None,
+    skipped: list[BadFile],
 ) -> list[SourceDocument]:
     docs: list[SourceDocument] = []
     problems: list[str] = []
@@ -353,7 +346,7 @@ def _json_documents(
         if not text.strip():
             problems.append(f"item {i} is empty")
             continue
-        if _undecodable_name(text) or any(_undecodable_name(str(v)) for v in meta.values()):
+        if has_lone_surrogate(text) or any(has_lone_surrogate(str(v)) for v in meta.values()):
             problems.append(
                 f"item {i} holds a lone surrogate (a \\ud800-\\udfff escape), which is not "
                 "Unicode text"
@@ -368,7 +361,7 @@ def _json_documents(
     if not docs:
         why = "; ".join(problems[:5]) if problems else "it holds no items"
         raise InputError(f"no usable document in JSON: {why}", path=path)
-    if problems and skipped is not None:  # the file is used; its bad items are named, not lost
+    if problems:  # the file is used; its bad items are named, not lost
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         skipped.append((path, f"{len(problems)} item(s) skipped: {'; '.join(problems[:5])}{more}"))
     return docs
@@ -428,7 +421,7 @@ def _checked_text(text: str, path: Path | str | None) -> str:
     """``text``, refused when empty, binary-looking, or holding a lone surrogate."""
     if not text.strip():
         raise InputError("file is empty (only whitespace)", path=path)
-    if _undecodable_name(text):  # UTF-16 can hold an unpaired surrogate; UTF-8 cannot
+    if has_lone_surrogate(text):  # UTF-16 can hold an unpaired surrogate; UTF-8 cannot
         raise InputError("file holds a lone surrogate, which is not Unicode text", path=path)
     controls = len(_CONTROL_RE.findall(text))
     if controls > _MAX_CONTROL_SHARE * len(text):
@@ -484,8 +477,6 @@ def split_front_matter(text: str, *, who: str = "text") -> tuple[str, dict[str, 
         data = {}
     if not isinstance(data, dict):
         return text, {}, 0
-    from .contract import json_metadata  # imported late: contract -> ports -> blocks -> corpus
-
     metadata = json_metadata(
         {str(k): v for k, v in data.items() if v is not None}, who=f"{who} front matter"
     )
@@ -619,7 +610,7 @@ def chunk_documents(
         raise ConfigError(f"max_chars must be a positive int, got {max_chars!r}")
     chunks: list[Chunk] = []
     for doc in docs:
-        if not doc.text.isascii() and _undecodable_name(doc.text):
+        if has_lone_surrogate(doc.text):
             raise InputError(
                 f"document {doc.id!r} holds a lone surrogate (U+D800-U+DFFF), which is not "
                 "Unicode text and cannot be stored; replace it (e.g. text.encode('utf-8', "

@@ -2,26 +2,19 @@
 
 ``atomic_write_bytes`` writes a temporary file beside the target and renames it into place, with
 the mode of the file it replaces or the user's umask; ``hcg_core.store`` builds its versioned
-graph directories on it. ``remove_stale_staging`` removes the staging folders that killed saves
-of the earlier (format 1) store left beside a graph directory.
+graph directories on it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from .errors import StoreError
-
-# The earlier store staged a save in a sibling ``.<name>.hcg-tmp-<pid>-<random>`` holding this
-# marker until complete; a marked one whose process is gone is a killed save's leftover.
-STAGING_TAG = ".hcg-tmp-"
-STAGING_MARK = ".hcg-staging"
 
 # Test seam: when set, called as ``hook(step, path)`` before every file write ("write") this module
 # makes, and the store's publish ("swap") and removals ("remove"). tests/test_store_faults.py
@@ -116,31 +109,6 @@ def check_writable_dir(path: str | os.PathLike, *, what: str = "folder") -> Path
     return path
 
 
-# ---------------------------------------------------------------- leftovers of killed saves
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
-def remove_stale_staging(real: Path) -> None:
-    """Delete marked staging folders next to ``real`` left by builds that were killed."""
-    prefix = f".{real.name}{STAGING_TAG}"
-    with contextlib.suppress(OSError):
-        for p in real.parent.iterdir():
-            if not p.name.startswith(prefix) or p.is_symlink() or not (p / STAGING_MARK).is_file():
-                continue
-            pid = p.name[len(prefix) :].split("-", 1)[0]
-            if pid.isdigit() and not pid_alive(int(pid)):
-                shutil.rmtree(p, ignore_errors=True)
-
-
 def fsync_dir(path: Path) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
@@ -153,9 +121,6 @@ def fsync_dir(path: Path) -> None:
 __all__ = [
     "fault_step",
     "fsync_dir",
-    "remove_stale_staging",
-    "STAGING_MARK",
-    "STAGING_TAG",
     "atomic_write_bytes",
     "atomic_write_text",
     "check_writable_dir",

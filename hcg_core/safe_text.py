@@ -23,6 +23,22 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}"
 
 
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (U+D800-U+DFFF): not Unicode text, it cannot be
+    written as UTF-8 (a name the file system could not decode, Python's surrogateescape, too).
+
+    >>> has_lone_surrogate("caf\\u00e9"), has_lone_surrogate("x\\udcff")
+    (False, True)
+    """
+    if text.isascii():  # the common case, checked in C without encoding
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def visible(text: str) -> str:
     r"""``text`` for a terminal: control characters written as ``\xNN`` / ``\uNNNN``.
 
@@ -138,4 +154,12 @@ def host_of(url: str | None) -> str:
         return redact(url)
 
 
-__all__ = ["env_secrets", "host_of", "mermaid_text", "redact", "visible", "xml_text"]
+__all__ = [
+    "env_secrets",
+    "has_lone_surrogate",
+    "host_of",
+    "mermaid_text",
+    "redact",
+    "visible",
+    "xml_text",
+]

@@ -51,15 +51,14 @@ from .errors import (
 from .graph_dir import FORMAT_NAME, MANIFEST, MANIFEST_CAP, is_graph_dir
 from .graph_lock import LOCK_NAME, graph_lock
 from .safe_files import (
-    STAGING_TAG,
     atomic_write_bytes,
     atomic_write_text,
     check_writable_dir,
     fault_step,
     fsync_dir,
     os_reason,
-    remove_stale_staging,
 )
+from .safe_text import has_lone_surrogate
 from .spec import spec_from_dict, spec_to_yaml, validate_graph
 from .spec.yaml_io import spec_from_document, variable_from_item
 from .types import CausalEdge, CausalGraph, Chunk, DomainSpec, Variable, variable_text
@@ -75,6 +74,7 @@ REPORT = "build_report.json"
 LEDGER = "incremental.json"  # the offline builder's support ledger (incremental edits)
 VARIABLE_VECTORS = "embeddings/variables.npy"
 CHUNK_VECTORS = "embeddings/chunks.npy"
+VECTOR_FILES = {"variables": VARIABLE_VECTORS, "chunks": CHUNK_VECTORS}
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,13 @@ class StoredGraph:
 # ---------------------------------------------------------------- text the vectors are made of
 
 
+def embedded_texts(graph: CausalGraph, key: str) -> list[str]:
+    """The texts behind the stored vectors of one kind (``VECTOR_FILES``' keys), in row order."""
+    if key == "variables":
+        return [variable_text(v) for v in graph.variables]
+    return [c.text for c in graph.chunks]
+
+
 def texts_digest(texts: Iterable[str]) -> str:
     """A fingerprint of the ordered texts behind a set of vectors, to detect stale embeddings."""
     h = hashlib.blake2b(digest_size=16)
@@ -117,8 +124,9 @@ def _atomic_write_npy(path: Path, arr: np.ndarray, like: Path | None = None) -> 
 
 # ---------------------------------------------------------------- output directories
 
-# Entries of a graph directory that hcg itself puts there besides the graph: the default LLM reply A folder holding only these may be (re)written without ``force``.
-# cache, the writers' lock and the version folders (a killed first save leaves them alone).
+# Entries of a graph directory that hcg itself puts there besides the graph: the default LLM reply
+# cache, the writers' lock and the version folders (a killed first save leaves them alone). A
+# folder holding only these may be (re)written without ``force``.
 HCG_OWNED: tuple[str, ...] = (".llm_cache", LOCK_NAME, VERSIONS)
 
 
@@ -167,9 +175,7 @@ def check_output_dir(
                 path=path,
             )
     if real.is_dir() and not force and not is_graph_dir(real):
-        foreign = sorted(
-            p.name for p in real.iterdir() if p.name not in HCG_OWNED and STAGING_TAG not in p.name
-        )
+        foreign = sorted(p.name for p in real.iterdir() if p.name not in HCG_OWNED)
         if foreign:
             raise StoreError(
                 f"the output exists and is not an hcg graph directory (no hcg manifest.json; it "
@@ -245,17 +251,16 @@ def save_graph(
     do not read back as the graph (nothing is published then).
     """
     real = check_output_dir(directory, force=force, probe=False)
+    vectors = {}
     if embedder_name is not None:
-        for key, arr, n in (
-            ("variables", variable_embeddings, len(graph.variables)),
-            ("chunks", chunk_embeddings, len(graph.chunks)),
-        ):
-            if arr is not None and arr.shape[0] != n:
-                raise StoreError(
-                    f"{key} embeddings have {arr.shape[0]} rows for {n} {key}",
-                    path=Path(directory)
-                    / (VARIABLE_VECTORS if key == "variables" else CHUNK_VECTORS),
-                )
+        vectors = {"variables": variable_embeddings, "chunks": chunk_embeddings}
+    for key, arr in vectors.items():
+        n = len(getattr(graph, key))
+        if arr is not None and arr.shape[0] != n:
+            raise StoreError(
+                f"{key} embeddings have {arr.shape[0]} rows for {n} {key}",
+                path=Path(directory) / VECTOR_FILES[key],
+            )
     # Serialised before any disk work: a text that cannot be stored fails with nothing written.
     chunk_text = chunks_to_jsonl(graph.chunks, path=Path(directory) / CHUNKS)
     try:
@@ -274,15 +279,7 @@ def save_graph(
         published = False
         try:
             _write_graph_files(
-                graph,
-                version,
-                previous,
-                embedder_name,
-                variable_embeddings,
-                chunk_embeddings,
-                report,
-                ledger,
-                chunk_text,
+                graph, version, previous, embedder_name, vectors, report, ledger, chunk_text
             )
             try:
                 verify_written(version, graph)
@@ -379,7 +376,6 @@ def _tidy(real: Path, keep: Path, replaced: Path, flat_before: bool) -> None:
     save's partial folder too) that the next save removes.
     """
     try:
-        remove_stale_staging(real)  # format 1 saves staged in siblings; a killed one's leftover
         entries = list((real / VERSIONS).iterdir())
         spare = {keep.name} | ({replaced.name} if replaced.parent == real / VERSIONS else set())
         for p in sorted(entries):
@@ -445,20 +441,12 @@ def chunks_to_jsonl(chunks: Sequence[Chunk], *, path: Path | None = None) -> byt
     try:
         return ("\n".join(lines) + "\n").encode("utf-8")
     except UnicodeEncodeError as exc:
-        bad = next(c for c in chunks if not _encodable(c))
+        bad = next(c for c in chunks if has_lone_surrogate(chunk_to_line(c)))
         raise StoreError(
             f"chunk {bad.id!r} (document {bad.doc_id!r}) holds a lone surrogate "
             f"(U+{ord(exc.object[exc.start]):04X}), which is not Unicode text; replace it",
             path=path,
         ) from None
-
-
-def _encodable(c: Chunk) -> bool:
-    try:
-        chunk_to_line(c).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def verify_written(version: Path, graph: CausalGraph) -> None:
@@ -497,43 +485,32 @@ def _write_graph_files(
     directory: Path,
     previous: Path,
     embedder_name: str | None,
-    variable_embeddings: np.ndarray | None,
-    chunk_embeddings: np.ndarray | None,
+    vectors: dict[str, np.ndarray | None],
     report: dict[str, Any] | None,
-    ledger: dict[str, Any] | None = None,
-    chunk_text: bytes | None = None,
+    ledger: dict[str, Any] | None,
+    chunk_text: bytes,
 ) -> None:
-    """Write every file of the graph into the (new, empty) ``directory``; the manifest last."""
+    """Write every file of the graph into the (new, empty) ``directory``; the manifest last.
+    ``vectors``: the embeddings to store by kind (``VECTOR_FILES``), None for one not stored."""
 
     def write(rel: str, text: str) -> None:
         atomic_write_text(directory / rel, text, like=previous / rel)
 
     write(SPEC, spec_to_yaml(graph.spec))
     write(GRAPH, json.dumps(graph_to_dict(graph), indent=1, ensure_ascii=False) + "\n")
-    if chunk_text is None:
-        chunk_text = chunks_to_jsonl(graph.chunks, path=directory / CHUNKS)
     atomic_write_bytes(directory / CHUNKS, chunk_text, like=previous / CHUNKS)
     emb: dict[str, Any] = {}
-    if embedder_name is not None:
-        for key, arr, texts, rel in (
-            (
-                "variables",
-                variable_embeddings,
-                [variable_text(v) for v in graph.variables],
-                VARIABLE_VECTORS,
-            ),
-            ("chunks", chunk_embeddings, [c.text for c in graph.chunks], CHUNK_VECTORS),
-        ):
-            if arr is None:
-                continue
-            _atomic_write_npy(directory / rel, arr, like=previous / rel)
-            zero_rows = int(np.count_nonzero(~np.any(np.asarray(arr) != 0, axis=1)))
-            emb[key] = {
-                "file": rel,
-                "digest": texts_digest(texts),
-                "shape": list(arr.shape),
-                "zero_rows": zero_rows,
-            }
+    for key, arr in vectors.items():
+        if arr is None:
+            continue
+        rel = VECTOR_FILES[key]
+        _atomic_write_npy(directory / rel, arr, like=previous / rel)
+        emb[key] = {
+            "file": rel,
+            "digest": texts_digest(embedded_texts(graph, key)),
+            "shape": list(arr.shape),
+            "zero_rows": int(np.count_nonzero(~np.any(np.asarray(arr) != 0, axis=1))),
+        }
     if report is not None:
         # Strict JSON: a report's NaN (a ratio over zero items) becomes null, never a bare NaN.
         write(REPORT, json.dumps(strict_json(report), indent=1, default=str) + "\n")
@@ -994,14 +971,6 @@ def _read_optional_object(
     return data
 
 
-def _read_report(directory: Path, notes: list[str], cap: int | None) -> dict[str, Any] | None:
-    """The optional build report (it never blocks a query)."""
-    path = directory / REPORT
-    if not path.exists() and not path.is_symlink():
-        return None
-    return _read_optional_object(directory, REPORT, notes, cap)
-
-
 # A reader retries when a writer published a new version while it read (the old one is then
 # removed under it); more attempts than this mean the directory is broken, not busy.
 _LOAD_ATTEMPTS = 20
@@ -1057,12 +1026,16 @@ def _load_files(directory: Path, manifest: dict[str, Any]) -> StoredGraph:
         raise CorruptFileError("'embeddings' must be an object", path=directory / MANIFEST)
     graph = _read_graph(directory, manifest)
     notes: list[str] = []
-    var_vecs = _load_vectors(
-        directory, manifest, "variables", [variable_text(v) for v in graph.variables], notes
+    var_vecs, chunk_vecs = (
+        _load_vectors(directory, manifest, key, embedded_texts(graph, key), notes)
+        for key in VECTOR_FILES
     )
-    chunk_vecs = _load_vectors(directory, manifest, "chunks", [c.text for c in graph.chunks], notes)
-    report = _read_report(directory, notes, _cap(manifest, _OPTIONAL_PER_ITEM))
-    ledger = _read_ledger(directory, manifest, notes)
+    cap = _cap(manifest, _OPTIONAL_PER_ITEM)
+    report = ledger = None
+    if (directory / REPORT).exists() or (directory / REPORT).is_symlink():
+        report = _read_optional_object(directory, REPORT, notes, cap)  # never blocks a query
+    if manifest.get("incremental") == LEDGER:  # if unreadable, edits link evidence only
+        ledger = _read_optional_object(directory, LEDGER, notes, cap)
     return StoredGraph(
         graph, manifest, var_vecs, chunk_vecs, report, directory, tuple(notes), ledger
     )
@@ -1082,14 +1055,6 @@ def _read_graph(directory: Path, manifest: dict[str, Any]) -> CausalGraph:
     except SpecError as exc:
         raise SpecError(str(exc), entry=exc.entry, path=directory / GRAPH) from exc
     return CausalGraph(spec, variables, edges, chunks)
-
-
-def _read_ledger(directory: Path, manifest: dict[str, Any], notes: list[str]) -> dict | None:
-    """The optional support ledger; a missing or corrupt one is noted (edits then link evidence
-    only) and never blocks loading."""
-    if manifest.get("incremental") != LEDGER:
-        return None
-    return _read_optional_object(directory, LEDGER, notes, _cap(manifest, _OPTIONAL_PER_ITEM))
 
 
 __all__ = [

@@ -19,7 +19,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 
@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from .llm.accounting import Ledger
 from .llm.structured import DEFAULT_MAX_REASKS, complete_validated, schema_for
+from .prompts import SCHEMA_MARKER
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -145,19 +146,6 @@ class ScriptedLLM:
 
 # -- the stub server ------------------------------------------------------------------------------
 
-# The faults a FaultPlan schedules every k-th request (``<name>_every``), in the order tried.
-_EVERY_FAULTS = (
-    "rate_limit",
-    "server_error",
-    "unavailable",
-    "slow",
-    "malformed",
-    "length",
-    "think",
-    "fence",
-    "refusal",
-)
-
 
 @dataclass
 class FaultPlan:
@@ -195,10 +183,11 @@ class FaultPlan:
     def fault_for(self, n: int) -> str | None:
         if n in self.script:
             return self.script[n]
-        for name in _EVERY_FAULTS:
-            every = getattr(self, f"{name}_every")
-            if every and n % every == 0:
-                return name
+        # The ``<fault>_every`` fields, tried in the order they are declared.
+        for f in fields(self):
+            every = getattr(self, f.name)
+            if f.name.endswith("_every") and every and n % every == 0:
+                return f.name.removesuffix("_every")
         return None
 
 
@@ -344,7 +333,7 @@ class StubLLMServer:
         messages = tuple(body.get("messages") or ())
         # json_object mode: the schema is not in the request; recognise it from the prompt.
         name = schema_block.get("name") or _schema_name_from_messages(messages)
-        n, fault = self._record(body, name)
+        n, fault = self._record(body, fmt, name)
         if self.delay:
             time.sleep(self.delay)
         refused = self._refusal(body, name, fault)
@@ -362,9 +351,9 @@ class StubLLMServer:
         content, finish, refusal = self._content(request, fault)
         return 200, self._completion(body, n, messages, content, finish, refusal), {}, None
 
-    def _record(self, body: dict, name: str) -> tuple[int, str | None]:
-        """Count and log a request; its number and the fault planned for it."""
-        fmt = body.get("response_format") or {}
+    def _record(self, body: dict, fmt: dict, name: str) -> tuple[int, str | None]:
+        """Count and log a request (``fmt``: its ``response_format``); its number and the fault
+        planned for it."""
         schema_block = fmt.get("json_schema") or {}
         messages = body.get("messages") or ()
         with self._lock:
@@ -468,9 +457,6 @@ _ERROR_REPLIES: dict[str, tuple[int, dict[str, str], bool]] = {
     "server_error": (500, {"message": "internal error"}, False),
     "unavailable": (503, {"message": "overloaded"}, True),
 }
-
-
-SCHEMA_MARKER = "Response schema name:"
 
 
 def _schema_name_from_messages(messages: Sequence[dict]) -> str:

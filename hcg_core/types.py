@@ -113,16 +113,18 @@ class DomainSpec:
     inferred: tuple[str, ...] = ()
 
     def metric(self, name: str) -> Metric:
-        for m in self.metrics:
-            if m.name == name:
-                return m
-        raise KeyError(name)
+        return _named(self.metrics, name)
 
     def dimension(self, name: str) -> Dimension:
-        for d in self.dimensions:
-            if d.name == name:
-                return d
-        raise KeyError(name)
+        return _named(self.dimensions, name)
+
+
+def _named(items: tuple[Any, ...], name: str) -> Any:
+    """The item called ``name``; KeyError when there is none."""
+    for item in items:
+        if item.name == name:
+            return item
+    raise KeyError(name)
 
 
 @dataclass(frozen=True)
