@@ -120,7 +120,7 @@ async def abuild_with_llm(
     or the same names as keyword ``options``, which change ``config`` (unknown names raise).
     """
     opts = LLMBuildConfig.from_options(config, **options)
-    caps = tier_caps(tier)  # validates the tier name early
+    tier_caps(tier)  # validates the tier name early
     llm, ledger = metered(llm, cache_dir=opts.cache_dir)
     before = ledger.snapshot()
     failures = Failures()
@@ -173,21 +173,7 @@ async def abuild_with_llm(
         stage1_info.setdefault("chunks_shown", 0)
         coverage = corpus_coverage(graph, stage1_info["chunks_shown"])
 
-    report = _report(
-        ledger,
-        before,
-        llm_name=llm.name,
-        tier=tier,
-        caps=caps,
-        graph=graph,
-        stage1=stage1_info,
-        templates=len(templates),
-        tier1_items=len(tier1_sources(spec)),
-        tier2=t2_counts,
-        dropped=dropped,
-        failures=failures,
-        seconds=time.perf_counter() - t_start,
-    )
+    report = _report(ctx, before, tier, graph, stage1_info, len(templates), t2_counts, t_start)
     report["coverage"] = coverage
     _add_evidence(report, link_stats)
     result = BuildResult(graph, variable_embeddings, chunk_embeddings, report)
@@ -406,25 +392,20 @@ def _delta(after: dict, before: dict, name: str) -> dict[str, float]:
 
 
 def _report(
-    ledger: Ledger,
+    ctx: Stage2Context,
     before: dict,
-    *,
-    llm_name: str,
     tier: str,
-    caps: Any,
     graph: CausalGraph,
     stage1: dict,
     templates: int,
-    tier1_items: int,
     tier2: dict,
-    dropped: Counter,
-    failures: Failures,
-    seconds: float,
+    t_start: float,
 ) -> dict[str, Any]:
-    after = ledger.snapshot()
+    caps = tier_caps(tier)
+    after = ctx.ledger.snapshot()
     stages = {name: _delta(after, before, name) for name in (*LLM_STAGES, "evidence")}
     stages["stage1"].update(stage1)
-    stages["tier1"].update({"items": tier1_items, "templates": templates})
+    stages["tier1"].update({"items": len(tier1_sources(graph.spec)), "templates": templates})
     stages["tier2"].update({"items": tier2["batches"], **tier2})
     stages["evidence"].update(
         {
@@ -437,12 +418,12 @@ def _report(
     totals = {k: sum(stages[s][k] for s in LLM_STAGES) for k in COUNTERS}
     return {
         "builder": "llm",
-        "llm": llm_name,
+        "llm": ctx.llm.name,
         "tier": tier,
         "caps": {"max_metrics": caps.max_metrics, "max_dimensions": caps.max_dimensions},
         "stages": stages,
         "totals": totals,
-        "seconds": round(seconds, 3),
+        "seconds": round(time.perf_counter() - t_start, 3),
         "counts": {
             "dimensions": len(graph.spec.dimensions),
             "metrics": len(graph.spec.metrics),
@@ -450,9 +431,9 @@ def _report(
             "edges": len(graph.edges),
             "seed_relations": len(graph.spec.relations),
         },
-        "dropped": dict(sorted(dropped.items())),
-        "failures": failures.records,
-        "failure_causes": failures.grouped(),
+        "dropped": dict(sorted(ctx.dropped.items())),
+        "failures": ctx.failures.records,
+        "failure_causes": ctx.failures.grouped(),
     }
 
 

@@ -165,9 +165,13 @@ def slot_entities(metric: Metric, filled: Any) -> list[str]:
     return [str(got[d]) for d in metric.signature if got.get(d)]
 
 
-def _sign(effect: str) -> str:
-    """A reply's effect as ``CausalEdge.effect``: "not stated" is the format's "" (unknown)."""
-    return "" if effect == NOT_STATED else effect
+def _draft(source: str, target: str, judged: Any) -> EdgeDraft:
+    """A reply's kept candidate or new edge as a draft; its effect "not stated" is the format's
+    "" (``CausalEdge.effect``: the sign is not known)."""
+    effect = "" if judged.effect == NOT_STATED else judged.effect
+    return EdgeDraft(
+        source, target, judged.mechanism.strip(), judged.confidence, judged.evidence, effect
+    )
 
 
 def metric_text(m: Metric) -> str:
@@ -851,9 +855,7 @@ class Tier2Replies:
                 continue
             self.kept += 1
             s, t = part.pairs[number - 1]
-            self.offer(
-                EdgeDraft(s, t, j.mechanism.strip(), j.confidence, j.evidence, _sign(j.effect))
-            )
+            self.offer(_draft(s, t, j))
         if len(part.pairs) - len(judged):
             self.dropped["tier2_candidates_not_judged"] += len(part.pairs) - len(judged)
 
@@ -881,16 +883,7 @@ class Tier2Replies:
         self.vocab.admit(src, new_s)
         self.vocab.admit(tgt, new_t)
         self.new_edges += 1
-        self.offer(
-            EdgeDraft(
-                src.name,
-                tgt.name,
-                ne.mechanism.strip(),
-                ne.confidence,
-                ne.evidence,
-                _sign(ne.effect),
-            )
-        )
+        self.offer(_draft(src.name, tgt.name, ne))
 
 
 async def run_tier2(
