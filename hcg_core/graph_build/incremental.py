@@ -690,10 +690,7 @@ def drop_evidence(
 
 
 def relink_edges(
-    graph: CausalGraph,
-    edges: Sequence[CausalEdge],
-    report: UpdateReport,
-    per_edge: int,
+    graph: CausalGraph, edges: Sequence[CausalEdge], report: UpdateReport, per_edge: int
 ) -> tuple[CausalEdge, ...]:
     """``edges`` linked again by the one linker (``evidence.link_evidence``) over
     ``graph.chunks``: an edit's new text may state an old edge, and a build ends the same way,

@@ -38,11 +38,7 @@ from ..llm.bridge import run_sync
 from ..llm.runner import Failures, StageTimer, metered, stage_progress
 from ..ports import Embedder, StructuredLLM
 from ..prompts import PROMPTS, Prompt
-from ..spec.generate import (
-    agenerate_spec,
-    stage1_budget,
-    stage1_calls,
-)
+from ..spec.generate import agenerate_spec, stage1_budget, stage1_calls
 from ..spec.validate import validate_graph, validate_spec
 from ..types import (
     BuildResult,
@@ -148,7 +144,6 @@ async def abuild_with_llm(
         stage1_info = {"skipped": True, "reason": "spec given"}
 
     ctx = _stage2_context(spec, chunks, chunk_embeddings, embedder, llm, ledger, failures, opts)
-    dropped = ctx.dropped
     # Once the vocabulary is known the estimate applies Tier 2's own rule to it: recorded in the
     # report beside the calls made (the estimate before Stage 1 cannot see the variables).
     refined = estimate_build(chunks, spec, tier, max_batch_pairs=opts.max_batch_pairs)["stages"]
@@ -162,7 +157,7 @@ async def abuild_with_llm(
 
     with StageTimer(ledger, "evidence"):
         link_stats = LinkStats()
-        graph = _graph(spec, drafts, new_vars, chunks, opts, dropped, link_stats)
+        graph = _graph(ctx, spec, drafts, new_vars, opts, link_stats)
         spec_var_vectors = np.asarray([ctx.variable_vectors[v.name] for v in ctx.spec.variables])
         new_vectors = _embed(embedder, [variable_text(v) for v in new_vars])
         parts = [x for x in (spec_var_vectors, new_vectors) if len(x)]
@@ -248,16 +243,16 @@ def _embed(embedder: Embedder, texts: Iterable[str]) -> np.ndarray:
 
 
 def _graph(
+    ctx: Stage2Context,
     spec: DomainSpec,
     drafts: Sequence[EdgeDraft],
     new_vars: Sequence[Variable],
-    chunks: Sequence[Chunk],
     opts: LLMBuildConfig,
-    dropped: Counter[str],
     link_stats: LinkStats,
 ) -> CausalGraph:
-    """The graph of the spec's seed relations and Tier 2's drafts (those confident enough),
-    each edge linked to its evidence, validated."""
+    """The graph of ``spec`` (the one Tier 2 extended) with its seed relations and Tier 2's
+    drafts (those confident enough), each edge linked to its evidence, validated."""
+    chunks = ctx.chunks
     edges: dict[tuple[str, str], CausalEdge] = {}
     for r in spec.relations:
         edges[(r.source, r.target)] = CausalEdge(
@@ -265,7 +260,7 @@ def _graph(
         )
     for d in drafts:
         if d.confidence < opts.min_confidence:
-            dropped["tier2_below_min_confidence"] += 1
+            ctx.dropped["tier2_below_min_confidence"] += 1
             continue
         edges[(d.source, d.target)] = CausalEdge(
             edge_id(d.source, d.target),

@@ -468,13 +468,20 @@ def _named_in(
     return named(source), named(target)
 
 
-def _constraints(
+def _tie(
     spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
-) -> list[frozenset[int]] | None:
-    """``_named_in`` without the unconstrained sides: [] for two variables that name nothing to
-    look for, None when the pair is not a candidate."""
+) -> tuple[int, float]:
+    """(``support``, ``association``) of a pair from ``_named_in`` without its unconstrained
+    sides: (0, 0.0) when the pair is not a candidate, the free pair's figures when neither side
+    names anything to look for."""
     got = _named_in(spec, mentions, source, target)
-    return None if got is None else [x for x in got if x is not None]
+    if got is None:
+        return 0, 0.0
+    sets = [x for x in got if x is not None]
+    if not sets:
+        return FREE_PAIR_SUPPORT, FREE_PAIR_ASSOCIATION
+    both = len(frozenset.intersection(*sets))
+    return both, (both / min(len(x) for x in sets) if both else 0.0)
 
 
 def support(spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable) -> int:
@@ -482,12 +489,7 @@ def support(spec: DomainSpec, mentions: EntityMentions, source: Variable, target
     those that name both (``_named_in``: every entity of both together, and, for a variable
     without entities, a topic word of its metric, ``topic_words``); two variables that name
     nothing to look for pair weakly (``FREE_PAIR_SUPPORT``)."""
-    sets = _constraints(spec, mentions, source, target)
-    if sets is None:
-        return 0
-    if not sets:
-        return FREE_PAIR_SUPPORT
-    return len(frozenset.intersection(*sets))
+    return _tie(spec, mentions, source, target)[0]
 
 
 def association(
@@ -498,13 +500,7 @@ def association(
     named with the other (one cancer and its own symptom) scores 1; a common entity met once
     with another (a cancer and "skin" in a list) scores near 0. Tier 2 sends a template's most
     associated pairs first."""
-    sets = _constraints(spec, mentions, source, target)
-    if sets is None:
-        return 0.0
-    if not sets:
-        return FREE_PAIR_ASSOCIATION
-    both = len(frozenset.intersection(*sets))
-    return both / min(len(x) for x in sets) if both else 0.0
+    return _tie(spec, mentions, source, target)[1]
 
 
 def candidate_score(
@@ -514,10 +510,8 @@ def candidate_score(
     when the association reaches ``MIN_ASSOCIATION``, else 0 (not a Tier 2 candidate). A
     template sends its pairs in this order (the most chunks first, then the tightest tie), each
     variable in at most ``PAIRS_PER_VARIABLE`` of them (``tier2_batches``)."""
-    score = association(spec, mentions, source, target)
-    if score < MIN_ASSOCIATION:
-        return 0.0
-    return support(spec, mentions, source, target) + score
+    chunks, score = _tie(spec, mentions, source, target)
+    return chunks + score if score >= MIN_ASSOCIATION else 0.0
 
 
 def compatible(

@@ -174,15 +174,7 @@ def build_offline(
         corpus, chunks, vocab, spec, outcome, caps.max_dimensions, embedder, cfg, warnings
     )
     validate_graph(graph.spec, graph.variables, graph.edges, {c.id for c in chunks})
-    stages.done(
-        "graph",
-        t,
-        variables=len(graph.variables),
-        edges=len(graph.edges),
-        dimensions=len(graph.spec.dimensions),
-        metrics=len(graph.spec.metrics),
-        **info,
-    )
+    stages.done("graph", t, **info)
     graph, linking = _link(graph, cfg, stages)
     var_vec, chunk_vec = _embed(graph, chunks, embedder, embed_chunks, stages)
     if not graph.edges:
@@ -372,6 +364,10 @@ def _assemble(
     )
     ledger = ledger_from_build(corpus, vocab, nodes, support, var_of, chunks, cfg, lift)
     info = {
+        "variables": len(graph.variables),
+        "edges": len(graph.edges),
+        "dimensions": len(graph.spec.dimensions),
+        "metrics": len(graph.spec.metrics),
         "edges_dropped_leaving_terminal": dropped_terminal,
         "weak_single_sentence_variables_dropped": dropped_weak,
         "generic_variables_dropped": dropped_generic,
