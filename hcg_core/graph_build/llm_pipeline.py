@@ -665,14 +665,12 @@ def estimate_build(
         min(len(chunks), stage1_budget(tier, spec_sample_chunks)) if spec is None else 0
     )
     plan["t1_exact"] = spec is not None
-    out: dict[str, Any] = {"tier": tier, "max_batch_pairs": max_batch_pairs}
     return _estimate_figures(
-        out, plan, expected_slots, tier, max_batch_pairs, overhead, snippets, snippet_chars
+        plan, expected_slots, tier, max_batch_pairs, overhead, snippets, snippet_chars
     )
 
 
 def _estimate_figures(
-    out: dict[str, Any],
     plan: Mapping[str, Any],
     expected_slots: Sequence[int],
     tier: str,
@@ -682,6 +680,7 @@ def _estimate_figures(
     snippet_chars: int,
 ) -> dict[str, Any]:
     """The estimate's figures per stage and in all, from the plan and Tier 2's expected slots."""
+    out: dict[str, Any] = {"tier": tier, "max_batch_pairs": max_batch_pairs}
     s1, s1_prompt, t1, t1_max = plan["s1"], plan["s1_prompt"], plan["t1"], plan["t1_max"]
     n_metrics, sizes_all, k = plan["n_metrics"], plan["sizes_all"], plan["k"]
     desc_chars, entity_chars, n_vars = plan["desc_chars"], plan["entity_chars"], plan["n_vars"]

@@ -332,7 +332,10 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
     prompt = get_prompt("tier1", ctx.prompts)
     seeds = seed_templates(ctx.spec)
 
-    async def judge(source: Metric, cands: Sequence[Metric], item: str) -> dict[str, Any]:
+    async def judge(
+        source: Metric, cands: Sequence[Metric], item: str
+    ) -> tuple[dict[str, str | None], bool]:
+        """target -> rationale (None: judged not causal), and whether an item failed."""
         src_vec = ctx.metric_vectors[source.name]
         idx = top_chunks(src_vec, ctx.chunk_embeddings, ctx.snippets)
         shown = distinct_excerpts([ctx.excerpt(i, src_vec) for i in idx])
@@ -363,7 +366,7 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
         parts = await ask_split(
             list(cands), ask, item=item, ledger=ctx.ledger, failures=ctx.failures
         )
-        links: dict[str, str | None] = {}  # target -> rationale (None: judged not causal)
+        links: dict[str, str | None] = {}
         for sub, reply in parts:
             if reply is None:
                 continue
@@ -375,17 +378,16 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
                     ctx.dropped["tier1_target_outside_vocabulary"] += 1
                 else:
                     links.setdefault(target, why)
-        return {"links": links, "failed": any(r is None for _, r in parts)}
+        return links, any(r is None for _, r in parts)
 
     async def one(source: Metric, cands: list[Metric]) -> list[Template]:
-        got = await judge(source, cands, f"tier1 {source.name}")
-        links = got["links"]
+        links, failed = await judge(source, cands, f"tier1 {source.name}")
         missing = [c for c in cands if c.name not in links]
-        if missing and links and not got["failed"]:
+        if missing and links and not failed:
             # Coverage check: the prompt asks for EVERY target; ask again for the ones left out.
             ctx.dropped["tier1_targets_missing_reasked"] += len(missing)
-            again = await judge(source, missing, f"tier1 {source.name} (missing targets)")
-            links.update(again["links"])
+            again, _ = await judge(source, missing, f"tier1 {source.name} (missing targets)")
+            links.update(again)
             never = sum(1 for c in missing if c.name not in links)
             if never:
                 ctx.dropped["tier1_targets_never_judged"] += never
