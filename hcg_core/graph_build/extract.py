@@ -302,17 +302,15 @@ CUES: tuple[Cue, ...] = (
     # Forward verbs last: "caused" must not claim the "caused by" of a passive.
     *(Cue(n, rf"(?:{_PREFIX} )*{p}", True, s) for n, p, s in _FORWARD_VERBS),
 )
-_CUE_RES = tuple(
-    (
-        c,
-        re.compile(
-            r"^" + c.pattern + r"\b"
-            if c.initial
-            else (r"\b" + c.pattern + r"\b" if c.word else c.pattern)
-        ),
-    )
-    for c in CUES
-)
+
+
+def _cue_re(cue: Cue) -> re.Pattern[str]:
+    if cue.initial:
+        return re.compile(rf"^{cue.pattern}\b")
+    return re.compile(rf"\b{cue.pattern}\b" if cue.word else cue.pattern)
+
+
+_CUE_RES = tuple((c, _cue_re(c)) for c in CUES)
 
 # ----------------------------------------------------------------------------- spans
 

@@ -36,6 +36,7 @@ import numpy as np
 from pydantic import BaseModel, Field, create_model
 
 from ..config import DEFAULT_SNIPPET_CHARS, DEFAULT_SNIPPETS
+from ..corpus import word_set
 from ..llm.accounting import Ledger
 from ..llm.budget import completion_budget, tokens_for
 from ..llm.runner import Failures, ask_split, gather_or_cancel
@@ -232,11 +233,10 @@ class Stage2Context:
     snippet_chars: int = DEFAULT_SNIPPET_CHARS
     variable_vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
     sentences: SentencePool | None = None
-    mentions: EntityMentions | None = None
+    mentions: EntityMentions = field(init=False)
 
     def __post_init__(self) -> None:
-        if self.mentions is None:
-            self.mentions = EntityMentions(self.chunks)
+        self.mentions = EntityMentions(self.chunks)
 
     @property
     def domain(self) -> str:
@@ -423,13 +423,10 @@ def _same_or_parent(dim: Dimension, a: str, b: str) -> bool:
 
 # Words of a metric's name that say what is measured, not which thing: a variable without
 # entities is found in a chunk by its metric's other words (``BrainFunctionImpairment``: brain).
-GENERIC_METRIC_WORDS = frozenset(
-    {
-        *(w for group in QUANTITY_SYNONYMS for w in group),
-        *("presence", "status", "score", "receipt", "received", "response", "time", "success"),
-        *("change", "outcome", "overall", "total", "function", "impairment", "value", "index"),
-    }
-)
+GENERIC_METRIC_WORDS = frozenset(w for group in QUANTITY_SYNONYMS for w in group) | word_set("""
+    presence status score receipt received response time success change outcome overall total
+    function impairment value index
+""")
 
 
 def topic_words(metric: str) -> tuple[str, ...]:
@@ -727,7 +724,6 @@ class Tier2Call:
         """(chunk index, the query it was chosen for): per template, its two metrics plus the
         variables this batch judges for it; chunks naming the batch's entities first."""
         ctx, mentions = self.ctx, self.ctx.mentions
-        assert mentions is not None
         chosen: dict[int, np.ndarray] = {}
         names = {n for p in batch.pairs for n in p}
         entities = {e for n in names for e in self.by_name[n].entities}
@@ -890,7 +886,6 @@ async def run_tier2(
     Returns edge drafts, admitted new variables, counts, and the spec with admitted entities.
     """
     spec, mentions = ctx.spec, ctx.mentions
-    assert mentions is not None
     per_template = pairs_per_template(tier, len(templates))
     batches, counts = tier2_batches(
         templates,
