@@ -57,13 +57,16 @@ from .llm_tiers import (
     SUMMARY_CHARS,
     EdgeDraft,
     Stage2Context,
+    Template,
     candidate_score,
     edge_id,
     metric_text,
     pairs_per_template,
+    rank_pairs,
     run_tier1,
     run_tier2,
     spread_pairs,
+    template_pairs,
     tier1_sources,
 )
 
@@ -542,20 +545,16 @@ def _pair_support(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
     (``candidate_score`` and the spread of ``tier2_batches``) would send before the per-template
     cap (0 for a template to populate)."""
     mentions = EntityMentions(chunks)
-    by_metric: dict[str, list[Any]] = {}
-    for v in spec.variables:
-        by_metric.setdefault(v.metric, []).append(v)
+    by_name = {v.name: v for v in spec.variables}
+
+    def score(a: str, b: str) -> float:
+        return candidate_score(spec, mentions, by_name[a], by_name[b])
+
     sizes = []
     for s, targets in tier1_sources(spec):
         for t in targets:
-            scored = [
-                (candidate_score(spec, mentions, a, b), (a.name, b.name))
-                for a in by_metric.get(s.name, ())
-                for b in by_metric.get(t.name, ())
-                if a.name != b.name
-            ]
-            ranked = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))
-            sizes.append(len(spread_pairs([p for _, p in ranked], len(ranked))))
+            ranked = rank_pairs(template_pairs(Template(s.name, t.name), spec.variables), score)
+            sizes.append(len(spread_pairs(ranked, len(ranked))))
     return sizes
 
 

@@ -536,6 +536,14 @@ def template_pairs(template: Template, variables: Sequence[Variable]) -> list[tu
     return [(s, t) for s in vs for t in vt if s != t]
 
 
+def rank_pairs(
+    pairs: Sequence[tuple[str, str]], score: Callable[[str, str], float | bool]
+) -> list[tuple[str, str]]:
+    """The pairs ``score`` keeps (above 0), the best first, ties by name."""
+    scored = [(float(score(a, b)), (a, b)) for a, b in pairs]
+    return [p for _, p in sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))]
+
+
 def spread_pairs(
     ranked: Sequence[tuple[str, str]], cap: int, sent: Set[tuple[str, str]] = frozenset()
 ) -> list[tuple[str, str]]:
@@ -599,12 +607,8 @@ def tier2_batches(
     sent: set[tuple[str, str]] = set()  # every template's pairs so far: one direction per pair
     for t in templates:
         proposed = template_pairs(t, variables)
-        scored = [
-            (float(keep(by_name[a], by_name[b])) if keep is not None else 1.0, (a, b))
-            for a, b in proposed
-        ]
-        ranked = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))
-        pairs = spread_pairs([p for _, p in ranked], cap, sent)
+        ranked = rank_pairs(proposed, lambda a, b: keep(by_name[a], by_name[b]) if keep else 1.0)
+        pairs = spread_pairs(ranked, cap, sent)
         sent.update(pairs)
         counts["candidates_proposed"] += len(proposed)
         counts["candidates"] += len(pairs)
