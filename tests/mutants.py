@@ -212,10 +212,7 @@ MUTANTS = (
         "offline_lift_off",
         "hcg_core/graph_build/offline.py",
         "the offline builder never lifts support to generic variables",
-        (
-            "        vocab,\n        nodes,\n        lift=cfg.lift and spec is None,",
-            "        vocab,\n        nodes,\n        lift=False,",
-        ),
+        ("    lift = cfg.lift and spec is None\n", "    lift = False\n"),
     ),
     m(
         "offline_drop_weak_off",

@@ -59,30 +59,20 @@ def build_graph(
     if note:  # said before the build, which may be long (or paid), and kept in its report
         logger.warning(note)
     if llm is None:
-        from .offline import build_offline
-
-        result = build_offline(
-            chunks,
-            embedder=embedder,
-            tier=tier,
-            outcome=outcome,
-            spec=spec,
-            progress=progress,
-            **options,
-        )
+        from .offline import build_offline as build
     else:
-        from .llm_pipeline import build_with_llm
+        from .llm_pipeline import build_with_llm as build
 
-        result = build_with_llm(
-            chunks,
-            embedder=embedder,
-            llm=llm,
-            tier=tier,
-            outcome=outcome,
-            spec=spec,
-            progress=progress,
-            **options,
-        )
+        options["llm"] = llm
+    result = build(
+        chunks,
+        embedder=embedder,
+        tier=tier,
+        outcome=outcome,
+        spec=spec,
+        progress=progress,
+        **options,
+    )
     if note:
         result.report.setdefault("warnings", []).append(note)
     return result

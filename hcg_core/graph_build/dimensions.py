@@ -143,10 +143,7 @@ def dimensions(
         names_seen: Counter = Counter()
         for lab in sorted(set(labels.tolist())):
             members = [m for m, lb in zip(with_entities, labels.tolist(), strict=True) if lb == lab]
-            words: Counter = Counter()
-            for m in members:
-                for e in ents_by_metric[m]:
-                    words[e.split()[-1]] += 1
+            words = Counter(e.split()[-1] for m in members for e in ents_by_metric[m])
             base = re.sub(r"[^a-z0-9]+", "_", min(words, key=lambda w: (-words[w], w))) or "entity"
             names_seen[base] += 1
             name = base if names_seen[base] == 1 else f"{base}_{names_seen[base]}"
@@ -157,14 +154,9 @@ def dimensions(
                     ents.setdefault(e, None)
                 if any(n.is_generic for n in by_metric[m]):
                     ents.setdefault(GENERIC_ENTITY, None)
-            dims.append(
-                Dimension(
-                    name,
-                    tuple(ents),
-                    f"entities that qualify {len(members)} metrics, e.g. "
-                    + ", ".join(list(ents)[:5]),
-                )
-            )
+            examples = ", ".join(list(ents)[:5])
+            about = f"entities that qualify {len(members)} metrics, e.g. {examples}"
+            dims.append(Dimension(name, tuple(ents), about))
     entity_names: dict[NodeKey, tuple[str, ...]] = {}
     for node in used:
         if node.metric in signature:

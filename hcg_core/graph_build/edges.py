@@ -74,9 +74,7 @@ def sentence_edge(source: str, target: str, sentence: str, confidence: float) ->
 
 
 def make_edges(
-    support: Support,
-    var_of: dict[NodeKey, Variable],
-    corpus: SentenceCorpus,
+    support: Support, var_of: dict[NodeKey, Variable], corpus: SentenceCorpus
 ) -> list[CausalEdge]:
     """One edge per supported link, sorted by (source name, target name).
 

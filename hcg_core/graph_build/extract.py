@@ -202,17 +202,33 @@ class Cue:
 
 
 _AUX = r"(?:(?:is|are|was|were|be|been|being|can be|may be|is often|are often|is usually|are usually|is mainly|are mainly|is mostly|are mostly|is largely|are largely|is partly|are partly|is sometimes|are sometimes|is commonly|are commonly) )"
+_ONE_OF = r"(?:a |an |the |one of the )?(?:[a-z\-]+ ){0,2}"  # "is (one of the) main ..."
+
+
+def _verbs(words: str) -> str:
+    """One alternation of each verb's base and third-person forms.
+
+    >>> _verbs("raise diminish multiply")
+    '(?:raise|raises|diminish|diminishes|multiply|multiplies)'
+    """
+    forms = []
+    for w in words.split():
+        if w.endswith(("s", "sh", "ch", "x")):
+            forms += [w, w + "es"]
+        elif w.endswith("y") and w[-2] not in "aeiou":
+            forms += [w, w[:-1] + "ies"]
+        else:
+            forms += [w, w + "s"]
+    return "(?:" + "|".join(forms) + ")"
+
+
 # Verbs whose -ed form is also an adjective ("increased risk") are matched only in base and -s
 # forms when forward; their passive ("is increased by") is matched separately.
 _FORWARD_VERBS: tuple[tuple[str, str, float], ...] = (
-    (
-        "risk_factor",
-        r"(?:is|are|remains?) (?:a |an |the |one of the )?(?:[a-z\-]+ ){0,2}risk factors? (?:for|of)",
-        0.85,
-    ),
+    ("risk_factor", rf"(?:is|are|remains?) {_ONE_OF}risk factors? (?:for|of)", 0.85),
     (
         "cause_of",
-        r"(?:is|are|was|were|remains?) (?:a |an |the |one of the )?(?:[a-z\-]+ ){0,2}(?:causes?|drivers?|triggers?|sources?) of",
+        rf"(?:is|are|was|were|remains?) {_ONE_OF}(?:causes?|drivers?|triggers?|sources?) of",
         0.9,
     ),
     ("cause", r"caus(?:e|es|ed|ing)", 0.95),
@@ -223,39 +239,19 @@ _FORWARD_VERBS: tuple[tuple[str, str, float], ...] = (
     ("contribute_to", r"contribut(?:e|es|ed|ing) to", 0.75),
     ("responsible_for", r"(?:is|are|was|were) (?:largely |partly |mainly )?responsible for", 0.8),
     ("predispose", r"predispos(?:e|es|ed)(?: [a-z]+)? to", 0.7),
-    ("protect", r"(?:protect|protects|guard|guards) against", 0.7),
+    ("protect", _verbs("protect guard") + " against", 0.7),
     ("interfere", r"(?:interfere|interferes|interfered) with", 0.65),
-    (
-        "increase",
-        r"(?:increase|increases|raise|raises|elevate|elevates|boost|boosts|heighten|heightens|double|doubles|triple|triples|multiply|multiplies)",
-        0.75,
-    ),
-    (
-        "decrease",
-        r"(?:decrease|decreases|reduce|reduces|lower|lowers|diminish|diminishes|lessen|lessens)",
-        0.75,
-    ),
+    ("increase", _verbs("increase raise elevate boost heighten double triple multiply"), 0.75),
+    ("decrease", _verbs("decrease reduce lower diminish lessen"), 0.75),
     ("prevent", r"(?:prevent|prevents|prevented)", 0.8),
-    (
-        "inhibit",
-        r"(?:inhibit|inhibits|suppress|suppresses|block|blocks|impair|impairs|weaken|weakens|disrupt|disrupts|hinder|hinders)",
-        0.75,
-    ),
-    (
-        "promote",
-        r"(?:promote|promotes|stimulate|stimulates|enhance|enhances|accelerate|accelerates|activate|activates|strengthen|strengthens)",
-        0.7,
-    ),
-    ("worsen", r"(?:worsen|worsens|aggravate|aggravates|exacerbate|exacerbates)", 0.75),
-    ("improve", r"(?:improve|improves|relieve|relieves|alleviate|alleviates|ease|eases)", 0.65),
-    (
-        "damage",
-        r"(?:damage|damages|destroy|destroys|kill|kills|shrink|shrinks|slow|slows|injure|injures|harm|harms)",
-        0.65,
-    ),
-    ("produce", r"(?:produce|produces|generate|generates|create|creates)", 0.55),
+    ("inhibit", _verbs("inhibit suppress block impair weaken disrupt hinder"), 0.75),
+    ("promote", _verbs("promote stimulate enhance accelerate activate strengthen"), 0.7),
+    ("worsen", _verbs("worsen aggravate exacerbate"), 0.75),
+    ("improve", _verbs("improve relieve alleviate ease"), 0.65),
+    ("damage", _verbs("damage destroy kill shrink slow injure harm"), 0.65),
+    ("produce", _verbs("produce generate create"), 0.55),
     ("treat", r"(?:treats|cure|cures|control|controls|manage|manages)", 0.55),
-    ("affect", r"(?:affect|affects|influence|influences|determine|determines|drive|drives)", 0.5),
+    ("affect", _verbs("affect influence determine drive"), 0.5),
 )
 # Modals, hedges and "helps"/"is used to" that may sit between a subject and its causal verb.
 _PREFIX = (
@@ -265,6 +261,7 @@ _PREFIX = (
     r"used to|works? to|tends? to|seems? to|appears? to|is known to|are known to|is thought to|"
     r"are thought to|is likely to|are likely to)"
 )
+_BY = r"(?:mainly |mostly |largely |partly |primarily )?by"  # "is caused (mainly) by"
 _PASSIVE_VERBS = (
     r"caused|triggered|induced|produced|driven|increased|decreased|reduced|raised|lowered|"
     r"prevented|inhibited|suppressed|blocked|promoted|stimulated|worsened|improved|relieved|"
@@ -281,12 +278,7 @@ CUES: tuple[Cue, ...] = (
         initial=True,
     ),
     Cue("initial_because", r"(?:because|since)", True, 0.65, initial=True),
-    Cue(
-        "caused_by",
-        rf"{_AUX}?(?:{_PASSIVE_VERBS}) (?:mainly |mostly |largely |partly |primarily )?by",
-        False,
-        0.85,
-    ),
+    Cue("caused_by", rf"{_AUX}?(?:{_PASSIVE_VERBS}) {_BY}", False, 0.85),
     Cue(
         "result_from",
         r"(?:result|results|resulted|resulting|stem|stems|arise|arises|arising) from",
@@ -295,7 +287,7 @@ CUES: tuple[Cue, ...] = (
     ),
     Cue(
         "consequence_of",
-        r"(?:is|are|was|were) (?:a |an |the |one of the )?(?:[a-z\-]+ ){0,2}(?:consequences?|results?|complications?) of",
+        rf"(?:is|are|was|were) {_ONE_OF}(?:consequences?|results?|complications?) of",
         False,
         0.8,
     ),
@@ -310,17 +302,15 @@ CUES: tuple[Cue, ...] = (
     # Forward verbs last: "caused" must not claim the "caused by" of a passive.
     *(Cue(n, rf"(?:{_PREFIX} )*{p}", True, s) for n, p, s in _FORWARD_VERBS),
 )
-_CUE_RES = tuple(
-    (
-        c,
-        re.compile(
-            r"^" + c.pattern + r"\b"
-            if c.initial
-            else (r"\b" + c.pattern + r"\b" if c.word else c.pattern)
-        ),
-    )
-    for c in CUES
-)
+
+
+def _cue_re(cue: Cue) -> re.Pattern[str]:
+    if cue.initial:
+        return re.compile(rf"^{cue.pattern}\b")
+    return re.compile(rf"\b{cue.pattern}\b" if cue.word else cue.pattern)
+
+
+_CUE_RES = tuple((c, _cue_re(c)) for c in CUES)
 
 # ----------------------------------------------------------------------------- spans
 
@@ -842,12 +832,9 @@ CUE_EFFECT: dict[str, str] = {
 # "is caused by" holds passive verbs of both signs; the verb before "by" says which.
 _PASSIVE_DECREASE_RE = re.compile(
     r"\b(?:decreased|reduced|lowered|prevented|inhibited|suppressed|blocked|damaged|destroyed|"
-    r"killed|treated|controlled|relieved) (?:mainly |mostly |largely |partly |primarily )?by\b"
+    rf"killed|treated|controlled|relieved) {_BY}\b"
 )
-_PASSIVE_UNSIGNED_RE = re.compile(
-    r"\b(?:affected|influenced|determined|improved) (?:mainly |mostly |largely |partly |"
-    r"primarily )?by\b"
-)
+_PASSIVE_UNSIGNED_RE = re.compile(rf"\b(?:affected|influenced|determined|improved) {_BY}\b")
 
 
 _OPPOSITE = {"increases": "decreases", "decreases": "increases", "": ""}

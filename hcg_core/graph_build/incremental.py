@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..config import DEFAULT_EVIDENCE_PER_EDGE
+from ..config import DEFAULT_EVIDENCE_PER_EDGE, OfflineBuildConfig
 from ..errors import StoreError
 from ..spec.offline_vocabulary import NodeKey, entity_key
 from ..types import CausalEdge, CausalGraph, Chunk
@@ -575,12 +575,8 @@ class SupportLedger:
 
 def _pinned(fields: Any) -> dict[str, Any]:
     """An edited edge's kept fields, as ``to_json`` wrote them (only these two can be pinned)."""
-    out: dict[str, Any] = {}
-    if "mechanism" in fields:
-        out["mechanism"] = str(fields["mechanism"])
-    if "confidence" in fields:
-        out["confidence"] = float(fields["confidence"])
-    return out
+    kinds = {"mechanism": str, "confidence": float}
+    return {name: kind(fields[name]) for name, kind in kinds.items() if name in fields}
 
 
 def ledger_from_build(
@@ -590,10 +586,8 @@ def ledger_from_build(
     support: Mapping[Any, Mapping[int, float]],
     var_of: Mapping[Any, Any],
     chunks: Sequence[Chunk],
-    *,
+    cfg: OfflineBuildConfig,
     lift: bool,
-    lift_discount: float,
-    max_evidence: int,
 ) -> SupportLedger:
     """The ledger of an offline build, from its steps' own data (``offline._assemble``)."""
 
@@ -630,8 +624,8 @@ def ledger_from_build(
         },
         order={corpus.sentences[i]: i for i in sorted(used)},
         lift=lift,
-        lift_discount=lift_discount,
-        max_evidence=max_evidence,
+        lift_discount=cfg.lift_discount,
+        max_evidence=cfg.max_evidence,
     )
 
 
@@ -696,10 +690,7 @@ def drop_evidence(
 
 
 def relink_edges(
-    graph: CausalGraph,
-    edges: Sequence[CausalEdge],
-    report: UpdateReport,
-    per_edge: int,
+    graph: CausalGraph, edges: Sequence[CausalEdge], report: UpdateReport, per_edge: int
 ) -> tuple[CausalEdge, ...]:
     """``edges`` linked again by the one linker (``evidence.link_evidence``) over
     ``graph.chunks``: an edit's new text may state an old edge, and a build ends the same way,

@@ -38,11 +38,7 @@ from ..llm.bridge import run_sync
 from ..llm.runner import Failures, StageTimer, metered, stage_progress
 from ..ports import Embedder, StructuredLLM
 from ..prompts import PROMPTS, Prompt
-from ..spec.generate import (
-    agenerate_spec,
-    stage1_budget,
-    stage1_calls,
-)
+from ..spec.generate import agenerate_spec, stage1_budget, stage1_calls
 from ..spec.validate import validate_graph, validate_spec
 from ..types import (
     BuildResult,
@@ -61,13 +57,16 @@ from .llm_tiers import (
     SUMMARY_CHARS,
     EdgeDraft,
     Stage2Context,
+    Template,
     candidate_score,
     edge_id,
     metric_text,
     pairs_per_template,
+    rank_pairs,
     run_tier1,
     run_tier2,
     spread_pairs,
+    template_pairs,
     tier1_sources,
 )
 
@@ -120,7 +119,7 @@ async def abuild_with_llm(
     or the same names as keyword ``options``, which change ``config`` (unknown names raise).
     """
     opts = LLMBuildConfig.from_options(config, **options)
-    caps = tier_caps(tier)  # validates the tier name early
+    tier_caps(tier)  # validates the tier name early
     llm, ledger = metered(llm, cache_dir=opts.cache_dir)
     before = ledger.snapshot()
     failures = Failures()
@@ -148,7 +147,6 @@ async def abuild_with_llm(
         stage1_info = {"skipped": True, "reason": "spec given"}
 
     ctx = _stage2_context(spec, chunks, chunk_embeddings, embedder, llm, ledger, failures, opts)
-    dropped = ctx.dropped
     # Once the vocabulary is known the estimate applies Tier 2's own rule to it: recorded in the
     # report beside the calls made (the estimate before Stage 1 cannot see the variables).
     refined = estimate_build(chunks, spec, tier, max_batch_pairs=opts.max_batch_pairs)["stages"]
@@ -162,7 +160,7 @@ async def abuild_with_llm(
 
     with StageTimer(ledger, "evidence"):
         link_stats = LinkStats()
-        graph = _graph(spec, drafts, new_vars, chunks, opts, dropped, link_stats)
+        graph = _graph(ctx, spec, drafts, new_vars, opts, link_stats)
         spec_var_vectors = np.asarray([ctx.variable_vectors[v.name] for v in ctx.spec.variables])
         new_vectors = _embed(embedder, [variable_text(v) for v in new_vars])
         parts = [x for x in (spec_var_vectors, new_vectors) if len(x)]
@@ -173,21 +171,7 @@ async def abuild_with_llm(
         stage1_info.setdefault("chunks_shown", 0)
         coverage = corpus_coverage(graph, stage1_info["chunks_shown"])
 
-    report = _report(
-        ledger,
-        before,
-        llm_name=llm.name,
-        tier=tier,
-        caps=caps,
-        graph=graph,
-        stage1=stage1_info,
-        templates=len(templates),
-        tier1_items=len(tier1_sources(spec)),
-        tier2=t2_counts,
-        dropped=dropped,
-        failures=failures,
-        seconds=time.perf_counter() - t_start,
-    )
+    report = _report(ctx, before, tier, graph, stage1_info, len(templates), t2_counts, t_start)
     report["coverage"] = coverage
     _add_evidence(report, link_stats)
     result = BuildResult(graph, variable_embeddings, chunk_embeddings, report)
@@ -262,16 +246,16 @@ def _embed(embedder: Embedder, texts: Iterable[str]) -> np.ndarray:
 
 
 def _graph(
+    ctx: Stage2Context,
     spec: DomainSpec,
     drafts: Sequence[EdgeDraft],
     new_vars: Sequence[Variable],
-    chunks: Sequence[Chunk],
     opts: LLMBuildConfig,
-    dropped: Counter[str],
     link_stats: LinkStats,
 ) -> CausalGraph:
-    """The graph of the spec's seed relations and Tier 2's drafts (those confident enough),
-    each edge linked to its evidence, validated."""
+    """The graph of ``spec`` (the one Tier 2 extended) with its seed relations and Tier 2's
+    drafts (those confident enough), each edge linked to its evidence, validated."""
+    chunks = ctx.chunks
     edges: dict[tuple[str, str], CausalEdge] = {}
     for r in spec.relations:
         edges[(r.source, r.target)] = CausalEdge(
@@ -279,7 +263,7 @@ def _graph(
         )
     for d in drafts:
         if d.confidence < opts.min_confidence:
-            dropped["tier2_below_min_confidence"] += 1
+            ctx.dropped["tier2_below_min_confidence"] += 1
             continue
         edges[(d.source, d.target)] = CausalEdge(
             edge_id(d.source, d.target),
@@ -406,25 +390,20 @@ def _delta(after: dict, before: dict, name: str) -> dict[str, float]:
 
 
 def _report(
-    ledger: Ledger,
+    ctx: Stage2Context,
     before: dict,
-    *,
-    llm_name: str,
     tier: str,
-    caps: Any,
     graph: CausalGraph,
     stage1: dict,
     templates: int,
-    tier1_items: int,
     tier2: dict,
-    dropped: Counter,
-    failures: Failures,
-    seconds: float,
+    t_start: float,
 ) -> dict[str, Any]:
-    after = ledger.snapshot()
+    caps = tier_caps(tier)
+    after = ctx.ledger.snapshot()
     stages = {name: _delta(after, before, name) for name in (*LLM_STAGES, "evidence")}
     stages["stage1"].update(stage1)
-    stages["tier1"].update({"items": tier1_items, "templates": templates})
+    stages["tier1"].update({"items": len(tier1_sources(graph.spec)), "templates": templates})
     stages["tier2"].update({"items": tier2["batches"], **tier2})
     stages["evidence"].update(
         {
@@ -437,12 +416,12 @@ def _report(
     totals = {k: sum(stages[s][k] for s in LLM_STAGES) for k in COUNTERS}
     return {
         "builder": "llm",
-        "llm": llm_name,
+        "llm": ctx.llm.name,
         "tier": tier,
         "caps": {"max_metrics": caps.max_metrics, "max_dimensions": caps.max_dimensions},
         "stages": stages,
         "totals": totals,
-        "seconds": round(seconds, 3),
+        "seconds": round(time.perf_counter() - t_start, 3),
         "counts": {
             "dimensions": len(graph.spec.dimensions),
             "metrics": len(graph.spec.metrics),
@@ -450,9 +429,9 @@ def _report(
             "edges": len(graph.edges),
             "seed_relations": len(graph.spec.relations),
         },
-        "dropped": dict(sorted(dropped.items())),
-        "failures": failures.records,
-        "failure_causes": failures.grouped(),
+        "dropped": dict(sorted(ctx.dropped.items())),
+        "failures": ctx.failures.records,
+        "failure_causes": ctx.failures.grouped(),
     }
 
 
@@ -566,20 +545,16 @@ def _pair_support(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
     (``candidate_score`` and the spread of ``tier2_batches``) would send before the per-template
     cap (0 for a template to populate)."""
     mentions = EntityMentions(chunks)
-    by_metric: dict[str, list[Any]] = {}
-    for v in spec.variables:
-        by_metric.setdefault(v.metric, []).append(v)
+    by_name = {v.name: v for v in spec.variables}
+
+    def score(a: str, b: str) -> float:
+        return candidate_score(spec, mentions, by_name[a], by_name[b])
+
     sizes = []
     for s, targets in tier1_sources(spec):
         for t in targets:
-            scored = [
-                (candidate_score(spec, mentions, a, b), (a.name, b.name))
-                for a in by_metric.get(s.name, ())
-                for b in by_metric.get(t.name, ())
-                if a.name != b.name
-            ]
-            ranked = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))
-            sizes.append(len(spread_pairs([p for _, p in ranked], len(ranked))))
+            ranked = rank_pairs(template_pairs(Template(s.name, t.name), spec.variables), score)
+            sizes.append(len(spread_pairs(ranked, len(ranked))))
     return sizes
 
 
@@ -689,14 +664,12 @@ def estimate_build(
         min(len(chunks), stage1_budget(tier, spec_sample_chunks)) if spec is None else 0
     )
     plan["t1_exact"] = spec is not None
-    out: dict[str, Any] = {"tier": tier, "max_batch_pairs": max_batch_pairs}
     return _estimate_figures(
-        out, plan, expected_slots, tier, max_batch_pairs, overhead, snippets, snippet_chars
+        plan, expected_slots, tier, max_batch_pairs, overhead, snippets, snippet_chars
     )
 
 
 def _estimate_figures(
-    out: dict[str, Any],
     plan: Mapping[str, Any],
     expected_slots: Sequence[int],
     tier: str,
@@ -706,6 +679,7 @@ def _estimate_figures(
     snippet_chars: int,
 ) -> dict[str, Any]:
     """The estimate's figures per stage and in all, from the plan and Tier 2's expected slots."""
+    out: dict[str, Any] = {"tier": tier, "max_batch_pairs": max_batch_pairs}
     s1, s1_prompt, t1, t1_max = plan["s1"], plan["s1_prompt"], plan["t1"], plan["t1_max"]
     n_metrics, sizes_all, k = plan["n_metrics"], plan["sizes_all"], plan["k"]
     desc_chars, entity_chars, n_vars = plan["desc_chars"], plan["entity_chars"], plan["n_vars"]

@@ -36,6 +36,7 @@ import numpy as np
 from pydantic import BaseModel, Field, create_model
 
 from ..config import DEFAULT_SNIPPET_CHARS, DEFAULT_SNIPPETS
+from ..corpus import word_set
 from ..llm.accounting import Ledger
 from ..llm.budget import completion_budget, tokens_for
 from ..llm.runner import Failures, ask_split, gather_or_cancel
@@ -165,9 +166,13 @@ def slot_entities(metric: Metric, filled: Any) -> list[str]:
     return [str(got[d]) for d in metric.signature if got.get(d)]
 
 
-def _sign(effect: str) -> str:
-    """A reply's effect as ``CausalEdge.effect``: "not stated" is the format's "" (unknown)."""
-    return "" if effect == NOT_STATED else effect
+def _draft(source: str, target: str, judged: Any) -> EdgeDraft:
+    """A reply's kept candidate or new edge as a draft; its effect "not stated" is the format's
+    "" (``CausalEdge.effect``: the sign is not known)."""
+    effect = "" if judged.effect == NOT_STATED else judged.effect
+    return EdgeDraft(
+        source, target, judged.mechanism.strip(), judged.confidence, judged.evidence, effect
+    )
 
 
 def metric_text(m: Metric) -> str:
@@ -228,11 +233,10 @@ class Stage2Context:
     snippet_chars: int = DEFAULT_SNIPPET_CHARS
     variable_vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
     sentences: SentencePool | None = None
-    mentions: EntityMentions | None = None
+    mentions: EntityMentions = field(init=False)
 
     def __post_init__(self) -> None:
-        if self.mentions is None:
-            self.mentions = EntityMentions(self.chunks)
+        self.mentions = EntityMentions(self.chunks)
 
     @property
     def domain(self) -> str:
@@ -328,7 +332,10 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
     prompt = get_prompt("tier1", ctx.prompts)
     seeds = seed_templates(ctx.spec)
 
-    async def judge(source: Metric, cands: Sequence[Metric], item: str) -> dict[str, Any]:
+    async def judge(
+        source: Metric, cands: Sequence[Metric], item: str
+    ) -> tuple[dict[str, str | None], bool]:
+        """target -> rationale (None: judged not causal), and whether an item failed."""
         src_vec = ctx.metric_vectors[source.name]
         idx = top_chunks(src_vec, ctx.chunk_embeddings, ctx.snippets)
         shown = distinct_excerpts([ctx.excerpt(i, src_vec) for i in idx])
@@ -359,7 +366,7 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
         parts = await ask_split(
             list(cands), ask, item=item, ledger=ctx.ledger, failures=ctx.failures
         )
-        links: dict[str, str | None] = {}  # target -> rationale (None: judged not causal)
+        links: dict[str, str | None] = {}
         for sub, reply in parts:
             if reply is None:
                 continue
@@ -371,17 +378,16 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
                     ctx.dropped["tier1_target_outside_vocabulary"] += 1
                 else:
                     links.setdefault(target, why)
-        return {"links": links, "failed": any(r is None for _, r in parts)}
+        return links, any(r is None for _, r in parts)
 
     async def one(source: Metric, cands: list[Metric]) -> list[Template]:
-        got = await judge(source, cands, f"tier1 {source.name}")
-        links = got["links"]
+        links, failed = await judge(source, cands, f"tier1 {source.name}")
         missing = [c for c in cands if c.name not in links]
-        if missing and links and not got["failed"]:
+        if missing and links and not failed:
             # Coverage check: the prompt asks for EVERY target; ask again for the ones left out.
             ctx.dropped["tier1_targets_missing_reasked"] += len(missing)
-            again = await judge(source, missing, f"tier1 {source.name} (missing targets)")
-            links.update(again["links"])
+            again, _ = await judge(source, missing, f"tier1 {source.name} (missing targets)")
+            links.update(again)
             never = sum(1 for c in missing if c.name not in links)
             if never:
                 ctx.dropped["tier1_targets_never_judged"] += never
@@ -417,13 +423,10 @@ def _same_or_parent(dim: Dimension, a: str, b: str) -> bool:
 
 # Words of a metric's name that say what is measured, not which thing: a variable without
 # entities is found in a chunk by its metric's other words (``BrainFunctionImpairment``: brain).
-GENERIC_METRIC_WORDS = frozenset(
-    {
-        *(w for group in QUANTITY_SYNONYMS for w in group),
-        *("presence", "status", "score", "receipt", "received", "response", "time", "success"),
-        *("change", "outcome", "overall", "total", "function", "impairment", "value", "index"),
-    }
-)
+GENERIC_METRIC_WORDS = frozenset(w for group in QUANTITY_SYNONYMS for w in group) | word_set("""
+    presence status score receipt received response time success change outcome overall total
+    function impairment value index
+""")
 
 
 def topic_words(metric: str) -> tuple[str, ...]:
@@ -464,13 +467,20 @@ def _named_in(
     return named(source), named(target)
 
 
-def _constraints(
+def _tie(
     spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
-) -> list[frozenset[int]] | None:
-    """``_named_in`` without the unconstrained sides: [] for two variables that name nothing to
-    look for, None when the pair is not a candidate."""
+) -> tuple[int, float]:
+    """(``support``, ``association``) of a pair from ``_named_in`` without its unconstrained
+    sides: (0, 0.0) when the pair is not a candidate, the free pair's figures when neither side
+    names anything to look for."""
     got = _named_in(spec, mentions, source, target)
-    return None if got is None else [x for x in got if x is not None]
+    if got is None:
+        return 0, 0.0
+    sets = [x for x in got if x is not None]
+    if not sets:
+        return FREE_PAIR_SUPPORT, FREE_PAIR_ASSOCIATION
+    both = len(frozenset.intersection(*sets))
+    return both, (both / min(len(x) for x in sets) if both else 0.0)
 
 
 def support(spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable) -> int:
@@ -478,12 +488,7 @@ def support(spec: DomainSpec, mentions: EntityMentions, source: Variable, target
     those that name both (``_named_in``: every entity of both together, and, for a variable
     without entities, a topic word of its metric, ``topic_words``); two variables that name
     nothing to look for pair weakly (``FREE_PAIR_SUPPORT``)."""
-    sets = _constraints(spec, mentions, source, target)
-    if sets is None:
-        return 0
-    if not sets:
-        return FREE_PAIR_SUPPORT
-    return len(frozenset.intersection(*sets))
+    return _tie(spec, mentions, source, target)[0]
 
 
 def association(
@@ -494,13 +499,7 @@ def association(
     named with the other (one cancer and its own symptom) scores 1; a common entity met once
     with another (a cancer and "skin" in a list) scores near 0. Tier 2 sends a template's most
     associated pairs first."""
-    sets = _constraints(spec, mentions, source, target)
-    if sets is None:
-        return 0.0
-    if not sets:
-        return FREE_PAIR_ASSOCIATION
-    both = len(frozenset.intersection(*sets))
-    return both / min(len(x) for x in sets) if both else 0.0
+    return _tie(spec, mentions, source, target)[1]
 
 
 def candidate_score(
@@ -510,10 +509,8 @@ def candidate_score(
     when the association reaches ``MIN_ASSOCIATION``, else 0 (not a Tier 2 candidate). A
     template sends its pairs in this order (the most chunks first, then the tightest tie), each
     variable in at most ``PAIRS_PER_VARIABLE`` of them (``tier2_batches``)."""
-    score = association(spec, mentions, source, target)
-    if score < MIN_ASSOCIATION:
-        return 0.0
-    return support(spec, mentions, source, target) + score
+    chunks, score = _tie(spec, mentions, source, target)
+    return chunks + score if score >= MIN_ASSOCIATION else 0.0
 
 
 def compatible(
@@ -537,6 +534,14 @@ def template_pairs(template: Template, variables: Sequence[Variable]) -> list[tu
     vs = sorted(v.name for v in variables if v.metric == template.source)
     vt = sorted(v.name for v in variables if v.metric == template.target)
     return [(s, t) for s in vs for t in vt if s != t]
+
+
+def rank_pairs(
+    pairs: Sequence[tuple[str, str]], score: Callable[[str, str], float | bool]
+) -> list[tuple[str, str]]:
+    """The pairs ``score`` keeps (above 0), the best first, ties by name."""
+    scored = [(float(score(a, b)), (a, b)) for a, b in pairs]
+    return [p for _, p in sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))]
 
 
 def spread_pairs(
@@ -602,12 +607,8 @@ def tier2_batches(
     sent: set[tuple[str, str]] = set()  # every template's pairs so far: one direction per pair
     for t in templates:
         proposed = template_pairs(t, variables)
-        scored = [
-            (float(keep(by_name[a], by_name[b])) if keep is not None else 1.0, (a, b))
-            for a, b in proposed
-        ]
-        ranked = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], x[1]))
-        pairs = spread_pairs([p for _, p in ranked], cap, sent)
+        ranked = rank_pairs(proposed, lambda a, b: keep(by_name[a], by_name[b]) if keep else 1.0)
+        pairs = spread_pairs(ranked, cap, sent)
         sent.update(pairs)
         counts["candidates_proposed"] += len(proposed)
         counts["candidates"] += len(pairs)
@@ -727,7 +728,6 @@ class Tier2Call:
         """(chunk index, the query it was chosen for): per template, its two metrics plus the
         variables this batch judges for it; chunks naming the batch's entities first."""
         ctx, mentions = self.ctx, self.ctx.mentions
-        assert mentions is not None
         chosen: dict[int, np.ndarray] = {}
         names = {n for p in batch.pairs for n in p}
         entities = {e for n in names for e in self.by_name[n].entities}
@@ -851,9 +851,7 @@ class Tier2Replies:
                 continue
             self.kept += 1
             s, t = part.pairs[number - 1]
-            self.offer(
-                EdgeDraft(s, t, j.mechanism.strip(), j.confidence, j.evidence, _sign(j.effect))
-            )
+            self.offer(_draft(s, t, j))
         if len(part.pairs) - len(judged):
             self.dropped["tier2_candidates_not_judged"] += len(part.pairs) - len(judged)
 
@@ -881,16 +879,7 @@ class Tier2Replies:
         self.vocab.admit(src, new_s)
         self.vocab.admit(tgt, new_t)
         self.new_edges += 1
-        self.offer(
-            EdgeDraft(
-                src.name,
-                tgt.name,
-                ne.mechanism.strip(),
-                ne.confidence,
-                ne.evidence,
-                _sign(ne.effect),
-            )
-        )
+        self.offer(_draft(src.name, tgt.name, ne))
 
 
 async def run_tier2(
@@ -901,7 +890,6 @@ async def run_tier2(
     Returns edge drafts, admitted new variables, counts, and the spec with admitted entities.
     """
     spec, mentions = ctx.spec, ctx.mentions
-    assert mentions is not None
     per_template = pairs_per_template(tier, len(templates))
     batches, counts = tier2_batches(
         templates,

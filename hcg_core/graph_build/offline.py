@@ -174,15 +174,7 @@ def build_offline(
         corpus, chunks, vocab, spec, outcome, caps.max_dimensions, embedder, cfg, warnings
     )
     validate_graph(graph.spec, graph.variables, graph.edges, {c.id for c in chunks})
-    stages.done(
-        "graph",
-        t,
-        variables=len(graph.variables),
-        edges=len(graph.edges),
-        dimensions=len(graph.spec.dimensions),
-        metrics=len(graph.spec.metrics),
-        **info,
-    )
+    stages.done("graph", t, **info)
     graph, linking = _link(graph, cfg, stages)
     var_vec, chunk_vec = _embed(graph, chunks, embedder, embed_chunks, stages)
     if not graph.edges:
@@ -320,12 +312,9 @@ def _assemble(
         corpus.statements, vocab, cfg.min_variable_support, cfg.max_variables_per_metric
     )
     # Lifting maps a generated vocabulary's entity hierarchy; a given spec's variables are fixed.
+    lift = cfg.lift and spec is None
     support, direct_in, direct_out = link_support(
-        corpus.statements,
-        vocab,
-        nodes,
-        lift=cfg.lift and spec is None,
-        lift_discount=cfg.lift_discount,
+        corpus.statements, vocab, nodes, lift=lift, lift_discount=cfg.lift_discount
     )
     dropped_weak = drop_weak_nodes(support) if cfg.drop_weak else 0
     generic: dict[str, tuple[float, float]] = {}
@@ -373,18 +362,12 @@ def _assemble(
         edges=tuple(edges),
         chunks=tuple(chunks),
     )
-    ledger = ledger_from_build(
-        corpus,
-        vocab,
-        nodes,
-        support,
-        var_of,
-        chunks,
-        lift=cfg.lift and spec is None,
-        lift_discount=cfg.lift_discount,
-        max_evidence=cfg.max_evidence,
-    )
+    ledger = ledger_from_build(corpus, vocab, nodes, support, var_of, chunks, cfg, lift)
     info = {
+        "variables": len(graph.variables),
+        "edges": len(graph.edges),
+        "dimensions": len(graph.spec.dimensions),
+        "metrics": len(graph.spec.metrics),
         "edges_dropped_leaving_terminal": dropped_terminal,
         "weak_single_sentence_variables_dropped": dropped_weak,
         "generic_variables_dropped": dropped_generic,
