@@ -48,12 +48,14 @@ from .assemble import (
     metric_name,
     unbind_unused,
 )
-from .merge import MetricDraft, metric_groups
+from .merge import MetricDraft, metric_groups, unit_rows
 from .review import (
+    MAX_DOMAIN_CHARS,
     REVIEW_CALLS,
     apply_dimension_review,
     apply_metric_review,
     check_metrics_model,
+    choice,
     dimensions_review_model,
     dimensions_text,
     metrics_review_model,
@@ -160,11 +162,6 @@ def spread_batches(items: Sequence[Any], size: int) -> list[list[Any]]:
     return [list(items[i::n]) for i in range(n)]
 
 
-def _choice(names: Sequence[str]) -> Any:
-    # Literal of the allowed names; a plain str when there is nothing to choose from yet.
-    return Literal[tuple(names)] if names else str  # type: ignore[return-value]
-
-
 # Completion budgets (tokens) per Stage 1 request, from the items it may list: the recorded real
 # run's replies averaged about 40 tokens per entity-laden dimension line, 90 per metric, 45 per
 # variable and 60 per relation; these leave about twice that.
@@ -177,7 +174,6 @@ MAX_ENTITIES_PER_DIMENSION = 40  # entities one batch lists per dimension (``max
 MAX_VARIABLES_PER_BATCH = 80
 MAX_DESCRIPTION_CHARS = 300  # a metric's or variable's description (``maxLength``)
 MAX_MECHANISM_CHARS = 300
-MAX_DOMAIN_CHARS = 200
 MAX_RELATIONS_PER_BATCH = 40  # a batch of 12 excerpts states more links than 30 (live readers)
 MAX_INFERRED_OUTCOMES = 5
 REVIEW_TOKENS = 4000  # a review lists groups of names: a few hundred tokens, room for 60 groups
@@ -204,8 +200,8 @@ def relations_model(variable_names: Sequence[str]) -> type[BaseModel]:
     """``RelationsReply`` whose endpoints may only be the given full variable names."""
     item = create_model(
         "RelationItem",
-        source=(_choice(variable_names), ...),
-        target=(_choice(variable_names), ...),
+        source=(choice(variable_names), ...),
+        target=(choice(variable_names), ...),
         mechanism=(str, capped_text(MAX_MECHANISM_CHARS)),
     )
     return create_model(
@@ -218,7 +214,7 @@ def metrics_model(dimension_names: Sequence[str], cap: int = 0) -> type[BaseMode
     item = create_model(
         "MetricItem",
         name=(str, ...),
-        signature=(list[_choice(dimension_names)], Field(default_factory=list)),
+        signature=(list[choice(dimension_names)], Field(default_factory=list)),
         description=(str, capped_text(MAX_DESCRIPTION_CHARS)),
         category=(str, "general"),
         role=(Literal["terminal", "outcome", "intermediate"], "intermediate"),
@@ -232,7 +228,7 @@ def variables_model(
     """``VariablesReply`` whose variables may only bind the given metrics; with ``slots``
     (dimension -> its entities), ``entities`` is an object with one field per dimension whose
     enum offers only that dimension's entities ("" when the metric has no such slot)."""
-    fields: dict[str, Any] = {"metric": (_choice(metric_names), ...)}
+    fields: dict[str, Any] = {"metric": (choice(metric_names), ...)}
     if slots:
         slot_model = create_model(
             "EntitySlots",
@@ -287,20 +283,12 @@ def _outcome_text(
     return "; ".join(parts) or "none"
 
 
-def _dims_text(spec_dims: Sequence[Any]) -> str:
-    return "\n".join(f"- {d.name}: {', '.join(d.entities)}" for d in spec_dims) or "(none)"
-
-
 def _metrics_text(metrics: Sequence[Any]) -> str:
     return "\n".join(f"- {m.name}({', '.join(m.signature)})" for m in metrics) or "(none)"
 
 
 def _words(name: str) -> str:
     return " ".join(re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", name)).lower() or name.lower()
-
-
-def _unit_rows(m: np.ndarray) -> np.ndarray:
-    return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
 
 
 def infer_domain(replies: Sequence[Mapping[str, Any]]) -> tuple[str, list[str]]:
@@ -432,7 +420,7 @@ async def agenerate_spec(
             tokens_for(caps.max_metrics, TOKENS_PER_METRIC, REPLY_TOKENS_FIXED),
             domain=dom,
             outcome=_outcome_text(outcome, inferred=inferred_outcomes),
-            dimensions=_dims_text(dims),
+            dimensions=dimensions_text(dims),
             cap=str(caps.max_metrics),
         )
         metric_drafts, support = merge_metric_drafts(
@@ -526,7 +514,7 @@ async def _variables_and_relations(
         ),
         tokens_for(MAX_VARIABLES_PER_BATCH, TOKENS_PER_VARIABLE, REPLY_TOKENS_FIXED),
         domain=dom,
-        dimensions=_dims_text([d for d in dims if d.name in used]),
+        dimensions=dimensions_text([d for d in dims if d.name in used]),
         metrics=_metrics_text(metrics),
     )
     signatures = {m.name: m.signature for m in metrics}
@@ -625,8 +613,6 @@ def merge_metric_drafts(
     among their ``SUPPORT_TOP_METRICS`` nearest metrics)."""
     if embedder is None:
         return drafts, {}
-    from .assemble import metric_name
-
     names: list[str] = []
     text: dict[str, str] = {}
     described: dict[str, str] = {}
@@ -661,7 +647,7 @@ def merge_metric_drafts(
     support: dict[str, float] = {}
     if chunk_embeddings is not None and len(chunk_embeddings):
         keep = sorted(set(canonical.values()), key=names.index)
-        vecs = _unit_rows(embed([text[n] for n in keep]))
+        vecs = unit_rows(embed([text[n] for n in keep]))
         top = max(1, min(SUPPORT_TOP_METRICS, len(keep) // 4))  # few metrics: the nearest one
         counts = np.zeros(len(keep))
         for lo in range(0, len(chunk_embeddings), 1024):

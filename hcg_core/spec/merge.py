@@ -64,48 +64,11 @@ GENERIC_TAILS = frozenset(
 )
 # Words that name an axis without saying which: ``treatment_type`` is the treatment axis.
 AXIS_FILLERS = frozenset({"type", "kind", "category", "class", "group"})
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "in",
-        "on",
-        "at",
-        "to",
-        "for",
-        "by",
-        "with",
-        "from",
-        "and",
-        "or",
-        "as",
-        "is",
-        "are",
-        "be",
-        "that",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "its",
-        "it",
-        "this",
-        "these",
-        "those",
-        "such",
-        "e",
-        "g",
-        "i",
-        "ie",
-        "eg",
-        "how",
-        "what",
-        "when",
-        "whether",
-    ]
+_STOP_WORDS = (
+    "a an the of in on at to for by with from and or as is are be that which who whom whose its "
+    "it this these those such e g i ie eg how what when whether"
 )
+_STOP = frozenset(_STOP_WORDS.split())
 _CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _WORD = re.compile(r"[a-z0-9]+")
 # A sentence end, not the dot of "e.g." or "i.e." before a capital ("(e.g. Mohs surgery)").
@@ -209,6 +172,11 @@ def _core(words: Sequence[str]) -> tuple[str, ...]:
     return words[:-1] if len(words) > 1 and words[-1] in _IMPLICIT else words
 
 
+def unit_rows(m: np.ndarray) -> np.ndarray:
+    """The rows of ``m`` scaled to unit length (a zero row stays zero)."""
+    return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+
+
 @dataclass(frozen=True)
 class MetricDraft:
     """A proposed metric as the merge sees it: its name and its description."""
@@ -236,7 +204,7 @@ def metric_groups(
     words = [name_words(n) for n in names]
     defs = [definition(d.description) or " ".join(w) for d, w in zip(drafts, words, strict=True)]
     measures = [measured_thing(t) for t in defs]
-    vectors = _unit_rows(np.asarray(embed(defs), dtype=np.float32))
+    vectors = unit_rows(np.asarray(embed(defs), dtype=np.float32))
     sims = vectors @ vectors.T
     pairs = []
     apart: set[tuple[int, int]] = set()
@@ -456,7 +424,3 @@ __all__ = [
     "text_aliases",
     "two_kinds",
 ]
-
-
-def _unit_rows(m: np.ndarray) -> np.ndarray:
-    return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
