@@ -648,12 +648,11 @@ def apply_to_directory(
     report.
     """
     directory, out = Path(directory), Path(out)
-    if out.resolve() == directory.resolve():
-        raise StoreError("--out must be a new directory, not the graph being corrected", path=out)
-    if directory.resolve() in out.resolve().parents:
+    # Before check_output_dir, whose words are about a build's input folders.
+    if directory.resolve() in (out.resolve(), *out.resolve().parents):
         raise StoreError(
-            f"--out lies inside the graph being corrected ({directory}); write the corrected "
-            "graph to its own folder",
+            f"--out must be a new directory, not the graph being corrected ({directory}) nor "
+            "a folder inside the graph; write the corrected graph to its own folder",
             path=out,
         )
     check_output_dir(out, inputs=[directory], probe=False)
