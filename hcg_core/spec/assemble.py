@@ -11,7 +11,7 @@ import difflib
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -75,6 +75,13 @@ def entity_ok(e: str) -> bool:
     return bool(e) and not any(c in e for c in ",()")
 
 
+def batch_votes(
+    drafts: Iterable[Sequence[dict[str, Any]]], key: Callable[[dict[str, Any]], str]
+) -> Counter[str]:
+    """How many drafts (batches) propose each non-empty ``key(item)``: a batch votes once."""
+    return Counter(k for draft in drafts for k in {key(i) for i in draft} - {""})
+
+
 def merge_dimensions(
     drafts: Iterable[Sequence[dict[str, Any]]],
     cap: int,
@@ -93,33 +100,24 @@ def merge_dimensions(
     """
     report = report if report is not None else AssemblyReport()
     drafts = [list(d) for d in drafts]
-    order: list[str] = []
-    votes: Counter[str] = Counter()
-    raw: dict[str, list[str]] = {}
+    raw: dict[str, list[str]] = {}  # name -> its entities, names in first-seen order
     descriptions: dict[str, str] = {}
     for draft in drafts:
-        seen_here: set[str] = set()
         for item in draft:
             name = dimension_name(item.get("name", ""))
             if not name:
                 report.dropped["dimension_without_name"] += 1
                 continue
-            if name not in raw:
-                order.append(name)
-                raw[name] = []
-                descriptions[name] = str(item.get("description", "") or "")
-            if name not in seen_here:
-                votes[name] += 1
-                seen_here.add(name)
-            raw[name].extend(str(e) for e in item.get("entities", []) or [])
-    canonical = dimension_groups(raw, votes)
+            descriptions.setdefault(name, str(item.get("description", "") or ""))
+            raw.setdefault(name, []).extend(str(e) for e in item.get("entities", []) or [])
+    order = list(raw)
+    canonical = dimension_groups(
+        raw, batch_votes(drafts, lambda i: dimension_name(i.get("name", "")))
+    )
     merged = sum(1 for a, b in canonical.items() if a != b)
     if merged:
         report.repaired["dimension_near_duplicate_merged"] += merged
-    axis_votes: Counter[str] = Counter()
-    for draft in drafts:
-        for name in {canonical[n] for n in (dimension_name(i.get("name", "")) for i in draft) if n}:
-            axis_votes[name] += 1
+    axis_votes = batch_votes(drafts, lambda i: canonical.get(dimension_name(i.get("name", "")), ""))
     axes = [n for n in order if canonical[n] == n]
     entities = {
         axis: _merge_entities(

@@ -41,6 +41,7 @@ from ..types import Chunk, DomainSpec, OutcomeConfig
 from .assemble import (
     AssemblyReport,
     assemble_spec,
+    batch_votes,
     merge_dimensions,
     merge_metrics,
     merge_relations,
@@ -625,10 +626,7 @@ def merge_metric_drafts(
                 text[n] = f"{_words(n)}: {described[n]}"
     if not names:
         return drafts, {}
-    votes: dict[str, int] = {}
-    for draft in drafts:
-        for n in {metric_name(i.get("name", "")) for i in draft}:
-            votes[n] = votes.get(n, 0) + 1
+    votes = batch_votes(drafts, lambda i: metric_name(i.get("name", "")))
 
     def embed(texts: list[str]) -> np.ndarray:
         return as_matrix(embedder.embed_documents(texts), len(texts), who="embedder")

@@ -21,7 +21,7 @@ from pydantic import BaseModel, create_model
 
 from ..llm.structured import capped_list, capped_text, named_choice
 from ..types import Dimension
-from .assemble import AssemblyReport, metric_name
+from .assemble import AssemblyReport, batch_votes, metric_name
 from .merge import definition
 
 REVIEW_CALLS = 3  # the dimensions review, the metrics review, the check of the kept metrics
@@ -91,10 +91,8 @@ def metrics_text(drafts: Sequence[Sequence[Mapping[str, Any]]]) -> tuple[str, li
     """One line per distinct proposed metric (first proposal's signature, definition and role,
     and how many samples proposed it), and the names in first-seen order."""
     first: dict[str, Mapping[str, Any]] = {}
-    votes: dict[str, int] = {}
+    votes = batch_votes(drafts, lambda i: metric_name(i.get("name", "")))
     for draft in drafts:
-        for n in {metric_name(i.get("name", "")) for i in draft} - {""}:
-            votes[n] = votes.get(n, 0) + 1
         for item in draft:
             first.setdefault(metric_name(item.get("name", "")), item)
     first.pop("", None)

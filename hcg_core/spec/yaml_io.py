@@ -26,6 +26,7 @@ from ..errors import SpecError
 from ..types import Dimension, DomainSpec, Metric, OutcomeConfig, Relation, Variable
 from .validate import validate_spec
 
+TOP_KEYS = {"domain", "inferred", "outcome", "dimensions", "metrics", "variables", "relations"}
 _CALL = re.compile(r"^\s*([^()]+?)\s*(?:\((.*)\))?\s*$", re.S)
 
 
@@ -86,15 +87,7 @@ def variable_from_item(item: Any, where: str) -> Variable:
 def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
     """Build a DomainSpec from the parsed YAML mapping; raise SpecError naming the bad entry."""
     data = _mapping(data, "spec")
-    unknown = set(data) - {
-        "domain",
-        "inferred",
-        "outcome",
-        "dimensions",
-        "metrics",
-        "variables",
-        "relations",
-    }
+    unknown = set(data) - TOP_KEYS
     if unknown:
         raise SpecError(f"unknown top-level keys {sorted(unknown)}", entry=sorted(unknown)[0])
     dims = []
