@@ -139,10 +139,6 @@ def sample_chunks(chunks: Sequence[Chunk], n: int) -> list[Chunk]:
     return [chunks[round(i * (len(chunks) - 1) / (n - 1))] for i in range(n)]
 
 
-def batch(items: Sequence[Any], size: int) -> list[list[Any]]:
-    return [list(items[i : i + size]) for i in range(0, len(items), size)]
-
-
 def excerpt(chunk: Chunk, chars: int) -> str:
     """A chunk as Stage 1 reads it: about ``chars`` characters, cut at sentence boundaries."""
     return snippet(chunk.text, chars) or chunk.text[:chars]
@@ -282,10 +278,6 @@ def _outcome_text(
     if outcome.description:
         parts.append(outcome.description)
     return "; ".join(parts) or "none"
-
-
-def _metrics_text(metrics: Sequence[Any]) -> str:
-    return "\n".join(f"- {m.name}({', '.join(m.signature)})" for m in metrics) or "(none)"
 
 
 def _words(name: str) -> str:
@@ -444,10 +436,11 @@ async def agenerate_spec(
         )
         spec = assemble_spec(dims, metrics, variables, relations, final_outcome, domain=domain)
         spec = replace(spec, inferred=tuple(inferred))
+    planned = len(STAGE1_STEPS) * len(batches) + REVIEW_CALLS
     return spec, {
         "batches": len(batches),
-        "calls_planned": len(STAGE1_STEPS) * len(batches) + REVIEW_CALLS,
-        "items": len(STAGE1_STEPS) * len(batches) + REVIEW_CALLS,
+        "calls_planned": planned,
+        "items": planned,
         "domain_inferred": domain if "domain" in inferred else "",
         "outcomes_inferred": inferred_outcomes,
         **coverage,
@@ -483,12 +476,20 @@ async def _dimensions(
         _items(dim_replies, "dimensions"), cap, report, texts=[text for text, _ in dim_replies]
     )
     if dims:
+        # The review merges dimensions by meaning and writes the domain line for the whole
+        # corpus ("" when none, or when the review failed: the deterministic merge stands).
         lines = [str(getattr(r, "domain", "") or "") for _, r in dim_replies]
-        dims, line = await reviewed_dimensions(
-            calls.review, dims, lines if infer else [domain], report
+        got = await calls.review(
+            "review_dimensions",
+            dimensions_review_model([d.name for d in dims], [e for d in dims for e in d.entities]),
+            REVIEW_TOKENS,
+            domains="\n".join(f"- {x}" for x in (lines if infer else [domain]) if x) or "(none)",
+            dimensions=dimensions_text(dims),
         )
-        if infer and line:
-            domain, inferred = line, ["domain"]
+        if got is not None:
+            dims, line = apply_dimension_review(dims, got, report)
+            if infer and line:
+                domain, inferred = line, ["domain"]
     if not dims:
         raise BuildError(
             "Stage 1 found no dimensions: the LLM failed or the corpus names no entities; "
@@ -516,7 +517,7 @@ async def _variables_and_relations(
         tokens_for(MAX_VARIABLES_PER_BATCH, TOKENS_PER_VARIABLE, REPLY_TOKENS_FIXED),
         domain=dom,
         dimensions=dimensions_text([d for d in dims if d.name in used]),
-        metrics=_metrics_text(metrics),
+        metrics="\n".join(f"- {m.name}({', '.join(m.signature)})" for m in metrics) or "(none)",
     )
     signatures = {m.name: m.signature for m in metrics}
     variables = merge_variables(
@@ -535,23 +536,6 @@ async def _variables_and_relations(
 
 
 Review = Callable[..., Awaitable[Any]]  # review(prompt name, model, tokens, **fields) -> reply
-
-
-async def reviewed_dimensions(
-    review: Review, dims: Sequence[Any], domains: Sequence[str], report: AssemblyReport
-) -> tuple[tuple[Any, ...], str]:
-    """The dimensions after the dimensions review (one call), and the whole-corpus domain line
-    it wrote ("" when none, or when the review failed: the deterministic merge stands)."""
-    got = await review(
-        "review_dimensions",
-        dimensions_review_model([d.name for d in dims], [e for d in dims for e in d.entities]),
-        REVIEW_TOKENS,
-        domains="\n".join(f"- {x}" for x in domains if x) or "(none)",
-        dimensions=dimensions_text(dims),
-    )
-    if got is None:
-        return tuple(dims), ""
-    return apply_dimension_review(dims, got, report)
 
 
 async def curated_metrics(
