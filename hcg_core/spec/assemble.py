@@ -197,9 +197,8 @@ def merge_metrics(
     support = support or {}
     report = report if report is not None else AssemblyReport()
     dim_names = {d.name for d in dimensions}
-    order: list[str] = []
-    votes: Counter[str] = Counter()
-    found: dict[str, Metric] = {}
+    votes: Counter[str] = Counter()  # batches that proposed the metric validly
+    found: dict[str, Metric] = {}  # in first-seen order
     sigs: dict[str, list[tuple[str, ...]]] = {}  # name -> every valid proposal's signature
     for draft in drafts:
         seen_here: set[str] = set()
@@ -218,7 +217,6 @@ def merge_metrics(
             sigs.setdefault(name, []).append(sig)
             if name not in found:
                 role = item.get("role", "intermediate")
-                order.append(name)
                 found[name] = Metric(
                     name,
                     sig,
@@ -226,30 +224,25 @@ def merge_metrics(
                     str(item.get("category", "") or "general"),
                     role if role in _ROLES else "intermediate",
                 )
-            if name not in seen_here:
-                votes[name] += 1
-                seen_here.add(name)
+            seen_here.add(name)
+        votes.update(seen_here)
     for n, proposed in sigs.items():
         found[n] = replace(found[n], signature=agreed_signature(proposed))
     given = outcome is not None
+    anchored = [*outcome.outcomes, *outcome.terminals] if outcome is not None else []
     if outcome is not None:
         # The user's configuration decides roles; the LLM's tags are ignored.
-        for n in order:
+        for n in found:
             found[n] = replace(found[n], role="intermediate")
-    anchored = [*outcome.outcomes, *outcome.terminals] if outcome is not None else []
-    for n in anchored:
-        if n not in found:
-            report.repaired["outcome_metric_added"] += 1
-            order.append(n)
-            found[n] = Metric(
-                n,
-                (),
-                (outcome.description if outcome else "") or f"{n}: a configured outcome.",
-                "outcome",
-            )
+        for n in anchored:
+            if n not in found:
+                report.repaired["outcome_metric_added"] += 1
+                what = outcome.description or f"{n}: a configured outcome."
+                found[n] = Metric(n, (), what, "outcome")
+    order = list(found)
     by_votes = sorted(order, key=lambda n: (-votes[n], -support.get(n, 0.0), order.index(n)))
-    first = {n for n in by_votes if n in set(causes)}
-    first = set([n for n in by_votes if n in first][: math.floor(cap * CAUSE_SHARE)])
+    causes = set(causes)
+    first = set([n for n in by_votes if n in causes][: math.floor(cap * CAUSE_SHARE)])
     ranked = sorted(by_votes, key=lambda n: (n not in anchored, n not in first))
     if given:
         kept = set(ranked[: max(cap, len(anchored))])

@@ -359,26 +359,19 @@ def text_aliases(text: str, entities: Sequence[str]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for pattern in _ALIAS_PATTERNS:
         for m in pattern.finditer(text):
-            left = _entity_ending(m.group(1), by_key)
-            right = _entity_starting(m.group(2), by_key)
+            words, other = m.group(1).split(), m.group(2).split()
+            # The longest suffix of the left side, the longest prefix of the right one.
+            left = _first_entity((words[k:] for k in range(len(words))), by_key)
+            right = _first_entity((other[:k] for k in range(len(other), 0, -1)), by_key)
             if left and right and left != right and (left, right) not in out:
                 out.append((left, right))
     return out
 
 
-def _entity_ending(text: str, by_key: Mapping[str, str]) -> str | None:
-    words = text.split()
-    for k in range(len(words)):  # longest suffix first
-        hit = by_key.get(entity_key(" ".join(words[k:])))
-        if hit:
-            return hit
-    return None
-
-
-def _entity_starting(text: str, by_key: Mapping[str, str]) -> str | None:
-    words = text.split()
-    for k in range(len(words), 0, -1):  # longest prefix first
-        hit = by_key.get(entity_key(" ".join(words[:k])))
+def _first_entity(candidates: Iterable[list[str]], by_key: Mapping[str, str]) -> str | None:
+    """The entity the first of the candidate word lists names (by ``entity_key``), if any."""
+    for words in candidates:
+        hit = by_key.get(entity_key(" ".join(words)))
         if hit:
             return hit
     return None

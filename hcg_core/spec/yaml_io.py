@@ -46,20 +46,22 @@ def parse_call(text: str, *, what: str) -> tuple[str, tuple[str, ...]]:
     return m.group(1), parts
 
 
-def _mapping(value: Any, where: str) -> dict:
+def _typed(value: Any, where: str, kind: type) -> Any:
+    """``value`` when it is a ``kind`` (dict or list), an empty one when None; else SpecError."""
     if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise SpecError(f"'{where}' must be a mapping, got {type(value).__name__}", entry=where)
+        return kind()
+    if not isinstance(value, kind):
+        what = "a mapping" if kind is dict else "a list"
+        raise SpecError(f"'{where}' must be {what}, got {type(value).__name__}", entry=where)
     return value
+
+
+def _mapping(value: Any, where: str) -> dict:
+    return _typed(value, where, dict)
 
 
 def _list(value: Any, where: str) -> list:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise SpecError(f"'{where}' must be a list, got {type(value).__name__}", entry=where)
-    return value
+    return _typed(value, where, list)
 
 
 def _str_tuple(value: Any, where: str) -> tuple[str, ...]:
