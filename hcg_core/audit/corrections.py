@@ -684,16 +684,3 @@ def apply_to_directory(
         lock_timeout=lock_timeout,
     )
     return done.report
-
-
-__all__ = [
-    "CORRECTIONS_FORMAT",
-    "OPS",
-    "ApplyReport",
-    "Corrected",
-    "apply_corrections",
-    "apply_to_directory",
-    "correct_graph",
-    "parse_corrections",
-    "read_corrections",
-]

@@ -187,6 +187,3 @@ def format_diff(diff: dict[str, Any], *, limit: int = 50) -> str:
     for key in ("added", "removed", "changed"):
         listed(f"chunks {key}", diff["chunks"][key])
     return "\n".join(lines)
-
-
-__all__ = ["diff_graphs", "diff_specs", "format_diff", "is_empty"]

@@ -151,13 +151,3 @@ def write_view(
     data = view_data(stored.graph, title=directory.resolve().name, **options)
     write_output_file(out_path, render_html(data))
     return out_path
-
-
-__all__ = [
-    "DEFAULT_FULL_VIEW_LIMIT",
-    "DEFAULT_NEIGHBOURHOOD_LIMIT",
-    "embed_json",
-    "render_html",
-    "view_data",
-    "write_view",
-]

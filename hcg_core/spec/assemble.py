@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..types import Dimension, DomainSpec, Metric, OutcomeConfig, Relation, Variable, variable_name
+from ..types import Dimension, DomainSpec, Metric, OutcomeConfig, Relation, Variable
 from .merge import (
     dimension_groups,
     entity_key,
@@ -419,17 +419,3 @@ def assemble_spec(
         domain=domain,
     )
     return validate_spec(spec)
-
-
-__all__ = [
-    "AssemblyReport",
-    "assemble_spec",
-    "dimension_name",
-    "entity_name",
-    "merge_dimensions",
-    "merge_metrics",
-    "merge_relations",
-    "merge_variables",
-    "metric_name",
-    "variable_name",
-]

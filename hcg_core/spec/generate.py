@@ -598,16 +598,13 @@ def merge_metric_drafts(
     among their ``SUPPORT_TOP_METRICS`` nearest metrics)."""
     if embedder is None:
         return drafts, {}
-    names: list[str] = []
-    text: dict[str, str] = {}
-    described: dict[str, str] = {}
+    described: dict[str, str] = {}  # name -> its first description, in first-seen order
     for draft in drafts:
         for item in draft:
             n = metric_name(item.get("name", ""))
-            if n and n not in text:
-                names.append(n)
-                described[n] = str(item.get("description", "") or "")
-                text[n] = f"{_words(n)}: {described[n]}"
+            if n:
+                described.setdefault(n, str(item.get("description", "") or ""))
+    names = list(described)
     if not names:
         return drafts, {}
     votes = batch_votes(drafts, lambda i: metric_name(i.get("name", "")))
@@ -629,7 +626,7 @@ def merge_metric_drafts(
     support: dict[str, float] = {}
     if chunk_embeddings is not None and len(chunk_embeddings):
         keep = sorted(set(canonical.values()), key=names.index)
-        vecs = unit_rows(embed([text[n] for n in keep]))
+        vecs = unit_rows(embed([f"{_words(n)}: {described[n]}" for n in keep]))
         top = max(1, min(SUPPORT_TOP_METRICS, len(keep) // 4))  # few metrics: the nearest one
         counts = np.zeros(len(keep))
         for lo in range(0, len(chunk_embeddings), 1024):
@@ -652,20 +649,3 @@ def stage1_calls(
     """Exact number of Stage 1 items (calls without retries, re-asks, splits or cache hits)."""
     n = min(stage1_budget(tier, sample_size), n_chunks)
     return len(STAGE1_STEPS) * -(-n // chunks_per_call) + (REVIEW_CALLS if n else 0)
-
-
-__all__ = [
-    "DEFAULT_CHUNKS_PER_CALL",
-    "DEFAULT_SPEC_SAMPLE_CHUNKS",
-    "dimensions_model",
-    "infer_domain",
-    "merge_metric_drafts",
-    "STAGE1_CHUNK_BUDGET",
-    "agenerate_spec",
-    "cover_sample",
-    "metrics_model",
-    "relations_model",
-    "sample_chunks",
-    "stage1_calls",
-    "variables_model",
-]

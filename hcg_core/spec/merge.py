@@ -397,23 +397,3 @@ def entity_parents(entities: Sequence[str]) -> dict[str, str]:
                 out[e] = parent
                 break
     return out
-
-
-__all__ = [
-    "DEFINITION_AGREEMENT",
-    "MetricDraft",
-    "QUANTITY_SYNONYMS",
-    "axis_words",
-    "definition",
-    "dimension_groups",
-    "entity_key",
-    "entity_parents",
-    "spelling_key",
-    "measured_thing",
-    "metric_groups",
-    "name_words",
-    "related_names",
-    "split_abbreviation",
-    "text_aliases",
-    "two_kinds",
-]

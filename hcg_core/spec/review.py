@@ -184,15 +184,3 @@ def apply_metric_review(
     ]
     causes = {moved.get(c, c) for c in getattr(reply, "causes", ()) if c in first}
     return renamed, causes
-
-
-__all__ = [
-    "REVIEW_CALLS",
-    "apply_dimension_review",
-    "apply_metric_review",
-    "check_metrics_model",
-    "dimensions_review_model",
-    "dimensions_text",
-    "metrics_review_model",
-    "metrics_text",
-]
