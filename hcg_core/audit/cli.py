@@ -151,6 +151,3 @@ def add_review_commands(sub: argparse._SubParsersAction) -> None:
         help="mermaid: refuse above this many edges (default %(default)s)",
     )
     x.set_defaults(func=cmd_export)
-
-
-__all__ = ["add_review_commands"]

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,6 @@ from ..types import (
     CausalEdge,
     CausalGraph,
     DomainSpec,
-    OutcomeConfig,
     Relation,
     Variable,
     variable_text,
@@ -80,7 +79,7 @@ class ApplyReport:
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"applied": self.applied, "refused": self.refused, "notes": self.notes}
+        return asdict(self)
 
     def format(self) -> str:
         lines = [f"applied {len(self.applied)}, refused {len(self.refused)}"]
@@ -319,16 +318,14 @@ def _merge(state: _State, entry: dict) -> str:
     spec_vars = [v for v in spec.variables if v.name != drop]
     if drop in spec_names and keep not in spec_names:
         spec_vars.append(names[keep])
-    relations = []
-    seen = set()
+    relations: dict[tuple[str, str], Relation] = {}
     for r in spec.relations:
         s, t = (keep if r.source == drop else r.source), (keep if r.target == drop else r.target)
-        if s != t and (s, t) not in seen:
-            seen.add((s, t))
-            relations.append(Relation(s, t, r.mechanism))
+        if s != t:
+            relations.setdefault((s, t), Relation(s, t, r.mechanism))
     state.update(
         ("rename_variables", {drop: keep}),
-        spec=replace(spec, variables=tuple(spec_vars), relations=tuple(relations)),
+        spec=replace(spec, variables=tuple(spec_vars), relations=tuple(relations.values())),
         variables=[v for v in state.variables if v.name != drop],
         edges=merged,
     )
@@ -388,6 +385,9 @@ def _rename_metric(state: _State, entry: dict) -> str:
     def var(v: Variable) -> Variable:
         return replace(v, metric=new) if v.metric == old else v
 
+    def metric(name: str) -> str:
+        return new if name == old else name
+
     mapping = {v.name: var(v).name for v in (*state.variables, *state.spec.variables)}
     spec = state.spec
     outcome = spec.outcome
@@ -403,10 +403,10 @@ def _rename_metric(state: _State, entry: dict) -> str:
                 )
                 for r in spec.relations
             ),
-            outcome=OutcomeConfig(
-                tuple(new if n == old else n for n in outcome.outcomes),
-                tuple(new if n == old else n for n in outcome.terminals),
-                outcome.description,
+            outcome=replace(
+                outcome,
+                outcomes=tuple(map(metric, outcome.outcomes)),
+                terminals=tuple(map(metric, outcome.terminals)),
             ),
         ),
         variables=[var(v) for v in state.variables],
@@ -648,12 +648,11 @@ def apply_to_directory(
     report.
     """
     directory, out = Path(directory), Path(out)
-    if out.resolve() == directory.resolve():
-        raise StoreError("--out must be a new directory, not the graph being corrected", path=out)
-    if directory.resolve() in out.resolve().parents:
+    # Before check_output_dir, whose words are about a build's input folders.
+    if directory.resolve() in (out.resolve(), *out.resolve().parents):
         raise StoreError(
-            f"--out lies inside the graph being corrected ({directory}); write the corrected "
-            "graph to its own folder",
+            f"--out must be a new directory, not the graph being corrected ({directory}) nor "
+            "a folder inside the graph; write the corrected graph to its own folder",
             path=out,
         )
     check_output_dir(out, inputs=[directory], probe=False)
@@ -685,16 +684,3 @@ def apply_to_directory(
         lock_timeout=lock_timeout,
     )
     return done.report
-
-
-__all__ = [
-    "CORRECTIONS_FORMAT",
-    "OPS",
-    "ApplyReport",
-    "Corrected",
-    "apply_corrections",
-    "apply_to_directory",
-    "correct_graph",
-    "parse_corrections",
-    "read_corrections",
-]

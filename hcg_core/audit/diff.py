@@ -7,37 +7,49 @@ and returns JSON-ready data; ``format_diff`` prints it for a person.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..types import CausalGraph, DomainSpec
+
+METRIC_FIELDS = ("signature", "description", "category", "role")
+EDGE_FIELDS = ("source", "target", "mechanism", "confidence")
 
 
 def _added_removed(a: set, b: set) -> dict[str, list]:
     return {"added": sorted(b - a), "removed": sorted(a - b)}
 
 
+def _set_change(a: Iterable, b: Iterable) -> dict[str, list]:
+    """``_added_removed`` of the two collections, or ``{}`` when they hold the same items."""
+    change = _added_removed(set(a), set(b))
+    return change if change["added"] or change["removed"] else {}
+
+
+def _changed_fields(a: Any, b: Any, names: Sequence[str]) -> dict[str, list]:
+    """field -> [value in a, value in b] for the fields that differ (tuples as lists)."""
+    values = {f: (getattr(a, f), getattr(b, f)) for f in names}
+    return {
+        f: [list(x) if isinstance(x, tuple) else x for x in pair]
+        for f, pair in values.items()
+        if pair[0] != pair[1]
+    }
+
+
+def _per_key(a: dict, b: dict, change: Callable[[Any, Any], dict]) -> dict[str, dict]:
+    """key -> ``change(a[key], b[key])`` for the keys both have (sorted), where it is not empty."""
+    changes = {k: change(a[k], b[k]) for k in sorted(a.keys() & b.keys())}
+    return {k: c for k, c in changes.items() if c}
+
+
 def diff_specs(a: DomainSpec, b: DomainSpec) -> dict[str, Any]:
     """Dimensions, entities, metrics (and their fields), outcome and seed relations that changed."""
     dims_a = {d.name: d for d in a.dimensions}
     dims_b = {d.name: d for d in b.dimensions}
-    entities = {}
-    for name in sorted(dims_a.keys() & dims_b.keys()):
-        change = _added_removed(set(dims_a[name].entities), set(dims_b[name].entities))
-        if change["added"] or change["removed"]:
-            entities[name] = change
+    entities = _per_key(dims_a, dims_b, lambda x, y: _set_change(x.entities, y.entities))
     met_a = {m.name: m for m in a.metrics}
     met_b = {m.name: m for m in b.metrics}
-    changed_metrics = {}
-    for name in sorted(met_a.keys() & met_b.keys()):
-        fields = {
-            f: [getattr(met_a[name], f), getattr(met_b[name], f)]
-            for f in ("signature", "description", "category", "role")
-            if getattr(met_a[name], f) != getattr(met_b[name], f)
-        }
-        if fields:
-            changed_metrics[name] = {
-                k: [list(x) if isinstance(x, tuple) else x for x in v] for k, v in fields.items()
-            }
+    changed_metrics = _per_key(met_a, met_b, lambda x, y: _changed_fields(x, y, METRIC_FIELDS))
     rel_a = {(r.source, r.target) for r in a.relations}
     rel_b = {(r.source, r.target) for r in b.relations}
     out: dict[str, Any] = {
@@ -70,20 +82,8 @@ def diff_graphs(a: CausalGraph, b: CausalGraph) -> dict[str, Any]:
     vars_b = {v.name for v in b.variables}
     edges_a = {e.id: e for e in a.edges}
     edges_b = {e.id: e for e in b.edges}
-    changed = {}
-    evidence = {}
-    for eid in sorted(edges_a.keys() & edges_b.keys()):
-        ea, eb = edges_a[eid], edges_b[eid]
-        fields = {
-            f: [getattr(ea, f), getattr(eb, f)]
-            for f in ("source", "target", "mechanism", "confidence")
-            if getattr(ea, f) != getattr(eb, f)
-        }
-        if fields:
-            changed[eid] = fields
-        ev = _added_removed(set(ea.evidence), set(eb.evidence))
-        if ev["added"] or ev["removed"]:
-            evidence[eid] = ev
+    changed = _per_key(edges_a, edges_b, lambda x, y: _changed_fields(x, y, EDGE_FIELDS))
+    evidence = _per_key(edges_a, edges_b, lambda x, y: _set_change(x.evidence, y.evidence))
     chunks_a = {c.id: c.text for c in a.chunks}
     chunks_b = {c.id: c.text for c in b.chunks}
     chunk_changes = _added_removed(set(chunks_a), set(chunks_b))
@@ -147,32 +147,31 @@ def format_diff(diff: dict[str, Any], *, limit: int = 50) -> str:
         if len(items) > limit:
             lines.append(f"  ... and {len(items) - limit} more")
 
+    def added_removed(title: str, change: dict, fmt=str) -> None:
+        for way in ("added", "removed"):
+            listed(f"{title} {way}", change[way], fmt)
+
     spec = diff["spec"]
     for key in ("dimensions", "metrics"):
-        listed(f"spec: {key} added", spec[key]["added"])
-        listed(f"spec: {key} removed", spec[key]["removed"])
+        added_removed(f"spec: {key}", spec[key])
     for name, change in spec["entities"].items():
-        listed(f"spec: entities of {name} added", change["added"])
-        listed(f"spec: entities of {name} removed", change["removed"])
+        added_removed(f"spec: entities of {name}", change)
     for name, fields in spec["metrics"]["changed"].items():
         for f, (old, new) in fields.items():
             lines.append(f"spec: metric {name} {f}: {old!r} -> {new!r}")
-    listed("spec: relations added", spec["relations"]["added"], lambda p: f"{p[0]} -> {p[1]}")
-    listed("spec: relations removed", spec["relations"]["removed"], lambda p: f"{p[0]} -> {p[1]}")
+    added_removed("spec: relations", spec["relations"], lambda p: f"{p[0]} -> {p[1]}")
     if "outcome" in spec:
         lines.append(f"spec: outcome {spec['outcome']}")
     if "domain" in spec:
         lines.append(f"spec: domain {spec['domain'][0]!r} -> {spec['domain'][1]!r}")
-    listed("variables added", diff["variables"]["added"])
-    listed("variables removed", diff["variables"]["removed"])
+    added_removed("variables", diff["variables"])
     details = diff["edge_details"]
 
     def edge(eid: str) -> str:
         d = details[eid]
         return f"{eid}: {d['source']} -> {d['target']}"
 
-    listed("edges added", diff["edges"]["added"], edge)
-    listed("edges removed", diff["edges"]["removed"], edge)
+    added_removed("edges", diff["edges"], edge)
     listed(
         "edges changed",
         list(diff["edges"]["changed"].items()),
@@ -188,6 +187,3 @@ def format_diff(diff: dict[str, Any], *, limit: int = 50) -> str:
     for key in ("added", "removed", "changed"):
         listed(f"chunks {key}", diff["chunks"][key])
     return "\n".join(lines)
-
-
-__all__ = ["diff_graphs", "diff_specs", "format_diff", "is_empty"]

@@ -420,21 +420,3 @@ def export_graph(
     if out is None:
         return text
     return write_output_file(check_output_path(out), text)
-
-
-__all__ = [
-    "DEFAULT_MERMAID_MAX_EDGES",
-    "FORMATS",
-    "LIST_SEPARATOR",
-    "cypher_string",
-    "export_graph",
-    "join_list",
-    "mermaid_edge_label",
-    "scalar_networkx",
-    "split_list",
-    "to_csv_files",
-    "to_cypher",
-    "to_gexf",
-    "to_graphml",
-    "to_mermaid",
-]

@@ -199,13 +199,3 @@ def _end(match: Match | None, asked: str) -> Callable[[str], bool]:
 
 def _squash(text: str) -> str:
     return " ".join(text.split()).lower()
-
-
-__all__ = [
-    "FUZZY_ENTITY_MATCH",
-    "EdgeFinder",
-    "Match",
-    "match_variable",
-    "split_name",
-    "subject_key",
-]

@@ -157,12 +157,3 @@ def review_flags(
         "empty_metrics": [m.name for m in graph.spec.metrics if m.name not in used_metrics],
         "opposite_signs": opposite,
     }
-
-
-__all__ = [
-    "DEFAULT_LOW_CONFIDENCE",
-    "metric_overview",
-    "review_flags",
-    "sentence_spans",
-    "supporting_sentence",
-]

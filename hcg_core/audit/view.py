@@ -12,6 +12,7 @@ import base64
 import hashlib
 import json
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ _HERE = Path(__file__).parent
 # metric overview, with neighbourhoods drawn on demand (docs/audit.md states the sizes tested).
 DEFAULT_FULL_VIEW_LIMIT = 150
 DEFAULT_NEIGHBOURHOOD_LIMIT = 250  # variables drawn at most in one neighbourhood
+METRIC_FIELDS = ("name", "signature", "description", "category", "role")
+VARIABLE_FIELDS = ("name", "metric", "entities", "description")
 
 
 def view_data(
@@ -45,9 +48,7 @@ def view_data(
     index = {v.name: i for i, v in enumerate(graph.variables)}
     chunks = {c.id: c for c in graph.chunks}
     cited = sorted({cid for e in graph.edges for cid in e.evidence})
-    per_metric: dict[str, int] = {}
-    for v in graph.variables:
-        per_metric[v.metric] = per_metric.get(v.metric, 0) + 1
+    per_metric = Counter(v.metric for v in graph.variables)
     edges = []
     for e in graph.edges:
         support = []
@@ -59,8 +60,7 @@ def view_data(
                 "id": e.id,
                 "s": index[e.source],
                 "t": index[e.target],
-                "mechanism": e.mechanism,
-                "effect": e.effect,
+                **_record(e, "mechanism", "effect"),
                 "confidence": round(float(e.confidence), 4),
                 "evidence": list(e.evidence),
                 "support": support,
@@ -70,30 +70,12 @@ def view_data(
         "title": title,
         "domain": spec.domain,
         "health": graph_health(graph),
-        "dimensions": [
-            {"name": d.name, "description": d.description, "entities": list(d.entities)}
-            for d in spec.dimensions
-        ],
+        "dimensions": [_record(d, "name", "description", "entities") for d in spec.dimensions],
         "metrics": [
-            {
-                "name": m.name,
-                "signature": list(m.signature),
-                "description": m.description,
-                "category": m.category,
-                "role": m.role,
-                "variables": per_metric.get(m.name, 0),
-            }
+            {**_record(m, *METRIC_FIELDS), "variables": per_metric.get(m.name, 0)}
             for m in spec.metrics
         ],
-        "variables": [
-            {
-                "name": v.name,
-                "metric": v.metric,
-                "entities": list(v.entities),
-                "description": v.description,
-            }
-            for v in graph.variables
-        ],
+        "variables": [_record(v, *VARIABLE_FIELDS) for v in graph.variables],
         "edges": edges,
         "chunks": {
             cid: {"text": chunks[cid].text, "doc_id": chunks[cid].doc_id}
@@ -107,6 +89,12 @@ def view_data(
             "neighbourhood_limit": neighbourhood_limit,
         },
     }
+
+
+def _record(obj: Any, *names: str) -> dict[str, Any]:
+    """The named attributes of ``obj`` as JSON-ready data (tuples as lists), in that order."""
+    values = {f: getattr(obj, f) for f in names}
+    return {f: list(x) if isinstance(x, tuple) else x for f, x in values.items()}
 
 
 def embed_json(data: Any) -> str:
@@ -163,13 +151,3 @@ def write_view(
     data = view_data(stored.graph, title=directory.resolve().name, **options)
     write_output_file(out_path, render_html(data))
     return out_path
-
-
-__all__ = [
-    "DEFAULT_FULL_VIEW_LIMIT",
-    "DEFAULT_NEIGHBOURHOOD_LIMIT",
-    "embed_json",
-    "render_html",
-    "view_data",
-    "write_view",
-]

@@ -11,11 +11,11 @@ import difflib
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..types import Dimension, DomainSpec, Metric, OutcomeConfig, Relation, Variable, variable_name
+from ..types import Dimension, DomainSpec, Metric, OutcomeConfig, Relation, Variable
 from .merge import (
     dimension_groups,
     entity_key,
@@ -75,6 +75,13 @@ def entity_ok(e: str) -> bool:
     return bool(e) and not any(c in e for c in ",()")
 
 
+def batch_votes(
+    drafts: Iterable[Sequence[dict[str, Any]]], key: Callable[[dict[str, Any]], str]
+) -> Counter[str]:
+    """How many drafts (batches) propose each non-empty ``key(item)``: a batch votes once."""
+    return Counter(k for draft in drafts for k in {key(i) for i in draft} - {""})
+
+
 def merge_dimensions(
     drafts: Iterable[Sequence[dict[str, Any]]],
     cap: int,
@@ -93,33 +100,24 @@ def merge_dimensions(
     """
     report = report if report is not None else AssemblyReport()
     drafts = [list(d) for d in drafts]
-    order: list[str] = []
-    votes: Counter[str] = Counter()
-    raw: dict[str, list[str]] = {}
+    raw: dict[str, list[str]] = {}  # name -> its entities, names in first-seen order
     descriptions: dict[str, str] = {}
     for draft in drafts:
-        seen_here: set[str] = set()
         for item in draft:
             name = dimension_name(item.get("name", ""))
             if not name:
                 report.dropped["dimension_without_name"] += 1
                 continue
-            if name not in raw:
-                order.append(name)
-                raw[name] = []
-                descriptions[name] = str(item.get("description", "") or "")
-            if name not in seen_here:
-                votes[name] += 1
-                seen_here.add(name)
-            raw[name].extend(str(e) for e in item.get("entities", []) or [])
-    canonical = dimension_groups(raw, votes)
+            descriptions.setdefault(name, str(item.get("description", "") or ""))
+            raw.setdefault(name, []).extend(str(e) for e in item.get("entities", []) or [])
+    order = list(raw)
+    canonical = dimension_groups(
+        raw, batch_votes(drafts, lambda i: dimension_name(i.get("name", "")))
+    )
     merged = sum(1 for a, b in canonical.items() if a != b)
     if merged:
         report.repaired["dimension_near_duplicate_merged"] += merged
-    axis_votes: Counter[str] = Counter()
-    for draft in drafts:
-        for name in {canonical[n] for n in (dimension_name(i.get("name", "")) for i in draft) if n}:
-            axis_votes[name] += 1
+    axis_votes = batch_votes(drafts, lambda i: canonical.get(dimension_name(i.get("name", "")), ""))
     axes = [n for n in order if canonical[n] == n]
     entities = {
         axis: _merge_entities(
@@ -199,9 +197,8 @@ def merge_metrics(
     support = support or {}
     report = report if report is not None else AssemblyReport()
     dim_names = {d.name for d in dimensions}
-    order: list[str] = []
-    votes: Counter[str] = Counter()
-    found: dict[str, Metric] = {}
+    votes: Counter[str] = Counter()  # batches that proposed the metric validly
+    found: dict[str, Metric] = {}  # in first-seen order
     sigs: dict[str, list[tuple[str, ...]]] = {}  # name -> every valid proposal's signature
     for draft in drafts:
         seen_here: set[str] = set()
@@ -220,7 +217,6 @@ def merge_metrics(
             sigs.setdefault(name, []).append(sig)
             if name not in found:
                 role = item.get("role", "intermediate")
-                order.append(name)
                 found[name] = Metric(
                     name,
                     sig,
@@ -228,30 +224,25 @@ def merge_metrics(
                     str(item.get("category", "") or "general"),
                     role if role in _ROLES else "intermediate",
                 )
-            if name not in seen_here:
-                votes[name] += 1
-                seen_here.add(name)
+            seen_here.add(name)
+        votes.update(seen_here)
     for n, proposed in sigs.items():
         found[n] = replace(found[n], signature=agreed_signature(proposed))
     given = outcome is not None
+    anchored = [*outcome.outcomes, *outcome.terminals] if outcome is not None else []
     if outcome is not None:
         # The user's configuration decides roles; the LLM's tags are ignored.
-        for n in order:
+        for n in found:
             found[n] = replace(found[n], role="intermediate")
-    anchored = [*outcome.outcomes, *outcome.terminals] if outcome is not None else []
-    for n in anchored:
-        if n not in found:
-            report.repaired["outcome_metric_added"] += 1
-            order.append(n)
-            found[n] = Metric(
-                n,
-                (),
-                (outcome.description if outcome else "") or f"{n}: a configured outcome.",
-                "outcome",
-            )
+        for n in anchored:
+            if n not in found:
+                report.repaired["outcome_metric_added"] += 1
+                what = outcome.description or f"{n}: a configured outcome."
+                found[n] = Metric(n, (), what, "outcome")
+    order = list(found)
     by_votes = sorted(order, key=lambda n: (-votes[n], -support.get(n, 0.0), order.index(n)))
-    first = {n for n in by_votes if n in set(causes)}
-    first = set([n for n in by_votes if n in first][: math.floor(cap * CAUSE_SHARE)])
+    causes = set(causes)
+    first = set([n for n in by_votes if n in causes][: math.floor(cap * CAUSE_SHARE)])
     ranked = sorted(by_votes, key=lambda n: (n not in anchored, n not in first))
     if given:
         kept = set(ranked[: max(cap, len(anchored))])
@@ -428,17 +419,3 @@ def assemble_spec(
         domain=domain,
     )
     return validate_spec(spec)
-
-
-__all__ = [
-    "AssemblyReport",
-    "assemble_spec",
-    "dimension_name",
-    "entity_name",
-    "merge_dimensions",
-    "merge_metrics",
-    "merge_relations",
-    "merge_variables",
-    "metric_name",
-    "variable_name",
-]

@@ -41,6 +41,7 @@ from ..types import Chunk, DomainSpec, OutcomeConfig
 from .assemble import (
     AssemblyReport,
     assemble_spec,
+    batch_votes,
     merge_dimensions,
     merge_metrics,
     merge_relations,
@@ -48,12 +49,14 @@ from .assemble import (
     metric_name,
     unbind_unused,
 )
-from .merge import MetricDraft, metric_groups
+from .merge import MetricDraft, metric_groups, unit_rows
 from .review import (
+    MAX_DOMAIN_CHARS,
     REVIEW_CALLS,
     apply_dimension_review,
     apply_metric_review,
     check_metrics_model,
+    choice,
     dimensions_review_model,
     dimensions_text,
     metrics_review_model,
@@ -136,10 +139,6 @@ def sample_chunks(chunks: Sequence[Chunk], n: int) -> list[Chunk]:
     return [chunks[round(i * (len(chunks) - 1) / (n - 1))] for i in range(n)]
 
 
-def batch(items: Sequence[Any], size: int) -> list[list[Any]]:
-    return [list(items[i : i + size]) for i in range(0, len(items), size)]
-
-
 def excerpt(chunk: Chunk, chars: int) -> str:
     """A chunk as Stage 1 reads it: about ``chars`` characters, cut at sentence boundaries."""
     return snippet(chunk.text, chars) or chunk.text[:chars]
@@ -160,11 +159,6 @@ def spread_batches(items: Sequence[Any], size: int) -> list[list[Any]]:
     return [list(items[i::n]) for i in range(n)]
 
 
-def _choice(names: Sequence[str]) -> Any:
-    # Literal of the allowed names; a plain str when there is nothing to choose from yet.
-    return Literal[tuple(names)] if names else str  # type: ignore[return-value]
-
-
 # Completion budgets (tokens) per Stage 1 request, from the items it may list: the recorded real
 # run's replies averaged about 40 tokens per entity-laden dimension line, 90 per metric, 45 per
 # variable and 60 per relation; these leave about twice that.
@@ -177,7 +171,6 @@ MAX_ENTITIES_PER_DIMENSION = 40  # entities one batch lists per dimension (``max
 MAX_VARIABLES_PER_BATCH = 80
 MAX_DESCRIPTION_CHARS = 300  # a metric's or variable's description (``maxLength``)
 MAX_MECHANISM_CHARS = 300
-MAX_DOMAIN_CHARS = 200
 MAX_RELATIONS_PER_BATCH = 40  # a batch of 12 excerpts states more links than 30 (live readers)
 MAX_INFERRED_OUTCOMES = 5
 REVIEW_TOKENS = 4000  # a review lists groups of names: a few hundred tokens, room for 60 groups
@@ -204,8 +197,8 @@ def relations_model(variable_names: Sequence[str]) -> type[BaseModel]:
     """``RelationsReply`` whose endpoints may only be the given full variable names."""
     item = create_model(
         "RelationItem",
-        source=(_choice(variable_names), ...),
-        target=(_choice(variable_names), ...),
+        source=(choice(variable_names), ...),
+        target=(choice(variable_names), ...),
         mechanism=(str, capped_text(MAX_MECHANISM_CHARS)),
     )
     return create_model(
@@ -218,7 +211,7 @@ def metrics_model(dimension_names: Sequence[str], cap: int = 0) -> type[BaseMode
     item = create_model(
         "MetricItem",
         name=(str, ...),
-        signature=(list[_choice(dimension_names)], Field(default_factory=list)),
+        signature=(list[choice(dimension_names)], Field(default_factory=list)),
         description=(str, capped_text(MAX_DESCRIPTION_CHARS)),
         category=(str, "general"),
         role=(Literal["terminal", "outcome", "intermediate"], "intermediate"),
@@ -232,7 +225,7 @@ def variables_model(
     """``VariablesReply`` whose variables may only bind the given metrics; with ``slots``
     (dimension -> its entities), ``entities`` is an object with one field per dimension whose
     enum offers only that dimension's entities ("" when the metric has no such slot)."""
-    fields: dict[str, Any] = {"metric": (_choice(metric_names), ...)}
+    fields: dict[str, Any] = {"metric": (choice(metric_names), ...)}
     if slots:
         slot_model = create_model(
             "EntitySlots",
@@ -287,20 +280,8 @@ def _outcome_text(
     return "; ".join(parts) or "none"
 
 
-def _dims_text(spec_dims: Sequence[Any]) -> str:
-    return "\n".join(f"- {d.name}: {', '.join(d.entities)}" for d in spec_dims) or "(none)"
-
-
-def _metrics_text(metrics: Sequence[Any]) -> str:
-    return "\n".join(f"- {m.name}({', '.join(m.signature)})" for m in metrics) or "(none)"
-
-
 def _words(name: str) -> str:
     return " ".join(re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", name)).lower() or name.lower()
-
-
-def _unit_rows(m: np.ndarray) -> np.ndarray:
-    return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
 
 
 def infer_domain(replies: Sequence[Mapping[str, Any]]) -> tuple[str, list[str]]:
@@ -432,7 +413,7 @@ async def agenerate_spec(
             tokens_for(caps.max_metrics, TOKENS_PER_METRIC, REPLY_TOKENS_FIXED),
             domain=dom,
             outcome=_outcome_text(outcome, inferred=inferred_outcomes),
-            dimensions=_dims_text(dims),
+            dimensions=dimensions_text(dims),
             cap=str(caps.max_metrics),
         )
         metric_drafts, support = merge_metric_drafts(
@@ -455,10 +436,11 @@ async def agenerate_spec(
         )
         spec = assemble_spec(dims, metrics, variables, relations, final_outcome, domain=domain)
         spec = replace(spec, inferred=tuple(inferred))
+    planned = len(STAGE1_STEPS) * len(batches) + REVIEW_CALLS
     return spec, {
         "batches": len(batches),
-        "calls_planned": len(STAGE1_STEPS) * len(batches) + REVIEW_CALLS,
-        "items": len(STAGE1_STEPS) * len(batches) + REVIEW_CALLS,
+        "calls_planned": planned,
+        "items": planned,
         "domain_inferred": domain if "domain" in inferred else "",
         "outcomes_inferred": inferred_outcomes,
         **coverage,
@@ -494,12 +476,20 @@ async def _dimensions(
         _items(dim_replies, "dimensions"), cap, report, texts=[text for text, _ in dim_replies]
     )
     if dims:
+        # The review merges dimensions by meaning and writes the domain line for the whole
+        # corpus ("" when none, or when the review failed: the deterministic merge stands).
         lines = [str(getattr(r, "domain", "") or "") for _, r in dim_replies]
-        dims, line = await reviewed_dimensions(
-            calls.review, dims, lines if infer else [domain], report
+        got = await calls.review(
+            "review_dimensions",
+            dimensions_review_model([d.name for d in dims], [e for d in dims for e in d.entities]),
+            REVIEW_TOKENS,
+            domains="\n".join(f"- {x}" for x in (lines if infer else [domain]) if x) or "(none)",
+            dimensions=dimensions_text(dims),
         )
-        if infer and line:
-            domain, inferred = line, ["domain"]
+        if got is not None:
+            dims, line = apply_dimension_review(dims, got, report)
+            if infer and line:
+                domain, inferred = line, ["domain"]
     if not dims:
         raise BuildError(
             "Stage 1 found no dimensions: the LLM failed or the corpus names no entities; "
@@ -526,8 +516,8 @@ async def _variables_and_relations(
         ),
         tokens_for(MAX_VARIABLES_PER_BATCH, TOKENS_PER_VARIABLE, REPLY_TOKENS_FIXED),
         domain=dom,
-        dimensions=_dims_text([d for d in dims if d.name in used]),
-        metrics=_metrics_text(metrics),
+        dimensions=dimensions_text([d for d in dims if d.name in used]),
+        metrics="\n".join(f"- {m.name}({', '.join(m.signature)})" for m in metrics) or "(none)",
     )
     signatures = {m.name: m.signature for m in metrics}
     variables = merge_variables(
@@ -546,23 +536,6 @@ async def _variables_and_relations(
 
 
 Review = Callable[..., Awaitable[Any]]  # review(prompt name, model, tokens, **fields) -> reply
-
-
-async def reviewed_dimensions(
-    review: Review, dims: Sequence[Any], domains: Sequence[str], report: AssemblyReport
-) -> tuple[tuple[Any, ...], str]:
-    """The dimensions after the dimensions review (one call), and the whole-corpus domain line
-    it wrote ("" when none, or when the review failed: the deterministic merge stands)."""
-    got = await review(
-        "review_dimensions",
-        dimensions_review_model([d.name for d in dims], [e for d in dims for e in d.entities]),
-        REVIEW_TOKENS,
-        domains="\n".join(f"- {x}" for x in domains if x) or "(none)",
-        dimensions=dimensions_text(dims),
-    )
-    if got is None:
-        return tuple(dims), ""
-    return apply_dimension_review(dims, got, report)
 
 
 async def curated_metrics(
@@ -625,24 +598,16 @@ def merge_metric_drafts(
     among their ``SUPPORT_TOP_METRICS`` nearest metrics)."""
     if embedder is None:
         return drafts, {}
-    from .assemble import metric_name
-
-    names: list[str] = []
-    text: dict[str, str] = {}
-    described: dict[str, str] = {}
+    described: dict[str, str] = {}  # name -> its first description, in first-seen order
     for draft in drafts:
         for item in draft:
             n = metric_name(item.get("name", ""))
-            if n and n not in text:
-                names.append(n)
-                described[n] = str(item.get("description", "") or "")
-                text[n] = f"{_words(n)}: {described[n]}"
+            if n:
+                described.setdefault(n, str(item.get("description", "") or ""))
+    names = list(described)
     if not names:
         return drafts, {}
-    votes: dict[str, int] = {}
-    for draft in drafts:
-        for n in {metric_name(i.get("name", "")) for i in draft}:
-            votes[n] = votes.get(n, 0) + 1
+    votes = batch_votes(drafts, lambda i: metric_name(i.get("name", "")))
 
     def embed(texts: list[str]) -> np.ndarray:
         return as_matrix(embedder.embed_documents(texts), len(texts), who="embedder")
@@ -661,7 +626,7 @@ def merge_metric_drafts(
     support: dict[str, float] = {}
     if chunk_embeddings is not None and len(chunk_embeddings):
         keep = sorted(set(canonical.values()), key=names.index)
-        vecs = _unit_rows(embed([text[n] for n in keep]))
+        vecs = unit_rows(embed([f"{_words(n)}: {described[n]}" for n in keep]))
         top = max(1, min(SUPPORT_TOP_METRICS, len(keep) // 4))  # few metrics: the nearest one
         counts = np.zeros(len(keep))
         for lo in range(0, len(chunk_embeddings), 1024):
@@ -684,20 +649,3 @@ def stage1_calls(
     """Exact number of Stage 1 items (calls without retries, re-asks, splits or cache hits)."""
     n = min(stage1_budget(tier, sample_size), n_chunks)
     return len(STAGE1_STEPS) * -(-n // chunks_per_call) + (REVIEW_CALLS if n else 0)
-
-
-__all__ = [
-    "DEFAULT_CHUNKS_PER_CALL",
-    "DEFAULT_SPEC_SAMPLE_CHUNKS",
-    "dimensions_model",
-    "infer_domain",
-    "merge_metric_drafts",
-    "STAGE1_CHUNK_BUDGET",
-    "agenerate_spec",
-    "cover_sample",
-    "metrics_model",
-    "relations_model",
-    "sample_chunks",
-    "stage1_calls",
-    "variables_model",
-]

@@ -64,48 +64,11 @@ GENERIC_TAILS = frozenset(
 )
 # Words that name an axis without saying which: ``treatment_type`` is the treatment axis.
 AXIS_FILLERS = frozenset({"type", "kind", "category", "class", "group"})
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "in",
-        "on",
-        "at",
-        "to",
-        "for",
-        "by",
-        "with",
-        "from",
-        "and",
-        "or",
-        "as",
-        "is",
-        "are",
-        "be",
-        "that",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "its",
-        "it",
-        "this",
-        "these",
-        "those",
-        "such",
-        "e",
-        "g",
-        "i",
-        "ie",
-        "eg",
-        "how",
-        "what",
-        "when",
-        "whether",
-    ]
+_STOP_WORDS = (
+    "a an the of in on at to for by with from and or as is are be that which who whom whose its "
+    "it this these those such e g i ie eg how what when whether"
 )
+_STOP = frozenset(_STOP_WORDS.split())
 _CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _WORD = re.compile(r"[a-z0-9]+")
 # A sentence end, not the dot of "e.g." or "i.e." before a capital ("(e.g. Mohs surgery)").
@@ -209,6 +172,11 @@ def _core(words: Sequence[str]) -> tuple[str, ...]:
     return words[:-1] if len(words) > 1 and words[-1] in _IMPLICIT else words
 
 
+def unit_rows(m: np.ndarray) -> np.ndarray:
+    """The rows of ``m`` scaled to unit length (a zero row stays zero)."""
+    return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+
+
 @dataclass(frozen=True)
 class MetricDraft:
     """A proposed metric as the merge sees it: its name and its description."""
@@ -236,7 +204,7 @@ def metric_groups(
     words = [name_words(n) for n in names]
     defs = [definition(d.description) or " ".join(w) for d, w in zip(drafts, words, strict=True)]
     measures = [measured_thing(t) for t in defs]
-    vectors = _unit_rows(np.asarray(embed(defs), dtype=np.float32))
+    vectors = unit_rows(np.asarray(embed(defs), dtype=np.float32))
     sims = vectors @ vectors.T
     pairs = []
     apart: set[tuple[int, int]] = set()
@@ -391,26 +359,19 @@ def text_aliases(text: str, entities: Sequence[str]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for pattern in _ALIAS_PATTERNS:
         for m in pattern.finditer(text):
-            left = _entity_ending(m.group(1), by_key)
-            right = _entity_starting(m.group(2), by_key)
+            words, other = m.group(1).split(), m.group(2).split()
+            # The longest suffix of the left side, the longest prefix of the right one.
+            left = _first_entity((words[k:] for k in range(len(words))), by_key)
+            right = _first_entity((other[:k] for k in range(len(other), 0, -1)), by_key)
             if left and right and left != right and (left, right) not in out:
                 out.append((left, right))
     return out
 
 
-def _entity_ending(text: str, by_key: Mapping[str, str]) -> str | None:
-    words = text.split()
-    for k in range(len(words)):  # longest suffix first
-        hit = by_key.get(entity_key(" ".join(words[k:])))
-        if hit:
-            return hit
-    return None
-
-
-def _entity_starting(text: str, by_key: Mapping[str, str]) -> str | None:
-    words = text.split()
-    for k in range(len(words), 0, -1):  # longest prefix first
-        hit = by_key.get(entity_key(" ".join(words[:k])))
+def _first_entity(candidates: Iterable[list[str]], by_key: Mapping[str, str]) -> str | None:
+    """The entity the first of the candidate word lists names (by ``entity_key``), if any."""
+    for words in candidates:
+        hit = by_key.get(entity_key(" ".join(words)))
         if hit:
             return hit
     return None
@@ -436,27 +397,3 @@ def entity_parents(entities: Sequence[str]) -> dict[str, str]:
                 out[e] = parent
                 break
     return out
-
-
-__all__ = [
-    "DEFINITION_AGREEMENT",
-    "MetricDraft",
-    "QUANTITY_SYNONYMS",
-    "axis_words",
-    "definition",
-    "dimension_groups",
-    "entity_key",
-    "entity_parents",
-    "spelling_key",
-    "measured_thing",
-    "metric_groups",
-    "name_words",
-    "related_names",
-    "split_abbreviation",
-    "text_aliases",
-    "two_kinds",
-]
-
-
-def _unit_rows(m: np.ndarray) -> np.ndarray:
-    return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)

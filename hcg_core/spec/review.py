@@ -21,7 +21,7 @@ from pydantic import BaseModel, create_model
 
 from ..llm.structured import capped_list, capped_text, named_choice
 from ..types import Dimension
-from .assemble import AssemblyReport, metric_name
+from .assemble import AssemblyReport, batch_votes, metric_name
 from .merge import definition
 
 REVIEW_CALLS = 3  # the dimensions review, the metrics review, the check of the kept metrics
@@ -30,18 +30,24 @@ MAX_GROUPS = 60  # groups one review may list (maxItems)
 MAX_GROUP_MEMBERS = 12
 
 
-def _lit(names: Sequence[str]) -> Any:
+def choice(names: Sequence[str]) -> Any:
+    """A ``Literal`` of the allowed names; a plain str when there is nothing to choose from yet."""
     return Literal[tuple(names)] if names else str  # type: ignore[return-value]
+
+
+def _group_model(model_name: str, name_type: Any) -> type[BaseModel]:
+    """A group of names that are one: the name to ``keep`` and the names it ``absorbs``."""
+    return create_model(
+        model_name,
+        keep=(name_type, ...),
+        absorbs=(list[name_type], capped_list(MAX_GROUP_MEMBERS)),
+    )
 
 
 def dimensions_review_model(dimensions: Sequence[str], entities: Sequence[str]) -> type[BaseModel]:
     """``ReviewDimensionsReply``: the domain line, dimension groups, entity groups (by name)."""
-    dim = _lit(dimensions)
-    dim_group = create_model(
-        "SameDimensions",
-        keep=(dim, ...),
-        absorbs=(list[dim], capped_list(MAX_GROUP_MEMBERS)),
-    )
+    dim = choice(dimensions)
+    dim_group = _group_model("SameDimensions", dim)
     entity = named_choice(list(dict.fromkeys(entities)))  # an enum lists each name once
     entity_group = create_model(
         "SameEntities",
@@ -59,12 +65,8 @@ def dimensions_review_model(dimensions: Sequence[str], entities: Sequence[str]) 
 
 def metrics_review_model(names: Sequence[str], cap: int) -> type[BaseModel]:
     """``ReviewMetricsReply``: groups of one quantity, and the metrics that are causes."""
-    metric = _lit(names)
-    group = create_model(
-        "SameQuantity",
-        keep=(metric, ...),
-        absorbs=(list[metric], capped_list(MAX_GROUP_MEMBERS)),
-    )
+    metric = choice(names)
+    group = _group_model("SameQuantity", metric)
     return create_model(
         "ReviewMetricsReply",
         same_quantity=(list[group], capped_list(max(1, min(MAX_GROUPS, len(names) // 2)))),
@@ -74,12 +76,7 @@ def metrics_review_model(names: Sequence[str], cap: int) -> type[BaseModel]:
 
 def check_metrics_model(names: Sequence[str]) -> type[BaseModel]:
     """``CheckMetricsReply``: groups of the kept metrics that measure one quantity."""
-    metric = _lit(names)
-    group = create_model(
-        "SameKeptQuantity",
-        keep=(metric, ...),
-        absorbs=(list[metric], capped_list(MAX_GROUP_MEMBERS)),
-    )
+    group = _group_model("SameKeptQuantity", choice(names))
     return create_model(
         "CheckMetricsReply",
         same_quantity=(list[group], capped_list(max(1, len(names) // 2))),
@@ -94,10 +91,8 @@ def metrics_text(drafts: Sequence[Sequence[Mapping[str, Any]]]) -> tuple[str, li
     """One line per distinct proposed metric (first proposal's signature, definition and role,
     and how many samples proposed it), and the names in first-seen order."""
     first: dict[str, Mapping[str, Any]] = {}
-    votes: dict[str, int] = {}
+    votes = batch_votes(drafts, lambda i: metric_name(i.get("name", "")))
     for draft in drafts:
-        for n in {metric_name(i.get("name", "")) for i in draft} - {""}:
-            votes[n] = votes.get(n, 0) + 1
         for item in draft:
             first.setdefault(metric_name(item.get("name", "")), item)
     first.pop("", None)
@@ -189,15 +184,3 @@ def apply_metric_review(
     ]
     causes = {moved.get(c, c) for c in getattr(reply, "causes", ()) if c in first}
     return renamed, causes
-
-
-__all__ = [
-    "REVIEW_CALLS",
-    "apply_dimension_review",
-    "apply_metric_review",
-    "check_metrics_model",
-    "dimensions_review_model",
-    "dimensions_text",
-    "metrics_review_model",
-    "metrics_text",
-]

@@ -88,33 +88,28 @@ def validate_spec(spec: DomainSpec) -> DomainSpec:
     _no_duplicates((v.name for v in spec.variables), "variable")
     for v in spec.variables:
         validate_variable(metrics, dims, v)
-    names = {v.name for v in spec.variables}
+    var_metric = {v.name: v.metric for v in spec.variables}
     for r in spec.relations:
-        _check_link(r.source, r.target, names, spec, metrics, kind="relation")
+        label = f"relation {r.source!r} -> {r.target!r}"
+        _check_link(label, r.source, r.target, var_metric, metrics, entry=label)
     return spec
 
 
-def _check_link(source, target, names, spec, metrics, *, kind: str) -> None:
-    label = f"{kind} {source!r} -> {target!r}"
+def _check_link(
+    label: str, source: str, target: str, var_metric: dict, metrics: dict, *, entry: str
+) -> None:
+    """A relation or an edge joins two known variables, not one to itself, not out of a terminal."""
     for end in (source, target):
-        if end not in names:
-            raise SpecError(f"{label} refers to undefined variable {end!r}", entry=label)
+        if end not in var_metric:
+            raise SpecError(f"{label} refers to undefined variable {end!r}", entry=entry)
     if source == target:
-        raise SpecError(f"{label} is a self-loop", entry=label)
-    src_metric = metric_of(source, spec)
-    if metrics[src_metric].role == "terminal":
+        raise SpecError(f"{label} is a self-loop", entry=entry)
+    if metrics[var_metric[source]].role == "terminal":
         raise SpecError(
-            f"{label} leaves a terminal: metric {src_metric!r} has graph_role terminal, which "
-            "receives edges but emits none",
-            entry=label,
+            f"{label} leaves a terminal: metric {var_metric[source]!r} has graph_role terminal, "
+            "which receives edges but emits none",
+            entry=entry,
         )
-
-
-def metric_of(variable: str, spec: DomainSpec) -> str:
-    for v in spec.variables:
-        if v.name == variable:
-            return v.metric
-    raise KeyError(variable)
 
 
 def validate_graph(
@@ -135,13 +130,7 @@ def validate_graph(
     _no_duplicates((e.id for e in edges), "edge id")
     for e in edges:
         label = f"edge {e.id!r} ({e.source} -> {e.target})"
-        for end in (e.source, e.target):
-            if end not in var_metric:
-                raise SpecError(f"{label} refers to undefined variable {end!r}", entry=e.id)
-        if e.source == e.target:
-            raise SpecError(f"{label} is a self-loop", entry=e.id)
-        if metrics[var_metric[e.source]].role == "terminal":
-            raise SpecError(f"{label} leaves terminal metric {var_metric[e.source]!r}", entry=e.id)
+        _check_link(label, e.source, e.target, var_metric, metrics, entry=e.id)
         if not 0.0 <= e.confidence <= 1.0:
             raise SpecError(f"{label} has confidence {e.confidence}, outside [0, 1]", entry=e.id)
         if chunk_ids is not None:

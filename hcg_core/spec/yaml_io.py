@@ -26,6 +26,7 @@ from ..errors import SpecError
 from ..types import Dimension, DomainSpec, Metric, OutcomeConfig, Relation, Variable
 from .validate import validate_spec
 
+TOP_KEYS = {"domain", "inferred", "outcome", "dimensions", "metrics", "variables", "relations"}
 _CALL = re.compile(r"^\s*([^()]+?)\s*(?:\((.*)\))?\s*$", re.S)
 
 
@@ -45,20 +46,22 @@ def parse_call(text: str, *, what: str) -> tuple[str, tuple[str, ...]]:
     return m.group(1), parts
 
 
-def _mapping(value: Any, where: str) -> dict:
+def _typed(value: Any, where: str, kind: type) -> Any:
+    """``value`` when it is a ``kind`` (dict or list), an empty one when None; else SpecError."""
     if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise SpecError(f"'{where}' must be a mapping, got {type(value).__name__}", entry=where)
+        return kind()
+    if not isinstance(value, kind):
+        what = "a mapping" if kind is dict else "a list"
+        raise SpecError(f"'{where}' must be {what}, got {type(value).__name__}", entry=where)
     return value
+
+
+def _mapping(value: Any, where: str) -> dict:
+    return _typed(value, where, dict)
 
 
 def _list(value: Any, where: str) -> list:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise SpecError(f"'{where}' must be a list, got {type(value).__name__}", entry=where)
-    return value
+    return _typed(value, where, list)
 
 
 def _str_tuple(value: Any, where: str) -> tuple[str, ...]:
@@ -86,15 +89,7 @@ def variable_from_item(item: Any, where: str) -> Variable:
 def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
     """Build a DomainSpec from the parsed YAML mapping; raise SpecError naming the bad entry."""
     data = _mapping(data, "spec")
-    unknown = set(data) - {
-        "domain",
-        "inferred",
-        "outcome",
-        "dimensions",
-        "metrics",
-        "variables",
-        "relations",
-    }
+    unknown = set(data) - TOP_KEYS
     if unknown:
         raise SpecError(f"unknown top-level keys {sorted(unknown)}", entry=sorted(unknown)[0])
     dims = []
