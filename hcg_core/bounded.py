@@ -397,22 +397,3 @@ class _NoAliasDumper(yaml.SafeDumper):
 def dump_yaml(data: Any, **kwargs: Any) -> str:
     """``yaml.safe_dump`` without aliases (every file hcg writes must load under its own bounds)."""
     return yaml.dump(data, Dumper=_NoAliasDumper, **kwargs)
-
-
-__all__ = [
-    "BASE_CAP",
-    "BoundedSafeLoader",
-    "BoundsError",
-    "MAX_DEPTH",
-    "MAX_INT_DIGITS",
-    "check_size",
-    "dump_yaml",
-    "loads_json",
-    "loads_yaml",
-    "lone_surrogate_in",
-    "read_json",
-    "read_text",
-    "read_yaml",
-    "short",
-    "size_cap",
-]

@@ -780,35 +780,3 @@ def reads_not_english(text: str) -> bool:
 def count_not_english(texts: Iterable[str]) -> int:
     """How many of ``texts`` read as not English (``reads_not_english``)."""
     return sum(map(reads_not_english, texts))
-
-
-__all__ = [
-    "DEFAULT_CHARS_PER_WORD",
-    "DEFAULT_CHUNK_WORDS",
-    "DEFAULT_MAX_BYTES",
-    "DEFAULT_OVERLAP_WORDS",
-    "MAX_FRONT_MATTER_CHARS",
-    "MAX_TOKEN_CHARS",
-    "MIN_WORDS_TO_JUDGE",
-    "NOT_ENGLISH_SHARE",
-    "SENTENCE_END_RE",
-    "SUPPORTED_SUFFIXES",
-    "TEXT_KEYS",
-    "WORD_RE",
-    "chunk_documents",
-    "chunk_id",
-    "count_not_english",
-    "decode_text",
-    "english_share",
-    "display_path",
-    "english_word_counts",
-    "recorded_chunking",
-    "leading_front_matter",
-    "load_inputs",
-    "normalize_newlines",
-    "prepare_text",
-    "reads_not_english",
-    "split_front_matter",
-    "word_set",
-    "word_spans",
-]

@@ -92,12 +92,3 @@ def embed_texts(
         else:
             vecs = embedder.embed_documents(texts)
     return as_matrix(vecs, len(texts), who=f"embedder {who!r}")
-
-
-__all__ = [
-    "EMBED_BATCH",
-    "as_matrix",
-    "embed_texts",
-    "embedder_errors",
-    "is_embedder",
-]

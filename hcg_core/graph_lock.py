@@ -153,14 +153,3 @@ def add_lock_timeout_argument(parser: Any) -> None:
         help=f"seconds to wait while another process writes the graph directory (default "
         f"${LOCK_TIMEOUT_ENV}, else {DEFAULT_LOCK_TIMEOUT:g})",
     )
-
-
-__all__ = [
-    "add_lock_timeout_argument",
-    "DEFAULT_LOCK_TIMEOUT",
-    "LOCK_NAME",
-    "LOCK_TIMEOUT_ENV",
-    "graph_lock",
-    "lock_holder",
-    "lock_timeout",
-]

@@ -184,6 +184,3 @@ def get_prompt(name: str, overrides: Mapping[str, Prompt] | None = None) -> Prom
         return PROMPTS[name]
     except KeyError:
         raise ConfigError(f"no prompt named {name!r}; known: {', '.join(PROMPTS)}") from None
-
-
-__all__ = ["PROMPTS", "SCHEMA_MARKER", "Prompt", "get_prompt"]

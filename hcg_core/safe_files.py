@@ -116,12 +116,3 @@ def fsync_dir(path: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-
-
-__all__ = [
-    "fault_step",
-    "fsync_dir",
-    "atomic_write_bytes",
-    "atomic_write_text",
-    "check_writable_dir",
-]

@@ -152,14 +152,3 @@ def host_of(url: str | None) -> str:
         return f"{host}:{parsed.port}" if parsed.port else host
     except ValueError:  # a port that is not a number: still name what was given, masked
         return redact(url)
-
-
-__all__ = [
-    "env_secrets",
-    "has_lone_surrogate",
-    "host_of",
-    "mermaid_text",
-    "redact",
-    "visible",
-    "xml_text",
-]

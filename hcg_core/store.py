@@ -1055,21 +1055,3 @@ def _read_graph(directory: Path, manifest: dict[str, Any]) -> CausalGraph:
     except SpecError as exc:
         raise SpecError(str(exc), entry=exc.entry, path=directory / GRAPH) from exc
     return CausalGraph(spec, variables, edges, chunks)
-
-
-__all__ = [
-    "FORMAT_VERSION",
-    "HCG_OWNED",
-    "check_output_dir",
-    "chunk_to_line",
-    "current_dir",
-    "is_graph_dir",
-    "verify_written",
-    "StoredGraph",
-    "graph_from_dict",
-    "graph_to_dict",
-    "load_graph",
-    "read_spec_file",
-    "save_graph",
-    "texts_digest",
-]

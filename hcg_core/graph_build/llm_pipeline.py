@@ -37,7 +37,7 @@ from ..llm.accounting import COUNTERS, Ledger, stage
 from ..llm.bridge import run_sync
 from ..llm.runner import Failures, StageTimer, metered, stage_progress
 from ..ports import Embedder, StructuredLLM
-from ..prompts import PROMPTS, Prompt
+from ..prompts import PROMPTS
 from ..spec.generate import agenerate_spec, stage1_budget, stage1_calls
 from ..spec.validate import validate_graph, validate_spec
 from ..types import (
@@ -776,12 +776,3 @@ def format_estimate(est: Mapping[str, Any]) -> str:
 
 # The option names build_graph(..., llm=...) accepts (the fields of LLMBuildConfig).
 OPTIONS = LLMBuildConfig.field_names()
-
-__all__ = [
-    "OPTIONS",
-    "Prompt",
-    "abuild_with_llm",
-    "build_with_llm",
-    "estimate_build",
-    "format_estimate",
-]

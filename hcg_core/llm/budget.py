@@ -35,6 +35,3 @@ def tokens_for(items: int, per_item: int, fixed: int) -> int:
     900
     """
     return fixed + max(0, items) * per_item
-
-
-__all__ = ["completion_budget", "requested_tokens", "tokens_for"]

@@ -265,13 +265,3 @@ def _rank(rows: np.ndarray, cos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     group = np.concatenate([[0], np.cumsum(-np.diff(cos) > TIE_TOLERANCE)]) if cos.size else cos
     order = np.lexsort((rows, group))
     return rows[order], cos[order]
-
-
-__all__ = [
-    "CHUNK_ID_KEY",
-    "DenseIndex",
-    "NumpyDenseIndex",
-    "StoreDenseIndex",
-    "search_allowed",
-    "store_point_id",
-]

@@ -304,6 +304,3 @@ def _same_edges(old: CausalGraph, new: CausalGraph) -> bool:
 
 def _doc_counts(chunks: Iterable[Chunk]) -> dict[str, int]:
     return dict(Counter(c.doc_id for c in chunks if c.doc_id))
-
-
-__all__ = ["EditState", "UpdateReport", "delete", "insert", "relink"]
