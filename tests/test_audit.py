@@ -5,8 +5,11 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import networkx as nx
@@ -541,6 +544,18 @@ def test_diff_names_spec_variable_edge_evidence_and_chunk_changes(tmp_path, caps
     assert "bp-stroke: confidence 0.95 -> 0.5" in text
     assert main(["diff", str(HAND), str(out), "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["summary"]["edges_removed"] == 2
+    # The JSON is the same under any hash seed (the removed edges once came in a set's order).
+    runs = {
+        subprocess.run(
+            [sys.executable, "-m", "hcg_core.cli", "diff", str(HAND), str(out), "--json"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout
+        for seed in range(4)
+    }
+    assert len(runs) == 1
+    assert list(json.loads(runs.pop())["edge_details"]) == ["inactive-bp", "salt-kidney"]
 
 
 def test_hcgindex_to_networkx(corpus_dir):

@@ -99,8 +99,9 @@ def diff_graphs(a: CausalGraph, b: CausalGraph) -> dict[str, Any]:
         "edge_details": {
             eid: {"source": e.source, "target": e.target, "mechanism": e.mechanism}
             for eid, e in (
-                *((i, edges_b[i]) for i in edges_b.keys() - edges_a.keys()),
-                *((i, edges_a[i]) for i in edges_a.keys() - edges_b.keys()),
+                # Sorted: a set's order changes with the hash seed, and the JSON must not.
+                *((i, edges_b[i]) for i in sorted(edges_b.keys() - edges_a.keys())),
+                *((i, edges_a[i]) for i in sorted(edges_a.keys() - edges_b.keys())),
             )
         },
     }
