@@ -20,6 +20,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
+from hcg_core.adapter_common import attach_dense, build_core
 from hcg_core.config import DEFAULT_TIER, BuildSettings, RetrievalConfig
 from hcg_core.contract import (
     DEFAULT_K,
@@ -30,7 +31,6 @@ from hcg_core.contract import (
 )
 from hcg_core.corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents
 from hcg_core.errors import ConfigError, InputError
-from hcg_core.graph_build import build_graph
 from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
 from hcg_core.types import CausalGraph, DomainSpec, OutcomeConfig
 
@@ -207,17 +207,7 @@ class HCGRetriever(BaseRetriever):
         )
         embedder = resolve_embedder(embeddings)
         build = BuildSettings(tier, outcome, spec, progress, dict(build_options or {}))
-        result = build_graph(
-            chunks, embedder=embedder, llm=to_structured_llm(llm), **build.keywords()
-        )
-        core = CoreRetriever.from_graph(
-            result.graph,
-            embedder,
-            config,
-            variable_embeddings=_aligned(result.variable_embeddings, len(result.graph.variables)),
-            chunk_embeddings=_aligned(result.chunk_embeddings, len(result.graph.chunks)),
-        )
-        core.ledger = result.ledger  # lets add_documents/delete update the edges
+        core, _ = build_core(chunks, embedder, to_structured_llm(llm), build, config)
         if vector_store is not None:
             _attach_store(core, vector_store, id_filter)
         return cls._wrap(core, k, search_type, search_kwargs)
@@ -435,19 +425,9 @@ def _no_unknown(kwargs: dict[str, Any]) -> None:
 
 
 def _attach_store(core: CoreRetriever, store: Any, id_filter: Any) -> None:
-    """Serve the core's dense candidates from ``store``, writing the chunks there unless the
-    store already holds them (probed on the first chunk)."""
-    chunks = core.graph.chunks
-    dense = LangChainStoreDense(store, [c.id for c in chunks], id_filter)
-    if chunks and not dense.holds(chunks[0].id, core.chunk_embeddings[0]):
-        dense.write(chunks, core.chunk_embeddings)
-    core.dense_index = dense
+    attach_dense(core, LangChainStoreDense(store, [c.id for c in core.graph.chunks], id_filter))
 
 
 def _core_items(docs: Sequence[Document], chunk: bool) -> list[Any]:
     """The documents as core documents to chunk, or (``chunk=False``) each as one core chunk."""
     return [to_core_document(d) for d in docs] if chunk else [to_chunk(d) for d in docs]
-
-
-def _aligned(matrix: Any, rows: int) -> Any:
-    return matrix if matrix is not None and len(matrix) == rows else None

@@ -30,10 +30,10 @@ from llama_index.core.storage.docstore.types import RefDocInfo
 from llama_index.core.storage.index_store.simple_index_store import SimpleIndexStore
 from llama_index.core.storage.storage_context import StorageContext
 
+from hcg_core.adapter_common import attach_dense, build_core, core_over
 from hcg_core.config import DEFAULT_TIER, BuildSettings, RetrievalConfig
 from hcg_core.contract import keep_in_batch, refuse_lone_surrogates, vectors_match
 from hcg_core.errors import BuildError, StoreError
-from hcg_core.graph_build import build_graph
 from hcg_core.ports import Embedder
 from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
 from hcg_core.store import load_graph
@@ -228,12 +228,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         chunks = [node_to_chunk(nodes[i]) for i in keep]
         if not chunks:
             raise BuildError("HCGIndex needs at least one node with text to build a graph from")
-        result = build_graph(
-            chunks, embedder=self._embedder, llm=self._llm, **self._build.keywords()
-        )
-        self._set_state(result.graph, result.variable_embeddings, result.chunk_embeddings)
-        assert self._core is not None
-        self._core.ledger = result.ledger
+        core, result = build_core(chunks, self._embedder, self._llm, self._build, self._config)
+        self._take_core(core)
         struct = HCGIndexStruct(report=_json_report(result.report))
         if self._hcg_parser is not None:
             struct.node_parser = {
@@ -247,34 +243,20 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self, graph: CausalGraph, variable_emb: np.ndarray | None, chunk_emb: np.ndarray | None
     ) -> None:
         # The core retriever computes any missing or misaligned vectors; keep its arrays after.
-        if variable_emb is not None and len(variable_emb) != len(graph.variables):
-            variable_emb = None
-        if chunk_emb is not None and len(chunk_emb) != len(graph.chunks):
-            chunk_emb = None
-        core = CoreRetriever.from_graph(
-            graph,
-            self._embedder,
-            self._config,
-            variable_embeddings=variable_emb,
-            chunk_embeddings=chunk_emb,
-        )
+        core = core_over(graph, self._embedder, self._config, variable_emb, chunk_emb)
         if self._core is not None and self._core.graph is graph:
             core.ledger = self._core.ledger
+        self._take_core(core)
+
+    def _take_core(self, core: CoreRetriever) -> None:
+        """Use ``core`` (its dense candidates from the vector store, if any) and its arrays."""
         if self._dense_store is not None:
-            core.dense_index = self._attach_vector_store(graph, core.chunk_embeddings)
-        self._graph = graph
+            chunk_ids = [c.id for c in core.graph.chunks]
+            attach_dense(core, VectorStoreDense(self._dense_store, chunk_ids))
+        self._graph = core.graph
         self._variable_emb = core.variable_embeddings
         self._chunk_emb = core.chunk_embeddings
         self._core = core
-
-    def _attach_vector_store(self, graph: CausalGraph, chunk_emb: np.ndarray) -> VectorStoreDense:
-        """The dense index over the vector store, after writing every chunk's vector there unless
-        the store already holds them (probed on the first chunk: a persisted store). Inserts and
-        deletes then go through the core, which writes and deletes only the chunks they touch."""
-        dense = VectorStoreDense(self._dense_store, [c.id for c in graph.chunks])
-        if graph.chunks and not dense.holds(graph.chunks[0].id, chunk_emb[0]):
-            dense.write(graph.chunks, chunk_emb)
-        return dense
 
     def _write_struct(self, struct: HCGIndexStruct, folder: Path | None = None) -> None:
         """Write the whole state into ``struct``: vectors inline, or as ``.npy`` files in
