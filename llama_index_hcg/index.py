@@ -56,6 +56,18 @@ from .retriever import HCGRetriever
 
 logger = logging.getLogger(__name__)
 
+# The HCGNodeParser settings a struct keeps (a reloaded index's inserts chunk as the build did).
+NODE_PARSER_FIELDS = {"chunk_words", "overlap_words"}
+# The keywords as_retriever reads (as_query_engine forwards others of its own: ignored).
+AS_RETRIEVER_OPTIONS = (
+    "similarity_top_k",
+    "config",
+    "callback_manager",
+    "filters",
+    "doc_ids",
+    "node_ids",
+)
+
 
 class HCGIndex(BaseIndex[HCGIndexStruct]):
     """A schema-constrained causal graph over your nodes, queried by graph-guided retrieval.
@@ -232,10 +244,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._take_core(core)
         struct = HCGIndexStruct(report=_json_report(result.report))
         if self._hcg_parser is not None:
-            struct.node_parser = {
-                "chunk_words": self._hcg_parser.chunk_words,
-                "overlap_words": self._hcg_parser.overlap_words,
-            }
+            struct.node_parser = self._hcg_parser.model_dump(include=NODE_PARSER_FIELDS)
         self._write_struct(struct)
         return struct
 
@@ -275,9 +284,9 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         struct.ledger_json = json.dumps(ledger, ensure_ascii=False) if ledger else ""
         put_vectors(struct, arrays, folder)
 
-    def _persist_struct(self, folder: Path | None) -> None:
-        """Called by the index store's ``persist``: the struct in full, vectors as ``.npy`` in
-        ``folder`` (None: inline), into the store."""
+    def _persist_struct(self, folder: Path | None = None) -> None:
+        """The struct in full, vectors as ``.npy`` in ``folder`` (None: inline), into the index
+        store: called by the store's ``persist``, and by :meth:`_flush_struct`."""
         self._struct_stale = False
         self._write_struct(self._index_struct, folder)
         self._storage_context.index_store.add_index_struct(self._index_struct)
@@ -320,19 +329,17 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
                 self._core.ledger = SupportLedger.from_json(json.loads(struct.ledger_json), graph)
             except StoreError as exc:
                 logger.warning("HCGIndex: %s; edits will link evidence only", exc)
-        if same and (problems or handed is not None):
-            self._restate()
-        if not same:  # re-embedded with the new model: store what retrieval now uses
-            if struct.embedder_name:
-                logger.warning(
-                    "HCGIndex was built with embedder %r (dim %s) and is loaded with %r (dim %s): "
-                    "all vectors were recomputed; pass the original embed_model to reuse the "
-                    "stored ones",
-                    struct.embedder_name,
-                    struct.dim,
-                    self._embedder.name,
-                    self._embedder.dim,
-                )
+        if not same and struct.embedder_name:  # re-embedded with the new model
+            logger.warning(
+                "HCGIndex was built with embedder %r (dim %s) and is loaded with %r (dim %s): "
+                "all vectors were recomputed; pass the original embed_model to reuse the "
+                "stored ones",
+                struct.embedder_name,
+                struct.dim,
+                self._embedder.name,
+                self._embedder.dim,
+            )
+        if not same or problems or handed is not None:  # store what retrieval now uses
             self._restate()
 
     def _restate(self) -> None:
@@ -422,9 +429,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
     def _flush_struct(self) -> None:
         """Write the deferred struct (see :meth:`_sync`) into the struct and the index store."""
         if self._struct_stale:
-            self._struct_stale = False
-            self._write_struct(self._index_struct)
-            self._storage_context.index_store.add_index_struct(self._index_struct)
+            self._persist_struct()
 
     @property
     def index_struct(self) -> HCGIndexStruct:
@@ -462,12 +467,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._storage_context.index_store.add_index_struct(self._index_struct)
         return dropped
 
-    async def adelete_nodes(
-        self, node_ids: list[str], delete_from_docstore: bool = False, **delete_kwargs: Any
-    ) -> tuple[str, ...]:
-        return self.delete_nodes(
-            node_ids, delete_from_docstore=delete_from_docstore, **delete_kwargs
-        )
+    async def adelete_nodes(self, *args: Any, **kwargs: Any) -> tuple[str, ...]:
+        return self.delete_nodes(*args, **kwargs)
 
     def delete_ref_doc(
         self, ref_doc_id: str, delete_from_docstore: bool = False, **delete_kwargs: Any
@@ -489,12 +490,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             self.docstore.delete_ref_doc(ref_doc_id, raise_error=False)
         return dropped
 
-    async def adelete_ref_doc(
-        self, ref_doc_id: str, delete_from_docstore: bool = False, **delete_kwargs: Any
-    ) -> tuple[str, ...]:
-        return self.delete_ref_doc(
-            ref_doc_id, delete_from_docstore=delete_from_docstore, **delete_kwargs
-        )
+    async def adelete_ref_doc(self, *args: Any, **kwargs: Any) -> tuple[str, ...]:
+        return self.delete_ref_doc(*args, **kwargs)
 
     def update_ref_doc(self, document: Any, **update_kwargs: Any) -> tuple[str, ...]:
         """Replace a document's nodes: delete, then insert through the core, which re-extracts
@@ -558,17 +555,9 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
     def as_retriever(self, **kwargs: Any) -> HCGRetriever:
         """An :class:`HCGRetriever`; ``similarity_top_k``, ``config``, ``filters``, ``doc_ids``
         and ``node_ids`` are read; other keywords (``as_query_engine`` forwards its own) ignored."""
-        return HCGRetriever(
-            self,
-            similarity_top_k=kwargs.get("similarity_top_k"),
-            config=kwargs.get("config"),
-            callback_manager=kwargs.get("callback_manager"),
-            object_map=self._object_map,
-            verbose=bool(kwargs.get("verbose", False)),
-            filters=kwargs.get("filters"),
-            doc_ids=kwargs.get("doc_ids"),
-            node_ids=kwargs.get("node_ids"),
-        )
+        options = {name: kwargs.get(name) for name in AS_RETRIEVER_OPTIONS}
+        verbose = bool(kwargs.get("verbose", False))
+        return HCGRetriever(self, object_map=self._object_map, verbose=verbose, **options)
 
     # ------------------------------------------------------------------ core graph directories
 
@@ -645,8 +634,6 @@ def _loading_embedder(embed_model: Any | None, struct: HCGIndexStruct | None) ->
 
 def _json_report(report: dict[str, Any]) -> dict[str, Any]:
     """The build report as JSON-safe data (the struct is JSON; numpy scalars are not)."""
-    import json
-
     return json.loads(
         json.dumps(report, default=lambda o: o.item() if hasattr(o, "item") else str(o))
     )
