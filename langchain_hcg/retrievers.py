@@ -312,8 +312,8 @@ class HCGRetriever(BaseRetriever):
     def _search(
         self,
         query: str,
-        k: int | None,
-        filter: dict[str, Any] | None,
+        k: int | None = None,
+        filter: dict[str, Any] | None = None,
         qvec: Any = None,
         score_threshold: float | None = None,
     ) -> list[Document]:
@@ -341,33 +341,18 @@ class HCGRetriever(BaseRetriever):
         return _score_threshold(value)
 
     def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: dict[str, Any] | None = None,
-        score_threshold: float | None = None,
-        **kwargs: Any,
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        _no_unknown(kwargs)
-        return self._search(query, k, filter, score_threshold=score_threshold)
+        return self._search(query, **_per_call(kwargs))
 
     async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: dict[str, Any] | None = None,
-        score_threshold: float | None = None,
-        **kwargs: Any,
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        _no_unknown(kwargs)
+        options = _per_call(kwargs)
         # The embeddings' own async API where they have one (else a thread); the graph and
         # ranking work is CPU: keep it off the event loop too.
         qvec = await amean_query_vector(self.core.embedder, [query])
-        return await asyncio.to_thread(self._search, query, k, filter, qvec, score_threshold)
+        return await asyncio.to_thread(self._search, query, qvec=qvec, **options)
 
 
 def _check_options(cls: type, data: dict[str, Any]) -> None:
@@ -413,15 +398,18 @@ def _score_threshold(value: Any) -> float:
     return float(value)
 
 
-def _no_unknown(kwargs: dict[str, Any]) -> None:
+def _per_call(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A call's options (``k``, ``filter``, ``score_threshold``) for ``_search``."""
     # Ignoring an option (a misspelt filter, a vector store's search_type) would return
     # unfiltered results without a word. ``verbose`` is LangChain's own (invoke forwards it).
     kwargs = {k: v for k, v in kwargs.items() if k != "verbose"}
-    if kwargs:
+    unknown = sorted(set(kwargs) - set(SEARCH_KWARGS))
+    if unknown:
         raise ConfigError(
-            f"unknown retrieval option(s) {sorted(kwargs)}; HCGRetriever takes k, filter and "
+            f"unknown retrieval option(s) {unknown}; HCGRetriever takes k, filter and "
             "score_threshold"
         )
+    return kwargs
 
 
 def _attach_store(core: CoreRetriever, store: Any, id_filter: Any) -> None:
