@@ -19,7 +19,7 @@ from .errors import ConfigError
 from .graph_build import BuildResult, build_graph
 from .ports import Embedder, StructuredLLM
 from .retrieval import CausalGraphRetriever
-from .retrieval.dense import StoreDenseIndex
+from .retrieval.dense import CHUNK_ID_KEY, StoreDenseIndex
 from .types import CausalGraph, Chunk
 
 
@@ -91,3 +91,23 @@ def with_dimensions(name: str, model: Any) -> str:
     OpenAI's does): the same model at another size makes other vectors."""
     dimensions = getattr(model, "dimensions", None)
     return f"{name}:d{dimensions}" if isinstance(dimensions, int) else name
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def store_metadata(chunk: Chunk, lists: bool) -> dict[str, Any]:
+    """A chunk's metadata as a vector store keeps it: scalar values, and lists of scalars when
+    ``lists`` (the store accepts them), plus the chunk id; others left out (the chunk keeps them
+    locally: the store's copy is only for reading the collection)."""
+    out: dict[str, Any] = {}
+    for key, value in dict(chunk.metadata or {}).items():
+        if isinstance(value, _SCALARS) or value is None:
+            out[str(key)] = value
+        elif (
+            lists
+            and isinstance(value, (list, tuple))
+            and all(isinstance(v, _SCALARS) for v in value)
+        ):
+            out[str(key)] = list(value)
+    return {**out, CHUNK_ID_KEY: chunk.id}
