@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
+from hcg_core.adapter_common import store_metadata
 from hcg_core.errors import ConfigError
 from hcg_core.retrieval.dense import CHUNK_ID_KEY, StoreDenseIndex, store_point_id
 from hcg_core.types import Chunk
@@ -84,7 +85,7 @@ class LangChainStoreDense(StoreDenseIndex):
             part = chunks[start : start + WRITE_BATCH]
             self.store.add_texts(
                 [c.text for c in part],
-                metadatas=[{**_scalars(c.metadata), CHUNK_ID_KEY: c.id} for c in part],
+                metadatas=[store_metadata(c, lists=False) for c in part],
                 ids=[store_point_id(c.id) for c in part],
             )
         if len(chunks):
@@ -108,11 +109,3 @@ class LangChainStoreDense(StoreDenseIndex):
             for doc, _ in hits
         ]
         return ids, [float(score) for _, score in hits]
-
-
-def _scalars(metadata: Any) -> dict[str, Any]:
-    return {
-        str(k): v
-        for k, v in dict(metadata or {}).items()
-        if isinstance(v, (str, int, float, bool)) or v is None
-    }

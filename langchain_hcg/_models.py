@@ -15,9 +15,9 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel, BaseLanguageModel
 from pydantic import BaseModel
 
+from hcg_core import adapter_common
 from hcg_core.embedders import default_embedder
 from hcg_core.embedders.wrapped import FrameworkEmbedder, core_embedder
-from hcg_core.embedding import is_embedder
 from hcg_core.errors import ConfigError
 from hcg_core.llm.structured import as_structured_llm, framework_reply
 from hcg_core.ports import Embedder, StructuredLLM
@@ -59,14 +59,9 @@ def to_core_embedder(embeddings: Any) -> Embedder:
     """
     if isinstance(embeddings, HCGDefaultEmbeddings):
         return embeddings.embedder
-    if is_embedder(embeddings) and not isinstance(embeddings, Embeddings):
-        return embeddings
-    if not isinstance(embeddings, Embeddings):
-        raise ConfigError(
-            f"embeddings must be LangChain Embeddings or an hcg_core Embedder, "
-            f"got {type(embeddings).__name__}"
-        )
-    return LangChainEmbedder(embeddings)
+    return adapter_common.to_core_embedder(
+        embeddings, Embeddings, LangChainEmbedder, "embeddings must be LangChain Embeddings"
+    )
 
 
 class LangChainEmbedder(FrameworkEmbedder):
@@ -79,17 +74,14 @@ class LangChainEmbedder(FrameworkEmbedder):
     def __init__(self, embeddings: Embeddings) -> None:
         model = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)
         size = getattr(embeddings, "size", None)  # the fake embeddings' only identity
-        dimensions = getattr(embeddings, "dimensions", None)  # e.g. OpenAI's dimensions=
         name = f"langchain:{type(embeddings).__name__}"
         if model:
             name += f":{model}"
         elif isinstance(size, int):
             name += f":{size}"
-        if isinstance(dimensions, int):
-            name += f":d{dimensions}"
         super().__init__(
             embeddings,
-            name,
+            adapter_common.with_dimensions(name, embeddings),
             fn=embeddings.embed_documents,
             query_fn=embeddings.embed_query,
             aquery_fn=embeddings.aembed_query,

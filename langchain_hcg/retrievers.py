@@ -20,6 +20,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
+from hcg_core.adapter_common import attach_dense, build_core
 from hcg_core.config import DEFAULT_TIER, BuildSettings, RetrievalConfig
 from hcg_core.contract import (
     DEFAULT_K,
@@ -30,7 +31,6 @@ from hcg_core.contract import (
 )
 from hcg_core.corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS, chunk_documents
 from hcg_core.errors import ConfigError, InputError
-from hcg_core.graph_build import build_graph
 from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
 from hcg_core.types import CausalGraph, DomainSpec, OutcomeConfig
 
@@ -207,17 +207,7 @@ class HCGRetriever(BaseRetriever):
         )
         embedder = resolve_embedder(embeddings)
         build = BuildSettings(tier, outcome, spec, progress, dict(build_options or {}))
-        result = build_graph(
-            chunks, embedder=embedder, llm=to_structured_llm(llm), **build.keywords()
-        )
-        core = CoreRetriever.from_graph(
-            result.graph,
-            embedder,
-            config,
-            variable_embeddings=_aligned(result.variable_embeddings, len(result.graph.variables)),
-            chunk_embeddings=_aligned(result.chunk_embeddings, len(result.graph.chunks)),
-        )
-        core.ledger = result.ledger  # lets add_documents/delete update the edges
+        core, _ = build_core(chunks, embedder, to_structured_llm(llm), build, config)
         if vector_store is not None:
             _attach_store(core, vector_store, id_filter)
         return cls._wrap(core, k, search_type, search_kwargs)
@@ -322,8 +312,8 @@ class HCGRetriever(BaseRetriever):
     def _search(
         self,
         query: str,
-        k: int | None,
-        filter: dict[str, Any] | None,
+        k: int | None = None,
+        filter: dict[str, Any] | None = None,
         qvec: Any = None,
         score_threshold: float | None = None,
     ) -> list[Document]:
@@ -351,33 +341,18 @@ class HCGRetriever(BaseRetriever):
         return _score_threshold(value)
 
     def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: dict[str, Any] | None = None,
-        score_threshold: float | None = None,
-        **kwargs: Any,
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        _no_unknown(kwargs)
-        return self._search(query, k, filter, score_threshold=score_threshold)
+        return self._search(query, **_per_call(kwargs))
 
     async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        filter: dict[str, Any] | None = None,
-        score_threshold: float | None = None,
-        **kwargs: Any,
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        _no_unknown(kwargs)
+        options = _per_call(kwargs)
         # The embeddings' own async API where they have one (else a thread); the graph and
         # ranking work is CPU: keep it off the event loop too.
         qvec = await amean_query_vector(self.core.embedder, [query])
-        return await asyncio.to_thread(self._search, query, k, filter, qvec, score_threshold)
+        return await asyncio.to_thread(self._search, query, qvec=qvec, **options)
 
 
 def _check_options(cls: type, data: dict[str, Any]) -> None:
@@ -423,31 +398,24 @@ def _score_threshold(value: Any) -> float:
     return float(value)
 
 
-def _no_unknown(kwargs: dict[str, Any]) -> None:
+def _per_call(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A call's options (``k``, ``filter``, ``score_threshold``) for ``_search``."""
     # Ignoring an option (a misspelt filter, a vector store's search_type) would return
     # unfiltered results without a word. ``verbose`` is LangChain's own (invoke forwards it).
     kwargs = {k: v for k, v in kwargs.items() if k != "verbose"}
-    if kwargs:
+    unknown = sorted(set(kwargs) - set(SEARCH_KWARGS))
+    if unknown:
         raise ConfigError(
-            f"unknown retrieval option(s) {sorted(kwargs)}; HCGRetriever takes k, filter and "
+            f"unknown retrieval option(s) {unknown}; HCGRetriever takes k, filter and "
             "score_threshold"
         )
+    return kwargs
 
 
 def _attach_store(core: CoreRetriever, store: Any, id_filter: Any) -> None:
-    """Serve the core's dense candidates from ``store``, writing the chunks there unless the
-    store already holds them (probed on the first chunk)."""
-    chunks = core.graph.chunks
-    dense = LangChainStoreDense(store, [c.id for c in chunks], id_filter)
-    if chunks and not dense.holds(chunks[0].id, core.chunk_embeddings[0]):
-        dense.write(chunks, core.chunk_embeddings)
-    core.dense_index = dense
+    attach_dense(core, LangChainStoreDense(store, [c.id for c in core.graph.chunks], id_filter))
 
 
 def _core_items(docs: Sequence[Document], chunk: bool) -> list[Any]:
     """The documents as core documents to chunk, or (``chunk=False``) each as one core chunk."""
     return [to_core_document(d) for d in docs] if chunk else [to_chunk(d) for d in docs]
-
-
-def _aligned(matrix: Any, rows: int) -> Any:
-    return matrix if matrix is not None and len(matrix) == rows else None

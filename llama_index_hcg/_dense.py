@@ -18,8 +18,9 @@ import numpy as np
 from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores.types import BasePydanticVectorStore, VectorStoreQuery
 
+from hcg_core.adapter_common import store_metadata
 from hcg_core.errors import ConfigError, StoreError
-from hcg_core.retrieval.dense import CHUNK_ID_KEY, StoreDenseIndex, store_point_id
+from hcg_core.retrieval.dense import StoreDenseIndex, store_point_id
 from hcg_core.types import Chunk
 
 # Points written per ``store.add`` call (bounded requests to a server).
@@ -51,7 +52,7 @@ class VectorStoreDense(StoreDenseIndex):
                 TextNode(
                     id_=store_point_id(c.id),
                     text=c.text,
-                    metadata={**flat_metadata(c.metadata), CHUNK_ID_KEY: c.id},
+                    metadata=store_metadata(c, lists=True),
                     embedding=vectors[start + i].tolist(),
                 )
                 for i, c in enumerate(chunks[start : start + WRITE_BATCH])
@@ -83,17 +84,3 @@ class VectorStoreDense(StoreDenseIndex):
                 "it must return one similarity per result"
             )
         return ids, sims
-
-
-def flat_metadata(metadata: Any) -> dict[str, Any]:
-    """Metadata values most vector stores accept (scalars, lists of scalars); others left out
-    (the chunk keeps them locally: the store's copy is only for reading the collection)."""
-    out: dict[str, Any] = {}
-    for key, value in dict(metadata or {}).items():
-        if isinstance(value, (str, int, float, bool)) or value is None:
-            out[str(key)] = value
-        elif isinstance(value, (list, tuple)) and all(
-            isinstance(v, (str, int, float, bool)) for v in value
-        ):
-            out[str(key)] = list(value)
-    return out

@@ -19,9 +19,9 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import ChatPromptTemplate
 from pydantic import BaseModel, PrivateAttr
 
+from hcg_core import adapter_common
 from hcg_core.embedders import default_embedder
 from hcg_core.embedders.wrapped import FrameworkEmbedder, core_embedder
-from hcg_core.embedding import is_embedder
 from hcg_core.errors import ConfigError
 from hcg_core.llm.structured import as_structured_llm, framework_reply
 from hcg_core.ports import Embedder, StructuredLLM
@@ -85,14 +85,12 @@ def to_core_embedder(embed_model: Any) -> Embedder:
     """
     if isinstance(embed_model, HCGDefaultEmbedding):
         return embed_model.core_embedder
-    if not isinstance(embed_model, BaseEmbedding):
-        if is_embedder(embed_model):
-            return embed_model
-        raise ConfigError(
-            f"embed_model must be a LlamaIndex BaseEmbedding or an hcg_core Embedder, "
-            f"got {type(embed_model).__name__}"
-        )
-    return LlamaIndexEmbedder(embed_model)
+    return adapter_common.to_core_embedder(
+        embed_model,
+        BaseEmbedding,
+        LlamaIndexEmbedder,
+        "embed_model must be a LlamaIndex BaseEmbedding",
+    )
 
 
 class LlamaIndexEmbedder(FrameworkEmbedder):
@@ -101,12 +99,9 @@ class LlamaIndexEmbedder(FrameworkEmbedder):
 
     def __init__(self, embed_model: BaseEmbedding) -> None:
         name = f"llamaindex:{embed_model.class_name()}:{embed_model.model_name}"
-        dimensions = getattr(embed_model, "dimensions", None)  # e.g. OpenAI's dimensions=
-        if isinstance(dimensions, int):
-            name += f":d{dimensions}"
         super().__init__(
             embed_model,
-            name,
+            adapter_common.with_dimensions(name, embed_model),
             fn=embed_model.get_text_embedding_batch,
             query_fn=embed_model.get_query_embedding,
             aquery_fn=embed_model.aget_query_embedding,

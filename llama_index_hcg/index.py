@@ -30,10 +30,10 @@ from llama_index.core.storage.docstore.types import RefDocInfo
 from llama_index.core.storage.index_store.simple_index_store import SimpleIndexStore
 from llama_index.core.storage.storage_context import StorageContext
 
+from hcg_core.adapter_common import attach_dense, build_core, core_over
 from hcg_core.config import DEFAULT_TIER, BuildSettings, RetrievalConfig
 from hcg_core.contract import keep_in_batch, refuse_lone_surrogates, vectors_match
 from hcg_core.errors import BuildError, StoreError
-from hcg_core.graph_build import build_graph
 from hcg_core.ports import Embedder
 from hcg_core.retrieval import CausalGraphRetriever as CoreRetriever
 from hcg_core.store import load_graph
@@ -55,6 +55,18 @@ from ._persist import (
 from .retriever import HCGRetriever
 
 logger = logging.getLogger(__name__)
+
+# The HCGNodeParser settings a struct keeps (a reloaded index's inserts chunk as the build did).
+NODE_PARSER_FIELDS = {"chunk_words", "overlap_words"}
+# The keywords as_retriever reads (as_query_engine forwards others of its own: ignored).
+AS_RETRIEVER_OPTIONS = (
+    "similarity_top_k",
+    "config",
+    "callback_manager",
+    "filters",
+    "doc_ids",
+    "node_ids",
+)
 
 
 class HCGIndex(BaseIndex[HCGIndexStruct]):
@@ -228,18 +240,11 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         chunks = [node_to_chunk(nodes[i]) for i in keep]
         if not chunks:
             raise BuildError("HCGIndex needs at least one node with text to build a graph from")
-        result = build_graph(
-            chunks, embedder=self._embedder, llm=self._llm, **self._build.keywords()
-        )
-        self._set_state(result.graph, result.variable_embeddings, result.chunk_embeddings)
-        assert self._core is not None
-        self._core.ledger = result.ledger
+        core, result = build_core(chunks, self._embedder, self._llm, self._build, self._config)
+        self._take_core(core)
         struct = HCGIndexStruct(report=_json_report(result.report))
         if self._hcg_parser is not None:
-            struct.node_parser = {
-                "chunk_words": self._hcg_parser.chunk_words,
-                "overlap_words": self._hcg_parser.overlap_words,
-            }
+            struct.node_parser = self._hcg_parser.model_dump(include=NODE_PARSER_FIELDS)
         self._write_struct(struct)
         return struct
 
@@ -247,34 +252,20 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self, graph: CausalGraph, variable_emb: np.ndarray | None, chunk_emb: np.ndarray | None
     ) -> None:
         # The core retriever computes any missing or misaligned vectors; keep its arrays after.
-        if variable_emb is not None and len(variable_emb) != len(graph.variables):
-            variable_emb = None
-        if chunk_emb is not None and len(chunk_emb) != len(graph.chunks):
-            chunk_emb = None
-        core = CoreRetriever.from_graph(
-            graph,
-            self._embedder,
-            self._config,
-            variable_embeddings=variable_emb,
-            chunk_embeddings=chunk_emb,
-        )
+        core = core_over(graph, self._embedder, self._config, variable_emb, chunk_emb)
         if self._core is not None and self._core.graph is graph:
             core.ledger = self._core.ledger
+        self._take_core(core)
+
+    def _take_core(self, core: CoreRetriever) -> None:
+        """Use ``core`` (its dense candidates from the vector store, if any) and its arrays."""
         if self._dense_store is not None:
-            core.dense_index = self._attach_vector_store(graph, core.chunk_embeddings)
-        self._graph = graph
+            chunk_ids = [c.id for c in core.graph.chunks]
+            attach_dense(core, VectorStoreDense(self._dense_store, chunk_ids))
+        self._graph = core.graph
         self._variable_emb = core.variable_embeddings
         self._chunk_emb = core.chunk_embeddings
         self._core = core
-
-    def _attach_vector_store(self, graph: CausalGraph, chunk_emb: np.ndarray) -> VectorStoreDense:
-        """The dense index over the vector store, after writing every chunk's vector there unless
-        the store already holds them (probed on the first chunk: a persisted store). Inserts and
-        deletes then go through the core, which writes and deletes only the chunks they touch."""
-        dense = VectorStoreDense(self._dense_store, [c.id for c in graph.chunks])
-        if graph.chunks and not dense.holds(graph.chunks[0].id, chunk_emb[0]):
-            dense.write(graph.chunks, chunk_emb)
-        return dense
 
     def _write_struct(self, struct: HCGIndexStruct, folder: Path | None = None) -> None:
         """Write the whole state into ``struct``: vectors inline, or as ``.npy`` files in
@@ -293,9 +284,9 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         struct.ledger_json = json.dumps(ledger, ensure_ascii=False) if ledger else ""
         put_vectors(struct, arrays, folder)
 
-    def _persist_struct(self, folder: Path | None) -> None:
-        """Called by the index store's ``persist``: the struct in full, vectors as ``.npy`` in
-        ``folder`` (None: inline), into the store."""
+    def _persist_struct(self, folder: Path | None = None) -> None:
+        """The struct in full, vectors as ``.npy`` in ``folder`` (None: inline), into the index
+        store: called by the store's ``persist``, and by :meth:`_flush_struct`."""
         self._struct_stale = False
         self._write_struct(self._index_struct, folder)
         self._storage_context.index_store.add_index_struct(self._index_struct)
@@ -338,19 +329,17 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
                 self._core.ledger = SupportLedger.from_json(json.loads(struct.ledger_json), graph)
             except StoreError as exc:
                 logger.warning("HCGIndex: %s; edits will link evidence only", exc)
-        if same and (problems or handed is not None):
-            self._restate()
-        if not same:  # re-embedded with the new model: store what retrieval now uses
-            if struct.embedder_name:
-                logger.warning(
-                    "HCGIndex was built with embedder %r (dim %s) and is loaded with %r (dim %s): "
-                    "all vectors were recomputed; pass the original embed_model to reuse the "
-                    "stored ones",
-                    struct.embedder_name,
-                    struct.dim,
-                    self._embedder.name,
-                    self._embedder.dim,
-                )
+        if not same and struct.embedder_name:  # re-embedded with the new model
+            logger.warning(
+                "HCGIndex was built with embedder %r (dim %s) and is loaded with %r (dim %s): "
+                "all vectors were recomputed; pass the original embed_model to reuse the "
+                "stored ones",
+                struct.embedder_name,
+                struct.dim,
+                self._embedder.name,
+                self._embedder.dim,
+            )
+        if not same or problems or handed is not None:  # store what retrieval now uses
             self._restate()
 
     def _restate(self) -> None:
@@ -440,9 +429,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
     def _flush_struct(self) -> None:
         """Write the deferred struct (see :meth:`_sync`) into the struct and the index store."""
         if self._struct_stale:
-            self._struct_stale = False
-            self._write_struct(self._index_struct)
-            self._storage_context.index_store.add_index_struct(self._index_struct)
+            self._persist_struct()
 
     @property
     def index_struct(self) -> HCGIndexStruct:
@@ -480,12 +467,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._storage_context.index_store.add_index_struct(self._index_struct)
         return dropped
 
-    async def adelete_nodes(
-        self, node_ids: list[str], delete_from_docstore: bool = False, **delete_kwargs: Any
-    ) -> tuple[str, ...]:
-        return self.delete_nodes(
-            node_ids, delete_from_docstore=delete_from_docstore, **delete_kwargs
-        )
+    async def adelete_nodes(self, *args: Any, **kwargs: Any) -> tuple[str, ...]:
+        return self.delete_nodes(*args, **kwargs)
 
     def delete_ref_doc(
         self, ref_doc_id: str, delete_from_docstore: bool = False, **delete_kwargs: Any
@@ -507,12 +490,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             self.docstore.delete_ref_doc(ref_doc_id, raise_error=False)
         return dropped
 
-    async def adelete_ref_doc(
-        self, ref_doc_id: str, delete_from_docstore: bool = False, **delete_kwargs: Any
-    ) -> tuple[str, ...]:
-        return self.delete_ref_doc(
-            ref_doc_id, delete_from_docstore=delete_from_docstore, **delete_kwargs
-        )
+    async def adelete_ref_doc(self, *args: Any, **kwargs: Any) -> tuple[str, ...]:
+        return self.delete_ref_doc(*args, **kwargs)
 
     def update_ref_doc(self, document: Any, **update_kwargs: Any) -> tuple[str, ...]:
         """Replace a document's nodes: delete, then insert through the core, which re-extracts
@@ -576,17 +555,9 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
     def as_retriever(self, **kwargs: Any) -> HCGRetriever:
         """An :class:`HCGRetriever`; ``similarity_top_k``, ``config``, ``filters``, ``doc_ids``
         and ``node_ids`` are read; other keywords (``as_query_engine`` forwards its own) ignored."""
-        return HCGRetriever(
-            self,
-            similarity_top_k=kwargs.get("similarity_top_k"),
-            config=kwargs.get("config"),
-            callback_manager=kwargs.get("callback_manager"),
-            object_map=self._object_map,
-            verbose=bool(kwargs.get("verbose", False)),
-            filters=kwargs.get("filters"),
-            doc_ids=kwargs.get("doc_ids"),
-            node_ids=kwargs.get("node_ids"),
-        )
+        options = {name: kwargs.get(name) for name in AS_RETRIEVER_OPTIONS}
+        verbose = bool(kwargs.get("verbose", False))
+        return HCGRetriever(self, object_map=self._object_map, verbose=verbose, **options)
 
     # ------------------------------------------------------------------ core graph directories
 
@@ -663,8 +634,6 @@ def _loading_embedder(embed_model: Any | None, struct: HCGIndexStruct | None) ->
 
 def _json_report(report: dict[str, Any]) -> dict[str, Any]:
     """The build report as JSON-safe data (the struct is JSON; numpy scalars are not)."""
-    import json
-
     return json.loads(
         json.dumps(report, default=lambda o: o.item() if hasattr(o, "item") else str(o))
     )

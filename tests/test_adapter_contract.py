@@ -124,8 +124,7 @@ def test_llamaindex_reload_with_same_name_other_dimension_recomputes_with_a_warn
 def test_both_doors_pass_build_graph_the_same_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """The build's settings reach ``build_graph`` as one ``BuildSettings``'s keywords, alike from
     both doors (what the user passes as keywords or ``build_options``)."""
-    import langchain_hcg.retrievers as lc_retrievers
-    import llama_index_hcg.index as li_index
+    from hcg_core import adapter_common
     from hcg_core.config import BuildSettings
     from hcg_core.types import OutcomeConfig
 
@@ -138,8 +137,7 @@ def test_both_doors_pass_build_graph_the_same_settings(monkeypatch: pytest.Monke
 
         return build
 
-    monkeypatch.setattr(li_index, "build_graph", spy(li_index.build_graph))
-    monkeypatch.setattr(lc_retrievers, "build_graph", spy(lc_retrievers.build_graph))
+    monkeypatch.setattr(adapter_common, "build_graph", spy(adapter_common.build_graph))
     embedder = HashingEmbedder(256)
     outcome = OutcomeConfig(outcomes=("Stroke",))
     given = {"tier": "S", "outcome": outcome, "build_options": {"max_evidence": 3}}

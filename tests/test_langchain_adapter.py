@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import BaseModel
 
-import langchain_hcg.retrievers as lc_retrievers
+from hcg_core import adapter_common
 from hcg_core.config import HybridConfig, RetrievalConfig
 from hcg_core.embedders import HashingEmbedder, default_embedder
 from hcg_core.errors import ConfigError, InputError, LLMOutputError
@@ -234,13 +234,13 @@ def test_an_explicit_llm_selects_the_llm_pipeline(
     monkeypatch: pytest.MonkeyPatch, embeddings: HCGDefaultEmbeddings
 ) -> None:
     seen: dict[str, Any] = {}
-    real = lc_retrievers.build_graph
+    real = adapter_common.build_graph
 
     def spy(chunks: Any, **kw: Any) -> Any:
         seen.update(kw)
         return real(chunks, **{**kw, "llm": None})  # build offline: only the dispatch is tested
 
-    monkeypatch.setattr(lc_retrievers, "build_graph", spy)
+    monkeypatch.setattr(adapter_common, "build_graph", spy)
     HCGRetriever.from_documents(
         demo_documents(), llm=FakeListChatModel(responses=["{}"]), embeddings=embeddings, tier="XS"
     )

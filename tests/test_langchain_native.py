@@ -257,16 +257,16 @@ def test_same_name_other_dimension_recomputes_with_a_warning(
 def test_builder_options_are_one_dict_as_in_llamaindex(
     embeddings: HCGDefaultEmbeddings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import langchain_hcg.retrievers as lc_retrievers
+    from hcg_core import adapter_common
 
     seen: dict[str, Any] = {}
-    real = lc_retrievers.build_graph
+    real = adapter_common.build_graph
 
     def spy(chunks: Any, **kwargs: Any) -> Any:
         seen.update(kwargs)
         return real(chunks, **kwargs)
 
-    monkeypatch.setattr(lc_retrievers, "build_graph", spy)
+    monkeypatch.setattr(adapter_common, "build_graph", spy)
     docs = corpus_documents()[:2]
     HCGRetriever.from_documents(docs, embeddings=embeddings, build_options={"max_evidence": 7})
     assert seen["max_evidence"] == 7

@@ -30,7 +30,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import MetadataMode
 from pydantic import BaseModel
 
-import llama_index_hcg.index as li_index
+from hcg_core import adapter_common
 from hcg_core.config import HybridConfig, RetrievalConfig
 from hcg_core.embedders import CallableEmbedder, HashingEmbedder, default_embedder
 from hcg_core.errors import ConfigError, LLMOutputError
@@ -389,13 +389,13 @@ def test_an_explicit_llm_selects_the_llm_pipeline(
     monkeypatch: pytest.MonkeyPatch, embed: HCGDefaultEmbedding
 ) -> None:
     seen: dict[str, Any] = {}
-    real = li_index.build_graph
+    real = adapter_common.build_graph
 
     def spy(chunks: Any, **kw: Any) -> Any:
         seen.update(kw)
         return real(chunks, **{**kw, "llm": None})  # build offline: only the dispatch is tested
 
-    monkeypatch.setattr(li_index, "build_graph", spy)
+    monkeypatch.setattr(adapter_common, "build_graph", spy)
     HCGIndex.from_documents(
         demo_documents(),
         llm=ScriptedLLM(),
