@@ -221,11 +221,13 @@ def test_faulty_server_gives_the_clean_graph_and_counts_match(clean):
         unavailable_every=11,
         malformed_every=13,
         slow_every=17,
-        slow_seconds=1.3,
+        slow_seconds=2.6,
         retry_after="0.01",
     )
     with StubLLMServer(respond, faults=plan) as srv:
-        r = http_build(srv, timeout=1)  # under slow_seconds: each slow reply times out
+        # Under slow_seconds, so each slow reply times out; 2 s, not 1: under a load of 20 a
+        # normal reply took over 1 s and the counts no longer matched.
+        r = http_build(srv, timeout=2)
     assert signature(r) == signature(clean)
     totals = r.report["totals"]
     assert sum(srv.by_fault.values()) > 5 and totals["failed"] == 0
