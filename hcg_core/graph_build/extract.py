@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import dropwhile, groupby
 
 from ..corpus import word_set
 
@@ -530,23 +531,8 @@ def split_coordination(words: list[str]) -> list[list[str]]:
     >>> split_coordination(["risk", "of", "stroke", "and", "dementia"])
     [['risk', 'of', 'stroke'], ['risk', 'of', 'dementia']]
     """
-    out: list[list[str]] = []
-    cur: list[str] = []
-    for w in words:
-        if w in ("and", "or", "and/or"):
-            if cur:
-                out.append(cur)
-            cur = []
-        else:
-            cur.append(w)
-    if cur:
-        out.append(cur)
-    stripped = []
-    for p in out:
-        while p and p[0] in _STRIP_LEADING:
-            p = p[1:]
-        if p:
-            stripped.append(p)
+    parts = (g for sep, g in groupby(words, lambda w: w in ("and", "or", "and/or")) if not sep)
+    stripped = [p for p in (list(dropwhile(_STRIP_LEADING.__contains__, g)) for g in parts) if p]
     if len(stripped) > 1 and "of" in stripped[0][1:] and stripped[0][0] in _DISTRIBUTIVE_HEADS:
         measure = stripped[0][: stripped[0].index("of") + 1]
         stripped = [stripped[0]] + [
@@ -709,36 +695,24 @@ def _cue_hits(low: str) -> list[tuple[int, int, Cue]]:
     taken = [False] * (len(low) + 1)
     for cue, rx in _CUE_RES:
         for m in rx.finditer(low):
-            if any(taken[m.start() : m.end()]):
-                continue
-            hits.append((m.start(), m.end(), cue))
-            for k in range(m.start(), m.end()):
-                taken[k] = True
+            if not any(taken[m.start() : m.end()]):
+                hits.append((m.start(), m.end(), cue))
+                taken[m.start() : m.end()] = [True] * (m.end() - m.start())
     hits.sort(key=lambda h: h[0])
     # A verb form directly before another cue is a noun heading the subject ("kidney damage is
-    # caused by", "damage leads to"): drop it so the real cue keeps its subject.
-    hits = [
-        h
-        for n, h in enumerate(hits)
+    # caused by", "damage leads to"), and so is one after a determiner ("the damage to the
+    # kidneys"): drop it so the real cue keeps its subject.
+    return [
+        (a, b, cue)
+        for n, (a, b, cue) in enumerate(hits)
         if not (
-            h[2].forward
-            and not h[2].initial
+            cue.forward
+            and not cue.initial
             and n + 1 < len(hits)
-            and not set(low[h[1] : hits[n + 1][0]].split()) - _STRIP_TRAILING
+            and not set(low[b : hits[n + 1][0]].split()) - _STRIP_TRAILING
         )
+        and not (cue.forward and cue.word and set(low[:a].split()[-1:]) & _NOUN_BEFORE)
     ]
-    # A verb form after a determiner is a noun too ("the damage to the kidneys").
-    hits = [
-        h
-        for h in hits
-        if not (
-            h[2].forward
-            and h[2].word
-            and low[: h[0]].split()[-1:]
-            and low[: h[0]].split()[-1] in _NOUN_BEFORE
-        )
-    ]
-    return hits
 
 
 def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
@@ -814,21 +788,9 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
 # "raises", "leads to", "is due to"), "decreases" ("reduces", "prevents", "protects against",
 # "treats"), or none where the verb does not say ("affects", "improves": improving a symptom
 # lowers it, improving a skill raises it).
-CUE_EFFECT: dict[str, str] = {
-    **dict.fromkeys(
-        sorted(
-            word_set("""
-            initial_because_of initial_because result_from consequence_of arrow due_to because
-            risk_factor cause_of cause lead_to result_in trigger induce contribute_to
-            responsible_for predispose increase promote worsen produce
-            """)
-        ),
-        "increases",
-    ),
-    **dict.fromkeys(
-        sorted(word_set("protect interfere decrease prevent inhibit damage treat")), "decreases"
-    ),
-}
+# Every other cue but "caused_by" (``statement_effect``) increases.
+_DECREASING_CUES = word_set("protect interfere decrease prevent inhibit damage treat")
+_UNSIGNED_CUES = word_set("improve affect")
 # "is caused by" holds passive verbs of both signs; the verb before "by" says which.
 _PASSIVE_DECREASE_RE = re.compile(
     r"\b(?:decreased|reduced|lowered|prevented|inhibited|suppressed|blocked|damaged|destroyed|"
@@ -844,12 +806,10 @@ def statement_effect(st: Statement, low: str) -> str:
     """The sign of one statement of the lowercased sentence ``low``: its cue's, turned over when
     its cause is written as its removal (``Statement.cause_removed``)."""
     if st.cue == "caused_by":
-        if _PASSIVE_UNSIGNED_RE.search(low):
-            sign = ""
-        else:
-            sign = "decreases" if _PASSIVE_DECREASE_RE.search(low) else "increases"
+        unsigned, decreasing = _PASSIVE_UNSIGNED_RE.search(low), _PASSIVE_DECREASE_RE.search(low)
     else:
-        sign = CUE_EFFECT.get(st.cue, "")
+        unsigned, decreasing = st.cue in _UNSIGNED_CUES, st.cue in _DECREASING_CUES
+    sign = "" if unsigned else "decreases" if decreasing else "increases"
     return _OPPOSITE[sign] if st.cause_removed else sign
 
 
