@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from itertools import dropwhile, groupby
+from itertools import dropwhile, groupby, takewhile
 
 from ..corpus import word_set
 
@@ -482,45 +482,36 @@ def clean_span(text: str, *, from_left: bool) -> list[str]:
     clause = _join_list(_SPLIT_CLAUSE_RE.split(text), from_left=from_left)
     words = _WORD_RE.findall(clause.lower())
     if from_left:
-        cut = len(words)
-        while cut > 0 and words[cut - 1] in _STRIP_TRAILING:
-            cut -= 1
-        words = words[:cut]
-        i = len(words)
-        while i > 0 and words[i - 1] not in _LEFT_CLAUSE_WORDS:
-            i -= 1
-        words = words[i:]
+        words = _rstrip(words, _STRIP_TRAILING.__contains__)
+        words = words[len(_rstrip(words, lambda w: w not in _LEFT_CLAUSE_WORDS)) :]
         # The subject ends at its first qualifying preposition ("smoking in pregnancy").
         j = next((k for k, w in enumerate(words) if w in _PREPOSITIONS), len(words))
         if j == 0:
-            k = len(words)
-            while k > 0 and words[k - 1] not in _PREPOSITIONS:
-                k -= 1
-            words = words[k:]
+            words = words[len(_rstrip(words, lambda w: w not in _PREPOSITIONS)) :]
         elif j < len(words) and words[j - 1] in _CONTENT_ADJECTIVES:
-            rest = words[j + 1 :]
-            k = next((n for n, w in enumerate(rest) if w in _PREPOSITIONS), len(rest))
-            words = rest[:k]
+            words = list(takewhile(lambda w: w not in _PREPOSITIONS, words[j + 1 :]))
         else:
             words = words[:j]
         words = words[-MAX_SPAN_WORDS:]
     else:
-        i = 0
-        while i < len(words) and words[i] not in _BOUNDARY_WORDS:
-            i += 1
-        words = words[:i][:MAX_SPAN_WORDS]
-    while words and words[0] in _STRIP_LEADING:
-        words = words[1:]
-    while words and (
-        words[-1] in _STRIP_TRAILING
-        or (words[-1].endswith("ly") and len(words[-1]) > 5 and words[-1] not in _LY_NOUNS)
-    ):
-        words = words[:-1]
+        words = list(takewhile(lambda w: w not in _BOUNDARY_WORDS, words))[:MAX_SPAN_WORDS]
+    words = _rstrip(
+        list(dropwhile(_STRIP_LEADING.__contains__, words)),
+        lambda w: w in _STRIP_TRAILING or (w.endswith("ly") and len(w) > 5 and w not in _LY_NOUNS),
+    )
     if not words or words[0] in _REJECT_FIRST or all(w in _PRONOUNS or w.isdigit() for w in words):
         return []
     if len(words) == 1 and len(words[0]) < 3:
         return []
     return words
+
+
+def _rstrip(words: list[str], drop: Callable[[str], bool]) -> list[str]:
+    """``words`` without the trailing words that ``drop`` holds."""
+    n = len(words)
+    while n and drop(words[n - 1]):
+        n -= 1
+    return words[:n]
 
 
 def split_coordination(words: list[str]) -> list[list[str]]:
@@ -611,9 +602,7 @@ def parse_span(words: list[str]) -> Span | None:
     if len(np_keys) == 1 and np_keys[0] in _TRANSPARENT_HEADS and rest:
         # "levels of LDL cholesterol" names LDL cholesterol itself.
         np_keys, rest = rest, []
-        words = words[words.index("of") + 1 :]
-        while words and words[0] in _STRIP_LEADING:
-            words = words[1:]
+        words = list(dropwhile(_STRIP_LEADING.__contains__, words[words.index("of") + 1 :]))
     if not np_keys:
         return None
     head = np_keys[-1]
