@@ -106,8 +106,8 @@ class EntityMentions:
     """Which chunks name an entity, computed once per entity (one regex pass over the corpus).
 
     >>> m = EntityMentions([Chunk("a", "Lake Erie and Lake Taihu"), Chunk("b", "Lake Erie")])
-    >>> sorted(m.chunks_naming("lake erie")), m.together(["Lake Erie", "Lake Taihu"])
-    ([0, 1], True)
+    >>> sorted(m.chunks_naming("lake erie")), sorted(m.chunks_naming("Lake Taihu"))
+    ([0, 1], [0])
     """
 
     def __init__(self, chunks: Sequence[Chunk]) -> None:
@@ -123,11 +123,6 @@ class EntityMentions:
             hit = frozenset(i for i, t in enumerate(texts) if pattern.search(t))
             self._found[entity] = hit
         return hit
-
-    def together(self, entities: Sequence[str]) -> bool:
-        """Whether one chunk names every one of ``entities``."""
-        sets = [self.chunks_naming(e) for e in dict.fromkeys(entities)]
-        return bool(sets) and bool(frozenset.intersection(*sets))
 
 
 class SentencePool:
@@ -369,14 +364,9 @@ class CorpusTerms:
 
     def mask(self, terms: Sequence[str]) -> np.ndarray:
         """Chunks naming every one of ``terms`` (none when ``terms`` is empty)."""
-        out = np.zeros(self.n, dtype=bool)
-        if not terms or not self.n:
-            return out
-        out[:] = True
+        out = np.full(self.n, bool(terms))
         for t in terms:
-            has = np.zeros(self.n, dtype=bool)
-            has[self.chunk_of(self.positions(t))] = True
-            out &= has
+            out &= np.bincount(self.chunk_of(self.positions(t)), minlength=self.n) > 0
         return out
 
     def _union(self, terms: Sequence[str]) -> np.ndarray:
