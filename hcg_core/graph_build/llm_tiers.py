@@ -262,12 +262,11 @@ def tier1_sources(spec: DomainSpec) -> list[tuple[Metric, list[Metric]]]:
 def seed_templates(spec: DomainSpec) -> dict[str, list[str]]:
     """The spec's seed relations R0 lifted to metrics: source metric -> target metrics."""
     metric_of = {v.name: v.metric for v in spec.variables}
-    out: dict[str, set[str]] = {}
-    for r in spec.relations:
-        s, t = metric_of.get(r.source), metric_of.get(r.target)
-        if s and t and s != t:
-            out.setdefault(s, set()).add(t)
-    return {k: sorted(v) for k, v in out.items()}
+    lifted = {(metric_of.get(r.source), metric_of.get(r.target)) for r in spec.relations}
+    out: dict[str, list[str]] = {}
+    for s, t in sorted(p for p in lifted if p[0] and p[1] and p[0] != p[1]):
+        out.setdefault(s, []).append(t)
+    return out
 
 
 def distinct_excerpts(texts: Sequence[str], max_overlap: float = MAX_EXCERPT_OVERLAP) -> list[str]:
@@ -343,11 +342,11 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
         async def ask(sub: Sequence[Metric]) -> Any:
             model = tier1_model(source.name, [c.name for c in sub])
             lines = evidence_lines(ctx, source, sub, {_key(s) for s in shown})
-            candidates = []
-            for c in sub:
-                candidates.append(f"- {metric_text(c)}")
-                if lines.get(c.name):
-                    candidates.append(f"  evidence: {lines[c.name]}")
+            candidates = [
+                f"- {metric_text(c)}"
+                + (f"\n  evidence: {lines[c.name]}" if lines.get(c.name) else "")
+                for c in sub
+            ]
             messages = prompt.render(
                 model.__name__,
                 domain=ctx.domain,
