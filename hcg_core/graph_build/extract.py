@@ -665,11 +665,8 @@ def _written_as_removal(text: str, words: list[str], *, from_left: bool) -> bool
     if not starts:
         return False
     i = starts[-1] if from_left else starts[0]  # the phrase next to the cue
-    while i > 0 and tokens[i - 1] in _STRIP_LEADING:
-        i -= 1
-        if tokens[i] in REMOVING_GERUNDS:
-            return True
-    return False
+    stripped = tokens[len(_rstrip(tokens[:i], _STRIP_LEADING.__contains__)) : i]
+    return any(t in REMOVING_GERUNDS for t in stripped)
 
 
 def _negated(before: str) -> bool:
@@ -738,22 +735,16 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
         if cue.initial:
             if "," not in after:
                 continue
-            cause_txt, effect_txt = after.split(",", 1)
-            cause_words = clean_span(cause_txt, from_left=False)
-            effect_words = clean_span(effect_txt, from_left=False)
+            (cause_txt, effect_txt), cause_left, effect_left = after.split(",", 1), False, False
         else:
-            left = clean_span(before, from_left=True)
-            right = clean_span(after, from_left=False)
-            cause_words, effect_words = (left, right) if cue.forward else (right, left)
+            cause_txt, effect_txt = (before, after) if cue.forward else (after, before)
+            cause_left, effect_left = cue.forward, not cue.forward
+        cause_words = clean_span(cause_txt, from_left=cause_left)
+        effect_words = clean_span(effect_txt, from_left=effect_left)
         causes = [p for w in split_coordination(cause_words) if (p := parse_span(w))]
         effects = [p for w in split_coordination(effect_words) if (p := parse_span(w))]
         # Every cause of "controlling X and Y ..." is written as its removal.
-        if cue.initial:
-            removed = _written_as_removal(cause_txt, cause_words, from_left=False)
-        else:
-            removed = _written_as_removal(
-                before if cue.forward else after, cause_words, from_left=cue.forward
-            )
+        removed = _written_as_removal(cause_txt, cause_words, from_left=cause_left)
         last_word = before.split()[-1:]
         mid = cue.forward and not cue.initial  # a verb between its subject and its object
         if mid and last_word in (["and"], ["or"]) and n > 0:

@@ -235,12 +235,8 @@ def roles(
         for i in sinks[: max(1, round(DEFAULT_TERMINAL_SHARE * n))]:
             out[i] = "terminal"
         for i in range(n):
-            total = din[i] + dout[i]
-            if (
-                out[i] == "intermediate"
-                and din[i] >= 3
-                and din[i] / total >= DEFAULT_OUTCOME_IN_SHARE
-            ):
+            share = din[i] / max(1, din[i] + dout[i])
+            if out[i] == "intermediate" and din[i] >= 3 and share >= DEFAULT_OUTCOME_IN_SHARE:
                 out[i] = "outcome"
         if "outcome" not in out and n:
             best = max(range(n), key=lambda i: (din[i] - dout[i], -i))
