@@ -173,18 +173,14 @@ async def abuild_with_llm(
 
     report = _report(ctx, before, tier, graph, stage1_info, len(templates), t2_counts, t_start)
     report["coverage"] = coverage
-    _add_evidence(report, link_stats)
-    result = BuildResult(graph, variable_embeddings, chunk_embeddings, report)
-    _check_complete(result, has_sources=bool(tier1_sources(spec)), allow=opts.allow_partial)
-    return result
-
-
-def _add_evidence(report: dict[str, Any], link_stats: LinkStats) -> None:
     report["evidence"] = link_stats.as_dict()
     report["stages"]["evidence"].update(
         {f"links_by_{way}": n for way, n in link_stats.links.items()},
         chunk_cap=link_stats.chunk_cap,
     )
+    result = BuildResult(graph, variable_embeddings, chunk_embeddings, report)
+    _check_complete(result, has_sources=bool(tier1_sources(spec)), allow=opts.allow_partial)
+    return result
 
 
 def _check_complete(result: BuildResult, *, has_sources: bool, allow: bool) -> None:
@@ -221,11 +217,11 @@ def _stage2_context(
         ledger,
         failures,
         Counter(),
+        SentencePool(chunks, embedder),
         opts.prompts,
         opts.snippets,
         opts.snippet_chars,
         dict(zip([v.name for v in spec.variables], variable_vectors, strict=True)),
-        SentencePool(chunks, embedder),
     )
 
 

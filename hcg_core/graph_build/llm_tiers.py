@@ -228,11 +228,11 @@ class Stage2Context:
     ledger: Ledger
     failures: Failures
     dropped: Counter[str]
+    sentences: SentencePool
     prompts: Mapping[str, Prompt] | None = None
     snippets: int = DEFAULT_SNIPPETS
     snippet_chars: int = DEFAULT_SNIPPET_CHARS
     variable_vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
-    sentences: SentencePool | None = None
     mentions: EntityMentions = field(init=False)
 
     def __post_init__(self) -> None:
@@ -244,8 +244,6 @@ class Stage2Context:
 
     def excerpt(self, i: int, query: np.ndarray) -> str:
         """Chunk ``i`` as a prompt excerpt: around its sentence nearest to ``query``."""
-        if self.sentences is None:
-            return snippet(self.chunks[i].text, self.snippet_chars)
         return self.sentences.window(i, query, self.snippet_chars)
 
 
@@ -305,11 +303,6 @@ def evidence_lines(
     for t in targets:
         query = _unit(ctx.metric_vectors[t.name] + SOURCE_WEIGHT * src)
         idx = top_chunks(query, ctx.chunk_embeddings, LINE_CHUNKS)
-        if ctx.sentences is None or not idx:
-            line = snippet(ctx.chunks[idx[0]].text, SUMMARY_CHARS) if idx else ""
-            out[t.name] = "" if _key(line) in taken else line
-            taken.add(_key(line))
-            continue
         words = set(name_words(t.name))
 
         def score(sentence: str, cosine: float, words: set[str] = words) -> float:
