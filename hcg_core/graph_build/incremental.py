@@ -107,10 +107,10 @@ class UpdateReport:
         return bool(self.statements_unmapped or self.links_skipped or self.edges_removed)
 
     def summary(self) -> str:
-        parts = [f"+{self.chunks_added}/-{self.chunks_removed} chunks"]
-        parts.append(
-            f"edges +{len(self.edges_added)} ~{len(self.edges_updated)} -{len(self.edges_removed)}"
-        )
+        parts = [
+            f"+{self.chunks_added}/-{self.chunks_removed} chunks",
+            f"edges +{len(self.edges_added)} ~{len(self.edges_updated)} -{len(self.edges_removed)}",
+        ]
         if self.statements:
             parts.append(f"{self.statements_mapped}/{self.statements} statements mapped")
         counts = (
@@ -393,22 +393,18 @@ class SupportLedger:
         fresh = [text for text in corpus.sentences if text not in self.order]
         # No state: every touched link is recomputed in full anyway. Many new sentences: their
         # substring searches (each over all sentences' text) would cost more than recomputing.
-        if self._state and len(fresh) <= MAX_IN_PLACE_SENTENCES:
-            related = self._related(fresh)
-            plain = {text for text in fresh if text not in related}
-        else:
-            plain = set()
-        examples = list(report.examples)
+        in_place = self._state and len(fresh) <= MAX_IN_PLACE_SENTENCES
+        plain = set(fresh) - self._related(fresh) if in_place else set()
+        report.statements += len(corpus.statements)
         for st in corpus.statements:
-            report.statements += 1
             src, tgt = self.resolve(st.cause), self.resolve(st.effect)
             if src is None or tgt is None:
                 if st.cause.text in self.spans and st.effect.text in self.spans:
                     report.statements_as_built += 1
                     continue
                 report.statements_unmapped += 1
-                if len(examples) < MAX_EXAMPLES:
-                    examples.append(f"{st.cause.text} -> {st.effect.text}")
+                if len(report.examples) < MAX_EXAMPLES:
+                    report.examples += (f"{st.cause.text} -> {st.effect.text}",)
                 continue
             report.statements_mapped += 1
             ups = (self.ancestors(src), self.ancestors(tgt)) if self.lift else ((), ())
@@ -443,7 +439,6 @@ class SupportLedger:
                 self._index(text)
             if added:
                 self._joined += "\x00" + "\x00".join(added)
-        report.examples = tuple(examples)
         self.version += 1
         return touched
 
