@@ -107,8 +107,8 @@ def containers(sentences: Sequence[str], ids: Iterable[int]) -> dict[int, frozen
                 by_first = index.get(tuple(w[k : k + n]))
                 if by_first is None:
                     continue
-                for by_last in _ends_of(by_first, w[k - 1]):
-                    for holders in _starts_of(by_last, w[k + n]):
+                for by_last in _affixed(by_first, w[k - 1], suffix=True):
+                    for holders in _affixed(by_last, w[k + n], suffix=False):
                         for i in holders:
                             if i != j and sentences[i] in text:
                                 found.setdefault(i, set()).add(j)
@@ -123,20 +123,18 @@ def containers(sentences: Sequence[str], ids: Iterable[int]) -> dict[int, frozen
 _NONE: frozenset[int] = frozenset()
 
 
-def _ends_of(table: dict[str, T], word: str) -> list[T]:
-    """The values of ``table`` whose key is a suffix of ``word``, looked up the cheaper way: by
-    each suffix of the word, or by each key when the table has fewer keys than the word letters.
+def _affixed(table: dict[str, T], word: str, *, suffix: bool) -> list[T]:
+    """The values of ``table`` whose key is a suffix (else a prefix) of ``word``, looked up the
+    cheaper way: by each suffix (prefix) of the word, or by each key when the table has fewer keys
+    than the word letters.
     """
     if len(table) < len(word):
-        return [v for key, v in table.items() if word.endswith(key)]
-    return [table[s] for s in (word[x:] for x in range(len(word))) if s in table]
-
-
-def _starts_of(table: dict[str, T], word: str) -> list[T]:
-    """As ``_ends_of``, for the keys that are a prefix of ``word``."""
-    if len(table) < len(word):
-        return [v for key, v in table.items() if word.startswith(key)]
-    return [table[p] for p in (word[:x] for x in range(1, len(word) + 1)) if p in table]
+        fits = word.endswith if suffix else word.startswith
+        return [v for key, v in table.items() if fits(key)]
+    n = len(word)
+    return [
+        table[a] for a in (word[x:] if suffix else word[: n - x] for x in range(n)) if a in table
+    ]
 
 
 def distinct_sentences(
