@@ -430,23 +430,25 @@ def topic_words(metric: str) -> tuple[str, ...]:
     return tuple(w for w in name_words(metric) if w not in GENERIC_METRIC_WORDS and len(w) > 2)
 
 
-def _named_in(
+def _tie(
     spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
-) -> tuple[frozenset[int] | None, frozenset[int] | None] | None:
-    """Per variable, the chunks that name it (every entity it binds; without entities, a topic
-    word of its metric; None: no constraint), or None when the pair is not a candidate.
+) -> tuple[int, float]:
+    """(``support``, ``association``) of a pair: (0, 0.0) when it is not a candidate, the free
+    pair's figures when neither side names anything to look for.
 
-    Two variables that bind different entities of a dimension they share are different things
-    (two cancers), never paired, unless one is the other's stage or subtype: then naming the
-    stage or subtype names both, and the parent entity is no constraint.
+    Per variable, the chunks that name it: every entity it binds; without entities, a topic word
+    of its metric; else no constraint. Two variables that bind different entities of a dimension
+    they share are different things (two cancers), never paired, unless one is the other's stage
+    or subtype: then naming the stage or subtype names both, and the parent entity is no
+    constraint.
     """
     s, t = _bound(spec, source), _bound(spec, target)
     dims = {d.name: d for d in spec.dimensions}
     implied: set[str] = set()
-    for d in s:
-        if d in t and d in dims and not _same_or_parent(dims[d], s[d], t[d]):
-            return None
-        if d in t and d in dims and s[d] != t[d]:
+    for d in s.keys() & t.keys() & dims.keys():
+        if not _same_or_parent(dims[d], s[d], t[d]):
+            return 0, 0.0
+        if s[d] != t[d]:
             implied.add(s[d] if dims[d].parent_of(t[d]) == s[d] else t[d])
 
     def named(v: Variable) -> frozenset[int] | None:
@@ -456,19 +458,7 @@ def _named_in(
         words = topic_words(v.metric) if not v.entities else ()
         return frozenset().union(*(mentions.chunks_naming(w) for w in words)) if words else None
 
-    return named(source), named(target)
-
-
-def _tie(
-    spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
-) -> tuple[int, float]:
-    """(``support``, ``association``) of a pair from ``_named_in`` without its unconstrained
-    sides: (0, 0.0) when the pair is not a candidate, the free pair's figures when neither side
-    names anything to look for."""
-    got = _named_in(spec, mentions, source, target)
-    if got is None:
-        return 0, 0.0
-    sets = [x for x in got if x is not None]
+    sets = [x for x in (named(source), named(target)) if x is not None]
     if not sets:
         return FREE_PAIR_SUPPORT, FREE_PAIR_ASSOCIATION
     both = len(frozenset.intersection(*sets))
@@ -477,7 +467,7 @@ def _tie(
 
 def support(spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable) -> int:
     """How many chunks could state a link between two variables (0: not a Tier 2 candidate):
-    those that name both (``_named_in``: every entity of both together, and, for a variable
+    those that name both (``_tie``: every entity of both together, and, for a variable
     without entities, a topic word of its metric, ``topic_words``); two variables that name
     nothing to look for pair weakly (``FREE_PAIR_SUPPORT``)."""
     return _tie(spec, mentions, source, target)[0]
