@@ -401,12 +401,8 @@ def _report(
     stages["stage1"].update(stage1)
     stages["tier1"].update({"items": len(tier1_sources(graph.spec)), "templates": templates})
     stages["tier2"].update({"items": tier2["batches"], **tier2})
-    stages["evidence"].update(
-        {
-            "links": graph.evidence_links,
-            "edges_without_evidence": sum(1 for e in graph.edges if not e.evidence),
-        }
-    )
+    without = sum(1 for e in graph.edges if not e.evidence)
+    stages["evidence"].update(links=graph.evidence_links, edges_without_evidence=without)
     for name in stages:
         stages[name]["seconds"] = round(stages[name]["seconds"], 3)
     totals = {k: sum(stages[s][k] for s in LLM_STAGES) for k in COUNTERS}
