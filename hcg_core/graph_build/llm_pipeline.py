@@ -640,17 +640,16 @@ def estimate_build(
         plan["sizes_all"] = [int(k * k)] * plan["t1_max"] * (plan["n_metrics"] - 1)
         n, t1 = plan["n_metrics"], plan["t1"]
         templates = round(template_density * t1 * (n - 1))
-        per = pairs_per_template(tier, templates)
         sent = PAIRS_SENT_PER_TEMPLATE * factor
         plan.update(desc_chars=400 * n, n_vars=int(n * k), k=k)
     else:
         plan = _plan_with_spec(spec, chunks)
         templates = round(template_density * len(plan["sizes_all"]))
-        per = pairs_per_template(tier, templates)
         supported = [n for n in plan["sizes_all"] if n]
         # The spec's own pairs give the mean (a template is a pair Tier 1 found causal: about
         # as supported as the average supported pair).
         sent = sum(supported) / len(supported) if supported else 0.0
+    per = pairs_per_template(tier, templates)
     expected_slots = _expected_slots(templates, per, sent, open_share) if sent else [0] * templates
     plan["chunks_read"] = (
         min(len(chunks), stage1_budget(tier, spec_sample_chunks)) if spec is None else 0
@@ -764,7 +763,3 @@ def format_estimate(est: Mapping[str, Any]) -> str:
             "report)",
         ]
     )
-
-
-# The option names build_graph(..., llm=...) accepts (the fields of LLMBuildConfig).
-OPTIONS = LLMBuildConfig.field_names()
