@@ -5,10 +5,10 @@ each candidate comes with one evidence line, the corpus sentence nearest to that
 and description (and the source's), no line shown twice; the spec's seed relations are shown as
 what an earlier step proposed, not as facts. Targets a reply leaves out are re-asked once.
 
-Tier 2 judges only the candidate pairs a text could link (``support``): variables that bind the
+Tier 2 judges only the candidate pairs a text could link (``tie``): variables that bind the
 same entity of a dimension they share (or one the other's stage or subtype), named together by
 some chunk; a variable without entities is found by a topic word of its metric's name; and tied
-enough (``association`` >= ``MIN_ASSOCIATION``, ``candidate_score``). Each
+enough (their association >= ``MIN_ASSOCIATION``, ``candidate_score``). Each
 template sends its best supported pairs, each variable in one pair at most (``spread_pairs``: not
 a variable crossed with every entity named beside it), at most its share of the tier's candidate
 budget, and goes to one call whole, so its metrics and excerpts are sent once; whole
@@ -430,11 +430,17 @@ def topic_words(metric: str) -> tuple[str, ...]:
     return tuple(w for w in name_words(metric) if w not in GENERIC_METRIC_WORDS and len(w) > 2)
 
 
-def _tie(
+def tie(
     spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
 ) -> tuple[int, float]:
-    """(``support``, ``association``) of a pair: (0, 0.0) when it is not a candidate, the free
-    pair's figures when neither side names anything to look for.
+    """(support, association) of a pair of variables; (0, 0.0) when it is not a candidate.
+
+    The support: how many chunks could state a link between the two, those that name both;
+    two variables that name nothing to look for pair weakly (``FREE_PAIR_SUPPORT``, at
+    ``FREE_PAIR_ASSOCIATION``). The association, in [0, 1]: the support over the chunks naming
+    the rarer of the two. A pair whose rarer side is always named with the other (one cancer and
+    its own symptom) scores 1; a common entity met once with another (a cancer and "skin" in a
+    list) scores near 0. Tier 2 sends a template's most associated pairs first.
 
     Per variable, the chunks that name it: every entity it binds; without entities, a topic word
     of its metric; else no constraint. Two variables that bind different entities of a dimension
@@ -465,41 +471,15 @@ def _tie(
     return both, (both / min(len(x) for x in sets) if both else 0.0)
 
 
-def support(spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable) -> int:
-    """How many chunks could state a link between two variables (0: not a Tier 2 candidate):
-    those that name both (``_tie``: every entity of both together, and, for a variable
-    without entities, a topic word of its metric, ``topic_words``); two variables that name
-    nothing to look for pair weakly (``FREE_PAIR_SUPPORT``)."""
-    return _tie(spec, mentions, source, target)[0]
-
-
-def association(
-    spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
-) -> float:
-    """How tied two variables are in the corpus, in [0, 1] (0: not a candidate): their
-    ``support`` over the chunks naming the rarer of the two. A pair whose rarer side is always
-    named with the other (one cancer and its own symptom) scores 1; a common entity met once
-    with another (a cancer and "skin" in a list) scores near 0. Tier 2 sends a template's most
-    associated pairs first."""
-    return _tie(spec, mentions, source, target)[1]
-
-
 def candidate_score(
     spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
 ) -> float:
-    """How strongly Tier 2 should ask about a pair: its ``support`` plus its ``association``
+    """How strongly Tier 2 should ask about a pair: its support plus its association (``tie``)
     when the association reaches ``MIN_ASSOCIATION``, else 0 (not a Tier 2 candidate). A
     template sends its pairs in this order (the most chunks first, then the tightest tie), each
     variable in at most ``PAIRS_PER_VARIABLE`` of them (``tier2_batches``)."""
-    chunks, score = _tie(spec, mentions, source, target)
+    chunks, score = tie(spec, mentions, source, target)
     return chunks + score if score >= MIN_ASSOCIATION else 0.0
-
-
-def compatible(
-    spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
-) -> bool:
-    """Whether Tier 2 asks about this pair (``candidate_score`` > 0)."""
-    return candidate_score(spec, mentions, source, target) > 0
 
 
 @dataclass(frozen=True)
