@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import dropwhile, groupby, takewhile
 
 from ..corpus import word_set
@@ -413,6 +414,7 @@ _IRREGULAR_PLURALS = dict(
 )
 
 
+@lru_cache(maxsize=1 << 16)  # every token of the corpus passes here, most of them many times
 def singular(word: str) -> str:
     """English singular for matching keys: suffix rules plus generic non-plural -s words.
 
@@ -838,26 +840,18 @@ def compound_heads(
     >>> sorted(compound_heads(sents, sts, min_count=1))
     ['blood pressure']
     """
-    cands = set()
-    for st in statements:
-        for sp in (st.cause, st.effect):
-            if len(sp.np) >= 2:
-                a, b = sp.np[-2:]
-                if a.isalpha() and len(a) >= 3 and a not in _FUNCTION_WORDS:
-                    cands.add((a, b))
+    ends = (sp.np[-2:] for st in statements for sp in (st.cause, st.effect) if len(sp.np) >= 2)
+    cands = {(a, b) for a, b in ends if a.isalpha() and len(a) >= 3 and a not in _FUNCTION_WORDS}
     if not cands:
         return frozenset()
     firsts = {a for a, _ in cands}
     seconds = {b for _, b in cands}
-    cache: dict[str, str] = {}
     uni: Counter = Counter()
     bi: Counter = Counter()
     for s in sentences:
         prev = ""
         for w in _WORD_RE.findall(s.lower()):
-            k = cache.get(w)
-            if k is None:
-                k = cache[w] = singular(w)
+            k = singular(w)
             if k in seconds:
                 uni[k] += 1
                 if prev in firsts:
