@@ -476,14 +476,11 @@ def _edge_candidates(
     idx = np.flatnonzero(both)
     if not idx.size:
         return out
-    query = " ".join(
-        (*src, *tgt, _metric_of(edge.source), _metric_of(edge.target), edge.mechanism, quote)
-    )
-    top = bm25.max_score(query) or 1.0
-    lexical = bm25.scores(query)[idx] / top
+    about = f"{_metric_of(edge.source)} {_metric_of(edge.target)}"
+    query = " ".join((*src, *tgt, about, edge.mechanism, quote))
+    lexical = bm25.scores(query)[idx] / (bm25.max_score(query) or 1.0)
     # The metrics say what the edge is about (recurrence, survival...): the entities alone
     # match every chunk on the same topic, so the share of the metric words held counts apart.
-    about = f"{_metric_of(edge.source)} {_metric_of(edge.target)}"
     metric = bm25.scores(about)[idx] / (bm25.max_score(about) or 1.0)
     near = corpus.nearest(src, tgt)[idx]
     score = lexical + metric + 1.0 / (1.0 + near / PROXIMITY_CHARS)

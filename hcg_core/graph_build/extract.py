@@ -441,29 +441,26 @@ def _join_list(parts: list[str], *, from_left: bool) -> str:
         clause = parts[-1]
         # "A, B and C cause": a list; ", and C causes" opens a new clause instead.
         if re.search(r"\b(?:and|or)\b", clause) and clause.split()[:1] not in (["and"], ["or"]):
-            i = len(parts) - 2
-            while (
-                i >= 0
-                and 0 < len(parts[i].split()) <= _LIST_ITEM_MAX_WORDS
-                and not (set(_WORD_RE.findall(parts[i].lower())) & _BOUNDARY_WORDS)
-            ):
-                clause = parts[i] + " and " + clause
-                i -= 1
+            for part in reversed(parts[:-1]):
+                words = _WORD_RE.findall(part.lower())
+                if (
+                    not 0 < len(part.split()) <= _LIST_ITEM_MAX_WORDS
+                    or set(words) & _BOUNDARY_WORDS
+                ):
+                    break
+                clause = part + " and " + clause
         return clause
-    clause = parts[0]
-    j = 1
     items: list[str] = []
-    while j < len(parts):
-        words = parts[j].split()
+    for part in parts[1:]:
+        words = part.split()
         if not 0 < len(words) <= _LIST_ITEM_MAX_WORDS + 1 or set(words) & (
             _BOUNDARY_WORDS - {"and", "or"}
         ):
             break
-        items.append(parts[j])
+        items.append(part)
         if words[0] in ("and", "or"):
-            return " and ".join([clause, *items])
-        j += 1
-    return clause
+            return " and ".join([parts[0], *items])
+    return parts[0]
 
 
 def clean_span(text: str, *, from_left: bool) -> list[str]:
