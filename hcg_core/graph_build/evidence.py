@@ -172,11 +172,8 @@ class SentencePool:
     def window(self, i: int, query: np.ndarray, chars: int) -> str:
         """Chunk ``i``'s sentence nearest to ``query``, then its neighbours (following first)
         while the excerpt stays within ``chars``; one line."""
-        ranked = self.best(query, [i])
-        sents = self.sentences(i)
-        if not ranked:
-            return snippet(self.chunks[i].text, chars)
-        lo = hi = ranked[0][2]
+        sents = self.sentences(i)  # never empty: a chunk without sentences is its own one
+        lo = hi = self.best(query, [i])[0][2]
         text = sents[lo]
         if len(text) > chars:
             return snippet(text, chars)

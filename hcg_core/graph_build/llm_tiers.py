@@ -364,8 +364,7 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
                 continue
             allowed = {c.name for c in sub}
             judged = [(link.target, link.rationale) for link in reply.causal]
-            judged += [(t, None) for t in reply.not_causal]
-            for target, why in judged:
+            for target, why in [*judged, *((t, None) for t in reply.not_causal)]:
                 if target not in allowed:  # second enforcement (a lenient server)
                     ctx.dropped["tier1_target_outside_vocabulary"] += 1
                 else:
@@ -705,9 +704,7 @@ class Tier2Call:
                 q = q + np.mean(vs, axis=0) * 2
             q = _unit(q)
             ranked = top_chunks(q, ctx.chunk_embeddings, ctx.snippets * 4)
-            ranked = sorted(
-                ranked, key=lambda i: (bool(naming) and i not in naming, ranked.index(i))
-            )
+            ranked = sorted(ranked, key=lambda i: bool(naming) and i not in naming)  # stable
             for i in ranked[: ctx.snippets]:
                 chosen.setdefault(i, q)
         return list(chosen.items())[:MAX_TIER2_SNIPPETS]
