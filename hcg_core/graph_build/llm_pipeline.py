@@ -473,8 +473,6 @@ def _most_calls(sizes: Sequence[int], tier: str, max_pairs: int) -> tuple[int, i
     candidates each, 0 for an open template) Tier 1 could make templates of, the most calls the
     packing makes when the heaviest become templates, each sending at most its share of the
     tier's budget. Evaluated on a grid of template counts (about 200)."""
-    if not sizes:
-        return 0, 0
     best = (0, 0)
     step = max(1, len(sizes) // 200)
     for t in sorted({*range(1, len(sizes) + 1, step), len(sizes)}):
@@ -674,7 +672,7 @@ def _estimate_figures(
     s1, s1_prompt, t1, t1_max = plan["s1"], plan["s1_prompt"], plan["t1"], plan["t1_max"]
     n_metrics, sizes_all, k = plan["n_metrics"], plan["sizes_all"], plan["k"]
     desc_chars, entity_chars, n_vars = plan["desc_chars"], plan["entity_chars"], plan["n_vars"]
-    t2_expected = _packed_calls(expected_slots, max_batch_pairs) if expected_slots else 0
+    t2_expected = _packed_calls(expected_slots, max_batch_pairs)
     t2_max, pairs_max = _most_calls(sizes_all, tier, max_batch_pairs)
     t2_max = max(t2_max, t2_expected)
     pairs_expected = int(sum(expected_slots))
