@@ -76,35 +76,31 @@ def text_units(text: str) -> list[TextUnit]:
     if "\n" not in text and "\r" not in text and not _line_marked(text):
         return _sentences(text, 0, len(text), "sentence")
     units: list[TextUnit] = []
-    block: list[int] = []  # [start, end, kind] of the paragraph or list item being read
+    block: list = []  # [start, end, kind] of the paragraph or list item being read
     last_line: tuple[int, int] | None = None  # the block's last line, for an underline
 
     def flush() -> None:
         if block:
-            units.extend(_sentences(text, block[0], block[1], "item" if block[2] else "sentence"))
+            units.extend(_sentences(text, *block))
             block.clear()
 
-    for m in _LINE_RE.finditer(text):
-        a, b = m.span()
-        if a == len(text):
-            break
-        line = text[a:b].rstrip("\r\n")
+    for m in _LINE_RE.finditer(text):  # the last match is the empty one at the end
+        a = m.start()
+        line = m.group().rstrip("\r\n")
         e = a + len(line)
+        prev, last_line = last_line, None
         if not line.strip():
             flush()
-            last_line = None
             continue
-        if _UNDERLINE_RE.match(line) and last_line is not None and block:
+        if _UNDERLINE_RE.match(line) and prev is not None:
             # The underlined line is a heading; the block's earlier lines stay a paragraph.
-            la, le = last_line
+            la, le = prev
             if block[0] < la:
                 block[1] = la
                 flush()
             block.clear()
             units.extend(_unit(text, la, le, "heading"))
-            last_line = None
             continue
-        last_line = None
         if _THEMATIC_BREAK_RE.match(line):
             flush()
             continue
@@ -122,12 +118,12 @@ def text_units(text: str) -> list[TextUnit]:
         item = _LIST_ITEM_RE.match(line)
         if item:
             flush()
-            block[:] = [a + item.end(), e, 1]
+            block[:] = [a + item.end(), e, "item"]
             continue
         if block:
             block[1] = e  # a wrapped line of the paragraph or item
         else:
-            block[:] = [a, e, 0]
+            block[:] = [a, e, "sentence"]
         last_line = (a, e)
     flush()
     return units
