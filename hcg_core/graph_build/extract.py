@@ -136,14 +136,11 @@ def _line_marked(line: str) -> bool:
 
 
 def _sentences(text: str, start: int, end: int, kind: str) -> list[TextUnit]:
-    out = []
-    a = start
-    for m in [*_SENT_SPLIT_RE.finditer(text, start, end), None]:
-        b = end if m is None else m.start()
-        out.extend(_unit(text, a, b, kind))
-        if m is not None:
-            a = m.end()
-    return out
+    out, a = [], start
+    for m in _SENT_SPLIT_RE.finditer(text, start, end):
+        out += _unit(text, a, m.start(), kind)
+        a = m.end()
+    return out + _unit(text, a, end, kind)
 
 
 def _row(text: str, start: int, end: int) -> list[TextUnit]:
@@ -157,10 +154,8 @@ def _row(text: str, start: int, end: int) -> list[TextUnit]:
 
 
 def _unit(text: str, start: int, end: int, kind: str, joined: str | None = None) -> list[TextUnit]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
+    seg = text[start:end]
+    start, end = start + len(seg) - len(seg.lstrip()), start + len(seg.rstrip())
     if end <= start:
         return []
     return [TextUnit(kind, start, end, joined or " ".join(text[start:end].split()))]
