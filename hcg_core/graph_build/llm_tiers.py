@@ -754,9 +754,7 @@ class Tier2Call:
         part = Tier2Batch(
             tuple(dict.fromkeys(t for t, _ in sub)), tuple(p for _, p in sub if p is not None)
         )
-        texts = [(i, self.ctx.excerpt(i, q)) for i, q in self.evidence(part)]
-        keep = set(distinct_excerpts([t for _, t in texts]))
-        shown = list(dict.fromkeys(t for _, t in texts if t in keep))
+        shown = distinct_excerpts([self.ctx.excerpt(i, q) for i, q in self.evidence(part)])
         messages, model = self.render(part, shown)
         budget = tokens_for(len(part.pairs), TIER2_TOKENS_PER_PAIR, TIER2_FIXED_TOKENS)
         with completion_budget(budget + MAX_NEW_EDGES * TIER2_TOKENS_PER_NEW_EDGE):
