@@ -49,6 +49,7 @@ def graph_health(graph: CausalGraph, *, hops: int = DEFAULT_REACH_HOPS) -> dict[
         dtype=np.float64,
     )
     sizes = sorted((len(c) for c in nx.weakly_connected_components(g)), reverse=True)
+    confidence = [e.confidence for e in graph.edges]
     role = {m.name: m.role for m in graph.spec.metrics}
     m_edges = len(graph.edges)
     return {
@@ -70,7 +71,5 @@ def graph_health(graph: CausalGraph, *, hops: int = DEFAULT_REACH_HOPS) -> dict[
         "terminal_variables": sum(role.get(v.metric) == "terminal" for v in graph.variables),
         "evidence_links": graph.evidence_links,
         "edges_without_evidence": sum(not e.evidence for e in graph.edges),
-        "mean_confidence": round(float(np.mean([e.confidence for e in graph.edges])), 4)
-        if graph.edges
-        else 0.0,
+        "mean_confidence": round(float(np.mean(confidence)), 4) if confidence else 0.0,
     }
