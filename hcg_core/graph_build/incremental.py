@@ -673,14 +673,12 @@ def drop_evidence(
     """Remove evidence links to ``gone`` chunks; an edge whose evidence was all removed goes too
     (the graph must not keep asserting a link no remaining passage backs)."""
     out: list[CausalEdge] = []
-    removed = []
     for e in edges:
         evidence = tuple(c for c in e.evidence if c not in gone)
         if e.evidence and not evidence:
-            removed.append(e.id)
-            continue
-        out.append(e if evidence == e.evidence else replace(e, evidence=evidence))
-    report.edges_removed += tuple(removed)
+            report.edges_removed += (e.id,)
+        else:
+            out.append(e if evidence == e.evidence else replace(e, evidence=evidence))
     return tuple(out)
 
 
