@@ -148,11 +148,8 @@ class SentencePool:
             return
         vecs = as_matrix(self.embedder.embed_documents(texts), len(texts), who="embedder")
         vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-        at = 0
-        for i in todo:
-            n = len(self.sentences(i))
-            self._vectors[i] = vecs[at : at + n]
-            at += n
+        ends = np.cumsum([len(self.sentences(i)) for i in todo])[:-1]
+        self._vectors.update(zip(todo, np.split(vecs, ends), strict=True))
 
     def best(
         self, query: np.ndarray, idx: Sequence[int], score: Any = None
