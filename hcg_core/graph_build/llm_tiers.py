@@ -617,16 +617,14 @@ class Vocabulary:
         entity.
         """
         if len(known) + len(new) != len(metric.signature):
-            self.dropped["tier2_new_variable_wrong_arity"] += 1
-            return None
+            return self._refuse("tier2_new_variable_wrong_arity")
         placed: dict[str, str] = {}
         for e in known:
             dim = next(
                 (d for d in metric.signature if d not in placed and e in self.entities(d)), None
             )
             if dim is None:
-                self.dropped["tier2_new_variable_entity_not_of_signature"] += 1
-                return None
+                return self._refuse("tier2_new_variable_entity_not_of_signature")
             placed[dim] = e
         fresh: list[tuple[str, str]] = []
         rest = iter(new)
@@ -638,20 +636,21 @@ class Vocabulary:
             if hit is not None:
                 placed[dim] = hit
             elif not entity_ok(name) or normalize_text(name) not in shown:
-                self.dropped["tier2_new_entity_not_in_shown_text"] += 1
-                return None
+                return self._refuse("tier2_new_entity_not_in_shown_text")
             elif len(self.new_entities.get(dim, ())) >= NEW_ENTITIES_PER_DIMENSION:
-                self.dropped["tier2_new_entity_over_cap"] += 1
-                return None
+                return self._refuse("tier2_new_entity_over_cap")
             else:
                 placed[dim] = name
                 fresh.append((dim, name))
         v = Variable(metric.name, tuple(placed[d] for d in metric.signature))
         unseen = v.name not in self.known and v.name not in self.new_variables
         if unseen and self.per_metric[metric.name] >= NEW_VARIABLES_PER_METRIC:
-            self.dropped["tier2_new_variable_over_cap"] += 1
-            return None
+            return self._refuse("tier2_new_variable_over_cap")
         return v, fresh
+
+    def _refuse(self, reason: str) -> None:
+        """Count why ``resolve`` refused a variable (its None)."""
+        self.dropped[reason] += 1
 
     def admit(self, v: Variable, new: Sequence[tuple[str, str]]) -> None:
         if v.name in self.known or v.name in self.new_variables:
