@@ -230,8 +230,7 @@ class SupportLedger:
         """JSON-ready data (``incremental.json``), fingerprinted against ``graph``'s edges."""
         sentences = sorted(self.order, key=self.order.__getitem__)
         index = {s: i for i, s in enumerate(sentences)}
-        nodes = list(self.nodes)
-        node_index = {n: i for i, n in enumerate(nodes)}
+        node_index = {n: i for i, n in enumerate(self.nodes)}
         return {
             "format": LEDGER_FORMAT,
             "edges_digest": edges_digest(graph.edges),
@@ -240,7 +239,7 @@ class SupportLedger:
             "lift": self.lift,
             "lift_discount": self.lift_discount,
             "max_evidence": self.max_evidence,
-            "nodes": [[m, key, self.nodes[(m, key)]] for m, key in nodes],
+            "nodes": [[m, key, name] for (m, key), name in self.nodes.items()],
             "spans": {t: (node_index[n] if n is not None else None) for t, n in self.spans.items()},
             "sentences": sentences,
             "sentence_chunks": [self.sentence_chunks.get(s, []) for s in sentences],
@@ -313,10 +312,8 @@ class SupportLedger:
                 pooled[text] = max(pooled.get(text, 0.0), w)
         self.links = links
         self.rejected = {(rename(s), rename(t)) for s, t in self.rejected}
-        pinned: dict[Link, dict[str, Any]] = {}
-        for (s, t), fields in self.pinned.items():
-            pinned.setdefault((rename(s), rename(t)), fields)
-        self.pinned = pinned
+        # The first edit of links that come to join the same variables wins.
+        self.pinned = {(rename(s), rename(t)): f for (s, t), f in reversed(self.pinned.items())}
         self._edited()
 
     def drop_variable(self, name: str) -> None:
