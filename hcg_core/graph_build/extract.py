@@ -576,8 +576,7 @@ def parse_span(words: list[str]) -> Span | None:
     >>> s = parse_span(["chronic", "inflammation"]); (s.head, s.modifier, s.np)
     ('inflammation', 'chronic', ('chronic', 'inflammation'))
     """
-    words = [w.strip("-'") for w in words]
-    words = [w for w in words if w]
+    words = [w for w in (x.strip("-'") for x in words) if w]
     if not words:
         return None
     keys = [singular(w) for w in words]
