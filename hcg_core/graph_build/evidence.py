@@ -345,11 +345,9 @@ class CorpusTerms:
         hit = self._pos.get(term)
         if hit is None:
             flat = _WS.sub(" ", term).strip()
-            if is_acronym(flat):  # "ALL" the leukaemia is not the word "all"
-                found = _whole_word_hits(self.text, flat)
-            else:
-                found = _whole_word_hits(self.lower, flat.lower())
-            hit = np.asarray(found, dtype=np.int64)
+            # "ALL" the leukaemia is not the word "all": an acronym is matched in its own case.
+            text, flat = (self.text, flat) if is_acronym(flat) else (self.lower, flat.lower())
+            hit = np.asarray(_whole_word_hits(text, flat), dtype=np.int64)
             self._pos[term] = hit
         return hit
 
