@@ -157,14 +157,13 @@ class SentencePool:
         """(score, chunk index, sentence index) over the chunks ``idx``, best first (ties: corpus
         order); ``score(sentence, cosine)`` may replace the plain cosine."""
         self._embed(idx)
-        out = []
-        for i in dict.fromkeys(idx):
-            sims = self._vectors[i] @ query
-            for k, sim in enumerate(sims):
-                value = float(sim) if score is None else score(self.sentences(i)[k], float(sim))
-                out.append((value, i, k))
-        out.sort(key=lambda t: (-t[0], t[1], t[2]))
-        return out
+        score = score or (lambda _sentence, cosine: cosine)
+        out = [
+            (score(self.sentences(i)[k], float(sim)), i, k)
+            for i in dict.fromkeys(idx)
+            for k, sim in enumerate(self._vectors[i] @ query)
+        ]
+        return sorted(out, key=lambda t: (-t[0], t[1], t[2]))
 
     def window(self, i: int, query: np.ndarray, chars: int) -> str:
         """Chunk ``i``'s sentence nearest to ``query``, then its neighbours (following first)

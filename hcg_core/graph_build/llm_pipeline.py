@@ -517,11 +517,8 @@ def corpus_cohesion(chunks: Sequence[Chunk]) -> float:
     df = Counter(w for ws in words for w in ws)
     n = len(chunks)
     recurs = max(2, RECURRING_SHARE * n)
-    shares = []
-    for ws in words:
-        distinctive = [w for w in ws if df[w] <= COMMON_SHARE * n]
-        if distinctive:
-            shares.append(sum(df[w] >= recurs for w in distinctive) / len(distinctive))
+    distinctive = ([w for w in ws if df[w] <= COMMON_SHARE * n] for ws in words)
+    shares = [sum(df[w] >= recurs for w in ds) / len(ds) for ds in distinctive if ds]
     return sum(shares) / len(shares) if shares else 0.0
 
 
@@ -540,12 +537,9 @@ def _pair_support(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
     def score(a: str, b: str) -> float:
         return candidate_score(spec, mentions, by_name[a], by_name[b])
 
-    sizes = []
-    for s, targets in tier1_sources(spec):
-        for t in targets:
-            ranked = rank_pairs(template_pairs(Template(s.name, t.name), spec.variables), score)
-            sizes.append(len(spread_pairs(ranked, len(ranked))))
-    return sizes
+    templates = (Template(s.name, t.name) for s, targets in tier1_sources(spec) for t in targets)
+    ranked = (rank_pairs(template_pairs(t, spec.variables), score) for t in templates)
+    return [len(spread_pairs(r, len(r))) for r in ranked]
 
 
 def _plan_without_spec(
