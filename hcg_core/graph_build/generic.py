@@ -57,14 +57,10 @@ def word_counts(chunks: Sequence[Chunk], words: Iterable[str]) -> tuple[Counter,
     df: Counter = Counter()
     cf: Counter = Counter()
     for c in chunks:
-        counts = Counter(_WORD_RE.findall(c.text.lower()))
-        seen: set[str] = set()
-        for token, n in counts.items():
-            w = singular(token)
-            if w in wanted:
-                cf[w] += n
-                seen.add(w)
-        df.update(seen)
+        counts = Counter(singular(token) for token in _WORD_RE.findall(c.text.lower()))
+        found = {w: n for w, n in counts.items() if w in wanted}
+        cf.update(found)
+        df.update(found.keys())
     return df, cf
 
 
