@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -663,36 +664,34 @@ def _estimate_figures(
 ) -> dict[str, Any]:
     """The estimate's figures per stage and in all, from the plan and Tier 2's expected slots."""
     out: dict[str, Any] = {"tier": tier, "max_batch_pairs": max_batch_pairs}
-    s1, s1_prompt, t1, t1_max = plan["s1"], plan["s1_prompt"], plan["t1"], plan["t1_max"]
-    n_metrics, sizes_all, k = plan["n_metrics"], plan["sizes_all"], plan["k"]
-    desc_chars, entity_chars, n_vars = plan["desc_chars"], plan["entity_chars"], plan["n_vars"]
+    p = SimpleNamespace(**plan)
     t2_expected = _packed_calls(expected_slots, max_batch_pairs)
-    t2_max, pairs_max = _most_calls(sizes_all, tier, max_batch_pairs)
+    t2_max, pairs_max = _most_calls(p.sizes_all, tier, max_batch_pairs)
     t2_max = max(t2_max, t2_expected)
     pairs_expected = int(sum(expected_slots))
-    t1_prompt = t1_max * (
-        overhead + desc_chars + snippets * snippet_chars + SUMMARY_CHARS * n_metrics
+    t1_prompt = p.t1_max * (
+        overhead + p.desc_chars + snippets * snippet_chars + SUMMARY_CHARS * p.n_metrics
     )
     t1_prompt //= CHARS_PER_TOKEN
-    t2_per_call = overhead + MAX_TIER2_SNIPPETS * snippet_chars + entity_chars + 600
+    t2_per_call = overhead + MAX_TIER2_SNIPPETS * snippet_chars + p.entity_chars + 600
 
     def t2_tokens(calls: int, pairs: int) -> int:
         return (calls * t2_per_call + pairs * 2 * CHARS_PER_VARIABLE_NAME) // CHARS_PER_TOKEN
 
     out["stages"] = {
         "stage1": {
-            "calls": s1,
-            "chunks_read": plan["chunks_read"],
-            "prompt_tokens": s1_prompt,
-            "completion_tokens": s1 * COMPLETION_TOKENS_STAGE1,
+            "calls": p.s1,
+            "chunks_read": p.chunks_read,
+            "prompt_tokens": p.s1_prompt,
+            "completion_tokens": p.s1 * COMPLETION_TOKENS_STAGE1,
             "exact": True,
         },
         "tier1": {
-            "calls": t1,
-            "calls_max": t1_max,
+            "calls": p.t1,
+            "calls_max": p.t1_max,
             "prompt_tokens": t1_prompt,
-            "completion_tokens": t1_max * n_metrics * COMPLETION_TOKENS_PER_JUDGEMENT // 2,
-            "exact": plan["t1_exact"],
+            "completion_tokens": p.t1_max * p.n_metrics * COMPLETION_TOKENS_PER_JUDGEMENT // 2,
+            "exact": p.t1_exact,
         },
         "tier2": {
             "calls_expected": t2_expected,
@@ -705,20 +704,20 @@ def _estimate_figures(
             "exact": False,
         },
     }
-    out["calls_expected"] = s1 + t1 + t2_expected
-    out["calls_max"] = s1 + t1_max + t2_max
-    out["prompt_tokens_max"] = s1_prompt + t1_prompt + t2_tokens(t2_max, pairs_max)
+    out["calls_expected"] = p.s1 + p.t1 + t2_expected
+    out["calls_max"] = p.s1 + p.t1_max + t2_max
+    out["prompt_tokens_max"] = p.s1_prompt + t1_prompt + t2_tokens(t2_max, pairs_max)
     out["completion_tokens_max"] = sum(
         v.get("completion_tokens", v.get("completion_tokens_max", 0))
         for v in out["stages"].values()
     )
     out["remark1"] = {
-        "metrics": n_metrics,
-        "mean_variables_per_metric": round(k, 2),
-        "tier1_judgements": t1_max * max(0, n_metrics - 1),
+        "metrics": p.n_metrics,
+        "mean_variables_per_metric": round(p.k, 2),
+        "tier1_judgements": p.t1_max * max(0, p.n_metrics - 1),
         "candidates_expected": pairs_expected,
         "candidates_max": pairs_max,
-        "naive_pairs": n_vars * n_vars,
+        "naive_pairs": p.n_vars * p.n_vars,
     }
     return out
 
