@@ -62,6 +62,7 @@ from .llm_tiers import (
     candidate_score,
     edge_id,
     metric_text,
+    packed,
     pairs_per_template,
     rank_pairs,
     run_tier1,
@@ -457,18 +458,6 @@ CHARS_PER_ENTITY = 16
 CHARS_PER_VARIABLE_NAME = 40
 
 
-def _packed_calls(weights: Sequence[int], max_pairs: int) -> int:
-    """Calls of ``tier2_batches`` for templates of these candidate counts (0: an open template);
-    a template is never split."""
-    calls, load = 0, 0
-    for w in weights:
-        piece = min(w, max_pairs) if w else min(OPEN_TEMPLATE_WEIGHT, max_pairs)
-        if load and load + piece > max_pairs:
-            calls, load = calls + 1, 0
-        load += piece
-    return calls + (1 if load else 0)
-
-
 def _most_calls(sizes: Sequence[int], tier: str, max_pairs: int) -> tuple[int, int]:
     """An upper bound on Tier 2 calls and candidates: over how many of these pairs (supported
     candidates each, 0 for an open template) Tier 1 could make templates of, the most calls the
@@ -482,7 +471,7 @@ def _most_calls(sizes: Sequence[int], tier: str, max_pairs: int) -> tuple[int, i
             (min(per, n) if n else min(OPEN_TEMPLATE_WEIGHT, max_pairs) for n in sizes),
             reverse=True,
         )[:t]
-        calls = _packed_calls(weights, max_pairs)
+        calls = len(packed(weights, max_pairs))
         pairs = sum(min(per, n) for n in sorted(sizes, reverse=True)[:t])
         best = max(best, (calls, pairs))
     return best
@@ -665,7 +654,7 @@ def _estimate_figures(
     """The estimate's figures per stage and in all, from the plan and Tier 2's expected slots."""
     out: dict[str, Any] = {"tier": tier, "max_batch_pairs": max_batch_pairs}
     p = SimpleNamespace(**plan)
-    t2_expected = _packed_calls(expected_slots, max_batch_pairs)
+    t2_expected = len(packed(expected_slots, max_batch_pairs))
     t2_max, pairs_max = _most_calls(p.sizes_all, tier, max_batch_pairs)
     t2_max = max(t2_max, t2_expected)
     pairs_expected = int(sum(expected_slots))

@@ -555,10 +555,7 @@ def tier2_batches(
     """
     by_name = {v.name: v for v in variables}
     cap = max(1, min(per_template, max_pairs))
-    batches: list[Tier2Batch] = []
-    cur_t: list[Template] = []
-    cur_p: list[tuple[str, str]] = []
-    weight = 0
+    chosen: list[tuple[Template, list[tuple[str, str]]]] = []
     counts = {
         "candidates_proposed": 0,
         "candidates": 0,
@@ -576,16 +573,32 @@ def tier2_batches(
         counts["candidates_over_template_cap"] += len(ranked) - len(pairs)
         counts["templates_without_candidates"] += not pairs
         pairs.sort(key=lambda p: (by_name[p[0]].entities, by_name[p[1]].entities, p))
-        w = len(pairs) or min(OPEN_TEMPLATE_WEIGHT, max_pairs)
-        if cur_t and weight + w > max_pairs:
-            batches.append(Tier2Batch(tuple(cur_t), tuple(cur_p)))
-            cur_t, cur_p, weight = [], [], 0
-        cur_t.append(t)
-        cur_p.extend(pairs)
-        weight += w
-    if cur_t:
-        batches.append(Tier2Batch(tuple(cur_t), tuple(cur_p)))
+        chosen.append((t, pairs))
+    batches = [
+        Tier2Batch(tuple(chosen[i][0] for i in g), tuple(p for i in g for p in chosen[i][1]))
+        for g in packed([len(pairs) for _, pairs in chosen], max_pairs)
+    ]
     return batches, counts
+
+
+def packed(weights: Sequence[int], max_pairs: int) -> list[list[int]]:
+    """Templates of these candidate counts (0: a template to populate, which takes
+    ``OPEN_TEMPLATE_WEIGHT`` slots) packed in order into calls of at most ``max_pairs`` slots:
+    the indices per call. A template is never split.
+
+    >>> packed([3, 0, 4, 2], 12)  # the open template takes 10 slots: not with the 3
+    [[0], [1], [2, 3]]
+    """
+    groups: list[list[int]] = []
+    load = 0
+    for i, w in enumerate(weights):
+        w = min(w, max_pairs) if w else min(OPEN_TEMPLATE_WEIGHT, max_pairs)
+        if not groups or load + w > max_pairs:
+            groups.append([])
+            load = 0
+        groups[-1].append(i)
+        load += w
+    return groups
 
 
 @dataclass
