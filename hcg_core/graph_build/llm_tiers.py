@@ -260,11 +260,12 @@ def tier1_sources(spec: DomainSpec) -> list[tuple[Metric, list[Metric]]]:
 def seed_templates(spec: DomainSpec) -> dict[str, list[str]]:
     """The spec's seed relations R0 lifted to metrics: source metric -> target metrics."""
     metric_of = {v.name: v.metric for v in spec.variables}
-    lifted = {(metric_of.get(r.source), metric_of.get(r.target)) for r in spec.relations}
-    out: dict[str, list[str]] = {}
-    for s, t in sorted(p for p in lifted if p[0] and p[1] and p[0] != p[1]):
-        out.setdefault(s, []).append(t)
-    return out
+    out: dict[str, set[str]] = {}
+    for r in spec.relations:
+        s, t = metric_of.get(r.source), metric_of.get(r.target)
+        if s and t and s != t:
+            out.setdefault(s, set()).add(t)
+    return {k: sorted(v) for k, v in out.items()}
 
 
 def distinct_excerpts(texts: Sequence[str], max_overlap: float = MAX_EXCERPT_OVERLAP) -> list[str]:
@@ -364,7 +365,8 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
                 continue
             allowed = {c.name for c in sub}
             judged = [(link.target, link.rationale) for link in reply.causal]
-            for target, why in [*judged, *((t, None) for t in reply.not_causal)]:
+            judged += [(t, None) for t in reply.not_causal]
+            for target, why in judged:
                 if target not in allowed:  # second enforcement (a lenient server)
                     ctx.dropped["tier1_target_outside_vocabulary"] += 1
                 else:
