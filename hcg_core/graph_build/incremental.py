@@ -390,7 +390,7 @@ class SupportLedger:
         fresh = [text for text in corpus.sentences if text not in self.order]
         # No state: every touched link is recomputed in full anyway. Many new sentences: their
         # substring searches (each over all sentences' text) would cost more than recomputing.
-        in_place = self._state and len(fresh) <= MAX_IN_PLACE_SENTENCES
+        in_place = bool(self._state) and len(fresh) <= MAX_IN_PLACE_SENTENCES
         plain = set(fresh) - self._related(fresh) if in_place else set()
         report.statements += len(corpus.statements)
         for st in corpus.statements:
