@@ -59,9 +59,7 @@ def spherical_kmeans(x: np.ndarray, weights: np.ndarray, k: int, *, iters: int =
                 if norm > 0:
                     centres[j] = c / norm
     # Relabel by first appearance so labels do not depend on seed order details.
-    order: dict[int, int] = {}
-    for lab in labels.tolist():
-        order.setdefault(lab, len(order))
+    order = {lab: n for n, lab in enumerate(dict.fromkeys(labels.tolist()))}
     return np.array([order[lab] for lab in labels.tolist()], dtype=np.int64)
 
 
