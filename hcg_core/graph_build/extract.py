@@ -329,9 +329,7 @@ _BOUNDARY_WORDS = _CLAUSE_WORDS | _PREPOSITIONS | {"to"}
 # Before a cue the clause words bound the subject; trailing modals are stripped first ("X can").
 _LEFT_CLAUSE_WORDS = _CLAUSE_WORDS | {"to", "used", "help", "helps", "goal", "aim", "purpose"}
 # "a diet high in salt": after these adjectives the preposition's object is the cause.
-_CONTENT_ADJECTIVES = word_set("""
-    high rich low poor full heavy deficient
-""")
+_CONTENT_ADJECTIVES = word_set("high rich low poor full heavy deficient")
 # Leading words dropped from a span: determiners, quantifiers, hedges, intensities of change.
 _STRIP_LEADING = word_set("""
     the a an this that these those some many most much more less few several certain such other
@@ -367,9 +365,9 @@ _NOUN_BEFORE = word_set("""
     further what whose
 """)
 # Measures that distribute over a coordination: "the risk of stroke and dementia".
-_DISTRIBUTIVE_HEADS = word_set("""
-    risk chance likelihood odds incidence rate severity level probability
-""")
+_DISTRIBUTIVE_HEADS = word_set(
+    "risk chance likelihood odds incidence rate severity level probability"
+)
 # Nouns that only point at what follows "of": "levels of cholesterol" is cholesterol.
 # Risk-like nouns point at their event too: "the risk of stroke" and "stroke risk" are read as the
 # stroke, so "X raises the risk of stroke" links X to Stroke.
