@@ -531,18 +531,14 @@ class SupportLedger:
         holders = [self._holders(t, chunk_row) for t in texts]
         held = [i for i in sids if holders[i]]
         sids = held or list(sids)
-        best = max(sids, key=lambda i: (sents[texts[i]], holders[i], -len(texts[i]), -i))
+
+        def key(i: int) -> tuple[float, int, int, int]:  # the mechanism: as ``make_edges``
+            return (sents[texts[i]], holders[i], -len(texts[i]), -self.order[texts[i]])
+
+        best = max(sids, key=key)
         miss = noisy_or_miss(sents[texts[i]] for i in sids)  # as edge_confidence
         if len(held) == len(sids) and 1.0 - miss >= MAX_CONFIDENCE:
-            self._state[link] = LinkState(
-                best=(
-                    sents[texts[best]],
-                    holders[best],
-                    -len(texts[best]),
-                    -self.order[texts[best]],
-                ),
-                best_text=texts[best],
-            )
+            self._state[link] = LinkState(best=key(best), best_text=texts[best])
         return sentence_edge(*link, texts[best], round(min(MAX_CONFIDENCE, 1.0 - miss), 4))
 
     def _holders(self, text: str, chunk_row: ChunkRows) -> int:
