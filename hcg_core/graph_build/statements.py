@@ -47,17 +47,13 @@ def collect_statements(
     >>> [(s.sentence, s.cause.text, s.effect.text) for s in c.statements]
     [(0, 'smoking', 'cancer'), (2, 'salt', 'blood pressure')]
     """
-    corpus = SentenceCorpus()
-    index: dict[str, int] = {}
+    held: dict[str, list[int]] = {}  # sentence -> its chunks, in first-seen order
     for ci, chunk in enumerate(iterate(chunks, "sentences")):
         for s in split_sentences(chunk.text):
-            sid = index.get(s)
-            if sid is None:
-                sid = index[s] = len(corpus.sentences)
-                corpus.sentences.append(s)
-                corpus.chunks_of.append([])
-            if not corpus.chunks_of[sid] or corpus.chunks_of[sid][-1] != ci:
-                corpus.chunks_of[sid].append(ci)
+            chunks_of = held.setdefault(s, [])
+            if not chunks_of or chunks_of[-1] != ci:
+                chunks_of.append(ci)
+    corpus = SentenceCorpus(list(held), list(held.values()))
     for sid, s in enumerate(iterate(corpus.sentences, "causal statements")):
         corpus.statements.extend(extract_statements(s, sid))
     corpus.compounds = compound_heads(corpus.sentences, corpus.statements)
