@@ -201,9 +201,11 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Template:
+    """A Tier 1 metric template (E_m): the source metric influences the target metric. Tier 1's
+    reasons are not kept: Tier 2 must not read an earlier reply as established."""
+
     source: str
     target: str
-    rationale: str = ""  # Tier 1's reason, kept for the record; never shown to Tier 2
 
 
 @dataclass(frozen=True)
@@ -327,8 +329,8 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
 
     async def judge(
         source: Metric, cands: Sequence[Metric], item: str
-    ) -> tuple[dict[str, str | None], bool]:
-        """target -> rationale (None: judged not causal), and whether an item failed."""
+    ) -> tuple[dict[str, bool], bool]:
+        """target -> whether it was judged causal, and whether an item failed."""
         src_vec = ctx.metric_vectors[source.name]
         idx = top_chunks(src_vec, ctx.chunk_embeddings, ctx.snippets)
         shown = distinct_excerpts([ctx.excerpt(i, src_vec) for i in idx])
@@ -359,18 +361,18 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
         parts = await ask_split(
             list(cands), ask, item=item, ledger=ctx.ledger, failures=ctx.failures
         )
-        links: dict[str, str | None] = {}
+        links: dict[str, bool] = {}
         for sub, reply in parts:
             if reply is None:
                 continue
             allowed = {c.name for c in sub}
-            judged = [(link.target, link.rationale) for link in reply.causal]
-            judged += [(t, None) for t in reply.not_causal]
-            for target, why in judged:
+            judged = [(link.target, True) for link in reply.causal]
+            judged += [(t, False) for t in reply.not_causal]
+            for target, causal in judged:
                 if target not in allowed:  # second enforcement (a lenient server)
                     ctx.dropped["tier1_target_outside_vocabulary"] += 1
                 else:
-                    links.setdefault(target, why)
+                    links.setdefault(target, causal)
         return links, any(r is None for _, r in parts)
 
     async def one(source: Metric, cands: list[Metric]) -> list[Template]:
@@ -384,9 +386,7 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
             never = sum(1 for c in missing if c.name not in links)
             if never:
                 ctx.dropped["tier1_targets_never_judged"] += never
-        return [
-            Template(source.name, t, links[t] or "") for t in sorted(links) if links[t] is not None
-        ]
+        return [Template(source.name, t) for t in sorted(links) if links[t]]
 
     results = await gather_or_cancel(*(one(s, c) for s, c in tier1_sources(ctx.spec)))
     return sorted((t for r in results for t in r), key=lambda t: (t.source, t.target))
