@@ -731,7 +731,7 @@ class Tier2Call:
         tgt_metrics = sorted({t.target for t in batch.templates})
         used = sorted({*src_metrics, *tgt_metrics})
         dims = sorted({d for m in used for d in spec.metric(m).signature})
-        slots = {d: spec.dimension(d).entities for d in dims}
+        slots = {d: spec.dimension(d).entities for d in dims}  # dimension -> its entities
         model = tier2_model(src_metrics, tgt_metrics, len(batch.pairs), slots)
         messages = self.prompt.render(
             model.__name__,
@@ -829,9 +829,7 @@ class Tier2Replies:
     def new_edge(self, ne: Any, part: Tier2Batch, shown: str) -> None:
         """A new edge of one of the call's templates, its endpoints resolved in the vocabulary
         (new entities only as quoted from the text shown)."""
-        if (ne.source.metric, ne.target.metric) not in {
-            (t.source, t.target) for t in part.templates
-        }:
+        if Template(ne.source.metric, ne.target.metric) not in part.templates:
             self.dropped["tier2_new_edge_not_a_template"] += 1
             return
         ends = []
