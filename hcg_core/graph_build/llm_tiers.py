@@ -754,14 +754,12 @@ class Tier2Call:
     def units(self, batch: Tier2Batch) -> list[_Unit]:
         """The split unit: one candidate pair with its template, or a template to populate. A
         split half carries only its own templates and evidence, so it really is shorter."""
+        of = {
+            p: Template(self.by_name[p[0]].metric, self.by_name[p[1]].metric) for p in batch.pairs
+        }
         out: list[_Unit] = []
         for t in batch.templates:
-            mine = [
-                p
-                for p in batch.pairs
-                if (self.by_name[p[0]].metric, self.by_name[p[1]].metric) == (t.source, t.target)
-            ]
-            out += [(t, p) for p in mine] or [(t, None)]
+            out += [(t, p) for p in batch.pairs if of[p] == t] or [(t, None)]
         return out
 
     async def ask(self, sub: Sequence[_Unit]) -> Any:
