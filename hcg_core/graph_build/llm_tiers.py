@@ -819,8 +819,7 @@ class Tier2Replies:
             if j is None:
                 continue
             self.kept += 1
-            s, t = part.pairs[number - 1]
-            self.offer(_draft(s, t, j))
+            self.offer(_draft(*part.pairs[number - 1], j))
         if len(part.pairs) - len(judged):
             self.dropped["tier2_candidates_not_judged"] += len(part.pairs) - len(judged)
 
