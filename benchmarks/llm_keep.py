@@ -4,7 +4,7 @@ Reads a build's requests and replies (``calls.jsonl`` or a queue's ``log.jsonl``
 prompt lists its numbered candidates, every reply keeps some by number) and the graph directory
 the build wrote (its spec and chunks), and prints the share kept: by kind of pair (the same
 entity of a shared dimension, a stage or subtype of it, entities on different dimensions, one
-side without entities) and by fifths of ``llm_tiers.association``. With ``--rule`` it also
+side without entities) and by fifths of the association (``llm_tiers.tie``). With ``--rule`` it also
 scores today's candidate rule (``candidate_score`` and the spread of ``tier2_batches``) on what
 the readers judged: per call and template, the judged pairs the rule would still send (ranked by
 ``candidate_score``, each variable in at most ``PAIRS_PER_VARIABLE`` pairs, the per-template cap
@@ -91,7 +91,7 @@ def score_rule(calls: Path, spec, mentions, per_template: int) -> tuple[int, int
 
 def main(argv: list[str] | None = None) -> None:
     from hcg_core.graph_build.evidence import EntityMentions
-    from hcg_core.graph_build.llm_tiers import MAX_TEMPLATE_PAIRS, association
+    from hcg_core.graph_build.llm_tiers import MAX_TEMPLATE_PAIRS, tie
     from hcg_core.store import load_graph
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for s, t, kept in judged(Path(args.calls)):
         vs, vt = parse_variable(s), parse_variable(t)
-        rows.append((association(spec, mentions, vs, vt), kind(spec, vs, vt), kept))
+        rows.append((tie(spec, mentions, vs, vt)[1], kind(spec, vs, vt), kept))
     n = len(rows)
     print(f"{n} candidates judged, {sum(k for *_, k in rows)} kept")
     seen, kept = Counter(), Counter()

@@ -307,8 +307,8 @@ MUTANTS = (
         "hcg_core/graph_build/support.py",
         "every entity becomes its own variable, however rarely stated",
         (
-            "key.is_existing or (support[key] >= min_support and kept < max_per_metric)",
-            "key.is_existing or kept < max_per_metric",
+            "key.is_existing or (support[key] >= min_support and kept[key.metric] < max_per_metric)",
+            "key.is_existing or kept[key.metric] < max_per_metric",
         ),
     ),
     m(

@@ -25,12 +25,10 @@ from hcg_core.graph_build.llm_tiers import (
     TIER1_TOKENS_PER_TARGET,
     Stage2Context,
     Template,
-    association,
     candidate_score,
-    compatible,
     evidence_lines,
     spread_pairs,
-    support,
+    tie,
     tier2_batches,
     tier2_model,
 )
@@ -114,7 +112,7 @@ def test_compatibility_rule():
     mentions = EntityMentions(chunks)
 
     def ok(s, t):
-        return compatible(spec, mentions, s, t)
+        return candidate_score(spec, mentions, s, t) > 0
 
     risk = {e: Variable("Risk", (e,)) for e in spec.dimensions[0].entities}
     # No entities: a chunk must name the metric's topic word ("age") with the other's entities.
@@ -125,15 +123,13 @@ def test_compatibility_rule():
     assert ok(Variable("Effect", ("surgery",)), risk["breast cancer"])  # one chunk names both
     assert not ok(Variable("Effect", ("radiation",)), risk["breast cancer"])
     # The support is the number of chunks that could state the link.
-    assert support(spec, mentions, Variable("Effect", ("surgery",)), Variable("Age")) == 1
-    assert support(spec, mentions, Variable("Effect", ("surgery",)), risk["breast cancer"]) == 1
+    assert tie(spec, mentions, Variable("Effect", ("surgery",)), Variable("Age"))[0] == 1
+    assert tie(spec, mentions, Variable("Effect", ("surgery",)), risk["breast cancer"])[0] == 1
     # Association: that support over the chunks naming the rarer side ("surgery": a and c;
     # "breast cancer": a and d), the order a template's pairs are sent in.
-    assert (
-        association(spec, mentions, Variable("Effect", ("surgery",)), risk["breast cancer"]) == 0.5
-    )
-    assert association(spec, mentions, risk["glioma"], Variable("Age")) == 1.0  # always together
-    assert association(spec, mentions, risk["breast cancer"], risk["glioma"]) == 0.0
+    assert tie(spec, mentions, Variable("Effect", ("surgery",)), risk["breast cancer"])[1] == 0.5
+    assert tie(spec, mentions, risk["glioma"], Variable("Age"))[1] == 1.0  # always together
+    assert tie(spec, mentions, risk["breast cancer"], risk["glioma"])[1] == 0.0
 
 
 def test_a_pair_met_once_beside_common_entities_is_not_a_candidate():
@@ -152,8 +148,8 @@ def test_a_pair_met_once_beside_common_entities_is_not_a_candidate():
         Variable("Presence", ("adrenal cancer",)),
     )
     # Both pairs are supported by a chunk, but adrenal cancer meets "skin" once in 5 chunks.
-    assert support(spec, mentions, skin, adrenal) == 1
-    assert association(spec, mentions, skin, adrenal) == 0.2 < MIN_ASSOCIATION
+    assert tie(spec, mentions, skin, adrenal)[0] == 1
+    assert tie(spec, mentions, skin, adrenal)[1] == 0.2 < MIN_ASSOCIATION
     assert candidate_score(spec, mentions, skin, adrenal) == 0.0
     # melanoma: always with skin (association 1), in 3 chunks (support): the score is both.
     assert candidate_score(spec, mentions, skin, melanoma) == 3 + 1.0

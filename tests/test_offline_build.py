@@ -13,10 +13,19 @@ from hcg_core.errors import BuildError, ConfigError
 from hcg_core.graph_build import build_graph
 from hcg_core.graph_build.edges import edge_confidence
 from hcg_core.graph_build.extract import extract_statements, split_sentences
-from hcg_core.graph_build.health import forward_reach, graph_health
+from hcg_core.graph_build.health import graph_health
 from hcg_core.graph_build.offline import build_offline
 from hcg_core.spec import validate_graph
-from hcg_core.types import Dimension, DomainSpec, Metric, OutcomeConfig, SourceDocument, Variable
+from hcg_core.types import (
+    CausalEdge,
+    CausalGraph,
+    Dimension,
+    DomainSpec,
+    Metric,
+    OutcomeConfig,
+    SourceDocument,
+    Variable,
+)
 
 FIXTURE = """
 Cigarette smoking causes chronic inflammation of the blood vessels. Chronic inflammation damages
@@ -228,8 +237,15 @@ def test_graph_health_figures(built):
 
 
 def test_forward_reach_respects_hops():
-    adj = [[1, 2], [3], [3], [4], []]
-    assert [forward_reach(adj, 0, h) for h in (0, 1, 2, 3)] == [0, 2, 3, 4]
+    names = "ABCDE"
+    links = ["AB", "AC", "BD", "CD", "DE"]  # A reaches 2 nodes in 1 hop, 3 in 2, 4 in 3
+    graph = CausalGraph(
+        spec=DomainSpec(dimensions=(), metrics=tuple(Metric(n) for n in names)),
+        variables=tuple(Variable(n) for n in names),
+        edges=tuple(CausalEdge(f"e{s}{t}", s, t) for s, t in links),
+        chunks=(),
+    )
+    assert [graph_health(graph, hops=h)["max_reach"] for h in (0, 1, 2, 3)] == [0, 2, 3, 4]
 
 
 def test_coordinated_verbs_share_their_subject():

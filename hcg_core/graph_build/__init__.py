@@ -64,15 +64,8 @@ def build_graph(
         from .llm_pipeline import build_with_llm as build
 
         options["llm"] = llm
-    result = build(
-        chunks,
-        embedder=embedder,
-        tier=tier,
-        outcome=outcome,
-        spec=spec,
-        progress=progress,
-        **options,
-    )
+    options.update(embedder=embedder, tier=tier, outcome=outcome, spec=spec, progress=progress)
+    result = build(chunks, **options)
     if note:
         result.report.setdefault("warnings", []).append(note)
     return result

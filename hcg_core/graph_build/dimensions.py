@@ -59,9 +59,7 @@ def spherical_kmeans(x: np.ndarray, weights: np.ndarray, k: int, *, iters: int =
                 if norm > 0:
                     centres[j] = c / norm
     # Relabel by first appearance so labels do not depend on seed order details.
-    order: dict[int, int] = {}
-    for lab in labels.tolist():
-        order.setdefault(lab, len(order))
+    order = {lab: n for n, lab in enumerate(dict.fromkeys(labels.tolist()))}
     return np.array([order[lab] for lab in labels.tolist()], dtype=np.int64)
 
 
@@ -147,20 +145,16 @@ def dimensions(
             base = re.sub(r"[^a-z0-9]+", "_", min(words, key=lambda w: (-words[w], w))) or "entity"
             names_seen[base] += 1
             name = base if names_seen[base] == 1 else f"{base}_{names_seen[base]}"
+            signature.update(dict.fromkeys(members, (name,)))
             ents: dict[str, None] = {}
             for m in members:
-                signature[m] = (name,)
-                for e in ents_by_metric[m]:
-                    ents.setdefault(e, None)
-                if any(n.is_generic for n in by_metric[m]):
-                    ents.setdefault(GENERIC_ENTITY, None)
+                generic = [GENERIC_ENTITY] if any(n.is_generic for n in by_metric[m]) else []
+                ents.update(dict.fromkeys(ents_by_metric[m] + generic))
             examples = ", ".join(list(ents)[:5])
             about = f"entities that qualify {len(members)} metrics, e.g. {examples}"
             dims.append(Dimension(name, tuple(ents), about))
-    entity_names: dict[NodeKey, tuple[str, ...]] = {}
-    for node in used:
-        if node.metric in signature:
-            entity_names[node] = (display[node],) if not node.is_generic else (GENERIC_ENTITY,)
-        else:
-            entity_names[node] = ()
+    # A generic variable's entity is GENERIC_ENTITY when its metric has a signature.
+    entity_names = {
+        n: (display.get(n, GENERIC_ENTITY),) if n.metric in signature else () for n in used
+    }
     return dims, signature, entity_names

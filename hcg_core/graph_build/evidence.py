@@ -106,8 +106,8 @@ class EntityMentions:
     """Which chunks name an entity, computed once per entity (one regex pass over the corpus).
 
     >>> m = EntityMentions([Chunk("a", "Lake Erie and Lake Taihu"), Chunk("b", "Lake Erie")])
-    >>> sorted(m.chunks_naming("lake erie")), m.together(["Lake Erie", "Lake Taihu"])
-    ([0, 1], True)
+    >>> sorted(m.chunks_naming("lake erie")), sorted(m.chunks_naming("Lake Taihu"))
+    ([0, 1], [0])
     """
 
     def __init__(self, chunks: Sequence[Chunk]) -> None:
@@ -123,11 +123,6 @@ class EntityMentions:
             hit = frozenset(i for i, t in enumerate(texts) if pattern.search(t))
             self._found[entity] = hit
         return hit
-
-    def together(self, entities: Sequence[str]) -> bool:
-        """Whether one chunk names every one of ``entities``."""
-        sets = [self.chunks_naming(e) for e in dict.fromkeys(entities)]
-        return bool(sets) and bool(frozenset.intersection(*sets))
 
 
 class SentencePool:
@@ -153,11 +148,8 @@ class SentencePool:
             return
         vecs = as_matrix(self.embedder.embed_documents(texts), len(texts), who="embedder")
         vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-        at = 0
-        for i in todo:
-            n = len(self.sentences(i))
-            self._vectors[i] = vecs[at : at + n]
-            at += n
+        ends = np.cumsum([len(self.sentences(i)) for i in todo])[:-1]
+        self._vectors.update(zip(todo, np.split(vecs, ends), strict=True))
 
     def best(
         self, query: np.ndarray, idx: Sequence[int], score: Any = None
@@ -165,23 +157,19 @@ class SentencePool:
         """(score, chunk index, sentence index) over the chunks ``idx``, best first (ties: corpus
         order); ``score(sentence, cosine)`` may replace the plain cosine."""
         self._embed(idx)
-        out = []
-        for i in dict.fromkeys(idx):
-            sims = self._vectors[i] @ query
-            for k, sim in enumerate(sims):
-                value = float(sim) if score is None else score(self.sentences(i)[k], float(sim))
-                out.append((value, i, k))
-        out.sort(key=lambda t: (-t[0], t[1], t[2]))
-        return out
+        score = score or (lambda _sentence, cosine: cosine)
+        out = [
+            (score(self.sentences(i)[k], float(sim)), i, k)
+            for i in dict.fromkeys(idx)
+            for k, sim in enumerate(self._vectors[i] @ query)
+        ]
+        return sorted(out, key=lambda t: (-t[0], t[1], t[2]))
 
     def window(self, i: int, query: np.ndarray, chars: int) -> str:
         """Chunk ``i``'s sentence nearest to ``query``, then its neighbours (following first)
         while the excerpt stays within ``chars``; one line."""
-        ranked = self.best(query, [i])
-        sents = self.sentences(i)
-        if not ranked:
-            return snippet(self.chunks[i].text, chars)
-        lo = hi = ranked[0][2]
+        sents = self.sentences(i)  # never empty: a chunk without sentences is its own one
+        lo = hi = self.best(query, [i])[0][2]
         text = sents[lo]
         if len(text) > chars:
             return snippet(text, chars)
@@ -356,11 +344,9 @@ class CorpusTerms:
         hit = self._pos.get(term)
         if hit is None:
             flat = _WS.sub(" ", term).strip()
-            if is_acronym(flat):  # "ALL" the leukaemia is not the word "all"
-                found = _whole_word_hits(self.text, flat)
-            else:
-                found = _whole_word_hits(self.lower, flat.lower())
-            hit = np.asarray(found, dtype=np.int64)
+            # "ALL" the leukaemia is not the word "all": an acronym is matched in its own case.
+            text, flat = (self.text, flat) if is_acronym(flat) else (self.lower, flat.lower())
+            hit = np.asarray(_whole_word_hits(text, flat), dtype=np.int64)
             self._pos[term] = hit
         return hit
 
@@ -369,14 +355,9 @@ class CorpusTerms:
 
     def mask(self, terms: Sequence[str]) -> np.ndarray:
         """Chunks naming every one of ``terms`` (none when ``terms`` is empty)."""
-        out = np.zeros(self.n, dtype=bool)
-        if not terms or not self.n:
-            return out
-        out[:] = True
+        out = np.full(self.n, bool(terms))
         for t in terms:
-            has = np.zeros(self.n, dtype=bool)
-            has[self.chunk_of(self.positions(t))] = True
-            out &= has
+            out &= np.bincount(self.chunk_of(self.positions(t)), minlength=self.n) > 0
         return out
 
     def _union(self, terms: Sequence[str]) -> np.ndarray:
@@ -486,14 +467,11 @@ def _edge_candidates(
     idx = np.flatnonzero(both)
     if not idx.size:
         return out
-    query = " ".join(
-        (*src, *tgt, _metric_of(edge.source), _metric_of(edge.target), edge.mechanism, quote)
-    )
-    top = bm25.max_score(query) or 1.0
-    lexical = bm25.scores(query)[idx] / top
+    about = f"{_metric_of(edge.source)} {_metric_of(edge.target)}"
+    query = " ".join((*src, *tgt, about, edge.mechanism, quote))
+    lexical = bm25.scores(query)[idx] / (bm25.max_score(query) or 1.0)
     # The metrics say what the edge is about (recurrence, survival...): the entities alone
     # match every chunk on the same topic, so the share of the metric words held counts apart.
-    about = f"{_metric_of(edge.source)} {_metric_of(edge.target)}"
     metric = bm25.scores(about)[idx] / (bm25.max_score(about) or 1.0)
     near = corpus.nearest(src, tgt)[idx]
     score = lexical + metric + 1.0 / (1.0 + near / PROXIMITY_CHARS)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import dropwhile, groupby, takewhile
 
 from ..corpus import word_set
 
@@ -74,35 +76,31 @@ def text_units(text: str) -> list[TextUnit]:
     if "\n" not in text and "\r" not in text and not _line_marked(text):
         return _sentences(text, 0, len(text), "sentence")
     units: list[TextUnit] = []
-    block: list[int] = []  # [start, end, kind] of the paragraph or list item being read
+    block: list = []  # [start, end, kind] of the paragraph or list item being read
     last_line: tuple[int, int] | None = None  # the block's last line, for an underline
 
     def flush() -> None:
         if block:
-            units.extend(_sentences(text, block[0], block[1], "item" if block[2] else "sentence"))
+            units.extend(_sentences(text, *block))
             block.clear()
 
-    for m in _LINE_RE.finditer(text):
-        a, b = m.span()
-        if a == len(text):
-            break
-        line = text[a:b].rstrip("\r\n")
+    for m in _LINE_RE.finditer(text):  # the last match is the empty one at the end
+        a = m.start()
+        line = m.group().rstrip("\r\n")
         e = a + len(line)
+        prev, last_line = last_line, None
         if not line.strip():
             flush()
-            last_line = None
             continue
-        if _UNDERLINE_RE.match(line) and last_line is not None and block:
+        if _UNDERLINE_RE.match(line) and prev is not None:
             # The underlined line is a heading; the block's earlier lines stay a paragraph.
-            la, le = last_line
+            la, le = prev
             if block[0] < la:
                 block[1] = la
                 flush()
             block.clear()
             units.extend(_unit(text, la, le, "heading"))
-            last_line = None
             continue
-        last_line = None
         if _THEMATIC_BREAK_RE.match(line):
             flush()
             continue
@@ -120,12 +118,12 @@ def text_units(text: str) -> list[TextUnit]:
         item = _LIST_ITEM_RE.match(line)
         if item:
             flush()
-            block[:] = [a + item.end(), e, 1]
+            block[:] = [a + item.end(), e, "item"]
             continue
         if block:
             block[1] = e  # a wrapped line of the paragraph or item
         else:
-            block[:] = [a, e, 0]
+            block[:] = [a, e, "sentence"]
         last_line = (a, e)
     flush()
     return units
@@ -138,14 +136,11 @@ def _line_marked(line: str) -> bool:
 
 
 def _sentences(text: str, start: int, end: int, kind: str) -> list[TextUnit]:
-    out = []
-    a = start
-    for m in [*_SENT_SPLIT_RE.finditer(text, start, end), None]:
-        b = end if m is None else m.start()
-        out.extend(_unit(text, a, b, kind))
-        if m is not None:
-            a = m.end()
-    return out
+    out, a = [], start
+    for m in _SENT_SPLIT_RE.finditer(text, start, end):
+        out += _unit(text, a, m.start(), kind)
+        a = m.end()
+    return out + _unit(text, a, end, kind)
 
 
 def _row(text: str, start: int, end: int) -> list[TextUnit]:
@@ -159,10 +154,8 @@ def _row(text: str, start: int, end: int) -> list[TextUnit]:
 
 
 def _unit(text: str, start: int, end: int, kind: str, joined: str | None = None) -> list[TextUnit]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
+    seg = text[start:end]
+    start, end = start + len(seg) - len(seg.lstrip()), start + len(seg.rstrip())
     if end <= start:
         return []
     return [TextUnit(kind, start, end, joined or " ".join(text[start:end].split()))]
@@ -336,9 +329,7 @@ _BOUNDARY_WORDS = _CLAUSE_WORDS | _PREPOSITIONS | {"to"}
 # Before a cue the clause words bound the subject; trailing modals are stripped first ("X can").
 _LEFT_CLAUSE_WORDS = _CLAUSE_WORDS | {"to", "used", "help", "helps", "goal", "aim", "purpose"}
 # "a diet high in salt": after these adjectives the preposition's object is the cause.
-_CONTENT_ADJECTIVES = word_set("""
-    high rich low poor full heavy deficient
-""")
+_CONTENT_ADJECTIVES = word_set("high rich low poor full heavy deficient")
 # Leading words dropped from a span: determiners, quantifiers, hedges, intensities of change.
 _STRIP_LEADING = word_set("""
     the a an this that these those some many most much more less few several certain such other
@@ -374,9 +365,9 @@ _NOUN_BEFORE = word_set("""
     further what whose
 """)
 # Measures that distribute over a coordination: "the risk of stroke and dementia".
-_DISTRIBUTIVE_HEADS = word_set("""
-    risk chance likelihood odds incidence rate severity level probability
-""")
+_DISTRIBUTIVE_HEADS = word_set(
+    "risk chance likelihood odds incidence rate severity level probability"
+)
 # Nouns that only point at what follows "of": "levels of cholesterol" is cholesterol.
 # Risk-like nouns point at their event too: "the risk of stroke" and "stroke risk" are read as the
 # stroke, so "X raises the risk of stroke" links X to Stroke.
@@ -412,6 +403,7 @@ _IRREGULAR_PLURALS = dict(
 )
 
 
+@lru_cache(maxsize=1 << 16)  # every token of the corpus passes here, most of them many times
 def singular(word: str) -> str:
     """English singular for matching keys: suffix rules plus generic non-plural -s words.
 
@@ -438,29 +430,26 @@ def _join_list(parts: list[str], *, from_left: bool) -> str:
         clause = parts[-1]
         # "A, B and C cause": a list; ", and C causes" opens a new clause instead.
         if re.search(r"\b(?:and|or)\b", clause) and clause.split()[:1] not in (["and"], ["or"]):
-            i = len(parts) - 2
-            while (
-                i >= 0
-                and 0 < len(parts[i].split()) <= _LIST_ITEM_MAX_WORDS
-                and not (set(_WORD_RE.findall(parts[i].lower())) & _BOUNDARY_WORDS)
-            ):
-                clause = parts[i] + " and " + clause
-                i -= 1
+            for part in reversed(parts[:-1]):
+                words = _WORD_RE.findall(part.lower())
+                if (
+                    not 0 < len(part.split()) <= _LIST_ITEM_MAX_WORDS
+                    or set(words) & _BOUNDARY_WORDS
+                ):
+                    break
+                clause = part + " and " + clause
         return clause
-    clause = parts[0]
-    j = 1
     items: list[str] = []
-    while j < len(parts):
-        words = parts[j].split()
+    for part in parts[1:]:
+        words = part.split()
         if not 0 < len(words) <= _LIST_ITEM_MAX_WORDS + 1 or set(words) & (
             _BOUNDARY_WORDS - {"and", "or"}
         ):
             break
-        items.append(parts[j])
+        items.append(part)
         if words[0] in ("and", "or"):
-            return " and ".join([clause, *items])
-        j += 1
-    return clause
+            return " and ".join([parts[0], *items])
+    return parts[0]
 
 
 def clean_span(text: str, *, from_left: bool) -> list[str]:
@@ -481,45 +470,36 @@ def clean_span(text: str, *, from_left: bool) -> list[str]:
     clause = _join_list(_SPLIT_CLAUSE_RE.split(text), from_left=from_left)
     words = _WORD_RE.findall(clause.lower())
     if from_left:
-        cut = len(words)
-        while cut > 0 and words[cut - 1] in _STRIP_TRAILING:
-            cut -= 1
-        words = words[:cut]
-        i = len(words)
-        while i > 0 and words[i - 1] not in _LEFT_CLAUSE_WORDS:
-            i -= 1
-        words = words[i:]
+        words = _rstrip(words, _STRIP_TRAILING.__contains__)
+        words = words[len(_rstrip(words, lambda w: w not in _LEFT_CLAUSE_WORDS)) :]
         # The subject ends at its first qualifying preposition ("smoking in pregnancy").
         j = next((k for k, w in enumerate(words) if w in _PREPOSITIONS), len(words))
         if j == 0:
-            k = len(words)
-            while k > 0 and words[k - 1] not in _PREPOSITIONS:
-                k -= 1
-            words = words[k:]
+            words = words[len(_rstrip(words, lambda w: w not in _PREPOSITIONS)) :]
         elif j < len(words) and words[j - 1] in _CONTENT_ADJECTIVES:
-            rest = words[j + 1 :]
-            k = next((n for n, w in enumerate(rest) if w in _PREPOSITIONS), len(rest))
-            words = rest[:k]
+            words = list(takewhile(lambda w: w not in _PREPOSITIONS, words[j + 1 :]))
         else:
             words = words[:j]
         words = words[-MAX_SPAN_WORDS:]
     else:
-        i = 0
-        while i < len(words) and words[i] not in _BOUNDARY_WORDS:
-            i += 1
-        words = words[:i][:MAX_SPAN_WORDS]
-    while words and words[0] in _STRIP_LEADING:
-        words = words[1:]
-    while words and (
-        words[-1] in _STRIP_TRAILING
-        or (words[-1].endswith("ly") and len(words[-1]) > 5 and words[-1] not in _LY_NOUNS)
-    ):
-        words = words[:-1]
+        words = list(takewhile(lambda w: w not in _BOUNDARY_WORDS, words))[:MAX_SPAN_WORDS]
+    words = _rstrip(
+        list(dropwhile(_STRIP_LEADING.__contains__, words)),
+        lambda w: w in _STRIP_TRAILING or (w.endswith("ly") and len(w) > 5 and w not in _LY_NOUNS),
+    )
     if not words or words[0] in _REJECT_FIRST or all(w in _PRONOUNS or w.isdigit() for w in words):
         return []
     if len(words) == 1 and len(words[0]) < 3:
         return []
     return words
+
+
+def _rstrip(words: list[str], drop: Callable[[str], bool]) -> list[str]:
+    """``words`` without the trailing words that ``drop`` holds."""
+    n = len(words)
+    while n and drop(words[n - 1]):
+        n -= 1
+    return words[:n]
 
 
 def split_coordination(words: list[str]) -> list[list[str]]:
@@ -530,23 +510,8 @@ def split_coordination(words: list[str]) -> list[list[str]]:
     >>> split_coordination(["risk", "of", "stroke", "and", "dementia"])
     [['risk', 'of', 'stroke'], ['risk', 'of', 'dementia']]
     """
-    out: list[list[str]] = []
-    cur: list[str] = []
-    for w in words:
-        if w in ("and", "or", "and/or"):
-            if cur:
-                out.append(cur)
-            cur = []
-        else:
-            cur.append(w)
-    if cur:
-        out.append(cur)
-    stripped = []
-    for p in out:
-        while p and p[0] in _STRIP_LEADING:
-            p = p[1:]
-        if p:
-            stripped.append(p)
+    parts = (g for sep, g in groupby(words, lambda w: w in ("and", "or", "and/or")) if not sep)
+    stripped = [p for p in (list(dropwhile(_STRIP_LEADING.__contains__, g)) for g in parts) if p]
     if len(stripped) > 1 and "of" in stripped[0][1:] and stripped[0][0] in _DISTRIBUTIVE_HEADS:
         measure = stripped[0][: stripped[0].index("of") + 1]
         stripped = [stripped[0]] + [
@@ -609,8 +574,7 @@ def parse_span(words: list[str]) -> Span | None:
     >>> s = parse_span(["chronic", "inflammation"]); (s.head, s.modifier, s.np)
     ('inflammation', 'chronic', ('chronic', 'inflammation'))
     """
-    words = [w.strip("-'") for w in words]
-    words = [w for w in words if w]
+    words = [w for w in (x.strip("-'") for x in words) if w]
     if not words:
         return None
     keys = [singular(w) for w in words]
@@ -625,9 +589,7 @@ def parse_span(words: list[str]) -> Span | None:
     if len(np_keys) == 1 and np_keys[0] in _TRANSPARENT_HEADS and rest:
         # "levels of LDL cholesterol" names LDL cholesterol itself.
         np_keys, rest = rest, []
-        words = words[words.index("of") + 1 :]
-        while words and words[0] in _STRIP_LEADING:
-            words = words[1:]
+        words = list(dropwhile(_STRIP_LEADING.__contains__, words[words.index("of") + 1 :]))
     if not np_keys:
         return None
     head = np_keys[-1]
@@ -690,11 +652,8 @@ def _written_as_removal(text: str, words: list[str], *, from_left: bool) -> bool
     if not starts:
         return False
     i = starts[-1] if from_left else starts[0]  # the phrase next to the cue
-    while i > 0 and tokens[i - 1] in _STRIP_LEADING:
-        i -= 1
-        if tokens[i] in REMOVING_GERUNDS:
-            return True
-    return False
+    stripped = tokens[len(_rstrip(tokens[:i], _STRIP_LEADING.__contains__)) : i]
+    return any(t in REMOVING_GERUNDS for t in stripped)
 
 
 def _negated(before: str) -> bool:
@@ -709,36 +668,24 @@ def _cue_hits(low: str) -> list[tuple[int, int, Cue]]:
     taken = [False] * (len(low) + 1)
     for cue, rx in _CUE_RES:
         for m in rx.finditer(low):
-            if any(taken[m.start() : m.end()]):
-                continue
-            hits.append((m.start(), m.end(), cue))
-            for k in range(m.start(), m.end()):
-                taken[k] = True
+            if not any(taken[m.start() : m.end()]):
+                hits.append((m.start(), m.end(), cue))
+                taken[m.start() : m.end()] = [True] * (m.end() - m.start())
     hits.sort(key=lambda h: h[0])
     # A verb form directly before another cue is a noun heading the subject ("kidney damage is
-    # caused by", "damage leads to"): drop it so the real cue keeps its subject.
-    hits = [
-        h
-        for n, h in enumerate(hits)
+    # caused by", "damage leads to"), and so is one after a determiner ("the damage to the
+    # kidneys"): drop it so the real cue keeps its subject.
+    return [
+        (a, b, cue)
+        for n, (a, b, cue) in enumerate(hits)
         if not (
-            h[2].forward
-            and not h[2].initial
+            cue.forward
+            and not cue.initial
             and n + 1 < len(hits)
-            and not set(low[h[1] : hits[n + 1][0]].split()) - _STRIP_TRAILING
+            and not set(low[b : hits[n + 1][0]].split()) - _STRIP_TRAILING
         )
+        and not (cue.forward and cue.word and set(low[:a].split()[-1:]) & _NOUN_BEFORE)
     ]
-    # A verb form after a determiner is a noun too ("the damage to the kidneys").
-    hits = [
-        h
-        for h in hits
-        if not (
-            h[2].forward
-            and h[2].word
-            and low[: h[0]].split()[-1:]
-            and low[: h[0]].split()[-1] in _NOUN_BEFORE
-        )
-    ]
-    return hits
 
 
 def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
@@ -775,22 +722,16 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
         if cue.initial:
             if "," not in after:
                 continue
-            cause_txt, effect_txt = after.split(",", 1)
-            cause_words = clean_span(cause_txt, from_left=False)
-            effect_words = clean_span(effect_txt, from_left=False)
+            (cause_txt, effect_txt), cause_left, effect_left = after.split(",", 1), False, False
         else:
-            left = clean_span(before, from_left=True)
-            right = clean_span(after, from_left=False)
-            cause_words, effect_words = (left, right) if cue.forward else (right, left)
+            cause_txt, effect_txt = (before, after) if cue.forward else (after, before)
+            cause_left, effect_left = cue.forward, not cue.forward
+        cause_words = clean_span(cause_txt, from_left=cause_left)
+        effect_words = clean_span(effect_txt, from_left=effect_left)
         causes = [p for w in split_coordination(cause_words) if (p := parse_span(w))]
         effects = [p for w in split_coordination(effect_words) if (p := parse_span(w))]
         # Every cause of "controlling X and Y ..." is written as its removal.
-        if cue.initial:
-            removed = _written_as_removal(cause_txt, cause_words, from_left=False)
-        else:
-            removed = _written_as_removal(
-                before if cue.forward else after, cause_words, from_left=cue.forward
-            )
+        removed = _written_as_removal(cause_txt, cause_words, from_left=cause_left)
         last_word = before.split()[-1:]
         mid = cue.forward and not cue.initial  # a verb between its subject and its object
         if mid and last_word in (["and"], ["or"]) and n > 0:
@@ -814,21 +755,9 @@ def extract_statements(sentence: str, index: int = 0) -> list[Statement]:
 # "raises", "leads to", "is due to"), "decreases" ("reduces", "prevents", "protects against",
 # "treats"), or none where the verb does not say ("affects", "improves": improving a symptom
 # lowers it, improving a skill raises it).
-CUE_EFFECT: dict[str, str] = {
-    **dict.fromkeys(
-        sorted(
-            word_set("""
-            initial_because_of initial_because result_from consequence_of arrow due_to because
-            risk_factor cause_of cause lead_to result_in trigger induce contribute_to
-            responsible_for predispose increase promote worsen produce
-            """)
-        ),
-        "increases",
-    ),
-    **dict.fromkeys(
-        sorted(word_set("protect interfere decrease prevent inhibit damage treat")), "decreases"
-    ),
-}
+# Every other cue but "caused_by" (``statement_effect``) increases.
+_DECREASING_CUES = word_set("protect interfere decrease prevent inhibit damage treat")
+_UNSIGNED_CUES = word_set("improve affect")
 # "is caused by" holds passive verbs of both signs; the verb before "by" says which.
 _PASSIVE_DECREASE_RE = re.compile(
     r"\b(?:decreased|reduced|lowered|prevented|inhibited|suppressed|blocked|damaged|destroyed|"
@@ -844,12 +773,10 @@ def statement_effect(st: Statement, low: str) -> str:
     """The sign of one statement of the lowercased sentence ``low``: its cue's, turned over when
     its cause is written as its removal (``Statement.cause_removed``)."""
     if st.cue == "caused_by":
-        if _PASSIVE_UNSIGNED_RE.search(low):
-            sign = ""
-        else:
-            sign = "decreases" if _PASSIVE_DECREASE_RE.search(low) else "increases"
+        unsigned, decreasing = _PASSIVE_UNSIGNED_RE.search(low), _PASSIVE_DECREASE_RE.search(low)
     else:
-        sign = CUE_EFFECT.get(st.cue, "")
+        unsigned, decreasing = st.cue in _UNSIGNED_CUES, st.cue in _DECREASING_CUES
+    sign = "" if unsigned else "decreases" if decreasing else "increases"
     return _OPPOSITE[sign] if st.cause_removed else sign
 
 
@@ -898,26 +825,18 @@ def compound_heads(
     >>> sorted(compound_heads(sents, sts, min_count=1))
     ['blood pressure']
     """
-    cands = set()
-    for st in statements:
-        for sp in (st.cause, st.effect):
-            if len(sp.np) >= 2:
-                a, b = sp.np[-2:]
-                if a.isalpha() and len(a) >= 3 and a not in _FUNCTION_WORDS:
-                    cands.add((a, b))
+    ends = (sp.np[-2:] for st in statements for sp in (st.cause, st.effect) if len(sp.np) >= 2)
+    cands = {(a, b) for a, b in ends if a.isalpha() and len(a) >= 3 and a not in _FUNCTION_WORDS}
     if not cands:
         return frozenset()
     firsts = {a for a, _ in cands}
     seconds = {b for _, b in cands}
-    cache: dict[str, str] = {}
     uni: Counter = Counter()
     bi: Counter = Counter()
     for s in sentences:
         prev = ""
         for w in _WORD_RE.findall(s.lower()):
-            k = cache.get(w)
-            if k is None:
-                k = cache[w] = singular(w)
+            k = singular(w)
             if k in seconds:
                 uni[k] += 1
                 if prev in firsts:

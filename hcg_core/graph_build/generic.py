@@ -47,7 +47,7 @@ def word_counts(chunks: Sequence[Chunk], words: Iterable[str]) -> tuple[Counter,
     """Per word of ``words`` (singular forms): chunks holding it (df) and occurrences (cf).
 
     Tokens are the builder's (lowercased, singularised); one pass over the text, with the
-    singular form of each distinct token computed once.
+    singular form of each distinct token computed once (``singular`` keeps them).
 
     >>> df, cf = word_counts([Chunk("a", "Factors and a factor."), Chunk("b", "No.")], ["factor"])
     >>> df["factor"], cf["factor"]
@@ -56,18 +56,11 @@ def word_counts(chunks: Sequence[Chunk], words: Iterable[str]) -> tuple[Counter,
     wanted = set(words)
     df: Counter = Counter()
     cf: Counter = Counter()
-    single: dict[str, str] = {}
     for c in chunks:
-        counts = Counter(_WORD_RE.findall(c.text.lower()))
-        seen: set[str] = set()
-        for token, n in counts.items():
-            w = single.get(token)
-            if w is None:
-                w = single[token] = singular(token)
-            if w in wanted:
-                cf[w] += n
-                seen.add(w)
-        df.update(seen)
+        counts = Counter(singular(token) for token in _WORD_RE.findall(c.text.lower()))
+        found = {w: n for w, n in counts.items() if w in wanted}
+        cf.update(found)
+        df.update(found.keys())
     return df, cf
 
 

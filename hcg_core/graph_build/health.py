@@ -6,7 +6,6 @@ cones have structure to follow (the paper's LLM graphs have several edges per no
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -17,43 +16,6 @@ from ..types import CausalGraph
 DEFAULT_REACH_HOPS = DEFAULT_MAX_HOPS  # the paper's h_max: the BFS depth retrieval uses
 
 
-def forward_reach(adjacency: list[list[int]], source: int, hops: int) -> int:
-    """Nodes reached from ``source`` in at most ``hops`` forward steps, the source excluded.
-
-    >>> forward_reach([[1], [2], [3], [4], []], 0, 2)
-    2
-    """
-    seen = {source}
-    frontier = [source]
-    for _ in range(hops):
-        nxt = []
-        for u in frontier:
-            for v in adjacency[u]:
-                if v not in seen:
-                    seen.add(v)
-                    nxt.append(v)
-        if not nxt:
-            break
-        frontier = nxt
-    return len(seen) - 1
-
-
-def _wcc_sizes(n: int, edges: list[tuple[int, int]]) -> list[int]:
-    parent = list(range(n))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in edges:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[ra] = rb
-    return sorted(Counter(find(i) for i in range(n)).values(), reverse=True)
-
-
 def graph_health(graph: CausalGraph, *, hops: int = DEFAULT_REACH_HOPS) -> dict[str, Any]:
     """Size, density and connectivity figures of ``graph`` (JSON-ready).
 
@@ -62,23 +24,32 @@ def graph_health(graph: CausalGraph, *, hops: int = DEFAULT_REACH_HOPS) -> dict[
     mean_reach / median_reach / max_reach (forward BFS within ``hops``, per variable),
     outcome_variables, terminal_variables, evidence_links, edges_without_evidence,
     mean_confidence.
+
+    >>> from hcg_core.types import CausalEdge, CausalGraph, DomainSpec, Metric, Variable
+    >>> spec = DomainSpec((), (Metric("A"), Metric("B"), Metric("C")))
+    >>> vs, e = (Variable("A"), Variable("B"), Variable("C")), CausalEdge("e", "A", "B")
+    >>> h = graph_health(CausalGraph(spec, vs, (e,), ()))
+    >>> h["mean_degree"], h["max_reach"], h["components"], h["isolated_variables"]
+    (0.667, 1, 2, 1)
     """
+    import networkx as nx  # here: `hcg` imports this module for its defaults on every command
+
     names = [v.name for v in graph.variables]
     index = {n: i for i, n in enumerate(names)}
     n = len(names)
-    pairs = [
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(
         (index[e.source], index[e.target])
         for e in graph.edges
         if e.source in index and e.target in index
-    ]
-    adjacency: list[list[int]] = [[] for _ in range(n)]
-    degree = np.zeros(n, dtype=np.int64)
-    for a, b in pairs:
-        adjacency[a].append(b)
-        degree[a] += 1
-        degree[b] += 1
-    reach = np.array([forward_reach(adjacency, i, hops) for i in range(n)], dtype=np.float64)
-    sizes = _wcc_sizes(n, pairs) if n else []
+    )
+    reach = np.array(
+        [len(nx.single_source_shortest_path_length(g, i, cutoff=hops)) - 1 for i in range(n)],
+        dtype=np.float64,
+    )
+    sizes = sorted((len(c) for c in nx.weakly_connected_components(g)), reverse=True)
+    confidence = [e.confidence for e in graph.edges]
     role = {m.name: m.role for m in graph.spec.metrics}
     m_edges = len(graph.edges)
     return {
@@ -91,7 +62,7 @@ def graph_health(graph: CausalGraph, *, hops: int = DEFAULT_REACH_HOPS) -> dict[
         "mean_degree": round(2 * m_edges / n, 3) if n else 0.0,
         "largest_wcc_share": round(sizes[0] / n, 4) if n else 0.0,
         "components": len(sizes),
-        "isolated_variables": int((degree == 0).sum()),
+        "isolated_variables": sum(d == 0 for _, d in g.degree()),
         "reach_hops": hops,
         "mean_reach": round(float(reach.mean()), 2) if n else 0.0,
         "median_reach": float(np.median(reach)) if n else 0.0,
@@ -100,7 +71,5 @@ def graph_health(graph: CausalGraph, *, hops: int = DEFAULT_REACH_HOPS) -> dict[
         "terminal_variables": sum(role.get(v.metric) == "terminal" for v in graph.variables),
         "evidence_links": graph.evidence_links,
         "edges_without_evidence": sum(not e.evidence for e in graph.edges),
-        "mean_confidence": round(float(np.mean([e.confidence for e in graph.edges])), 4)
-        if graph.edges
-        else 0.0,
+        "mean_confidence": round(float(np.mean(confidence)), 4) if confidence else 0.0,
     }

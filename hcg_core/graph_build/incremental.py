@@ -107,10 +107,10 @@ class UpdateReport:
         return bool(self.statements_unmapped or self.links_skipped or self.edges_removed)
 
     def summary(self) -> str:
-        parts = [f"+{self.chunks_added}/-{self.chunks_removed} chunks"]
-        parts.append(
-            f"edges +{len(self.edges_added)} ~{len(self.edges_updated)} -{len(self.edges_removed)}"
-        )
+        parts = [
+            f"+{self.chunks_added}/-{self.chunks_removed} chunks",
+            f"edges +{len(self.edges_added)} ~{len(self.edges_updated)} -{len(self.edges_removed)}",
+        ]
         if self.statements:
             parts.append(f"{self.statements_mapped}/{self.statements} statements mapped")
         counts = (
@@ -230,8 +230,7 @@ class SupportLedger:
         """JSON-ready data (``incremental.json``), fingerprinted against ``graph``'s edges."""
         sentences = sorted(self.order, key=self.order.__getitem__)
         index = {s: i for i, s in enumerate(sentences)}
-        nodes = list(self.nodes)
-        node_index = {n: i for i, n in enumerate(nodes)}
+        node_index = {n: i for i, n in enumerate(self.nodes)}
         return {
             "format": LEDGER_FORMAT,
             "edges_digest": edges_digest(graph.edges),
@@ -240,7 +239,7 @@ class SupportLedger:
             "lift": self.lift,
             "lift_discount": self.lift_discount,
             "max_evidence": self.max_evidence,
-            "nodes": [[m, key, self.nodes[(m, key)]] for m, key in nodes],
+            "nodes": [[m, key, name] for (m, key), name in self.nodes.items()],
             "spans": {t: (node_index[n] if n is not None else None) for t, n in self.spans.items()},
             "sentences": sentences,
             "sentence_chunks": [self.sentence_chunks.get(s, []) for s in sentences],
@@ -313,10 +312,8 @@ class SupportLedger:
                 pooled[text] = max(pooled.get(text, 0.0), w)
         self.links = links
         self.rejected = {(rename(s), rename(t)) for s, t in self.rejected}
-        pinned: dict[Link, dict[str, Any]] = {}
-        for (s, t), fields in self.pinned.items():
-            pinned.setdefault((rename(s), rename(t)), fields)
-        self.pinned = pinned
+        # The first edit of links that come to join the same variables wins.
+        self.pinned = {(rename(s), rename(t)): f for (s, t), f in reversed(self.pinned.items())}
         self._edited()
 
     def drop_variable(self, name: str) -> None:
@@ -393,22 +390,18 @@ class SupportLedger:
         fresh = [text for text in corpus.sentences if text not in self.order]
         # No state: every touched link is recomputed in full anyway. Many new sentences: their
         # substring searches (each over all sentences' text) would cost more than recomputing.
-        if self._state and len(fresh) <= MAX_IN_PLACE_SENTENCES:
-            related = self._related(fresh)
-            plain = {text for text in fresh if text not in related}
-        else:
-            plain = set()
-        examples = list(report.examples)
+        in_place = bool(self._state) and len(fresh) <= MAX_IN_PLACE_SENTENCES
+        plain = set(fresh) - self._related(fresh) if in_place else set()
+        report.statements += len(corpus.statements)
         for st in corpus.statements:
-            report.statements += 1
             src, tgt = self.resolve(st.cause), self.resolve(st.effect)
             if src is None or tgt is None:
                 if st.cause.text in self.spans and st.effect.text in self.spans:
                     report.statements_as_built += 1
                     continue
                 report.statements_unmapped += 1
-                if len(examples) < MAX_EXAMPLES:
-                    examples.append(f"{st.cause.text} -> {st.effect.text}")
+                if len(report.examples) < MAX_EXAMPLES:
+                    report.examples += (f"{st.cause.text} -> {st.effect.text}",)
                 continue
             report.statements_mapped += 1
             ups = (self.ancestors(src), self.ancestors(tgt)) if self.lift else ((), ())
@@ -443,7 +436,6 @@ class SupportLedger:
                 self._index(text)
             if added:
                 self._joined += "\x00" + "\x00".join(added)
-        report.examples = tuple(examples)
         self.version += 1
         return touched
 
@@ -539,18 +531,14 @@ class SupportLedger:
         holders = [self._holders(t, chunk_row) for t in texts]
         held = [i for i in sids if holders[i]]
         sids = held or list(sids)
-        best = max(sids, key=lambda i: (sents[texts[i]], holders[i], -len(texts[i]), -i))
+
+        def key(i: int) -> tuple[float, int, int, int]:  # the mechanism: as ``make_edges``
+            return (sents[texts[i]], holders[i], -len(texts[i]), -self.order[texts[i]])
+
+        best = max(sids, key=key)
         miss = noisy_or_miss(sents[texts[i]] for i in sids)  # as edge_confidence
         if len(held) == len(sids) and 1.0 - miss >= MAX_CONFIDENCE:
-            self._state[link] = LinkState(
-                best=(
-                    sents[texts[best]],
-                    holders[best],
-                    -len(texts[best]),
-                    -self.order[texts[best]],
-                ),
-                best_text=texts[best],
-            )
+            self._state[link] = LinkState(best=key(best), best_text=texts[best])
         return sentence_edge(*link, texts[best], round(min(MAX_CONFIDENCE, 1.0 - miss), 4))
 
     def _holders(self, text: str, chunk_row: ChunkRows) -> int:
@@ -678,14 +666,12 @@ def drop_evidence(
     """Remove evidence links to ``gone`` chunks; an edge whose evidence was all removed goes too
     (the graph must not keep asserting a link no remaining passage backs)."""
     out: list[CausalEdge] = []
-    removed = []
     for e in edges:
         evidence = tuple(c for c in e.evidence if c not in gone)
         if e.evidence and not evidence:
-            removed.append(e.id)
-            continue
-        out.append(e if evidence == e.evidence else replace(e, evidence=evidence))
-    report.edges_removed += tuple(removed)
+            report.edges_removed += (e.id,)
+        else:
+            out.append(e if evidence == e.evidence else replace(e, evidence=evidence))
     return tuple(out)
 
 

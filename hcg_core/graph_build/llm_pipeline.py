@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -61,6 +62,7 @@ from .llm_tiers import (
     candidate_score,
     edge_id,
     metric_text,
+    packed,
     pairs_per_template,
     rank_pairs,
     run_tier1,
@@ -173,18 +175,14 @@ async def abuild_with_llm(
 
     report = _report(ctx, before, tier, graph, stage1_info, len(templates), t2_counts, t_start)
     report["coverage"] = coverage
-    _add_evidence(report, link_stats)
-    result = BuildResult(graph, variable_embeddings, chunk_embeddings, report)
-    _check_complete(result, has_sources=bool(tier1_sources(spec)), allow=opts.allow_partial)
-    return result
-
-
-def _add_evidence(report: dict[str, Any], link_stats: LinkStats) -> None:
     report["evidence"] = link_stats.as_dict()
     report["stages"]["evidence"].update(
         {f"links_by_{way}": n for way, n in link_stats.links.items()},
         chunk_cap=link_stats.chunk_cap,
     )
+    result = BuildResult(graph, variable_embeddings, chunk_embeddings, report)
+    _check_complete(result, has_sources=bool(tier1_sources(spec)), allow=opts.allow_partial)
+    return result
 
 
 def _check_complete(result: BuildResult, *, has_sources: bool, allow: bool) -> None:
@@ -221,11 +219,11 @@ def _stage2_context(
         ledger,
         failures,
         Counter(),
+        SentencePool(chunks, embedder),
         opts.prompts,
         opts.snippets,
         opts.snippet_chars,
         dict(zip([v.name for v in spec.variables], variable_vectors, strict=True)),
-        SentencePool(chunks, embedder),
     )
 
 
@@ -405,12 +403,8 @@ def _report(
     stages["stage1"].update(stage1)
     stages["tier1"].update({"items": len(tier1_sources(graph.spec)), "templates": templates})
     stages["tier2"].update({"items": tier2["batches"], **tier2})
-    stages["evidence"].update(
-        {
-            "links": graph.evidence_links,
-            "edges_without_evidence": sum(1 for e in graph.edges if not e.evidence),
-        }
-    )
+    without = sum(1 for e in graph.edges if not e.evidence)
+    stages["evidence"].update(links=graph.evidence_links, edges_without_evidence=without)
     for name in stages:
         stages[name]["seconds"] = round(stages[name]["seconds"], 3)
     totals = {k: sum(stages[s][k] for s in LLM_STAGES) for k in COUNTERS}
@@ -464,25 +458,11 @@ CHARS_PER_ENTITY = 16
 CHARS_PER_VARIABLE_NAME = 40
 
 
-def _packed_calls(weights: Sequence[int], max_pairs: int) -> int:
-    """Calls of ``tier2_batches`` for templates of these candidate counts (0: an open template);
-    a template is never split."""
-    calls, load = 0, 0
-    for w in weights:
-        piece = min(w, max_pairs) if w else min(OPEN_TEMPLATE_WEIGHT, max_pairs)
-        if load and load + piece > max_pairs:
-            calls, load = calls + 1, 0
-        load += piece
-    return calls + (1 if load else 0)
-
-
 def _most_calls(sizes: Sequence[int], tier: str, max_pairs: int) -> tuple[int, int]:
     """An upper bound on Tier 2 calls and candidates: over how many of these pairs (supported
     candidates each, 0 for an open template) Tier 1 could make templates of, the most calls the
     packing makes when the heaviest become templates, each sending at most its share of the
     tier's budget. Evaluated on a grid of template counts (about 200)."""
-    if not sizes:
-        return 0, 0
     best = (0, 0)
     step = max(1, len(sizes) // 200)
     for t in sorted({*range(1, len(sizes) + 1, step), len(sizes)}):
@@ -491,7 +471,7 @@ def _most_calls(sizes: Sequence[int], tier: str, max_pairs: int) -> tuple[int, i
             (min(per, n) if n else min(OPEN_TEMPLATE_WEIGHT, max_pairs) for n in sizes),
             reverse=True,
         )[:t]
-        calls = _packed_calls(weights, max_pairs)
+        calls = len(packed(weights, max_pairs))
         pairs = sum(min(per, n) for n in sorted(sizes, reverse=True)[:t])
         best = max(best, (calls, pairs))
     return best
@@ -527,11 +507,8 @@ def corpus_cohesion(chunks: Sequence[Chunk]) -> float:
     df = Counter(w for ws in words for w in ws)
     n = len(chunks)
     recurs = max(2, RECURRING_SHARE * n)
-    shares = []
-    for ws in words:
-        distinctive = [w for w in ws if df[w] <= COMMON_SHARE * n]
-        if distinctive:
-            shares.append(sum(df[w] >= recurs for w in distinctive) / len(distinctive))
+    distinctive = ([w for w in ws if df[w] <= COMMON_SHARE * n] for ws in words)
+    shares = [sum(df[w] >= recurs for w in ds) / len(ds) for ds in distinctive if ds]
     return sum(shares) / len(shares) if shares else 0.0
 
 
@@ -550,12 +527,9 @@ def _pair_support(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
     def score(a: str, b: str) -> float:
         return candidate_score(spec, mentions, by_name[a], by_name[b])
 
-    sizes = []
-    for s, targets in tier1_sources(spec):
-        for t in targets:
-            ranked = rank_pairs(template_pairs(Template(s.name, t.name), spec.variables), score)
-            sizes.append(len(spread_pairs(ranked, len(ranked))))
-    return sizes
+    templates = (Template(s.name, t.name) for s, targets in tier1_sources(spec) for t in targets)
+    ranked = (rank_pairs(template_pairs(t, spec.variables), score) for t in templates)
+    return [len(spread_pairs(r, len(r))) for r in ranked]
 
 
 def _plan_without_spec(
@@ -648,17 +622,16 @@ def estimate_build(
         plan["sizes_all"] = [int(k * k)] * plan["t1_max"] * (plan["n_metrics"] - 1)
         n, t1 = plan["n_metrics"], plan["t1"]
         templates = round(template_density * t1 * (n - 1))
-        per = pairs_per_template(tier, templates)
         sent = PAIRS_SENT_PER_TEMPLATE * factor
         plan.update(desc_chars=400 * n, n_vars=int(n * k), k=k)
     else:
         plan = _plan_with_spec(spec, chunks)
         templates = round(template_density * len(plan["sizes_all"]))
-        per = pairs_per_template(tier, templates)
         supported = [n for n in plan["sizes_all"] if n]
         # The spec's own pairs give the mean (a template is a pair Tier 1 found causal: about
         # as supported as the average supported pair).
         sent = sum(supported) / len(supported) if supported else 0.0
+    per = pairs_per_template(tier, templates)
     expected_slots = _expected_slots(templates, per, sent, open_share) if sent else [0] * templates
     plan["chunks_read"] = (
         min(len(chunks), stage1_budget(tier, spec_sample_chunks)) if spec is None else 0
@@ -680,36 +653,34 @@ def _estimate_figures(
 ) -> dict[str, Any]:
     """The estimate's figures per stage and in all, from the plan and Tier 2's expected slots."""
     out: dict[str, Any] = {"tier": tier, "max_batch_pairs": max_batch_pairs}
-    s1, s1_prompt, t1, t1_max = plan["s1"], plan["s1_prompt"], plan["t1"], plan["t1_max"]
-    n_metrics, sizes_all, k = plan["n_metrics"], plan["sizes_all"], plan["k"]
-    desc_chars, entity_chars, n_vars = plan["desc_chars"], plan["entity_chars"], plan["n_vars"]
-    t2_expected = _packed_calls(expected_slots, max_batch_pairs) if expected_slots else 0
-    t2_max, pairs_max = _most_calls(sizes_all, tier, max_batch_pairs)
+    p = SimpleNamespace(**plan)
+    t2_expected = len(packed(expected_slots, max_batch_pairs))
+    t2_max, pairs_max = _most_calls(p.sizes_all, tier, max_batch_pairs)
     t2_max = max(t2_max, t2_expected)
     pairs_expected = int(sum(expected_slots))
-    t1_prompt = t1_max * (
-        overhead + desc_chars + snippets * snippet_chars + SUMMARY_CHARS * n_metrics
+    t1_prompt = p.t1_max * (
+        overhead + p.desc_chars + snippets * snippet_chars + SUMMARY_CHARS * p.n_metrics
     )
     t1_prompt //= CHARS_PER_TOKEN
-    t2_per_call = overhead + MAX_TIER2_SNIPPETS * snippet_chars + entity_chars + 600
+    t2_per_call = overhead + MAX_TIER2_SNIPPETS * snippet_chars + p.entity_chars + 600
 
     def t2_tokens(calls: int, pairs: int) -> int:
         return (calls * t2_per_call + pairs * 2 * CHARS_PER_VARIABLE_NAME) // CHARS_PER_TOKEN
 
     out["stages"] = {
         "stage1": {
-            "calls": s1,
-            "chunks_read": plan["chunks_read"],
-            "prompt_tokens": s1_prompt,
-            "completion_tokens": s1 * COMPLETION_TOKENS_STAGE1,
+            "calls": p.s1,
+            "chunks_read": p.chunks_read,
+            "prompt_tokens": p.s1_prompt,
+            "completion_tokens": p.s1 * COMPLETION_TOKENS_STAGE1,
             "exact": True,
         },
         "tier1": {
-            "calls": t1,
-            "calls_max": t1_max,
+            "calls": p.t1,
+            "calls_max": p.t1_max,
             "prompt_tokens": t1_prompt,
-            "completion_tokens": t1_max * n_metrics * COMPLETION_TOKENS_PER_JUDGEMENT // 2,
-            "exact": plan["t1_exact"],
+            "completion_tokens": p.t1_max * p.n_metrics * COMPLETION_TOKENS_PER_JUDGEMENT // 2,
+            "exact": p.t1_exact,
         },
         "tier2": {
             "calls_expected": t2_expected,
@@ -722,20 +693,20 @@ def _estimate_figures(
             "exact": False,
         },
     }
-    out["calls_expected"] = s1 + t1 + t2_expected
-    out["calls_max"] = s1 + t1_max + t2_max
-    out["prompt_tokens_max"] = s1_prompt + t1_prompt + t2_tokens(t2_max, pairs_max)
+    out["calls_expected"] = p.s1 + p.t1 + t2_expected
+    out["calls_max"] = p.s1 + p.t1_max + t2_max
+    out["prompt_tokens_max"] = p.s1_prompt + t1_prompt + t2_tokens(t2_max, pairs_max)
     out["completion_tokens_max"] = sum(
         v.get("completion_tokens", v.get("completion_tokens_max", 0))
         for v in out["stages"].values()
     )
     out["remark1"] = {
-        "metrics": n_metrics,
-        "mean_variables_per_metric": round(k, 2),
-        "tier1_judgements": t1_max * max(0, n_metrics - 1),
+        "metrics": p.n_metrics,
+        "mean_variables_per_metric": round(p.k, 2),
+        "tier1_judgements": p.t1_max * max(0, p.n_metrics - 1),
         "candidates_expected": pairs_expected,
         "candidates_max": pairs_max,
-        "naive_pairs": n_vars * n_vars,
+        "naive_pairs": p.n_vars * p.n_vars,
     }
     return out
 
@@ -772,7 +743,3 @@ def format_estimate(est: Mapping[str, Any]) -> str:
             "report)",
         ]
     )
-
-
-# The option names build_graph(..., llm=...) accepts (the fields of LLMBuildConfig).
-OPTIONS = LLMBuildConfig.field_names()

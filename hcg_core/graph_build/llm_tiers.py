@@ -5,10 +5,10 @@ each candidate comes with one evidence line, the corpus sentence nearest to that
 and description (and the source's), no line shown twice; the spec's seed relations are shown as
 what an earlier step proposed, not as facts. Targets a reply leaves out are re-asked once.
 
-Tier 2 judges only the candidate pairs a text could link (``support``): variables that bind the
+Tier 2 judges only the candidate pairs a text could link (``tie``): variables that bind the
 same entity of a dimension they share (or one the other's stage or subtype), named together by
 some chunk; a variable without entities is found by a topic word of its metric's name; and tied
-enough (``association`` >= ``MIN_ASSOCIATION``, ``candidate_score``). Each
+enough (their association >= ``MIN_ASSOCIATION``, ``candidate_score``). Each
 template sends its best supported pairs, each variable in one pair at most (``spread_pairs``: not
 a variable crossed with every entity named beside it), at most its share of the tier's candidate
 budget, and goes to one call whole, so its metrics and excerpts are sent once; whole
@@ -201,9 +201,11 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Template:
+    """A Tier 1 metric template (E_m): the source metric influences the target metric. Tier 1's
+    reasons are not kept: Tier 2 must not read an earlier reply as established."""
+
     source: str
     target: str
-    rationale: str = ""  # Tier 1's reason, kept for the record; never shown to Tier 2
 
 
 @dataclass(frozen=True)
@@ -228,11 +230,11 @@ class Stage2Context:
     ledger: Ledger
     failures: Failures
     dropped: Counter[str]
+    sentences: SentencePool
     prompts: Mapping[str, Prompt] | None = None
     snippets: int = DEFAULT_SNIPPETS
     snippet_chars: int = DEFAULT_SNIPPET_CHARS
     variable_vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
-    sentences: SentencePool | None = None
     mentions: EntityMentions = field(init=False)
 
     def __post_init__(self) -> None:
@@ -244,8 +246,6 @@ class Stage2Context:
 
     def excerpt(self, i: int, query: np.ndarray) -> str:
         """Chunk ``i`` as a prompt excerpt: around its sentence nearest to ``query``."""
-        if self.sentences is None:
-            return snippet(self.chunks[i].text, self.snippet_chars)
         return self.sentences.window(i, query, self.snippet_chars)
 
 
@@ -306,11 +306,6 @@ def evidence_lines(
     for t in targets:
         query = _unit(ctx.metric_vectors[t.name] + SOURCE_WEIGHT * src)
         idx = top_chunks(query, ctx.chunk_embeddings, LINE_CHUNKS)
-        if ctx.sentences is None or not idx:
-            line = snippet(ctx.chunks[idx[0]].text, SUMMARY_CHARS) if idx else ""
-            out[t.name] = "" if _key(line) in taken else line
-            taken.add(_key(line))
-            continue
         words = set(name_words(t.name))
 
         def score(sentence: str, cosine: float, words: set[str] = words) -> float:
@@ -334,8 +329,8 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
 
     async def judge(
         source: Metric, cands: Sequence[Metric], item: str
-    ) -> tuple[dict[str, str | None], bool]:
-        """target -> rationale (None: judged not causal), and whether an item failed."""
+    ) -> tuple[dict[str, bool], bool]:
+        """target -> whether it was judged causal, and whether an item failed."""
         src_vec = ctx.metric_vectors[source.name]
         idx = top_chunks(src_vec, ctx.chunk_embeddings, ctx.snippets)
         shown = distinct_excerpts([ctx.excerpt(i, src_vec) for i in idx])
@@ -343,11 +338,11 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
         async def ask(sub: Sequence[Metric]) -> Any:
             model = tier1_model(source.name, [c.name for c in sub])
             lines = evidence_lines(ctx, source, sub, {_key(s) for s in shown})
-            candidates = []
-            for c in sub:
-                candidates.append(f"- {metric_text(c)}")
-                if lines.get(c.name):
-                    candidates.append(f"  evidence: {lines[c.name]}")
+            candidates = [
+                f"- {metric_text(c)}"
+                + (f"\n  evidence: {lines[c.name]}" if lines.get(c.name) else "")
+                for c in sub
+            ]
             messages = prompt.render(
                 model.__name__,
                 domain=ctx.domain,
@@ -366,18 +361,18 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
         parts = await ask_split(
             list(cands), ask, item=item, ledger=ctx.ledger, failures=ctx.failures
         )
-        links: dict[str, str | None] = {}
+        links: dict[str, bool] = {}
         for sub, reply in parts:
             if reply is None:
                 continue
             allowed = {c.name for c in sub}
-            judged = [(link.target, link.rationale) for link in reply.causal]
-            judged += [(t, None) for t in reply.not_causal]
-            for target, why in judged:
+            judged = [(link.target, True) for link in reply.causal]
+            judged += [(t, False) for t in reply.not_causal]
+            for target, causal in judged:
                 if target not in allowed:  # second enforcement (a lenient server)
                     ctx.dropped["tier1_target_outside_vocabulary"] += 1
                 else:
-                    links.setdefault(target, why)
+                    links.setdefault(target, causal)
         return links, any(r is None for _, r in parts)
 
     async def one(source: Metric, cands: list[Metric]) -> list[Template]:
@@ -391,9 +386,7 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
             never = sum(1 for c in missing if c.name not in links)
             if never:
                 ctx.dropped["tier1_targets_never_judged"] += never
-        return [
-            Template(source.name, t, links[t] or "") for t in sorted(links) if links[t] is not None
-        ]
+        return [Template(source.name, t) for t in sorted(links) if links[t]]
 
     results = await gather_or_cancel(*(one(s, c) for s, c in tier1_sources(ctx.spec)))
     return sorted((t for r in results for t in r), key=lambda t: (t.source, t.target))
@@ -438,23 +431,31 @@ def topic_words(metric: str) -> tuple[str, ...]:
     return tuple(w for w in name_words(metric) if w not in GENERIC_METRIC_WORDS and len(w) > 2)
 
 
-def _named_in(
+def tie(
     spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
-) -> tuple[frozenset[int] | None, frozenset[int] | None] | None:
-    """Per variable, the chunks that name it (every entity it binds; without entities, a topic
-    word of its metric; None: no constraint), or None when the pair is not a candidate.
+) -> tuple[int, float]:
+    """(support, association) of a pair of variables; (0, 0.0) when it is not a candidate.
 
-    Two variables that bind different entities of a dimension they share are different things
-    (two cancers), never paired, unless one is the other's stage or subtype: then naming the
-    stage or subtype names both, and the parent entity is no constraint.
+    The support: how many chunks could state a link between the two, those that name both;
+    two variables that name nothing to look for pair weakly (``FREE_PAIR_SUPPORT``, at
+    ``FREE_PAIR_ASSOCIATION``). The association, in [0, 1]: the support over the chunks naming
+    the rarer of the two. A pair whose rarer side is always named with the other (one cancer and
+    its own symptom) scores 1; a common entity met once with another (a cancer and "skin" in a
+    list) scores near 0. Tier 2 sends a template's most associated pairs first.
+
+    Per variable, the chunks that name it: every entity it binds; without entities, a topic word
+    of its metric; else no constraint. Two variables that bind different entities of a dimension
+    they share are different things (two cancers), never paired, unless one is the other's stage
+    or subtype: then naming the stage or subtype names both, and the parent entity is no
+    constraint.
     """
     s, t = _bound(spec, source), _bound(spec, target)
     dims = {d.name: d for d in spec.dimensions}
     implied: set[str] = set()
-    for d in s:
-        if d in t and d in dims and not _same_or_parent(dims[d], s[d], t[d]):
-            return None
-        if d in t and d in dims and s[d] != t[d]:
+    for d in s.keys() & t.keys() & dims.keys():
+        if not _same_or_parent(dims[d], s[d], t[d]):
+            return 0, 0.0
+        if s[d] != t[d]:
             implied.add(s[d] if dims[d].parent_of(t[d]) == s[d] else t[d])
 
     def named(v: Variable) -> frozenset[int] | None:
@@ -464,60 +465,22 @@ def _named_in(
         words = topic_words(v.metric) if not v.entities else ()
         return frozenset().union(*(mentions.chunks_naming(w) for w in words)) if words else None
 
-    return named(source), named(target)
-
-
-def _tie(
-    spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
-) -> tuple[int, float]:
-    """(``support``, ``association``) of a pair from ``_named_in`` without its unconstrained
-    sides: (0, 0.0) when the pair is not a candidate, the free pair's figures when neither side
-    names anything to look for."""
-    got = _named_in(spec, mentions, source, target)
-    if got is None:
-        return 0, 0.0
-    sets = [x for x in got if x is not None]
+    sets = [x for x in (named(source), named(target)) if x is not None]
     if not sets:
         return FREE_PAIR_SUPPORT, FREE_PAIR_ASSOCIATION
     both = len(frozenset.intersection(*sets))
     return both, (both / min(len(x) for x in sets) if both else 0.0)
 
 
-def support(spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable) -> int:
-    """How many chunks could state a link between two variables (0: not a Tier 2 candidate):
-    those that name both (``_named_in``: every entity of both together, and, for a variable
-    without entities, a topic word of its metric, ``topic_words``); two variables that name
-    nothing to look for pair weakly (``FREE_PAIR_SUPPORT``)."""
-    return _tie(spec, mentions, source, target)[0]
-
-
-def association(
-    spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
-) -> float:
-    """How tied two variables are in the corpus, in [0, 1] (0: not a candidate): their
-    ``support`` over the chunks naming the rarer of the two. A pair whose rarer side is always
-    named with the other (one cancer and its own symptom) scores 1; a common entity met once
-    with another (a cancer and "skin" in a list) scores near 0. Tier 2 sends a template's most
-    associated pairs first."""
-    return _tie(spec, mentions, source, target)[1]
-
-
 def candidate_score(
     spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
 ) -> float:
-    """How strongly Tier 2 should ask about a pair: its ``support`` plus its ``association``
+    """How strongly Tier 2 should ask about a pair: its support plus its association (``tie``)
     when the association reaches ``MIN_ASSOCIATION``, else 0 (not a Tier 2 candidate). A
     template sends its pairs in this order (the most chunks first, then the tightest tie), each
     variable in at most ``PAIRS_PER_VARIABLE`` of them (``tier2_batches``)."""
-    chunks, score = _tie(spec, mentions, source, target)
+    chunks, score = tie(spec, mentions, source, target)
     return chunks + score if score >= MIN_ASSOCIATION else 0.0
-
-
-def compatible(
-    spec: DomainSpec, mentions: EntityMentions, source: Variable, target: Variable
-) -> bool:
-    """Whether Tier 2 asks about this pair (``candidate_score`` > 0)."""
-    return candidate_score(spec, mentions, source, target) > 0
 
 
 @dataclass(frozen=True)
@@ -594,10 +557,7 @@ def tier2_batches(
     """
     by_name = {v.name: v for v in variables}
     cap = max(1, min(per_template, max_pairs))
-    batches: list[Tier2Batch] = []
-    cur_t: list[Template] = []
-    cur_p: list[tuple[str, str]] = []
-    weight = 0
+    chosen: list[tuple[Template, list[tuple[str, str]]]] = []
     counts = {
         "candidates_proposed": 0,
         "candidates": 0,
@@ -615,16 +575,32 @@ def tier2_batches(
         counts["candidates_over_template_cap"] += len(ranked) - len(pairs)
         counts["templates_without_candidates"] += not pairs
         pairs.sort(key=lambda p: (by_name[p[0]].entities, by_name[p[1]].entities, p))
-        w = len(pairs) or min(OPEN_TEMPLATE_WEIGHT, max_pairs)
-        if cur_t and weight + w > max_pairs:
-            batches.append(Tier2Batch(tuple(cur_t), tuple(cur_p)))
-            cur_t, cur_p, weight = [], [], 0
-        cur_t.append(t)
-        cur_p.extend(pairs)
-        weight += w
-    if cur_t:
-        batches.append(Tier2Batch(tuple(cur_t), tuple(cur_p)))
+        chosen.append((t, pairs))
+    batches = [
+        Tier2Batch(tuple(chosen[i][0] for i in g), tuple(p for i in g for p in chosen[i][1]))
+        for g in packed([len(pairs) for _, pairs in chosen], max_pairs)
+    ]
     return batches, counts
+
+
+def packed(weights: Sequence[int], max_pairs: int) -> list[list[int]]:
+    """Templates of these candidate counts (0: a template to populate, which takes
+    ``OPEN_TEMPLATE_WEIGHT`` slots) packed in order into calls of at most ``max_pairs`` slots:
+    the indices per call. A template is never split.
+
+    >>> packed([3, 0, 4, 2], 12)  # the open template takes 10 slots: not with the 3
+    [[0], [1], [2, 3]]
+    """
+    groups: list[list[int]] = []
+    load = 0
+    for i, w in enumerate(weights):
+        w = min(w, max_pairs) if w else min(OPEN_TEMPLATE_WEIGHT, max_pairs)
+        if not groups or load + w > max_pairs:
+            groups.append([])
+            load = 0
+        groups[-1].append(i)
+        load += w
+    return groups
 
 
 @dataclass
@@ -656,16 +632,14 @@ class Vocabulary:
         entity.
         """
         if len(known) + len(new) != len(metric.signature):
-            self.dropped["tier2_new_variable_wrong_arity"] += 1
-            return None
+            return self._refuse("tier2_new_variable_wrong_arity")
         placed: dict[str, str] = {}
         for e in known:
             dim = next(
                 (d for d in metric.signature if d not in placed and e in self.entities(d)), None
             )
             if dim is None:
-                self.dropped["tier2_new_variable_entity_not_of_signature"] += 1
-                return None
+                return self._refuse("tier2_new_variable_entity_not_of_signature")
             placed[dim] = e
         fresh: list[tuple[str, str]] = []
         rest = iter(new)
@@ -677,20 +651,21 @@ class Vocabulary:
             if hit is not None:
                 placed[dim] = hit
             elif not entity_ok(name) or normalize_text(name) not in shown:
-                self.dropped["tier2_new_entity_not_in_shown_text"] += 1
-                return None
+                return self._refuse("tier2_new_entity_not_in_shown_text")
             elif len(self.new_entities.get(dim, ())) >= NEW_ENTITIES_PER_DIMENSION:
-                self.dropped["tier2_new_entity_over_cap"] += 1
-                return None
+                return self._refuse("tier2_new_entity_over_cap")
             else:
                 placed[dim] = name
                 fresh.append((dim, name))
         v = Variable(metric.name, tuple(placed[d] for d in metric.signature))
         unseen = v.name not in self.known and v.name not in self.new_variables
         if unseen and self.per_metric[metric.name] >= NEW_VARIABLES_PER_METRIC:
-            self.dropped["tier2_new_variable_over_cap"] += 1
-            return None
+            return self._refuse("tier2_new_variable_over_cap")
         return v, fresh
+
+    def _refuse(self, reason: str) -> None:
+        """Count why ``resolve`` refused a variable (its None)."""
+        self.dropped[reason] += 1
 
     def admit(self, v: Variable, new: Sequence[tuple[str, str]]) -> None:
         if v.name in self.known or v.name in self.new_variables:
@@ -743,9 +718,7 @@ class Tier2Call:
                 q = q + np.mean(vs, axis=0) * 2
             q = _unit(q)
             ranked = top_chunks(q, ctx.chunk_embeddings, ctx.snippets * 4)
-            ranked = sorted(
-                ranked, key=lambda i: (bool(naming) and i not in naming, ranked.index(i))
-            )
+            ranked = sorted(ranked, key=lambda i: bool(naming) and i not in naming)  # stable
             for i in ranked[: ctx.snippets]:
                 chosen.setdefault(i, q)
         return list(chosen.items())[:MAX_TIER2_SNIPPETS]
@@ -758,7 +731,7 @@ class Tier2Call:
         tgt_metrics = sorted({t.target for t in batch.templates})
         used = sorted({*src_metrics, *tgt_metrics})
         dims = sorted({d for m in used for d in spec.metric(m).signature})
-        slots = {d: spec.dimension(d).entities for d in dims}
+        slots = {d: spec.dimension(d).entities for d in dims}  # dimension -> its entities
         model = tier2_model(src_metrics, tgt_metrics, len(batch.pairs), slots)
         messages = self.prompt.render(
             model.__name__,
@@ -781,23 +754,19 @@ class Tier2Call:
     def units(self, batch: Tier2Batch) -> list[_Unit]:
         """The split unit: one candidate pair with its template, or a template to populate. A
         split half carries only its own templates and evidence, so it really is shorter."""
+        of = {
+            p: Template(self.by_name[p[0]].metric, self.by_name[p[1]].metric) for p in batch.pairs
+        }
         out: list[_Unit] = []
         for t in batch.templates:
-            mine = [
-                p
-                for p in batch.pairs
-                if (self.by_name[p[0]].metric, self.by_name[p[1]].metric) == (t.source, t.target)
-            ]
-            out += [(t, p) for p in mine] or [(t, None)]
+            out += [(t, p) for p in batch.pairs if of[p] == t] or [(t, None)]
         return out
 
     async def ask(self, sub: Sequence[_Unit]) -> Any:
         part = Tier2Batch(
             tuple(dict.fromkeys(t for t, _ in sub)), tuple(p for _, p in sub if p is not None)
         )
-        texts = [(i, self.ctx.excerpt(i, q)) for i, q in self.evidence(part)]
-        keep = set(distinct_excerpts([t for _, t in texts]))
-        shown = list(dict.fromkeys(t for _, t in texts if t in keep))
+        shown = distinct_excerpts([self.ctx.excerpt(i, q) for i, q in self.evidence(part)])
         messages, model = self.render(part, shown)
         budget = tokens_for(len(part.pairs), TIER2_TOKENS_PER_PAIR, TIER2_FIXED_TOKENS)
         with completion_budget(budget + MAX_NEW_EDGES * TIER2_TOKENS_PER_NEW_EDGE):
@@ -850,17 +819,14 @@ class Tier2Replies:
             if j is None:
                 continue
             self.kept += 1
-            s, t = part.pairs[number - 1]
-            self.offer(_draft(s, t, j))
+            self.offer(_draft(*part.pairs[number - 1], j))
         if len(part.pairs) - len(judged):
             self.dropped["tier2_candidates_not_judged"] += len(part.pairs) - len(judged)
 
     def new_edge(self, ne: Any, part: Tier2Batch, shown: str) -> None:
         """A new edge of one of the call's templates, its endpoints resolved in the vocabulary
         (new entities only as quoted from the text shown)."""
-        if (ne.source.metric, ne.target.metric) not in {
-            (t.source, t.target) for t in part.templates
-        }:
+        if Template(ne.source.metric, ne.target.metric) not in part.templates:
             self.dropped["tier2_new_edge_not_a_template"] += 1
             return
         ends = []

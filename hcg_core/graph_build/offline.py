@@ -21,6 +21,7 @@ import logging
 import sys
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -160,8 +161,7 @@ def build_offline(
     works on text signals alone; the report's ``warnings`` and a logged warning say so
     (``EMPTY_GRAPH_NOTE``).
     """
-    cfg = OfflineBuildConfig.from_options(config, **options) if options else config
-    cfg = cfg or OfflineBuildConfig()
+    cfg = OfflineBuildConfig.from_options(config, **options)
     caps = tier_caps(tier)
     if not chunks:
         raise BuildError("no chunks to build from: the corpus is empty")
@@ -390,8 +390,7 @@ def _metrics(
     out: list[Metric] = []
     for i in metric_used:
         if vocab.given is not None:
-            m = vocab.given[i]
-            out.append(Metric(m.name, m.signature, m.description, m.category, metric_roles[i]))
+            out.append(replace(vocab.given[i], role=metric_roles[i]))
         else:
             sig = signature.get(i, ())
             out.append(Metric(names[i], sig, "", sig[0] if sig else "general", metric_roles[i]))

@@ -47,17 +47,13 @@ def collect_statements(
     >>> [(s.sentence, s.cause.text, s.effect.text) for s in c.statements]
     [(0, 'smoking', 'cancer'), (2, 'salt', 'blood pressure')]
     """
-    corpus = SentenceCorpus()
-    index: dict[str, int] = {}
+    held: dict[str, list[int]] = {}  # sentence -> its chunks, in first-seen order
     for ci, chunk in enumerate(iterate(chunks, "sentences")):
         for s in split_sentences(chunk.text):
-            sid = index.get(s)
-            if sid is None:
-                sid = index[s] = len(corpus.sentences)
-                corpus.sentences.append(s)
-                corpus.chunks_of.append([])
-            if not corpus.chunks_of[sid] or corpus.chunks_of[sid][-1] != ci:
-                corpus.chunks_of[sid].append(ci)
+            chunks_of = held.setdefault(s, [])
+            if not chunks_of or chunks_of[-1] != ci:
+                chunks_of.append(ci)
+    corpus = SentenceCorpus(list(held), list(held.values()))
     for sid, s in enumerate(iterate(corpus.sentences, "causal statements")):
         corpus.statements.extend(extract_statements(s, sid))
     corpus.compounds = compound_heads(corpus.sentences, corpus.statements)
@@ -107,8 +103,8 @@ def containers(sentences: Sequence[str], ids: Iterable[int]) -> dict[int, frozen
                 by_first = index.get(tuple(w[k : k + n]))
                 if by_first is None:
                     continue
-                for by_last in _ends_of(by_first, w[k - 1]):
-                    for holders in _starts_of(by_last, w[k + n]):
+                for by_last in _affixed(by_first, w[k - 1], suffix=True):
+                    for holders in _affixed(by_last, w[k + n], suffix=False):
                         for i in holders:
                             if i != j and sentences[i] in text:
                                 found.setdefault(i, set()).add(j)
@@ -123,20 +119,18 @@ def containers(sentences: Sequence[str], ids: Iterable[int]) -> dict[int, frozen
 _NONE: frozenset[int] = frozenset()
 
 
-def _ends_of(table: dict[str, T], word: str) -> list[T]:
-    """The values of ``table`` whose key is a suffix of ``word``, looked up the cheaper way: by
-    each suffix of the word, or by each key when the table has fewer keys than the word letters.
+def _affixed(table: dict[str, T], word: str, *, suffix: bool) -> list[T]:
+    """The values of ``table`` whose key is a suffix (else a prefix) of ``word``, looked up the
+    cheaper way: by each suffix (prefix) of the word, or by each key when the table has fewer keys
+    than the word letters.
     """
     if len(table) < len(word):
-        return [v for key, v in table.items() if word.endswith(key)]
-    return [table[s] for s in (word[x:] for x in range(len(word))) if s in table]
-
-
-def _starts_of(table: dict[str, T], word: str) -> list[T]:
-    """As ``_ends_of``, for the keys that are a prefix of ``word``."""
-    if len(table) < len(word):
-        return [v for key, v in table.items() if word.startswith(key)]
-    return [table[p] for p in (word[:x] for x in range(1, len(word) + 1)) if p in table]
+        fits = word.endswith if suffix else word.startswith
+        return [v for key, v in table.items() if fits(key)]
+    n = len(word)
+    return [
+        table[a] for a in (word[x:] if suffix else word[: n - x] for x in range(n)) if a in table
+    ]
 
 
 def distinct_sentences(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -71,19 +71,15 @@ def choose_nodes(
             support[key] += 1
             aliases[key][sp.text] += 1
     keep: dict[NodeKey, NodeKey] = {}
-    per_metric: dict[int, list[NodeKey]] = defaultdict(list)
+    kept: Counter = Counter()  # per metric, entities kept on their support
     for key in sorted(support, key=lambda k: (k.metric, -support[k], k.order())):
-        per_metric[key.metric].append(key)
-    for keys in per_metric.values():
-        kept = 0
-        for key in keys:
-            if not key.is_generic and (
-                key.is_existing or (support[key] >= min_support and kept < max_per_metric)
-            ):
-                keep[key] = key
-                kept += not key.is_existing
-            else:
-                keep[key] = key.generic()
+        if not key.is_generic and (
+            key.is_existing or (support[key] >= min_support and kept[key.metric] < max_per_metric)
+        ):
+            keep[key] = key
+            kept[key.metric] += not key.is_existing
+        else:
+            keep[key] = key.generic()
     return Nodes(support, aliases, keep)
 
 
@@ -180,26 +176,27 @@ def drop_weak_nodes(support: Support) -> int:
     weak = {
         n for n, sents in node_sents.items() if len(sents) == 1 and max(sents.values()) < STRONG_CUE
     }
-    for key in [k for k in support if k[0] in weak or k[1] in weak]:
-        del support[key]
+    _drop(support, lambda s, t: s in weak or t in weak)
     return len(weak)
 
 
 def drop_nodes(support: Support, nodes: set[NodeKey]) -> int:
     """Drop (in place) the links into or out of ``nodes``; returns how many of them had a link."""
-    gone = [k for k in support if k[0] in nodes or k[1] in nodes]
-    had = {n for k in gone for n in k if n in nodes}
-    for key in gone:
-        del support[key]
-    return len(had)
+    gone = _drop(support, lambda s, t: s in nodes or t in nodes)
+    return len({n for k in gone for n in k if n in nodes})
 
 
 def drop_leaving(support: Support, metrics: set[int]) -> int:
     """Drop (in place) the links whose source belongs to one of ``metrics`` (terminals)."""
-    gone = [k for k in support if k[0].metric in metrics]
-    for key in gone:
+    return len(_drop(support, lambda s, t: s.metric in metrics))
+
+
+def _drop(support: Support, gone: Callable[[NodeKey, NodeKey], bool]) -> list[Link]:
+    """Drop (in place) the links ``gone(source, target)`` holds; return them."""
+    links = [k for k in support if gone(*k)]
+    for key in links:
         del support[key]
-    return len(gone)
+    return links
 
 
 def _norm(name: str) -> str:
@@ -235,12 +232,8 @@ def roles(
         for i in sinks[: max(1, round(DEFAULT_TERMINAL_SHARE * n))]:
             out[i] = "terminal"
         for i in range(n):
-            total = din[i] + dout[i]
-            if (
-                out[i] == "intermediate"
-                and din[i] >= 3
-                and din[i] / total >= DEFAULT_OUTCOME_IN_SHARE
-            ):
+            share = din[i] / max(1, din[i] + dout[i])
+            if out[i] == "intermediate" and din[i] >= 3 and share >= DEFAULT_OUTCOME_IN_SHARE:
                 out[i] = "outcome"
         if "outcome" not in out and n:
             best = max(range(n), key=lambda i: (din[i] - dout[i], -i))
