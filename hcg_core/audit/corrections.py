@@ -272,6 +272,13 @@ def _edit_edge(state: _State, i: int, entry: dict) -> str:
     )
 
 
+def _ends(link: Any, names: dict[str, str]) -> Any:
+    """An edge or a relation with its ends renamed by ``names`` (old -> new)."""
+    return replace(
+        link, source=names.get(link.source, link.source), target=names.get(link.target, link.target)
+    )
+
+
 def _same_sign(a: str, b: str) -> bool:
     """Two effects that may be one edge: equal, or one of them unknown ("")."""
     return not a or not b or a == b
@@ -289,11 +296,7 @@ def _merge(state: _State, entry: dict) -> str:
     by_pair: dict[tuple[str, str], list[int]] = {}
     loops, joined, apart = [], [], []
     for e in state.edges:
-        e2 = replace(
-            e,
-            source=keep if e.source == drop else e.source,
-            target=keep if e.target == drop else e.target,
-        )
+        e2 = _ends(e, {drop: keep})
         if e2.source == e2.target:
             loops.append(e.id)
             continue
@@ -319,10 +322,9 @@ def _merge(state: _State, entry: dict) -> str:
     if drop in spec_names and keep not in spec_names:
         spec_vars.append(names[keep])
     relations: dict[tuple[str, str], Relation] = {}
-    for r in spec.relations:
-        s, t = (keep if r.source == drop else r.source), (keep if r.target == drop else r.target)
-        if s != t:
-            relations.setdefault((s, t), Relation(s, t, r.mechanism))
+    for r in (_ends(r, {drop: keep}) for r in spec.relations):
+        if r.source != r.target:
+            relations.setdefault((r.source, r.target), r)
     state.update(
         ("rename_variables", {drop: keep}),
         spec=replace(spec, variables=tuple(spec_vars), relations=tuple(relations.values())),
@@ -397,12 +399,7 @@ def _rename_metric(state: _State, entry: dict) -> str:
             spec,
             metrics=tuple(replace(m, name=new) if m.name == old else m for m in spec.metrics),
             variables=tuple(var(v) for v in spec.variables),
-            relations=tuple(
-                Relation(
-                    mapping.get(r.source, r.source), mapping.get(r.target, r.target), r.mechanism
-                )
-                for r in spec.relations
-            ),
+            relations=tuple(_ends(r, mapping) for r in spec.relations),
             outcome=replace(
                 outcome,
                 outcomes=tuple(map(metric, outcome.outcomes)),
@@ -410,12 +407,7 @@ def _rename_metric(state: _State, entry: dict) -> str:
             ),
         ),
         variables=[var(v) for v in state.variables],
-        edges=[
-            replace(
-                e, source=mapping.get(e.source, e.source), target=mapping.get(e.target, e.target)
-            )
-            for e in state.edges
-        ],
+        edges=[_ends(e, mapping) for e in state.edges],
     )
     n = sum(v.metric == new for v in state.variables)
     return f"metric {old!r} renamed {new!r} ({n} variables renamed with it)"

@@ -82,6 +82,16 @@ def batch_votes(
     return Counter(k for draft in drafts for k in {key(i) for i in draft} - {""})
 
 
+def first_proposals(drafts: Iterable[Sequence[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Metric name (``metric_name``) -> its first proposal, names in first-seen order."""
+    first: dict[str, dict[str, Any]] = {}
+    for draft in drafts:
+        for item in draft:
+            first.setdefault(metric_name(item.get("name", "")), item)
+    first.pop("", None)
+    return first
+
+
 def merge_dimensions(
     drafts: Iterable[Sequence[dict[str, Any]]],
     cap: int,

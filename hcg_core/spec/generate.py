@@ -15,7 +15,7 @@ names for relation endpoints), and ``hcg_core.spec.assemble`` validates again.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -42,6 +42,7 @@ from .assemble import (
     AssemblyReport,
     assemble_spec,
     batch_votes,
+    first_proposals,
     merge_dimensions,
     merge_metrics,
     merge_relations,
@@ -89,12 +90,8 @@ def cover_sample(chunk_embeddings: np.ndarray, k: int) -> tuple[list[int], dict[
     x = np.asarray(chunk_embeddings, dtype=np.float32)
     n = len(x)
     if n <= k:
-        return list(range(n)), {
-            "chunks_shown": n,
-            "clusters": n,
-            "sampled": False,
-            "mean_cosine_to_sample": 1.0,
-        }
+        info = {"chunks_shown": n, "clusters": n, "sampled": False, "mean_cosine_to_sample": 1.0}
+        return list(range(n)), info
     centre = x.mean(axis=0)
     seeds = [int(np.argmax(x @ centre))]
     nearest = x @ x[seeds[0]]
@@ -117,13 +114,9 @@ def cover_sample(chunk_embeddings: np.ndarray, k: int) -> tuple[list[int], dict[
         if len(members):
             picked.add(int(members[np.argmax(x[members] @ centres[c])]))
     idx = sorted(picked)
-    to_sample = (x @ x[idx].T).max(axis=1)
-    return idx, {
-        "chunks_shown": len(idx),
-        "clusters": k,
-        "sampled": True,
-        "mean_cosine_to_sample": round(float(to_sample.mean()), 4),
-    }
+    cosine = round(float((x @ x[idx].T).max(axis=1).mean()), 4)
+    info = {"chunks_shown": len(idx), "clusters": k, "sampled": True}
+    return idx, {**info, "mean_cosine_to_sample": cosine}
 
 
 def sample_chunks(chunks: Sequence[Chunk], n: int) -> list[Chunk]:
@@ -292,23 +285,21 @@ def infer_domain(replies: Sequence[Mapping[str, Any]]) -> tuple[str, list[str]]:
     ...               {"domain": "Lakes.", "outcomes": ["fish kills", "toxins"]}])
     ('lakes', ['fish kills', 'toxins'])
     """
-    domains: dict[str, list[str]] = {}
-    outcomes: dict[str, list[str]] = {}
-    for r in replies:
-        line = " ".join(str(r.get("domain", "") or "").split()).rstrip(".")
+    domains = _most_named(r.get("domain", "") or "" for r in replies)
+    outcomes = _most_named(o for r in replies for o in r.get("outcomes", []) or [])
+    return (domains[0] if domains else ""), outcomes[:MAX_INFERRED_OUTCOMES]
+
+
+def _most_named(values: Iterable[Any]) -> list[str]:
+    """The distinct lines (case aside, blanks collapsed, no final dot), most named first (ties:
+    first named), each as first written."""
+    found: dict[str, list[str]] = {}
+    for value in values:
+        line = " ".join(str(value).split()).rstrip(".")
         if line:
-            domains.setdefault(line.lower(), []).append(line)
-        for o in r.get("outcomes", []) or []:
-            o = " ".join(str(o).split()).rstrip(".")
-            if o:
-                outcomes.setdefault(o.lower(), []).append(o)
-
-    def ranked(found: dict[str, list[str]]) -> list[str]:
-        order = list(found)
-        return [found[k][0] for k in sorted(order, key=lambda k: (-len(found[k]), order.index(k)))]
-
-    best = ranked(domains)
-    return (best[0] if best else ""), ranked(outcomes)[:MAX_INFERRED_OUTCOMES]
+            found.setdefault(line.lower(), []).append(line)
+    # A stable sort: ties keep the first-named order.
+    return [found[k][0] for k in sorted(found, key=lambda k: -len(found[k]))]
 
 
 @dataclass
@@ -598,12 +589,8 @@ def merge_metric_drafts(
     among their ``SUPPORT_TOP_METRICS`` nearest metrics)."""
     if embedder is None:
         return drafts, {}
-    described: dict[str, str] = {}  # name -> its first description, in first-seen order
-    for draft in drafts:
-        for item in draft:
-            n = metric_name(item.get("name", ""))
-            if n:
-                described.setdefault(n, str(item.get("description", "") or ""))
+    first = first_proposals(drafts).items()
+    described = {n: str(item.get("description", "") or "") for n, item in first}
     names = list(described)
     if not names:
         return drafts, {}

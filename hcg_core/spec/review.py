@@ -21,7 +21,7 @@ from pydantic import BaseModel, create_model
 
 from ..llm.structured import capped_list, capped_text, named_choice
 from ..types import Dimension
-from .assemble import AssemblyReport, batch_votes, metric_name
+from .assemble import AssemblyReport, batch_votes, first_proposals, metric_name
 from .merge import definition
 
 REVIEW_CALLS = 3  # the dimensions review, the metrics review, the check of the kept metrics
@@ -90,12 +90,8 @@ def dimensions_text(dims: Sequence[Dimension]) -> str:
 def metrics_text(drafts: Sequence[Sequence[Mapping[str, Any]]]) -> tuple[str, list[str]]:
     """One line per distinct proposed metric (first proposal's signature, definition and role,
     and how many samples proposed it), and the names in first-seen order."""
-    first: dict[str, Mapping[str, Any]] = {}
+    first = first_proposals(drafts)
     votes = batch_votes(drafts, lambda i: metric_name(i.get("name", "")))
-    for draft in drafts:
-        for item in draft:
-            first.setdefault(metric_name(item.get("name", "")), item)
-    first.pop("", None)
     lines = []
     for n, item in first.items():
         sig = ", ".join(str(s) for s in item.get("signature", []) or [])
@@ -167,11 +163,8 @@ def apply_metric_review(
     """The drafts with every absorbed metric proposal replaced by its keeper's first proposal
     (name, definition, role) but keeping its own signature (``merge_metrics`` settles the
     signature the group's proposals agree on), and the names the review called causes."""
-    first: dict[str, Mapping[str, Any]] = {}
-    for draft in drafts:
-        for item in draft:
-            first.setdefault(metric_name(item.get("name", "")), item)
-    moved = _resolve([(g.keep, g.absorbs) for g in reply.same_quantity], set(first) - {""})
+    first = first_proposals(drafts)
+    moved = _resolve([(g.keep, g.absorbs) for g in reply.same_quantity], set(first))
     report.repaired["metric_merged_by_review"] += len(moved)
     renamed = [
         [
