@@ -331,14 +331,13 @@ def _merge(state: _State, entry: dict) -> str:
         variables=[v for v in state.variables if v.name != drop],
         edges=merged,
     )
+    lists = (
+        ("dropped edges that became self-loops", loops),
+        ("joined parallel edges", joined),
+        ("kept apart, opposite signs (flagged for review)", apart),
+    )
     out = f"variable {drop!r} merged into {keep!r}{drop_note}{keep_note}"
-    if loops:
-        out += f"; dropped edges that became self-loops: {', '.join(loops)}"
-    if joined:
-        out += f"; joined parallel edges: {', '.join(joined)}"
-    if apart:
-        out += f"; kept apart, opposite signs (flagged for review): {', '.join(apart)}"
-    return out
+    return out + "".join(f"; {what}: {', '.join(ids)}" for what, ids in lists if ids)
 
 
 def _remove_edges_of(state: _State, name: str) -> list[CausalEdge]:

@@ -119,19 +119,6 @@ def cover_sample(chunk_embeddings: np.ndarray, k: int) -> tuple[list[int], dict[
     return idx, {**info, "mean_cosine_to_sample": cosine}
 
 
-def sample_chunks(chunks: Sequence[Chunk], n: int) -> list[Chunk]:
-    """``n`` chunks evenly spaced over the corpus order (all of them when fewer).
-
-    >>> [c.id for c in sample_chunks([Chunk(str(i), "") for i in range(10)], 4)]
-    ['0', '3', '6', '9']
-    """
-    if n >= len(chunks):
-        return list(chunks)
-    if n <= 1:
-        return [chunks[0]]
-    return [chunks[round(i * (len(chunks) - 1) / (n - 1))] for i in range(n)]
-
-
 def excerpt(chunk: Chunk, chars: int) -> str:
     """A chunk as Stage 1 reads it: about ``chars`` characters, cut at sentence boundaries."""
     return snippet(chunk.text, chars) or chunk.text[:chars]
@@ -360,16 +347,15 @@ async def agenerate_spec(
     ledger: Ledger,
     failures: Failures,
     tier: str,
+    chunk_embeddings: np.ndarray,
+    embedder: Embedder,
     outcome: OutcomeConfig | None = None,
     config: LLMBuildConfig | None = None,
-    chunk_embeddings: np.ndarray | None = None,
-    embedder: Embedder | None = None,
 ) -> tuple[DomainSpec, dict[str, Any]]:
     """Generate and assemble a spec; returns it with an assembly and coverage report.
 
     Makes ``4 * ceil(read / chunks_per_call)`` calls, ``read`` being every chunk up to the tier's
-    budget (a clustered sample beyond it, when ``chunk_embeddings`` are given; evenly spaced
-    chunks otherwise); all calls of a step run concurrently, and a batch too long for the model
+    budget (beyond it a clustered sample of ``chunk_embeddings``, one vector per chunk); all calls of a step run concurrently, and a batch too long for the model
     is split. Calls are charged to ledger stage ``stage1``. Without a ``domain`` (or an
     ``outcome``), the dimensions step also asks each batch for a one-line domain (and the
     outcomes the text builds toward); the most proposed are shown to the later steps and stored
@@ -383,12 +369,8 @@ async def agenerate_spec(
     opts = config or LLMBuildConfig()
     caps = tier_caps(tier)
     budget = stage1_budget(tier, opts.spec_sample_chunks)
-    if chunk_embeddings is not None and len(chunk_embeddings) == len(chunks):
-        idx, coverage = cover_sample(chunk_embeddings, budget)
-        shown = [chunks[i] for i in idx]
-    else:
-        shown = sample_chunks(chunks, budget)
-        coverage = {"chunks_shown": len(shown), "clusters": 0, "sampled": len(shown) < len(chunks)}
+    idx, coverage = cover_sample(chunk_embeddings, budget)
+    shown = [chunks[i] for i in idx]
     coverage["share_shown"] = round(len(shown) / max(1, len(chunks)), 4)
     batches = spread_batches(shown, opts.chunks_per_call)
     calls = Stage1Calls(llm, ledger, failures, batches, opts.excerpt_chars, opts.prompts)
@@ -580,15 +562,13 @@ async def curated_metrics(
 
 def merge_metric_drafts(
     drafts: list[list[dict[str, Any]]],
-    embedder: Embedder | None,
+    embedder: Embedder,
     chunk_embeddings: np.ndarray | None,
     report: AssemblyReport,
 ) -> tuple[list[list[dict[str, Any]]], dict[str, float]]:
     """Rename the metrics that measure one quantity to one name (``merge.metric_groups``: names
     and definitions), and measure each metric's corpus support (the share of chunks that have it
     among their ``SUPPORT_TOP_METRICS`` nearest metrics)."""
-    if embedder is None:
-        return drafts, {}
     first = first_proposals(drafts).items()
     described = {n: str(item.get("description", "") or "") for n, item in first}
     names = list(described)

@@ -56,16 +56,8 @@ def _typed(value: Any, where: str, kind: type) -> Any:
     return value
 
 
-def _mapping(value: Any, where: str) -> dict:
-    return _typed(value, where, dict)
-
-
-def _list(value: Any, where: str) -> list:
-    return _typed(value, where, list)
-
-
 def _str_tuple(value: Any, where: str) -> tuple[str, ...]:
-    return tuple(str(x) for x in _list(value, where))
+    return tuple(str(x) for x in _typed(value, where, list))
 
 
 def variable_from_item(item: Any, where: str) -> Variable:
@@ -88,16 +80,16 @@ def variable_from_item(item: Any, where: str) -> Variable:
 
 def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
     """Build a DomainSpec from the parsed YAML mapping; raise SpecError naming the bad entry."""
-    data = _mapping(data, "spec")
+    data = _typed(data, "spec", dict)
     unknown = set(data) - TOP_KEYS
     if unknown:
         raise SpecError(f"unknown top-level keys {sorted(unknown)}", entry=sorted(unknown)[0])
     dims = []
-    for name, body in _mapping(data.get("dimensions"), "dimensions").items():
+    for name, body in _typed(data.get("dimensions"), "dimensions", dict).items():
         if isinstance(body, list):  # short form: name: [entities]
             body = {"entities": body}
-        body = _mapping(body, f"dimensions.{name}")
-        parents = _mapping(body.get("parents"), f"dimensions.{name}.parents")
+        body = _typed(body, f"dimensions.{name}", dict)
+        parents = _typed(body.get("parents"), f"dimensions.{name}.parents", dict)
         dims.append(
             Dimension(
                 str(name),
@@ -107,9 +99,9 @@ def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
             )
         )
     metrics = []
-    for key, body in _mapping(data.get("metrics"), "metrics").items():
+    for key, body in _typed(data.get("metrics"), "metrics", dict).items():
         name, signature = parse_call(key, what="metric")
-        body = _mapping(body, f"metrics.{key}")
+        body = _typed(body, f"metrics.{key}", dict)
         metrics.append(
             Metric(
                 name,
@@ -121,17 +113,17 @@ def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
         )
     variables = [
         variable_from_item(item, f"variables[{i}]")
-        for i, item in enumerate(_list(data.get("variables"), "variables"))
+        for i, item in enumerate(_typed(data.get("variables"), "variables", list))
     ]
     relations = []
-    for i, item in enumerate(_list(data.get("relations"), "relations")):
-        item = _mapping(item, f"relations[{i}]")
+    for i, item in enumerate(_typed(data.get("relations"), "relations", list)):
+        item = _typed(item, f"relations[{i}]", dict)
         if "source" not in item or "target" not in item:
             raise SpecError(f"relations[{i}] needs 'source' and 'target'", entry=f"relations[{i}]")
         relations.append(
             Relation(str(item["source"]), str(item["target"]), str(item.get("mechanism", "") or ""))
         )
-    out = _mapping(data.get("outcome"), "outcome")
+    out = _typed(data.get("outcome"), "outcome", dict)
     outcome = OutcomeConfig(
         _str_tuple(out.get("outcomes"), "outcome.outcomes"),
         _str_tuple(out.get("terminals"), "outcome.terminals"),
