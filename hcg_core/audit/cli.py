@@ -90,6 +90,18 @@ def cmd_export(args: argparse.Namespace) -> int:
 _confidence = number_type(lambda x: 0.0 <= x <= 1.0, "a number in [0, 1]")
 
 
+_FULL_VIEW_HELP = (
+    "open on the whole variable graph up to this many variables, else on the metric overview"
+)
+_LIMIT_HELP = "variables drawn at most in one neighbourhood"
+# hcg view's numeric options: flag, type, default and help (to which the default is added).
+_VIEW_OPTIONS = (
+    ("--low-confidence", _confidence, DEFAULT_LOW_CONFIDENCE, "flag edges below this confidence"),
+    ("--full-view-limit", non_negative_int, DEFAULT_FULL_VIEW_LIMIT, _FULL_VIEW_HELP),
+    ("--neighbourhood-limit", non_negative_int, DEFAULT_NEIGHBOURHOOD_LIMIT, _LIMIT_HELP),
+)
+
+
 def add_review_commands(sub: argparse._SubParsersAction) -> None:
     """Add the view, apply, diff and export subparsers to ``hcg``'s parser."""
     from ..graph_lock import add_lock_timeout_argument
@@ -98,25 +110,8 @@ def add_review_commands(sub: argparse._SubParsersAction) -> None:
     v = sub.add_parser("view", help="write a self-contained HTML page to review the graph")
     v.add_argument("dir")
     v.add_argument("--out", default="audit.html", help="the HTML file (default %(default)s)")
-    v.add_argument(
-        "--low-confidence",
-        type=_confidence,
-        default=DEFAULT_LOW_CONFIDENCE,
-        help="flag edges below this confidence (default %(default)s)",
-    )
-    v.add_argument(
-        "--full-view-limit",
-        type=non_negative_int,
-        default=DEFAULT_FULL_VIEW_LIMIT,
-        help="open on the whole variable graph up to this many variables, else on the metric "
-        "overview (default %(default)s)",
-    )
-    v.add_argument(
-        "--neighbourhood-limit",
-        type=non_negative_int,
-        default=DEFAULT_NEIGHBOURHOOD_LIMIT,
-        help="variables drawn at most in one neighbourhood (default %(default)s)",
-    )
+    for flag, kind, default, what in _VIEW_OPTIONS:
+        v.add_argument(flag, type=kind, default=default, help=f"{what} (default %(default)s)")
     v.set_defaults(func=cmd_view)
 
     a = sub.add_parser("apply", help="apply a corrections.yaml and write a corrected graph")

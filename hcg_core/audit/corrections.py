@@ -221,18 +221,15 @@ def _find_edge(
             if e.id == edge_id:
                 return i, ""
         raise Refused(f"no edge {edge_id!r} in the graph (removed by an earlier correction)")
+    ends = (entry.get("source"), entry.get("target"))
+    asked = " -> ".join(ends) if all(isinstance(end, str) for end in ends) else ""
     match = finder.find(entry, state.edges, state.variables)
     if match is None:
-        about = (
-            f" ({entry['source']} -> {entry['target']})"
-            if isinstance(entry.get("source"), str) and isinstance(entry.get("target"), str)
-            else ""
-        )
+        about = f" ({asked})" if asked else ""
         raise Refused(
             f"no edge {edge_id!r}{about} in the graph: not by id, by its two variables "
             "(name, metric and entities) or by its evidence sentence"
         )
-    asked = f"{entry['source']} -> {entry['target']}"
     other = (named or {}).get(state.edges[match.index].id, index)
     if match.how == "evidence sentence" and other != index:
         raise Refused(
@@ -596,10 +593,9 @@ def _variable_vectors(
     rows = {variable_text(v): i for i, v in enumerate(graph.variables)}
     texts = [variable_text(v) for v in new.variables]
     missing = [i for i, t in enumerate(texts) if t not in rows]
+    kept = [i for i, t in enumerate(texts) if t in rows]
     out = np.zeros((len(texts), old.shape[1]), dtype=np.float32)
-    for i, t in enumerate(texts):
-        if t in rows:
-            out[i] = old[rows[t]]
+    out[kept] = old[[rows[texts[i]] for i in kept]]
     if missing:
         from ..embedders import embedder_from_name
         from ..embedding import as_matrix, embedder_errors

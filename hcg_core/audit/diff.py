@@ -7,6 +7,7 @@ and returns JSON-ready data; ``format_diff`` prints it for a person.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -87,9 +88,7 @@ def diff_graphs(a: CausalGraph, b: CausalGraph) -> dict[str, Any]:
     chunks_a = {c.id: c.text for c in a.chunks}
     chunks_b = {c.id: c.text for c in b.chunks}
     chunk_changes = _added_removed(set(chunks_a), set(chunks_b))
-    chunk_changes["changed"] = sorted(
-        cid for cid in chunks_a.keys() & chunks_b.keys() if chunks_a[cid] != chunks_b[cid]
-    )
+    chunk_changes["changed"] = list(_per_key(chunks_a, chunks_b, operator.ne))
     out: dict[str, Any] = {
         "spec": diff_specs(a.spec, b.spec),
         "variables": _added_removed(vars_a, vars_b),

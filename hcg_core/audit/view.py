@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 import os
 from collections import Counter
@@ -116,9 +117,7 @@ def render_html(data: dict[str, Any]) -> str:
     # The title is escaped for HTML and put in before anything else is inlined.
     css = (_HERE / "view.css").read_text(encoding="utf-8")
     js = (_HERE / "view.js").read_text(encoding="utf-8")
-    title = str(data.get("title") or "graph")
-    for raw, esc in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;")):
-        title = title.replace(raw, esc)
+    title = html.escape(str(data.get("title") or "graph"), quote=False)
     template = template.replace("@TITLE@", title)
     # Placeholders are replaced in this order so inlined text is never scanned again.
     head, rest = template.split("/*@CSS@*/")

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..embedding import as_matrix
-from ..graph_build.extract import STRONG_CUE, Span, Statement, head_of
+from ..graph_build.extract import STRONG_CUE, Statement, head_of
 from ..ports import Embedder
 from ..types import DomainSpec, Metric, variable_text
 
@@ -163,13 +163,11 @@ def generate_vocabulary(
     metric whose centroid is closest when the cosine is at least ``merge_threshold``, keeping its
     own head in the entity; otherwise it is dropped.
     """
-    spans: dict[str, Span] = {}
-    parts: dict[str, tuple[str, str]] = {}
+    parts: dict[str, tuple[str, str]] = {}  # span text -> (head, entity), in first-seen order
     head_count: Counter = Counter()
     head_best: dict[str, float] = defaultdict(float)
     for st in statements:
         for sp in (st.cause, st.effect):
-            spans.setdefault(sp.text, sp)
             parts.setdefault(sp.text, head_of(sp, compounds))
             head_count[parts[sp.text][0]] += 1
             head_best[parts[sp.text][0]] = max(head_best[parts[sp.text][0]], st.strength)
@@ -184,17 +182,16 @@ def generate_vocabulary(
     head_index = {h: i for i, h in enumerate(heads)}
     # A metric's centroid: the mean vector of the spans that carry its head.
     centroids = np.zeros((len(heads), span_vec.shape[1]), dtype=np.float32)
-    for text in spans:
+    for text in parts:
         if parts[text][0] in head_index:
             centroids[head_index[parts[text][0]]] += span_vec[row[text]]
     norms = np.linalg.norm(centroids, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     centroids /= norms
-    rare = [t for t in spans if parts[t][0] not in head_index]
+    rare = [t for t in parts if parts[t][0] not in head_index]
     best, sim = cos_argmax(span_vec[[row[t] for t in rare]], centroids) if rare else ([], [])
     assign: dict[str, NodeKey | None] = {}
-    for text in spans:
-        head, entity = parts[text]
+    for text, (head, entity) in parts.items():
         if head in head_index:
             assign[text] = NodeKey(head_index[head], entity)
     dropped = 0

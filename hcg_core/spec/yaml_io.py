@@ -159,44 +159,46 @@ def spec_to_dict(spec: DomainSpec) -> dict:
     def var_item(v: Variable) -> Any:
         if all(_entity_safe(e) for e in v.entities):
             return {"name": v.name, "description": v.description} if v.description else v.name
-        item: dict[str, Any] = {"metric": v.metric, "entities": list(v.entities)}
-        if v.description:
-            item["description"] = v.description
-        return item
+        item = {"metric": v.metric, "entities": list(v.entities), "description": v.description}
+        return _unset_dropped(item, "description")
 
-    data: dict[str, Any] = {}
-    if spec.domain:
-        data["domain"] = spec.domain
-    if spec.inferred:
-        data["inferred"] = list(spec.inferred)
-    out: dict[str, Any] = {
+    outcome = {
         "outcomes": list(spec.outcome.outcomes),
         "terminals": list(spec.outcome.terminals),
+        "description": spec.outcome.description,
     }
-    if spec.outcome.description:
-        out["description"] = spec.outcome.description
-    data["outcome"] = out
-    data["dimensions"] = {d.name: _dimension_item(d) for d in spec.dimensions}
-    data["metrics"] = {
-        (f"{m.name}({', '.join(m.signature)})" if m.signature else m.name): {
-            "description": m.description,
-            "category": m.category,
-            "graph_role": m.role,
-        }
-        for m in spec.metrics
+    data = {
+        "domain": spec.domain,
+        "inferred": list(spec.inferred),
+        "outcome": _unset_dropped(outcome, "description"),
+        "dimensions": {d.name: _dimension_item(d) for d in spec.dimensions},
+        "metrics": {
+            (f"{m.name}({', '.join(m.signature)})" if m.signature else m.name): {
+                "description": m.description,
+                "category": m.category,
+                "graph_role": m.role,
+            }
+            for m in spec.metrics
+        },
+        "variables": [var_item(v) for v in spec.variables],
+        "relations": [
+            {"source": r.source, "target": r.target, "mechanism": r.mechanism}
+            for r in spec.relations
+        ],
     }
-    data["variables"] = [var_item(v) for v in spec.variables]
-    data["relations"] = [
-        {"source": r.source, "target": r.target, "mechanism": r.mechanism} for r in spec.relations
-    ]
-    return data
+    return _unset_dropped(data, "domain", "inferred")
+
+
+def _unset_dropped(item: dict[str, Any], *optional: str) -> dict[str, Any]:
+    """``item`` without those of its ``optional`` keys whose value is empty: an optional field
+    is written only when set."""
+    return {k: v for k, v in item.items() if v or k not in optional}
 
 
 def _dimension_item(d: Dimension) -> dict[str, Any]:
-    item: dict[str, Any] = {"description": d.description, "entities": list(d.entities)}
-    if d.parents:  # written only when there are links, so older specs read back unchanged
-        item["parents"] = dict(d.parents)
-    return item
+    # Parents are written only when there are links, so older specs read back unchanged.
+    item = {"description": d.description, "entities": list(d.entities), "parents": dict(d.parents)}
+    return _unset_dropped(item, "parents")
 
 
 INFERRED_NOTE = (
