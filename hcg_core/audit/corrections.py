@@ -644,22 +644,17 @@ def apply_to_directory(
         )
     check_output_dir(out, inputs=[directory], probe=False)
     stored = load_graph(directory)
-    entries = read_corrections(corrections_path)
     done = correct_graph(
         stored.graph,
-        entries,
+        read_corrections(corrections_path),
         variable_embeddings=stored.variable_embeddings,
         embedder_name=stored.embedder_name,
         ledger=stored.ledger,
     )
     if strict and done.report.refused:
         return done.report
-    build_report = dict(stored.report or {})
-    build_report["corrections"] = {
-        "from": str(directory),
-        "file": str(corrections_path),
-        **done.report.as_dict(),
-    }
+    applied = {"from": str(directory), "file": str(corrections_path), **done.report.as_dict()}
+    build_report = {**(stored.report or {}), "corrections": applied}
     save_graph(
         done.graph,
         out,

@@ -207,11 +207,8 @@ def variables_model(
     enum offers only that dimension's entities ("" when the metric has no such slot)."""
     fields: dict[str, Any] = {"metric": (choice(metric_names), ...)}
     if slots:
-        slot_model = create_model(
-            "EntitySlots",
-            **{d: (named_choice(["", *ents]), "") for d, ents in slots.items()},
-        )
-        fields["entities"] = (slot_model, ...)
+        choices = {d: (named_choice(["", *ents]), "") for d, ents in slots.items()}
+        fields["entities"] = (create_model("EntitySlots", **choices), ...)
     else:
         fields["entities"] = (list[str], Field(default_factory=list))
     fields["description"] = (str, capped_text(MAX_DESCRIPTION_CHARS))
@@ -242,11 +239,9 @@ def _outcome_text(
     outcome: OutcomeConfig | None, *, choose: bool = True, inferred: Sequence[str] = ()
 ) -> str:
     if outcome is None:
-        guess = (
-            f"not given; the excerpts suggest {', '.join(inferred)} (inferred, not confirmed)"
-            if inferred
-            else "not given"
-        )
+        guess = "not given"
+        if inferred:
+            guess += f"; the excerpts suggest {', '.join(inferred)} (inferred, not confirmed)"
         if not choose:
             return guess
         return f"{guess}: tag the final outcomes 'terminal' and key endpoints 'outcome'"

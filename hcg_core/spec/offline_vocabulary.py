@@ -224,13 +224,12 @@ def map_onto_spec(
     metrics = list(spec.metrics)
     m_index = {m.name: i for i, m in enumerate(metrics)}
     vtexts = [variable_text(v) for v in spec.variables]
-    vvec = (
-        as_matrix(embedder.embed_documents(vtexts), len(vtexts), who=embedder.name)
-        if vtexts
-        else np.zeros((0, span_vec.shape[1]), dtype=np.float32)
-    )
-    mtexts = [f"{m.name.replace('_', ' ')}. {m.description}" for m in metrics]
-    mvec = as_matrix(embedder.embed_documents(mtexts), len(mtexts), who=embedder.name)
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return as_matrix(embedder.embed_documents(texts), len(texts), who=embedder.name)
+
+    vvec = embed(vtexts) if vtexts else np.zeros((0, span_vec.shape[1]), dtype=np.float32)
+    mvec = embed([f"{m.name.replace('_', ' ')}. {m.description}" for m in metrics])
     texts = list(row)
     vb, vs = cos_argmax(span_vec, vvec)
     mb, ms = cos_argmax(span_vec, mvec)
