@@ -121,11 +121,9 @@ def review_flags(
     index = {v.name: i for i, v in enumerate(graph.variables)}
     n = len(index)
     adjacency: list[list[int]] = [[] for _ in range(n)]
-    touched = [False] * n
     for e in graph.edges:
-        a, b = index[e.source], index[e.target]
-        adjacency[a].append(b)
-        touched[a] = touched[b] = True
+        adjacency[index[e.source]].append(index[e.target])
+    touched = {index[name] for e in graph.edges for name in (e.source, e.target)}
     digraph = nx.DiGraph()
     digraph.add_nodes_from(range(n))
     digraph.add_edges_from((a, b) for a in range(n) for b in adjacency[a])
@@ -153,7 +151,7 @@ def review_flags(
         "cycle_edges": cycle_edges,
         "cycles": [_cycle_in(c, adjacency) for c in parts[:MAX_CYCLES_LISTED]],
         "cyclic_parts": len(parts),
-        "isolated": [i for i in range(n) if not touched[i]],
+        "isolated": [i for i in range(n) if i not in touched],
         "empty_metrics": [m.name for m in graph.spec.metrics if m.name not in used_metrics],
         "opposite_signs": opposite,
     }

@@ -20,7 +20,7 @@ from typing import Any
 from ..graph_build.health import graph_health
 from ..output_paths import check_output_path, write_output_file
 from ..store import StoredGraph, load_graph
-from ..types import CausalGraph
+from ..types import CausalEdge, CausalGraph
 from .review import DEFAULT_LOW_CONFIDENCE, metric_overview, review_flags, supporting_sentence
 
 _HERE = Path(__file__).parent
@@ -50,23 +50,23 @@ def view_data(
     chunks = {c.id: c for c in graph.chunks}
     cited = sorted({cid for e in graph.edges for cid in e.evidence})
     per_metric = Counter(v.metric for v in graph.variables)
-    edges = []
-    for e in graph.edges:
-        support = []
-        for cid in e.evidence:
-            span = supporting_sentence(chunks[cid].text, e) if cid in chunks else None
-            support.append(list(span) if span else None)
-        edges.append(
-            {
-                "id": e.id,
-                "s": index[e.source],
-                "t": index[e.target],
-                **_record(e, "mechanism", "effect"),
-                "confidence": round(float(e.confidence), 4),
-                "evidence": list(e.evidence),
-                "support": support,
-            }
-        )
+
+    def support(e: CausalEdge, cid: str) -> list[int] | None:
+        span = supporting_sentence(chunks[cid].text, e) if cid in chunks else None
+        return list(span) if span else None
+
+    edges = [
+        {
+            "id": e.id,
+            "s": index[e.source],
+            "t": index[e.target],
+            **_record(e, "mechanism", "effect"),
+            "confidence": round(float(e.confidence), 4),
+            "evidence": list(e.evidence),
+            "support": [support(e, cid) for cid in e.evidence],
+        }
+        for e in graph.edges
+    ]
     return {
         "title": title,
         "domain": spec.domain,
