@@ -48,12 +48,7 @@ def join_list(items: Iterable[str]) -> str:
     >>> join_list(["a", "b|c", "100%"])
     'a|b%7Cc|100%25'
     """
-    out = []
-    for item in items:
-        for raw, code in _LIST_ESCAPES:
-            item = item.replace(raw, code)
-        out.append(item)
-    return LIST_SEPARATOR.join(out)
+    return LIST_SEPARATOR.join(_replaced(item, _LIST_ESCAPES) for item in items)
 
 
 def split_list(cell: str) -> list[str]:
@@ -64,12 +59,15 @@ def split_list(cell: str) -> list[str]:
     """
     if cell == "":
         return []
-    out = []
-    for item in cell.split(LIST_SEPARATOR):
-        for raw, code in reversed(_LIST_ESCAPES):  # "%7C" first: "%257C" is an encoded "%7C"
-            item = item.replace(code, raw)
-        out.append(item)
-    return out
+    # "%7C" first: "%257C" is an encoded "%7C".
+    unescapes = [(code, raw) for raw, code in reversed(_LIST_ESCAPES)]
+    return [_replaced(item, unescapes) for item in cell.split(LIST_SEPARATOR)]
+
+
+def _replaced(text: str, replacements: Iterable[tuple[str, str]]) -> str:
+    for old, new in replacements:
+        text = text.replace(old, new)
+    return text
 
 
 # ---------------------------------------------------------------- networkx formats
