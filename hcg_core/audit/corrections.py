@@ -53,15 +53,6 @@ from .matching import EdgeFinder, match_variable
 CORRECTIONS_FORMAT = "hcg-corrections"
 # New operations are additive: a version-1 file of an earlier release reads the same here.
 CORRECTIONS_VERSION = 1
-OPS = (
-    "reject_edge",
-    "accept_edge",
-    "edit_edge",
-    "reject_variable_edges",
-    "delete_variable",
-    "merge_variables",
-    "rename_metric",
-)
 _METRIC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOP_KEYS = {"format", "version", "graph", "created", "corrections"}
 
@@ -148,9 +139,16 @@ class _State:
     # arguments: ("reject", link), ("pin", link, fields), ("rename_variables", {old: new}),
     # ("drop_variable", name).
     ledger_ops: list[tuple] = field(default_factory=list)
+    accepted: list[str] = field(default_factory=list)  # ids of the edges accept_edge named
 
     def copy(self) -> _State:
-        return _State(self.spec, list(self.variables), list(self.edges), list(self.ledger_ops))
+        return _State(
+            self.spec,
+            list(self.variables),
+            list(self.edges),
+            list(self.ledger_ops),
+            list(self.accepted),
+        )
 
     def update(
         self,
@@ -171,9 +169,6 @@ def _text(entry: dict, key: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise Refused(f"needs '{key}' (a non-empty string)")
     return value.strip()
-
-
-_EDGE_OPS = ("reject_edge", "accept_edge", "edit_edge")
 
 
 def _named_edges(graph: CausalGraph, entries: list[Any], finder: EdgeFinder) -> dict[str, int]:
@@ -246,6 +241,18 @@ def _find_variable(state: _State, entry: dict, key: str) -> tuple[str, str]:
     if match is None:
         raise Refused(f"no variable {name!r} in the graph (nor one of its metric and entities)")
     return match.name, match.note(name)
+
+
+def _reject_edge(state: _State, i: int, entry: dict) -> str:
+    e = state.edges.pop(i)
+    state.accepted = [a for a in state.accepted if a != e.id]
+    state.update(("reject", (e.source, e.target)))
+    return f"edge {e.id} removed ({e.source} -> {e.target})"
+
+
+def _accept_edge(state: _State, i: int, entry: dict) -> str:
+    state.accepted.append(state.edges[i].id)
+    return f"edge {state.edges[i].id} accepted"
 
 
 def _edit_edge(state: _State, i: int, entry: dict) -> str:
@@ -432,13 +439,16 @@ def _accept(state: _State, edge_ids: list[str]) -> list[str]:
     return recorded
 
 
-# The operations on variables and metrics (the edge operations find their edge first).
+# The operations, by kind: an edge operation is given the edge the entry is about (found first,
+# ``_find_edge``), the others find their variables or metric themselves.
+_EDGE_OPS = {"reject_edge": _reject_edge, "accept_edge": _accept_edge, "edit_edge": _edit_edge}
 _VARIABLE_OPS = {
     "reject_variable_edges": _reject_variable_edges,
     "delete_variable": _delete_variable,
     "merge_variables": _merge,
     "rename_metric": _rename_metric,
 }
+OPS = (*_EDGE_OPS, *_VARIABLE_OPS)
 
 
 def apply_corrections(
@@ -472,7 +482,6 @@ def _apply_checked(
     named = _named_edges(graph, corrections, finder)
     chunk_ids = {c.id for c in graph.chunks}
     report = ApplyReport()
-    accepted: list[str] = []
     for index, entry in enumerate(corrections, 1):
         op = entry.get("op") if isinstance(entry, dict) else None
         # Every op raises Refused before it changes the state, so only the per-correction check
@@ -484,20 +493,11 @@ def _apply_checked(
                 raise Refused("an entry must be a mapping with 'op'")
             if op not in OPS:
                 raise Refused(f"unknown op {op!r}; use one of {', '.join(OPS)}")
-            if op not in _EDGE_OPS:
-                change = _VARIABLE_OPS[op](state, entry)
-            else:
+            if op in _EDGE_OPS:
                 i, note = _find_edge(state, entry, original, finder, named, index)
-                if op == "reject_edge":
-                    e = state.edges.pop(i)
-                    accepted = [a for a in accepted if a != e.id]
-                    state.update(("reject", (e.source, e.target)))
-                    change = f"edge {e.id} removed ({e.source} -> {e.target}){note}"
-                elif op == "accept_edge":
-                    accepted.append(state.edges[i].id)
-                    change = f"edge {state.edges[i].id} accepted{note}"
-                else:
-                    change = _edit_edge(state, i, entry) + note
+                change = _EDGE_OPS[op](state, i, entry) + note
+            else:
+                change = _VARIABLE_OPS[op](state, entry)
             if each:
                 try:
                     validate_graph(
@@ -510,7 +510,7 @@ def _apply_checked(
             report.refused.append({"index": index, "op": str(op), "reason": str(exc)})
             continue
         report.applied.append({"index": index, "op": op, "change": change})
-    recorded = _accept(state, accepted)
+    recorded = _accept(state, state.accepted)
     if recorded:
         report.notes.append(
             f"{len(recorded)} accepted edges recorded as seed relations of spec.yaml: "
