@@ -168,40 +168,32 @@ def generate_vocabulary(
     head_best: dict[str, float] = defaultdict(float)
     for st in statements:
         for sp in (st.cause, st.effect):
-            parts.setdefault(sp.text, head_of(sp, compounds))
-            head_count[parts[sp.text][0]] += 1
-            head_best[parts[sp.text][0]] = max(head_best[parts[sp.text][0]], st.strength)
+            head = parts.setdefault(sp.text, head_of(sp, compounds))[0]
+            head_count[head] += 1
+            head_best[head] = max(head_best[head], st.strength)
     ranked = sorted(head_count, key=lambda h: (-head_count[h], -head_best[h], h))
     # A head seeds a metric with enough statements, or with one that uses a strong cue
     # ("causes", "leads to"); a single weak mention ("affects") does not.
-    heads = [h for h in ranked if head_count[h] >= min_support or head_best[h] >= STRONG_CUE][
-        :max_metrics
-    ]
-    if not heads:
-        heads = ranked[:1]
+    seeds = [h for h in ranked if head_count[h] >= min_support or head_best[h] >= STRONG_CUE]
+    heads = seeds[:max_metrics] or ranked[:1]
     head_index = {h: i for i, h in enumerate(heads)}
     # A metric's centroid: the mean vector of the spans that carry its head.
     centroids = np.zeros((len(heads), span_vec.shape[1]), dtype=np.float32)
-    for text in parts:
-        if parts[text][0] in head_index:
-            centroids[head_index[parts[text][0]]] += span_vec[row[text]]
+    assign: dict[str, NodeKey | None] = {}
+    for text, (head, entity) in parts.items():
+        if head in head_index:
+            centroids[head_index[head]] += span_vec[row[text]]
+            assign[text] = NodeKey(head_index[head], entity)
     norms = np.linalg.norm(centroids, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     centroids /= norms
     rare = [t for t in parts if parts[t][0] not in head_index]
     best, sim = cos_argmax(span_vec[[row[t] for t in rare]], centroids) if rare else ([], [])
-    assign: dict[str, NodeKey | None] = {}
-    for text, (head, entity) in parts.items():
-        if head in head_index:
-            assign[text] = NodeKey(head_index[head], entity)
-    dropped = 0
     for t, b, s in zip(rare, best, sim, strict=True):
-        if s >= merge_threshold:
-            # The head is not the metric's own, so it stays in the entity: "carcinoma" under Cancer.
-            assign[t] = NodeKey(int(b), " ".join(x for x in parts[t][::-1] if x))
-        else:
-            assign[t] = None
-            dropped += 1
+        # The head is not the metric's own, so it stays in the entity: "carcinoma" under Cancer.
+        entity = " ".join(x for x in parts[t][::-1] if x)
+        assign[t] = NodeKey(int(b), entity) if s >= merge_threshold else None
+    dropped = sum(key is None for key in assign.values())
     return Vocabulary(heads=heads, assign=assign, dropped=dropped)
 
 
