@@ -13,6 +13,8 @@ import json
 import sys
 
 from ..arg_types import non_negative_int, number_type
+from ..safe_text import visible
+from ..store import load_graph
 from .review import DEFAULT_LOW_CONFIDENCE
 from .view import DEFAULT_FULL_VIEW_LIMIT, DEFAULT_NEIGHBOURHOOD_LIMIT
 
@@ -43,9 +45,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.as_dict(), indent=1))
     else:
-        from ..safe_text import visible  # names from the graph and the file: no raw controls
-
-        print(visible(report.format()))
+        print(visible(report.format()))  # names from the graph and the file: no raw controls
     if args.strict and report.refused:
         print(
             f"hcg apply: {len(report.refused)} refused, nothing written (--strict)", file=sys.stderr
@@ -57,18 +57,14 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from ..store import load_graph
     from .diff import diff_graphs, format_diff, is_empty
 
     d = diff_graphs(load_graph(args.dir_a).graph, load_graph(args.dir_b).graph)
-    from ..safe_text import visible
-
     print(json.dumps(d, indent=1) if args.json else visible(format_diff(d, limit=args.limit)))
     return 0 if is_empty(d) else EXIT_DIFFERENT
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..store import load_graph
     from .export import export_graph
 
     result = export_graph(
