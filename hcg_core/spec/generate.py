@@ -393,11 +393,8 @@ async def agenerate_spec(
         if not metrics:
             raise BuildError("Stage 1 produced no metrics; see the failures, or pass --spec")
         if outcome is None and inferred_outcomes:
-            final_outcome = replace(
-                final_outcome,
-                description="candidate outcomes inferred from the corpus: "
-                + ", ".join(inferred_outcomes),
-            )
+            note = "candidate outcomes inferred from the corpus: " + ", ".join(inferred_outcomes)
+            final_outcome = replace(final_outcome, description=note)
             inferred.append("outcome")
         metrics, variables, relations = await _variables_and_relations(
             calls, dims, metrics, dom, report
@@ -436,10 +433,9 @@ async def _dimensions(
         cap=str(cap),
     )
     inferred_outcomes: list[str] = []
-    inferred: list[str] = []
     if infer:
         domain, inferred_outcomes = infer_domain([r.model_dump() for _, r in dim_replies])
-        inferred = ["domain"] if domain else []
+    inferred = ["domain"] if infer and domain else []
     dims = merge_dimensions(
         _items(dim_replies, "dimensions"), cap, report, texts=[text for text, _ in dim_replies]
     )

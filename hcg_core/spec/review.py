@@ -35,10 +35,12 @@ def choice(names: Sequence[str]) -> Any:
     return Literal[tuple(names)] if names else str  # type: ignore[return-value]
 
 
-def _group_model(model_name: str, name_type: Any) -> type[BaseModel]:
-    """A group of names that are one: the name to ``keep`` and the names it ``absorbs``."""
+def _group_model(model_name: str, name_type: Any, **first: Any) -> type[BaseModel]:
+    """A group of names that are one: the name to ``keep`` and the names it ``absorbs`` (after
+    the fields ``first``, if any)."""
     return create_model(
         model_name,
+        **first,
         keep=(name_type, ...),
         absorbs=(list[name_type], capped_list(MAX_GROUP_MEMBERS)),
     )
@@ -49,12 +51,7 @@ def dimensions_review_model(dimensions: Sequence[str], entities: Sequence[str]) 
     dim = choice(dimensions)
     dim_group = _group_model("SameDimensions", dim)
     entity = named_choice(list(dict.fromkeys(entities)))  # an enum lists each name once
-    entity_group = create_model(
-        "SameEntities",
-        dimension=(dim, ...),
-        keep=(entity, ...),
-        absorbs=(list[entity], capped_list(MAX_GROUP_MEMBERS)),
-    )
+    entity_group = _group_model("SameEntities", entity, dimension=(dim, ...))
     return create_model(
         "ReviewDimensionsReply",
         domain=(str, capped_text(MAX_DOMAIN_CHARS)),
