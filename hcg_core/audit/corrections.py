@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -142,13 +142,9 @@ class _State:
     accepted: list[str] = field(default_factory=list)  # ids of the edges accept_edge named
 
     def copy(self) -> _State:
-        return _State(
-            self.spec,
-            list(self.variables),
-            list(self.edges),
-            list(self.ledger_ops),
-            list(self.accepted),
-        )
+        """Another state with copies of this one's lists (the spec is immutable)."""
+        lists = {f.name: list(getattr(self, f.name)) for f in fields(self) if f.name != "spec"}
+        return _State(self.spec, **lists)
 
     def update(
         self,
