@@ -417,21 +417,19 @@ def _accept(state: _State, edge_ids: list[str]) -> list[str]:
     spec = state.spec
     relations = list(spec.relations)
     pairs = {(r.source, r.target) for r in relations}
-    spec_vars = list(spec.variables)
-    spec_names = {v.name for v in spec_vars}
+    spec_vars = {v.name: v for v in spec.variables}
     graph_vars = {v.name: v for v in state.variables}
     recorded = []
     for e in state.edges:
         if e.id not in edge_ids or (e.source, e.target) in pairs:
             continue
         for end in (e.source, e.target):
-            if end not in spec_names:
-                spec_vars.append(graph_vars[end])
-                spec_names.add(end)
+            spec_vars.setdefault(end, graph_vars[end])
         relations.append(Relation(e.source, e.target, e.mechanism))
         pairs.add((e.source, e.target))
         recorded.append(e.id)
-    state.update(spec=replace(spec, variables=tuple(spec_vars), relations=tuple(relations)))
+    variables = tuple(spec_vars.values())
+    state.update(spec=replace(spec, variables=variables, relations=tuple(relations)))
     return recorded
 
 
