@@ -56,6 +56,11 @@ def _typed(value: Any, where: str, kind: type) -> Any:
     return value
 
 
+def _text(body: dict, key: str, default: str = "") -> str:
+    """The text of ``body[key]``; ``default`` when it is missing, empty or null."""
+    return str(body.get(key, default) or default)
+
+
 def _str_tuple(value: Any, where: str) -> tuple[str, ...]:
     return tuple(str(x) for x in _typed(value, where, list))
 
@@ -67,7 +72,7 @@ def variable_from_item(item: Any, where: str) -> Variable:
         return Variable(metric, ents)
     if not isinstance(item, dict):
         raise SpecError(f"{where} must be a string or a mapping", entry=where)
-    description = str(item.get("description", "") or "")
+    description = _text(item, "description")
     if "metric" in item:
         return Variable(
             str(item["metric"]), _str_tuple(item.get("entities"), f"{where}.entities"), description
@@ -90,27 +95,16 @@ def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
             body = {"entities": body}
         body = _typed(body, f"dimensions.{name}", dict)
         parents = _typed(body.get("parents"), f"dimensions.{name}.parents", dict)
-        dims.append(
-            Dimension(
-                str(name),
-                _str_tuple(body.get("entities"), f"dimensions.{name}.entities"),
-                str(body.get("description", "") or ""),
-                tuple((str(c), str(p)) for c, p in parents.items()),
-            )
-        )
+        entities = _str_tuple(body.get("entities"), f"dimensions.{name}.entities")
+        links = tuple((str(c), str(p)) for c, p in parents.items())
+        dims.append(Dimension(str(name), entities, _text(body, "description"), links))
     metrics = []
     for key, body in _typed(data.get("metrics"), "metrics", dict).items():
         name, signature = parse_call(key, what="metric")
         body = _typed(body, f"metrics.{key}", dict)
-        metrics.append(
-            Metric(
-                name,
-                signature,
-                str(body.get("description", "") or ""),
-                str(body.get("category", "general") or "general"),
-                str(body.get("graph_role", "intermediate") or "intermediate"),  # type: ignore[arg-type]
-            )
-        )
+        category = _text(body, "category", "general")
+        role: Any = _text(body, "graph_role", "intermediate")  # validate_spec checks it
+        metrics.append(Metric(name, signature, _text(body, "description"), category, role))
     variables = [
         variable_from_item(item, f"variables[{i}]")
         for i, item in enumerate(_typed(data.get("variables"), "variables", list))
@@ -121,13 +115,13 @@ def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
         if "source" not in item or "target" not in item:
             raise SpecError(f"relations[{i}] needs 'source' and 'target'", entry=f"relations[{i}]")
         relations.append(
-            Relation(str(item["source"]), str(item["target"]), str(item.get("mechanism", "") or ""))
+            Relation(str(item["source"]), str(item["target"]), _text(item, "mechanism"))
         )
     out = _typed(data.get("outcome"), "outcome", dict)
     outcome = OutcomeConfig(
         _str_tuple(out.get("outcomes"), "outcome.outcomes"),
         _str_tuple(out.get("terminals"), "outcome.terminals"),
-        str(out.get("description", "") or ""),
+        _text(out, "description"),
     )
     spec = DomainSpec(
         tuple(dims),
@@ -135,7 +129,7 @@ def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
         tuple(variables),
         tuple(relations),
         outcome,
-        str(data.get("domain", "") or ""),
+        _text(data, "domain"),
         _str_tuple(data.get("inferred"), "inferred"),
     )
     return validate_spec(spec) if validate else spec
