@@ -9,7 +9,7 @@ an edge (the audit page highlights it).
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, deque
 from typing import Any
 
 from ..graph_build.extract import text_units
@@ -88,20 +88,18 @@ def _cycle_in(component: set[int], adjacency: list[list[int]]) -> list[int]:
     """One directed cycle through the component's smallest node (BFS back to it)."""
     start = min(component)
     prev = {start: -1}
-    frontier = [start]
-    while frontier:
-        nxt = []
-        for u in frontier:
-            for w in adjacency[u]:
-                if w == start:
-                    path = [u]
-                    while prev[path[-1]] != -1:
-                        path.append(prev[path[-1]])
-                    return path[::-1]
-                if w in component and w not in prev:
-                    prev[w] = u
-                    nxt.append(w)
-        frontier = nxt
+    queue = deque([start])
+    while queue:
+        u = queue.popleft()
+        for w in adjacency[u]:
+            if w == start:
+                path = [u]
+                while prev[path[-1]] != -1:
+                    path.append(prev[path[-1]])
+                return path[::-1]
+            if w in component and w not in prev:
+                prev[w] = u
+                queue.append(w)
     return [start]
 
 
