@@ -237,12 +237,11 @@ def merge_metrics(
     for n, proposed in sigs.items():
         found[n] = replace(found[n], signature=agreed_signature(proposed))
     anchored = [*outcome.outcomes, *outcome.terminals] if outcome is not None else []
-    if outcome is not None:
-        for n in anchored:
-            if n not in found:
-                report.repaired["outcome_metric_added"] += 1
-                what = outcome.description or f"{n}: a configured outcome."
-                found[n] = Metric(n, (), what, "outcome")
+    for n in anchored:  # none without an outcome configuration
+        if outcome is not None and n not in found:
+            report.repaired["outcome_metric_added"] += 1
+            what = outcome.description or f"{n}: a configured outcome."
+            found[n] = Metric(n, (), what, "outcome")
     order = list(found)
     by_votes = sorted(order, key=lambda n: (-votes[n], -support.get(n, 0.0), order.index(n)))
     causes = set(causes)

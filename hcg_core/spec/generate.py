@@ -15,7 +15,7 @@ names for relation endpoints), and ``hcg_core.spec.assemble`` validates again.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -388,7 +388,7 @@ async def agenerate_spec(
             _items(metric_replies, "metrics"), embedder, chunk_embeddings, report
         )
         metrics, final_outcome = await curated_metrics(
-            calls.review, metric_drafts, dims, caps.max_metrics, outcome, report, support, dom
+            calls, metric_drafts, dims, caps.max_metrics, outcome, report, support, dom
         )
         if not metrics:
             raise BuildError("Stage 1 produced no metrics; see the failures, or pass --spec")
@@ -499,11 +499,8 @@ async def _variables_and_relations(
     return metrics, variables, relations
 
 
-Review = Callable[..., Awaitable[Any]]  # review(prompt name, model, tokens, **fields) -> reply
-
-
 async def curated_metrics(
-    review: Review,
+    calls: Stage1Calls,
     drafts: list[list[dict[str, Any]]],
     dims: Sequence[Any],
     cap: int,
@@ -518,7 +515,7 @@ async def curated_metrics(
     listed, names = metrics_text(drafts)
     causes: set[str] = set()
     if names:
-        got = await review(
+        got = await calls.review(
             "review_metrics",
             metrics_review_model(names, cap),
             REVIEW_TOKENS,
@@ -535,7 +532,7 @@ async def curated_metrics(
         return metrics, final
     kept = {m.name for m in metrics}
     kept_drafts = [[i for i in d if metric_name(i.get("name", "")) in kept] for d in drafts]
-    got = await review(
+    got = await calls.review(
         "check_metrics",
         check_metrics_model([m.name for m in metrics]),
         REVIEW_TOKENS,
