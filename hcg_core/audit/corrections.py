@@ -40,14 +40,7 @@ import numpy as np
 from ..errors import CorruptFileError, EmbedderError, HCGError, SpecError, StoreError
 from ..spec import validate_graph
 from ..store import check_output_dir, load_graph, save_graph
-from ..types import (
-    CausalEdge,
-    CausalGraph,
-    DomainSpec,
-    Relation,
-    Variable,
-    variable_text,
-)
+from ..types import CausalEdge, CausalGraph, DomainSpec, Relation, Variable, variable_text
 from .matching import EdgeFinder, match_variable
 
 CORRECTIONS_FORMAT = "hcg-corrections"

@@ -150,10 +150,7 @@ def mermaid_edge_label(effect: str, confidence: float) -> str:
 
 
 def to_mermaid(
-    graph: CausalGraph,
-    *,
-    metric: str | None = None,
-    max_edges: int = DEFAULT_MERMAID_MAX_EDGES,
+    graph: CausalGraph, *, metric: str | None = None, max_edges: int = DEFAULT_MERMAID_MAX_EDGES
 ) -> str:
     """A ``flowchart LR`` of the graph (or of the edges touching ``metric``'s variables).
 

@@ -22,12 +22,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field, create_model
 
-from ..config import (
-    DEFAULT_CHUNKS_PER_CALL,
-    DEFAULT_SPEC_SAMPLE_CHUNKS,
-    LLMBuildConfig,
-    tier_caps,
-)
+from ..config import DEFAULT_CHUNKS_PER_CALL, DEFAULT_SPEC_SAMPLE_CHUNKS, LLMBuildConfig, tier_caps
 from ..embedding import as_matrix
 from ..errors import BuildError
 from ..graph_build.evidence import snippet
@@ -414,11 +409,7 @@ async def agenerate_spec(
 
 
 async def _dimensions(
-    calls: Stage1Calls,
-    cap: int,
-    domain: str,
-    outcome: OutcomeConfig | None,
-    report: AssemblyReport,
+    calls: Stage1Calls, cap: int, domain: str, outcome: OutcomeConfig | None, report: AssemblyReport
 ) -> tuple[Any, str, list[str], list[str]]:
     """The dimensions step, merged and reviewed: (dimensions, domain line, what was inferred,
     the inferred outcomes). Without a ``domain`` the step also asks for one, and the review
