@@ -288,7 +288,7 @@ def to_cypher(graph: CausalGraph) -> str:
         lines.extend(
             f"MATCH (c:Chunk {{id: {cypher_string(cid)}}}), (a:Variable {{name: {a}}}) "
             f"MERGE (c)-[:EVIDENCE {{edge_id: {key}}}]->(a);"
-            for cid in rest[-1]
+            for cid in rest[-1]  # the last column: the edge's evidence chunk ids
         )
     return "\n".join(lines) + "\n"
 
