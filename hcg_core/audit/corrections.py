@@ -596,9 +596,7 @@ def _variable_vectors(
         except (EmbedderError, HCGError) as exc:
             report.notes.append(f"variable vectors not written ({exc}); they are made at load")
             return None
-    report.notes.append(
-        f"variable vectors: {len(texts) - len(missing)} reused, {len(missing)} embedded"
-    )
+    report.notes.append(f"variable vectors: {len(kept)} reused, {len(missing)} embedded")
     return out
 
 
