@@ -159,21 +159,15 @@ def to_mermaid(
     metric_of = {v.name: v.metric for v in graph.variables}
     if metric is not None and metric not in {m.name for m in graph.spec.metrics}:
         raise ConfigError(f"no metric {metric!r} in the spec")
-    edges = [
-        e
-        for e in graph.edges
-        if metric is None or metric in (metric_of[e.source], metric_of[e.target])
-    ]
+    # No metric: every edge and variable; else those touching the metric's variables.
+    edges = [e for e in graph.edges if metric in (None, metric_of[e.source], metric_of[e.target])]
     if len(edges) > max_edges:
         raise ConfigError(
             f"{len(edges)} edges is over the Mermaid limit of {max_edges}; export one metric's "
             "neighbourhood (--metric NAME), raise --max-edges, or use graphml for a graph tool"
         )
-    names = [v.name for v in graph.variables]
-    if metric is not None:
-        used = {e.source for e in edges} | {e.target for e in edges}
-        used |= {v.name for v in graph.variables if v.metric == metric}
-        names = [n for n in names if n in used]
+    used = {name for e in edges for name in (e.source, e.target)}
+    names = [v.name for v in graph.variables if metric in (None, v.metric) or v.name in used]
     ids = {n: f"v{i}" for i, n in enumerate(names)}
     lines = ["flowchart LR"]
     by_metric: dict[str, list[str]] = {}
