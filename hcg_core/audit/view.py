@@ -78,11 +78,7 @@ def view_data(
         ],
         "variables": [_record(v, *VARIABLE_FIELDS) for v in graph.variables],
         "edges": edges,
-        "chunks": {
-            cid: {"text": chunks[cid].text, "doc_id": chunks[cid].doc_id}
-            for cid in cited
-            if cid in chunks
-        },
+        "chunks": {cid: _record(chunks[cid], "text", "doc_id") for cid in cited if cid in chunks},
         "overview": metric_overview(graph),
         "flags": review_flags(graph, low_confidence=low_confidence),
         "settings": {
@@ -114,9 +110,9 @@ def embed_json(data: Any) -> str:
 def render_html(data: dict[str, Any]) -> str:
     """The page: template with the stylesheet, the script and the data inlined."""
     template = (_HERE / "view.html").read_text(encoding="utf-8")
-    # The title is escaped for HTML and put in before anything else is inlined.
     css = (_HERE / "view.css").read_text(encoding="utf-8")
     js = (_HERE / "view.js").read_text(encoding="utf-8")
+    # The title is escaped for HTML and put in before anything else is inlined.
     title = html.escape(str(data.get("title") or "graph"), quote=False)
     template = template.replace("@TITLE@", title)
     # Placeholders are replaced in this order so inlined text is never scanned again.

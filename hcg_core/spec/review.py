@@ -123,9 +123,8 @@ def apply_dimension_review(
     dims: Sequence[Dimension], reply: Any, report: AssemblyReport
 ) -> tuple[tuple[Dimension, ...], str]:
     """The dimensions after the review's merges, and the domain line it wrote ("" if none)."""
-    names = {d.name for d in dims}
-    moved = _resolve([(g.keep, g.absorbs) for g in reply.same_dimensions], names)
     by_name: dict[str, Dimension] = {d.name: d for d in dims}
+    moved = _resolve([(g.keep, g.absorbs) for g in reply.same_dimensions], set(by_name))
     for gone, keep in moved.items():
         a, b = by_name[keep], by_name[gone]
         ents = list(dict.fromkeys((*a.entities, *b.entities)))
