@@ -183,8 +183,8 @@ def _find_edge(
     entry: dict,
     original: dict[str, CausalEdge],
     finder: EdgeFinder,
-    named: dict[str, int] | None = None,
-    index: int = 0,
+    named: dict[str, int],
+    index: int,
 ) -> tuple[int, str]:
     """The index of the edge ``entry`` is about, and a note saying how it was matched.
 
@@ -214,7 +214,7 @@ def _find_edge(
             f"no edge {edge_id!r}{about} in the graph: not by id, by its two variables "
             "(name, metric and entities) or by its evidence sentence"
         )
-    other = (named or {}).get(state.edges[match.index].id, index)
+    other = named.get(state.edges[match.index].id, index)
     if match.how == "evidence sentence" and other != index:
         raise Refused(
             f"no edge {asked} in the graph; its evidence sentence is now that of "
