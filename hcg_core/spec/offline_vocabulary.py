@@ -108,11 +108,9 @@ def unique_names(heads: Sequence[str]) -> list[str]:
 
 def span_texts(statements: Sequence[Statement]) -> list[str]:
     """Distinct cause and effect span texts, in first-seen order (the rows of the span matrix)."""
-    seen: dict[str, None] = {}
-    for st in statements:
-        seen.setdefault(st.cause.text, None)
-        seen.setdefault(st.effect.text, None)
-    return list(seen)
+    return list(
+        dict.fromkeys(text for st in statements for text in (st.cause.text, st.effect.text))
+    )
 
 
 def cos_argmax(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -258,15 +256,9 @@ def describe_metric(
     ...                 Counter({"stroke": 2})).description
     'Stroke as the text states it, e.g. stroke. Driven by: Pressure.'
     """
-    ins = [names[j] for j, _ in drivers.most_common(4)]
-    outs = [names[j] for j, _ in drives.most_common(4)]
-    parts = [
-        f"{m.name.replace('_', ' ')} as the text states it, e.g. "
-        + "; ".join(a for a, _ in spans.most_common(4))
-        + "."
-    ]
-    if ins:
-        parts.append("Driven by: " + ", ".join(ins) + ".")
-    if outs:
-        parts.append("Influences: " + ", ".join(outs) + ".")
+    examples = "; ".join(a for a, _ in spans.most_common(4))
+    parts = [f"{m.name.replace('_', ' ')} as the text states it, e.g. {examples}."]
+    for label, counts in (("Driven by", drivers), ("Influences", drives)):
+        if counts:
+            parts.append(f"{label}: " + ", ".join(names[j] for j, _ in counts.most_common(4)) + ".")
     return Metric(m.name, m.signature, " ".join(parts), m.category, m.role)
