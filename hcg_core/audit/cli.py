@@ -13,6 +13,8 @@ import json
 import sys
 
 from ..arg_types import non_negative_int, number_type
+from ..safe_text import visible
+from ..store import load_graph
 from .review import DEFAULT_LOW_CONFIDENCE
 from .view import DEFAULT_FULL_VIEW_LIMIT, DEFAULT_NEIGHBOURHOOD_LIMIT
 
@@ -43,9 +45,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.as_dict(), indent=1))
     else:
-        from ..safe_text import visible  # names from the graph and the file: no raw controls
-
-        print(visible(report.format()))
+        print(visible(report.format()))  # names from the graph and the file: no raw controls
     if args.strict and report.refused:
         print(
             f"hcg apply: {len(report.refused)} refused, nothing written (--strict)", file=sys.stderr
@@ -57,18 +57,14 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from ..store import load_graph
     from .diff import diff_graphs, format_diff, is_empty
 
     d = diff_graphs(load_graph(args.dir_a).graph, load_graph(args.dir_b).graph)
-    from ..safe_text import visible
-
     print(json.dumps(d, indent=1) if args.json else visible(format_diff(d, limit=args.limit)))
     return 0 if is_empty(d) else EXIT_DIFFERENT
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..store import load_graph
     from .export import export_graph
 
     result = export_graph(
@@ -90,6 +86,18 @@ def cmd_export(args: argparse.Namespace) -> int:
 _confidence = number_type(lambda x: 0.0 <= x <= 1.0, "a number in [0, 1]")
 
 
+_FULL_VIEW_HELP = (
+    "open on the whole variable graph up to this many variables, else on the metric overview"
+)
+_LIMIT_HELP = "variables drawn at most in one neighbourhood"
+# hcg view's numeric options: flag, type, default and help (to which the default is added).
+_VIEW_OPTIONS = (
+    ("--low-confidence", _confidence, DEFAULT_LOW_CONFIDENCE, "flag edges below this confidence"),
+    ("--full-view-limit", non_negative_int, DEFAULT_FULL_VIEW_LIMIT, _FULL_VIEW_HELP),
+    ("--neighbourhood-limit", non_negative_int, DEFAULT_NEIGHBOURHOOD_LIMIT, _LIMIT_HELP),
+)
+
+
 def add_review_commands(sub: argparse._SubParsersAction) -> None:
     """Add the view, apply, diff and export subparsers to ``hcg``'s parser."""
     from ..graph_lock import add_lock_timeout_argument
@@ -98,25 +106,8 @@ def add_review_commands(sub: argparse._SubParsersAction) -> None:
     v = sub.add_parser("view", help="write a self-contained HTML page to review the graph")
     v.add_argument("dir")
     v.add_argument("--out", default="audit.html", help="the HTML file (default %(default)s)")
-    v.add_argument(
-        "--low-confidence",
-        type=_confidence,
-        default=DEFAULT_LOW_CONFIDENCE,
-        help="flag edges below this confidence (default %(default)s)",
-    )
-    v.add_argument(
-        "--full-view-limit",
-        type=non_negative_int,
-        default=DEFAULT_FULL_VIEW_LIMIT,
-        help="open on the whole variable graph up to this many variables, else on the metric "
-        "overview (default %(default)s)",
-    )
-    v.add_argument(
-        "--neighbourhood-limit",
-        type=non_negative_int,
-        default=DEFAULT_NEIGHBOURHOOD_LIMIT,
-        help="variables drawn at most in one neighbourhood (default %(default)s)",
-    )
+    for flag, kind, default, what in _VIEW_OPTIONS:
+        v.add_argument(flag, type=kind, default=default, help=f"{what} (default %(default)s)")
     v.set_defaults(func=cmd_view)
 
     a = sub.add_parser("apply", help="apply a corrections.yaml and write a corrected graph")

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,28 +40,12 @@ import numpy as np
 from ..errors import CorruptFileError, EmbedderError, HCGError, SpecError, StoreError
 from ..spec import validate_graph
 from ..store import check_output_dir, load_graph, save_graph
-from ..types import (
-    CausalEdge,
-    CausalGraph,
-    DomainSpec,
-    Relation,
-    Variable,
-    variable_text,
-)
+from ..types import CausalEdge, CausalGraph, DomainSpec, Relation, Variable, variable_text
 from .matching import EdgeFinder, match_variable
 
 CORRECTIONS_FORMAT = "hcg-corrections"
 # New operations are additive: a version-1 file of an earlier release reads the same here.
 CORRECTIONS_VERSION = 1
-OPS = (
-    "reject_edge",
-    "accept_edge",
-    "edit_edge",
-    "reject_variable_edges",
-    "delete_variable",
-    "merge_variables",
-    "rename_metric",
-)
 _METRIC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOP_KEYS = {"format", "version", "graph", "created", "corrections"}
 
@@ -148,9 +132,12 @@ class _State:
     # arguments: ("reject", link), ("pin", link, fields), ("rename_variables", {old: new}),
     # ("drop_variable", name).
     ledger_ops: list[tuple] = field(default_factory=list)
+    accepted: list[str] = field(default_factory=list)  # ids of the edges accept_edge named
 
     def copy(self) -> _State:
-        return _State(self.spec, list(self.variables), list(self.edges), list(self.ledger_ops))
+        """Another state with copies of this one's lists (the spec is immutable)."""
+        lists = {f.name: list(getattr(self, f.name)) for f in fields(self) if f.name != "spec"}
+        return _State(self.spec, **lists)
 
     def update(
         self,
@@ -171,9 +158,6 @@ def _text(entry: dict, key: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise Refused(f"needs '{key}' (a non-empty string)")
     return value.strip()
-
-
-_EDGE_OPS = ("reject_edge", "accept_edge", "edit_edge")
 
 
 def _named_edges(graph: CausalGraph, entries: list[Any], finder: EdgeFinder) -> dict[str, int]:
@@ -199,8 +183,8 @@ def _find_edge(
     entry: dict,
     original: dict[str, CausalEdge],
     finder: EdgeFinder,
-    named: dict[str, int] | None = None,
-    index: int = 0,
+    named: dict[str, int],
+    index: int,
 ) -> tuple[int, str]:
     """The index of the edge ``entry`` is about, and a note saying how it was matched.
 
@@ -221,19 +205,16 @@ def _find_edge(
             if e.id == edge_id:
                 return i, ""
         raise Refused(f"no edge {edge_id!r} in the graph (removed by an earlier correction)")
+    ends = (entry.get("source"), entry.get("target"))
+    asked = " -> ".join(ends) if all(isinstance(end, str) for end in ends) else ""
     match = finder.find(entry, state.edges, state.variables)
     if match is None:
-        about = (
-            f" ({entry['source']} -> {entry['target']})"
-            if isinstance(entry.get("source"), str) and isinstance(entry.get("target"), str)
-            else ""
-        )
+        about = f" ({asked})" if asked else ""
         raise Refused(
             f"no edge {edge_id!r}{about} in the graph: not by id, by its two variables "
             "(name, metric and entities) or by its evidence sentence"
         )
-    asked = f"{entry['source']} -> {entry['target']}"
-    other = (named or {}).get(state.edges[match.index].id, index)
+    other = named.get(state.edges[match.index].id, index)
     if match.how == "evidence sentence" and other != index:
         raise Refused(
             f"no edge {asked} in the graph; its evidence sentence is now that of "
@@ -249,6 +230,18 @@ def _find_variable(state: _State, entry: dict, key: str) -> tuple[str, str]:
     if match is None:
         raise Refused(f"no variable {name!r} in the graph (nor one of its metric and entities)")
     return match.name, match.note(name)
+
+
+def _reject_edge(state: _State, i: int, entry: dict) -> str:
+    e = state.edges.pop(i)
+    state.accepted = [a for a in state.accepted if a != e.id]
+    state.update(("reject", (e.source, e.target)))
+    return f"edge {e.id} removed ({e.source} -> {e.target})"
+
+
+def _accept_edge(state: _State, i: int, entry: dict) -> str:
+    state.accepted.append(state.edges[i].id)
+    return f"edge {state.edges[i].id} accepted"
 
 
 def _edit_edge(state: _State, i: int, entry: dict) -> str:
@@ -272,6 +265,13 @@ def _edit_edge(state: _State, i: int, entry: dict) -> str:
     )
 
 
+def _ends(link: Any, names: dict[str, str]) -> Any:
+    """An edge or a relation with its ends renamed by ``names`` (old -> new)."""
+    return replace(
+        link, source=names.get(link.source, link.source), target=names.get(link.target, link.target)
+    )
+
+
 def _same_sign(a: str, b: str) -> bool:
     """Two effects that may be one edge: equal, or one of them unknown ("")."""
     return not a or not b or a == b
@@ -289,11 +289,7 @@ def _merge(state: _State, entry: dict) -> str:
     by_pair: dict[tuple[str, str], list[int]] = {}
     loops, joined, apart = [], [], []
     for e in state.edges:
-        e2 = replace(
-            e,
-            source=keep if e.source == drop else e.source,
-            target=keep if e.target == drop else e.target,
-        )
+        e2 = _ends(e, {drop: keep})
         if e2.source == e2.target:
             loops.append(e.id)
             continue
@@ -319,24 +315,22 @@ def _merge(state: _State, entry: dict) -> str:
     if drop in spec_names and keep not in spec_names:
         spec_vars.append(names[keep])
     relations: dict[tuple[str, str], Relation] = {}
-    for r in spec.relations:
-        s, t = (keep if r.source == drop else r.source), (keep if r.target == drop else r.target)
-        if s != t:
-            relations.setdefault((s, t), Relation(s, t, r.mechanism))
+    for r in (_ends(r, {drop: keep}) for r in spec.relations):
+        if r.source != r.target:
+            relations.setdefault((r.source, r.target), r)
     state.update(
         ("rename_variables", {drop: keep}),
         spec=replace(spec, variables=tuple(spec_vars), relations=tuple(relations.values())),
         variables=[v for v in state.variables if v.name != drop],
         edges=merged,
     )
+    lists = (
+        ("dropped edges that became self-loops", loops),
+        ("joined parallel edges", joined),
+        ("kept apart, opposite signs (flagged for review)", apart),
+    )
     out = f"variable {drop!r} merged into {keep!r}{drop_note}{keep_note}"
-    if loops:
-        out += f"; dropped edges that became self-loops: {', '.join(loops)}"
-    if joined:
-        out += f"; joined parallel edges: {', '.join(joined)}"
-    if apart:
-        out += f"; kept apart, opposite signs (flagged for review): {', '.join(apart)}"
-    return out
+    return out + "".join(f"; {what}: {', '.join(ids)}" for what, ids in lists if ids)
 
 
 def _remove_edges_of(state: _State, name: str) -> list[CausalEdge]:
@@ -397,12 +391,7 @@ def _rename_metric(state: _State, entry: dict) -> str:
             spec,
             metrics=tuple(replace(m, name=new) if m.name == old else m for m in spec.metrics),
             variables=tuple(var(v) for v in spec.variables),
-            relations=tuple(
-                Relation(
-                    mapping.get(r.source, r.source), mapping.get(r.target, r.target), r.mechanism
-                )
-                for r in spec.relations
-            ),
+            relations=tuple(_ends(r, mapping) for r in spec.relations),
             outcome=replace(
                 outcome,
                 outcomes=tuple(map(metric, outcome.outcomes)),
@@ -410,12 +399,7 @@ def _rename_metric(state: _State, entry: dict) -> str:
             ),
         ),
         variables=[var(v) for v in state.variables],
-        edges=[
-            replace(
-                e, source=mapping.get(e.source, e.source), target=mapping.get(e.target, e.target)
-            )
-            for e in state.edges
-        ],
+        edges=[_ends(e, mapping) for e in state.edges],
     )
     n = sum(v.metric == new for v in state.variables)
     return f"metric {old!r} renamed {new!r} ({n} variables renamed with it)"
@@ -426,31 +410,32 @@ def _accept(state: _State, edge_ids: list[str]) -> list[str]:
     spec = state.spec
     relations = list(spec.relations)
     pairs = {(r.source, r.target) for r in relations}
-    spec_vars = list(spec.variables)
-    spec_names = {v.name for v in spec_vars}
+    spec_vars = {v.name: v for v in spec.variables}
     graph_vars = {v.name: v for v in state.variables}
     recorded = []
     for e in state.edges:
         if e.id not in edge_ids or (e.source, e.target) in pairs:
             continue
         for end in (e.source, e.target):
-            if end not in spec_names:
-                spec_vars.append(graph_vars[end])
-                spec_names.add(end)
+            spec_vars.setdefault(end, graph_vars[end])
         relations.append(Relation(e.source, e.target, e.mechanism))
         pairs.add((e.source, e.target))
         recorded.append(e.id)
-    state.update(spec=replace(spec, variables=tuple(spec_vars), relations=tuple(relations)))
+    variables = tuple(spec_vars.values())
+    state.update(spec=replace(spec, variables=variables, relations=tuple(relations)))
     return recorded
 
 
-# The operations on variables and metrics (the edge operations find their edge first).
+# The operations, by kind: an edge operation is given the edge the entry is about (found first,
+# ``_find_edge``), the others find their variables or metric themselves.
+_EDGE_OPS = {"reject_edge": _reject_edge, "accept_edge": _accept_edge, "edit_edge": _edit_edge}
 _VARIABLE_OPS = {
     "reject_variable_edges": _reject_variable_edges,
     "delete_variable": _delete_variable,
     "merge_variables": _merge,
     "rename_metric": _rename_metric,
 }
+OPS = (*_EDGE_OPS, *_VARIABLE_OPS)
 
 
 def apply_corrections(
@@ -484,7 +469,6 @@ def _apply_checked(
     named = _named_edges(graph, corrections, finder)
     chunk_ids = {c.id for c in graph.chunks}
     report = ApplyReport()
-    accepted: list[str] = []
     for index, entry in enumerate(corrections, 1):
         op = entry.get("op") if isinstance(entry, dict) else None
         # Every op raises Refused before it changes the state, so only the per-correction check
@@ -496,20 +480,11 @@ def _apply_checked(
                 raise Refused("an entry must be a mapping with 'op'")
             if op not in OPS:
                 raise Refused(f"unknown op {op!r}; use one of {', '.join(OPS)}")
-            if op not in _EDGE_OPS:
-                change = _VARIABLE_OPS[op](state, entry)
-            else:
+            if op in _EDGE_OPS:
                 i, note = _find_edge(state, entry, original, finder, named, index)
-                if op == "reject_edge":
-                    e = state.edges.pop(i)
-                    accepted = [a for a in accepted if a != e.id]
-                    state.update(("reject", (e.source, e.target)))
-                    change = f"edge {e.id} removed ({e.source} -> {e.target}){note}"
-                elif op == "accept_edge":
-                    accepted.append(state.edges[i].id)
-                    change = f"edge {state.edges[i].id} accepted{note}"
-                else:
-                    change = _edit_edge(state, i, entry) + note
+                change = _EDGE_OPS[op](state, i, entry) + note
+            else:
+                change = _VARIABLE_OPS[op](state, entry)
             if each:
                 try:
                     validate_graph(
@@ -522,7 +497,7 @@ def _apply_checked(
             report.refused.append({"index": index, "op": str(op), "reason": str(exc)})
             continue
         report.applied.append({"index": index, "op": op, "change": change})
-    recorded = _accept(state, accepted)
+    recorded = _accept(state, state.accepted)
     if recorded:
         report.notes.append(
             f"{len(recorded)} accepted edges recorded as seed relations of spec.yaml: "
@@ -605,10 +580,9 @@ def _variable_vectors(
     rows = {variable_text(v): i for i, v in enumerate(graph.variables)}
     texts = [variable_text(v) for v in new.variables]
     missing = [i for i, t in enumerate(texts) if t not in rows]
+    kept = [i for i, t in enumerate(texts) if t in rows]
     out = np.zeros((len(texts), old.shape[1]), dtype=np.float32)
-    for i, t in enumerate(texts):
-        if t in rows:
-            out[i] = old[rows[t]]
+    out[kept] = old[[rows[texts[i]] for i in kept]]
     if missing:
         from ..embedders import embedder_from_name
         from ..embedding import as_matrix, embedder_errors
@@ -622,9 +596,7 @@ def _variable_vectors(
         except (EmbedderError, HCGError) as exc:
             report.notes.append(f"variable vectors not written ({exc}); they are made at load")
             return None
-    report.notes.append(
-        f"variable vectors: {len(texts) - len(missing)} reused, {len(missing)} embedded"
-    )
+    report.notes.append(f"variable vectors: {len(kept)} reused, {len(missing)} embedded")
     return out
 
 
@@ -657,22 +629,17 @@ def apply_to_directory(
         )
     check_output_dir(out, inputs=[directory], probe=False)
     stored = load_graph(directory)
-    entries = read_corrections(corrections_path)
     done = correct_graph(
         stored.graph,
-        entries,
+        read_corrections(corrections_path),
         variable_embeddings=stored.variable_embeddings,
         embedder_name=stored.embedder_name,
         ledger=stored.ledger,
     )
     if strict and done.report.refused:
         return done.report
-    build_report = dict(stored.report or {})
-    build_report["corrections"] = {
-        "from": str(directory),
-        "file": str(corrections_path),
-        **done.report.as_dict(),
-    }
+    applied = {"from": str(directory), "file": str(corrections_path), **done.report.as_dict()}
+    build_report = {**(stored.report or {}), "corrections": applied}
     save_graph(
         done.graph,
         out,

@@ -7,6 +7,7 @@ and returns JSON-ready data; ``format_diff`` prints it for a person.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -44,14 +45,11 @@ def _per_key(a: dict, b: dict, change: Callable[[Any, Any], dict]) -> dict[str, 
 
 def diff_specs(a: DomainSpec, b: DomainSpec) -> dict[str, Any]:
     """Dimensions, entities, metrics (and their fields), outcome and seed relations that changed."""
-    dims_a = {d.name: d for d in a.dimensions}
-    dims_b = {d.name: d for d in b.dimensions}
+    dims_a, dims_b = ({d.name: d for d in s.dimensions} for s in (a, b))
     entities = _per_key(dims_a, dims_b, lambda x, y: _set_change(x.entities, y.entities))
-    met_a = {m.name: m for m in a.metrics}
-    met_b = {m.name: m for m in b.metrics}
+    met_a, met_b = ({m.name: m for m in s.metrics} for s in (a, b))
     changed_metrics = _per_key(met_a, met_b, lambda x, y: _changed_fields(x, y, METRIC_FIELDS))
-    rel_a = {(r.source, r.target) for r in a.relations}
-    rel_b = {(r.source, r.target) for r in b.relations}
+    rel_a, rel_b = ({(r.source, r.target) for r in s.relations} for s in (a, b))
     out: dict[str, Any] = {
         "dimensions": _added_removed(set(dims_a), set(dims_b)),
         "entities": entities,
@@ -78,18 +76,13 @@ def diff_graphs(a: CausalGraph, b: CausalGraph) -> dict[str, Any]:
     >>> diff_graphs(g1, g2)["edges"]["removed"]
     ['e']
     """
-    vars_a = {v.name for v in a.variables}
-    vars_b = {v.name for v in b.variables}
-    edges_a = {e.id: e for e in a.edges}
-    edges_b = {e.id: e for e in b.edges}
+    vars_a, vars_b = ({v.name for v in g.variables} for g in (a, b))
+    edges_a, edges_b = ({e.id: e for e in g.edges} for g in (a, b))
     changed = _per_key(edges_a, edges_b, lambda x, y: _changed_fields(x, y, EDGE_FIELDS))
     evidence = _per_key(edges_a, edges_b, lambda x, y: _set_change(x.evidence, y.evidence))
-    chunks_a = {c.id: c.text for c in a.chunks}
-    chunks_b = {c.id: c.text for c in b.chunks}
+    chunks_a, chunks_b = ({c.id: c.text for c in g.chunks} for g in (a, b))
     chunk_changes = _added_removed(set(chunks_a), set(chunks_b))
-    chunk_changes["changed"] = sorted(
-        cid for cid in chunks_a.keys() & chunks_b.keys() if chunks_a[cid] != chunks_b[cid]
-    )
+    chunk_changes["changed"] = list(_per_key(chunks_a, chunks_b, operator.ne))
     out: dict[str, Any] = {
         "spec": diff_specs(a.spec, b.spec),
         "variables": _added_removed(vars_a, vars_b),

@@ -48,12 +48,7 @@ def join_list(items: Iterable[str]) -> str:
     >>> join_list(["a", "b|c", "100%"])
     'a|b%7Cc|100%25'
     """
-    out = []
-    for item in items:
-        for raw, code in _LIST_ESCAPES:
-            item = item.replace(raw, code)
-        out.append(item)
-    return LIST_SEPARATOR.join(out)
+    return LIST_SEPARATOR.join(_replaced(item, _LIST_ESCAPES) for item in items)
 
 
 def split_list(cell: str) -> list[str]:
@@ -64,12 +59,15 @@ def split_list(cell: str) -> list[str]:
     """
     if cell == "":
         return []
-    out = []
-    for item in cell.split(LIST_SEPARATOR):
-        for raw, code in reversed(_LIST_ESCAPES):  # "%7C" first: "%257C" is an encoded "%7C"
-            item = item.replace(code, raw)
-        out.append(item)
-    return out
+    # "%7C" first: "%257C" is an encoded "%7C".
+    unescapes = [(code, raw) for raw, code in reversed(_LIST_ESCAPES)]
+    return [_replaced(item, unescapes) for item in cell.split(LIST_SEPARATOR)]
+
+
+def _replaced(text: str, replacements: Iterable[tuple[str, str]]) -> str:
+    for old, new in replacements:
+        text = text.replace(old, new)
+    return text
 
 
 # ---------------------------------------------------------------- networkx formats
@@ -152,10 +150,7 @@ def mermaid_edge_label(effect: str, confidence: float) -> str:
 
 
 def to_mermaid(
-    graph: CausalGraph,
-    *,
-    metric: str | None = None,
-    max_edges: int = DEFAULT_MERMAID_MAX_EDGES,
+    graph: CausalGraph, *, metric: str | None = None, max_edges: int = DEFAULT_MERMAID_MAX_EDGES
 ) -> str:
     """A ``flowchart LR`` of the graph (or of the edges touching ``metric``'s variables).
 
@@ -164,21 +159,15 @@ def to_mermaid(
     metric_of = {v.name: v.metric for v in graph.variables}
     if metric is not None and metric not in {m.name for m in graph.spec.metrics}:
         raise ConfigError(f"no metric {metric!r} in the spec")
-    edges = [
-        e
-        for e in graph.edges
-        if metric is None or metric in (metric_of[e.source], metric_of[e.target])
-    ]
+    # No metric: every edge and variable; else those touching the metric's variables.
+    edges = [e for e in graph.edges if metric in (None, metric_of[e.source], metric_of[e.target])]
     if len(edges) > max_edges:
         raise ConfigError(
             f"{len(edges)} edges is over the Mermaid limit of {max_edges}; export one metric's "
             "neighbourhood (--metric NAME), raise --max-edges, or use graphml for a graph tool"
         )
-    names = [v.name for v in graph.variables]
-    if metric is not None:
-        used = {e.source for e in edges} | {e.target for e in edges}
-        used |= {v.name for v in graph.variables if v.metric == metric}
-        names = [n for n in names if n in used]
+    used = {name for e in edges for name in (e.source, e.target)}
+    names = [v.name for v in graph.variables if metric in (None, v.metric) or v.name in used]
     ids = {n: f"v{i}" for i, n in enumerate(names)}
     lines = ["flowchart LR"]
     by_metric: dict[str, list[str]] = {}
@@ -226,53 +215,75 @@ def cypher_label(name: str) -> str:
     return "`" + visible(name).replace("`", "``") + "`"
 
 
-def _cypher_list(items: tuple[str, ...] | list[str]) -> str:
-    return "[" + ", ".join(cypher_string(x) for x in items) + "]"
+# The one walk over a graph both Neo4j formats write: per table its columns and rows (lists kept
+# as tuples, confidence as a float); ``to_cypher`` writes each row as a statement, ``to_csv_files``
+# as a CSV line. Only chunks some edge cites are written.
+_COLUMNS = {
+    "variables": ("name", "metric", "entities", "description", "category", "role"),
+    "edges": ("id", "source", "target", "mechanism", "confidence", "effect", "evidence"),
+    "chunks": ("id", "doc_id", "text"),
+    "evidence": ("edge_id", "chunk_id", "source", "target"),
+}
 
 
-def _category_roles(graph: CausalGraph) -> Any:
-    """``metric name -> (category, role)``, ``("", "")`` for a name the spec does not have."""
+def _tables(graph: CausalGraph) -> dict[str, list[tuple]]:
+    """Table name -> its rows, in the order of ``_COLUMNS``."""
     roles = {m.name: (m.category, m.role) for m in graph.spec.metrics}
-    return lambda name: roles.get(name, ("", ""))
+    cited = {cid for e in graph.edges for cid in e.evidence}
+    return {
+        "variables": [
+            (v.name, v.metric, v.entities, v.description, *roles.get(v.metric, ("", "")))
+            for v in graph.variables
+        ],
+        "edges": [
+            (e.id, e.source, e.target, e.mechanism, float(e.confidence), e.effect, e.evidence)
+            for e in graph.edges
+        ],
+        "chunks": [(c.id, c.doc_id, c.text) for c in graph.chunks if c.id in cited],
+        "evidence": [(e.id, cid, e.source, e.target) for e in graph.edges for cid in e.evidence],
+    }
+
+
+def _cypher_value(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(cypher_string(x) for x in value) + "]"
+    return repr(value) if isinstance(value, float) else cypher_string(value)
+
+
+def _cypher_sets(var: str, columns: tuple[str, ...], row: tuple) -> str:
+    """``v.metric = 'x', v.entities = [...]``: each column set to its value of ``row``."""
+    return ", ".join(f"{var}.{k} = {_cypher_value(x)}" for k, x in zip(columns, row, strict=True))
 
 
 def to_cypher(graph: CausalGraph) -> str:
     """A Cypher script that creates (or, run again, leaves unchanged) the graph in Neo4j."""
-    category_role = _category_roles(graph)
+    tables = _tables(graph)
     lines = [
         "// HCG causal graph for Neo4j. Idempotent: every node and relationship is MERGEd on a key.",
         "CREATE CONSTRAINT hcg_variable_name IF NOT EXISTS FOR (v:Variable) REQUIRE v.name IS UNIQUE;",
         "CREATE CONSTRAINT hcg_chunk_id IF NOT EXISTS FOR (c:Chunk) REQUIRE c.id IS UNIQUE;",
     ]
-    for v in graph.variables:
-        category, role = category_role(v.metric)
+    for name, metric, *rest in tables["variables"]:
+        sets = _cypher_sets("v", _COLUMNS["variables"][1:], (metric, *rest))
         lines.append(
-            f"MERGE (v:Variable {{name: {cypher_string(v.name)}}}) SET v:{cypher_label(v.metric)}, "
-            f"v.metric = {cypher_string(v.metric)}, v.entities = {_cypher_list(v.entities)}, "
-            f"v.description = {cypher_string(v.description)}, "
-            f"v.category = {cypher_string(category)}, v.role = {cypher_string(role)};"
+            f"MERGE (v:Variable {{name: {cypher_string(name)}}}) SET v:{cypher_label(metric)}, "
+            f"{sets};"
         )
-    cited = {cid for e in graph.edges for cid in e.evidence}
-    for c in graph.chunks:
-        if c.id in cited:
-            lines.append(
-                f"MERGE (c:Chunk {{id: {cypher_string(c.id)}}}) SET c.text = {cypher_string(c.text)}, "
-                f"c.doc_id = {cypher_string(c.doc_id)};"
-            )
-    for e in graph.edges:
+    for cid, doc_id, text in tables["chunks"]:
+        sets = _cypher_sets("c", ("text", "doc_id"), (text, doc_id))
+        lines.append(f"MERGE (c:Chunk {{id: {cypher_string(cid)}}}) SET {sets};")
+    for eid, source, target, *rest in tables["edges"]:
+        a, b, key = cypher_string(source), cypher_string(target), cypher_string(eid)
+        sets = _cypher_sets("r", _COLUMNS["edges"][3:], rest)
         lines.append(
-            f"MATCH (a:Variable {{name: {cypher_string(e.source)}}}), "
-            f"(b:Variable {{name: {cypher_string(e.target)}}}) "
-            f"MERGE (a)-[r:CAUSES {{id: {cypher_string(e.id)}}}]->(b) "
-            f"SET r.mechanism = {cypher_string(e.mechanism)}, r.confidence = {float(e.confidence)!r}, "
-            f"r.effect = {cypher_string(e.effect)}, r.evidence = {_cypher_list(e.evidence)};"
+            f"MATCH (a:Variable {{name: {a}}}), (b:Variable {{name: {b}}}) "
+            f"MERGE (a)-[r:CAUSES {{id: {key}}}]->(b) SET {sets};"
         )
-        for cid in e.evidence:
-            lines.append(
-                f"MATCH (c:Chunk {{id: {cypher_string(cid)}}}), "
-                f"(a:Variable {{name: {cypher_string(e.source)}}}) "
-                f"MERGE (c)-[:EVIDENCE {{edge_id: {cypher_string(e.id)}}}]->(a);"
-            )
+        lines.extend(
+            f"MATCH (c:Chunk {{id: {cypher_string(cid)}}}), (a:Variable {{name: {a}}}) "
+            f"MERGE (c)-[:EVIDENCE {{edge_id: {key}}}]->(a);"
+            for cid in rest[-1]  # the last column: the edge's evidence chunk ids
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -341,39 +352,13 @@ def to_csv_files(graph: CausalGraph) -> dict[str, str]:
 
     List cells (entities, evidence) are ``join_list``-ed: read them with ``split_list``.
     """
-    category_role = _category_roles(graph)
-    cited = {cid for e in graph.edges for cid in e.evidence}
+
+    def cell(value: Any) -> Any:
+        return join_list(value) if isinstance(value, tuple) else value
+
     files = {
-        "variables.csv": _csv_text(
-            ["name", "metric", "entities", "description", "category", "role"],
-            [
-                [v.name, v.metric, join_list(v.entities), v.description, *category_role(v.metric)]
-                for v in graph.variables
-            ],
-        ),
-        "edges.csv": _csv_text(
-            ["id", "source", "target", "mechanism", "confidence", "effect", "evidence"],
-            [
-                [
-                    e.id,
-                    e.source,
-                    e.target,
-                    e.mechanism,
-                    repr(float(e.confidence)),
-                    e.effect,
-                    join_list(e.evidence),
-                ]
-                for e in graph.edges
-            ],
-        ),
-        "chunks.csv": _csv_text(
-            ["id", "doc_id", "text"],
-            [[c.id, c.doc_id, c.text] for c in graph.chunks if c.id in cited],
-        ),
-        "evidence.csv": _csv_text(
-            ["edge_id", "chunk_id", "source", "target"],
-            [[e.id, cid, e.source, e.target] for e in graph.edges for cid in e.evidence],
-        ),
+        f"{name}.csv": _csv_text(list(_COLUMNS[name]), [[cell(x) for x in row] for row in rows])
+        for name, rows in _tables(graph).items()
     }
     labels = "\n".join(
         f"MATCH (v:Variable {{metric: {cypher_string(m)}}}) SET v:{cypher_label(m)};"

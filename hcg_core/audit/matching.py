@@ -111,12 +111,8 @@ def match_variable(name: str, names: Iterable[str]) -> Match | None:
         return Match(keyed[0], "entities")
     if keyed or not words:
         return None  # ambiguous, or nothing to compare but the metric
-    scored = []
-    for n in same_metric:
-        other = subject_key(n)[1]
-        if other:
-            scored.append((len(words & other) / len(words | other), n))
-    scored.sort(reverse=True)
+    others = [(subject_key(n)[1], n) for n in same_metric]
+    scored = sorted(((len(words & o) / len(words | o), n) for o, n in others if o), reverse=True)
     best_alone = len(scored) == 1 or (len(scored) > 1 and scored[1][0] < scored[0][0])
     if scored and scored[0][0] >= FUZZY_ENTITY_MATCH and best_alone:
         return Match(scored[0][1], "fuzzy entities")

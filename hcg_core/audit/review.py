@@ -9,7 +9,7 @@ an edge (the audit page highlights it).
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, deque
 from typing import Any
 
 from ..graph_build.extract import text_units
@@ -88,20 +88,18 @@ def _cycle_in(component: set[int], adjacency: list[list[int]]) -> list[int]:
     """One directed cycle through the component's smallest node (BFS back to it)."""
     start = min(component)
     prev = {start: -1}
-    frontier = [start]
-    while frontier:
-        nxt = []
-        for u in frontier:
-            for w in adjacency[u]:
-                if w == start:
-                    path = [u]
-                    while prev[path[-1]] != -1:
-                        path.append(prev[path[-1]])
-                    return path[::-1]
-                if w in component and w not in prev:
-                    prev[w] = u
-                    nxt.append(w)
-        frontier = nxt
+    queue = deque([start])
+    while queue:
+        u = queue.popleft()
+        for w in adjacency[u]:
+            if w == start:
+                path = [u]
+                while prev[path[-1]] != -1:
+                    path.append(prev[path[-1]])
+                return path[::-1]
+            if w in component and w not in prev:
+                prev[w] = u
+                queue.append(w)
     return [start]
 
 
@@ -121,11 +119,9 @@ def review_flags(
     index = {v.name: i for i, v in enumerate(graph.variables)}
     n = len(index)
     adjacency: list[list[int]] = [[] for _ in range(n)]
-    touched = [False] * n
     for e in graph.edges:
-        a, b = index[e.source], index[e.target]
-        adjacency[a].append(b)
-        touched[a] = touched[b] = True
+        adjacency[index[e.source]].append(index[e.target])
+    touched = {index[name] for e in graph.edges for name in (e.source, e.target)}
     digraph = nx.DiGraph()
     digraph.add_nodes_from(range(n))
     digraph.add_edges_from((a, b) for a in range(n) for b in adjacency[a])
@@ -153,7 +149,7 @@ def review_flags(
         "cycle_edges": cycle_edges,
         "cycles": [_cycle_in(c, adjacency) for c in parts[:MAX_CYCLES_LISTED]],
         "cyclic_parts": len(parts),
-        "isolated": [i for i in range(n) if not touched[i]],
+        "isolated": [i for i in range(n) if i not in touched],
         "empty_metrics": [m.name for m in graph.spec.metrics if m.name not in used_metrics],
         "opposite_signs": opposite,
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 import os
 from collections import Counter
@@ -19,7 +20,7 @@ from typing import Any
 from ..graph_build.health import graph_health
 from ..output_paths import check_output_path, write_output_file
 from ..store import StoredGraph, load_graph
-from ..types import CausalGraph
+from ..types import CausalEdge, CausalGraph
 from .review import DEFAULT_LOW_CONFIDENCE, metric_overview, review_flags, supporting_sentence
 
 _HERE = Path(__file__).parent
@@ -49,23 +50,23 @@ def view_data(
     chunks = {c.id: c for c in graph.chunks}
     cited = sorted({cid for e in graph.edges for cid in e.evidence})
     per_metric = Counter(v.metric for v in graph.variables)
-    edges = []
-    for e in graph.edges:
-        support = []
-        for cid in e.evidence:
-            span = supporting_sentence(chunks[cid].text, e) if cid in chunks else None
-            support.append(list(span) if span else None)
-        edges.append(
-            {
-                "id": e.id,
-                "s": index[e.source],
-                "t": index[e.target],
-                **_record(e, "mechanism", "effect"),
-                "confidence": round(float(e.confidence), 4),
-                "evidence": list(e.evidence),
-                "support": support,
-            }
-        )
+
+    def support(e: CausalEdge, cid: str) -> list[int] | None:
+        span = supporting_sentence(chunks[cid].text, e) if cid in chunks else None
+        return list(span) if span else None
+
+    edges = [
+        {
+            "id": e.id,
+            "s": index[e.source],
+            "t": index[e.target],
+            **_record(e, "mechanism", "effect"),
+            "confidence": round(float(e.confidence), 4),
+            "evidence": list(e.evidence),
+            "support": [support(e, cid) for cid in e.evidence],
+        }
+        for e in graph.edges
+    ]
     return {
         "title": title,
         "domain": spec.domain,
@@ -77,11 +78,7 @@ def view_data(
         ],
         "variables": [_record(v, *VARIABLE_FIELDS) for v in graph.variables],
         "edges": edges,
-        "chunks": {
-            cid: {"text": chunks[cid].text, "doc_id": chunks[cid].doc_id}
-            for cid in cited
-            if cid in chunks
-        },
+        "chunks": {cid: _record(chunks[cid], "text", "doc_id") for cid in cited if cid in chunks},
         "overview": metric_overview(graph),
         "flags": review_flags(graph, low_confidence=low_confidence),
         "settings": {
@@ -113,12 +110,10 @@ def embed_json(data: Any) -> str:
 def render_html(data: dict[str, Any]) -> str:
     """The page: template with the stylesheet, the script and the data inlined."""
     template = (_HERE / "view.html").read_text(encoding="utf-8")
-    # The title is escaped for HTML and put in before anything else is inlined.
     css = (_HERE / "view.css").read_text(encoding="utf-8")
     js = (_HERE / "view.js").read_text(encoding="utf-8")
-    title = str(data.get("title") or "graph")
-    for raw, esc in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;")):
-        title = title.replace(raw, esc)
+    # The title is escaped for HTML and put in before anything else is inlined.
+    title = html.escape(str(data.get("title") or "graph"), quote=False)
     template = template.replace("@TITLE@", title)
     # Placeholders are replaced in this order so inlined text is never scanned again.
     head, rest = template.split("/*@CSS@*/")

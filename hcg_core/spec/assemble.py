@@ -82,6 +82,16 @@ def batch_votes(
     return Counter(k for draft in drafts for k in {key(i) for i in draft} - {""})
 
 
+def first_proposals(drafts: Iterable[Sequence[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Metric name (``metric_name``) -> its first proposal, names in first-seen order."""
+    first: dict[str, dict[str, Any]] = {}
+    for draft in drafts:
+        for item in draft:
+            first.setdefault(metric_name(item.get("name", "")), item)
+    first.pop("", None)
+    return first
+
+
 def merge_dimensions(
     drafts: Iterable[Sequence[dict[str, Any]]],
     cap: int,
@@ -129,13 +139,10 @@ def merge_dimensions(
     kept = [n for n in ranked if entities[n]][:cap]
     report.dropped["dimension_over_cap_or_empty"] += len(axes) - len(kept)
     out = []
-    for n in axes:
-        if n not in kept:
-            continue
-        ents = entities[n]
-        parents = entity_parents(ents)
+    for n in [a for a in axes if a in kept]:  # first-seen order
+        parents = entity_parents(entities[n])
         report.repaired["entity_linked_to_parent"] += len(parents)
-        out.append(Dimension(n, tuple(ents), descriptions[n], tuple(parents.items())))
+        out.append(Dimension(n, tuple(entities[n]), descriptions[n], tuple(parents.items())))
     return tuple(out)
 
 
@@ -216,35 +223,31 @@ def merge_metrics(
                 continue
             sigs.setdefault(name, []).append(sig)
             if name not in found:
+                # A given outcome configuration decides roles: the LLM's tags are then ignored.
                 role = item.get("role", "intermediate")
                 found[name] = Metric(
                     name,
                     sig,
                     str(item.get("description", "") or ""),
                     str(item.get("category", "") or "general"),
-                    role if role in _ROLES else "intermediate",
+                    role if role in _ROLES and outcome is None else "intermediate",
                 )
             seen_here.add(name)
         votes.update(seen_here)
     for n, proposed in sigs.items():
         found[n] = replace(found[n], signature=agreed_signature(proposed))
-    given = outcome is not None
     anchored = [*outcome.outcomes, *outcome.terminals] if outcome is not None else []
-    if outcome is not None:
-        # The user's configuration decides roles; the LLM's tags are ignored.
-        for n in found:
-            found[n] = replace(found[n], role="intermediate")
-        for n in anchored:
-            if n not in found:
-                report.repaired["outcome_metric_added"] += 1
-                what = outcome.description or f"{n}: a configured outcome."
-                found[n] = Metric(n, (), what, "outcome")
+    for n in anchored:  # none without an outcome configuration
+        if outcome is not None and n not in found:
+            report.repaired["outcome_metric_added"] += 1
+            what = outcome.description or f"{n}: a configured outcome."
+            found[n] = Metric(n, (), what, "outcome")
     order = list(found)
     by_votes = sorted(order, key=lambda n: (-votes[n], -support.get(n, 0.0), order.index(n)))
     causes = set(causes)
     first = set([n for n in by_votes if n in causes][: math.floor(cap * CAUSE_SHARE)])
     ranked = sorted(by_votes, key=lambda n: (n not in anchored, n not in first))
-    if given:
+    if outcome is not None:
         kept = set(ranked[: max(cap, len(anchored))])
     else:
         kept = _fill_cap(ranked, {n for n in order if found[n].role != "intermediate"}, cap)
@@ -410,12 +413,6 @@ def assemble_spec(
 ) -> DomainSpec:
     """Put the merged parts together, dropping dimensions no kept metric uses, and validate."""
     used = {d for m in metrics for d in m.signature}
-    spec = DomainSpec(
-        dimensions=tuple(d for d in dimensions if d.name in used),
-        metrics=tuple(metrics),
-        variables=tuple(variables),
-        relations=tuple(relations),
-        outcome=outcome,
-        domain=domain,
-    )
+    dims = tuple(d for d in dimensions if d.name in used)
+    spec = DomainSpec(dims, tuple(metrics), tuple(variables), tuple(relations), outcome, domain)
     return validate_spec(spec)

@@ -15,19 +15,14 @@ names for relation endpoints), and ``hcg_core.spec.assemble`` validates again.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field, create_model
 
-from ..config import (
-    DEFAULT_CHUNKS_PER_CALL,
-    DEFAULT_SPEC_SAMPLE_CHUNKS,
-    LLMBuildConfig,
-    tier_caps,
-)
+from ..config import DEFAULT_CHUNKS_PER_CALL, DEFAULT_SPEC_SAMPLE_CHUNKS, LLMBuildConfig, tier_caps
 from ..embedding import as_matrix
 from ..errors import BuildError
 from ..graph_build.evidence import snippet
@@ -42,6 +37,7 @@ from .assemble import (
     AssemblyReport,
     assemble_spec,
     batch_votes,
+    first_proposals,
     merge_dimensions,
     merge_metrics,
     merge_relations,
@@ -89,12 +85,8 @@ def cover_sample(chunk_embeddings: np.ndarray, k: int) -> tuple[list[int], dict[
     x = np.asarray(chunk_embeddings, dtype=np.float32)
     n = len(x)
     if n <= k:
-        return list(range(n)), {
-            "chunks_shown": n,
-            "clusters": n,
-            "sampled": False,
-            "mean_cosine_to_sample": 1.0,
-        }
+        info = {"chunks_shown": n, "clusters": n, "sampled": False, "mean_cosine_to_sample": 1.0}
+        return list(range(n)), info
     centre = x.mean(axis=0)
     seeds = [int(np.argmax(x @ centre))]
     nearest = x @ x[seeds[0]]
@@ -117,26 +109,9 @@ def cover_sample(chunk_embeddings: np.ndarray, k: int) -> tuple[list[int], dict[
         if len(members):
             picked.add(int(members[np.argmax(x[members] @ centres[c])]))
     idx = sorted(picked)
-    to_sample = (x @ x[idx].T).max(axis=1)
-    return idx, {
-        "chunks_shown": len(idx),
-        "clusters": k,
-        "sampled": True,
-        "mean_cosine_to_sample": round(float(to_sample.mean()), 4),
-    }
-
-
-def sample_chunks(chunks: Sequence[Chunk], n: int) -> list[Chunk]:
-    """``n`` chunks evenly spaced over the corpus order (all of them when fewer).
-
-    >>> [c.id for c in sample_chunks([Chunk(str(i), "") for i in range(10)], 4)]
-    ['0', '3', '6', '9']
-    """
-    if n >= len(chunks):
-        return list(chunks)
-    if n <= 1:
-        return [chunks[0]]
-    return [chunks[round(i * (len(chunks) - 1) / (n - 1))] for i in range(n)]
+    cosine = round(float((x @ x[idx].T).max(axis=1).mean()), 4)
+    info = {"chunks_shown": len(idx), "clusters": k, "sampled": True}
+    return idx, {**info, "mean_cosine_to_sample": cosine}
 
 
 def excerpt(chunk: Chunk, chars: int) -> str:
@@ -227,11 +202,8 @@ def variables_model(
     enum offers only that dimension's entities ("" when the metric has no such slot)."""
     fields: dict[str, Any] = {"metric": (choice(metric_names), ...)}
     if slots:
-        slot_model = create_model(
-            "EntitySlots",
-            **{d: (named_choice(["", *ents]), "") for d, ents in slots.items()},
-        )
-        fields["entities"] = (slot_model, ...)
+        choices = {d: (named_choice(["", *ents]), "") for d, ents in slots.items()}
+        fields["entities"] = (create_model("EntitySlots", **choices), ...)
     else:
         fields["entities"] = (list[str], Field(default_factory=list))
     fields["description"] = (str, capped_text(MAX_DESCRIPTION_CHARS))
@@ -262,11 +234,9 @@ def _outcome_text(
     outcome: OutcomeConfig | None, *, choose: bool = True, inferred: Sequence[str] = ()
 ) -> str:
     if outcome is None:
-        guess = (
-            f"not given; the excerpts suggest {', '.join(inferred)} (inferred, not confirmed)"
-            if inferred
-            else "not given"
-        )
+        guess = "not given"
+        if inferred:
+            guess += f"; the excerpts suggest {', '.join(inferred)} (inferred, not confirmed)"
         if not choose:
             return guess
         return f"{guess}: tag the final outcomes 'terminal' and key endpoints 'outcome'"
@@ -292,23 +262,21 @@ def infer_domain(replies: Sequence[Mapping[str, Any]]) -> tuple[str, list[str]]:
     ...               {"domain": "Lakes.", "outcomes": ["fish kills", "toxins"]}])
     ('lakes', ['fish kills', 'toxins'])
     """
-    domains: dict[str, list[str]] = {}
-    outcomes: dict[str, list[str]] = {}
-    for r in replies:
-        line = " ".join(str(r.get("domain", "") or "").split()).rstrip(".")
+    domains = _most_named(r.get("domain", "") or "" for r in replies)
+    outcomes = _most_named(o for r in replies for o in r.get("outcomes", []) or [])
+    return (domains[0] if domains else ""), outcomes[:MAX_INFERRED_OUTCOMES]
+
+
+def _most_named(values: Iterable[Any]) -> list[str]:
+    """The distinct lines (case aside, blanks collapsed, no final dot), most named first (ties:
+    first named), each as first written."""
+    found: dict[str, list[str]] = {}
+    for value in values:
+        line = " ".join(str(value).split()).rstrip(".")
         if line:
-            domains.setdefault(line.lower(), []).append(line)
-        for o in r.get("outcomes", []) or []:
-            o = " ".join(str(o).split()).rstrip(".")
-            if o:
-                outcomes.setdefault(o.lower(), []).append(o)
-
-    def ranked(found: dict[str, list[str]]) -> list[str]:
-        order = list(found)
-        return [found[k][0] for k in sorted(order, key=lambda k: (-len(found[k]), order.index(k)))]
-
-    best = ranked(domains)
-    return (best[0] if best else ""), ranked(outcomes)[:MAX_INFERRED_OUTCOMES]
+            found.setdefault(line.lower(), []).append(line)
+    # A stable sort: ties keep the first-named order.
+    return [found[k][0] for k in sorted(found, key=lambda k: -len(found[k]))]
 
 
 @dataclass
@@ -369,16 +337,15 @@ async def agenerate_spec(
     ledger: Ledger,
     failures: Failures,
     tier: str,
+    chunk_embeddings: np.ndarray,
+    embedder: Embedder,
     outcome: OutcomeConfig | None = None,
     config: LLMBuildConfig | None = None,
-    chunk_embeddings: np.ndarray | None = None,
-    embedder: Embedder | None = None,
 ) -> tuple[DomainSpec, dict[str, Any]]:
     """Generate and assemble a spec; returns it with an assembly and coverage report.
 
     Makes ``4 * ceil(read / chunks_per_call)`` calls, ``read`` being every chunk up to the tier's
-    budget (a clustered sample beyond it, when ``chunk_embeddings`` are given; evenly spaced
-    chunks otherwise); all calls of a step run concurrently, and a batch too long for the model
+    budget (beyond it a clustered sample of ``chunk_embeddings``, one vector per chunk); all calls of a step run concurrently, and a batch too long for the model
     is split. Calls are charged to ledger stage ``stage1``. Without a ``domain`` (or an
     ``outcome``), the dimensions step also asks each batch for a one-line domain (and the
     outcomes the text builds toward); the most proposed are shown to the later steps and stored
@@ -392,12 +359,8 @@ async def agenerate_spec(
     opts = config or LLMBuildConfig()
     caps = tier_caps(tier)
     budget = stage1_budget(tier, opts.spec_sample_chunks)
-    if chunk_embeddings is not None and len(chunk_embeddings) == len(chunks):
-        idx, coverage = cover_sample(chunk_embeddings, budget)
-        shown = [chunks[i] for i in idx]
-    else:
-        shown = sample_chunks(chunks, budget)
-        coverage = {"chunks_shown": len(shown), "clusters": 0, "sampled": len(shown) < len(chunks)}
+    idx, coverage = cover_sample(chunk_embeddings, budget)
+    shown = [chunks[i] for i in idx]
     coverage["share_shown"] = round(len(shown) / max(1, len(chunks)), 4)
     batches = spread_batches(shown, opts.chunks_per_call)
     calls = Stage1Calls(llm, ledger, failures, batches, opts.excerpt_chars, opts.prompts)
@@ -420,16 +383,13 @@ async def agenerate_spec(
             _items(metric_replies, "metrics"), embedder, chunk_embeddings, report
         )
         metrics, final_outcome = await curated_metrics(
-            calls.review, metric_drafts, dims, caps.max_metrics, outcome, report, support, dom
+            calls, metric_drafts, dims, caps.max_metrics, outcome, report, support, dom
         )
         if not metrics:
             raise BuildError("Stage 1 produced no metrics; see the failures, or pass --spec")
         if outcome is None and inferred_outcomes:
-            final_outcome = replace(
-                final_outcome,
-                description="candidate outcomes inferred from the corpus: "
-                + ", ".join(inferred_outcomes),
-            )
+            note = "candidate outcomes inferred from the corpus: " + ", ".join(inferred_outcomes)
+            final_outcome = replace(final_outcome, description=note)
             inferred.append("outcome")
         metrics, variables, relations = await _variables_and_relations(
             calls, dims, metrics, dom, report
@@ -449,11 +409,7 @@ async def agenerate_spec(
 
 
 async def _dimensions(
-    calls: Stage1Calls,
-    cap: int,
-    domain: str,
-    outcome: OutcomeConfig | None,
-    report: AssemblyReport,
+    calls: Stage1Calls, cap: int, domain: str, outcome: OutcomeConfig | None, report: AssemblyReport
 ) -> tuple[Any, str, list[str], list[str]]:
     """The dimensions step, merged and reviewed: (dimensions, domain line, what was inferred,
     the inferred outcomes). Without a ``domain`` the step also asks for one, and the review
@@ -468,10 +424,9 @@ async def _dimensions(
         cap=str(cap),
     )
     inferred_outcomes: list[str] = []
-    inferred: list[str] = []
     if infer:
         domain, inferred_outcomes = infer_domain([r.model_dump() for _, r in dim_replies])
-        inferred = ["domain"] if domain else []
+    inferred = ["domain"] if infer and domain else []
     dims = merge_dimensions(
         _items(dim_replies, "dimensions"), cap, report, texts=[text for text, _ in dim_replies]
     )
@@ -535,11 +490,8 @@ async def _variables_and_relations(
     return metrics, variables, relations
 
 
-Review = Callable[..., Awaitable[Any]]  # review(prompt name, model, tokens, **fields) -> reply
-
-
 async def curated_metrics(
-    review: Review,
+    calls: Stage1Calls,
     drafts: list[list[dict[str, Any]]],
     dims: Sequence[Any],
     cap: int,
@@ -554,7 +506,7 @@ async def curated_metrics(
     listed, names = metrics_text(drafts)
     causes: set[str] = set()
     if names:
-        got = await review(
+        got = await calls.review(
             "review_metrics",
             metrics_review_model(names, cap),
             REVIEW_TOKENS,
@@ -571,7 +523,7 @@ async def curated_metrics(
         return metrics, final
     kept = {m.name for m in metrics}
     kept_drafts = [[i for i in d if metric_name(i.get("name", "")) in kept] for d in drafts]
-    got = await review(
+    got = await calls.review(
         "check_metrics",
         check_metrics_model([m.name for m in metrics]),
         REVIEW_TOKENS,
@@ -589,21 +541,15 @@ async def curated_metrics(
 
 def merge_metric_drafts(
     drafts: list[list[dict[str, Any]]],
-    embedder: Embedder | None,
+    embedder: Embedder,
     chunk_embeddings: np.ndarray | None,
     report: AssemblyReport,
 ) -> tuple[list[list[dict[str, Any]]], dict[str, float]]:
     """Rename the metrics that measure one quantity to one name (``merge.metric_groups``: names
     and definitions), and measure each metric's corpus support (the share of chunks that have it
     among their ``SUPPORT_TOP_METRICS`` nearest metrics)."""
-    if embedder is None:
-        return drafts, {}
-    described: dict[str, str] = {}  # name -> its first description, in first-seen order
-    for draft in drafts:
-        for item in draft:
-            n = metric_name(item.get("name", ""))
-            if n:
-                described.setdefault(n, str(item.get("description", "") or ""))
+    first = first_proposals(drafts).items()
+    described = {n: str(item.get("description", "") or "") for n, item in first}
     names = list(described)
     if not names:
         return drafts, {}

@@ -25,7 +25,7 @@ prompt can prevent (``CureProbability`` / ``CureLikelihood``, ``body_site`` / ``
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -217,9 +217,18 @@ def metric_groups(
                 related_names(wi, wj, measures[i]) or related_names(wj, wi, measures[j])
             ):
                 pairs.append((-float(sims[i, j]), i, j))
-    members: dict[int, set[int]] = {i: {i} for i in range(len(names))}
-    group = list(range(len(names)))
-    for _, i, j in sorted(pairs):
+    groups = _joined(len(names), [(i, j) for _, i, j in sorted(pairs)], apart)
+    return _named_by_votes(names, groups, votes)
+
+
+def _joined(
+    n: int, pairs: Iterable[tuple[int, int]], apart: Container[tuple[int, int]] = ()
+) -> list[set[int]]:
+    """The groups of ``range(n)`` that joining ``pairs`` in order makes; a pair is skipped when
+    its join would put two members of a pair in ``apart`` (``(i, j)``, ``i < j``) in one group."""
+    members: dict[int, set[int]] = {i: {i} for i in range(n)}
+    group = list(range(n))
+    for i, j in pairs:
         gi, gj = group[i], group[j]
         if gi == gj:
             continue
@@ -228,7 +237,7 @@ def metric_groups(
         members[gi] |= members.pop(gj)
         for k in members[gi]:
             group[k] = gi
-    return _named_by_votes(names, members.values(), votes)
+    return list(members.values())
 
 
 def _named_by_votes(
@@ -272,14 +281,7 @@ def dimension_groups(
     """
     names = list(entities)
     keys = [{entity_key(e) for e in entities[n]} for n in names]
-    parent = list(range(len(names)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    pairs = []
     for i in range(len(names)):
         for j in range(i + 1, len(names)):
             shared = len(keys[i] & keys[j])
@@ -287,11 +289,10 @@ def dimension_groups(
             same_axis = axis_words(names[i]) == axis_words(names[j])
             overlap = shared >= MIN_SHARED_ENTITIES and shared / small >= DIMENSION_ENTITY_OVERLAP
             if same_axis or overlap:
-                parent[root(j)] = root(i)
-    groups: dict[int, list[int]] = {}
-    for i in range(len(names)):
-        groups.setdefault(root(i), []).append(i)
-    return _named_by_votes(names, groups.values(), votes)
+                pairs.append((i, j))
+    # Groups by their first member, each in name order (as the names were given).
+    groups = sorted(sorted(g) for g in _joined(len(names), pairs))
+    return _named_by_votes(names, groups, votes)
 
 
 # -- entities -------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..embedding import as_matrix
-from ..graph_build.extract import STRONG_CUE, Span, Statement, head_of
+from ..graph_build.extract import STRONG_CUE, Statement, head_of
 from ..ports import Embedder
 from ..types import DomainSpec, Metric, variable_text
 
@@ -108,11 +108,9 @@ def unique_names(heads: Sequence[str]) -> list[str]:
 
 def span_texts(statements: Sequence[Statement]) -> list[str]:
     """Distinct cause and effect span texts, in first-seen order (the rows of the span matrix)."""
-    seen: dict[str, None] = {}
-    for st in statements:
-        seen.setdefault(st.cause.text, None)
-        seen.setdefault(st.effect.text, None)
-    return list(seen)
+    return list(
+        dict.fromkeys(text for st in statements for text in (st.cause.text, st.effect.text))
+    )
 
 
 def cos_argmax(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -163,48 +161,37 @@ def generate_vocabulary(
     metric whose centroid is closest when the cosine is at least ``merge_threshold``, keeping its
     own head in the entity; otherwise it is dropped.
     """
-    spans: dict[str, Span] = {}
-    parts: dict[str, tuple[str, str]] = {}
+    parts: dict[str, tuple[str, str]] = {}  # span text -> (head, entity), in first-seen order
     head_count: Counter = Counter()
     head_best: dict[str, float] = defaultdict(float)
     for st in statements:
         for sp in (st.cause, st.effect):
-            spans.setdefault(sp.text, sp)
-            parts.setdefault(sp.text, head_of(sp, compounds))
-            head_count[parts[sp.text][0]] += 1
-            head_best[parts[sp.text][0]] = max(head_best[parts[sp.text][0]], st.strength)
+            head = parts.setdefault(sp.text, head_of(sp, compounds))[0]
+            head_count[head] += 1
+            head_best[head] = max(head_best[head], st.strength)
     ranked = sorted(head_count, key=lambda h: (-head_count[h], -head_best[h], h))
     # A head seeds a metric with enough statements, or with one that uses a strong cue
     # ("causes", "leads to"); a single weak mention ("affects") does not.
-    heads = [h for h in ranked if head_count[h] >= min_support or head_best[h] >= STRONG_CUE][
-        :max_metrics
-    ]
-    if not heads:
-        heads = ranked[:1]
+    seeds = [h for h in ranked if head_count[h] >= min_support or head_best[h] >= STRONG_CUE]
+    heads = seeds[:max_metrics] or ranked[:1]
     head_index = {h: i for i, h in enumerate(heads)}
     # A metric's centroid: the mean vector of the spans that carry its head.
     centroids = np.zeros((len(heads), span_vec.shape[1]), dtype=np.float32)
-    for text in spans:
-        if parts[text][0] in head_index:
-            centroids[head_index[parts[text][0]]] += span_vec[row[text]]
+    assign: dict[str, NodeKey | None] = {}
+    for text, (head, entity) in parts.items():
+        if head in head_index:
+            centroids[head_index[head]] += span_vec[row[text]]
+            assign[text] = NodeKey(head_index[head], entity)
     norms = np.linalg.norm(centroids, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     centroids /= norms
-    rare = [t for t in spans if parts[t][0] not in head_index]
+    rare = [t for t in parts if parts[t][0] not in head_index]
     best, sim = cos_argmax(span_vec[[row[t] for t in rare]], centroids) if rare else ([], [])
-    assign: dict[str, NodeKey | None] = {}
-    for text in spans:
-        head, entity = parts[text]
-        if head in head_index:
-            assign[text] = NodeKey(head_index[head], entity)
-    dropped = 0
     for t, b, s in zip(rare, best, sim, strict=True):
-        if s >= merge_threshold:
-            # The head is not the metric's own, so it stays in the entity: "carcinoma" under Cancer.
-            assign[t] = NodeKey(int(b), " ".join(x for x in parts[t][::-1] if x))
-        else:
-            assign[t] = None
-            dropped += 1
+        # The head is not the metric's own, so it stays in the entity: "carcinoma" under Cancer.
+        entity = " ".join(x for x in parts[t][::-1] if x)
+        assign[t] = NodeKey(int(b), entity) if s >= merge_threshold else None
+    dropped = sum(key is None for key in assign.values())
     return Vocabulary(heads=heads, assign=assign, dropped=dropped)
 
 
@@ -227,13 +214,12 @@ def map_onto_spec(
     metrics = list(spec.metrics)
     m_index = {m.name: i for i, m in enumerate(metrics)}
     vtexts = [variable_text(v) for v in spec.variables]
-    vvec = (
-        as_matrix(embedder.embed_documents(vtexts), len(vtexts), who=embedder.name)
-        if vtexts
-        else np.zeros((0, span_vec.shape[1]), dtype=np.float32)
-    )
-    mtexts = [f"{m.name.replace('_', ' ')}. {m.description}" for m in metrics]
-    mvec = as_matrix(embedder.embed_documents(mtexts), len(mtexts), who=embedder.name)
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return as_matrix(embedder.embed_documents(texts), len(texts), who=embedder.name)
+
+    vvec = embed(vtexts) if vtexts else np.zeros((0, span_vec.shape[1]), dtype=np.float32)
+    mvec = embed([f"{m.name.replace('_', ' ')}. {m.description}" for m in metrics])
     texts = list(row)
     vb, vs = cos_argmax(span_vec, vvec)
     mb, ms = cos_argmax(span_vec, mvec)
@@ -270,15 +256,9 @@ def describe_metric(
     ...                 Counter({"stroke": 2})).description
     'Stroke as the text states it, e.g. stroke. Driven by: Pressure.'
     """
-    ins = [names[j] for j, _ in drivers.most_common(4)]
-    outs = [names[j] for j, _ in drives.most_common(4)]
-    parts = [
-        f"{m.name.replace('_', ' ')} as the text states it, e.g. "
-        + "; ".join(a for a, _ in spans.most_common(4))
-        + "."
-    ]
-    if ins:
-        parts.append("Driven by: " + ", ".join(ins) + ".")
-    if outs:
-        parts.append("Influences: " + ", ".join(outs) + ".")
+    examples = "; ".join(a for a, _ in spans.most_common(4))
+    parts = [f"{m.name.replace('_', ' ')} as the text states it, e.g. {examples}."]
+    for label, counts in (("Driven by", drivers), ("Influences", drives)):
+        if counts:
+            parts.append(f"{label}: " + ", ".join(names[j] for j, _ in counts.most_common(4)) + ".")
     return Metric(m.name, m.signature, " ".join(parts), m.category, m.role)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, create_model
 
 from ..llm.structured import capped_list, capped_text, named_choice
 from ..types import Dimension
-from .assemble import AssemblyReport, batch_votes, metric_name
+from .assemble import AssemblyReport, batch_votes, first_proposals, metric_name
 from .merge import definition
 
 REVIEW_CALLS = 3  # the dimensions review, the metrics review, the check of the kept metrics
@@ -35,10 +35,12 @@ def choice(names: Sequence[str]) -> Any:
     return Literal[tuple(names)] if names else str  # type: ignore[return-value]
 
 
-def _group_model(model_name: str, name_type: Any) -> type[BaseModel]:
-    """A group of names that are one: the name to ``keep`` and the names it ``absorbs``."""
+def _group_model(model_name: str, name_type: Any, **first: Any) -> type[BaseModel]:
+    """A group of names that are one: the name to ``keep`` and the names it ``absorbs`` (after
+    the fields ``first``, if any)."""
     return create_model(
         model_name,
+        **first,
         keep=(name_type, ...),
         absorbs=(list[name_type], capped_list(MAX_GROUP_MEMBERS)),
     )
@@ -49,12 +51,7 @@ def dimensions_review_model(dimensions: Sequence[str], entities: Sequence[str]) 
     dim = choice(dimensions)
     dim_group = _group_model("SameDimensions", dim)
     entity = named_choice(list(dict.fromkeys(entities)))  # an enum lists each name once
-    entity_group = create_model(
-        "SameEntities",
-        dimension=(dim, ...),
-        keep=(entity, ...),
-        absorbs=(list[entity], capped_list(MAX_GROUP_MEMBERS)),
-    )
+    entity_group = _group_model("SameEntities", entity, dimension=(dim, ...))
     return create_model(
         "ReviewDimensionsReply",
         domain=(str, capped_text(MAX_DOMAIN_CHARS)),
@@ -90,12 +87,8 @@ def dimensions_text(dims: Sequence[Dimension]) -> str:
 def metrics_text(drafts: Sequence[Sequence[Mapping[str, Any]]]) -> tuple[str, list[str]]:
     """One line per distinct proposed metric (first proposal's signature, definition and role,
     and how many samples proposed it), and the names in first-seen order."""
-    first: dict[str, Mapping[str, Any]] = {}
+    first = first_proposals(drafts)
     votes = batch_votes(drafts, lambda i: metric_name(i.get("name", "")))
-    for draft in drafts:
-        for item in draft:
-            first.setdefault(metric_name(item.get("name", "")), item)
-    first.pop("", None)
     lines = []
     for n, item in first.items():
         sig = ", ".join(str(s) for s in item.get("signature", []) or [])
@@ -130,9 +123,8 @@ def apply_dimension_review(
     dims: Sequence[Dimension], reply: Any, report: AssemblyReport
 ) -> tuple[tuple[Dimension, ...], str]:
     """The dimensions after the review's merges, and the domain line it wrote ("" if none)."""
-    names = {d.name for d in dims}
-    moved = _resolve([(g.keep, g.absorbs) for g in reply.same_dimensions], names)
     by_name: dict[str, Dimension] = {d.name: d for d in dims}
+    moved = _resolve([(g.keep, g.absorbs) for g in reply.same_dimensions], set(by_name))
     for gone, keep in moved.items():
         a, b = by_name[keep], by_name[gone]
         ents = list(dict.fromkeys((*a.entities, *b.entities)))
@@ -167,11 +159,8 @@ def apply_metric_review(
     """The drafts with every absorbed metric proposal replaced by its keeper's first proposal
     (name, definition, role) but keeping its own signature (``merge_metrics`` settles the
     signature the group's proposals agree on), and the names the review called causes."""
-    first: dict[str, Mapping[str, Any]] = {}
-    for draft in drafts:
-        for item in draft:
-            first.setdefault(metric_name(item.get("name", "")), item)
-    moved = _resolve([(g.keep, g.absorbs) for g in reply.same_quantity], set(first) - {""})
+    first = first_proposals(drafts)
+    moved = _resolve([(g.keep, g.absorbs) for g in reply.same_quantity], set(first))
     report.repaired["metric_merged_by_review"] += len(moved)
     renamed = [
         [

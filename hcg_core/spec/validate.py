@@ -85,14 +85,22 @@ def validate_spec(spec: DomainSpec) -> DomainSpec:
     for name in (*spec.outcome.outcomes, *spec.outcome.terminals):
         if name not in metrics:
             raise SpecError(f"outcome configuration names undefined metric {name!r}", entry=name)
-    _no_duplicates((v.name for v in spec.variables), "variable")
-    for v in spec.variables:
-        validate_variable(metrics, dims, v)
-    var_metric = {v.name: v.metric for v in spec.variables}
+    var_metric = _check_variables(spec, spec.variables)
     for r in spec.relations:
         label = f"relation {r.source!r} -> {r.target!r}"
         _check_link(label, r.source, r.target, var_metric, metrics, entry=label)
     return spec
+
+
+def _check_variables(spec: DomainSpec, variables: Iterable[Variable]) -> dict[str, str]:
+    """Check variables against the spec's vocabulary (no name twice); name -> metric."""
+    variables = tuple(variables)
+    _no_duplicates((v.name for v in variables), "variable")
+    dims = {d.name: d for d in spec.dimensions}
+    metrics = {m.name: m for m in spec.metrics}
+    for v in variables:
+        validate_variable(metrics, dims, v)
+    return {v.name: v.metric for v in variables}
 
 
 def _check_link(
@@ -120,13 +128,8 @@ def validate_graph(
 ) -> None:
     """Check a graph's variables and edges against its spec; chunk ids too when given."""
     validate_spec(spec)
-    _no_duplicates((v.name for v in variables), "variable")
-    dims = {d.name: d for d in spec.dimensions}
     metrics = {m.name: m for m in spec.metrics}
-    var_metric = {}
-    for v in variables:
-        validate_variable(metrics, dims, v)
-        var_metric[v.name] = v.metric
+    var_metric = _check_variables(spec, variables)
     _no_duplicates((e.id for e in edges), "edge id")
     for e in edges:
         label = f"edge {e.id!r} ({e.source} -> {e.target})"

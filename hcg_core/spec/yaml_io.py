@@ -56,16 +56,13 @@ def _typed(value: Any, where: str, kind: type) -> Any:
     return value
 
 
-def _mapping(value: Any, where: str) -> dict:
-    return _typed(value, where, dict)
-
-
-def _list(value: Any, where: str) -> list:
-    return _typed(value, where, list)
+def _text(body: dict, key: str, default: str = "") -> str:
+    """The text of ``body[key]``; ``default`` when it is missing, empty or null."""
+    return str(body.get(key, default) or default)
 
 
 def _str_tuple(value: Any, where: str) -> tuple[str, ...]:
-    return tuple(str(x) for x in _list(value, where))
+    return tuple(str(x) for x in _typed(value, where, list))
 
 
 def variable_from_item(item: Any, where: str) -> Variable:
@@ -75,7 +72,7 @@ def variable_from_item(item: Any, where: str) -> Variable:
         return Variable(metric, ents)
     if not isinstance(item, dict):
         raise SpecError(f"{where} must be a string or a mapping", entry=where)
-    description = str(item.get("description", "") or "")
+    description = _text(item, "description")
     if "metric" in item:
         return Variable(
             str(item["metric"]), _str_tuple(item.get("entities"), f"{where}.entities"), description
@@ -88,54 +85,43 @@ def variable_from_item(item: Any, where: str) -> Variable:
 
 def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
     """Build a DomainSpec from the parsed YAML mapping; raise SpecError naming the bad entry."""
-    data = _mapping(data, "spec")
+    data = _typed(data, "spec", dict)
     unknown = set(data) - TOP_KEYS
     if unknown:
         raise SpecError(f"unknown top-level keys {sorted(unknown)}", entry=sorted(unknown)[0])
     dims = []
-    for name, body in _mapping(data.get("dimensions"), "dimensions").items():
+    for name, body in _typed(data.get("dimensions"), "dimensions", dict).items():
         if isinstance(body, list):  # short form: name: [entities]
             body = {"entities": body}
-        body = _mapping(body, f"dimensions.{name}")
-        parents = _mapping(body.get("parents"), f"dimensions.{name}.parents")
-        dims.append(
-            Dimension(
-                str(name),
-                _str_tuple(body.get("entities"), f"dimensions.{name}.entities"),
-                str(body.get("description", "") or ""),
-                tuple((str(c), str(p)) for c, p in parents.items()),
-            )
-        )
+        body = _typed(body, f"dimensions.{name}", dict)
+        parents = _typed(body.get("parents"), f"dimensions.{name}.parents", dict)
+        entities = _str_tuple(body.get("entities"), f"dimensions.{name}.entities")
+        links = tuple((str(c), str(p)) for c, p in parents.items())
+        dims.append(Dimension(str(name), entities, _text(body, "description"), links))
     metrics = []
-    for key, body in _mapping(data.get("metrics"), "metrics").items():
+    for key, body in _typed(data.get("metrics"), "metrics", dict).items():
         name, signature = parse_call(key, what="metric")
-        body = _mapping(body, f"metrics.{key}")
-        metrics.append(
-            Metric(
-                name,
-                signature,
-                str(body.get("description", "") or ""),
-                str(body.get("category", "general") or "general"),
-                str(body.get("graph_role", "intermediate") or "intermediate"),  # type: ignore[arg-type]
-            )
-        )
+        body = _typed(body, f"metrics.{key}", dict)
+        category = _text(body, "category", "general")
+        role: Any = _text(body, "graph_role", "intermediate")  # validate_spec checks it
+        metrics.append(Metric(name, signature, _text(body, "description"), category, role))
     variables = [
         variable_from_item(item, f"variables[{i}]")
-        for i, item in enumerate(_list(data.get("variables"), "variables"))
+        for i, item in enumerate(_typed(data.get("variables"), "variables", list))
     ]
     relations = []
-    for i, item in enumerate(_list(data.get("relations"), "relations")):
-        item = _mapping(item, f"relations[{i}]")
+    for i, item in enumerate(_typed(data.get("relations"), "relations", list)):
+        item = _typed(item, f"relations[{i}]", dict)
         if "source" not in item or "target" not in item:
             raise SpecError(f"relations[{i}] needs 'source' and 'target'", entry=f"relations[{i}]")
         relations.append(
-            Relation(str(item["source"]), str(item["target"]), str(item.get("mechanism", "") or ""))
+            Relation(str(item["source"]), str(item["target"]), _text(item, "mechanism"))
         )
-    out = _mapping(data.get("outcome"), "outcome")
+    out = _typed(data.get("outcome"), "outcome", dict)
     outcome = OutcomeConfig(
         _str_tuple(out.get("outcomes"), "outcome.outcomes"),
         _str_tuple(out.get("terminals"), "outcome.terminals"),
-        str(out.get("description", "") or ""),
+        _text(out, "description"),
     )
     spec = DomainSpec(
         tuple(dims),
@@ -143,7 +129,7 @@ def spec_from_dict(data: Any, *, validate: bool = True) -> DomainSpec:
         tuple(variables),
         tuple(relations),
         outcome,
-        str(data.get("domain", "") or ""),
+        _text(data, "domain"),
         _str_tuple(data.get("inferred"), "inferred"),
     )
     return validate_spec(spec) if validate else spec
@@ -167,44 +153,46 @@ def spec_to_dict(spec: DomainSpec) -> dict:
     def var_item(v: Variable) -> Any:
         if all(_entity_safe(e) for e in v.entities):
             return {"name": v.name, "description": v.description} if v.description else v.name
-        item: dict[str, Any] = {"metric": v.metric, "entities": list(v.entities)}
-        if v.description:
-            item["description"] = v.description
-        return item
+        item = {"metric": v.metric, "entities": list(v.entities), "description": v.description}
+        return _unset_dropped(item, "description")
 
-    data: dict[str, Any] = {}
-    if spec.domain:
-        data["domain"] = spec.domain
-    if spec.inferred:
-        data["inferred"] = list(spec.inferred)
-    out: dict[str, Any] = {
+    outcome = {
         "outcomes": list(spec.outcome.outcomes),
         "terminals": list(spec.outcome.terminals),
+        "description": spec.outcome.description,
     }
-    if spec.outcome.description:
-        out["description"] = spec.outcome.description
-    data["outcome"] = out
-    data["dimensions"] = {d.name: _dimension_item(d) for d in spec.dimensions}
-    data["metrics"] = {
-        (f"{m.name}({', '.join(m.signature)})" if m.signature else m.name): {
-            "description": m.description,
-            "category": m.category,
-            "graph_role": m.role,
-        }
-        for m in spec.metrics
+    data = {
+        "domain": spec.domain,
+        "inferred": list(spec.inferred),
+        "outcome": _unset_dropped(outcome, "description"),
+        "dimensions": {d.name: _dimension_item(d) for d in spec.dimensions},
+        "metrics": {
+            (f"{m.name}({', '.join(m.signature)})" if m.signature else m.name): {
+                "description": m.description,
+                "category": m.category,
+                "graph_role": m.role,
+            }
+            for m in spec.metrics
+        },
+        "variables": [var_item(v) for v in spec.variables],
+        "relations": [
+            {"source": r.source, "target": r.target, "mechanism": r.mechanism}
+            for r in spec.relations
+        ],
     }
-    data["variables"] = [var_item(v) for v in spec.variables]
-    data["relations"] = [
-        {"source": r.source, "target": r.target, "mechanism": r.mechanism} for r in spec.relations
-    ]
-    return data
+    return _unset_dropped(data, "domain", "inferred")
+
+
+def _unset_dropped(item: dict[str, Any], *optional: str) -> dict[str, Any]:
+    """``item`` without those of its ``optional`` keys whose value is empty: an optional field
+    is written only when set."""
+    return {k: v for k, v in item.items() if v or k not in optional}
 
 
 def _dimension_item(d: Dimension) -> dict[str, Any]:
-    item: dict[str, Any] = {"description": d.description, "entities": list(d.entities)}
-    if d.parents:  # written only when there are links, so older specs read back unchanged
-        item["parents"] = dict(d.parents)
-    return item
+    # Parents are written only when there are links, so older specs read back unchanged.
+    item = {"description": d.description, "entities": list(d.entities), "parents": dict(d.parents)}
+    return _unset_dropped(item, "parents")
 
 
 INFERRED_NOTE = (
