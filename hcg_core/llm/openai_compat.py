@@ -458,13 +458,10 @@ class OpenAIStructuredLLM:
         schema: dict,
         mode: str,
     ) -> str:
-        import openai
-
         client, semaphore = self._loop_state()
         kind = response_model.__name__
         attempt = 0
         while True:
-            wait: float | None = None
             async with semaphore:
                 self._check_down()
                 # Built once a slot is free, so it holds what requests before it learnt.
@@ -478,63 +475,10 @@ class OpenAIStructuredLLM:
                         ),
                         self.timeout,
                     )
-                except asyncio.TimeoutError:
-                    self.ledger.add(calls=1)
-                    error = _WholeRequestTimeout(
-                        f"no complete reply within {self.timeout:g} s (--timeout)"
-                    )
-                    self._dead_attempts += 1
-                except (ValueError, AttributeError, TypeError, RecursionError) as exc:
-                    # A 200 whose body is not JSON (JSONDecodeError), nests deeper than the
-                    # SDK's parser recurses (RecursionError) or is not a completion.
-                    self.ledger.add(calls=1)
-                    self._dead_attempts = 0
-                    raise LLMProtocolError(
-                        f"{self.name}: the server's 200 reply is not an OpenAI chat completion "
-                        f"({type(exc).__name__}: {redact(str(exc)[:200], self._secrets)}); check "
-                        "that the base URL is the server's /v1 API"
-                    ) from None
-                except openai.BadRequestError as exc:
-                    self.ledger.add(calls=1)
-                    self._on_bad_request(exc, kind, mode, options)
-                    raise  # unreachable: _on_bad_request always raises
-                except (
-                    openai.RateLimitError,
-                    openai.InternalServerError,
-                    openai.APITimeoutError,
-                ) as exc:
-                    self.ledger.add(calls=1)
-                    wait = _retry_after(getattr(exc, "response", None))
-                    error: Exception = exc
-                    if isinstance(exc, openai.APITimeoutError):
-                        self._dead_attempts += 1
-                    else:
-                        self._dead_attempts = 0  # the server answered: it is up
-                except openai.APIConnectionError as exc:
-                    # The request may never have reached the server: not counted as a call.
-                    error = exc
-                    self._dead_attempts += 1
-                except openai.APIStatusError as exc:
-                    self.ledger.add(calls=1)
-                    self._dead_attempts = 0
-                    if exc.status_code in (413, 422):  # too large / unprocessable: this item only
-                        self._on_bad_request(exc, kind, mode, options)
-                    raise LLMError(
-                        f"{self.name} at {self._where} answered {exc.status_code}: "
-                        f"{self._mask(str(exc.message))}; check the model name, URL and API key"
-                    ) from None
+                except Exception as exc:
+                    error, wait = self._failed(exc, kind, mode, options)
                 else:
-                    self._account(resp)
-                    self._dead_attempts = 0
-                    choice, message = _completion_content(resp)
-                    refusal = getattr(message, "refusal", None)
-                    if refusal:
-                        raise LLMRefusalError(
-                            f"{self.name} refused: {self._mask(str(refusal)[:300])}"
-                        )
-                    if getattr(choice, "finish_reason", None) == "length":
-                        self._on_truncated(kind, options)
-                    return getattr(message, "content", None) or ""
+                    return self._reply(resp, kind, options)
             if self._dead_attempts > self.max_retries:
                 self._down_until = time.monotonic() + BREAKER_COOLDOWN
             if attempt >= self.max_retries or self._down_until > time.monotonic():
@@ -546,6 +490,58 @@ class OpenAIStructuredLLM:
             self.ledger.add(retries=1)
             await asyncio.sleep(self._backoff(attempt, wait))
             attempt += 1
+
+    def _failed(
+        self, exc: Exception, kind: str, mode: str, sent: dict[str, Any]
+    ) -> tuple[Exception, float | None]:
+        """Count a request that raised ``exc``; return the error to retry on (with the wait the
+        server asked for), or raise the error that fails the item or stops the build."""
+        import openai
+
+        if isinstance(exc, asyncio.TimeoutError):
+            exc = _WholeRequestTimeout(f"no complete reply within {self.timeout:g} s (--timeout)")
+        # A lost connection may never have reached the server: not counted as a call (a
+        # timeout of the SDK's, a connection error too, did reach it).
+        if not isinstance(exc, openai.APIConnectionError) or isinstance(
+            exc, openai.APITimeoutError
+        ):
+            self.ledger.add(calls=1)
+        if isinstance(exc, openai.BadRequestError):
+            self._on_bad_request(exc, kind, mode, sent)
+        if isinstance(exc, (TimeoutError, openai.APIConnectionError)):
+            self._dead_attempts += 1
+            return exc, None
+        self._dead_attempts = 0  # the server answered: it is up
+        if isinstance(exc, (openai.RateLimitError, openai.InternalServerError)):
+            return exc, _retry_after(getattr(exc, "response", None))
+        if isinstance(exc, openai.APIStatusError):
+            if exc.status_code in (413, 422):  # too large / unprocessable: this item only
+                self._on_bad_request(exc, kind, mode, sent)
+            raise LLMError(
+                f"{self.name} at {self._where} answered {exc.status_code}: "
+                f"{self._mask(str(exc.message))}; check the model name, URL and API key"
+            ) from None
+        if isinstance(exc, (ValueError, AttributeError, TypeError, RecursionError)):
+            # A 200 whose body is not JSON (JSONDecodeError), nests deeper than the SDK's
+            # parser recurses (RecursionError) or is not a completion.
+            raise LLMProtocolError(
+                f"{self.name}: the server's 200 reply is not an OpenAI chat completion "
+                f"({type(exc).__name__}: {redact(str(exc)[:200], self._secrets)}); check "
+                "that the base URL is the server's /v1 API"
+            ) from None
+        raise exc
+
+    def _reply(self, resp: Any, kind: str, sent: dict[str, Any]) -> str:
+        """The text of a completion; a refusal or a reply cut at the token limit raises."""
+        self._account(resp)
+        self._dead_attempts = 0
+        choice, message = _completion_content(resp)
+        refusal = getattr(message, "refusal", None)
+        if refusal:
+            raise LLMRefusalError(f"{self.name} refused: {self._mask(str(refusal)[:300])}")
+        if getattr(choice, "finish_reason", None) == "length":
+            self._on_truncated(kind, sent)
+        return getattr(message, "content", None) or ""
 
     @property
     def _secrets(self) -> tuple[str | None, ...]:
