@@ -42,11 +42,12 @@ from hcg_core.types import CausalGraph, DomainSpec, OutcomeConfig
 from ._chunker import HCGNodeParser, default_transformations, user_transformations
 from ._convert import node_to_chunk
 from ._dense import VectorStoreDense
-from ._graph import graph_from_dict, graph_to_dict
 from ._models import query_embed_model, resolve_embedder, to_structured_llm
 from ._persist import (
     HCGIndexStruct,
     VectorSource,
+    graph_from_dict,
+    graph_to_dict,
     put_vectors,
     read_vectors,
     store_hooks,
