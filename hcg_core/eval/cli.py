@@ -48,7 +48,6 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
     )
     parser.add_argument(
         "--sentences",
-        default=None,
         help="JSON Lines of {sentence_id, text}: resolves the questions' context_sentence_ids",
     )
     parser.add_argument(
@@ -61,7 +60,6 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
     parser.add_argument(
         "--k",
         type=int,
-        default=None,
         help="chunks per system (default: as many as fill the word budget)",
     )
     parser.add_argument(
@@ -100,14 +98,10 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         help="also the paper's ablations: NaiveRAG (vector top 5 over 1,200/200 chunks), "
         "in-context (the whole corpus, in order) and nodes-only (edge triples, no evidence text)",
     )
-    parser.add_argument(
-        "--limit", type=int, default=None, help="first N questions only (default: all)"
-    )
+    parser.add_argument("--limit", type=int, help="first N questions only (default: all)")
     add_embedder_arguments(parser, "default: the one named in the graph's manifest")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument(
-        "--out", default=None, help="also write the JSON report (per question) here"
-    )
+    parser.add_argument("--out", help="also write the JSON report (per question) here")
     return parser
 
 
