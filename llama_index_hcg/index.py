@@ -147,9 +147,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._evidence_per_edge = evidence_per_edge
         # Where a loaded struct's .npy files are; None: the folder the index store was read from.
         self._persist_dir = persist_dir
-        self._graph: CausalGraph | None = None
-        self._variable_emb: np.ndarray | None = None
-        self._chunk_emb: np.ndarray | None = None
+        # The graph, its vectors and the support ledger: all state lives in the core retriever.
         self._core: CoreRetriever | None = None
         self.last_update: Any = None  # the UpdateReport of the latest insert or delete
         # Dense candidates from a vector store (docs/scaling.md); None: the in-process matrix.
@@ -179,7 +177,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             if persist_dir is not None and hooks.source is None:
                 # The caller says where this store's files are: later reads of it use them too.
                 hooks.source = VectorSource(os.path.abspath(os.fspath(persist_dir)))
-        if self._graph is None:  # loaded from an existing struct
+        if self._core is None:  # loaded from an existing struct
             self._restore(self._index_struct, vectors)
 
     @classmethod
@@ -249,39 +247,28 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._write_struct(struct)
         return struct
 
-    def _set_state(
-        self, graph: CausalGraph, variable_emb: np.ndarray | None, chunk_emb: np.ndarray | None
-    ) -> None:
-        # The core retriever computes any missing or misaligned vectors; keep its arrays after.
-        core = core_over(graph, self._embedder, self._config, variable_emb, chunk_emb)
-        if self._core is not None and self._core.graph is graph:
-            core.ledger = self._core.ledger
-        self._take_core(core)
-
     def _take_core(self, core: CoreRetriever) -> None:
-        """Use ``core`` (its dense candidates from the vector store, if any) and its arrays."""
+        """Use ``core`` (its dense candidates from the vector store, if any)."""
         if self._dense_store is not None:
             chunk_ids = [c.id for c in core.graph.chunks]
             attach_dense(core, VectorStoreDense(self._dense_store, chunk_ids))
-        self._graph = core.graph
-        self._variable_emb = core.variable_embeddings
-        self._chunk_emb = core.chunk_embeddings
         self._core = core
 
     def _write_struct(self, struct: HCGIndexStruct, folder: Path | None = None) -> None:
         """Write the whole state into ``struct``: vectors inline, or as ``.npy`` files in
         ``folder`` (a local persist folder)."""
-        assert self._graph is not None  # internal invariant, not user input
+        core = self.core_retriever
         struct.graph = {}
-        struct.graph_json = json.dumps(graph_to_dict(self._graph), ensure_ascii=False)
+        struct.graph_json = json.dumps(graph_to_dict(core.graph), ensure_ascii=False)
         struct.embedder_name = self._embedder.name
+        chunk_emb = core.chunk_embeddings
         struct.dim = (
-            int(self._chunk_emb.shape[1])
-            if self._chunk_emb is not None and self._chunk_emb.size
+            int(chunk_emb.shape[1])
+            if chunk_emb is not None and chunk_emb.size
             else int(self._embedder.dim)
         )
-        arrays = {"variables": self._variable_emb, "chunks": self._chunk_emb}
-        ledger = self._core.ledger_json() if self._core is not None else None
+        arrays = {"variables": core.variable_embeddings, "chunks": chunk_emb}
+        ledger = core.ledger_json()
         struct.ledger_json = json.dumps(ledger, ensure_ascii=False) if ledger else ""
         put_vectors(struct, arrays, folder)
 
@@ -322,7 +309,9 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         for problem in problems:
             # The vectors derive from the docstore's texts: recomputing them loses nothing.
             logger.warning("HCGIndex: %s; these vectors were recomputed", problem)
-        self._set_state(graph, vectors.get("variables"), vectors.get("chunks"))
+        # The core retriever computes any missing or misaligned vectors.
+        variable_emb, chunk_emb = vectors.get("variables"), vectors.get("chunks")
+        self._take_core(core_over(graph, self._embedder, self._config, variable_emb, chunk_emb))
         if struct.ledger_json:
             from hcg_core.graph_build.incremental import SupportLedger
 
@@ -354,8 +343,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
     @property
     def graph(self) -> CausalGraph:
         """The current causal graph (its chunks are this index's nodes, by node id)."""
-        assert self._graph is not None
-        return self._graph
+        return self.core_retriever.graph
 
     def to_networkx(self) -> Any:
         """The causal graph as a ``networkx.MultiDiGraph`` (see ``CausalGraph.to_networkx``)."""
@@ -370,9 +358,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
     def core_retriever(self) -> CoreRetriever:
         """The framework-free retriever over the current graph (edited in place by inserts and
         deletes)."""
-        if self._core is None:
-            self._set_state(self.graph, self._variable_emb, self._chunk_emb)
-        assert self._core is not None
+        assert self._core is not None  # built or restored in __init__
         return self._core
 
     # ------------------------------------------------------------------ edits
@@ -405,12 +391,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         return self.last_update
 
     def _sync(self) -> None:
-        """Take the core retriever's edited graph and vectors; store them in the struct now, or,
+        """Store the core retriever's edited graph and vectors in the struct now, or,
         with an in-memory ``SimpleIndexStore``, when the store is next read or persisted."""
-        core = self.core_retriever
-        self._graph = core.graph
-        self._variable_emb = core.variable_embeddings
-        self._chunk_emb = core.chunk_embeddings
         store = self._storage_context.index_store
         if not isinstance(store, SimpleIndexStore):
             # A remote store (Redis, Mongo...) is the persisted state: write it every time.
