@@ -329,16 +329,10 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
                 self._embedder.name,
                 self._embedder.dim,
             )
-        if not same or problems or handed is not None:  # store what retrieval now uses
-            self._restate()
-
-    def _restate(self) -> None:
-        """After a load whose stored vectors are not the ones in use (recomputed, or handed over
-        by from_graph_dir): store them, in full now (remote store) or deferred (in memory)."""
-        self._sync()
-        store = self._storage_context.index_store
-        if not isinstance(store, SimpleIndexStore):
-            store.add_index_struct(self._index_struct)
+        if not same or problems or handed is not None:
+            # The stored vectors are not the ones in use (recomputed, or handed over by
+            # from_graph_dir): store what retrieval now uses.
+            self._sync()
 
     @property
     def graph(self) -> CausalGraph:
@@ -396,7 +390,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         store = self._storage_context.index_store
         if not isinstance(store, SimpleIndexStore):
             # A remote store (Redis, Mongo...) is the persisted state: write it every time.
-            self._write_struct(self._index_struct)
+            self._persist_struct()
             return
         # Encoding the whole graph and every vector after each insert would make a stream of n
         # inserts O(n x corpus). Until the store is read or persisted, the struct it receives
