@@ -145,8 +145,6 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._build = BuildSettings(tier, outcome, spec, show_progress, dict(build_options or {}))
         self._config = config or RetrievalConfig()
         self._evidence_per_edge = evidence_per_edge
-        # Where a loaded struct's .npy files are; None: the folder the index store was read from.
-        self._persist_dir = persist_dir
         # The graph, its vectors and the support ledger: all state lives in the core retriever.
         self._core: CoreRetriever | None = None
         self.last_update: Any = None  # the UpdateReport of the latest insert or delete
@@ -171,14 +169,15 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         # As VectorStoreIndex does: the query model reports to the index's callback manager.
         self._embed_model.callback_manager = self._callback_manager
         store = self._storage_context.index_store
+        # Where a loaded struct's .npy files are; None: the folder the index store was read from.
+        source = VectorSource(os.path.abspath(os.fspath(persist_dir))) if persist_dir else None
         if isinstance(store, SimpleIndexStore):
             hooks = store_hooks(store)
             hooks.indexes.add(self)
-            if persist_dir is not None and hooks.source is None:
-                # The caller says where this store's files are: later reads of it use them too.
-                hooks.source = VectorSource(os.path.abspath(os.fspath(persist_dir)))
+            if source is not None and hooks.source is None:
+                hooks.source = source  # later reads of this store use the caller's folder too
         if self._core is None:  # loaded from an existing struct
-            self._restore(self._index_struct, vectors)
+            self._restore(self._index_struct, vectors, source or store_source(store))
 
     @classmethod
     def from_documents(
@@ -279,15 +278,14 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._write_struct(self._index_struct, folder)
         self._storage_context.index_store.add_index_struct(self._index_struct)
 
-    def _vector_source(self) -> VectorSource | None:
-        if self._persist_dir is not None:
-            return VectorSource(os.path.abspath(os.fspath(self._persist_dir)))
-        return store_source(self._storage_context.index_store)
-
     def _restore(
-        self, struct: HCGIndexStruct, handed: dict[str, np.ndarray | None] | None = None
+        self,
+        struct: HCGIndexStruct,
+        handed: dict[str, np.ndarray | None] | None,
+        source: VectorSource | None,
     ) -> None:
-        """Take the state of a loaded struct; ``handed``: its vectors, already read."""
+        """Take the state of a loaded struct; ``handed``: its vectors, already read; ``source``:
+        where the files of vectors it references are."""
         data = struct.graph_data()
         chunk_ids = data.get("chunk_ids", [])
         nodes = self._docstore.get_nodes(chunk_ids, raise_error=False)
@@ -303,9 +301,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         vectors: dict[str, np.ndarray | None] = {}
         problems: list[str] = []
         if same:
-            vectors, problems = (
-                (handed, []) if handed is not None else read_vectors(struct, self._vector_source())
-            )
+            vectors, problems = (handed, []) if handed is not None else read_vectors(struct, source)
         for problem in problems:
             # The vectors derive from the docstore's texts: recomputing them loses nothing.
             logger.warning("HCGIndex: %s; these vectors were recomputed", problem)
