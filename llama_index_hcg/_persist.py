@@ -297,8 +297,8 @@ def _read_ref(ref: Any, source: VectorSource) -> tuple[np.ndarray | None, str | 
 
 @dataclass(eq=False)
 class StoreHooks:
-    """What the wrapped methods of one ``SimpleIndexStore`` instance need: the indexes using it,
-    those whose struct is deferred (written on the next read or persist), and where referenced
+    """What the wrapped methods of one ``SimpleIndexStore`` instance need: the indexes using it
+    (a deferred struct of theirs is written on the next read or persist), and where referenced
     ``.npy`` files are (set when read from or persisted to a local folder).
 
     The wrappers call back into ``HCGIndex`` (``_flush_struct``, ``_persist_struct``), whose
@@ -306,7 +306,6 @@ class StoreHooks:
     """
 
     indexes: weakref.WeakSet = field(default_factory=weakref.WeakSet)
-    pending: weakref.WeakSet = field(default_factory=weakref.WeakSet)
     source: VectorSource | None = None
 
 
@@ -333,9 +332,8 @@ def store_hooks(store: SimpleIndexStore) -> StoreHooks:
     hooks = _HOOKS[store] = StoreHooks()
 
     def flush() -> None:
-        for index in list(hooks.pending):
-            index._flush_struct()
-        hooks.pending.clear()
+        for index in list(hooks.indexes):
+            index._flush_struct()  # writes the struct of an index whose write was deferred
 
     for name in _READERS:
         method = getattr(store, name)
@@ -397,7 +395,6 @@ def _persist(
     live.sort(key=lambda i: i._struct_stale)
     for index in live:
         index._persist_struct(folder)
-    hooks.pending.clear()
     named = {r["file"] for i in live for r in i._index_struct.vector_files.values()}
     done = {i.index_id for i in live}
     for key in held.keys() - done:  # structs no index was loaded from: converted as stored

@@ -396,8 +396,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         struct.graph, struct.graph_json, struct.ledger_json = {}, "", ""
         struct.variable_embeddings = struct.chunk_embeddings = ""
         struct.vector_files = {}
-        self._struct_stale = True
-        store_hooks(store).pending.add(self)
+        self._struct_stale = True  # the store's hooks (it is in their indexes) write it later
 
     def _flush_struct(self) -> None:
         """Write the deferred struct (see :meth:`_sync`) into the struct and the index store."""
