@@ -43,12 +43,8 @@ def find_model_file() -> Path:
     for d in dirs:
         if (d / "model.onnx").is_file():
             return d / "model.onnx"
-    for d in dirs:
-        found = sorted(d.rglob("*.onnx"))
-        if found:
-            return found[0]
     raise EmbedderError(
-        f"no .onnx file found in {', '.join(map(str, dirs))}; reinstall with: {INSTALL_HINT}"
+        f"no model.onnx found in {', '.join(map(str, dirs))}; reinstall with: {INSTALL_HINT}"
     )
 
 
