@@ -30,6 +30,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel
 
+from ..embedders._common import check_count
 from ..errors import (
     ConfigError,
     LLMContextLengthError,
@@ -235,16 +236,12 @@ class OpenAIStructuredLLM:
     def __post_init__(self) -> None:
         if not self.model:
             raise ConfigError("model name is empty; pass the server's model, e.g. 'gpt-4o-mini'")
-        if self.max_concurrency < 1:
-            raise ConfigError(f"max_concurrency must be at least 1, got {self.max_concurrency}")
-        if self.timeout <= 0:
-            raise ConfigError(f"timeout must be positive seconds, got {self.timeout}")
-        if self.max_retries < 0 or self.max_reasks < 0:
-            raise ConfigError("max_retries and max_reasks must be >= 0")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise ConfigError(f"max_tokens must be at least 1 (or None), got {self.max_tokens}")
-        if not math.isfinite(self.timeout):
-            raise ConfigError(f"timeout must be a finite number of seconds, got {self.timeout}")
+        check_count(self.max_concurrency, "max_concurrency")
+        check_count(self.max_retries, "max_retries", 0)
+        check_count(self.max_reasks, "max_reasks", 0)
+        check_count(self.max_tokens, "max_tokens", none_ok=True)
+        if not 0 < self.timeout < math.inf:
+            raise ConfigError(f"timeout must be a finite number of seconds > 0, got {self.timeout}")
         if (temperature := self.temperature) is not None and (
             isinstance(temperature, bool)
             or not isinstance(temperature, (int, float))
