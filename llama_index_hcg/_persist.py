@@ -270,9 +270,7 @@ def _read_ref(ref: Any, source: VectorSource) -> tuple[np.ndarray | None, str | 
     try:
         if source.fs is None:
             path = Path(source.folder) / name
-            if not path.is_file():
-                return None, f"{where} is missing"
-            if _file_sha256(path) != digest:
+            if _file_sha256(path) != digest:  # FileNotFoundError when missing
                 return None, f"{where} does not hold the bytes persisted (sha256 differs)"
             # Memory-mapped, read-only: processes loading one folder share its pages. Never
             # pickle. A zero-size array cannot be mapped.
