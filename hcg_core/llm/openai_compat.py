@@ -149,26 +149,6 @@ class _WholeRequestTimeout(TimeoutError):
     """The request did not complete within ``timeout`` seconds, however the bytes trickled in."""
 
 
-def _completion_content(resp: Any) -> tuple[Any, Any]:
-    """``(choice, message)`` of an OpenAI chat completion, or ``LLMProtocolError`` when the 200
-    reply has another shape (the SDK builds its objects without validating them)."""
-    choices = getattr(resp, "choices", None)
-    if not isinstance(choices, list) or not choices:
-        raise LLMProtocolError(
-            f"the server's 200 reply is not an OpenAI chat completion (no 'choices' list; got "
-            f"a {type(resp).__name__}); check that the base URL ends in /v1"
-        )
-    choice = choices[0]
-    message = getattr(choice, "message", None)
-    content = getattr(message, "content", None)
-    if message is None or not (content is None or isinstance(content, str)):
-        raise LLMProtocolError(
-            "the server's 200 reply is not an OpenAI chat completion (choices[0].message."
-            "content is not text)"
-        )
-    return choice, message
-
-
 def _retry_after(response: Any) -> float | None:
     """Seconds the server asked us to wait (``retry-after-ms`` or ``retry-after``), if any."""
     headers = getattr(response, "headers", None)
@@ -529,16 +509,30 @@ class OpenAIStructuredLLM:
         raise exc
 
     def _reply(self, resp: Any, kind: str, sent: dict[str, Any]) -> str:
-        """The text of a completion; a refusal or a reply cut at the token limit raises."""
+        """The text of a chat completion. ``LLMProtocolError`` when the 200 reply has another
+        shape (the SDK builds its objects without validating them); a refusal or a reply cut at
+        the token limit raises too."""
         self._account(resp)
         self._dead_attempts = 0
-        choice, message = _completion_content(resp)
-        refusal = getattr(message, "refusal", None)
-        if refusal:
+        choices = getattr(resp, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise LLMProtocolError(
+                f"the server's 200 reply is not an OpenAI chat completion (no 'choices' list; got "
+                f"a {type(resp).__name__}); check that the base URL ends in /v1"
+            )
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        content = getattr(message, "content", None)
+        if message is None or not (content is None or isinstance(content, str)):
+            raise LLMProtocolError(
+                "the server's 200 reply is not an OpenAI chat completion (choices[0].message."
+                "content is not text)"
+            )
+        if refusal := getattr(message, "refusal", None):
             raise LLMRefusalError(f"{self.name} refused: {self._mask(str(refusal)[:300])}")
         if getattr(choice, "finish_reason", None) == "length":
             self._on_truncated(kind, sent)
-        return getattr(message, "content", None) or ""
+        return content or ""
 
     @property
     def _secrets(self) -> tuple[str | None, ...]:
