@@ -222,9 +222,6 @@ class VectorSource:
     folder: str
     fs: Any | None = None
 
-    def describe(self, name: str) -> str:
-        return os.path.join(self.folder, name)
-
 
 def read_vectors(
     struct: HCGIndexStruct, source: VectorSource | None
@@ -260,7 +257,7 @@ def _read_ref(ref: Any, source: VectorSource) -> tuple[np.ndarray | None, str | 
     name = ref.get("file") if isinstance(ref, dict) else None
     if not isinstance(name, str) or not _FILE_NAME.fullmatch(name):
         return None, f"the index struct names no valid hcg vector file ({name!r})"
-    where = source.describe(name)
+    where = os.path.join(source.folder, name)
     try:
         shape = tuple(int(n) for n in ref["shape"])
         dtype = np.dtype(ref["dtype"])
