@@ -146,13 +146,7 @@ class HCGRetriever(BaseRetriever):
             index = index_class(nodes=list(nodes or []), embed_model=embed_model, **index_kwargs)
         elif not isinstance(index, index_class):
             raise ConfigError(f"index must be an HCGIndex, got {type(index).__name__}")
-        return cls(
-            index,
-            similarity_top_k=similarity_top_k,
-            config=config,
-            filters=filters,
-            doc_ids=doc_ids,
-        )
+        return cls(index, similarity_top_k, config, filters=filters, doc_ids=doc_ids)
 
     def persist(self, persist_dir: str | os.PathLike) -> None:
         """Write the index (docstore, index store) and this retriever's settings to a directory."""
