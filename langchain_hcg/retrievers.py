@@ -115,28 +115,11 @@ class HCGRetriever(BaseRetriever):
         # Checked before pydantic sees them, so a wrong option is a ConfigError naming it.
         super().__init__(**_options(type(self), data))
 
-    @field_validator("core")
-    @classmethod
-    def _check_core(cls, value: Any) -> Any:
-        if not isinstance(value, CoreRetriever):
-            raise ConfigError(
-                "core must be an hcg_core.retrieval.HCGRetriever; build one with "
-                "HCGRetriever.from_documents(...) or HCGRetriever.from_persist_dir(path)"
-            )
-        return value
-
     @field_validator("k")
     @classmethod
     def _check_k(cls, value: int) -> int:
         if value < 1:
             raise ConfigError(f"k must be at least 1, got {value}")
-        return value
-
-    @field_validator("filter")
-    @classmethod
-    def _check_filter(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None:
-            dict_filter(value)  # raises ConfigError on an unsupported operator
         return value
 
     # ------------------------------------------------------------------ construction
@@ -384,7 +367,15 @@ def _options(cls: type, data: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(
             "search_kwargs['score_threshold'] needs search_type='similarity_score_threshold'"
         )
-    return {**data, **fields}
+    options = {**data, **fields}
+    if "core" in options and not isinstance(options["core"], CoreRetriever):
+        raise ConfigError(
+            "core must be an hcg_core.retrieval.HCGRetriever; build one with "
+            "HCGRetriever.from_documents(...) or HCGRetriever.from_persist_dir(path)"
+        )
+    if options.get("filter") is not None:
+        dict_filter(options["filter"])  # raises ConfigError on an unsupported operator
+    return options
 
 
 def _score_threshold(value: Any) -> float:
