@@ -167,19 +167,12 @@ def ablation_systems(retriever: Any, args: argparse.Namespace) -> dict[str, Syst
     docs = documents_from_chunks(retriever.graph.chunks)
     windows = _windows(docs, DEFAULT_BASELINE_CHUNK_WORDS, DEFAULT_BASELINE_CHUNK_OVERLAP)
     corpus = "\n\n".join(docs)
-
-    def in_context(question: str) -> list[str]:
-        return [corpus]
-
-    def nodes_only(question: str) -> list[str]:
-        return ["\n".join(retriever.graph_triples(question))]
-
     return {
         "naive-rag vector 1200/200 top 5": vector_system(
             windows, retriever.embedder, DEFAULT_BASELINE_K
         ),
-        "in-context (whole corpus)": in_context,
-        "hcg nodes-only": nodes_only,
+        "in-context (whole corpus)": lambda question: [corpus],
+        "hcg nodes-only": lambda question: ["\n".join(retriever.graph_triples(question))],
     }
 
 
