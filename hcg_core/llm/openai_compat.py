@@ -145,6 +145,11 @@ def _check_base_url(base_url: str | None) -> None:
         )
 
 
+# What the SDK raises on a 200 whose body is not JSON (JSONDecodeError), nests deeper than its
+# parser recurses (RecursionError) or is not a completion.
+_NOT_A_COMPLETION = (ValueError, AttributeError, TypeError, RecursionError)
+
+
 class _WholeRequestTimeout(TimeoutError):
     """The request did not complete within ``timeout`` seconds, however the bytes trickled in."""
 
@@ -475,6 +480,9 @@ class OpenAIStructuredLLM:
         server asked for), or raise the error that fails the item or stops the build."""
         import openai
 
+        known = (openai.APIConnectionError, openai.APIStatusError, TimeoutError, *_NOT_A_COMPLETION)
+        if not isinstance(exc, known):
+            raise exc  # not a failed request: it propagates as it is, uncounted
         if isinstance(exc, asyncio.TimeoutError):
             exc = _WholeRequestTimeout(f"no complete reply within {self.timeout:g} s (--timeout)")
         # A lost connection may never have reached the server: not counted as a call (a
@@ -498,15 +506,11 @@ class OpenAIStructuredLLM:
                 f"{self.name} at {self._where} answered {exc.status_code}: "
                 f"{self._mask(str(exc.message))}; check the model name, URL and API key"
             ) from None
-        if isinstance(exc, (ValueError, AttributeError, TypeError, RecursionError)):
-            # A 200 whose body is not JSON (JSONDecodeError), nests deeper than the SDK's
-            # parser recurses (RecursionError) or is not a completion.
-            raise LLMProtocolError(
-                f"{self.name}: the server's 200 reply is not an OpenAI chat completion "
-                f"({type(exc).__name__}: {redact(str(exc)[:200], self._secrets)}); check "
-                "that the base URL is the server's /v1 API"
-            ) from None
-        raise exc
+        raise LLMProtocolError(  # what is left of ``known``: _NOT_A_COMPLETION
+            f"{self.name}: the server's 200 reply is not an OpenAI chat completion "
+            f"({type(exc).__name__}: {redact(str(exc)[:200], self._secrets)}); check "
+            "that the base URL is the server's /v1 API"
+        ) from None
 
     def _reply(self, resp: Any, kind: str, sent: dict[str, Any]) -> str:
         """The text of a chat completion. ``LLMProtocolError`` when the 200 reply has another
