@@ -74,11 +74,7 @@ def to_lc_documents(chunks: Sequence[RetrievedChunk], served_by: str) -> list[LC
         LCDocument(
             id=rc.chunk.id,
             page_content=_page_content(rc),
-            metadata={
-                **{k: v for k, v in rc.chunk.metadata.items() if k not in _PASSAGE_KEYS},
-                "doc_id": rc.chunk.doc_id,
-                **rc.provenance(served_by),
-            },
+            metadata={**metadata_view(rc.chunk), **rc.provenance(served_by)},
         )
         for rc in chunks
     ]

@@ -113,35 +113,13 @@ class HCGRetriever(BaseRetriever):
 
     def __init__(self, **data: Any) -> None:
         # Checked before pydantic sees them, so a wrong option is a ConfigError naming it.
-        _check_options(type(self), data)
-        search = data.get("search_kwargs") or {}
-        for key in ("k", "filter"):
-            if key in search:
-                data[key] = search[key]
-        super().__init__(**data)
-
-    @field_validator("core")
-    @classmethod
-    def _check_core(cls, value: Any) -> Any:
-        if not isinstance(value, CoreRetriever):
-            raise ConfigError(
-                "core must be an hcg_core.retrieval.HCGRetriever; build one with "
-                "HCGRetriever.from_documents(...) or HCGRetriever.from_persist_dir(path)"
-            )
-        return value
+        super().__init__(**_options(type(self), data))
 
     @field_validator("k")
     @classmethod
     def _check_k(cls, value: int) -> int:
         if value < 1:
             raise ConfigError(f"k must be at least 1, got {value}")
-        return value
-
-    @field_validator("filter")
-    @classmethod
-    def _check_filter(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None:
-            dict_filter(value)  # raises ConfigError on an unsupported operator
         return value
 
     # ------------------------------------------------------------------ construction
@@ -355,8 +333,9 @@ class HCGRetriever(BaseRetriever):
         return await asyncio.to_thread(self._search, query, qvec=qvec, **options)
 
 
-def _check_options(cls: type, data: dict[str, Any]) -> None:
-    """The constructor's options, checked as VectorStoreRetriever checks its own (and more)."""
+def _options(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """The constructor's options, checked as VectorStoreRetriever checks its own (and more), with
+    ``search_kwargs``' k and filter as the fields they set."""
     unknown = sorted(set(data) - set(cls.model_fields))
     if unknown:
         raise ConfigError(
@@ -375,8 +354,9 @@ def _check_options(cls: type, data: dict[str, Any]) -> None:
     extra = sorted(set(search) - set(SEARCH_KWARGS))
     if extra:
         raise ConfigError(f"unknown search_kwargs {extra}; HCGRetriever takes {SEARCH_KWARGS}")
-    for key in ("k", "filter"):
-        if key in search and key in data:
+    fields = {key: search[key] for key in ("k", "filter") if key in search}
+    for key in fields:
+        if key in data:
             raise ConfigError(
                 f"{key} is given twice ({key}={data[key]!r} and search_kwargs[{key!r}]="
                 f"{search[key]!r}); pass one"
@@ -387,6 +367,15 @@ def _check_options(cls: type, data: dict[str, Any]) -> None:
         raise ConfigError(
             "search_kwargs['score_threshold'] needs search_type='similarity_score_threshold'"
         )
+    options = {**data, **fields}
+    if "core" in options and not isinstance(options["core"], CoreRetriever):
+        raise ConfigError(
+            "core must be an hcg_core.retrieval.HCGRetriever; build one with "
+            "HCGRetriever.from_documents(...) or HCGRetriever.from_persist_dir(path)"
+        )
+    if options.get("filter") is not None:
+        dict_filter(options["filter"])  # raises ConfigError on an unsupported operator
+    return options
 
 
 def _score_threshold(value: Any) -> float:

@@ -18,10 +18,15 @@ LlamaIndex does not tell an index which folder its store was read from, so impor
 the store holds an HCG struct. Each such store instance (and each one an ``HCGIndex`` uses) gets
 its reading and persisting methods wrapped, on that instance only: deferred structs are written
 first, and ``persist`` writes the ``.npy`` files.
+
+The struct must be JSON (never pickle), so the graph is written as plain data
+(``graph_to_dict``; chunk texts stay in the docstore) and inline vectors as base64 float32
+(``encode_matrix``): pure functions, no I/O.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
@@ -29,7 +34,7 @@ import logging
 import os
 import re
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,10 +46,11 @@ from llama_index.core.storage.index_store.types import DEFAULT_PERSIST_PATH
 from llama_index.core.storage.index_store.utils import index_struct_to_json, json_to_index_struct
 from llama_index.core.storage.kvstore.simple_kvstore import SimpleKVStore
 
+from hcg_core import store as core_store
 from hcg_core.errors import StoreError
 from hcg_core.safe_files import atomic_write_bytes, atomic_write_text
-
-from ._graph import decode_matrix, encode_matrix
+from hcg_core.spec.yaml_io import spec_from_dict, spec_to_dict
+from hcg_core.types import CausalGraph, Chunk
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +113,46 @@ class HCGIndexStruct(IndexStruct):
     @classmethod
     def get_type(cls) -> str:  # type: ignore[override]  # a str key works like IndexStructType
         return STRUCT_TYPE
+
+
+# ---------------------------------------------------------------- graph and inline vectors
+
+GRAPH_FORMAT = 1
+
+
+def graph_to_dict(graph: CausalGraph) -> dict[str, Any]:
+    """The graph as plain data (the core's ``graph.json`` shape plus the spec); chunk *texts* are
+    left out (they live in the docstore), their ids kept."""
+    return {
+        "format": GRAPH_FORMAT,
+        "spec": spec_to_dict(graph.spec),
+        **core_store.graph_to_dict(graph),
+        "chunk_ids": [c.id for c in graph.chunks],
+    }
+
+
+def graph_from_dict(data: dict[str, Any], chunks: Sequence[Chunk]) -> CausalGraph:
+    """Inverse of :func:`graph_to_dict`; ``chunks`` supplies the texts, in ``chunk_ids`` order."""
+    # A stored spec was valid when built; re-validating would reject a graph whose entity lists
+    # the builder legitimately extended.
+    spec = spec_from_dict(data["spec"], validate=False)
+    variables, edges = core_store.graph_from_dict(data, spec)
+    return CausalGraph(spec=spec, variables=variables, edges=edges, chunks=tuple(chunks))
+
+
+def encode_matrix(matrix: np.ndarray | None) -> str:
+    """float32 rows as base64 text (JSON-safe, exact, about 1.33x the binary size)."""
+    if matrix is None:
+        return ""
+    return base64.b64encode(np.ascontiguousarray(matrix, dtype="<f4").tobytes()).decode("ascii")
+
+
+def decode_matrix(text: str, dim: int) -> np.ndarray | None:
+    """Inverse of :func:`encode_matrix`; ``None`` for an empty string."""
+    if not text:
+        return None
+    flat = np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
+    return flat.reshape(-1, dim) if dim else flat.reshape(0, 0)
 
 
 # ---------------------------------------------------------------- vector files
@@ -176,9 +222,6 @@ class VectorSource:
     folder: str
     fs: Any | None = None
 
-    def describe(self, name: str) -> str:
-        return os.path.join(self.folder, name)
-
 
 def read_vectors(
     struct: HCGIndexStruct, source: VectorSource | None
@@ -214,7 +257,7 @@ def _read_ref(ref: Any, source: VectorSource) -> tuple[np.ndarray | None, str | 
     name = ref.get("file") if isinstance(ref, dict) else None
     if not isinstance(name, str) or not _FILE_NAME.fullmatch(name):
         return None, f"the index struct names no valid hcg vector file ({name!r})"
-    where = source.describe(name)
+    where = os.path.join(source.folder, name)
     try:
         shape = tuple(int(n) for n in ref["shape"])
         dtype = np.dtype(ref["dtype"])
@@ -224,9 +267,7 @@ def _read_ref(ref: Any, source: VectorSource) -> tuple[np.ndarray | None, str | 
     try:
         if source.fs is None:
             path = Path(source.folder) / name
-            if not path.is_file():
-                return None, f"{where} is missing"
-            if _file_sha256(path) != digest:
+            if _file_sha256(path) != digest:  # FileNotFoundError when missing
                 return None, f"{where} does not hold the bytes persisted (sha256 differs)"
             # Memory-mapped, read-only: processes loading one folder share its pages. Never
             # pickle. A zero-size array cannot be mapped.
@@ -251,8 +292,8 @@ def _read_ref(ref: Any, source: VectorSource) -> tuple[np.ndarray | None, str | 
 
 @dataclass(eq=False)
 class StoreHooks:
-    """What the wrapped methods of one ``SimpleIndexStore`` instance need: the indexes using it,
-    those whose struct is deferred (written on the next read or persist), and where referenced
+    """What the wrapped methods of one ``SimpleIndexStore`` instance need: the indexes using it
+    (a deferred struct of theirs is written on the next read or persist), and where referenced
     ``.npy`` files are (set when read from or persisted to a local folder).
 
     The wrappers call back into ``HCGIndex`` (``_flush_struct``, ``_persist_struct``), whose
@@ -260,7 +301,6 @@ class StoreHooks:
     """
 
     indexes: weakref.WeakSet = field(default_factory=weakref.WeakSet)
-    pending: weakref.WeakSet = field(default_factory=weakref.WeakSet)
     source: VectorSource | None = None
 
 
@@ -287,9 +327,8 @@ def store_hooks(store: SimpleIndexStore) -> StoreHooks:
     hooks = _HOOKS[store] = StoreHooks()
 
     def flush() -> None:
-        for index in list(hooks.pending):
-            index._flush_struct()
-        hooks.pending.clear()
+        for index in list(hooks.indexes):
+            index._flush_struct()  # writes the struct of an index whose write was deferred
 
     for name in _READERS:
         method = getattr(store, name)
@@ -351,7 +390,6 @@ def _persist(
     live.sort(key=lambda i: i._struct_stale)
     for index in live:
         index._persist_struct(folder)
-    hooks.pending.clear()
     named = {r["file"] for i in live for r in i._index_struct.vector_files.values()}
     done = {i.index_id for i in live}
     for key in held.keys() - done:  # structs no index was loaded from: converted as stored

@@ -42,11 +42,12 @@ from hcg_core.types import CausalGraph, DomainSpec, OutcomeConfig
 from ._chunker import HCGNodeParser, default_transformations, user_transformations
 from ._convert import node_to_chunk
 from ._dense import VectorStoreDense
-from ._graph import graph_from_dict, graph_to_dict
 from ._models import query_embed_model, resolve_embedder, to_structured_llm
 from ._persist import (
     HCGIndexStruct,
     VectorSource,
+    graph_from_dict,
+    graph_to_dict,
     put_vectors,
     read_vectors,
     store_hooks,
@@ -144,11 +145,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._build = BuildSettings(tier, outcome, spec, show_progress, dict(build_options or {}))
         self._config = config or RetrievalConfig()
         self._evidence_per_edge = evidence_per_edge
-        # Where a loaded struct's .npy files are; None: the folder the index store was read from.
-        self._persist_dir = persist_dir
-        self._graph: CausalGraph | None = None
-        self._variable_emb: np.ndarray | None = None
-        self._chunk_emb: np.ndarray | None = None
+        # The graph, its vectors and the support ledger: all state lives in the core retriever.
         self._core: CoreRetriever | None = None
         self.last_update: Any = None  # the UpdateReport of the latest insert or delete
         # Dense candidates from a vector store (docs/scaling.md); None: the in-process matrix.
@@ -172,14 +169,15 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         # As VectorStoreIndex does: the query model reports to the index's callback manager.
         self._embed_model.callback_manager = self._callback_manager
         store = self._storage_context.index_store
+        # Where a loaded struct's .npy files are; None: the folder the index store was read from.
+        source = VectorSource(os.path.abspath(os.fspath(persist_dir))) if persist_dir else None
         if isinstance(store, SimpleIndexStore):
             hooks = store_hooks(store)
             hooks.indexes.add(self)
-            if persist_dir is not None and hooks.source is None:
-                # The caller says where this store's files are: later reads of it use them too.
-                hooks.source = VectorSource(os.path.abspath(os.fspath(persist_dir)))
-        if self._graph is None:  # loaded from an existing struct
-            self._restore(self._index_struct, vectors)
+            if source is not None and hooks.source is None:
+                hooks.source = source  # later reads of this store use the caller's folder too
+        if self._core is None:  # loaded from an existing struct
+            self._restore(self._index_struct, vectors, source or store_source(store))
 
     @classmethod
     def from_documents(
@@ -248,39 +246,28 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._write_struct(struct)
         return struct
 
-    def _set_state(
-        self, graph: CausalGraph, variable_emb: np.ndarray | None, chunk_emb: np.ndarray | None
-    ) -> None:
-        # The core retriever computes any missing or misaligned vectors; keep its arrays after.
-        core = core_over(graph, self._embedder, self._config, variable_emb, chunk_emb)
-        if self._core is not None and self._core.graph is graph:
-            core.ledger = self._core.ledger
-        self._take_core(core)
-
     def _take_core(self, core: CoreRetriever) -> None:
-        """Use ``core`` (its dense candidates from the vector store, if any) and its arrays."""
+        """Use ``core`` (its dense candidates from the vector store, if any)."""
         if self._dense_store is not None:
             chunk_ids = [c.id for c in core.graph.chunks]
             attach_dense(core, VectorStoreDense(self._dense_store, chunk_ids))
-        self._graph = core.graph
-        self._variable_emb = core.variable_embeddings
-        self._chunk_emb = core.chunk_embeddings
         self._core = core
 
     def _write_struct(self, struct: HCGIndexStruct, folder: Path | None = None) -> None:
         """Write the whole state into ``struct``: vectors inline, or as ``.npy`` files in
         ``folder`` (a local persist folder)."""
-        assert self._graph is not None  # internal invariant, not user input
+        core = self.core_retriever
         struct.graph = {}
-        struct.graph_json = json.dumps(graph_to_dict(self._graph), ensure_ascii=False)
+        struct.graph_json = json.dumps(graph_to_dict(core.graph), ensure_ascii=False)
         struct.embedder_name = self._embedder.name
+        chunk_emb = core.chunk_embeddings
         struct.dim = (
-            int(self._chunk_emb.shape[1])
-            if self._chunk_emb is not None and self._chunk_emb.size
+            int(chunk_emb.shape[1])
+            if chunk_emb is not None and chunk_emb.size
             else int(self._embedder.dim)
         )
-        arrays = {"variables": self._variable_emb, "chunks": self._chunk_emb}
-        ledger = self._core.ledger_json() if self._core is not None else None
+        arrays = {"variables": core.variable_embeddings, "chunks": chunk_emb}
+        ledger = core.ledger_json()
         struct.ledger_json = json.dumps(ledger, ensure_ascii=False) if ledger else ""
         put_vectors(struct, arrays, folder)
 
@@ -291,15 +278,14 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         self._write_struct(self._index_struct, folder)
         self._storage_context.index_store.add_index_struct(self._index_struct)
 
-    def _vector_source(self) -> VectorSource | None:
-        if self._persist_dir is not None:
-            return VectorSource(os.path.abspath(os.fspath(self._persist_dir)))
-        return store_source(self._storage_context.index_store)
-
     def _restore(
-        self, struct: HCGIndexStruct, handed: dict[str, np.ndarray | None] | None = None
+        self,
+        struct: HCGIndexStruct,
+        handed: dict[str, np.ndarray | None] | None,
+        source: VectorSource | None,
     ) -> None:
-        """Take the state of a loaded struct; ``handed``: its vectors, already read."""
+        """Take the state of a loaded struct; ``handed``: its vectors, already read; ``source``:
+        where the files of vectors it references are."""
         data = struct.graph_data()
         chunk_ids = data.get("chunk_ids", [])
         nodes = self._docstore.get_nodes(chunk_ids, raise_error=False)
@@ -315,13 +301,13 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         vectors: dict[str, np.ndarray | None] = {}
         problems: list[str] = []
         if same:
-            vectors, problems = (
-                (handed, []) if handed is not None else read_vectors(struct, self._vector_source())
-            )
+            vectors, problems = (handed, []) if handed is not None else read_vectors(struct, source)
         for problem in problems:
             # The vectors derive from the docstore's texts: recomputing them loses nothing.
             logger.warning("HCGIndex: %s; these vectors were recomputed", problem)
-        self._set_state(graph, vectors.get("variables"), vectors.get("chunks"))
+        # The core retriever computes any missing or misaligned vectors.
+        variable_emb, chunk_emb = vectors.get("variables"), vectors.get("chunks")
+        self._take_core(core_over(graph, self._embedder, self._config, variable_emb, chunk_emb))
         if struct.ledger_json:
             from hcg_core.graph_build.incremental import SupportLedger
 
@@ -339,22 +325,15 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
                 self._embedder.name,
                 self._embedder.dim,
             )
-        if not same or problems or handed is not None:  # store what retrieval now uses
-            self._restate()
-
-    def _restate(self) -> None:
-        """After a load whose stored vectors are not the ones in use (recomputed, or handed over
-        by from_graph_dir): store them, in full now (remote store) or deferred (in memory)."""
-        self._sync()
-        store = self._storage_context.index_store
-        if not isinstance(store, SimpleIndexStore):
-            store.add_index_struct(self._index_struct)
+        if not same or problems or handed is not None:
+            # The stored vectors are not the ones in use (recomputed, or handed over by
+            # from_graph_dir): store what retrieval now uses.
+            self._sync()
 
     @property
     def graph(self) -> CausalGraph:
         """The current causal graph (its chunks are this index's nodes, by node id)."""
-        assert self._graph is not None
-        return self._graph
+        return self.core_retriever.graph
 
     def to_networkx(self) -> Any:
         """The causal graph as a ``networkx.MultiDiGraph`` (see ``CausalGraph.to_networkx``)."""
@@ -369,9 +348,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
     def core_retriever(self) -> CoreRetriever:
         """The framework-free retriever over the current graph (edited in place by inserts and
         deletes)."""
-        if self._core is None:
-            self._set_state(self.graph, self._variable_emb, self._chunk_emb)
-        assert self._core is not None
+        assert self._core is not None  # built or restored in __init__
         return self._core
 
     # ------------------------------------------------------------------ edits
@@ -404,16 +381,12 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         return self.last_update
 
     def _sync(self) -> None:
-        """Take the core retriever's edited graph and vectors; store them in the struct now, or,
+        """Store the core retriever's edited graph and vectors in the struct now, or,
         with an in-memory ``SimpleIndexStore``, when the store is next read or persisted."""
-        core = self.core_retriever
-        self._graph = core.graph
-        self._variable_emb = core.variable_embeddings
-        self._chunk_emb = core.chunk_embeddings
         store = self._storage_context.index_store
         if not isinstance(store, SimpleIndexStore):
             # A remote store (Redis, Mongo...) is the persisted state: write it every time.
-            self._write_struct(self._index_struct)
+            self._persist_struct()
             return
         # Encoding the whole graph and every vector after each insert would make a stream of n
         # inserts O(n x corpus). Until the store is read or persisted, the struct it receives
@@ -423,8 +396,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         struct.graph, struct.graph_json, struct.ledger_json = {}, "", ""
         struct.variable_embeddings = struct.chunk_embeddings = ""
         struct.vector_files = {}
-        self._struct_stale = True
-        store_hooks(store).pending.add(self)
+        self._struct_stale = True  # the store's hooks (it is in their indexes) write it later
 
     def _flush_struct(self) -> None:
         """Write the deferred struct (see :meth:`_sync`) into the struct and the index store."""

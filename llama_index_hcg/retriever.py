@@ -24,7 +24,7 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from hcg_core.bounded import loads_json
-from hcg_core.config import HybridConfig, RetrievalConfig
+from hcg_core.config import HybridConfig, PaperConfig, RetrievalConfig
 from hcg_core.contract import DEFAULT_K, filter_mask
 from hcg_core.embedding import embedder_errors
 from hcg_core.errors import ConfigError, StoreError
@@ -146,13 +146,7 @@ class HCGRetriever(BaseRetriever):
             index = index_class(nodes=list(nodes or []), embed_model=embed_model, **index_kwargs)
         elif not isinstance(index, index_class):
             raise ConfigError(f"index must be an HCGIndex, got {type(index).__name__}")
-        return cls(
-            index,
-            similarity_top_k=similarity_top_k,
-            config=config,
-            filters=filters,
-            doc_ids=doc_ids,
-        )
+        return cls(index, similarity_top_k, config, filters=filters, doc_ids=doc_ids)
 
     def persist(self, persist_dir: str | os.PathLike) -> None:
         """Write the index (docstore, index store) and this retriever's settings to a directory."""
@@ -192,20 +186,17 @@ class HCGRetriever(BaseRetriever):
             embed_model=embed_model,
             persist_dir=str(persist_dir),
         )
-        config = settings.get("config")
-        if config is not None:
-            config = RetrievalConfig(**{**config, "hybrid": HybridConfig(**config["hybrid"])})
-        options = {
-            "similarity_top_k": settings.get("similarity_top_k"),
-            "config": config,
-            "filters": MetadataFilters.model_validate(settings["filters"])
-            if settings.get("filters")
-            else None,
-            "doc_ids": settings.get("doc_ids"),
-            "node_ids": settings.get("node_ids"),
-        }
-        options.update(kwargs)
-        return cls(index, **options)
+        options = {name: settings.get(name) for name in ("similarity_top_k", "doc_ids", "node_ids")}
+        if settings.get("config") is not None:
+            # asdict wrote the nested settings as dicts: each becomes its dataclass again.
+            nested = {"hybrid": HybridConfig, "paper": PaperConfig}
+            config = {
+                k: nested[k](**v) if k in nested else v for k, v in settings["config"].items()
+            }
+            options["config"] = RetrievalConfig(**config)
+        if settings.get("filters"):
+            options["filters"] = MetadataFilters.model_validate(settings["filters"])
+        return cls(index, **{**options, **kwargs})
 
     @property
     def similarity_top_k(self) -> int:

@@ -31,6 +31,7 @@ from llama_index.core.vector_stores.types import (
 )
 from pydantic import PrivateAttr
 
+from hcg_core.config import PaperConfig, RetrievalConfig
 from hcg_core.embedders import HashingEmbedder
 from hcg_core.errors import ConfigError, StoreError
 from llama_index_hcg import HCGDefaultEmbedding, HCGIndex, HCGRetriever
@@ -376,6 +377,20 @@ def test_persist_and_from_persist_dir(
     )
     with pytest.raises(StoreError, match="hcg_retriever.json"):
         HCGRetriever.from_persist_dir(tmp_path)
+
+
+def test_persisted_config_round_trips_with_its_nested_settings(
+    index: HCGIndex, tmp_path: Path
+) -> None:
+    # The nested HybridConfig and PaperConfig come back as dataclasses, not as dicts: paper mode
+    # reads config.paper on every query.
+    config = RetrievalConfig(mode="paper", paper=PaperConfig(vector_fill=False))
+    retriever = index.as_retriever(similarity_top_k=3, config=config)
+    retriever.persist(tmp_path / "store")
+    loaded = HCGRetriever.from_persist_dir(tmp_path / "store")
+    assert loaded._config == config
+    for q in ON_TOPIC:
+        assert ids(loaded.retrieve(q)) == ids(retriever.retrieve(q))
 
 
 # ------------------------------------------------------------------ scores

@@ -59,8 +59,8 @@ def check_text(text: Any, *, who: str) -> str:
     return text
 
 
-def package_dirs(package: str, install_hint: str) -> list[Path]:
-    """Folders of an installed package, found without executing its ``__init__``."""
+def package_file(package: str, name: str, install_hint: str) -> Path:
+    """The file ``name`` of an installed package, found without executing its ``__init__``."""
     try:
         spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
@@ -70,7 +70,10 @@ def package_dirs(package: str, install_hint: str) -> list[Path]:
             f"this embedder needs the package {package!r}, which is not installed; "
             f"run: {install_hint}"
         )
-    return [Path(p) for p in spec.submodule_search_locations]
+    for folder in map(Path, spec.submodule_search_locations):
+        if (folder / name).is_file():
+            return folder / name
+    raise EmbedderError(f"{package} is installed without {name}; reinstall with: {install_hint}")
 
 
 def check_model_file(path: Path, expected_sha256: str | None, advice: str) -> None:

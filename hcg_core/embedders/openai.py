@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import threading
-from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from ..embedding import as_matrix
 from ..errors import ConfigError, EmbedderError
 from ..safe_text import env_secrets, redact
-from ._common import check_count, check_text, check_texts
+from ._common import check_count
+from .wrapped import CallableEmbedder
 
 DEFAULT_OPENAI_BATCH_SIZE = 256
 DEFAULT_OPENAI_TIMEOUT = 60.0
@@ -27,7 +23,7 @@ OPENAI_INSTALL_HINT = 'pip install "hcg-rag[openai]"'
 _PLACEHOLDER_KEY = "not-needed"
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(CallableEmbedder):
     """Embeddings from ``client.embeddings.create``, ``batch_size`` texts per request, order kept.
 
     Args:
@@ -50,7 +46,11 @@ class OpenAIEmbedder:
 
         emb = OpenAIEmbedder("nomic-embed-text", base_url="http://localhost:11434/v1")
         vectors = emb.embed_documents(["tumour growth", "cancer progression"])
+
+    The reply checks (count, size, finite values, L2) and ``dim`` are ``CallableEmbedder``'s.
     """
+
+    _RUNTIME = {"_client": None}  # a copy or pickle makes its own client
 
     def __init__(
         self,
@@ -72,28 +72,17 @@ class OpenAIEmbedder:
             raise ConfigError("request_dimensions=True needs dim= (the size to ask the server for)")
         if importlib.util.find_spec("openai") is None:
             raise EmbedderError(f"OpenAIEmbedder needs the openai SDK; run: {OPENAI_INSTALL_HINT}")
+        super().__init__(self._embed_batches, f"openai:{model}", dim)
         self.model = model
-        self.name = f"openai:{model}"
         self.base_url = base_url
         self.batch_size = batch_size
         self.timeout = float(timeout)
         self.max_retries = max_retries
         self.request_dimensions = request_dimensions
         self._api_key = api_key
-        self._dim = dim
-        self._client: Any = None
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(model={self.model!r}, base_url={redact(repr(self.base_url))})"
-
-    @property
-    def dim(self) -> int:
-        """The vector size; found with one request if neither given nor seen yet."""
-        if self._dim is None:
-            self.embed_query("dimension probe")
-        assert self._dim is not None  # set by the reply check in _request
-        return self._dim
 
     def _get_client(self) -> Any:
         with self._lock:
@@ -119,7 +108,14 @@ class OpenAIEmbedder:
             )
             return self._client
 
-    def _request(self, batch: list[str]) -> np.ndarray:
+    def _embed_batches(self, texts: list[str]) -> list[Any]:
+        """The vectors of ``texts``, ``batch_size`` per request, in order; empty strings are sent
+        as a single space (the OpenAI API rejects empty inputs)."""
+        items = [t if t else " " for t in texts]
+        step = self.batch_size
+        return [v for i in range(0, len(items), step) for v in self._request(items[i : i + step])]
+
+    def _request(self, batch: list[str]) -> list[Any]:
         client = self._get_client()
         kwargs: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
         if self.request_dimensions:
@@ -141,27 +137,4 @@ class OpenAIEmbedder:
             raise EmbedderError(
                 f"{self.name} replied with indices {[d.index for d in data]} for {len(batch)} inputs"
             )
-        matrix = as_matrix([d.embedding for d in data], len(batch), who=self.name)
-        if self._dim is None:
-            self._dim = matrix.shape[1]
-        elif matrix.shape[1] != self._dim:
-            raise EmbedderError(
-                f"{self.name} returned {matrix.shape[1]}-dim vectors, expected {self._dim}; "
-                "pass the right dim= (or none, to take it from the server)"
-            )
-        return matrix
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Return ``(len(texts), dim)`` float32 rows, L2-normalised, in the order given."""
-        items = [t if t else " " for t in check_texts(texts, who="OpenAIEmbedder")]
-        if not items:
-            return np.zeros((0, self._dim or 0), dtype=np.float32)
-        parts = [
-            self._request(items[i : i + self.batch_size])
-            for i in range(0, len(items), self.batch_size)
-        ]
-        return np.concatenate(parts, axis=0)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """Return one ``(dim,)`` float32 vector, L2-normalised."""
-        return self.embed_documents([check_text(text, who="OpenAIEmbedder")])[0]
+        return [d.embedding for d in data]

@@ -73,7 +73,8 @@ class CallableEmbedder(LazyModel):
                 self._dim = matrix.shape[1]
         if matrix.shape[1] != self._dim:
             raise EmbedderError(
-                f"{self.name} returned {matrix.shape[1]}-dim vectors, expected {self._dim}"
+                f"{self.name} returned {matrix.shape[1]}-dim vectors, expected {self._dim} "
+                "(the dim= given, else the size of its first reply)"
             )
         return matrix
 

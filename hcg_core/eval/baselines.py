@@ -31,13 +31,10 @@ def word_windows(text: str, words: int, overlap: int) -> list[str]:
     if words < 1 or not 0 <= overlap < words:
         raise ConfigError(f"need words >= 1 and 0 <= overlap < words, got {words}, {overlap}")
     w = text.split()
-    out: list[str] = []
-    step = words - overlap
-    for start in range(0, len(w), step):
-        out.append(" ".join(w[start : start + words]))
-        if start + words >= len(w):
-            break
-    return out
+    # A window starts every ``words - overlap`` words until one reaches the end, so the last
+    # starts before ``len(w) - overlap``; a text shorter than the overlap is one window.
+    end = max(len(w) - overlap, min(len(w), 1))
+    return [" ".join(w[start : start + words]) for start in range(0, end, words - overlap)]
 
 
 def documents_from_chunks(chunks: Sequence[Chunk]) -> list[str]:

@@ -48,7 +48,6 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
     )
     parser.add_argument(
         "--sentences",
-        default=None,
         help="JSON Lines of {sentence_id, text}: resolves the questions' context_sentence_ids",
     )
     parser.add_argument(
@@ -61,7 +60,6 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
     parser.add_argument(
         "--k",
         type=int,
-        default=None,
         help="chunks per system (default: as many as fill the word budget)",
     )
     parser.add_argument(
@@ -100,14 +98,10 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         help="also the paper's ablations: NaiveRAG (vector top 5 over 1,200/200 chunks), "
         "in-context (the whole corpus, in order) and nodes-only (edge triples, no evidence text)",
     )
-    parser.add_argument(
-        "--limit", type=int, default=None, help="first N questions only (default: all)"
-    )
+    parser.add_argument("--limit", type=int, help="first N questions only (default: all)")
     add_embedder_arguments(parser, "default: the one named in the graph's manifest")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument(
-        "--out", default=None, help="also write the JSON report (per question) here"
-    )
+    parser.add_argument("--out", help="also write the JSON report (per question) here")
     return parser
 
 
@@ -173,19 +167,12 @@ def ablation_systems(retriever: Any, args: argparse.Namespace) -> dict[str, Syst
     docs = documents_from_chunks(retriever.graph.chunks)
     windows = _windows(docs, DEFAULT_BASELINE_CHUNK_WORDS, DEFAULT_BASELINE_CHUNK_OVERLAP)
     corpus = "\n\n".join(docs)
-
-    def in_context(question: str) -> list[str]:
-        return [corpus]
-
-    def nodes_only(question: str) -> list[str]:
-        return ["\n".join(retriever.graph_triples(question))]
-
     return {
         "naive-rag vector 1200/200 top 5": vector_system(
             windows, retriever.embedder, DEFAULT_BASELINE_K
         ),
-        "in-context (whole corpus)": in_context,
-        "hcg nodes-only": nodes_only,
+        "in-context (whole corpus)": lambda question: [corpus],
+        "hcg nodes-only": lambda question: ["\n".join(retriever.graph_triples(question))],
     }
 
 

@@ -34,10 +34,7 @@ def content_words(text: str) -> list[str]:
 
 def context_words(texts: Iterable[str]) -> list[str]:
     """The retrieved context as the measure reads it: whitespace words of each text, in rank order."""
-    words: list[str] = []
-    for t in texts:
-        words.extend(t.split())
-    return words
+    return [word for t in texts for word in t.split()]
 
 
 def answer_recall(

@@ -306,11 +306,13 @@ def score_question(
     )
 
 
+def _mean(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if len(values) else None
+
+
 def _aggregate(system: str, group: str, scores: list[QuestionScore], routed: bool) -> Row:
     lat = np.asarray([s.latency_ms for s in scores])
     read = sum(s.budget_words for s in scores)
-    judged = [s.judge for s in scores if s.judge is not None]
-    ctx = [s.context_recall for s in scores if s.context_recall is not None]
     return Row(
         system=system,
         group=group,
@@ -320,12 +322,12 @@ def _aggregate(system: str, group: str, scores: list[QuestionScore], routed: boo
         context_words=float(np.mean([s.context_words for s in scores])),
         latency_p50_ms=float(np.percentile(lat, 50)),
         latency_p95_ms=float(np.percentile(lat, 95)),
-        graph_query_share=float(np.mean([s.graph_served for s in scores])) if routed else None,
+        graph_query_share=_mean([s.graph_served for s in scores]) if routed else None,
         graph_word_share=(sum(s.graph_words for s in scores) / read if read else 0.0)
         if routed
         else None,
-        context_recall=float(np.mean(ctx)) if ctx else None,
-        judge=float(np.mean(judged)) if judged else None,
+        context_recall=_mean([s.context_recall for s in scores if s.context_recall is not None]),
+        judge=_mean([s.judge for s in scores if s.judge is not None]),
     )
 
 

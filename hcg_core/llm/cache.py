@@ -65,21 +65,15 @@ class ResponseCache:
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> Any | None:
-        """The stored reply, or None when absent or unreadable (a bad entry is just a miss)."""
-        path = self._path(key)
-        try:
-            return loads_json(path.read_text(encoding="utf-8"), path=path)["reply"]
-        except (OSError, ValueError, KeyError, TypeError, HCGError):
-            return None
-
     def load(self, key: str, response_model: type[M]) -> M | None:
         """The stored reply validated as ``response_model``, or None when absent, unreadable or
-        not valid (the schema changed under the same key: it is asked again)."""
-        cached = self.get(key)
+        not valid (a bad entry is just a miss; a schema changed under the same key is asked
+        again)."""
+        path = self._path(key)
         try:
-            return None if cached is None else response_model.model_validate(cached)
-        except ValueError:
+            reply = loads_json(path.read_text(encoding="utf-8"), path=path)["reply"]
+            return response_model.model_validate(reply)
+        except (OSError, ValueError, KeyError, TypeError, HCGError):
             return None
 
     def put(self, key: str, reply: Any, *, model: str = "") -> None:

@@ -30,6 +30,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel
 
+from ..embedders._common import check_count
 from ..errors import (
     ConfigError,
     LLMContextLengthError,
@@ -144,28 +145,13 @@ def _check_base_url(base_url: str | None) -> None:
         )
 
 
+# What the SDK raises on a 200 whose body is not JSON (JSONDecodeError), nests deeper than its
+# parser recurses (RecursionError) or is not a completion.
+_NOT_A_COMPLETION = (ValueError, AttributeError, TypeError, RecursionError)
+
+
 class _WholeRequestTimeout(TimeoutError):
     """The request did not complete within ``timeout`` seconds, however the bytes trickled in."""
-
-
-def _completion_content(resp: Any) -> tuple[Any, Any]:
-    """``(choice, message)`` of an OpenAI chat completion, or ``LLMProtocolError`` when the 200
-    reply has another shape (the SDK builds its objects without validating them)."""
-    choices = getattr(resp, "choices", None)
-    if not isinstance(choices, list) or not choices:
-        raise LLMProtocolError(
-            f"the server's 200 reply is not an OpenAI chat completion (no 'choices' list; got "
-            f"a {type(resp).__name__}); check that the base URL ends in /v1"
-        )
-    choice = choices[0]
-    message = getattr(choice, "message", None)
-    content = getattr(message, "content", None)
-    if message is None or not (content is None or isinstance(content, str)):
-        raise LLMProtocolError(
-            "the server's 200 reply is not an OpenAI chat completion (choices[0].message."
-            "content is not text)"
-        )
-    return choice, message
 
 
 def _retry_after(response: Any) -> float | None:
@@ -235,16 +221,12 @@ class OpenAIStructuredLLM:
     def __post_init__(self) -> None:
         if not self.model:
             raise ConfigError("model name is empty; pass the server's model, e.g. 'gpt-4o-mini'")
-        if self.max_concurrency < 1:
-            raise ConfigError(f"max_concurrency must be at least 1, got {self.max_concurrency}")
-        if self.timeout <= 0:
-            raise ConfigError(f"timeout must be positive seconds, got {self.timeout}")
-        if self.max_retries < 0 or self.max_reasks < 0:
-            raise ConfigError("max_retries and max_reasks must be >= 0")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise ConfigError(f"max_tokens must be at least 1 (or None), got {self.max_tokens}")
-        if not math.isfinite(self.timeout):
-            raise ConfigError(f"timeout must be a finite number of seconds, got {self.timeout}")
+        check_count(self.max_concurrency, "max_concurrency")
+        check_count(self.max_retries, "max_retries", 0)
+        check_count(self.max_reasks, "max_reasks", 0)
+        check_count(self.max_tokens, "max_tokens", none_ok=True)
+        if not 0 < self.timeout < math.inf:
+            raise ConfigError(f"timeout must be a finite number of seconds > 0, got {self.timeout}")
         if (temperature := self.temperature) is not None and (
             isinstance(temperature, bool)
             or not isinstance(temperature, (int, float))
@@ -458,13 +440,10 @@ class OpenAIStructuredLLM:
         schema: dict,
         mode: str,
     ) -> str:
-        import openai
-
         client, semaphore = self._loop_state()
         kind = response_model.__name__
         attempt = 0
         while True:
-            wait: float | None = None
             async with semaphore:
                 self._check_down()
                 # Built once a slot is free, so it holds what requests before it learnt.
@@ -478,63 +457,10 @@ class OpenAIStructuredLLM:
                         ),
                         self.timeout,
                     )
-                except asyncio.TimeoutError:
-                    self.ledger.add(calls=1)
-                    error = _WholeRequestTimeout(
-                        f"no complete reply within {self.timeout:g} s (--timeout)"
-                    )
-                    self._dead_attempts += 1
-                except (ValueError, AttributeError, TypeError, RecursionError) as exc:
-                    # A 200 whose body is not JSON (JSONDecodeError), nests deeper than the
-                    # SDK's parser recurses (RecursionError) or is not a completion.
-                    self.ledger.add(calls=1)
-                    self._dead_attempts = 0
-                    raise LLMProtocolError(
-                        f"{self.name}: the server's 200 reply is not an OpenAI chat completion "
-                        f"({type(exc).__name__}: {redact(str(exc)[:200], self._secrets)}); check "
-                        "that the base URL is the server's /v1 API"
-                    ) from None
-                except openai.BadRequestError as exc:
-                    self.ledger.add(calls=1)
-                    self._on_bad_request(exc, kind, mode, options)
-                    raise  # unreachable: _on_bad_request always raises
-                except (
-                    openai.RateLimitError,
-                    openai.InternalServerError,
-                    openai.APITimeoutError,
-                ) as exc:
-                    self.ledger.add(calls=1)
-                    wait = _retry_after(getattr(exc, "response", None))
-                    error: Exception = exc
-                    if isinstance(exc, openai.APITimeoutError):
-                        self._dead_attempts += 1
-                    else:
-                        self._dead_attempts = 0  # the server answered: it is up
-                except openai.APIConnectionError as exc:
-                    # The request may never have reached the server: not counted as a call.
-                    error = exc
-                    self._dead_attempts += 1
-                except openai.APIStatusError as exc:
-                    self.ledger.add(calls=1)
-                    self._dead_attempts = 0
-                    if exc.status_code in (413, 422):  # too large / unprocessable: this item only
-                        self._on_bad_request(exc, kind, mode, options)
-                    raise LLMError(
-                        f"{self.name} at {self._where} answered {exc.status_code}: "
-                        f"{self._mask(str(exc.message))}; check the model name, URL and API key"
-                    ) from None
+                except Exception as exc:
+                    error, wait = self._failed(exc, kind, mode, options)
                 else:
-                    self._account(resp)
-                    self._dead_attempts = 0
-                    choice, message = _completion_content(resp)
-                    refusal = getattr(message, "refusal", None)
-                    if refusal:
-                        raise LLMRefusalError(
-                            f"{self.name} refused: {self._mask(str(refusal)[:300])}"
-                        )
-                    if getattr(choice, "finish_reason", None) == "length":
-                        self._on_truncated(kind, options)
-                    return getattr(message, "content", None) or ""
+                    return self._reply(resp, kind, options)
             if self._dead_attempts > self.max_retries:
                 self._down_until = time.monotonic() + BREAKER_COOLDOWN
             if attempt >= self.max_retries or self._down_until > time.monotonic():
@@ -546,6 +472,71 @@ class OpenAIStructuredLLM:
             self.ledger.add(retries=1)
             await asyncio.sleep(self._backoff(attempt, wait))
             attempt += 1
+
+    def _failed(
+        self, exc: Exception, kind: str, mode: str, sent: dict[str, Any]
+    ) -> tuple[Exception, float | None]:
+        """Count a request that raised ``exc``; return the error to retry on (with the wait the
+        server asked for), or raise the error that fails the item or stops the build."""
+        import openai
+
+        known = (openai.APIConnectionError, openai.APIStatusError, TimeoutError, *_NOT_A_COMPLETION)
+        if not isinstance(exc, known):
+            raise exc  # not a failed request: it propagates as it is, uncounted
+        if isinstance(exc, asyncio.TimeoutError):
+            exc = _WholeRequestTimeout(f"no complete reply within {self.timeout:g} s (--timeout)")
+        # A lost connection may never have reached the server: not counted as a call (a
+        # timeout of the SDK's, a connection error too, did reach it).
+        if not isinstance(exc, openai.APIConnectionError) or isinstance(
+            exc, openai.APITimeoutError
+        ):
+            self.ledger.add(calls=1)
+        if isinstance(exc, openai.BadRequestError):
+            self._on_bad_request(exc, kind, mode, sent)
+        if isinstance(exc, (TimeoutError, openai.APIConnectionError)):
+            self._dead_attempts += 1
+            return exc, None
+        self._dead_attempts = 0  # the server answered: it is up
+        if isinstance(exc, (openai.RateLimitError, openai.InternalServerError)):
+            return exc, _retry_after(getattr(exc, "response", None))
+        if isinstance(exc, openai.APIStatusError):
+            if exc.status_code in (413, 422):  # too large / unprocessable: this item only
+                self._on_bad_request(exc, kind, mode, sent)
+            raise LLMError(
+                f"{self.name} at {self._where} answered {exc.status_code}: "
+                f"{self._mask(str(exc.message))}; check the model name, URL and API key"
+            ) from None
+        raise LLMProtocolError(  # what is left of ``known``: _NOT_A_COMPLETION
+            f"{self.name}: the server's 200 reply is not an OpenAI chat completion "
+            f"({type(exc).__name__}: {redact(str(exc)[:200], self._secrets)}); check "
+            "that the base URL is the server's /v1 API"
+        ) from None
+
+    def _reply(self, resp: Any, kind: str, sent: dict[str, Any]) -> str:
+        """The text of a chat completion. ``LLMProtocolError`` when the 200 reply has another
+        shape (the SDK builds its objects without validating them); a refusal or a reply cut at
+        the token limit raises too."""
+        self._account(resp)
+        self._dead_attempts = 0
+        choices = getattr(resp, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise LLMProtocolError(
+                f"the server's 200 reply is not an OpenAI chat completion (no 'choices' list; got "
+                f"a {type(resp).__name__}); check that the base URL ends in /v1"
+            )
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        content = getattr(message, "content", None)
+        if message is None or not (content is None or isinstance(content, str)):
+            raise LLMProtocolError(
+                "the server's 200 reply is not an OpenAI chat completion (choices[0].message."
+                "content is not text)"
+            )
+        if refusal := getattr(message, "refusal", None):
+            raise LLMRefusalError(f"{self.name} refused: {self._mask(str(refusal)[:300])}")
+        if getattr(choice, "finish_reason", None) == "length":
+            self._on_truncated(kind, sent)
+        return content or ""
 
     @property
     def _secrets(self) -> tuple[str | None, ...]:
