@@ -28,11 +28,33 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import corpus, store
 from .arg_types import add_embedder_arguments, non_negative_int, number_type, positive_int
-from .config import DEFAULT_EVIDENCE_PER_EDGE
+from .bounded import read_yaml, short
+from .config import (
+    DEFAULT_EVIDENCE_PER_EDGE,
+    DEFAULT_PASSAGE_WORDS,
+    DEFAULT_TIER,
+    TIERS,
+    HybridConfig,
+    RetrievalConfig,
+)
 from .embedders.factory import embedder_by_name
-from .errors import HCGError
+from .errors import (
+    ConfigError,
+    CorruptFileError,
+    HCGError,
+    IncompleteBuildError,
+    InputError,
+    LLMError,
+)
+from .graph_build import build_graph
+from .graph_lock import add_lock_timeout_argument, graph_lock
 from .remote_choice import check_remote_choice
+from .retrieval import CausalGraphRetriever
+from .safe_files import atomic_write_text, check_writable_dir
+from .safe_text import env_secrets, has_lone_surrogate, redact, visible
+from .types import OutcomeConfig
 
 EXIT_USAGE = 2
 EXIT_BUILD_INCOMPLETE = 3  # the LLM failed or the graph is degenerate; nothing was written
@@ -52,15 +74,13 @@ def _print_json(data: Any) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .store import check_output_dir, save_graph
-
     t0 = time.perf_counter()
     if not args.estimate:  # an estimate sends nothing anywhere
         check_remote_choice(args)
     say = _progress_printer(args.quiet)
     # Checked before the (possibly long and paid) build, not after it: a folder that is not a
     # graph, an input folder, a read-only disk.
-    check_output_dir(args.out, inputs=args.inputs, force=args.force, probe=not args.estimate)
+    store.check_output_dir(args.out, inputs=args.inputs, force=args.force, probe=not args.estimate)
     chunks, given = _read_and_chunk(args, say)
     spec, outcome, corrections = _read_build_files(args)
     llm = _llm_from_args(args)
@@ -79,7 +99,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         report["corrections"] = {"file": str(args.corrections), **done.report.as_dict()}
     report["total_seconds"] = round(time.perf_counter() - t0, 2)
     say(f"writing {args.out}")
-    save_graph(
+    store.save_graph(
         graph,
         args.out,
         embedder_name=embedder.name,
@@ -101,16 +121,16 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def _read_and_chunk(args: argparse.Namespace, say: Any) -> tuple[list, dict[str, Any]]:
     """The inputs read and chunked (skipped ones printed), and what the report records of them."""
-    from .corpus import WHOLE_BLOCK_FACTOR, chunk_documents, display_path, load_inputs
-
     say(f"reading {', '.join(map(str, args.inputs))}")
-    docs, bad = load_inputs(args.inputs, follow_symlinks=args.follow_symlinks)
-    bad = [(display_path(p), r) for p, r in bad]  # a name the disk could not decode, printable
+    docs, bad = corpus.load_inputs(args.inputs, follow_symlinks=args.follow_symlinks)
+    # A name the disk could not decode, printable.
+    bad = [(corpus.display_path(p), r) for p, r in bad]
     for path, reason in bad:  # input left out: shown even with --quiet
         print(f"skipped {path}: {reason}", file=sys.stderr)
     words = sum(len(d.text.split()) for d in docs)
+    whole = corpus.WHOLE_BLOCK_FACTOR * args.chunk_words
     say(f"chunking {len(docs):,} documents ({words:,} words)")
-    chunks = chunk_documents(
+    chunks = corpus.chunk_documents(
         docs,
         chunk_words=args.chunk_words,
         overlap_words=args.chunk_overlap,
@@ -118,7 +138,7 @@ def _read_and_chunk(args: argparse.Namespace, say: Any) -> tuple[list, dict[str,
     )
     say(
         f"read {len(docs)} documents ({words:,} words) -> {len(chunks)} chunks (paragraphs of up "
-        f"to {WHOLE_BLOCK_FACTOR * args.chunk_words} words whole; {args.chunk_words}-word windows, "
+        f"to {whole} words whole; {args.chunk_words}-word windows, "
         f"{args.chunk_overlap} overlap, in longer text)"
     )
     given = {
@@ -128,7 +148,7 @@ def _read_and_chunk(args: argparse.Namespace, say: Any) -> tuple[list, dict[str,
         "skipped": [[p, r] for p, r in bad],
         "chunk_words": args.chunk_words,
         "chunk_overlap": args.chunk_overlap,
-        "whole_words": WHOLE_BLOCK_FACTOR * args.chunk_words,
+        "whole_words": whole,
         "chunk_chars": args.chunk_chars,
     }
     return chunks, given
@@ -137,9 +157,7 @@ def _read_and_chunk(args: argparse.Namespace, say: Any) -> tuple[list, dict[str,
 def _read_build_files(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """``--spec``, ``--outcome`` and ``--corrections``, read before the build: a bad file must
     not cost one."""
-    from .store import read_spec_file
-
-    spec = read_spec_file(args.spec) if args.spec else None
+    spec = store.read_spec_file(args.spec) if args.spec else None
     outcome = _read_outcome(args.outcome) if args.outcome else None
     corrections = None
     if args.corrections:
@@ -158,7 +176,6 @@ def _llm_from_args(args: argparse.Namespace) -> Any:
     if not (args.llm_model or args.llm_base_url):
         return None
     from .llm import OpenAIStructuredLLM
-    from .safe_files import check_writable_dir
 
     if not args.llm_model:
         raise HCGError("--llm-base-url needs --llm-model NAME")
@@ -193,8 +210,6 @@ def _run_build(
 ) -> tuple[Any, set[str]]:
     """The build, with its stage lines and warnings printed as they come; ``(None, ...)`` when
     it was incomplete (reported by ``_build_or_report``)."""
-    from .graph_build import build_graph
-
     progress = None if not args.quiet else False  # bars: on a terminal, unless --quiet
     shown: set[str] = set()
 
@@ -304,9 +319,6 @@ def _apply_build_corrections(path: str, result: Any, corrections: list, embedder
 def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
     """Run the build; an incomplete LLM build prints its failures by cause and returns None,
     unless --allow-partial, which returns the partial result after a warning."""
-    from .errors import IncompleteBuildError, LLMError
-    from .safe_text import env_secrets, redact, visible
-
     try:
         return build()
     except IncompleteBuildError as exc:
@@ -323,8 +335,6 @@ def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
     print(f"hcg build: no graph written to {args.out}", file=sys.stderr)
     if report:
         # Kept beside the reply cache (not as the graph's build_report.json: there is no graph).
-        from .safe_files import atomic_write_text
-
         path = Path(_llm_cache_dir(args)) / "failed_build.json"
         text = redact(json.dumps(report, indent=1, default=str), env_secrets())
         try:
@@ -338,10 +348,6 @@ def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
 
 def _read_outcome(path: str):
     """An outcome configuration file: YAML ``{outcomes: [...], terminals: [...]}``."""
-    from .bounded import read_yaml, short
-    from .errors import CorruptFileError
-    from .types import OutcomeConfig
-
     if not Path(path).is_file():
         raise CorruptFileError("cannot read the outcome configuration: no such file", path=path)
     data = read_yaml(path) or {}
@@ -366,17 +372,16 @@ def _read_outcome(path: str):
 
 def inspect_summary(directory: str) -> dict[str, Any]:
     from .graph_build.health import graph_health
-    from .store import current_dir, graph_counts, load_graph
 
-    stored = load_graph(directory)
+    stored = store.load_graph(directory)
     g = stored.graph
     per_metric = Counter(v.metric for v in g.variables)
     roles = Counter(m.role for m in g.spec.metrics)
     summary: dict[str, Any] = {
         "directory": str(directory),
-        "files": str(current_dir(directory)),  # where to edit graph.json by hand
+        "files": str(store.current_dir(directory)),  # where to edit graph.json by hand
         "embedder": stored.embedder_name,
-        "counts": graph_counts(g),
+        "counts": store.graph_counts(g),
         "metric_roles": dict(roles),
         "variables_per_metric": {m.name: per_metric.get(m.name, 0) for m in g.spec.metrics},
         "notes": list(stored.notes),
@@ -388,11 +393,9 @@ def inspect_summary(directory: str) -> dict[str, Any]:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from .store import strict_json
-
     s = inspect_summary(args.dir)
     if args.json:
-        print(json.dumps(strict_json(s), indent=1, default=str, allow_nan=False))
+        print(json.dumps(store.strict_json(s), indent=1, default=str, allow_nan=False))
         return 0
     with _visible_stdout():
         _print_inspect(s)
@@ -402,8 +405,6 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def _visible_stdout() -> contextlib.AbstractContextManager:
     """Every line printed inside goes through ``safe_text.visible``: names and reports come from
     the corpus and a hand-edited graph, and must not drive the terminal."""
-    from .safe_text import visible
-
     real = sys.stdout
 
     class Visible:
@@ -545,14 +546,11 @@ EMPTY_VOCABULARY = "the graph is empty"
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    from .corpus import display_path, load_inputs
-    from .errors import InputError
-
     check_remote_choice(args)
     embedder = _graph_to_edit(args)
-    docs, bad = load_inputs(args.files, follow_symlinks=False)
+    docs, bad = corpus.load_inputs(args.files, follow_symlinks=False)
     for path, reason in bad:
-        print(f"skipped {display_path(path)}: {reason}", file=sys.stderr)
+        print(f"skipped {corpus.display_path(path)}: {reason}", file=sys.stderr)
     if not docs:
         raise InputError("no readable document among the files given; nothing was added")
     return _edit_in_place(args, embedder, lambda retriever: _add_documents(args, retriever, docs))
@@ -561,18 +559,13 @@ def cmd_add(args: argparse.Namespace) -> int:
 def _graph_to_edit(args: argparse.Namespace) -> Any:
     """The embedder ``--embedder`` names (or None), after ``args.dir`` is read: a directory that
     is not a graph is refused before it is locked."""
-    from .store import load_graph
-
     embedder = _named_embedder(args)
-    load_graph(args.dir)
+    store.load_graph(args.dir)
     return embedder
 
 
 def _edit_in_place(args: argparse.Namespace, embedder: Any, edit: Any) -> int:
     """``edit(retriever)`` on the graph directory, saved; its update report printed."""
-    from .graph_lock import graph_lock
-    from .retrieval import CausalGraphRetriever
-
     # Locked from load to save: a second `hcg add` waits, then edits the graph this one wrote,
     # instead of both editing the same old graph and one update being lost.
     with graph_lock(args.dir, timeout=args.lock_timeout):
@@ -586,22 +579,15 @@ def _edit_in_place(args: argparse.Namespace, embedder: Any, edit: Any) -> int:
 
 def _add_documents(args: argparse.Namespace, retriever: Any, docs: list) -> Any:
     """Chunk ``docs`` as the graph's build did (unless told otherwise) and insert them."""
-    from .corpus import (
-        DEFAULT_CHUNK_WORDS,
-        DEFAULT_OVERLAP_WORDS,
-        chunk_documents,
-        recorded_chunking,
-    )
-
     # The build's chunking (recorded in its report), unless given: new text is cut the same way.
-    built = recorded_chunking(retriever.build_report)  # odd-typed values are ignored
-    chunk_words = args.chunk_words or built.get("chunk_words") or DEFAULT_CHUNK_WORDS
+    built = corpus.recorded_chunking(retriever.build_report)  # odd-typed values are ignored
+    chunk_words = args.chunk_words or built.get("chunk_words") or corpus.DEFAULT_CHUNK_WORDS
     overlap = args.chunk_overlap
     if overlap is None:
-        overlap = built.get("chunk_overlap", DEFAULT_OVERLAP_WORDS)
+        overlap = built.get("chunk_overlap", corpus.DEFAULT_OVERLAP_WORDS)
     max_chars = args.chunk_chars or built.get("chunk_chars")
     whole = None if args.chunk_words else built.get("whole_words")
-    chunks = chunk_documents(
+    chunks = corpus.chunk_documents(
         docs,
         chunk_words=int(chunk_words),
         overlap_words=int(overlap),
@@ -629,8 +615,6 @@ def check_doc_ids(given: Sequence[str], known: Sequence[str], where: str) -> Non
     A file's documents are ``FILE#0``, ``FILE#1``... (a JSON list or JSONL), so ``notes.jsonl``
     is answered with those; other misses with a few of the known ids.
     """
-    from .errors import InputError
-
     have = dict.fromkeys(known)
     missing = [d for d in given if d not in have]
     if not missing:
@@ -703,10 +687,6 @@ def format_relink(r: dict[str, Any], where: str) -> str:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from .config import HybridConfig, RetrievalConfig
-    from .retrieval import CausalGraphRetriever
-    from .store import load_graph
-
     check_remote_choice(args)
     embedder = _named_embedder(args)
     config = RetrievalConfig(
@@ -715,7 +695,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         hybrid=HybridConfig(passage_words=args.passage_words),
     )
     question = _check_question(args.question)
-    stored = load_graph(args.dir)
+    stored = store.load_graph(args.dir)
     for note in stored.notes:
         if note.startswith("warning:"):
             print(f"hcg query: {note}", file=sys.stderr)
@@ -821,9 +801,6 @@ def _signals_text(signals: dict[str, Any]) -> str:
 
 def _check_question(question: str) -> str:
     """The question, refused when empty or not valid UTF-8 (bytes the shell passed undecoded)."""
-    from .errors import ConfigError
-    from .safe_text import has_lone_surrogate
-
     if has_lone_surrogate(question):
         raise ConfigError("the question is not valid UTF-8 text; check the terminal's encoding")
     if not question.strip():
@@ -832,15 +809,13 @@ def _check_question(question: str) -> str:
 
 
 def result_to_dict(result) -> dict[str, Any]:
-    from .store import strict_json
-
     return {
         "query": result.query,
         "served_by": result.served_by,
         "matched": list(result.matched),
         # A diagnostic may be infinite (a ratio over one candidate); strict JSON has no such
         # number, so it prints as null. Scores are not passed through this: a bad score is an error.
-        "diagnostics": strict_json(dict(result.diagnostics)),
+        "diagnostics": store.strict_json(dict(result.diagnostics)),
         "chunks": [
             {
                 "id": rc.chunk.id,
@@ -888,9 +863,6 @@ def _add_chunking_arguments(p: argparse.ArgumentParser, words: Any, overlap: Any
 
 
 def _build_parser(sub: Any) -> None:
-    from .config import DEFAULT_TIER, TIERS
-    from .graph_lock import add_lock_timeout_argument
-
     b = sub.add_parser("build", help="build a graph directory from text/markdown/JSON files")
     b.add_argument("inputs", nargs="+", help=".txt, .md, .json, .jsonl files or folders of them")
     b.add_argument("--out", required=True, help="the graph directory to write")
@@ -971,8 +943,6 @@ def _inspect_parser(sub: Any) -> None:
 
 
 def _query_parser(sub: Any) -> None:
-    from .config import DEFAULT_PASSAGE_WORDS
-
     q = sub.add_parser("query", help="retrieve chunks for a question, with route, score, paths")
     q.add_argument("dir")
     q.add_argument("question")
@@ -1001,9 +971,6 @@ def _query_parser(sub: Any) -> None:
 
 
 def _add_parser(sub: Any) -> None:
-    from .corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
-    from .graph_lock import add_lock_timeout_argument
-
     a = sub.add_parser(
         "add", help="add documents to a graph directory in place (only the new text is embedded)"
     )
@@ -1011,8 +978,8 @@ def _add_parser(sub: Any) -> None:
     a.add_argument("files", nargs="+", help=".txt, .md, .json, .jsonl files or folders of them")
     _add_chunking_arguments(
         a,
-        (None, f"words per chunk (default: the build's, else {DEFAULT_CHUNK_WORDS})"),
-        (None, f"overlap words (default: the build's, else {DEFAULT_OVERLAP_WORDS})"),
+        (None, f"words per chunk (default: the build's, else {corpus.DEFAULT_CHUNK_WORDS})"),
+        (None, f"overlap words (default: the build's, else {corpus.DEFAULT_OVERLAP_WORDS})"),
         "character cap per chunk (default: the build's)",
     )
     a.add_argument("--json", action="store_true", help="print the update report as JSON")
@@ -1022,8 +989,6 @@ def _add_parser(sub: Any) -> None:
 
 
 def _remove_parser(sub: Any) -> None:
-    from .graph_lock import add_lock_timeout_argument
-
     r = sub.add_parser("remove", help="remove documents (by doc id) from a graph directory")
     r.add_argument("dir", help="an existing graph directory")
     r.add_argument("doc_ids", nargs="+", help="document ids (chunks.jsonl's doc_id)")
@@ -1034,8 +999,6 @@ def _remove_parser(sub: Any) -> None:
 
 
 def _relink_parser(sub: Any) -> None:
-    from .graph_lock import add_lock_timeout_argument
-
     rl = sub.add_parser(
         "relink",
         help="link each edge to the chunks that state it again (no LLM call, no edge removed)",
@@ -1088,8 +1051,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except HCGError as exc:
-        from .safe_text import env_secrets, redact, visible  # a message may quote a file, a URL
-
         print(visible(redact(f"hcg {args.command}: error: {exc}", env_secrets())), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

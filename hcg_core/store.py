@@ -844,19 +844,12 @@ def graph_from_dict(
 def _load_vectors(
     directory: Path, manifest: dict, key: str, texts: Sequence[str], notes: list[str]
 ) -> np.ndarray | None:
-    table = manifest.get("embeddings") or {}
-    info = table.get(key) if isinstance(table, dict) else None
+    info = (manifest.get("embeddings") or {}).get(key)  # an object: read_manifest checked it
     if info is None:
         return None
-    if not isinstance(info, dict) or not isinstance(info.get("file"), str):
-        raise CorruptFileError(
-            f"'embeddings.{key}' must be an object with a 'file'", path=directory / MANIFEST
-        )
-    path = (directory / info["file"]).resolve()
-    if not path.is_relative_to(directory.resolve()):
-        raise CorruptFileError(
-            f"'embeddings.{key}.file' points outside the graph directory", path=directory / MANIFEST
-        )
+    if not isinstance(info.get("file"), str):
+        raise CorruptFileError(f"'embeddings.{key}' has no 'file'", path=directory / MANIFEST)
+    path = _confined(directory, info["file"]).resolve()
     if not path.is_file():
         notes.append(f"{path.name} missing: {key} embeddings will be recomputed")
         return None
@@ -1022,8 +1015,6 @@ def _moved(directory: Path, pointer: dict[str, Any]) -> bool:
 
 def _load_files(directory: Path, manifest: dict[str, Any]) -> StoredGraph:
     """The graph in one folder of flat files, ``manifest`` being its (already read) manifest."""
-    if not isinstance(manifest.get("embeddings", {}) or {}, dict):
-        raise CorruptFileError("'embeddings' must be an object", path=directory / MANIFEST)
     graph = _read_graph(directory, manifest)
     notes: list[str] = []
     var_vecs, chunk_vecs = (
