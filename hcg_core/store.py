@@ -849,7 +849,11 @@ def _load_vectors(
         return None
     if not isinstance(info.get("file"), str):
         raise CorruptFileError(f"'embeddings.{key}' has no 'file'", path=directory / MANIFEST)
-    path = _confined(directory, info["file"]).resolve()
+    path = (directory / info["file"]).resolve()
+    if not path.is_relative_to(directory.resolve()):
+        raise CorruptFileError(
+            f"'embeddings.{key}.file' points outside the graph directory", path=directory / MANIFEST
+        )
     if not path.is_file():
         notes.append(f"{path.name} missing: {key} embeddings will be recomputed")
         return None
