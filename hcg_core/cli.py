@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -289,12 +290,7 @@ def _routed_log(
 def _progress_printer(quiet: bool) -> Any:
     """``say(line)``: one progress line on stderr, unless ``--quiet`` (which hides progress only:
     warnings, errors and skipped inputs are printed whatever it says)."""
-
-    def say(line: str) -> None:
-        if not quiet:
-            print(line, file=sys.stderr, flush=True)
-
-    return say
+    return (lambda line: None) if quiet else functools.partial(print, file=sys.stderr, flush=True)
 
 
 def _apply_build_corrections(path: str, result: Any, corrections: list, embedder: Any) -> Any:
@@ -808,6 +804,9 @@ def _check_question(question: str) -> str:
     return question
 
 
+_PATH_PARTS = ("variables", "edge_ids", "effects", "mechanisms")  # in the JSON's key order
+
+
 def result_to_dict(result) -> dict[str, Any]:
     return {
         "query": result.query,
@@ -825,15 +824,9 @@ def result_to_dict(result) -> dict[str, Any]:
                 # Where the text is (file, chunk number, word range) and why it ranked.
                 "place": result_place(rc),
                 "signals": result_signals(rc),
+                # Each path as `hcg query` prints it (variables with each edge's sign), then its parts.
                 "paths": [
-                    {
-                        # The path as `hcg query` prints it: variables with each edge's sign.
-                        "text": str(p),
-                        "variables": list(p.variables),
-                        "edge_ids": list(p.edge_ids),
-                        "effects": list(p.effects),
-                        "mechanisms": list(p.mechanisms),
-                    }
+                    {"text": str(p), **{key: list(getattr(p, key)) for key in _PATH_PARTS}}
                     for p in rc.paths
                 ],
                 "text": rc.chunk.text,
