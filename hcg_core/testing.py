@@ -19,7 +19,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import KW_ONLY, dataclass, field, fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 
@@ -93,6 +93,7 @@ def _resolve(node: Any, defs: dict) -> Any:
 Responder = Callable[[LLMRequest], "dict[str, Any] | str"]
 
 
+@dataclass(eq=False)
 class ScriptedLLM:
     """A StructuredLLM answered by ``responder``; counts calls in ``ledger`` like the real client.
 
@@ -104,19 +105,12 @@ class ScriptedLLM:
     (True, 1)
     """
 
-    def __init__(
-        self,
-        responder: Responder,
-        *,
-        name: str = "scripted",
-        max_reasks: int = DEFAULT_MAX_REASKS,
-        ledger: Ledger | None = None,
-    ) -> None:
-        self.responder = responder
-        self.name = name
-        self.max_reasks = max_reasks
-        self.ledger = ledger if ledger is not None else Ledger()
-        self.requests: list[LLMRequest] = []
+    responder: Responder
+    _: KW_ONLY
+    name: str = "scripted"
+    max_reasks: int = DEFAULT_MAX_REASKS
+    ledger: Ledger = field(default_factory=Ledger)
+    requests: list[LLMRequest] = field(default_factory=list, init=False)
 
     async def acomplete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
         schema = schema_for(response_model)
@@ -227,7 +221,7 @@ class StubLLMServer:
         self.reset_counts()
 
     def reset_counts(self) -> None:
-        with getattr(self, "_lock", threading.Lock()):
+        with self._lock:
             self.calls = 0
             self.ok = 0
             self.prompt_tokens = 0
@@ -272,17 +266,10 @@ class StubLLMServer:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
-                status, payload, headers, raw = stub._handle(body)
-                self._send(status, payload, headers, raw)
+                self._send(*stub._handle(body))
 
-            def _send(
-                self,
-                status: int,
-                payload: Any,
-                headers: dict | None = None,
-                raw: bytes | None = None,
-            ) -> None:
-                data = raw if raw is not None else json.dumps(payload).encode()
+            def _send(self, status: int, payload: Any, headers: dict | None = None) -> None:
+                data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
                     self.send_header("content-type", "application/json")
@@ -327,7 +314,7 @@ class StubLLMServer:
         return f"http://{host}:{port}/v1"
 
     # one request
-    def _handle(self, body: dict) -> tuple[int, Any, dict, bytes | None]:
+    def _handle(self, body: dict) -> tuple[int, Any, dict]:
         fmt = body.get("response_format") or {}
         schema_block = fmt.get("json_schema") or {}
         messages = tuple(body.get("messages") or ())
@@ -340,16 +327,16 @@ class StubLLMServer:
         if refused is not None:
             with self._lock:
                 self.by_fault["400: " + refused.split(":")[0]] += 1
-            return 400, {"error": {"message": refused, "type": "invalid_request_error"}}, {}, None
+            return 400, {"error": {"message": refused, "type": "invalid_request_error"}}, {}
         if fault in _ERROR_REPLIES:
             status, message, retry = _ERROR_REPLIES[fault]
             headers = {"retry-after": self.faults.retry_after} if retry else {}
-            return status, {"error": message}, headers, None
+            return status, {"error": message}, headers
         if fault == "slow":
             time.sleep(self.faults.slow_seconds)
         request = LLMRequest(name, schema_block.get("schema") or {}, tuple(map(dict, messages)))
         content, finish, refusal = self._content(request, fault)
-        return 200, self._completion(body, n, messages, content, finish, refusal), {}, None
+        return 200, self._completion(body, n, messages, content, finish, refusal), {}
 
     def _record(self, body: dict, fmt: dict, name: str) -> tuple[int, str | None]:
         """Count and log a request (``fmt``: its ``response_format``); its number and the fault
