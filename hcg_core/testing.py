@@ -190,6 +190,7 @@ def _tokens(text: str) -> int:
     return math.ceil(len(text) / 4) if text else 0
 
 
+@dataclass(eq=False)
 class StubLLMServer:
     """An OpenAI-compatible ``/v1/chat/completions`` server on 127.0.0.1 for tests.
 
@@ -203,21 +204,16 @@ class StubLLMServer:
             llm = OpenAIStructuredLLM("stub", base_url=srv.base_url, api_key="x")
     """
 
-    def __init__(
-        self,
-        responder: Responder,
-        *,
-        faults: FaultPlan | None = None,
-        delay: float = 0.0,
-        model: str = "stub-model",
-    ) -> None:
-        self.responder = responder
-        self.faults = faults or FaultPlan()
-        self.delay = delay
-        self.model = model
+    responder: Responder
+    _: KW_ONLY
+    faults: FaultPlan | None = None  # None: no faults
+    delay: float = 0.0
+    model: str = "stub-model"
+
+    def __post_init__(self) -> None:
+        self.faults = self.faults or FaultPlan()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
         self.reset_counts()
 
     def reset_counts(self) -> None:
@@ -285,13 +281,12 @@ class StubLLMServer:
         self._server.daemon_threads = True
         # serve_forever checks for shutdown every poll_interval (0.5 s by default): each close()
         # waited that long, about half a second per test that starts a server.
-        self._thread = threading.Thread(
+        threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.02},
             daemon=True,
             name="stub-llm-server",
-        )
-        self._thread.start()
+        ).start()
         return self
 
     def close(self) -> None:
