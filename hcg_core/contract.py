@@ -12,6 +12,7 @@ import asyncio
 import datetime as dt
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -100,10 +101,8 @@ def keep_in_batch(
     [0, 1]
     """
     refuse_lone_surrogates(items, what=what)
-    given = [i for i, _ in items if i is not None]
-    repeated = (
-        sorted({i for i in given if given.count(i) > 1}) if len(set(given)) < len(given) else []
-    )
+    given = Counter(i for i, _ in items if i is not None)
+    repeated = sorted(i for i, n in given.items() if n > 1)
     if repeated:
         raise InputError(
             f"{len(repeated)} id(s) are given to more than one {what} in this batch (first: "
