@@ -43,10 +43,7 @@ class LLMRequest:
     @property
     def prompt(self) -> str:
         """The first user message: the original question, also inside a re-ask."""
-        for m in self.messages:
-            if m.get("role") == "user":
-                return m.get("content", "")
-        return ""
+        return next((m.get("content", "") for m in self.messages if m.get("role") == "user"), "")
 
     def enum(self, *path: str) -> list[str]:
         """The allowed values of a Literal field, found by property names through ``$defs``.
