@@ -352,8 +352,7 @@ class StubLLMServer:
             self.by_schema[name] += 1
             fault = self.faults.fault_for(n)
             if (
-                fault is not None
-                and fault != "slow"
+                fault not in (None, "slow")
                 and not self.faults.allow_consecutive
                 and self._last_fault_n == n - 1
             ):
