@@ -13,6 +13,7 @@ Responders should depend only on the request's content, so replies are reproduci
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
@@ -263,16 +264,14 @@ class StubLLMServer:
 
             def _send(self, status: int, payload: Any, headers: dict | None = None) -> None:
                 data = json.dumps(payload).encode()
-                try:
+                fixed = {"content-type": "application/json", "content-length": str(len(data))}
+                # A client that timed out and hung up is the point of a slow reply: not an error.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.send_response(status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    for k, v in (headers or {}).items():
+                    for k, v in {**fixed, **(headers or {})}.items():
                         self.send_header(k, v)
                     self.end_headers()
                     self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client timed out and hung up: that is the point of a slow reply
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
