@@ -66,11 +66,6 @@ def _named_embedder(args: argparse.Namespace) -> Any:
     return embedder_by_name(args.embedder, args.embedder_base_url) if args.embedder else None
 
 
-def _print_json(data: Any) -> int:
-    print(json.dumps(data, indent=1))
-    return 0
-
-
 # ---------------------------------------------------------------- build
 
 
@@ -510,10 +505,9 @@ def format_build_report(report: dict[str, Any]) -> str:
 
 def _print_update(report: Any, as_json: bool) -> None:
     if as_json:
-        _print_json(report.as_dict())
+        print(json.dumps(report.as_dict(), indent=1))
         return
-    with _visible_stdout():
-        print(report.summary())
+    print(visible(report.summary()))
     # An empty graph's note is the warning that matters (its statements need a rebuild); the
     # generic "not expressible" warning below would only repeat it less plainly.
     empty = [n for n in report.notes if n.startswith(EMPTY_VOCABULARY)]
@@ -644,10 +638,8 @@ def cmd_relink(args: argparse.Namespace) -> int:
     result = relink_directory(
         args.dir, dry_run=args.dry_run, per_edge=args.per_edge, lock_timeout=args.lock_timeout
     )
-    if args.json:
-        return _print_json(result.as_dict())
-    with _visible_stdout():
-        print(format_relink(result.as_dict(), args.dir))
+    figures = result.as_dict()
+    print(json.dumps(figures, indent=1) if args.json else visible(format_relink(figures, args.dir)))
     return 0
 
 
