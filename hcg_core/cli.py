@@ -388,54 +388,44 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(store.strict_json(s), indent=1, default=str, allow_nan=False))
         return 0
-    with _visible_stdout():
-        _print_inspect(s)
+    _print_inspect(s)
     return 0
 
 
-def _visible_stdout() -> contextlib.AbstractContextManager:
-    """Every line printed inside goes through ``safe_text.visible``: names and reports come from
-    the corpus and a hand-edited graph, and must not drive the terminal."""
-    real = sys.stdout
-
-    class Visible:
-        def write(self, text: str) -> int:
-            return real.write(visible(text))
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(real, name)
-
-    return contextlib.redirect_stdout(Visible())  # type: ignore[type-var]
+def _show(line: str) -> None:
+    """Print ``line`` through ``safe_text.visible``: names, reports and chunks come from the corpus
+    and a hand-edited graph, and must not drive the terminal."""
+    print(visible(line))
 
 
 def _print_inspect(s: dict[str, Any]) -> None:
     c = s["counts"]
-    print(f"{s['directory']}  (embedder: {s['embedder']})")
+    _show(f"{s['directory']}  (embedder: {s['embedder']})")
     if s["files"] != s["directory"]:
-        print(f"  files in        {s['files']}")
+        _show(f"  files in        {s['files']}")
     for key in ("dimensions", "metrics", "variables", "edges", "chunks", "evidence_links"):
-        print(f"  {key:<16}{c[key]:>8,}")
-    print(
+        _show(f"  {key:<16}{c[key]:>8,}")
+    _show(
         "  metric roles    "
         + (", ".join(f"{k} {v}" for k, v in sorted(s["metric_roles"].items())) or "none")
     )
     if not c["edges"]:
-        print(
+        _show(
             "  the causal graph is empty (no edges): retrieval uses text only (BM25 and the "
             "embedder)"
         )
     if "health" in s:
-        print("graph health:")
+        _show("graph health:")
         for key, value in s["health"].items():
             text = f"{value:.3f}" if isinstance(value, float) else str(value)
-            print(f"  {key:<28}{text:>10}")
+            _show(f"  {key:<28}{text:>10}")
     if "build_report" in s:
-        print(format_build_report(s["build_report"]))
-    print("variables per metric:")
+        _show(format_build_report(s["build_report"]))
+    _show("variables per metric:")
     for name, n in sorted(s["variables_per_metric"].items(), key=lambda kv: (-kv[1], kv[0])):
-        print(f"  {n:>5}  {name}")
+        _show(f"  {n:>5}  {name}")
     for note in s["notes"]:
-        print(f"note: {note}")
+        _show(f"note: {note}")
 
 
 def format_build_report(report: dict[str, Any]) -> str:
@@ -696,26 +686,25 @@ def cmd_query(args: argparse.Namespace) -> int:
         except ValueError:
             raise HCGError("a score is not a finite number; rebuild the graph") from None
         return 0
-    with _visible_stdout():  # corpus text: no raw ESC sequence reaches the terminal
-        _print_result(result)
+    _print_result(result)  # corpus text: no raw ESC sequence reaches the terminal
     return 0
 
 
 def _print_result(result: Any) -> None:
     """``hcg query``'s text: each chunk with its place, signals, paths and its text, cut."""
-    print(f"served by: {result.served_by}; matched: {', '.join(result.matched) or '-'}")
+    _show(f"served by: {result.served_by}; matched: {', '.join(result.matched) or '-'}")
     for i, rc in enumerate(result.chunks, 1):
-        print(f"\n[{i}] {rc.route:<8} score {rc.score:.3f}  {_place_text(rc)}")
+        _show(f"\n[{i}] {rc.route:<8} score {rc.score:.3f}  {_place_text(rc)}")
         signals = _signals_text(result_signals(rc))
         if signals:
-            print(f"    signals: {signals}")
+            _show(f"    signals: {signals}")
         for p in rc.paths:
-            print(f"    path: {p}")
+            _show(f"    path: {p}")
             for eid, mech in zip(p.edge_ids, p.mechanisms, strict=True):
                 if mech:
-                    print(f"      {eid}: {mech[:160]}")
+                    _show(f"      {eid}: {mech[:160]}")
         text = " ".join(rc.chunk.text.split())
-        print(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
+        _show(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
 
 
 # The ranking signals of a hybrid result (``RetrievedChunk.details``), as printed: each in [0, 1]
