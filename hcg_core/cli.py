@@ -805,7 +805,7 @@ def result_to_dict(result) -> dict[str, Any]:
                 # Where the text is (file, chunk number, word range) and why it ranked.
                 "place": result_place(rc),
                 "signals": result_signals(rc),
-                # Each path as `hcg query` prints it (variables with each edge's sign), then its parts.
+                # Each path as `hcg query` prints it (with each edge's sign), then its parts.
                 "paths": [
                     {"text": str(p), **{key: list(getattr(p, key)) for key in _PATH_PARTS}}
                     for p in rc.paths
@@ -826,6 +826,10 @@ _positive_seconds = number_type(
     noun="a number of seconds",
 )
 _temperature = number_type(lambda x: math.isfinite(x) and 0 <= x <= 2, "a finite number in [0, 2]")
+
+
+def _flag(p: argparse.ArgumentParser, flag: str, text: str) -> None:
+    p.add_argument(flag, action="store_true", help=text)
 
 
 def _add_chunking_arguments(p: argparse.ArgumentParser, words: Any, overlap: Any, chars: str):
@@ -861,18 +865,10 @@ def _build_parser(sub: Any) -> None:
         (40, "overlap words (default 40)"),
         "character cap per chunk (default: 36 x --chunk-words, 7,200 at 200)",
     )
-    flags = (
-        ("--force", "write into an existing --out that is not an hcg graph directory"),
-        ("--follow-symlinks", "read symbolic links in input folders that lead outside them"),
-    )
-    for flag, text in flags:
-        b.add_argument(flag, action="store_true", help=text)
+    _flag(b, "--force", "write into an existing --out that is not an hcg graph directory")
+    _flag(b, "--follow-symlinks", "read symbolic links in input folders that lead outside them")
     add_embedder_arguments(b, "default: 'default'")
-    b.add_argument(
-        "--quiet",
-        action="store_true",
-        help="no progress (stage lines and bars); warnings and errors are still printed",
-    )
+    _flag(b, "--quiet", "no progress (stage lines and bars); warnings and errors are still printed")
     _add_llm_arguments(b)
     add_lock_timeout_argument(b)
     b.set_defaults(func=cmd_build)
@@ -889,24 +885,20 @@ def _add_llm_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument(
         "--temperature", type=_temperature, default=0.0, help="sampling temperature (0.0)"
     )
-    b.add_argument(
+    _flag(
+        b,
         "--no-temperature",
-        action="store_true",
-        help="send no temperature (it is also dropped when the provider rejects it)",
+        "send no temperature (it is also dropped when the provider rejects it)",
     )
     b.add_argument(
         "--max-tokens", type=int, default=None, help="completion token limit per LLM request"
     )
-    b.add_argument(
+    _flag(
+        b,
         "--allow-partial",
-        action="store_true",
-        help="write the graph even when LLM items failed or it is degenerate (marked partial)",
+        "write the graph even when LLM items failed or it is degenerate (marked partial)",
     )
-    b.add_argument(
-        "--estimate",
-        action="store_true",
-        help="print the calls and tokens the build would make, and stop",
-    )
+    _flag(b, "--estimate", "print the calls and tokens the build would make, and stop")
 
 
 def _inspect_parser(sub: Any) -> None:
@@ -928,11 +920,7 @@ def _query_parser(sub: Any) -> None:
         default="hybrid",
         help="hybrid (default: graph + BM25 + dense, packed) or paper (Stage 3 only)",
     )
-    q.add_argument(
-        "--no-graph",
-        action="store_true",
-        help="hybrid mode without the graph signal (the ablation)",
-    )
+    _flag(q, "--no-graph", "hybrid mode without the graph signal (the ablation)")
     q.add_argument(
         "--passage-words",
         type=non_negative_int,
@@ -978,9 +966,7 @@ def _relink_parser(sub: Any) -> None:
         help="link each edge to the chunks that state it again (no LLM call, no edge removed)",
     )
     rl.add_argument("dir", help="an existing graph directory (format 1 or 2)")
-    rl.add_argument(
-        "--dry-run", action="store_true", help="print the figures before and after; write nothing"
-    )
+    _flag(rl, "--dry-run", "print the figures before and after; write nothing")
     rl.add_argument(
         "--per-edge",
         type=positive_int,
