@@ -890,9 +890,7 @@ def _add_llm_arguments(b: argparse.ArgumentParser) -> None:
         "--no-temperature",
         "send no temperature (it is also dropped when the provider rejects it)",
     )
-    b.add_argument(
-        "--max-tokens", type=int, default=None, help="completion token limit per LLM request"
-    )
+    b.add_argument("--max-tokens", type=int, help="completion token limit per LLM request")
     _flag(
         b,
         "--allow-partial",
