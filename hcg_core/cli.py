@@ -83,10 +83,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.estimate:
         return _print_estimate(chunks, spec, args.tier, llm)
     embedder = embedder_by_name(args.embedder, args.embedder_base_url)
-    result, shown = _run_build(args, say, chunks, embedder, llm, outcome, spec)
+    result = _run_build(args, say, chunks, embedder, llm, outcome, spec)
     if result is None:
         return EXIT_BUILD_INCOMPLETE
-    report = _build_report(result.report, given, embedder.name, shown)
+    report = dict(result.report)  # with the input's figures and the embedder
+    report["input"] = {**report.get("input", {}), **given}
+    report["embedder"] = embedder.name
     graph, vectors = result.graph, result.variable_embeddings
     ledger = result.ledger.to_json(result.graph) if result.ledger is not None else None
     if corrections is not None:
@@ -203,9 +205,9 @@ def _print_estimate(chunks: list, spec: Any, tier: str, llm: Any) -> int:
 
 def _run_build(
     args: argparse.Namespace, say: Any, chunks: list, embedder: Any, llm: Any, outcome, spec
-) -> tuple[Any, set[str]]:
-    """The build, with its stage lines and warnings printed as they come; ``(None, ...)`` when
-    it was incomplete (reported by ``_build_or_report``)."""
+) -> Any:
+    """The build, with its stage lines and warnings printed as they come (the report's others
+    after it); None when it was incomplete (reported by ``_build_or_report``)."""
     progress = None if not args.quiet else False  # bars: on a terminal, unless --quiet
     shown: set[str] = set()
 
@@ -232,22 +234,10 @@ def _run_build(
                 progress=progress,
             ),
         )
-    return result, shown
-
-
-def _build_report(
-    built: dict[str, Any], given: dict[str, Any], embedder_name: str, shown: set[str]
-) -> dict[str, Any]:
-    """The builder's report with the input's figures and the embedder; its warnings not yet
-    shown are printed."""
-    report = dict(built)
-    report.setdefault("input", {})
-    report["input"].update(given)
-    report["embedder"] = embedder_name
-    for warning in report.get("warnings") or []:
+    for warning in (result.report.get("warnings") or []) if result is not None else []:
         if warning not in shown:
             print(f"warning: {warning}", file=sys.stderr)
-    return report
+    return result
 
 
 class _Emit(logging.Handler):
