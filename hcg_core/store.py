@@ -268,8 +268,8 @@ def save_graph(
     except OSError as exc:
         raise StoreError(f"cannot write the graph here: {os_reason(exc)}", path=directory) from None
     with graph_lock(real, timeout=lock_timeout):
-        flat_before = _flat_graph_before(real)
         previous = current_dir(real) if is_graph_dir(real) else real
+        flat_before = previous == real and is_graph_dir(real)  # a format 1 graph's files
         try:
             version = _new_version_dir(real)
         except OSError as exc:
@@ -327,15 +327,6 @@ def _pointed_dir(directory: Path, pointer: dict[str, Any]) -> Path:
             path=directory / MANIFEST,
         )
     return _confined(directory, current)
-
-
-def _flat_graph_before(real: Path) -> bool:
-    """Whether ``real`` holds a flat (format 1) graph, whose files the new version replaces."""
-    if not is_graph_dir(real):
-        return False
-    with contextlib.suppress(StoreError):
-        return current_dir(real) == real
-    return False
 
 
 def _new_version_dir(real: Path) -> Path:
