@@ -275,8 +275,10 @@ def _read_file(
     text = decode_text(data, path=path)
     suffix = path.suffix.lower()
     source = {"source": path.as_posix()}
+    # Python's JSON reader accepts NaN and Infinity, which are not JSON: kept as text ("NaN",
+    # ``parse_constant=str``), so the chunks.jsonl written from them stays strict JSON.
     if suffix == ".json":
-        obj = loads_json(text, path=path, error=InputError, parse_constant=_constant_as_text)
+        obj = loads_json(text, path=path, error=InputError, parse_constant=str)
         single = not isinstance(obj, list)
         items = [obj] if single else obj
     elif suffix == ".jsonl":
@@ -284,7 +286,7 @@ def _read_file(
         # which JSON allows raw inside a string.
         single = False
         items = [
-            loads_json(line, path=path, line=n, error=InputError, parse_constant=_constant_as_text)
+            loads_json(line, path=path, line=n, error=InputError, parse_constant=str)
             for n, line in enumerate(text.split("\n"), start=1)
             if line.strip()
         ]
@@ -294,12 +296,6 @@ def _read_file(
             raise InputError("file holds only YAML front matter, no text", path=path)
         return [SourceDocument(id=doc_id, text=body, metadata={**front, **source})]
     return _json_documents(items, doc_id, source, path, max_bytes, single=single, skipped=skipped)
-
-
-def _constant_as_text(name: str) -> str:
-    """Python's JSON reader accepts NaN and Infinity, which are not JSON; kept as text ("NaN"),
-    so the chunks.jsonl written from them stays strict JSON."""
-    return name
 
 
 def _json_documents(
