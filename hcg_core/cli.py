@@ -518,11 +518,10 @@ EMPTY_VOCABULARY = "the graph is empty"
 def cmd_add(args: argparse.Namespace) -> int:
     check_remote_choice(args)
     embedder = _graph_to_edit(args)
+    # Refused (InputError) when no document is readable: then nothing is added.
     docs, bad = corpus.load_inputs(args.files, follow_symlinks=False)
     for path, reason in bad:
         print(f"skipped {corpus.display_path(path)}: {reason}", file=sys.stderr)
-    if not docs:
-        raise InputError("no readable document among the files given; nothing was added")
     return _edit_in_place(args, embedder, lambda retriever: _add_documents(args, retriever, docs))
 
 
