@@ -201,7 +201,7 @@ def _check_text_only(text: str, value: Any) -> None:
         )
 
 
-def _where(path: Path | str | None, line: int | None) -> str:
+def _where(line: int | None) -> str:
     return f"line {line}: " if line is not None else ""
 
 
@@ -231,10 +231,10 @@ def loads_json(
         if text_only:
             _check_text_only(text, value)
     except _Violation as exc:
-        raise error(f"{_where(path, line)}{exc}; refused", path=path) from None
+        raise error(f"{_where(line)}{exc}; refused", path=path) from None
     except RecursionError:
         raise error(
-            f"{_where(path, line)}nesting deeper than {max_depth} levels; refused", path=path
+            f"{_where(line)}nesting deeper than {max_depth} levels; refused", path=path
         ) from None
     except json.JSONDecodeError as exc:
         where = (
@@ -244,9 +244,7 @@ def loads_json(
         )
         raise error(where, path=path) from None
     except ValueError as exc:  # e.g. Python's own integer-digit limit, reached before parse_int
-        raise error(
-            f"{_where(path, line)}not acceptable JSON ({str(exc)[:120]})", path=path
-        ) from None
+        raise error(f"{_where(line)}not acceptable JSON ({str(exc)[:120]})", path=path) from None
     return value
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -28,11 +29,33 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import corpus, store
 from .arg_types import add_embedder_arguments, non_negative_int, number_type, positive_int
-from .config import DEFAULT_EVIDENCE_PER_EDGE
+from .bounded import read_yaml, short
+from .config import (
+    DEFAULT_EVIDENCE_PER_EDGE,
+    DEFAULT_PASSAGE_WORDS,
+    DEFAULT_TIER,
+    TIERS,
+    HybridConfig,
+    RetrievalConfig,
+)
 from .embedders.factory import embedder_by_name
-from .errors import HCGError
+from .errors import (
+    ConfigError,
+    CorruptFileError,
+    HCGError,
+    IncompleteBuildError,
+    InputError,
+    LLMError,
+)
+from .graph_build import build_graph
+from .graph_lock import add_lock_timeout_argument, graph_lock
 from .remote_choice import check_remote_choice
+from .retrieval import CausalGraphRetriever
+from .safe_files import atomic_write_text, check_writable_dir
+from .safe_text import env_secrets, has_lone_surrogate, redact, visible
+from .types import OutcomeConfig
 
 EXIT_USAGE = 2
 EXIT_BUILD_INCOMPLETE = 3  # the LLM failed or the graph is degenerate; nothing was written
@@ -43,34 +66,29 @@ def _named_embedder(args: argparse.Namespace) -> Any:
     return embedder_by_name(args.embedder, args.embedder_base_url) if args.embedder else None
 
 
-def _print_json(data: Any) -> int:
-    print(json.dumps(data, indent=1))
-    return 0
-
-
 # ---------------------------------------------------------------- build
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .store import check_output_dir, save_graph
-
     t0 = time.perf_counter()
     if not args.estimate:  # an estimate sends nothing anywhere
         check_remote_choice(args)
     say = _progress_printer(args.quiet)
     # Checked before the (possibly long and paid) build, not after it: a folder that is not a
     # graph, an input folder, a read-only disk.
-    check_output_dir(args.out, inputs=args.inputs, force=args.force, probe=not args.estimate)
+    store.check_output_dir(args.out, inputs=args.inputs, force=args.force, probe=not args.estimate)
     chunks, given = _read_and_chunk(args, say)
     spec, outcome, corrections = _read_build_files(args)
     llm = _llm_from_args(args)
     if args.estimate:
         return _print_estimate(chunks, spec, args.tier, llm)
     embedder = embedder_by_name(args.embedder, args.embedder_base_url)
-    result, shown = _run_build(args, say, chunks, embedder, llm, outcome, spec)
+    result = _run_build(args, say, chunks, embedder, llm, outcome, spec)
     if result is None:
         return EXIT_BUILD_INCOMPLETE
-    report = _build_report(result.report, given, embedder.name, shown)
+    report = dict(result.report)  # with the input's figures and the embedder
+    report["input"] = {**report.get("input", {}), **given}
+    report["embedder"] = embedder.name
     graph, vectors = result.graph, result.variable_embeddings
     ledger = result.ledger.to_json(result.graph) if result.ledger is not None else None
     if corrections is not None:
@@ -79,7 +97,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         report["corrections"] = {"file": str(args.corrections), **done.report.as_dict()}
     report["total_seconds"] = round(time.perf_counter() - t0, 2)
     say(f"writing {args.out}")
-    save_graph(
+    store.save_graph(
         graph,
         args.out,
         embedder_name=embedder.name,
@@ -101,16 +119,16 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def _read_and_chunk(args: argparse.Namespace, say: Any) -> tuple[list, dict[str, Any]]:
     """The inputs read and chunked (skipped ones printed), and what the report records of them."""
-    from .corpus import WHOLE_BLOCK_FACTOR, chunk_documents, display_path, load_inputs
-
     say(f"reading {', '.join(map(str, args.inputs))}")
-    docs, bad = load_inputs(args.inputs, follow_symlinks=args.follow_symlinks)
-    bad = [(display_path(p), r) for p, r in bad]  # a name the disk could not decode, printable
+    docs, bad = corpus.load_inputs(args.inputs, follow_symlinks=args.follow_symlinks)
+    # A name the disk could not decode, printable.
+    bad = [(corpus.display_path(p), r) for p, r in bad]
     for path, reason in bad:  # input left out: shown even with --quiet
         print(f"skipped {path}: {reason}", file=sys.stderr)
     words = sum(len(d.text.split()) for d in docs)
+    whole = corpus.WHOLE_BLOCK_FACTOR * args.chunk_words
     say(f"chunking {len(docs):,} documents ({words:,} words)")
-    chunks = chunk_documents(
+    chunks = corpus.chunk_documents(
         docs,
         chunk_words=args.chunk_words,
         overlap_words=args.chunk_overlap,
@@ -118,7 +136,7 @@ def _read_and_chunk(args: argparse.Namespace, say: Any) -> tuple[list, dict[str,
     )
     say(
         f"read {len(docs)} documents ({words:,} words) -> {len(chunks)} chunks (paragraphs of up "
-        f"to {WHOLE_BLOCK_FACTOR * args.chunk_words} words whole; {args.chunk_words}-word windows, "
+        f"to {whole} words whole; {args.chunk_words}-word windows, "
         f"{args.chunk_overlap} overlap, in longer text)"
     )
     given = {
@@ -128,7 +146,7 @@ def _read_and_chunk(args: argparse.Namespace, say: Any) -> tuple[list, dict[str,
         "skipped": [[p, r] for p, r in bad],
         "chunk_words": args.chunk_words,
         "chunk_overlap": args.chunk_overlap,
-        "whole_words": WHOLE_BLOCK_FACTOR * args.chunk_words,
+        "whole_words": whole,
         "chunk_chars": args.chunk_chars,
     }
     return chunks, given
@@ -137,9 +155,7 @@ def _read_and_chunk(args: argparse.Namespace, say: Any) -> tuple[list, dict[str,
 def _read_build_files(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """``--spec``, ``--outcome`` and ``--corrections``, read before the build: a bad file must
     not cost one."""
-    from .store import read_spec_file
-
-    spec = read_spec_file(args.spec) if args.spec else None
+    spec = store.read_spec_file(args.spec) if args.spec else None
     outcome = _read_outcome(args.outcome) if args.outcome else None
     corrections = None
     if args.corrections:
@@ -158,7 +174,6 @@ def _llm_from_args(args: argparse.Namespace) -> Any:
     if not (args.llm_model or args.llm_base_url):
         return None
     from .llm import OpenAIStructuredLLM
-    from .safe_files import check_writable_dir
 
     if not args.llm_model:
         raise HCGError("--llm-base-url needs --llm-model NAME")
@@ -190,11 +205,9 @@ def _print_estimate(chunks: list, spec: Any, tier: str, llm: Any) -> int:
 
 def _run_build(
     args: argparse.Namespace, say: Any, chunks: list, embedder: Any, llm: Any, outcome, spec
-) -> tuple[Any, set[str]]:
-    """The build, with its stage lines and warnings printed as they come; ``(None, ...)`` when
-    it was incomplete (reported by ``_build_or_report``)."""
-    from .graph_build import build_graph
-
+) -> Any:
+    """The build, with its stage lines and warnings printed as they come (the report's others
+    after it); None when it was incomplete (reported by ``_build_or_report``)."""
     progress = None if not args.quiet else False  # bars: on a terminal, unless --quiet
     shown: set[str] = set()
 
@@ -221,22 +234,10 @@ def _run_build(
                 progress=progress,
             ),
         )
-    return result, shown
-
-
-def _build_report(
-    built: dict[str, Any], given: dict[str, Any], embedder_name: str, shown: set[str]
-) -> dict[str, Any]:
-    """The builder's report with the input's figures and the embedder; its warnings not yet
-    shown are printed."""
-    report = dict(built)
-    report.setdefault("input", {})
-    report["input"].update(given)
-    report["embedder"] = embedder_name
-    for warning in report.get("warnings") or []:
+    for warning in (result.report.get("warnings") or []) if result is not None else []:
         if warning not in shown:
             print(f"warning: {warning}", file=sys.stderr)
-    return report
+    return result
 
 
 class _Emit(logging.Handler):
@@ -274,12 +275,7 @@ def _routed_log(
 def _progress_printer(quiet: bool) -> Any:
     """``say(line)``: one progress line on stderr, unless ``--quiet`` (which hides progress only:
     warnings, errors and skipped inputs are printed whatever it says)."""
-
-    def say(line: str) -> None:
-        if not quiet:
-            print(line, file=sys.stderr, flush=True)
-
-    return say
+    return (lambda line: None) if quiet else functools.partial(print, file=sys.stderr, flush=True)
 
 
 def _apply_build_corrections(path: str, result: Any, corrections: list, embedder: Any) -> Any:
@@ -304,9 +300,6 @@ def _apply_build_corrections(path: str, result: Any, corrections: list, embedder
 def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
     """Run the build; an incomplete LLM build prints its failures by cause and returns None,
     unless --allow-partial, which returns the partial result after a warning."""
-    from .errors import IncompleteBuildError, LLMError
-    from .safe_text import env_secrets, redact, visible
-
     try:
         return build()
     except IncompleteBuildError as exc:
@@ -323,8 +316,6 @@ def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
     print(f"hcg build: no graph written to {args.out}", file=sys.stderr)
     if report:
         # Kept beside the reply cache (not as the graph's build_report.json: there is no graph).
-        from .safe_files import atomic_write_text
-
         path = Path(_llm_cache_dir(args)) / "failed_build.json"
         text = redact(json.dumps(report, indent=1, default=str), env_secrets())
         try:
@@ -338,10 +329,6 @@ def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
 
 def _read_outcome(path: str):
     """An outcome configuration file: YAML ``{outcomes: [...], terminals: [...]}``."""
-    from .bounded import read_yaml, short
-    from .errors import CorruptFileError
-    from .types import OutcomeConfig
-
     if not Path(path).is_file():
         raise CorruptFileError("cannot read the outcome configuration: no such file", path=path)
     data = read_yaml(path) or {}
@@ -366,17 +353,16 @@ def _read_outcome(path: str):
 
 def inspect_summary(directory: str) -> dict[str, Any]:
     from .graph_build.health import graph_health
-    from .store import current_dir, graph_counts, load_graph
 
-    stored = load_graph(directory)
+    stored = store.load_graph(directory)
     g = stored.graph
     per_metric = Counter(v.metric for v in g.variables)
     roles = Counter(m.role for m in g.spec.metrics)
     summary: dict[str, Any] = {
         "directory": str(directory),
-        "files": str(current_dir(directory)),  # where to edit graph.json by hand
+        "files": str(store.current_dir(directory)),  # where to edit graph.json by hand
         "embedder": stored.embedder_name,
-        "counts": graph_counts(g),
+        "counts": store.graph_counts(g),
         "metric_roles": dict(roles),
         "variables_per_metric": {m.name: per_metric.get(m.name, 0) for m in g.spec.metrics},
         "notes": list(stored.notes),
@@ -388,62 +374,48 @@ def inspect_summary(directory: str) -> dict[str, Any]:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from .store import strict_json
-
     s = inspect_summary(args.dir)
     if args.json:
-        print(json.dumps(strict_json(s), indent=1, default=str, allow_nan=False))
+        print(json.dumps(store.strict_json(s), indent=1, default=str, allow_nan=False))
         return 0
-    with _visible_stdout():
-        _print_inspect(s)
+    _print_inspect(s)
     return 0
 
 
-def _visible_stdout() -> contextlib.AbstractContextManager:
-    """Every line printed inside goes through ``safe_text.visible``: names and reports come from
-    the corpus and a hand-edited graph, and must not drive the terminal."""
-    from .safe_text import visible
-
-    real = sys.stdout
-
-    class Visible:
-        def write(self, text: str) -> int:
-            return real.write(visible(text))
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(real, name)
-
-    return contextlib.redirect_stdout(Visible())  # type: ignore[type-var]
+def _show(line: str) -> None:
+    """Print ``line`` through ``safe_text.visible``: names, reports and chunks come from the corpus
+    and a hand-edited graph, and must not drive the terminal."""
+    print(visible(line))
 
 
 def _print_inspect(s: dict[str, Any]) -> None:
     c = s["counts"]
-    print(f"{s['directory']}  (embedder: {s['embedder']})")
+    _show(f"{s['directory']}  (embedder: {s['embedder']})")
     if s["files"] != s["directory"]:
-        print(f"  files in        {s['files']}")
+        _show(f"  files in        {s['files']}")
     for key in ("dimensions", "metrics", "variables", "edges", "chunks", "evidence_links"):
-        print(f"  {key:<16}{c[key]:>8,}")
-    print(
+        _show(f"  {key:<16}{c[key]:>8,}")
+    _show(
         "  metric roles    "
         + (", ".join(f"{k} {v}" for k, v in sorted(s["metric_roles"].items())) or "none")
     )
     if not c["edges"]:
-        print(
+        _show(
             "  the causal graph is empty (no edges): retrieval uses text only (BM25 and the "
             "embedder)"
         )
     if "health" in s:
-        print("graph health:")
+        _show("graph health:")
         for key, value in s["health"].items():
             text = f"{value:.3f}" if isinstance(value, float) else str(value)
-            print(f"  {key:<28}{text:>10}")
+            _show(f"  {key:<28}{text:>10}")
     if "build_report" in s:
-        print(format_build_report(s["build_report"]))
-    print("variables per metric:")
+        _show(format_build_report(s["build_report"]))
+    _show("variables per metric:")
     for name, n in sorted(s["variables_per_metric"].items(), key=lambda kv: (-kv[1], kv[0])):
-        print(f"  {n:>5}  {name}")
+        _show(f"  {n:>5}  {name}")
     for note in s["notes"]:
-        print(f"note: {note}")
+        _show(f"note: {note}")
 
 
 def format_build_report(report: dict[str, Any]) -> str:
@@ -513,10 +485,9 @@ def format_build_report(report: dict[str, Any]) -> str:
 
 def _print_update(report: Any, as_json: bool) -> None:
     if as_json:
-        _print_json(report.as_dict())
+        print(json.dumps(report.as_dict(), indent=1))
         return
-    with _visible_stdout():
-        print(report.summary())
+    print(visible(report.summary()))
     # An empty graph's note is the warning that matters (its statements need a rebuild); the
     # generic "not expressible" warning below would only repeat it less plainly.
     empty = [n for n in report.notes if n.startswith(EMPTY_VOCABULARY)]
@@ -545,34 +516,25 @@ EMPTY_VOCABULARY = "the graph is empty"
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    from .corpus import display_path, load_inputs
-    from .errors import InputError
-
     check_remote_choice(args)
     embedder = _graph_to_edit(args)
-    docs, bad = load_inputs(args.files, follow_symlinks=False)
+    # Refused (InputError) when no document is readable: then nothing is added.
+    docs, bad = corpus.load_inputs(args.files, follow_symlinks=False)
     for path, reason in bad:
-        print(f"skipped {display_path(path)}: {reason}", file=sys.stderr)
-    if not docs:
-        raise InputError("no readable document among the files given; nothing was added")
+        print(f"skipped {corpus.display_path(path)}: {reason}", file=sys.stderr)
     return _edit_in_place(args, embedder, lambda retriever: _add_documents(args, retriever, docs))
 
 
 def _graph_to_edit(args: argparse.Namespace) -> Any:
     """The embedder ``--embedder`` names (or None), after ``args.dir`` is read: a directory that
     is not a graph is refused before it is locked."""
-    from .store import load_graph
-
     embedder = _named_embedder(args)
-    load_graph(args.dir)
+    store.load_graph(args.dir)
     return embedder
 
 
 def _edit_in_place(args: argparse.Namespace, embedder: Any, edit: Any) -> int:
     """``edit(retriever)`` on the graph directory, saved; its update report printed."""
-    from .graph_lock import graph_lock
-    from .retrieval import CausalGraphRetriever
-
     # Locked from load to save: a second `hcg add` waits, then edits the graph this one wrote,
     # instead of both editing the same old graph and one update being lost.
     with graph_lock(args.dir, timeout=args.lock_timeout):
@@ -586,22 +548,15 @@ def _edit_in_place(args: argparse.Namespace, embedder: Any, edit: Any) -> int:
 
 def _add_documents(args: argparse.Namespace, retriever: Any, docs: list) -> Any:
     """Chunk ``docs`` as the graph's build did (unless told otherwise) and insert them."""
-    from .corpus import (
-        DEFAULT_CHUNK_WORDS,
-        DEFAULT_OVERLAP_WORDS,
-        chunk_documents,
-        recorded_chunking,
-    )
-
     # The build's chunking (recorded in its report), unless given: new text is cut the same way.
-    built = recorded_chunking(retriever.build_report)  # odd-typed values are ignored
-    chunk_words = args.chunk_words or built.get("chunk_words") or DEFAULT_CHUNK_WORDS
+    built = corpus.recorded_chunking(retriever.build_report)  # odd-typed values are ignored
+    chunk_words = args.chunk_words or built.get("chunk_words") or corpus.DEFAULT_CHUNK_WORDS
     overlap = args.chunk_overlap
     if overlap is None:
-        overlap = built.get("chunk_overlap", DEFAULT_OVERLAP_WORDS)
+        overlap = built.get("chunk_overlap", corpus.DEFAULT_OVERLAP_WORDS)
     max_chars = args.chunk_chars or built.get("chunk_chars")
     whole = None if args.chunk_words else built.get("whole_words")
-    chunks = chunk_documents(
+    chunks = corpus.chunk_documents(
         docs,
         chunk_words=int(chunk_words),
         overlap_words=int(overlap),
@@ -629,8 +584,6 @@ def check_doc_ids(given: Sequence[str], known: Sequence[str], where: str) -> Non
     A file's documents are ``FILE#0``, ``FILE#1``... (a JSON list or JSONL), so ``notes.jsonl``
     is answered with those; other misses with a few of the known ids.
     """
-    from .errors import InputError
-
     have = dict.fromkeys(known)
     missing = [d for d in given if d not in have]
     if not missing:
@@ -664,10 +617,8 @@ def cmd_relink(args: argparse.Namespace) -> int:
     result = relink_directory(
         args.dir, dry_run=args.dry_run, per_edge=args.per_edge, lock_timeout=args.lock_timeout
     )
-    if args.json:
-        return _print_json(result.as_dict())
-    with _visible_stdout():
-        print(format_relink(result.as_dict(), args.dir))
+    figures = result.as_dict()
+    print(json.dumps(figures, indent=1) if args.json else visible(format_relink(figures, args.dir)))
     return 0
 
 
@@ -703,10 +654,6 @@ def format_relink(r: dict[str, Any], where: str) -> str:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from .config import HybridConfig, RetrievalConfig
-    from .retrieval import CausalGraphRetriever
-    from .store import load_graph
-
     check_remote_choice(args)
     embedder = _named_embedder(args)
     config = RetrievalConfig(
@@ -715,7 +662,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         hybrid=HybridConfig(passage_words=args.passage_words),
     )
     question = _check_question(args.question)
-    stored = load_graph(args.dir)
+    stored = store.load_graph(args.dir)
     for note in stored.notes:
         if note.startswith("warning:"):
             print(f"hcg query: {note}", file=sys.stderr)
@@ -728,26 +675,25 @@ def cmd_query(args: argparse.Namespace) -> int:
         except ValueError:
             raise HCGError("a score is not a finite number; rebuild the graph") from None
         return 0
-    with _visible_stdout():  # corpus text: no raw ESC sequence reaches the terminal
-        _print_result(result)
+    _print_result(result)  # corpus text: no raw ESC sequence reaches the terminal
     return 0
 
 
 def _print_result(result: Any) -> None:
     """``hcg query``'s text: each chunk with its place, signals, paths and its text, cut."""
-    print(f"served by: {result.served_by}; matched: {', '.join(result.matched) or '-'}")
+    _show(f"served by: {result.served_by}; matched: {', '.join(result.matched) or '-'}")
     for i, rc in enumerate(result.chunks, 1):
-        print(f"\n[{i}] {rc.route:<8} score {rc.score:.3f}  {_place_text(rc)}")
+        _show(f"\n[{i}] {rc.route:<8} score {rc.score:.3f}  {_place_text(rc)}")
         signals = _signals_text(result_signals(rc))
         if signals:
-            print(f"    signals: {signals}")
+            _show(f"    signals: {signals}")
         for p in rc.paths:
-            print(f"    path: {p}")
+            _show(f"    path: {p}")
             for eid, mech in zip(p.edge_ids, p.mechanisms, strict=True):
                 if mech:
-                    print(f"      {eid}: {mech[:160]}")
+                    _show(f"      {eid}: {mech[:160]}")
         text = " ".join(rc.chunk.text.split())
-        print(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
+        _show(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
 
 
 # The ranking signals of a hybrid result (``RetrievedChunk.details``), as printed: each in [0, 1]
@@ -821,9 +767,6 @@ def _signals_text(signals: dict[str, Any]) -> str:
 
 def _check_question(question: str) -> str:
     """The question, refused when empty or not valid UTF-8 (bytes the shell passed undecoded)."""
-    from .errors import ConfigError
-    from .safe_text import has_lone_surrogate
-
     if has_lone_surrogate(question):
         raise ConfigError("the question is not valid UTF-8 text; check the terminal's encoding")
     if not question.strip():
@@ -831,16 +774,17 @@ def _check_question(question: str) -> str:
     return question
 
 
-def result_to_dict(result) -> dict[str, Any]:
-    from .store import strict_json
+_PATH_PARTS = ("variables", "edge_ids", "effects", "mechanisms")  # in the JSON's key order
 
+
+def result_to_dict(result) -> dict[str, Any]:
     return {
         "query": result.query,
         "served_by": result.served_by,
         "matched": list(result.matched),
         # A diagnostic may be infinite (a ratio over one candidate); strict JSON has no such
         # number, so it prints as null. Scores are not passed through this: a bad score is an error.
-        "diagnostics": strict_json(dict(result.diagnostics)),
+        "diagnostics": store.strict_json(dict(result.diagnostics)),
         "chunks": [
             {
                 "id": rc.chunk.id,
@@ -850,15 +794,9 @@ def result_to_dict(result) -> dict[str, Any]:
                 # Where the text is (file, chunk number, word range) and why it ranked.
                 "place": result_place(rc),
                 "signals": result_signals(rc),
+                # Each path as `hcg query` prints it (with each edge's sign), then its parts.
                 "paths": [
-                    {
-                        # The path as `hcg query` prints it: variables with each edge's sign.
-                        "text": str(p),
-                        "variables": list(p.variables),
-                        "edge_ids": list(p.edge_ids),
-                        "effects": list(p.effects),
-                        "mechanisms": list(p.mechanisms),
-                    }
+                    {"text": str(p), **{key: list(getattr(p, key)) for key in _PATH_PARTS}}
                     for p in rc.paths
                 ],
                 "text": rc.chunk.text,
@@ -879,6 +817,10 @@ _positive_seconds = number_type(
 _temperature = number_type(lambda x: math.isfinite(x) and 0 <= x <= 2, "a finite number in [0, 2]")
 
 
+def _flag(p: argparse.ArgumentParser, flag: str, text: str) -> None:
+    p.add_argument(flag, action="store_true", help=text)
+
+
 def _add_chunking_arguments(p: argparse.ArgumentParser, words: Any, overlap: Any, chars: str):
     """``--chunk-words``, ``--chunk-overlap``, ``--chunk-chars``: (default, help) for the first
     two, the help of the third (whose default is None)."""
@@ -888,9 +830,6 @@ def _add_chunking_arguments(p: argparse.ArgumentParser, words: Any, overlap: Any
 
 
 def _build_parser(sub: Any) -> None:
-    from .config import DEFAULT_TIER, TIERS
-    from .graph_lock import add_lock_timeout_argument
-
     b = sub.add_parser("build", help="build a graph directory from text/markdown/JSON files")
     b.add_argument("inputs", nargs="+", help=".txt, .md, .json, .jsonl files or folders of them")
     b.add_argument("--out", required=True, help="the graph directory to write")
@@ -915,18 +854,10 @@ def _build_parser(sub: Any) -> None:
         (40, "overlap words (default 40)"),
         "character cap per chunk (default: 36 x --chunk-words, 7,200 at 200)",
     )
-    flags = (
-        ("--force", "write into an existing --out that is not an hcg graph directory"),
-        ("--follow-symlinks", "read symbolic links in input folders that lead outside them"),
-    )
-    for flag, text in flags:
-        b.add_argument(flag, action="store_true", help=text)
+    _flag(b, "--force", "write into an existing --out that is not an hcg graph directory")
+    _flag(b, "--follow-symlinks", "read symbolic links in input folders that lead outside them")
     add_embedder_arguments(b, "default: 'default'")
-    b.add_argument(
-        "--quiet",
-        action="store_true",
-        help="no progress (stage lines and bars); warnings and errors are still printed",
-    )
+    _flag(b, "--quiet", "no progress (stage lines and bars); warnings and errors are still printed")
     _add_llm_arguments(b)
     add_lock_timeout_argument(b)
     b.set_defaults(func=cmd_build)
@@ -943,24 +874,18 @@ def _add_llm_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument(
         "--temperature", type=_temperature, default=0.0, help="sampling temperature (0.0)"
     )
-    b.add_argument(
+    _flag(
+        b,
         "--no-temperature",
-        action="store_true",
-        help="send no temperature (it is also dropped when the provider rejects it)",
+        "send no temperature (it is also dropped when the provider rejects it)",
     )
-    b.add_argument(
-        "--max-tokens", type=int, default=None, help="completion token limit per LLM request"
-    )
-    b.add_argument(
+    b.add_argument("--max-tokens", type=int, help="completion token limit per LLM request")
+    _flag(
+        b,
         "--allow-partial",
-        action="store_true",
-        help="write the graph even when LLM items failed or it is degenerate (marked partial)",
+        "write the graph even when LLM items failed or it is degenerate (marked partial)",
     )
-    b.add_argument(
-        "--estimate",
-        action="store_true",
-        help="print the calls and tokens the build would make, and stop",
-    )
+    _flag(b, "--estimate", "print the calls and tokens the build would make, and stop")
 
 
 def _inspect_parser(sub: Any) -> None:
@@ -971,8 +896,6 @@ def _inspect_parser(sub: Any) -> None:
 
 
 def _query_parser(sub: Any) -> None:
-    from .config import DEFAULT_PASSAGE_WORDS
-
     q = sub.add_parser("query", help="retrieve chunks for a question, with route, score, paths")
     q.add_argument("dir")
     q.add_argument("question")
@@ -984,11 +907,7 @@ def _query_parser(sub: Any) -> None:
         default="hybrid",
         help="hybrid (default: graph + BM25 + dense, packed) or paper (Stage 3 only)",
     )
-    q.add_argument(
-        "--no-graph",
-        action="store_true",
-        help="hybrid mode without the graph signal (the ablation)",
-    )
+    _flag(q, "--no-graph", "hybrid mode without the graph signal (the ablation)")
     q.add_argument(
         "--passage-words",
         type=non_negative_int,
@@ -1001,9 +920,6 @@ def _query_parser(sub: Any) -> None:
 
 
 def _add_parser(sub: Any) -> None:
-    from .corpus import DEFAULT_CHUNK_WORDS, DEFAULT_OVERLAP_WORDS
-    from .graph_lock import add_lock_timeout_argument
-
     a = sub.add_parser(
         "add", help="add documents to a graph directory in place (only the new text is embedded)"
     )
@@ -1011,8 +927,8 @@ def _add_parser(sub: Any) -> None:
     a.add_argument("files", nargs="+", help=".txt, .md, .json, .jsonl files or folders of them")
     _add_chunking_arguments(
         a,
-        (None, f"words per chunk (default: the build's, else {DEFAULT_CHUNK_WORDS})"),
-        (None, f"overlap words (default: the build's, else {DEFAULT_OVERLAP_WORDS})"),
+        (None, f"words per chunk (default: the build's, else {corpus.DEFAULT_CHUNK_WORDS})"),
+        (None, f"overlap words (default: the build's, else {corpus.DEFAULT_OVERLAP_WORDS})"),
         "character cap per chunk (default: the build's)",
     )
     a.add_argument("--json", action="store_true", help="print the update report as JSON")
@@ -1022,8 +938,6 @@ def _add_parser(sub: Any) -> None:
 
 
 def _remove_parser(sub: Any) -> None:
-    from .graph_lock import add_lock_timeout_argument
-
     r = sub.add_parser("remove", help="remove documents (by doc id) from a graph directory")
     r.add_argument("dir", help="an existing graph directory")
     r.add_argument("doc_ids", nargs="+", help="document ids (chunks.jsonl's doc_id)")
@@ -1034,16 +948,12 @@ def _remove_parser(sub: Any) -> None:
 
 
 def _relink_parser(sub: Any) -> None:
-    from .graph_lock import add_lock_timeout_argument
-
     rl = sub.add_parser(
         "relink",
         help="link each edge to the chunks that state it again (no LLM call, no edge removed)",
     )
     rl.add_argument("dir", help="an existing graph directory (format 1 or 2)")
-    rl.add_argument(
-        "--dry-run", action="store_true", help="print the figures before and after; write nothing"
-    )
+    _flag(rl, "--dry-run", "print the figures before and after; write nothing")
     rl.add_argument(
         "--per-edge",
         type=positive_int,
@@ -1088,8 +998,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except HCGError as exc:
-        from .safe_text import env_secrets, redact, visible  # a message may quote a file, a URL
-
         print(visible(redact(f"hcg {args.command}: error: {exc}", env_secrets())), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -12,6 +12,7 @@ import asyncio
 import datetime as dt
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from .config import DEFAULT_TOP_K
 from .embedding import embedder_errors
-from .errors import ConfigError, EmbedderError
+from .errors import ConfigError, EmbedderError, InputError
 from .safe_text import has_lone_surrogate
 from .types import Chunk
 
@@ -74,8 +75,6 @@ def refuse_lone_surrogates(items: Sequence[tuple[str | None, str]], *, what: str
 
     >>> refuse_lone_surrogates([("a", "ok \u00e9")], what="document")
     """
-    from .errors import InputError
-
     for n, (given_id, text) in enumerate(items):
         if has_lone_surrogate(text) or (given_id is not None and has_lone_surrogate(given_id)):
             name = repr(given_id.encode("utf-8", "backslashreplace").decode()) if given_id else n
@@ -101,13 +100,9 @@ def keep_in_batch(
     >>> keep_in_batch([("a", "x"), (None, "y"), (None, "y"), (None, " ")], insert=False)
     [0, 1]
     """
-    from .errors import InputError
-
     refuse_lone_surrogates(items, what=what)
-    given = [i for i, _ in items if i is not None]
-    repeated = (
-        sorted({i for i in given if given.count(i) > 1}) if len(set(given)) < len(given) else []
-    )
+    given = Counter(i for i, _ in items if i is not None)
+    repeated = sorted(i for i, n in given.items() if n > 1)
     if repeated:
         raise InputError(
             f"{len(repeated)} id(s) are given to more than one {what} in this batch (first: "

@@ -144,7 +144,7 @@ def _unsupported(f: Path) -> str:
 _NOT_REGULAR = "not a regular file (a FIFO, socket or device); pass text files"
 
 
-def _walk(root: Path, bad: list[BadFile], *, follow_symlinks: bool) -> list[Path]:
+def _walk(root: Path, bad: list[BadFile], follow_symlinks: bool) -> list[Path]:
     """Every non-hidden file below ``root``; links leading outside it are named in ``bad``."""
     root_real = root.resolve()
     seen = {root_real}
@@ -210,38 +210,33 @@ def _expand(
     once. A folder that is an hcg graph directory is not corpus (its ``chunks.jsonl`` would be
     read back as text): it is skipped and listed.
     """
-    out: list[tuple[Path, str, str]] = []  # (file, short id, id from the path as given)
-    for raw in paths:
+    found: list[tuple[Path, str]] = []  # (file, short id)
+    for raw in paths:  # each exists (``load_inputs`` checked)
         p = Path(raw)
+        if p.is_dir() and is_graph_dir(p):
+            bad.append((p, _GRAPH_DIR))
+            continue
         if p.is_dir():
-            if is_graph_dir(p):
-                bad.append((p, _GRAPH_DIR))
-                continue
-            for f in _walk(p, bad, follow_symlinks=follow_symlinks):
-                if f.suffix.lower() in SUPPORTED_SUFFIXES:
-                    out.append((f, f.relative_to(p).as_posix(), f.as_posix()))
-                else:
-                    bad.append((f, _unsupported(f)))
+            files = [(f, f.relative_to(p).as_posix()) for f in _walk(p, bad, follow_symlinks)]
         elif p.is_file():
-            if p.suffix.lower() in SUPPORTED_SUFFIXES:
-                out.append((p, p.name, p.as_posix()))
-            else:
-                bad.append((p, _unsupported(p)))
-        elif p.exists():
-            bad.append((p, _NOT_REGULAR))
+            files = [(p, p.name)]
         else:
-            bad.append((p, "no such file or folder"))
-    kept: list[tuple[Path, str, str]] = []
+            bad.append((p, _NOT_REGULAR))
+            continue
+        for f, short in files:
+            if f.suffix.lower() in SUPPORTED_SUFFIXES:
+                found.append((f, short))
+            else:
+                bad.append((f, _unsupported(f)))
+    kept: list[tuple[Path, str, str]] = []  # (file, short id, id from the path as given)
     seen: set[Path] = set()
-    for f, short, full in out:
+    for f, short in found:
+        real = Path(os.path.abspath(f))  # not resolved: a link inside a folder is its own file
         if has_lone_surrogate(f.as_posix()):
             bad.append((f, _BAD_NAME))
-            continue
-        real = Path(os.path.abspath(f))  # not resolved: a link inside a folder is its own file
-        if real in seen:
-            continue
-        seen.add(real)
-        kept.append((f, short, full))
+        elif real not in seen:
+            seen.add(real)
+            kept.append((f, short, f.as_posix()))
     shared = {k for k, n in Counter(short for _, short, _ in kept).items() if n > 1}
     return [(f, full if short in shared else short) for f, short, full in kept]
 
@@ -280,8 +275,10 @@ def _read_file(
     text = decode_text(data, path=path)
     suffix = path.suffix.lower()
     source = {"source": path.as_posix()}
+    # Python's JSON reader accepts NaN and Infinity, which are not JSON: kept as text ("NaN",
+    # ``parse_constant=str``), so the chunks.jsonl written from them stays strict JSON.
     if suffix == ".json":
-        obj = loads_json(text, path=path, error=InputError, parse_constant=_constant_as_text)
+        obj = loads_json(text, path=path, error=InputError, parse_constant=str)
         single = not isinstance(obj, list)
         items = [obj] if single else obj
     elif suffix == ".jsonl":
@@ -289,7 +286,7 @@ def _read_file(
         # which JSON allows raw inside a string.
         single = False
         items = [
-            loads_json(line, path=path, line=n, error=InputError, parse_constant=_constant_as_text)
+            loads_json(line, path=path, line=n, error=InputError, parse_constant=str)
             for n, line in enumerate(text.split("\n"), start=1)
             if line.strip()
         ]
@@ -299,12 +296,6 @@ def _read_file(
             raise InputError("file holds only YAML front matter, no text", path=path)
         return [SourceDocument(id=doc_id, text=body, metadata={**front, **source})]
     return _json_documents(items, doc_id, source, path, max_bytes, single=single, skipped=skipped)
-
-
-def _constant_as_text(name: str) -> str:
-    """Python's JSON reader accepts NaN and Infinity, which are not JSON; kept as text ("NaN"),
-    so the chunks.jsonl written from them stays strict JSON."""
-    return name
 
 
 def _json_documents(

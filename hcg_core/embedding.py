@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .errors import EmbedderError
+
 if TYPE_CHECKING:
     from .ports import Embedder
 
@@ -34,8 +36,6 @@ def is_embedder(obj: Any) -> bool:
 
 def as_matrix(vectors: Any, n: int, *, who: str) -> np.ndarray:
     """Check an embedder's output and return it as a C-contiguous, row-normalised float32 array."""
-    from .errors import EmbedderError
-
     arr = np.asarray(vectors, dtype=np.float32)
     if arr.ndim != 2 or arr.shape[0] != n:
         raise EmbedderError(f"{who} returned shape {arr.shape} for {n} texts; expected ({n}, dim)")
@@ -49,8 +49,6 @@ def as_matrix(vectors: Any, n: int, *, who: str) -> np.ndarray:
 @contextmanager
 def embedder_errors(what: str) -> Iterator[None]:
     """Report anything a (user's) embedder raises as an ``EmbedderError`` saying what failed."""
-    from .errors import EmbedderError
-
     try:
         yield
     except EmbedderError:

@@ -268,8 +268,8 @@ def save_graph(
     except OSError as exc:
         raise StoreError(f"cannot write the graph here: {os_reason(exc)}", path=directory) from None
     with graph_lock(real, timeout=lock_timeout):
-        flat_before = _flat_graph_before(real)
         previous = current_dir(real) if is_graph_dir(real) else real
+        flat_before = previous == real and is_graph_dir(real)  # a format 1 graph's files
         try:
             version = _new_version_dir(real)
         except OSError as exc:
@@ -327,15 +327,6 @@ def _pointed_dir(directory: Path, pointer: dict[str, Any]) -> Path:
             path=directory / MANIFEST,
         )
     return _confined(directory, current)
-
-
-def _flat_graph_before(real: Path) -> bool:
-    """Whether ``real`` holds a flat (format 1) graph, whose files the new version replaces."""
-    if not is_graph_dir(real):
-        return False
-    with contextlib.suppress(StoreError):
-        return current_dir(real) == real
-    return False
 
 
 def _new_version_dir(real: Path) -> Path:
@@ -844,14 +835,11 @@ def graph_from_dict(
 def _load_vectors(
     directory: Path, manifest: dict, key: str, texts: Sequence[str], notes: list[str]
 ) -> np.ndarray | None:
-    table = manifest.get("embeddings") or {}
-    info = table.get(key) if isinstance(table, dict) else None
+    info = (manifest.get("embeddings") or {}).get(key)  # an object: read_manifest checked it
     if info is None:
         return None
-    if not isinstance(info, dict) or not isinstance(info.get("file"), str):
-        raise CorruptFileError(
-            f"'embeddings.{key}' must be an object with a 'file'", path=directory / MANIFEST
-        )
+    if not isinstance(info.get("file"), str):
+        raise CorruptFileError(f"'embeddings.{key}' has no 'file'", path=directory / MANIFEST)
     path = (directory / info["file"]).resolve()
     if not path.is_relative_to(directory.resolve()):
         raise CorruptFileError(
@@ -1022,8 +1010,6 @@ def _moved(directory: Path, pointer: dict[str, Any]) -> bool:
 
 def _load_files(directory: Path, manifest: dict[str, Any]) -> StoredGraph:
     """The graph in one folder of flat files, ``manifest`` being its (already read) manifest."""
-    if not isinstance(manifest.get("embeddings", {}) or {}, dict):
-        raise CorruptFileError("'embeddings' must be an object", path=directory / MANIFEST)
     graph = _read_graph(directory, manifest)
     notes: list[str] = []
     var_vecs, chunk_vecs = (

@@ -13,13 +13,14 @@ Responders should depend only on the request's content, so replies are reproduci
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import KW_ONLY, dataclass, field, fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 
@@ -43,10 +44,7 @@ class LLMRequest:
     @property
     def prompt(self) -> str:
         """The first user message: the original question, also inside a re-ask."""
-        for m in self.messages:
-            if m.get("role") == "user":
-                return m.get("content", "")
-        return ""
+        return next((m.get("content", "") for m in self.messages if m.get("role") == "user"), "")
 
     def enum(self, *path: str) -> list[str]:
         """The allowed values of a Literal field, found by property names through ``$defs``.
@@ -93,6 +91,7 @@ def _resolve(node: Any, defs: dict) -> Any:
 Responder = Callable[[LLMRequest], "dict[str, Any] | str"]
 
 
+@dataclass(eq=False)
 class ScriptedLLM:
     """A StructuredLLM answered by ``responder``; counts calls in ``ledger`` like the real client.
 
@@ -104,19 +103,12 @@ class ScriptedLLM:
     (True, 1)
     """
 
-    def __init__(
-        self,
-        responder: Responder,
-        *,
-        name: str = "scripted",
-        max_reasks: int = DEFAULT_MAX_REASKS,
-        ledger: Ledger | None = None,
-    ) -> None:
-        self.responder = responder
-        self.name = name
-        self.max_reasks = max_reasks
-        self.ledger = ledger if ledger is not None else Ledger()
-        self.requests: list[LLMRequest] = []
+    responder: Responder
+    _: KW_ONLY
+    name: str = "scripted"
+    max_reasks: int = DEFAULT_MAX_REASKS
+    ledger: Ledger = field(default_factory=Ledger)
+    requests: list[LLMRequest] = field(default_factory=list, init=False)
 
     async def acomplete(self, messages: Sequence[dict[str, str]], response_model: type[M]) -> M:
         schema = schema_for(response_model)
@@ -196,6 +188,7 @@ def _tokens(text: str) -> int:
     return math.ceil(len(text) / 4) if text else 0
 
 
+@dataclass(eq=False)
 class StubLLMServer:
     """An OpenAI-compatible ``/v1/chat/completions`` server on 127.0.0.1 for tests.
 
@@ -209,25 +202,20 @@ class StubLLMServer:
             llm = OpenAIStructuredLLM("stub", base_url=srv.base_url, api_key="x")
     """
 
-    def __init__(
-        self,
-        responder: Responder,
-        *,
-        faults: FaultPlan | None = None,
-        delay: float = 0.0,
-        model: str = "stub-model",
-    ) -> None:
-        self.responder = responder
-        self.faults = faults or FaultPlan()
-        self.delay = delay
-        self.model = model
+    responder: Responder
+    _: KW_ONLY
+    faults: FaultPlan | None = None  # None: no faults
+    delay: float = 0.0
+    model: str = "stub-model"
+
+    def __post_init__(self) -> None:
+        self.faults = self.faults or FaultPlan()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
         self.reset_counts()
 
     def reset_counts(self) -> None:
-        with getattr(self, "_lock", threading.Lock()):
+        with self._lock:
             self.calls = 0
             self.ok = 0
             self.prompt_tokens = 0
@@ -272,39 +260,29 @@ class StubLLMServer:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
-                status, payload, headers, raw = stub._handle(body)
-                self._send(status, payload, headers, raw)
+                self._send(*stub._handle(body))
 
-            def _send(
-                self,
-                status: int,
-                payload: Any,
-                headers: dict | None = None,
-                raw: bytes | None = None,
-            ) -> None:
-                data = raw if raw is not None else json.dumps(payload).encode()
-                try:
+            def _send(self, status: int, payload: Any, headers: dict | None = None) -> None:
+                data = json.dumps(payload).encode()
+                fixed = {"content-type": "application/json", "content-length": str(len(data))}
+                # A client that timed out and hung up is the point of a slow reply: not an error.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.send_response(status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    for k, v in (headers or {}).items():
+                    for k, v in {**fixed, **(headers or {})}.items():
                         self.send_header(k, v)
                     self.end_headers()
                     self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client timed out and hung up: that is the point of a slow reply
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         # serve_forever checks for shutdown every poll_interval (0.5 s by default): each close()
         # waited that long, about half a second per test that starts a server.
-        self._thread = threading.Thread(
+        threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.02},
             daemon=True,
             name="stub-llm-server",
-        )
-        self._thread.start()
+        ).start()
         return self
 
     def close(self) -> None:
@@ -327,7 +305,7 @@ class StubLLMServer:
         return f"http://{host}:{port}/v1"
 
     # one request
-    def _handle(self, body: dict) -> tuple[int, Any, dict, bytes | None]:
+    def _handle(self, body: dict) -> tuple[int, Any, dict]:
         fmt = body.get("response_format") or {}
         schema_block = fmt.get("json_schema") or {}
         messages = tuple(body.get("messages") or ())
@@ -340,16 +318,16 @@ class StubLLMServer:
         if refused is not None:
             with self._lock:
                 self.by_fault["400: " + refused.split(":")[0]] += 1
-            return 400, {"error": {"message": refused, "type": "invalid_request_error"}}, {}, None
+            return 400, {"error": {"message": refused, "type": "invalid_request_error"}}, {}
         if fault in _ERROR_REPLIES:
             status, message, retry = _ERROR_REPLIES[fault]
             headers = {"retry-after": self.faults.retry_after} if retry else {}
-            return status, {"error": message}, headers, None
+            return status, {"error": message}, headers
         if fault == "slow":
             time.sleep(self.faults.slow_seconds)
         request = LLMRequest(name, schema_block.get("schema") or {}, tuple(map(dict, messages)))
         content, finish, refusal = self._content(request, fault)
-        return 200, self._completion(body, n, messages, content, finish, refusal), {}, None
+        return 200, self._completion(body, n, messages, content, finish, refusal), {}
 
     def _record(self, body: dict, fmt: dict, name: str) -> tuple[int, str | None]:
         """Count and log a request (``fmt``: its ``response_format``); its number and the fault
@@ -373,8 +351,7 @@ class StubLLMServer:
             self.by_schema[name] += 1
             fault = self.faults.fault_for(n)
             if (
-                fault is not None
-                and fault != "slow"
+                fault not in (None, "slow")
                 and not self.faults.allow_consecutive
                 and self._last_fault_n == n - 1
             ):

@@ -46,10 +46,7 @@ class Dimension:
 
     def parent_of(self, entity: str) -> str | None:
         """The entity ``entity`` is a stage or subtype of, if any."""
-        for child, parent in self.parents:
-            if child == entity:
-                return parent
-        return None
+        return next((parent for child, parent in self.parents if child == entity), None)
 
 
 @dataclass(frozen=True)
@@ -275,11 +272,7 @@ class RetrievedChunk:
 
     @property
     def edge_ids(self) -> tuple[str, ...]:
-        seen: dict[str, None] = {}
-        for p in self.paths:
-            for e in p.edge_ids:
-                seen.setdefault(e, None)
-        return tuple(seen)
+        return tuple(dict.fromkeys(e for p in self.paths for e in p.edge_ids))
 
     @property
     def parent_id(self) -> str | None:
