@@ -33,7 +33,7 @@ from ..types import (
     variable_text,
 )
 from . import updates
-from .compiled import CompiledGraph, gather
+from .compiled import CompiledGraph, csr, gather
 from .dense import DenseIndex
 from .hybrid import HybridRanker
 from .lexical import tokenize
@@ -143,6 +143,7 @@ class CausalGraphRetriever:
         self._rankers: dict[HybridConfig, HybridRanker] = {}
         self._ranker_lock = threading.Lock()
         self._walk: GraphWalk | None = None  # the graph signal's arrays, built on first use
+        self._lookup: EdgeLookup | None = None  # provenance's tables, built on first use
         # The offline builder's support ledger (graph_build.incremental), for insert/delete.
         self.ledger: Any = None
         # Incremental edits (updates.py): the growable per-chunk buffers (rebuilt when absent),
@@ -484,11 +485,8 @@ class CausalGraphRetriever:
         edges, ranks, served_by = self._selected_edges(t, allowed)
         chunks, parent, units_of = list(result.chunks), self.ranker.parent, self.ranker.units_of
         rows = [int(parent[units_of[_chunk_id(rc)][0]]) for rc in chunks]
-        returned = np.zeros(g.chunk_emb.shape[0], dtype=bool)
-        returned[rows] = True
-        pairs = self._cited_pairs(edges, ranks, returned)
-        citing = _citing(rows, pairs)
-        toward = self._toward(t) if served_by == "cones" and pairs.size else None
+        citing = self.lookup.citing(rows, edges, ranks)
+        toward = self._toward(t) if served_by == "cones" and any(citing.values()) else None
         parent, toward = _as_lists(t.parent), _as_lists(toward)
         for i, (rc, row) in enumerate(zip(chunks, rows, strict=True)):
             paths = tuple(self._path(e, parent, toward) for e in citing[row])
@@ -748,21 +746,20 @@ class CausalGraphRetriever:
             for r, score in zip(rows.tolist(), scores.tolist(), strict=True)
         ]
 
-    def _edge_ends(self) -> tuple[list[int], list[int]]:
-        """Each edge's source and target variable rows as Python lists, for ``_path``'s walks (a
-        list read costs a fraction of a numpy scalar read); made once per compiled graph."""
-        g = self.compiled
-        cached = self.__dict__.get("_ends")
-        if cached is None or cached[0] is not g:
-            cached = (g, g.edge_src.tolist(), g.edge_dst.tolist())
-            self._ends = cached
-        return cached[1], cached[2]
+    @property
+    def lookup(self) -> EdgeLookup:
+        """Per-edge and per-chunk tables for provenance (``EdgeLookup``), made once per compiled
+        graph (an edit recompiles it)."""
+        lookup = self._lookup
+        if lookup is None or lookup.compiled is not self.compiled:
+            lookup = self._lookup = EdgeLookup.of(self.compiled)
+        return lookup
 
     def _path(self, edge: int, parent: Sequence[int], toward: Sequence[int] | None) -> CausalPath:
         """Matched node -> ... -> edge -> ... -> outcome, via BFS parents and the cone's next hops
         (``parent`` and ``toward`` per variable, as lists: ``_as_lists``)."""
         g = self.compiled
-        src, dst = self._edge_ends()
+        src, dst = self.lookup.src, self.lookup.dst
         edges: list[int] = [edge]
         node, seen = src[edge], set[int]()
         while parent[node] >= 0 and node not in seen:  # back to the matched node that reached it
@@ -794,6 +791,49 @@ def _kept_cone_edges(t: Traversal) -> tuple[np.ndarray, np.ndarray]:
     edge_rank = t.node_rank[t.sub_dst]
     keep = edge_rank < t.cones.groups.size
     return t.sub[keep], edge_rank[keep]
+
+
+@dataclass(frozen=True, eq=False)
+class EdgeLookup:
+    """What provenance reads per result, made once per compiled graph: each edge's ends as Python
+    lists (``_path`` walks them; a list read costs a fraction of a numpy scalar read) and, per
+    chunk row, the edges citing it (CSR, the inverse of ``ev_ptr``/``ev_chunk``), so that a query
+    looks up the few chunks it returns instead of every selected edge's evidence."""
+
+    compiled: CompiledGraph
+    src: list[int]
+    dst: list[int]
+    chunk_ptr: np.ndarray
+    chunk_edge: np.ndarray
+
+    @classmethod
+    def of(cls, g: CompiledGraph) -> EdgeLookup:
+        ev_edge = np.repeat(np.arange(g.edge_src.size), np.diff(g.ev_ptr))
+        ptr, edge, _ = csr(g.ev_chunk, ev_edge, ev_edge, g.chunk_emb.shape[0])
+        return cls(g, g.edge_src.tolist(), g.edge_dst.tolist(), ptr, edge)
+
+    def citing(
+        self, rows: Sequence[int], edges: np.ndarray, ranks: np.ndarray
+    ) -> dict[int, list[int]]:
+        """Each chunk row's first ``MAX_PATHS_PER_CHUNK`` distinct ``edges`` citing it, best rank
+        (``ranks``, one per edge), then confidence, first (as ``_citing`` orders the pairs)."""
+        citing: dict[int, list[int]] = {int(r): [] for r in rows}
+        if edges.size == 0:
+            return citing
+        g = self.compiled
+        rank = np.full(g.edge_src.size, -1, dtype=np.int64)
+        rank[edges] = ranks
+        chunks = np.unique(np.asarray(rows, dtype=np.int64))
+        pos, owner = gather(self.chunk_ptr, chunks)
+        edge = self.chunk_edge[pos]
+        keep = rank[edge] >= 0
+        edge, owner = edge[keep], owner[keep]
+        order = np.lexsort((g.edge_conf_order[edge], rank[edge], owner))
+        for chunk, e in zip(chunks[owner[order]].tolist(), edge[order].tolist(), strict=True):
+            cited = citing[chunk]
+            if len(cited) < MAX_PATHS_PER_CHUNK and e not in cited:
+                cited.append(e)
+        return citing
 
 
 def _citing(rows: Sequence[int], pairs: np.ndarray) -> dict[int, list[int]]:
