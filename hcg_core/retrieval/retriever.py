@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ from .lexical import tokenize
 from .matvec import matvec
 from .paper import (
     Cones,
+    bfs_parents,
     bounded_bfs,
     cone_rank_of_nodes,
     match_nodes,
@@ -69,6 +70,9 @@ def stored_ledger(stored: StoredGraph) -> Any:
 
 
 MAX_PATHS_PER_CHUNK = 3  # provenance: the best few causal paths behind each graph chunk
+HOP_ROWS_MAX = 4_000_000
+"""Entries (variables x hop rows, int64: 32 MB) of single-source BFS rows kept for reuse."""
+_UNREACHED = np.iinfo(np.int64).max
 
 
 @dataclass(frozen=True)
@@ -430,9 +434,8 @@ class CausalGraphRetriever:
         )
         if rows.size == 0:
             return Traversal(rows, sims)
-        dist, parent = bounded_bfs(
-            g.out_ptr, g.out_dst, g.out_eid, rows, cfg.max_hops, stop=g.is_end
-        )
+        dist = self.lookup.hops(rows, cfg.max_hops)
+        parent = bfs_parents(dist, g.out_src, g.out_dst, g.out_eid, g.is_end)
         reached = dist >= 0
         # G_q's edges, taken in out-CSR order so they come grouped by source.
         pos = np.flatnonzero(reached[g.out_src] & reached[g.out_dst])
@@ -805,12 +808,35 @@ class EdgeLookup:
     dst: list[int]
     chunk_ptr: np.ndarray
     chunk_edge: np.ndarray
+    # (variable row, max_hops) -> the BFS hops from that variable alone (``hops``).
+    hop_rows: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def of(cls, g: CompiledGraph) -> EdgeLookup:
         ev_edge = np.repeat(np.arange(g.edge_src.size), np.diff(g.ev_ptr))
         ptr, edge, _ = csr(g.ev_chunk, ev_edge, ev_edge, g.chunk_emb.shape[0])
         return cls(g, g.edge_src.tolist(), g.edge_dst.tolist(), ptr, edge)
+
+    def hops(self, sources: np.ndarray, max_hops: int) -> np.ndarray:
+        """``bounded_bfs``'s hop distances from ``sources`` (-1: not reached). A node's distance
+        from several sources is the least of its distances from each alone: a shortest path
+        through another source is longer than the one from that source. So each source's own
+        BFS is kept (up to ``HOP_ROWS_MAX`` entries) and a query takes a minimum over rows."""
+        g = self.compiled
+        rows = []
+        for s in sources.tolist():
+            row = self.hop_rows.get((s, max_hops))
+            if row is None:
+                row, _ = bounded_bfs(
+                    g.out_ptr, g.out_dst, g.out_eid, np.array([s]), max_hops, stop=g.is_end
+                )
+                row = np.where(row < 0, _UNREACHED, row)
+                if len(self.hop_rows) * row.size < HOP_ROWS_MAX:
+                    self.hop_rows[(s, max_hops)] = row
+            rows.append(row)
+        dist = np.min(rows, axis=0)
+        dist[dist == _UNREACHED] = -1
+        return dist
 
     def citing(
         self, rows: Sequence[int], edges: np.ndarray, ranks: np.ndarray
