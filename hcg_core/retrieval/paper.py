@@ -231,19 +231,24 @@ def toward_ends(
     [0, 1, -1]
     """
     n = in_ptr.size - 1
+    in_dst = np.repeat(np.arange(n), np.diff(in_ptr))
     nxt = np.full(n, -1, dtype=np.int64)
     seen = np.zeros(n, dtype=bool)
-    frontier = np.unique(ends)
-    seen[frontier] = True
-    while frontier.size:
-        pos, _ = gather(in_ptr, frontier)
-        src = in_src[pos]
-        fresh = ~seen[src] & inside[src]
-        src, pos = src[fresh], pos[fresh]
-        nxt[src] = in_eid[pos]
-        frontier = src[~seen[src]]
-        seen[src] = True
-        frontier = np.flatnonzero(np.bincount(frontier, minlength=n)) if frontier.size else frontier
+    seen[ends] = True
+    frontier = seen
+    entry_open = inside[in_src]
+    # One round per reverse hop, over every in-CSR entry at once (a mask, no gather): entries
+    # into the frontier from inside nodes not seen yet. In CSR order, the last entry of a node
+    # is the one it keeps, as a BFS over the frontier's entries in order would write it.
+    while True:
+        hit = frontier[in_dst] & entry_open & ~seen[in_src]
+        src = in_src[hit]
+        if src.size == 0:
+            break
+        nxt[src] = in_eid[hit]
+        frontier = np.zeros(n, dtype=bool)
+        frontier[src] = True
+        seen = seen | frontier
     return nxt
 
 
