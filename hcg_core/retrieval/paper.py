@@ -195,7 +195,7 @@ def outcome_cones(
             for _ in range(n):
                 held = word[sources]
                 merged = held | np.bitwise_or.reduceat(word[sub_dst], starts)
-                if np.array_equal(merged, held):
+                if not (merged != held).any():
                     break
                 word[sources] = merged
             bits[:, w] = word

@@ -487,7 +487,7 @@ class CausalGraphRetriever:
         g, t = self.compiled, self.traverse(qvec)
         edges, ranks, served_by = self._selected_edges(t, allowed)
         chunks, parent, units_of = list(result.chunks), self.ranker.parent, self.ranker.units_of
-        rows = [int(parent[units_of[_chunk_id(rc)][0]]) for rc in chunks]
+        rows = parent[[units_of[_chunk_id(rc)][0] for rc in chunks]].tolist()
         citing = self.lookup.citing(rows, edges, ranks)
         toward = self._toward(t) if served_by == "cones" and any(citing.values()) else None
         parent, toward = _as_lists(t.parent), _as_lists(toward)
