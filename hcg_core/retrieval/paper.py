@@ -172,7 +172,7 @@ def outcome_cones(
     n = reached.size
     ends = np.flatnonzero(reached & (end_group >= 0))
     present = np.unique(end_group[ends])
-    slot = {int(g): i for i, g in enumerate(present)}
+    slot = dict(zip(present.tolist(), range(present.size), strict=True))
     words = max(1, (present.size + 63) // 64)
     bits = np.zeros((n, words), dtype=np.uint64)
     if present.size == 0:

@@ -488,11 +488,12 @@ class CausalGraphRetriever:
         edges, ranks, served_by = self._selected_edges(t, allowed)
         chunks, parent, units_of = list(result.chunks), self.ranker.parent, self.ranker.units_of
         rows = parent[[units_of[_chunk_id(rc)][0] for rc in chunks]].tolist()
-        citing = self.lookup.citing(rows, edges, ranks)
+        lookup = self.lookup
+        citing = lookup.citing(rows, edges, ranks)
         toward = self._toward(t) if served_by == "cones" and any(citing.values()) else None
         parent, toward = _as_lists(t.parent), _as_lists(toward)
         for i, (rc, row) in enumerate(zip(chunks, rows, strict=True)):
-            paths = tuple(self._path(e, parent, toward) for e in citing[row])
+            paths = tuple(lookup.path(e, parent, toward) for e in citing[row])
             if paths and _vouched(rc, paths, self.graph.chunks[row]):
                 details = {**rc.details, "graph_edges": len(paths)}
                 chunks[i] = replace(rc, route="graph", paths=paths, details=details)
@@ -734,7 +735,7 @@ class CausalGraphRetriever:
         """The picked evidence chunks with their best few citing edges' causal paths."""
         if rows.size == 0:
             return []
-        g = self.compiled
+        g, lookup = self.compiled, self.lookup
         citing = _citing(rows.tolist(), pairs)
         scores = matvec(g.chunk_emb[rows], qvec)
         parent, toward = _as_lists(parent), _as_lists(toward)
@@ -743,7 +744,7 @@ class CausalGraphRetriever:
                 self.graph.chunks[r],
                 float(score),
                 "graph",
-                tuple(self._path(e, parent, toward) for e in citing[r]),
+                tuple(lookup.path(e, parent, toward) for e in citing[r]),
                 {"edges": len(citing[r])},
             )
             for r, score in zip(rows.tolist(), scores.tolist(), strict=True)
@@ -757,31 +758,6 @@ class CausalGraphRetriever:
         if lookup is None or lookup.compiled is not self.compiled:
             lookup = self._lookup = EdgeLookup.of(self.compiled)
         return lookup
-
-    def _path(self, edge: int, parent: Sequence[int], toward: Sequence[int] | None) -> CausalPath:
-        """Matched node -> ... -> edge -> ... -> outcome, via BFS parents and the cone's next hops
-        (``parent`` and ``toward`` per variable, as lists: ``_as_lists``)."""
-        g = self.compiled
-        src, dst = self.lookup.src, self.lookup.dst
-        edges: list[int] = [edge]
-        node, seen = src[edge], set[int]()
-        while parent[node] >= 0 and node not in seen:  # back to the matched node that reached it
-            seen.add(node)
-            edges.insert(0, int(parent[node]))
-            node = src[edges[0]]
-        on_path = {src[e] for e in edges}
-        node = dst[edge]
-        while toward is not None and toward[node] >= 0 and node not in on_path:  # on to the end
-            on_path.add(node)
-            edges.append(int(toward[node]))
-            node = dst[edges[-1]]
-        nodes = [src[edges[0]]] + [dst[e] for e in edges]
-        return CausalPath(
-            tuple(g.var_names[v] for v in nodes),
-            tuple(g.edge_ids[e] for e in edges),
-            tuple(g.mechanisms[e] for e in edges),
-            tuple(g.effects[e] for e in edges) if g.effects else (),
-        )
 
 
 def _as_lists(per_variable: np.ndarray | None) -> list[int] | None:
@@ -837,6 +813,30 @@ class EdgeLookup:
         dist = np.min(rows, axis=0)
         dist[dist == _UNREACHED] = -1
         return dist
+
+    def path(self, edge: int, parent: Sequence[int], toward: Sequence[int] | None) -> CausalPath:
+        """Matched node -> ... -> edge -> ... -> outcome, via BFS parents and the cone's next hops
+        (``parent`` and ``toward`` per variable, as lists: ``_as_lists``)."""
+        g, src, dst = self.compiled, self.src, self.dst
+        edges: list[int] = [edge]
+        node, seen = src[edge], set[int]()
+        while parent[node] >= 0 and node not in seen:  # back to the matched node that reached it
+            seen.add(node)
+            edges.insert(0, parent[node])
+            node = src[edges[0]]
+        on_path = {src[e] for e in edges}
+        node = dst[edge]
+        while toward is not None and toward[node] >= 0 and node not in on_path:  # on to the end
+            on_path.add(node)
+            edges.append(toward[node])
+            node = dst[edges[-1]]
+        nodes = [src[edges[0]], *map(dst.__getitem__, edges)]
+        return CausalPath(
+            tuple(map(g.var_names.__getitem__, nodes)),
+            tuple(map(g.edge_ids.__getitem__, edges)),
+            tuple(map(g.mechanisms.__getitem__, edges)),
+            tuple(map(g.effects.__getitem__, edges)) if g.effects else (),
+        )
 
     def citing(
         self, rows: Sequence[int], edges: np.ndarray, ranks: np.ndarray
