@@ -562,10 +562,10 @@ class CausalGraphRetriever:
         t = self.traverse(qvec)
         diag: dict[str, Any] = t.diagnostics()
         edges, ranks, served_by = self._selected_edges(t, allowed)
-        chunk_rows = np.zeros(0, np.int64)
-        pairs = np.zeros((0, 2), np.int64)
-        if edges.size and cfg.paper.evidence_order == "query":
-            chunk_rows, pairs = self._evidence_by_query(query, qvec, k, edges, ranks, allowed)
+        chunk_rows = pairs = np.zeros(0, np.int64)
+        by_query = cfg.paper.evidence_order == "query"
+        if edges.size and by_query:
+            chunk_rows = self._evidence_by_query(query, qvec, k, edges, allowed)
         elif edges.size:
             chunk_rows, pairs = rank_evidence(
                 edges,
@@ -580,7 +580,11 @@ class CausalGraphRetriever:
             )
         toward = self._toward(t) if served_by == "cones" else None
         picked = self._within_budget(chunk_rows[:k])
-        out = self._graph_chunks(picked, qvec, pairs, t.parent, toward)
+        rows = picked.tolist()
+        # The query order ranked the chunks alone: their edges are looked up (rank_evidence's
+        # pairs hold only the edges it expanded).
+        citing = self.lookup.citing(rows, edges, ranks) if by_query else _citing(rows, pairs)
+        out = self._graph_chunks(picked, qvec, citing, t.parent, toward)
         budget = cfg.word_budget
         room = budget is None or int(g.chunk_words[picked].sum()) < budget
         if len(out) < k and cfg.paper.vector_fill and room:
@@ -625,16 +629,14 @@ class CausalGraphRetriever:
         qvec: np.ndarray,
         k: int,
         edges: np.ndarray,
-        ranks: np.ndarray,
         allowed: np.ndarray | None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The chunks ``edges`` cite, ranked as the hybrid mode ranks chunks (BM25 and dense
-        fused, packed by MMR under the word budget) but over these chunks only, and the (chunk,
-        edge) pairs for provenance, each chunk's edges best rank and confidence first."""
+    ) -> np.ndarray:
+        """The chunk rows ``edges`` cite, ranked as the hybrid mode ranks chunks (BM25 and dense
+        fused, packed by MMR under the word budget) but over these chunks only."""
         g = self.compiled
-        pairs = self._cited_pairs(edges, ranks)
+        pos, _ = gather(g.ev_ptr, edges)
         selected = np.zeros(g.chunk_emb.shape[0], dtype=bool)
-        selected[pairs[:, 0]] = True
+        selected[g.ev_chunk[pos]] = True
         if allowed is not None:
             selected &= allowed
         ranker = self.ranker
@@ -649,21 +651,7 @@ class CausalGraphRetriever:
         # A result is a stored chunk, or a passage or part of one: its chunk row, once each.
         ids = [_chunk_id(rc) for rc in ranked.chunks]
         rows = ranker.parent[[ranker.units_of[i][0] for i in ids]] if ids else edges[:0]
-        rows = rows[np.sort(np.unique(rows, return_index=True)[1])].astype(np.int64)
-        return rows, pairs
-
-    def _cited_pairs(
-        self, edges: np.ndarray, ranks: np.ndarray, chunks: np.ndarray | None = None
-    ) -> np.ndarray:
-        """``(chunk row, edge)`` for every evidence link of ``edges`` (to the chunks of the
-        boolean mask ``chunks`` only, when given), best edge rank, then confidence, first."""
-        g = self.compiled
-        pos, owner = gather(g.ev_ptr, edges)
-        if chunks is not None:
-            keep = chunks[g.ev_chunk[pos]]
-            pos, owner = pos[keep], owner[keep]
-        entry = np.lexsort((g.edge_conf_order[edges[owner]], ranks[owner]))
-        return np.stack([g.ev_chunk[pos][entry], edges[owner][entry]], axis=1)
+        return rows[np.sort(np.unique(rows, return_index=True)[1])].astype(np.int64)
 
     def graph_triples(self, query: str, max_edges: int = 200) -> list[str]:
         """The paper's nodes-only ablation: the kept cones' edges as text, not evidence chunks.
@@ -728,7 +716,7 @@ class CausalGraphRetriever:
         self,
         rows: np.ndarray,
         qvec: np.ndarray,
-        pairs: np.ndarray,
+        citing: dict[int, list[int]],
         parent: np.ndarray | None,
         toward: np.ndarray | None,
     ) -> list[RetrievedChunk]:
@@ -736,7 +724,6 @@ class CausalGraphRetriever:
         if rows.size == 0:
             return []
         g, lookup = self.compiled, self.lookup
-        citing = _citing(rows.tolist(), pairs)
         scores = matvec(g.chunk_emb[rows], qvec)
         parent, toward = _as_lists(parent), _as_lists(toward)
         return [
