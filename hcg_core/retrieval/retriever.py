@@ -829,10 +829,7 @@ class EdgeLookup:
         self, rows: Sequence[int], edges: np.ndarray, ranks: np.ndarray
     ) -> dict[int, list[int]]:
         """Each chunk row's first ``MAX_PATHS_PER_CHUNK`` distinct ``edges`` citing it, best rank
-        (``ranks``, one per edge), then confidence, first (as ``_citing`` orders the pairs)."""
-        citing: dict[int, list[int]] = {int(r): [] for r in rows}
-        if edges.size == 0:
-            return citing
+        (``ranks``, one per edge), then confidence, first."""
         g = self.compiled
         rank = np.full(g.edge_src.size, -1, dtype=np.int64)
         rank[edges] = ranks
@@ -842,11 +839,7 @@ class EdgeLookup:
         keep = rank[edge] >= 0
         edge, owner = edge[keep], owner[keep]
         order = np.lexsort((g.edge_conf_order[edge], rank[edge], owner))
-        for chunk, e in zip(chunks[owner[order]].tolist(), edge[order].tolist(), strict=True):
-            cited = citing[chunk]
-            if len(cited) < MAX_PATHS_PER_CHUNK and e not in cited:
-                cited.append(e)
-        return citing
+        return _citing(rows, np.stack([chunks[owner[order]], edge[order]], axis=1))
 
 
 def _citing(rows: Sequence[int], pairs: np.ndarray) -> dict[int, list[int]]:
