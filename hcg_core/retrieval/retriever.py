@@ -833,7 +833,7 @@ class EdgeLookup:
         g = self.compiled
         rank = np.full(g.edge_src.size, -1, dtype=np.int64)
         rank[edges] = ranks
-        chunks = np.unique(np.asarray(rows, dtype=np.int64))
+        chunks = np.array(sorted(set(rows)), dtype=np.int64)
         pos, owner = gather(self.chunk_ptr, chunks)
         edge = self.chunk_edge[pos]
         keep = rank[edge] >= 0
