@@ -748,7 +748,7 @@ class CausalGraphRetriever:
 
 
 def _as_lists(per_variable: np.ndarray | None) -> list[int] | None:
-    """A per-variable array as a list, read many times by ``_path`` (None stays None)."""
+    """A per-variable array as a list, read many times by ``EdgeLookup.path`` (None stays None)."""
     return None if per_variable is None else per_variable.tolist()
 
 
@@ -762,7 +762,7 @@ def _kept_cone_edges(t: Traversal) -> tuple[np.ndarray, np.ndarray]:
 @dataclass(frozen=True, eq=False)
 class EdgeLookup:
     """What provenance reads per result, made once per compiled graph: each edge's ends as Python
-    lists (``_path`` walks them; a list read costs a fraction of a numpy scalar read) and, per
+    lists (``path`` walks them; a list read costs a fraction of a numpy scalar read) and, per
     chunk row, the edges citing it (CSR, the inverse of ``ev_ptr``/``ev_chunk``), so that a query
     looks up the few chunks it returns instead of every selected edge's evidence."""
 
