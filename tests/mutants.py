@@ -116,6 +116,7 @@ MUTANTS = (
         "hcg_core/retrieval/paper.py",
         "BFS continues past outcome and terminal nodes",
         ("frontier = frontier[~stop[frontier]]", "frontier = frontier"),
+        ("& ((hop == 0) | ~stop[out_src])", "& (hop >= 0)"),
     ),
     m(
         "band_threshold_max",

@@ -6,15 +6,27 @@ Each test compares against the earlier computation, written out here as the refe
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from hcg_core.corpus import word_spans
 from hcg_core.embedders import HashingEmbedder
+from hcg_core.retrieval.compiled import csr, gather
 from hcg_core.retrieval.hybrid import HybridRanker
 from hcg_core.retrieval.lexical import BM25Index
-from hcg_core.retrieval.paper import Cones, cone_rank_of_nodes, match_nodes
+from hcg_core.retrieval.paper import (
+    Cones,
+    bfs_parents,
+    bounded_bfs,
+    cone_rank_of_nodes,
+    match_nodes,
+    outcome_cones,
+    toward_ends,
+)
 from hcg_core.retrieval.repeats import cut_to, without_repeats
+from hcg_core.retrieval.retriever import EdgeLookup, _citing
 from hcg_core.types import Chunk, RetrievedChunk
 
 TEXTS = [
@@ -121,6 +133,142 @@ def test_cone_rank_of_nodes_matches_the_loop_over_cones(seed):
         want[cones.member(int(kept[r]))] = r
     got = cone_rank_of_nodes(cones, n)
     assert got.dtype == np.int64 and got.tolist() == want.tolist()
+
+
+def _random_graph(rng, n, m, n_chunks=12):
+    """A random directed graph (parallel edges and self-loops included) in the compiled layout."""
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    eid = np.arange(m)
+    out_ptr, out_dst, out_eid = csr(src, dst, eid, n)
+    in_ptr, in_src, in_eid = csr(dst, src, eid, n)
+    cites = rng.integers(0, 3, m)  # 0-2 chunks per edge, sometimes the same one twice
+    ev_ptr = np.concatenate(([0], np.cumsum(cites))).astype(np.int64)
+    return SimpleNamespace(
+        n_vars=n,
+        edge_src=src,
+        edge_dst=dst,
+        out_ptr=out_ptr,
+        out_src=np.repeat(np.arange(n), np.diff(out_ptr)),
+        out_dst=out_dst,
+        out_eid=out_eid,
+        in_ptr=in_ptr,
+        in_src=in_src,
+        in_eid=in_eid,
+        is_end=rng.random(n) < 0.3,
+        ev_ptr=ev_ptr,
+        ev_chunk=rng.integers(0, n_chunks, int(ev_ptr[-1])),
+        chunk_emb=np.zeros((n_chunks, 2), np.float32),
+        edge_conf_order=rng.permutation(m),
+        var_names=tuple(f"v{i}" for i in range(n)),
+        edge_ids=tuple(f"e{i}" for i in range(m)),
+        mechanisms=("",) * m,
+        effects=(),
+    )
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_bfs_from_cached_single_source_rows_is_the_multi_source_bfs(seed):
+    rng = np.random.default_rng(seed)
+    g = _random_graph(rng, int(rng.integers(1, 30)), int(rng.integers(0, 80)))
+    lookup = EdgeLookup.of(g)
+    for _ in range(4):  # later queries read rows cached by earlier ones
+        sources = np.unique(rng.integers(0, g.n_vars, int(rng.integers(1, 6))))
+        hops = int(rng.integers(0, 5))
+        dist, parent = bounded_bfs(g.out_ptr, g.out_dst, g.out_eid, sources, hops, stop=g.is_end)
+        got = lookup.hops(sources, hops)
+        assert got.tolist() == dist.tolist()
+        assert bfs_parents(got, g.out_src, g.out_dst, g.out_eid, g.is_end).tolist() == (
+            parent.tolist()
+        )
+
+
+def _toward_ends_by_gather(in_ptr, in_src, in_eid, ends, inside):
+    """The way on to the ends as it was written before: a gather of the frontier's entries."""
+    n = in_ptr.size - 1
+    nxt = np.full(n, -1, dtype=np.int64)
+    seen = np.zeros(n, dtype=bool)
+    frontier = np.unique(ends)
+    seen[frontier] = True
+    while frontier.size:
+        pos, _ = gather(in_ptr, frontier)
+        src = in_src[pos]
+        fresh = ~seen[src] & inside[src]
+        src, pos = src[fresh], pos[fresh]
+        nxt[src] = in_eid[pos]
+        frontier = src[~seen[src]]
+        seen[src] = True
+        frontier = np.flatnonzero(np.bincount(frontier, minlength=n)) if frontier.size else frontier
+    return nxt
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_toward_ends_matches_the_gather_per_frontier(seed):
+    rng = np.random.default_rng(seed)
+    g = _random_graph(rng, int(rng.integers(1, 30)), int(rng.integers(0, 80)))
+    inside = rng.random(g.n_vars) < 0.7
+    ends = np.flatnonzero(inside & g.is_end)
+    args = (g.in_ptr, g.in_src, g.in_eid, ends, inside)
+    assert toward_ends(*args).tolist() == _toward_ends_by_gather(*args).tolist()
+
+
+def _outcome_cone_bits_by_rows(reached, sub_src, sub_dst, end_group):
+    """The cones' membership bits as they were propagated before: whole rows of the table."""
+    ends = np.flatnonzero(reached & (end_group >= 0))
+    present = np.unique(end_group[ends])
+    bits = np.zeros((reached.size, max(1, (present.size + 63) // 64)), dtype=np.uint64)
+    index = np.searchsorted(present, end_group[ends])
+    shift = (index % 64).astype(np.uint64)
+    np.bitwise_or.at(bits, (ends, index // 64), np.left_shift(np.uint64(1), shift))
+    if sub_src.size:
+        order = np.argsort(sub_src, kind="stable")
+        sub_src, sub_dst = sub_src[order], sub_dst[order]
+        starts = np.concatenate(([0], np.flatnonzero(np.diff(sub_src)) + 1))
+        for _ in range(reached.size):
+            held = bits[sub_src[starts]]
+            merged = held | np.bitwise_or.reduceat(bits[sub_dst], starts, axis=0)
+            if np.array_equal(merged, held):
+                break
+            bits[sub_src[starts]] = merged
+    return bits
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_outcome_cones_word_by_word_match_whole_rows(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 40))
+    g = _random_graph(rng, n, int(rng.integers(1, 120)))
+    end_group = np.where(g.is_end, rng.integers(0, 130, n), -1)  # up to three 64-bit words
+    reached = rng.random(n) < 0.8
+    keep = reached[g.out_src] & reached[g.out_dst]
+    sub_src, sub_dst = g.out_src[keep], g.out_dst[keep]
+    matched = np.flatnonzero(reached)[:5]
+    cones = outcome_cones(reached, sub_src, sub_dst, end_group, matched, np.ones(matched.size), 6)
+    want = _outcome_cone_bits_by_rows(reached, sub_src, sub_dst, end_group)
+    assert np.array_equal(cones.bits, want)
+
+
+def _citing_by_all_pairs(g, rows, edges, ranks):
+    """Each chunk's first three citing edges as found before: every selected edge's evidence
+    gathered and sorted, then the returned chunks' pairs read in that order."""
+    pos, owner = gather(g.ev_ptr, edges)
+    returned = np.zeros(g.chunk_emb.shape[0], dtype=bool)
+    returned[rows] = True
+    keep = returned[g.ev_chunk[pos]]
+    pos, owner = pos[keep], owner[keep]
+    entry = np.lexsort((g.edge_conf_order[edges[owner]], ranks[owner]))
+    return _citing(rows, np.stack([g.ev_chunk[pos][entry], edges[owner][entry]], axis=1))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_citing_edges_of_the_returned_chunks_match_the_sorted_evidence(seed):
+    rng = np.random.default_rng(seed)
+    g = _random_graph(rng, 20, int(rng.integers(0, 80)))
+    m = g.edge_src.size
+    edges = rng.permutation(m)[: int(rng.integers(0, m + 1))]
+    ranks = rng.integers(0, 4, edges.size)  # ties of rank are common
+    rows = rng.integers(0, g.chunk_emb.shape[0], int(rng.integers(0, 8))).tolist()
+    got = EdgeLookup.of(g).citing(rows, edges, ranks)
+    assert got == _citing_by_all_pairs(g, rows, edges, ranks)
 
 
 CUT_TEXTS = [

@@ -103,6 +103,30 @@ def bounded_bfs(
     return dist, parent
 
 
+def bfs_parents(
+    dist: np.ndarray,
+    out_src: np.ndarray,
+    out_dst: np.ndarray,
+    out_eid: np.ndarray,
+    stop: np.ndarray,
+) -> np.ndarray:
+    """``bounded_bfs``'s parent edges from its distances ``dist``: into each reached node, of
+    the edges from a node one hop nearer that the BFS expanded (a source, or a node not in
+    ``stop``), the last in out-CSR order, the write that wins in ``bounded_bfs``.
+
+    >>> ptr = np.array([0, 2, 3, 3]); dst = np.array([1, 2, 2]); eid = np.array([0, 1, 2])
+    >>> src = np.array([0, 0, 1]); stop = np.zeros(3, bool)
+    >>> dist, parent = bounded_bfs(ptr, dst, eid, np.array([0]), 2)
+    >>> bfs_parents(dist, src, dst, eid, stop).tolist() == parent.tolist()
+    True
+    """
+    hop = dist[out_src]
+    ok = (hop >= 0) & (dist[out_dst] == hop + 1) & ((hop == 0) | ~stop[out_src])
+    parent = np.full(dist.size, -1, dtype=np.int64)
+    parent[out_dst[ok]] = out_eid[ok]
+    return parent
+
+
 @dataclass(frozen=True)
 class Cones:
     """Outcome cones after merging by metric and ranking (Definition 4).
@@ -147,18 +171,15 @@ def outcome_cones(
     """
     n = reached.size
     ends = np.flatnonzero(reached & (end_group >= 0))
-    present = np.unique(end_group[ends])
-    slot = {int(g): i for i, g in enumerate(present)}
+    present = np.flatnonzero(np.bincount(end_group[ends]))  # sorted, as np.unique
+    slot = dict(zip(present.tolist(), range(present.size), strict=True))
     words = max(1, (present.size + 63) // 64)
     bits = np.zeros((n, words), dtype=np.uint64)
     if present.size == 0:
         return Cones(np.zeros(0, np.int64), np.zeros(0, np.int64), bits, slot)
     bit_index = np.searchsorted(present, end_group[ends])
-    np.bitwise_or.at(
-        bits,
-        (ends, bit_index // 64),
-        np.left_shift(np.uint64(1), (bit_index % 64).astype(np.uint64)),
-    )
+    # An end node has one metric: one bit per row, so a plain assignment sets it.
+    bits[ends, bit_index // 64] = np.left_shift(np.uint64(1), (bit_index % 64).astype(np.uint64))
     if sub_src.size and np.any(sub_src[1:] < sub_src[:-1]):
         order = np.argsort(sub_src, kind="stable")
         sub_src, sub_dst = sub_src[order], sub_dst[order]
@@ -167,13 +188,17 @@ def outcome_cones(
         sources = sub_src[starts]
         # Propagate membership backwards along G_q's edges until nothing changes: after i rounds
         # every node within i reverse hops of an end node carries its bit. Edges are grouped by
-        # source, so one round is a gather and a segmented OR.
-        for _ in range(n):
-            held = bits[sources]
-            merged = held | np.bitwise_or.reduceat(bits[sub_dst], starts, axis=0)
-            if np.array_equal(merged, held):
-                break
-            bits[sources] = merged
+        # source, so one round is a gather and a segmented OR; one 64-bit word at a time, as a
+        # flat array gathers faster than rows of a table.
+        for w in range(words):
+            word = bits[:, w].copy()
+            for _ in range(n):
+                held = word[sources]
+                merged = held | np.bitwise_or.reduceat(word[sub_dst], starts)
+                if not (merged != held).any():
+                    break
+                word[sources] = merged
+            bits[:, w] = word
     table = _bit_table(bits[matched], present.size)
     counts = table.sum(axis=0)
     best_sim = np.where(table, np.asarray(match_sims, dtype=np.float64)[:, None], -np.inf).max(0)
@@ -206,19 +231,24 @@ def toward_ends(
     [0, 1, -1]
     """
     n = in_ptr.size - 1
+    in_dst = np.repeat(np.arange(n), np.diff(in_ptr))
     nxt = np.full(n, -1, dtype=np.int64)
     seen = np.zeros(n, dtype=bool)
-    frontier = np.unique(ends)
-    seen[frontier] = True
-    while frontier.size:
-        pos, _ = gather(in_ptr, frontier)
-        src = in_src[pos]
-        fresh = ~seen[src] & inside[src]
-        src, pos = src[fresh], pos[fresh]
-        nxt[src] = in_eid[pos]
-        frontier = src[~seen[src]]
-        seen[src] = True
-        frontier = np.flatnonzero(np.bincount(frontier, minlength=n)) if frontier.size else frontier
+    seen[ends] = True
+    frontier = seen
+    entry_open = inside[in_src]
+    # One round per reverse hop, over every in-CSR entry at once (a mask, no gather): entries
+    # into the frontier from inside nodes not seen yet. In CSR order, the last entry of a node
+    # is the one it keeps, as a BFS over the frontier's entries in order would write it.
+    while True:
+        hit = frontier[in_dst] & entry_open & ~seen[in_src]
+        src = in_src[hit]
+        if src.size == 0:
+            break
+        nxt[src] = in_eid[hit]
+        frontier = np.zeros(n, dtype=bool)
+        frontier[src] = True
+        seen = seen | frontier
     return nxt
 
 

@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -33,13 +33,14 @@ from ..types import (
     variable_text,
 )
 from . import updates
-from .compiled import CompiledGraph, gather
+from .compiled import CompiledGraph, csr, gather
 from .dense import DenseIndex
 from .hybrid import HybridRanker
 from .lexical import tokenize
 from .matvec import matvec
 from .paper import (
     Cones,
+    bfs_parents,
     bounded_bfs,
     cone_rank_of_nodes,
     match_nodes,
@@ -69,6 +70,9 @@ def stored_ledger(stored: StoredGraph) -> Any:
 
 
 MAX_PATHS_PER_CHUNK = 3  # provenance: the best few causal paths behind each graph chunk
+HOP_ROWS_MAX = 4_000_000
+"""Entries (variables x hop rows, int64: 32 MB) of single-source BFS rows kept for reuse."""
+_UNREACHED = np.iinfo(np.int64).max
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,7 @@ class CausalGraphRetriever:
         self._rankers: dict[HybridConfig, HybridRanker] = {}
         self._ranker_lock = threading.Lock()
         self._walk: GraphWalk | None = None  # the graph signal's arrays, built on first use
+        self._lookup: EdgeLookup | None = None  # provenance's tables, built on first use
         # The offline builder's support ledger (graph_build.incremental), for insert/delete.
         self.ledger: Any = None
         # Incremental edits (updates.py): the growable per-chunk buffers (rebuilt when absent),
@@ -429,9 +434,8 @@ class CausalGraphRetriever:
         )
         if rows.size == 0:
             return Traversal(rows, sims)
-        dist, parent = bounded_bfs(
-            g.out_ptr, g.out_dst, g.out_eid, rows, cfg.max_hops, stop=g.is_end
-        )
+        dist = self.lookup.hops(rows, cfg.max_hops)
+        parent = bfs_parents(dist, g.out_src, g.out_dst, g.out_eid, g.is_end)
         reached = dist >= 0
         # G_q's edges, taken in out-CSR order so they come grouped by source.
         pos = np.flatnonzero(reached[g.out_src] & reached[g.out_dst])
@@ -483,15 +487,13 @@ class CausalGraphRetriever:
         g, t = self.compiled, self.traverse(qvec)
         edges, ranks, served_by = self._selected_edges(t, allowed)
         chunks, parent, units_of = list(result.chunks), self.ranker.parent, self.ranker.units_of
-        rows = [int(parent[units_of[_chunk_id(rc)][0]]) for rc in chunks]
-        returned = np.zeros(g.chunk_emb.shape[0], dtype=bool)
-        returned[rows] = True
-        pairs = self._cited_pairs(edges, ranks, returned)
-        citing = _citing(rows, pairs)
-        toward = self._toward(t) if served_by == "cones" and pairs.size else None
+        rows = parent[[units_of[_chunk_id(rc)][0] for rc in chunks]].tolist()
+        lookup = self.lookup
+        citing = lookup.citing(rows, edges, ranks)
+        toward = self._toward(t) if served_by == "cones" and any(citing.values()) else None
         parent, toward = _as_lists(t.parent), _as_lists(toward)
         for i, (rc, row) in enumerate(zip(chunks, rows, strict=True)):
-            paths = tuple(self._path(e, parent, toward) for e in citing[row])
+            paths = tuple(lookup.path(e, parent, toward) for e in citing[row])
             if paths and _vouched(rc, paths, self.graph.chunks[row]):
                 details = {**rc.details, "graph_edges": len(paths)}
                 chunks[i] = replace(rc, route="graph", paths=paths, details=details)
@@ -560,10 +562,10 @@ class CausalGraphRetriever:
         t = self.traverse(qvec)
         diag: dict[str, Any] = t.diagnostics()
         edges, ranks, served_by = self._selected_edges(t, allowed)
-        chunk_rows = np.zeros(0, np.int64)
-        pairs = np.zeros((0, 2), np.int64)
-        if edges.size and cfg.paper.evidence_order == "query":
-            chunk_rows, pairs = self._evidence_by_query(query, qvec, k, edges, ranks, allowed)
+        chunk_rows = pairs = np.zeros(0, np.int64)
+        by_query = cfg.paper.evidence_order == "query"
+        if edges.size and by_query:
+            chunk_rows = self._evidence_by_query(query, qvec, k, edges, allowed)
         elif edges.size:
             chunk_rows, pairs = rank_evidence(
                 edges,
@@ -578,7 +580,11 @@ class CausalGraphRetriever:
             )
         toward = self._toward(t) if served_by == "cones" else None
         picked = self._within_budget(chunk_rows[:k])
-        out = self._graph_chunks(picked, qvec, pairs, t.parent, toward)
+        rows = picked.tolist()
+        # The query order ranked the chunks alone: their edges are looked up (rank_evidence's
+        # pairs hold only the edges it expanded).
+        citing = self.lookup.citing(rows, edges, ranks) if by_query else _citing(rows, pairs)
+        out = self._graph_chunks(picked, qvec, citing, t.parent, toward)
         budget = cfg.word_budget
         room = budget is None or int(g.chunk_words[picked].sum()) < budget
         if len(out) < k and cfg.paper.vector_fill and room:
@@ -623,16 +629,14 @@ class CausalGraphRetriever:
         qvec: np.ndarray,
         k: int,
         edges: np.ndarray,
-        ranks: np.ndarray,
         allowed: np.ndarray | None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The chunks ``edges`` cite, ranked as the hybrid mode ranks chunks (BM25 and dense
-        fused, packed by MMR under the word budget) but over these chunks only, and the (chunk,
-        edge) pairs for provenance, each chunk's edges best rank and confidence first."""
+    ) -> np.ndarray:
+        """The chunk rows ``edges`` cite, ranked as the hybrid mode ranks chunks (BM25 and dense
+        fused, packed by MMR under the word budget) but over these chunks only."""
         g = self.compiled
-        pairs = self._cited_pairs(edges, ranks)
+        pos, _ = gather(g.ev_ptr, edges)
         selected = np.zeros(g.chunk_emb.shape[0], dtype=bool)
-        selected[pairs[:, 0]] = True
+        selected[g.ev_chunk[pos]] = True
         if allowed is not None:
             selected &= allowed
         ranker = self.ranker
@@ -647,21 +651,7 @@ class CausalGraphRetriever:
         # A result is a stored chunk, or a passage or part of one: its chunk row, once each.
         ids = [_chunk_id(rc) for rc in ranked.chunks]
         rows = ranker.parent[[ranker.units_of[i][0] for i in ids]] if ids else edges[:0]
-        rows = rows[np.sort(np.unique(rows, return_index=True)[1])].astype(np.int64)
-        return rows, pairs
-
-    def _cited_pairs(
-        self, edges: np.ndarray, ranks: np.ndarray, chunks: np.ndarray | None = None
-    ) -> np.ndarray:
-        """``(chunk row, edge)`` for every evidence link of ``edges`` (to the chunks of the
-        boolean mask ``chunks`` only, when given), best edge rank, then confidence, first."""
-        g = self.compiled
-        pos, owner = gather(g.ev_ptr, edges)
-        if chunks is not None:
-            keep = chunks[g.ev_chunk[pos]]
-            pos, owner = pos[keep], owner[keep]
-        entry = np.lexsort((g.edge_conf_order[edges[owner]], ranks[owner]))
-        return np.stack([g.ev_chunk[pos][entry], edges[owner][entry]], axis=1)
+        return rows[np.sort(np.unique(rows, return_index=True)[1])].astype(np.int64)
 
     def graph_triples(self, query: str, max_edges: int = 200) -> list[str]:
         """The paper's nodes-only ablation: the kept cones' edges as text, not evidence chunks.
@@ -726,15 +716,14 @@ class CausalGraphRetriever:
         self,
         rows: np.ndarray,
         qvec: np.ndarray,
-        pairs: np.ndarray,
+        citing: dict[int, list[int]],
         parent: np.ndarray | None,
         toward: np.ndarray | None,
     ) -> list[RetrievedChunk]:
         """The picked evidence chunks with their best few citing edges' causal paths."""
         if rows.size == 0:
             return []
-        g = self.compiled
-        citing = _citing(rows.tolist(), pairs)
+        g, lookup = self.compiled, self.lookup
         scores = matvec(g.chunk_emb[rows], qvec)
         parent, toward = _as_lists(parent), _as_lists(toward)
         return [
@@ -742,50 +731,24 @@ class CausalGraphRetriever:
                 self.graph.chunks[r],
                 float(score),
                 "graph",
-                tuple(self._path(e, parent, toward) for e in citing[r]),
+                tuple(lookup.path(e, parent, toward) for e in citing[r]),
                 {"edges": len(citing[r])},
             )
             for r, score in zip(rows.tolist(), scores.tolist(), strict=True)
         ]
 
-    def _edge_ends(self) -> tuple[list[int], list[int]]:
-        """Each edge's source and target variable rows as Python lists, for ``_path``'s walks (a
-        list read costs a fraction of a numpy scalar read); made once per compiled graph."""
-        g = self.compiled
-        cached = self.__dict__.get("_ends")
-        if cached is None or cached[0] is not g:
-            cached = (g, g.edge_src.tolist(), g.edge_dst.tolist())
-            self._ends = cached
-        return cached[1], cached[2]
-
-    def _path(self, edge: int, parent: Sequence[int], toward: Sequence[int] | None) -> CausalPath:
-        """Matched node -> ... -> edge -> ... -> outcome, via BFS parents and the cone's next hops
-        (``parent`` and ``toward`` per variable, as lists: ``_as_lists``)."""
-        g = self.compiled
-        src, dst = self._edge_ends()
-        edges: list[int] = [edge]
-        node, seen = src[edge], set[int]()
-        while parent[node] >= 0 and node not in seen:  # back to the matched node that reached it
-            seen.add(node)
-            edges.insert(0, int(parent[node]))
-            node = src[edges[0]]
-        on_path = {src[e] for e in edges}
-        node = dst[edge]
-        while toward is not None and toward[node] >= 0 and node not in on_path:  # on to the end
-            on_path.add(node)
-            edges.append(int(toward[node]))
-            node = dst[edges[-1]]
-        nodes = [src[edges[0]]] + [dst[e] for e in edges]
-        return CausalPath(
-            tuple(g.var_names[v] for v in nodes),
-            tuple(g.edge_ids[e] for e in edges),
-            tuple(g.mechanisms[e] for e in edges),
-            tuple(g.effects[e] for e in edges) if g.effects else (),
-        )
+    @property
+    def lookup(self) -> EdgeLookup:
+        """Per-edge and per-chunk tables for provenance (``EdgeLookup``), made once per compiled
+        graph (an edit recompiles it)."""
+        lookup = self._lookup
+        if lookup is None or lookup.compiled is not self.compiled:
+            lookup = self._lookup = EdgeLookup.of(self.compiled)
+        return lookup
 
 
 def _as_lists(per_variable: np.ndarray | None) -> list[int] | None:
-    """A per-variable array as a list, read many times by ``_path`` (None stays None)."""
+    """A per-variable array as a list, read many times by ``EdgeLookup.path`` (None stays None)."""
     return None if per_variable is None else per_variable.tolist()
 
 
@@ -794,6 +757,89 @@ def _kept_cone_edges(t: Traversal) -> tuple[np.ndarray, np.ndarray]:
     edge_rank = t.node_rank[t.sub_dst]
     keep = edge_rank < t.cones.groups.size
     return t.sub[keep], edge_rank[keep]
+
+
+@dataclass(frozen=True, eq=False)
+class EdgeLookup:
+    """What provenance reads per result, made once per compiled graph: each edge's ends as Python
+    lists (``path`` walks them; a list read costs a fraction of a numpy scalar read) and, per
+    chunk row, the edges citing it (CSR, the inverse of ``ev_ptr``/``ev_chunk``), so that a query
+    looks up the few chunks it returns instead of every selected edge's evidence."""
+
+    compiled: CompiledGraph
+    src: list[int]
+    dst: list[int]
+    chunk_ptr: np.ndarray
+    chunk_edge: np.ndarray
+    # (variable row, max_hops) -> the BFS hops from that variable alone (``hops``).
+    hop_rows: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, g: CompiledGraph) -> EdgeLookup:
+        ev_edge = np.repeat(np.arange(g.edge_src.size), np.diff(g.ev_ptr))
+        ptr, edge, _ = csr(g.ev_chunk, ev_edge, ev_edge, g.chunk_emb.shape[0])
+        return cls(g, g.edge_src.tolist(), g.edge_dst.tolist(), ptr, edge)
+
+    def hops(self, sources: np.ndarray, max_hops: int) -> np.ndarray:
+        """``bounded_bfs``'s hop distances from ``sources`` (-1: not reached). A node's distance
+        from several sources is the least of its distances from each alone: a shortest path
+        through another source is longer than the one from that source. So each source's own
+        BFS is kept (up to ``HOP_ROWS_MAX`` entries) and a query takes a minimum over rows."""
+        g = self.compiled
+        rows = []
+        for s in sources.tolist():
+            row = self.hop_rows.get((s, max_hops))
+            if row is None:
+                row, _ = bounded_bfs(
+                    g.out_ptr, g.out_dst, g.out_eid, np.array([s]), max_hops, stop=g.is_end
+                )
+                row = np.where(row < 0, _UNREACHED, row)
+                if len(self.hop_rows) * row.size < HOP_ROWS_MAX:
+                    self.hop_rows[(s, max_hops)] = row
+            rows.append(row)
+        dist = np.min(rows, axis=0)
+        dist[dist == _UNREACHED] = -1
+        return dist
+
+    def path(self, edge: int, parent: Sequence[int], toward: Sequence[int] | None) -> CausalPath:
+        """Matched node -> ... -> edge -> ... -> outcome, via BFS parents and the cone's next hops
+        (``parent`` and ``toward`` per variable, as lists: ``_as_lists``)."""
+        g, src, dst = self.compiled, self.src, self.dst
+        edges: list[int] = [edge]
+        node, seen = src[edge], set[int]()
+        while parent[node] >= 0 and node not in seen:  # back to the matched node that reached it
+            seen.add(node)
+            edges.insert(0, parent[node])
+            node = src[edges[0]]
+        on_path = {src[e] for e in edges}
+        node = dst[edge]
+        while toward is not None and toward[node] >= 0 and node not in on_path:  # on to the end
+            on_path.add(node)
+            edges.append(toward[node])
+            node = dst[edges[-1]]
+        nodes = [src[edges[0]], *map(dst.__getitem__, edges)]
+        return CausalPath(
+            tuple(map(g.var_names.__getitem__, nodes)),
+            tuple(map(g.edge_ids.__getitem__, edges)),
+            tuple(map(g.mechanisms.__getitem__, edges)),
+            tuple(map(g.effects.__getitem__, edges)) if g.effects else (),
+        )
+
+    def citing(
+        self, rows: Sequence[int], edges: np.ndarray, ranks: np.ndarray
+    ) -> dict[int, list[int]]:
+        """Each chunk row's first ``MAX_PATHS_PER_CHUNK`` distinct ``edges`` citing it, best rank
+        (``ranks``, one per edge), then confidence, first."""
+        g = self.compiled
+        rank = np.full(g.edge_src.size, -1, dtype=np.int64)
+        rank[edges] = ranks
+        chunks = np.array(sorted(set(rows)), dtype=np.int64)
+        pos, owner = gather(self.chunk_ptr, chunks)
+        edge = self.chunk_edge[pos]
+        keep = rank[edge] >= 0
+        edge, owner = edge[keep], owner[keep]
+        order = np.lexsort((g.edge_conf_order[edge], rank[edge], owner))
+        return _citing(rows, np.stack([chunks[owner[order]], edge[order]], axis=1))
 
 
 def _citing(rows: Sequence[int], pairs: np.ndarray) -> dict[int, list[int]]:
