@@ -290,10 +290,8 @@ def _apply_build_corrections(path: str, result: Any, corrections: list, embedder
         embedder=embedder,
         ledger=result.ledger,
     )
-    lines = done.report.format().splitlines()
-    print(f"corrections ({path}): {lines[0]}", file=sys.stderr)
-    for line in lines[1:]:
-        print(line, file=sys.stderr)
+    # Names from the graph and the file: no raw controls, as `hcg apply` prints its report.
+    print(visible(f"corrections ({path}): {done.report.format()}"), file=sys.stderr)
     return done
 
 

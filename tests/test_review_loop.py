@@ -268,6 +268,18 @@ def test_build_corrections_file_is_read_before_building(tmp_path, capsys):
     assert not (tmp_path / "g").exists()
 
 
+def test_build_corrections_report_reaches_the_terminal_escaped(tmp_path, capsys):
+    # The file's name and the report's names are the user's text: their control characters
+    # (here a clear-screen sequence) are printed escaped, as `hcg apply` prints its report.
+    corrections = _write(
+        tmp_path / "c\x1b[2J.yaml", [{"op": "delete_variable", "variable": "Ghost\x1b[2J"}]
+    )
+    _build(tmp_path / "g", "--corrections", str(corrections))
+    err = capsys.readouterr().err
+    assert "c\\x1b[2J.yaml): applied 0, refused 1" in err and "Ghost\\x1b[2J" in err
+    assert "\x1b" not in err
+
+
 # ---------------------------------------------------------------- what `hcg add` needs
 
 
