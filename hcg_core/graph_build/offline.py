@@ -404,7 +404,7 @@ def _describe_all(
     drivers, drives = metric_flows(support)
     spans = nodes.metric_aliases()
     return [
-        describe_metric(m, i, names, drivers[i], drives[i], spans[i])
+        describe_metric(m, names, drivers[i], drives[i], spans[i])
         for m, i in zip(metrics, metric_used, strict=True)
     ]
 

@@ -245,14 +245,14 @@ def map_onto_spec(
 
 
 def describe_metric(
-    m: Metric, i: int, names: Sequence[str], drivers: Counter, drives: Counter, spans: Counter
+    m: Metric, names: Sequence[str], drivers: Counter, drives: Counter, spans: Counter
 ) -> Metric:
     """A generated metric's description: how the text writes it, what drives it, what it drives.
 
-    ``drivers``/``drives``: metric index -> statements, into and out of metric ``i``;
+    ``drivers``/``drives``: metric index -> statements, into and out of ``m``;
     ``spans``: the metric's span texts by frequency.
 
-    >>> describe_metric(Metric("Stroke"), 1, ["Pressure", "Stroke"], Counter({0: 3}), Counter(),
+    >>> describe_metric(Metric("Stroke"), ["Pressure", "Stroke"], Counter({0: 3}), Counter(),
     ...                 Counter({"stroke": 2})).description
     'Stroke as the text states it, e.g. stroke. Driven by: Pressure.'
     """
