@@ -76,7 +76,6 @@ class _PiecesWhole(HybridRanker):
 
 # name -> (ranker class, settings): each switches one heuristic off.
 VARIANTS: dict[str, tuple[type[HybridRanker], HybridConfig]] = {
-    "z-score fusion off (max-normalised)": (HybridRanker, replace(DEFAULT, fusion="max")),
     "MMR off (lambda 1.0)": (HybridRanker, replace(DEFAULT, diversity=1.0)),
     "pick order off (best first)": (_RelevanceOrder, DEFAULT),
     "repeats kept (cut_repeats False)": (HybridRanker, replace(DEFAULT, cut_repeats=False)),

@@ -2,7 +2,7 @@
 
 A change meant to make queries cheaper must not change any result. This script loads a graph
 directory, answers every question of a QA file under several settings (the default hybrid mode,
-the graph ablation, the paper mode, passages, max fusion, a word budget, a metadata filter, and the
+the graph ablation, the paper mode, passages, a word budget, a metadata filter, and the
 default mode again after incremental inserts, which exercises the BM25 index's appended postings),
 and writes every returned chunk id, route, score and score part, plus the matched variables and
 the diagnostics, to JSON. Run it on the code before and after a change and compare:
@@ -12,7 +12,8 @@ the diagnostics, to JSON. Run it on the code before and after a change and compa
     python benchmarks/result_snapshot.py --compare before.json after.json
 
 The comparison requires equal ids, order, routes, paths, matched variables and diagnostics, and
-numbers within ``--tolerance`` (1e-9). QUESTIONS is any file ``hcg eval --questions`` reads.
+numbers within ``--tolerance`` (1e-9), for every setting both snapshots hold (a setting only one
+holds is named and skipped). QUESTIONS is any file ``hcg eval --questions`` reads.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "nograph": {"use_graph": False},
     "paper": {"mode": "paper"},
     "passages": {"hybrid": {"passage_words": 100}},
-    "max-fusion": {"hybrid": {"fusion": "max"}},
     "budget": {"word_budget": 600, "top_k": 30},
 }
 
@@ -133,6 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.compare:
         before, after = (json.loads(Path(p).read_text()) for p in args.compare)
+        # A setting one snapshot lacks (one added or removed between them) is named, not compared.
+        for name in sorted(before.keys() ^ after.keys()):
+            print(
+                f"setting {name!r} only in {'BEFORE' if name in before else 'AFTER'}: not compared"
+            )
+        before = {k: v for k, v in before.items() if k in after}
+        after = {k: v for k, v in after.items() if k in before}
         diffs = differences(before, after, args.tolerance)
         results = sum(len(v) for v in before.values())
         for d in diffs[:20]:

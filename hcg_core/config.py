@@ -34,14 +34,12 @@ DEFAULT_BFS_FALLBACK = True
 DEFAULT_VECTOR_FILL = True
 DEFAULT_MODE = "hybrid"
 MODES = ("hybrid", "paper")
-EVIDENCE_ORDERS = ("query", "cone")
-# How paper mode orders the evidence its cones select (the paper only deduplicates it): ``"query"``
-# ranks the selected chunks by their text relevance to the query, as the hybrid mode ranks every
-# chunk (BM25 and dense fused, packed by MMR), and returns only selected chunks; ``"cone"`` is the
-# earlier order (cone rank, then edge confidence, then query-chunk cosine). On the recorded LLM
-# graph re-linked by ``hcg relink`` (703 medical dev questions, vector fill off), answer recall
-# 0.735 against 0.452 (docs/evaluation.md, "Paper mode").
-DEFAULT_EVIDENCE_ORDER = "query"
+# Paper mode orders the evidence its cones select (the paper only deduplicates it) by the chunks'
+# text relevance to the query, as the hybrid mode ranks every chunk (BM25 and dense fused, packed
+# by MMR), and returns only selected chunks. The earlier order (cone rank, then edge confidence,
+# then query-chunk cosine) scored 0.452 answer recall against 0.735 on the recorded LLM graph
+# re-linked by ``hcg relink`` (703 medical dev questions, vector fill off; docs/evaluation.md,
+# "Paper mode"), and is gone.
 
 
 # The hybrid mode (project; hcg_core/retrieval/hybrid.py), measured on the dev set only.
@@ -66,12 +64,6 @@ DEFAULT_DENSE_WEIGHT = 1.0
 # adds no candidate; it gives the returned units that are its evidence their causal paths, whatever
 # the weight (docs/evaluation.md, "What the graph adds").
 DEFAULT_GRAPH_WEIGHT = 0.25
-DEFAULT_FUSION = "zscore"
-# How the text signals are put on one scale before they are summed: ``"zscore"`` (default; each
-# signal as a z-score against its best candidates, clipped at 0) or ``"max"`` (each divided by its
-# maximum for the query: the fixed-weight fusion of earlier releases). docs/evaluation.md compares
-# them on every dev set.
-FUSIONS = ("zscore", "max")
 # MMR trade-off lambda: pick score = lambda * relevance - (1 - lambda) * max redundancy. 0.5 is the
 # textbook balance (Carbonell & Goldstein 1998). The picks are returned in pick order, so each
 # result is the best remaining one given those above it. A unit whose span picked units cover whole
@@ -144,7 +136,6 @@ class HybridConfig:
     diversity: float = DEFAULT_DIVERSITY
     passage_words: int = DEFAULT_PASSAGE_WORDS
     cut_repeats: bool = DEFAULT_CUT_REPEATS
-    fusion: str = DEFAULT_FUSION
     group_blocks: bool = DEFAULT_GROUP_BLOCKS
     fill_language_gap: bool = DEFAULT_FILL_LANGUAGE_GAP
     gap_char_grams: bool = DEFAULT_GAP_CHAR_GRAMS
@@ -155,8 +146,6 @@ class HybridConfig:
         return (self.passage_words,)
 
     def __post_init__(self) -> None:
-        if self.fusion not in FUSIONS:
-            raise ConfigError(f"fusion must be one of {', '.join(FUSIONS)}, got {self.fusion!r}")
         if self.passage_words < 0:
             raise ConfigError(
                 f"passage_words must be >= 0 (0: whole chunks), got {self.passage_words}"
@@ -179,19 +168,9 @@ class PaperConfig:
 
     Attributes:
         vector_fill: fill up to k with plain vector top-k, marked "fallback" (project).
-        evidence_order: "query" (the selected evidence by text relevance to the query) or "cone"
-            (cone rank, edge confidence, cosine) (project).
     """
 
     vector_fill: bool = DEFAULT_VECTOR_FILL
-    evidence_order: str = DEFAULT_EVIDENCE_ORDER
-
-    def __post_init__(self) -> None:
-        if self.evidence_order not in EVIDENCE_ORDERS:
-            raise ConfigError(
-                f"evidence_order must be one of {', '.join(EVIDENCE_ORDERS)}, "
-                f"got {self.evidence_order!r}"
-            )
 
 
 @dataclass(frozen=True)

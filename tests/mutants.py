@@ -85,15 +85,6 @@ MUTANTS = (
     ),
     # ---------------------------------------------------------------- Stage 3 (paper.py)
     m(
-        "evidence_similarity_tiebreak_removed",
-        "hcg_core/retrieval/paper.py",
-        "evidence of equal cone rank and confidence no longer ordered by query similarity",
-        (
-            "entry = np.lexsort((-sims, -conf[sel], edge_rank[sel]))",
-            "entry = np.lexsort((-conf[sel], edge_rank[sel]))",
-        ),
-    ),
-    m(
         "cone_similarity_tiebreak_removed",
         "hcg_core/retrieval/paper.py",
         "cones of equal convergence ordered by metric only, not by their best-matched node",

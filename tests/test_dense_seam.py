@@ -3,7 +3,7 @@
 A store-like index (``StoreDenseIndex`` over a brute-force "store" that knows no filter and
 orders equal scores the wrong way) must reproduce the default ranking exactly: ids, order and
 scores, with a candidate count far below the corpus, filters, passages, k above the candidate
-count (padding), and both fusions. No framework or database needed: this pins the core seam.
+count (padding). No framework or database needed: this pins the core seam.
 """
 
 from __future__ import annotations
@@ -73,7 +73,6 @@ def _ranked(ranker, q, k, allowed, vectors):
     "config",
     [
         HybridConfig(candidates=3),
-        HybridConfig(candidates=3, fusion="max"),
         HybridConfig(candidates=5, passage_words=4),
     ],
 )

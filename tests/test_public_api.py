@@ -77,7 +77,6 @@ SUBPACKAGE_ALL = {
         "bounded_bfs",
         "match_nodes",
         "outcome_cones",
-        "rank_evidence",
     },
     "hcg_core.spec": {
         "parse_call",

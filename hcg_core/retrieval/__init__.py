@@ -2,7 +2,7 @@
 
 from .compiled import CompiledGraph
 from .lexical import BM25Index
-from .paper import bounded_bfs, match_nodes, outcome_cones, rank_evidence
+from .paper import bounded_bfs, match_nodes, outcome_cones
 from .retriever import CausalGraphRetriever
 
 __all__ = [
@@ -12,5 +12,4 @@ __all__ = [
     "bounded_bfs",
     "match_nodes",
     "outcome_cones",
-    "rank_evidence",
 ]

@@ -85,12 +85,6 @@ def standardise(scores: np.ndarray, pool: np.ndarray) -> np.ndarray:
     return np.clip((scores - mean) / std, 0.0, None) / _Z_SCALE
 
 
-def _max_normalise(scores: np.ndarray, pool: np.ndarray) -> np.ndarray:
-    """Scores divided by their maximum (the ``fusion="max"`` alternative; ``pool`` unused)."""
-    peak = float(scores.max()) if scores.size else 0.0
-    return scores / peak if peak > 0 else np.zeros_like(scores)
-
-
 # A z-score of this many standard deviations counts as 1.0 in the fused relevance.
 _Z_SCALE = 3.0
 
@@ -795,10 +789,6 @@ class HybridRanker:
         # twice); every passage among the best `candidates` belongs to one of the best
         # `candidates` chunks.
         cosines.search(cfg.candidates, allowed)
-        if allowed is not None and cfg.fusion == "max":
-            # Max-normalisation divides by the best cosine of all chunks, filtered or not (as it
-            # does for BM25): fetch that one too.
-            cosines.search(1, None)
         dense = cosines.values[self.vector_row]
         # The units of the found chunks in the order dense search gave (a store's near-equal
         # cosines may differ in the last bit; its order already breaks such ties by row).
@@ -817,13 +807,12 @@ class HybridRanker:
     def _fused(self, c: _Candidates) -> np.ndarray:
         """Stage 2: the fused relevance of every unit (0 outside the candidates' signals).
 
-        Each text signal on one scale (``standardise``, or ``fusion="max"``), weighted and
+        Each text signal on one scale (``standardise``), weighted and
         summed; a foreign unit takes its better dense or n-gram evidence in BM25's place
         (``_language_gap``); the graph bonus lifts what a text signal also found.
         """
         cfg = self.config
-        norm = standardise if cfg.fusion == "zscore" else _max_normalise
-        lexical, semantic = norm(c.bm25, c.bm_order), norm(c.dense, c.dn_order)
+        lexical, semantic = standardise(c.bm25, c.bm_order), standardise(c.dense, c.dn_order)
         if c.fill is not None:
             evidence = semantic if c.gap is None else np.maximum(semantic, c.gap)
             lexical = np.where(c.fill, np.maximum(lexical, evidence), lexical)

@@ -45,7 +45,6 @@ from .paper import (
     cone_rank_of_nodes,
     match_nodes,
     outcome_cones,
-    rank_evidence,
     toward_ends,
 )
 from .walk import GraphWalk
@@ -554,36 +553,19 @@ class CausalGraphRetriever:
     ) -> RetrievalResult:
         """Stage 3 as the paper (the part the latency benchmark times).
 
-        Graph evidence first, ordered by ``config.paper.evidence_order`` ("query", the selected
-        chunks by text relevance; "cone", cone rank, confidence, cosine); with
-        ``config.paper.vector_fill``, vector top-k fills up to ``k``, marked "fallback".
+        Graph evidence first, the selected chunks by text relevance (``_evidence_by_query``);
+        with ``config.paper.vector_fill``, vector top-k fills up to ``k``, marked "fallback".
         """
         cfg, g = self.config, self.compiled
         t = self.traverse(qvec)
         diag: dict[str, Any] = t.diagnostics()
         edges, ranks, served_by = self._selected_edges(t, allowed)
-        chunk_rows = pairs = np.zeros(0, np.int64)
-        by_query = cfg.paper.evidence_order == "query"
-        if edges.size and by_query:
+        chunk_rows = np.zeros(0, np.int64)
+        if edges.size:
             chunk_rows = self._evidence_by_query(query, qvec, k, edges, allowed)
-        elif edges.size:
-            chunk_rows, pairs = rank_evidence(
-                edges,
-                ranks,
-                g.edge_conf,
-                g.edge_conf_order,
-                g.ev_ptr,
-                g.ev_chunk,
-                lambda r: matvec(g.chunk_emb[r], qvec),
-                need=k,
-                allowed=allowed,
-            )
         toward = self._toward(t) if served_by == "cones" else None
         picked = self._within_budget(chunk_rows[:k])
-        rows = picked.tolist()
-        # The query order ranked the chunks alone: their edges are looked up (rank_evidence's
-        # pairs hold only the edges it expanded).
-        citing = self.lookup.citing(rows, edges, ranks) if by_query else _citing(rows, pairs)
+        citing = self.lookup.citing(picked.tolist(), edges, ranks)
         out = self._graph_chunks(picked, qvec, citing, t.parent, toward)
         budget = cfg.word_budget
         room = budget is None or int(g.chunk_words[picked].sum()) < budget
