@@ -6,6 +6,10 @@ Each test compares against the earlier computation, written out here as the refe
 
 from __future__ import annotations
 
+import pickle
+import threading
+import time
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -13,6 +17,7 @@ import pytest
 
 from hcg_core.corpus import word_spans
 from hcg_core.embedders import HashingEmbedder
+from hcg_core.retrieval import retriever as retriever_module
 from hcg_core.retrieval.compiled import csr, gather
 from hcg_core.retrieval.hybrid import HybridRanker
 from hcg_core.retrieval.lexical import BM25Index
@@ -26,7 +31,7 @@ from hcg_core.retrieval.paper import (
     toward_ends,
 )
 from hcg_core.retrieval.repeats import cut_to, without_repeats
-from hcg_core.retrieval.retriever import EdgeLookup, _citing
+from hcg_core.retrieval.retriever import CausalGraphRetriever, EdgeLookup, _citing
 from hcg_core.types import Chunk, RetrievedChunk
 
 TEXTS = [
@@ -180,6 +185,56 @@ def test_bfs_from_cached_single_source_rows_is_the_multi_source_bfs(seed):
         assert bfs_parents(got, g.out_src, g.out_dst, g.out_eid, g.is_end).tolist() == (
             parent.tolist()
         )
+
+
+def test_provenance_tables_are_built_with_the_compiled_graph(graph, embedder, monkeypatch):
+    r = CausalGraphRetriever(graph, embedder)
+    assert r.lookup.compiled is r.compiled  # built at load, not by the first query
+    built = []
+    real = EdgeLookup.of.__func__
+    monkeypatch.setattr(EdgeLookup, "of", classmethod(lambda c, g: built.append(g) or real(c, g)))
+    r.retrieve("smoking", k=3)
+    r.with_config(mode="paper").retrieve("smoking", k=3)
+    assert built == []  # no query builds them
+    r.insert([Chunk("n1", "the weather was sunny all week", "d2")])  # chunk arrays grow
+    assert built == [r.compiled] and r.lookup.compiled is r.compiled
+    r.delete(chunk_ids=["c4"])  # a recompile
+    assert built[-1] is r.compiled and r.lookup.compiled is r.compiled
+    copied = pickle.loads(pickle.dumps(r))  # the tables' lock is not pickled; they are rebuilt
+    assert copied.lookup.compiled is copied.compiled
+    assert _ids(copied.retrieve("smoking", k=3)) == _ids(r.retrieve("smoking", k=3))
+
+
+class _SlowDict(dict):
+    """A dict whose insert yields to other threads first: a check-then-insert without a lock lets
+    every thread pass the size check before any insert lands."""
+
+    def __setitem__(self, key, value):
+        time.sleep(0.02)
+        super().__setitem__(key, value)
+
+
+def _ids(result):
+    return [c.chunk.id for c in result.chunks]
+
+
+def test_bfs_row_cache_holds_its_cap_under_concurrent_queries(monkeypatch):
+    rng = np.random.default_rng(0)
+    g = _random_graph(rng, 12, 30)
+    lookup = replace(EdgeLookup.of(g), hop_rows=_SlowDict())
+    monkeypatch.setattr(retriever_module, "HOP_ROWS_MAX", 2 * g.n_vars)  # room for 2 rows
+    start = threading.Barrier(8)
+
+    def query(source: int) -> None:
+        start.wait()
+        lookup.hops(np.array([source]), 3)
+
+    threads = [threading.Thread(target=query, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(lookup.hop_rows) == 2
 
 
 def _toward_ends_by_gather(in_ptr, in_src, in_eid, ends, inside):

@@ -146,7 +146,6 @@ class CausalGraphRetriever:
         self._rankers: dict[HybridConfig, HybridRanker] = {}
         self._ranker_lock = threading.Lock()
         self._walk: GraphWalk | None = None  # the graph signal's arrays, built on first use
-        self._lookup: EdgeLookup | None = None  # provenance's tables, built on first use
         # The offline builder's support ledger (graph_build.incremental), for insert/delete.
         self.ledger: Any = None
         # Incremental edits (updates.py): the growable per-chunk buffers (rebuilt when absent),
@@ -170,13 +169,27 @@ class CausalGraphRetriever:
                 f"pickled ({type(exc).__name__}: {exc}); use an embedder that pickles, or "
                 "rebuild the retriever in the other process with from_persist_dir/load"
             ) from exc
-        # The edit buffers (grown with spare capacity) are rebuilt on the next edit.
-        return {k: v for k, v in self.__dict__.items() if k not in ("_ranker_lock", "_edit_state")}
+        # The edit buffers (grown with spare capacity) are rebuilt on the next edit, the
+        # provenance tables (which hold a lock) with the compiled graph.
+        left_out = ("_ranker_lock", "_edit_state", "_lookup")
+        return {k: v for k, v in self.__dict__.items() if k not in left_out}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._ranker_lock = threading.Lock()
         self._edit_state = None
+        self.compiled = self._compiled
+
+    @property
+    def compiled(self) -> CompiledGraph:
+        """The graph's arrays (``CompiledGraph``). Setting it (at load, after an edit) also builds
+        provenance's tables (``EdgeLookup``) for it, so that no query pays for them."""
+        return self._compiled
+
+    @compiled.setter
+    def compiled(self, g: CompiledGraph) -> None:
+        self._compiled = g
+        self._lookup = EdgeLookup.of(g)
 
     # ------------------------------------------------------------------ construction
 
@@ -721,12 +734,9 @@ class CausalGraphRetriever:
 
     @property
     def lookup(self) -> EdgeLookup:
-        """Per-edge and per-chunk tables for provenance (``EdgeLookup``), made once per compiled
-        graph (an edit recompiles it)."""
-        lookup = self._lookup
-        if lookup is None or lookup.compiled is not self.compiled:
-            lookup = self._lookup = EdgeLookup.of(self.compiled)
-        return lookup
+        """Per-edge and per-chunk tables for provenance (``EdgeLookup``), made with each compiled
+        graph (``compiled``'s setter)."""
+        return self._lookup
 
 
 def _as_lists(per_variable: np.ndarray | None) -> list[int] | None:
@@ -755,6 +765,8 @@ class EdgeLookup:
     chunk_edge: np.ndarray
     # (variable row, max_hops) -> the BFS hops from that variable alone (``hops``).
     hop_rows: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
+    # Held to check the cache's size and insert in one step: concurrent queries cannot overshoot.
+    hop_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def of(cls, g: CompiledGraph) -> EdgeLookup:
@@ -776,8 +788,9 @@ class EdgeLookup:
                     g.out_ptr, g.out_dst, g.out_eid, np.array([s]), max_hops, stop=g.is_end
                 )
                 row = np.where(row < 0, _UNREACHED, row)
-                if len(self.hop_rows) * row.size < HOP_ROWS_MAX:
-                    self.hop_rows[(s, max_hops)] = row
+                with self.hop_lock:
+                    if len(self.hop_rows) * row.size < HOP_ROWS_MAX:
+                        self.hop_rows[(s, max_hops)] = row
             rows.append(row)
         dist = np.min(rows, axis=0)
         dist[dist == _UNREACHED] = -1
