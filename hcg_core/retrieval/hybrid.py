@@ -228,12 +228,12 @@ def mmr_pack(
         span_rows=spans.tolist() if spans is not None else None,
         owner_rows=owners.tolist() if owners is not None else None,
     )
-    gain, weight = diversity * rel, 1.0 - diversity
+    state.gain, state.weight = diversity * rel, 1.0 - diversity
+    state.score = state.gain - state.weight * state.redundancy
     while state.room() and state.taken < n:
-        score = np.where(state.available, gain - weight * state.redundancy, -np.inf)
-        j = int(np.argmax(score))
+        j = int(state.score.argmax())
         if state.take(j) and groups is not None and groups[j] >= 0:
-            for m in np.flatnonzero(groups == groups[j]).tolist():
+            for m in (groups == groups[j]).nonzero()[0].tolist():
                 if state.available[m] and state.room():
                     state.take(m)
     return np.asarray(state.picked, dtype=np.int64)
@@ -253,6 +253,10 @@ class _Packing:
     owner_rows: list[int] | None
     available: np.ndarray = field(init=False)
     redundancy: np.ndarray = field(init=False)
+    # Each candidate's MMR score, gain - weight * redundancy, -inf once picked or skipped.
+    gain: np.ndarray = field(init=False)
+    weight: float = field(init=False)
+    score: np.ndarray = field(init=False)
     picked: list[int] = field(default_factory=list)
     picked_spans: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # per document
     results: set[int] = field(default_factory=set)  # the owners picked
@@ -274,6 +278,7 @@ class _Packing:
         grew (not when ``j`` was skipped, nor when it took back as many parts as it adds)."""
         before = len(self.picked)
         self.available[j] = False
+        self.score[j] = -np.inf
         self.taken += 1
         new = 1.0  # share of the candidate's span that no picked span covers
         if self.span_rows is not None and self.picked:
@@ -301,8 +306,11 @@ class _Packing:
             # the last pick nothing reads it.
             by_term = self.features.T
             row = by_term[:, j]
-            terms = np.flatnonzero(row)
+            terms = row.nonzero()[0]
             self.redundancy = np.maximum(self.redundancy, row[terms] @ by_term[terms])
+            score = self.gain - self.weight * self.redundancy
+            score[~self.available] = -np.inf
+            self.score = score
         return len(self.picked) > before
 
     def _drop_held(self, j: int) -> None:
@@ -674,20 +682,19 @@ class HybridRanker:
             return np.zeros((0, 0), dtype=np.float32)
         # The unit-length weights are scaled once per index state, not per query.
         lens, terms, w = self.bm25.unit_doc_terms(rows)
-        row = np.repeat(np.arange(m), lens)
         # Counting over the vocabulary (bincount) avoids sorting the candidates' terms.
-        count = np.bincount(terms, minlength=self.bm25.vocab_size)
-        shared = np.flatnonzero(count > 1)  # the columns, in term-id order
-        keep = count[terms] > 1
-        # Column of each shared term; the other entries are never read, so they stay unset.
-        column = np.empty(count.size, dtype=np.int64)
-        column[shared] = np.arange(shared.size)
+        shared = np.bincount(terms, minlength=self.bm25.vocab_size) > 1
+        # Column of each shared term, in term-id order; every other term writes to one spare
+        # last column, cut off below (cheaper than selecting the shared terms' entries).
+        column = shared.cumsum() - 1
+        width = int(column[-1]) + 1 if column.size else 0
+        column[~shared] = width
         # Stored term by term (column-major): a packing pick reads the columns of its own terms
         # (``_Packing.take``), each one contiguous.
-        dense = np.zeros((m, shared.size), dtype=np.float32, order="F")
+        dense = np.zeros((m, width + 1), dtype=np.float32, order="F")
         # Flat positions: one 1-D scatter instead of a 2-D fancy index.
-        dense.T.reshape(-1)[column[terms[keep]] * m + row[keep]] = w[keep]
-        return dense
+        dense.T.reshape(-1)[column[terms] * m + np.repeat(np.arange(m), lens)] = w
+        return dense[:, :width]
 
     def rank(
         self,

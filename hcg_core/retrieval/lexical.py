@@ -415,7 +415,7 @@ def top_k_indices(
         # argpartition narrows to the k best in O(n); the threshold keeps every tie at the boundary
         # so the stable lexsort below decides ties by index, not by partition order.
         kth = np.partition(scores, n - k)[n - k]
-        cand = np.flatnonzero(scores >= kth)
+        cand = (scores >= kth).nonzero()[0]
     else:
         cand = np.arange(n)
     order = np.lexsort((cand, -scores[cand]))[:k]

@@ -39,7 +39,7 @@ def match_nodes(
     if sims.size == 0:
         return np.zeros(0, np.int64), np.zeros(0, sims.dtype)
     best = np.maximum.reduceat(sims, metric_starts[:-1])
-    kept = np.flatnonzero(best >= tau_min)
+    kept = (best >= tau_min).nonzero()[0]
     if kept.size == 0:
         return np.zeros(0, np.int64), np.zeros(0, sims.dtype)
     # Ties broken by metric order (stable sort), so matching is deterministic.
@@ -99,7 +99,7 @@ def bounded_bfs(
         # last write wins, which is deterministic for a given graph and query.
         dist[dst] = hop
         parent[dst] = out_eid[pos]
-        frontier = np.flatnonzero(dist == hop)
+        frontier = (dist == hop).nonzero()[0]
     return dist, parent
 
 
@@ -170,8 +170,8 @@ def outcome_cones(
     ties). At most ``max_cones`` are kept.
     """
     n = reached.size
-    ends = np.flatnonzero(reached & (end_group >= 0))
-    present = np.flatnonzero(np.bincount(end_group[ends]))  # sorted, as np.unique
+    ends = (reached & (end_group >= 0)).nonzero()[0]
+    present = np.bincount(end_group[ends]).nonzero()[0]  # sorted, as np.unique
     slot = dict(zip(present.tolist(), range(present.size), strict=True))
     words = max(1, (present.size + 63) // 64)
     bits = np.zeros((n, words), dtype=np.uint64)
@@ -184,7 +184,7 @@ def outcome_cones(
         order = np.argsort(sub_src, kind="stable")
         sub_src, sub_dst = sub_src[order], sub_dst[order]
     if sub_src.size:
-        starts = np.concatenate(([0], np.flatnonzero(np.diff(sub_src)) + 1))
+        starts = np.concatenate(([0], np.diff(sub_src).nonzero()[0] + 1))
         sources = sub_src[starts]
         # Propagate membership backwards along G_q's edges until nothing changes: after i rounds
         # every node within i reverse hops of an end node carries its bit. Edges are grouped by

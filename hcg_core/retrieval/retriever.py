@@ -450,7 +450,7 @@ class CausalGraphRetriever:
         parent = bfs_parents(dist, g.out_src, g.out_dst, g.out_eid, g.is_end)
         reached = dist >= 0
         # G_q's edges, taken in out-CSR order so they come grouped by source.
-        pos = np.flatnonzero(reached[g.out_src] & reached[g.out_dst])
+        pos = (reached[g.out_src] & reached[g.out_dst]).nonzero()[0]
         sub, sub_src, sub_dst = g.out_eid[pos], g.out_src[pos], g.out_dst[pos]
         cones = outcome_cones(reached, sub_src, sub_dst, g.end_group, rows, sims, cfg.max_cones)
         node_rank = cone_rank_of_nodes(cones, g.n_vars) if cones.groups.size else None
@@ -592,7 +592,7 @@ class CausalGraphRetriever:
         """Per variable, the next edge on its way to an end of the kept cones (``toward_ends``)."""
         g = self.compiled
         inside = t.node_rank < t.cones.groups.size
-        return toward_ends(g.in_ptr, g.in_src, g.in_eid, np.flatnonzero(inside & g.is_end), inside)
+        return toward_ends(g.in_ptr, g.in_src, g.in_eid, (inside & g.is_end).nonzero()[0], inside)
 
     def _selected_edges(
         self, t: Traversal, allowed: np.ndarray | None
