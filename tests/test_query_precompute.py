@@ -30,7 +30,7 @@ from hcg_core.retrieval.paper import (
     outcome_cones,
     toward_ends,
 )
-from hcg_core.retrieval.repeats import cut_to, without_repeats
+from hcg_core.retrieval.repeats import array_word_spans, cut_to, without_repeats
 from hcg_core.retrieval.retriever import CausalGraphRetriever, EdgeLookup, _citing
 from hcg_core.types import Chunk, RetrievedChunk
 
@@ -332,6 +332,21 @@ CUT_TEXTS = [
     "short " + "x" * 250 + " tail " + "y" * 100 + "z end",
     "  spaced\tout\n\nwords  here ",
 ]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_array_word_spans_are_the_corpus_word_spans(seed):
+    rng = np.random.default_rng(seed)
+    # Every ASCII character (the spaces \s matches among them: \x1c-\x1f too), runs longer
+    # than MAX_TOKEN_CHARS, and text that is not ASCII (CJK, accents, a non-ASCII space).
+    alphabet = [chr(i) for i in range(128)] + ["é", "吸", "烟", "。", "\u00a0", "\u2028"]
+    ascii_only = seed % 2 == 0
+    pool = alphabet[:128] if ascii_only else alphabet
+    weights = np.array([8.0 if ch.isalnum() else 1.0 for ch in pool])
+    text = "".join(rng.choice(pool, size=int(rng.integers(0, 400)), p=weights / weights.sum()))
+    if seed % 5 == 0:
+        text += " " + "x" * int(rng.integers(95, 260)) + " tail"
+    assert array_word_spans(text).tolist() == [list(s) for s in word_spans(text)]
 
 
 @pytest.mark.parametrize("text", CUT_TEXTS)

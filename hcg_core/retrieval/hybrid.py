@@ -47,14 +47,14 @@ from ..blocks import (
     short_blocks,
 )
 from ..config import DEFAULT_DIVERSITY, HybridConfig
-from ..corpus import english_word_counts, reads_not_english, word_spans
+from ..corpus import english_word_counts, reads_not_english
 from ..errors import ConfigError
 from ..types import Chunk, RetrievalResult, RetrievedChunk
 from .dense import DenseIndex, NumpyDenseIndex
 from .grams import GramIndex
 from .lexical import BM25Index, Growable, top_k_indices
 from .passages import split_passages
-from .repeats import joined_parts, without_repeats
+from .repeats import array_word_spans, joined_parts, without_repeats
 
 
 def standardise(scores: np.ndarray, pool: np.ndarray) -> np.ndarray:
@@ -582,7 +582,7 @@ class HybridRanker:
         (``repeats.without_repeats``)."""
         spans = self._word_spans.get(text)
         if spans is None:
-            spans = np.asarray(word_spans(text), dtype=np.int32).reshape(-1, 2)
+            spans = array_word_spans(text)
             if len(self._word_spans) < len(self.units):  # a result's own text: not kept
                 self._word_spans[text] = spans
         return spans
