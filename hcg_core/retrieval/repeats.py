@@ -29,20 +29,27 @@ _ASCII_SPACE = np.array([re.fullmatch(r"\s", chr(i)) is not None for i in range(
 def array_word_spans(text: str) -> np.ndarray:
     """``corpus.word_spans(text)`` as an ``(n, 2)`` int32 array.
 
-    Plain ASCII text (no CJK, so a word is a run of non-space characters) is read with numpy,
-    several times faster than the regular expression; other text, or a run longer than
-    ``corpus.MAX_TOKEN_CHARS`` (cut into pieces), goes through ``word_spans`` itself.
+    Text without CJK and without spaces outside ASCII (nearly all) is read with numpy, several
+    times faster than the regular expression: a word is then a run of characters that are not
+    ASCII spaces. Which characters outside ASCII the text holds is asked of ``word_spans``
+    itself (joined into one word, they must come back as one). Other text, or a run longer than
+    ``corpus.MAX_TOKEN_CHARS`` (cut into pieces), goes through ``word_spans``.
 
-    >>> array_word_spans(" Smoking  kills.\\n").tolist()
-    [[1, 8], [10, 16]]
+    >>> array_word_spans(" Smoking  kills –\\n").tolist()
+    [[1, 8], [10, 15], [16, 17]]
     """
-    if text.isascii():
-        word = ~_ASCII_SPACE[np.frombuffer(text.encode("ascii"), np.uint8)]
-        edge = np.diff(word.astype(np.int8), prepend=np.int8(0), append=np.int8(0))
-        starts, ends = (edge == 1).nonzero()[0], (edge == -1).nonzero()[0]
-        if not (ends - starts > MAX_TOKEN_CHARS).any():
-            return np.stack([starts, ends], axis=1).astype(np.int32)
-    return np.asarray(word_spans(text), dtype=np.int32).reshape(-1, 2)
+    points = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+    wide = points >= 128
+    if wide.any():
+        others = "".join(map(chr, np.unique(points[wide]).tolist()))
+        if len(word_spans(f"a{others}a")) != 1:  # a space or CJK among them
+            return np.asarray(word_spans(text), dtype=np.int32).reshape(-1, 2)
+    word = wide | ~_ASCII_SPACE[points & 127]
+    edge = np.diff(word.astype(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts, ends = (edge == 1).nonzero()[0], (edge == -1).nonzero()[0]
+    if (ends - starts > MAX_TOKEN_CHARS).any():
+        return np.asarray(word_spans(text), dtype=np.int32).reshape(-1, 2)
+    return np.stack([starts, ends], axis=1).astype(np.int32)
 
 
 def without_repeats(
@@ -85,14 +92,13 @@ def without_repeats(
         if kind == "word" and n != end - start:
             out.append(rc)  # offsets counted otherwise than the text's words: leave it whole
             continue
-        # Each word's place relative to ``start``: its number (word offsets) or its characters.
-        first, last = (np.arange(n), np.arange(1, n + 1)) if kind == "word" else spans.T
-        kept = np.flatnonzero(_uncovered(before, start, end, first, last))
-        if kept.size == 0:
+        run = _kept_run(before, kind, start, end, spans)
+        if run is None:
             continue
         # The kept text runs from the first word not sent yet to the last one (contiguous).
-        lo, hi = int(kept[0]), int(kept[-1]) + 1
-        before.append((start + int(first[lo]), start + int(last[hi - 1])))
+        lo, hi = run
+        sent = (lo, hi) if kind == "word" else (int(spans[lo, 0]), int(spans[hi - 1, 1]))
+        before.append((start + sent[0], start + sent[1]))
         if (lo, hi) == (0, n):
             out.append(rc)
             continue
@@ -118,6 +124,37 @@ def _place(chunk: Chunk) -> tuple[str, int, int] | None:
             return kind, start, end
     start = meta.get("start_index")
     return ("char", start, start + len(chunk.text)) if isinstance(start, int) else None
+
+
+def _kept_run(
+    sent: Sequence[tuple[int, int]], kind: str, start: int, end: int, spans: np.ndarray
+) -> tuple[int, int] | None:
+    """The first word of ``spans`` and one past the last that hold a place of ``[start, end)``
+    no ``sent`` place covers; None when they cover it all. Word ``i`` is at ``start + i``
+    (``kind`` "word": plain integer steps over the few places sent) or at its characters.
+
+    >>> _kept_run([(0, 3), (8, 12)], "word", 2, 10, np.zeros((8, 2), np.int64))
+    (1, 6)
+    """
+    if kind == "word":
+        lo, hi, moved = start, end, True
+        while moved:  # past every sent place that covers the first free position
+            moved = False
+            for a, b in sent:
+                if a <= lo < b:
+                    lo, moved = b, True
+        if lo >= end:
+            return None
+        moved = True
+        while moved:  # before every sent place that covers the last free position
+            moved = False
+            for a, b in sent:
+                if a < hi <= b:
+                    hi, moved = a, True
+        return lo - start, hi - start
+    first, last = spans.T
+    kept = _uncovered(sent, start, end, first, last).nonzero()[0]
+    return (int(kept[0]), int(kept[-1]) + 1) if kept.size else None
 
 
 def _uncovered(
