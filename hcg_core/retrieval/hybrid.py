@@ -253,7 +253,8 @@ class _Packing:
     owner_rows: list[int] | None
     available: np.ndarray = field(init=False)
     redundancy: np.ndarray = field(init=False)
-    # Each candidate's MMR score, gain - weight * redundancy, -inf once picked or skipped.
+    # Each candidate's MMR score, gain - weight * redundancy; both -inf once it is taken
+    # (picked or skipped).
     gain: np.ndarray = field(init=False)
     weight: float = field(init=False)
     score: np.ndarray = field(init=False)
@@ -278,7 +279,7 @@ class _Packing:
         grew (not when ``j`` was skipped, nor when it took back as many parts as it adds)."""
         before = len(self.picked)
         self.available[j] = False
-        self.score[j] = -np.inf
+        self.gain[j] = self.score[j] = -np.inf
         self.taken += 1
         new = 1.0  # share of the candidate's span that no picked span covers
         if self.span_rows is not None and self.picked:
@@ -308,9 +309,7 @@ class _Packing:
             row = by_term[:, j]
             terms = row.nonzero()[0]
             self.redundancy = np.maximum(self.redundancy, row[terms] @ by_term[terms])
-            score = self.gain - self.weight * self.redundancy
-            score[~self.available] = -np.inf
-            self.score = score
+            self.score = self.gain - self.weight * self.redundancy
         return len(self.picked) > before
 
     def _drop_held(self, j: int) -> None:
@@ -892,7 +891,11 @@ class HybridRanker:
         blocks = self.blocks if cfg.group_blocks else None
         groups = None
         if blocks is not None and pool.size:
-            extra = np.setdiff1d(self._block_mates(pool), pool)
+            # The mates not in the pool, sorted (each unit is in one block: no duplicates).
+            mates = self._block_mates(pool)
+            in_pool = np.zeros(len(self.units), dtype=bool)
+            in_pool[pool] = True
+            extra = np.sort(mates[~in_pool[mates]])
             if ok is not None:
                 extra = extra[ok[extra]]
             if extra.size:

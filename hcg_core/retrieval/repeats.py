@@ -198,7 +198,7 @@ def cut_to(
     offset = rc.details.get("span", (0,))[0]
     details = {**rc.details, "span": [offset + a, offset + b]}
     chunk = Chunk(id=c.id, text=c.text[a:b], doc_id=c.doc_id, metadata=meta)
-    return replace(rc, chunk=chunk, details=details)
+    return RetrievedChunk(chunk, rc.score, rc.route, rc.paths, details)
 
 
 def joined_parts(

@@ -508,7 +508,7 @@ class CausalGraphRetriever:
             paths = tuple(lookup.path(e, parent, toward) for e in citing[row])
             if paths and _vouched(rc, paths, self.graph.chunks[row]):
                 details = {**rc.details, "graph_edges": len(paths)}
-                chunks[i] = replace(rc, route="graph", paths=paths, details=details)
+                chunks[i] = RetrievedChunk(rc.chunk, rc.score, "graph", paths, details)
         diagnostics = {
             **result.diagnostics,
             "graph_chunks": sum(rc.route == "graph" for rc in chunks),
