@@ -946,10 +946,7 @@ class HybridRanker:
             "dense": (dense_abs, _ranks(c.dn_order, n)),
             "graph": (c.graph_part, _ranks(c.graph_order, n)),
         }
-        out = [
-            self._result(c, r, float(score[i]), fused, signals, led_by)
-            for i, r in enumerate(rows.tolist())
-        ]
+        out = self._result_list(c, rows, score, fused, signals, led_by)
         if self._has_parts:
             # The parts of one piece come back as the piece, once (repeats.joined_parts); then
             # what overlapping pieces repeat is cut, as between whole pieces.
@@ -958,40 +955,43 @@ class HybridRanker:
         if self.config.cut_repeats:
             out = without_repeats(out, self.unit_word_spans)
         # A result still holding its unit's text has the unit's word count (counted at load).
-        counted = {id(self.units[r]): int(self.word_counts[r]) for r in rows.tolist()}
+        ids = [id(self.units[r]) for r in rows.tolist()]
+        counted = dict(zip(ids, self.word_counts[rows].tolist(), strict=True))
         words = sum(
             counted[id(rc.chunk)] if id(rc.chunk) in counted else len(rc.chunk.text.split())
             for rc in out
         )
         return self._result_set(c, out, words)
 
-    def _result(
+    def _result_list(
         self,
         c: _Candidates,
-        r: int,
-        score: float,
+        rows: np.ndarray,
+        score: np.ndarray,
         fused: np.ndarray,
         signals: dict[str, tuple[np.ndarray, np.ndarray]],
         led_by: dict[int, int],
-    ) -> RetrievedChunk:
-        """Unit ``r`` as a result: its score and each signal's part and rank."""
-        details: dict[str, Any] = {name: float(part[r]) for name, (part, _) in signals.items()}
-        details.update(
-            {f"{name}_rank": int(rank[r]) or None for name, (_, rank) in signals.items()}
-        )
-        details["fused_score"] = float(fused[r])
-        if r in led_by:
-            details["follows"] = self.units[led_by[r]].id
-        if c.gap is not None and c.gap[r] > 0:  # why a unit in another language came back
-            details["grams"] = float(c.gram_cos[r])
-        if self.part_at[r, 0] >= 0:  # a part of its piece: where, in the stored text
-            details["span"] = self.part_at[r].tolist()
-        return RetrievedChunk(
-            chunk=self.units[r],
-            score=score,
-            route="fallback",  # the retriever marks the graph's evidence (``with_paths``)
-            details=details,
-        )
+    ) -> list[RetrievedChunk]:
+        """The units ``rows`` as results: each one's score (``score``, in order) and each
+        signal's part and rank (each signal's values read for all rows at once)."""
+        columns = {name: part[rows].tolist() for name, (part, _) in signals.items()}
+        ranks = {f"{name}_rank": rank[rows].tolist() for name, (_, rank) in signals.items()}
+        fused_at, part_at = fused[rows].tolist(), self.part_at
+        parted = (part_at[rows, 0] >= 0).tolist()
+        out = []
+        for i, r in enumerate(rows.tolist()):
+            details: dict[str, Any] = {name: values[i] for name, values in columns.items()}
+            details.update({name: values[i] or None for name, values in ranks.items()})
+            details["fused_score"] = fused_at[i]
+            if r in led_by:
+                details["follows"] = self.units[led_by[r]].id
+            if c.gap is not None and c.gap[r] > 0:  # why a unit in another language came back
+                details["grams"] = float(c.gram_cos[r])
+            if parted[i]:  # a part of its piece: where, in the stored text
+                details["span"] = part_at[r].tolist()
+            # The retriever marks the graph's evidence (``with_paths``).
+            out.append(RetrievedChunk(self.units[r], float(score[i]), "fallback", details=details))
+        return out
 
     @staticmethod
     def _result_set(c: _Candidates, out: list[RetrievedChunk], words: int) -> RetrievalResult:
