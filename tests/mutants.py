@@ -108,6 +108,7 @@ MUTANTS = (
         "BFS continues past outcome and terminal nodes",
         ("frontier = frontier[~stop[frontier]]", "frontier = frontier"),
         ("& ((hop == 0) | ~stop[out_src])", "& (hop >= 0)"),
+        ("keep = ~stop[node]", "keep = node >= 0"),
     ),
     m(
         "band_threshold_max",

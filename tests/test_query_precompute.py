@@ -23,6 +23,7 @@ from hcg_core.retrieval.hybrid import HybridRanker
 from hcg_core.retrieval.lexical import BM25Index
 from hcg_core.retrieval.paper import (
     Cones,
+    all_source_hops,
     bfs_parents,
     bounded_bfs,
     cone_rank_of_nodes,
@@ -187,19 +188,46 @@ def test_bfs_from_cached_single_source_rows_is_the_multi_source_bfs(seed):
         )
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_bfs_table_made_with_the_compiled_graph_is_each_variables_bfs(seed):
+    rng = np.random.default_rng(seed)
+    g = _random_graph(rng, int(rng.integers(1, 30)), int(rng.integers(0, 80)))
+    hops = int(rng.integers(0, 5))
+    table = all_source_hops(g.out_ptr, g.out_dst, hops, g.is_end)
+    for s in range(g.n_vars):
+        dist, _ = bounded_bfs(g.out_ptr, g.out_dst, g.out_eid, np.array([s]), hops, stop=g.is_end)
+        assert table[s].tolist() == dist.tolist()
+    lookup = EdgeLookup.of(g, hops)
+    assert lookup.hop_table is not None and lookup.table_hops == hops
+    for _ in range(4):
+        sources = np.unique(rng.integers(0, g.n_vars, int(rng.integers(1, 6))))
+        dist, _ = bounded_bfs(g.out_ptr, g.out_dst, g.out_eid, sources, hops, stop=g.is_end)
+        assert lookup.hops(sources, hops).tolist() == dist.tolist()
+        if hops:  # another depth (a clone's max_hops): each variable's own BFS, as before
+            dist, _ = bounded_bfs(g.out_ptr, g.out_dst, g.out_eid, sources, hops - 1, stop=g.is_end)
+            assert lookup.hops(sources, hops - 1).tolist() == dist.tolist()
+    assert all(h == hops - 1 for _, h in lookup.hop_rows)  # the table's depth reads the table
+
+
 def test_provenance_tables_are_built_with_the_compiled_graph(graph, embedder, monkeypatch):
     r = CausalGraphRetriever(graph, embedder)
     assert r.lookup.compiled is r.compiled  # built at load, not by the first query
+    assert r.lookup.table_hops == r.config.max_hops  # with every variable's BFS row
+    table = r.lookup.hop_table
     built = []
     real = EdgeLookup.of.__func__
-    monkeypatch.setattr(EdgeLookup, "of", classmethod(lambda c, g: built.append(g) or real(c, g)))
+    monkeypatch.setattr(
+        EdgeLookup, "of", classmethod(lambda c, g, *a: built.append(g) or real(c, g, *a))
+    )
     r.retrieve("smoking", k=3)
     r.with_config(mode="paper").retrieve("smoking", k=3)
     assert built == []  # no query builds them
     r.insert([Chunk("n1", "the weather was sunny all week", "d2")])  # chunk arrays grow
     assert built == [r.compiled] and r.lookup.compiled is r.compiled
+    assert r.lookup.hop_table is table  # the edges did not change: their BFS rows are kept
     r.delete(chunk_ids=["c4"])  # a recompile
     assert built[-1] is r.compiled and r.lookup.compiled is r.compiled
+    assert r.lookup.hop_table is not table and r.lookup.table_hops == r.config.max_hops
     copied = pickle.loads(pickle.dumps(r))  # the tables' lock is not pickled; they are rebuilt
     assert copied.lookup.compiled is copied.compiled
     assert _ids(copied.retrieve("smoking", k=3)) == _ids(r.retrieve("smoking", k=3))

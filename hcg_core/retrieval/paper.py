@@ -103,6 +103,34 @@ def bounded_bfs(
     return dist, parent
 
 
+def all_source_hops(
+    out_ptr: np.ndarray, out_dst: np.ndarray, max_hops: int, stop: np.ndarray
+) -> np.ndarray:
+    """``(n, n)``: row ``s`` is ``bounded_bfs``'s hop distances from ``s`` alone (-1: not
+    reached), every source's BFS run at once over (source, node) pairs, hop by hop.
+
+    >>> ptr = np.array([0, 1, 2, 3, 3]); dst = np.array([1, 2, 3])
+    >>> all_source_hops(ptr, dst, 2, np.array([False, True, False, False])).tolist()
+    [[0, 1, -1, -1], [-1, 0, 1, 2], [-1, -1, 0, 1], [-1, -1, -1, 0]]
+    """
+    n = out_ptr.size - 1
+    dist = np.full(n * n, -1, dtype=np.int64)
+    source = node = np.arange(n)
+    dist[source * n + node] = 0
+    for hop in range(1, max_hops + 1):
+        if hop > 1:  # as bounded_bfs: a stop node is expanded only as a source
+            keep = ~stop[node]
+            source, node = source[keep], node[keep]
+        pos, owner = gather(out_ptr, node)
+        flat = source[owner] * n + out_dst[pos]
+        flat = np.unique(flat[dist[flat] < 0])
+        if flat.size == 0:
+            break
+        dist[flat] = hop
+        source, node = flat // n, flat % n
+    return dist.reshape(n, n)
+
+
 def bfs_parents(
     dist: np.ndarray,
     out_src: np.ndarray,

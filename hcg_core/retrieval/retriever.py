@@ -40,6 +40,7 @@ from .lexical import tokenize
 from .matvec import matvec
 from .paper import (
     Cones,
+    all_source_hops,
     bfs_parents,
     bounded_bfs,
     cone_rank_of_nodes,
@@ -71,6 +72,10 @@ def stored_ledger(stored: StoredGraph) -> Any:
 MAX_PATHS_PER_CHUNK = 3  # provenance: the best few causal paths behind each graph chunk
 HOP_ROWS_MAX = 4_000_000
 """Entries (variables x hop rows, int64: 32 MB) of single-source BFS rows kept for reuse."""
+HOP_TABLE_MAX = 1 << 18
+"""Entries (variables squared, int64: 2 MB; 512 variables) up to which every variable's BFS row is computed
+with the compiled graph (``EdgeLookup.of``), so that no query runs one; a larger graph keeps
+the rows its queries computed (``HOP_ROWS_MAX``)."""
 _UNREACHED = np.iinfo(np.int64).max
 
 
@@ -189,7 +194,7 @@ class CausalGraphRetriever:
     @compiled.setter
     def compiled(self, g: CompiledGraph) -> None:
         self._compiled = g
-        self._lookup = EdgeLookup.of(g)
+        self._lookup = EdgeLookup.of(g, self.config.max_hops, self.__dict__.get("_lookup"))
 
     # ------------------------------------------------------------------ construction
 
@@ -763,22 +768,47 @@ class EdgeLookup:
     dst: list[int]
     chunk_ptr: np.ndarray
     chunk_edge: np.ndarray
+    # Every variable's BFS hops for ``table_hops`` (``_UNREACHED`` where not reached), made
+    # with the compiled graph when small enough (``HOP_TABLE_MAX``), else None.
+    hop_table: np.ndarray | None = None
+    table_hops: int = -1
     # (variable row, max_hops) -> the BFS hops from that variable alone (``hops``).
     hop_rows: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
     # Held to check the cache's size and insert in one step: concurrent queries cannot overshoot.
     hop_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
-    def of(cls, g: CompiledGraph) -> EdgeLookup:
+    def of(
+        cls, g: CompiledGraph, max_hops: int | None = None, previous: EdgeLookup | None = None
+    ) -> EdgeLookup:
+        """The tables of ``g``; with ``max_hops``, every variable's BFS row for it too, when
+        the graph has at most ``HOP_TABLE_MAX`` of them squared (taken from ``previous`` when
+        that was made for the same edges: an insert that changed none)."""
         ev_edge = np.repeat(np.arange(g.edge_src.size), np.diff(g.ev_ptr))
         ptr, edge, _ = csr(g.ev_chunk, ev_edge, ev_edge, g.chunk_emb.shape[0])
-        return cls(g, g.edge_src.tolist(), g.edge_dst.tolist(), ptr, edge)
+        table = None
+        if (
+            previous is not None
+            and previous.compiled.out_ptr is g.out_ptr
+            and previous.compiled.out_dst is g.out_dst
+            and previous.table_hops == max_hops
+        ):
+            table = previous.hop_table
+        elif max_hops is not None and g.n_vars * g.n_vars <= HOP_TABLE_MAX:
+            table = all_source_hops(g.out_ptr, g.out_dst, max_hops, g.is_end)
+            table[table < 0] = _UNREACHED
+        hops = -1 if table is None else max_hops
+        return cls(g, g.edge_src.tolist(), g.edge_dst.tolist(), ptr, edge, table, hops)
 
     def hops(self, sources: np.ndarray, max_hops: int) -> np.ndarray:
         """``bounded_bfs``'s hop distances from ``sources`` (-1: not reached). A node's distance
         from several sources is the least of its distances from each alone: a shortest path
         through another source is longer than the one from that source. So each source's own
         BFS is kept (up to ``HOP_ROWS_MAX`` entries) and a query takes a minimum over rows."""
+        if self.hop_table is not None and max_hops == self.table_hops:
+            dist = self.hop_table[sources].min(axis=0)
+            dist[dist == _UNREACHED] = -1
+            return dist
         g = self.compiled
         rows = []
         for s in sources.tolist():
