@@ -220,12 +220,12 @@ def outcome_cones(
         # flat array gathers faster than rows of a table.
         for w in range(words):
             word = bits[:, w].copy()
+            held = word[sources]
             for _ in range(n):
-                held = word[sources]
                 merged = held | np.bitwise_or.reduceat(word[sub_dst], starts)
                 if not (merged != held).any():
                     break
-                word[sources] = merged
+                word[sources] = held = merged
             bits[:, w] = word
     table = _bit_table(bits[matched], present.size)
     counts = table.sum(axis=0)
@@ -248,18 +248,25 @@ def cone_rank_of_nodes(cones: Cones, n: int) -> np.ndarray:
 
 
 def toward_ends(
-    in_ptr: np.ndarray, in_src: np.ndarray, in_eid: np.ndarray, ends: np.ndarray, inside: np.ndarray
+    in_ptr: np.ndarray,
+    in_src: np.ndarray,
+    in_eid: np.ndarray,
+    ends: np.ndarray,
+    inside: np.ndarray,
+    in_dst: np.ndarray | None = None,
 ) -> np.ndarray:
     """Per node, the first edge of a shortest path to one of ``ends`` using only ``inside`` nodes.
 
     A reverse BFS from ``ends``; -1 where no such path exists (and for the end nodes).
+    ``in_dst``: each in-CSR entry's node, when the caller keeps it (else derived here).
 
     >>> ptr = np.array([0, 0, 1, 2]); src = np.array([0, 1]); eid = np.array([0, 1])
     >>> toward_ends(ptr, src, eid, np.array([2]), np.ones(3, bool)).tolist()
     [0, 1, -1]
     """
     n = in_ptr.size - 1
-    in_dst = np.repeat(np.arange(n), np.diff(in_ptr))
+    if in_dst is None:
+        in_dst = np.repeat(np.arange(n), np.diff(in_ptr))
     nxt = np.full(n, -1, dtype=np.int64)
     seen = np.zeros(n, dtype=bool)
     seen[ends] = True

@@ -597,7 +597,8 @@ class CausalGraphRetriever:
         """Per variable, the next edge on its way to an end of the kept cones (``toward_ends``)."""
         g = self.compiled
         inside = t.node_rank < t.cones.groups.size
-        return toward_ends(g.in_ptr, g.in_src, g.in_eid, (inside & g.is_end).nonzero()[0], inside)
+        ends = (inside & g.is_end).nonzero()[0]
+        return toward_ends(g.in_ptr, g.in_src, g.in_eid, ends, inside, self.lookup.in_dst)
 
     def _selected_edges(
         self, t: Traversal, allowed: np.ndarray | None
@@ -768,6 +769,7 @@ class EdgeLookup:
     dst: list[int]
     chunk_ptr: np.ndarray
     chunk_edge: np.ndarray
+    in_dst: np.ndarray  # each in-CSR entry's node (``toward_ends``)
     # Every variable's BFS hops for ``table_hops`` (``_UNREACHED`` where not reached), made
     # with the compiled graph when small enough (``HOP_TABLE_MAX``), else None.
     hop_table: np.ndarray | None = None
@@ -798,7 +800,8 @@ class EdgeLookup:
             table = all_source_hops(g.out_ptr, g.out_dst, max_hops, g.is_end)
             table[table < 0] = _UNREACHED
         hops = -1 if table is None else max_hops
-        return cls(g, g.edge_src.tolist(), g.edge_dst.tolist(), ptr, edge, table, hops)
+        in_dst = np.repeat(np.arange(g.n_vars), np.diff(g.in_ptr))
+        return cls(g, g.edge_src.tolist(), g.edge_dst.tolist(), ptr, edge, in_dst, table, hops)
 
     def hops(self, sources: np.ndarray, max_hops: int) -> np.ndarray:
         """``bounded_bfs``'s hop distances from ``sources`` (-1: not reached). A node's distance
