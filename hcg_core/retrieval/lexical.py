@@ -279,6 +279,23 @@ class BM25Index:
         norm = self.k1 * (1.0 - self.b + self.b * self.doc_lengths[docs] / self._avgdl())
         return (idf[terms] * tf / (tf + norm)).astype(np.float32)
 
+    def _main_weights(self) -> np.ndarray:
+        """Every posting's BM25 weight in the term-major CSR (``_weights``, element by element, so
+        the same bits), computed once per index state (as ``idf``), not per query term."""
+        main, df, n, total = self._main, self._df, self.n_docs, self._total_length
+        cached = self.__dict__.get("_main_weight_cache")
+        if (
+            cached is None
+            or cached[0] is not main
+            or cached[1] is not df
+            or cached[2:4] != (n, total)
+        ):
+            _, ptr, docs, tf = main
+            terms = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+            cached = (main, df, n, total, self._weights(terms, tf, docs, self.idf))
+            self._main_weight_cache = cached
+        return cached[4]
+
     def _postings(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The given documents (int64), their posting counts and their postings' positions in
         the doc-major store, document by document."""
@@ -355,6 +372,9 @@ class BM25Index:
             lengths.sum()
         )
         docs = main_docs[offsets]
+        if not delta_nnz:  # the usual case: every posting's weight is known for this state
+            summed = np.bincount(docs, weights=self._main_weights()[offsets], minlength=self.n_docs)
+            return summed.astype(np.float32)
         terms = np.repeat(known, lengths)
         tf = main_tf[offsets]
         if delta_nnz:
