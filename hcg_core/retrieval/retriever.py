@@ -521,7 +521,7 @@ class CausalGraphRetriever:
             **{f"graph_{k_}": v for k_, v in t.diagnostics().items()},
         }
         matched = tuple(g.var_names[r] for r in t.rows)
-        return replace(result, chunks=tuple(chunks), matched=matched, diagnostics=diagnostics)
+        return RetrievalResult(result.query, tuple(chunks), matched, result.served_by, diagnostics)
 
     @property
     def walk(self) -> GraphWalk:
