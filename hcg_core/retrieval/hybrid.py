@@ -82,7 +82,8 @@ def standardise(scores: np.ndarray, pool: np.ndarray) -> np.ndarray:
     std = math.sqrt(float((deviation * deviation).sum()) / top.size)
     if std <= 0:
         return (scores >= mean).astype(np.float64) * (scores > 0)
-    return np.clip((scores - mean) / std, 0.0, None) / _Z_SCALE
+    # np.maximum: what np.clip with no upper bound runs, without its wrapper.
+    return np.maximum((scores - mean) / std, 0.0) / _Z_SCALE
 
 
 # A z-score of this many standard deviations counts as 1.0 in the fused relevance.
@@ -1118,7 +1119,7 @@ class _ChunkCosines:
 
     def _set(self, rows: np.ndarray, cos: np.ndarray) -> None:
         # float32 cosines, clipped at 0, then widened: the same numbers the full matrix gave.
-        cos = np.clip(np.asarray(cos, np.float32), 0, None).astype(np.float64)
+        cos = np.maximum(np.asarray(cos, np.float32), 0).astype(np.float64)
         self.values[rows] = cos
         self.known[rows] = True
 
