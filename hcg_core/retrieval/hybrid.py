@@ -890,6 +890,8 @@ class HybridRanker:
         """
         cfg = self.config
         blocks = self.blocks if cfg.group_blocks else None
+        if blocks is not None and not (blocks[pool] >= 0).any():
+            blocks = None  # no candidate in a short block (hcg's own chunks): nothing to group
         groups = None
         if blocks is not None and pool.size:
             # The mates not in the pool, sorted (each unit is in one block: no duplicates).
@@ -1013,7 +1015,8 @@ class HybridRanker:
         best part, and scores still never rise down the list.
         """
         blocks = self.blocks if self.config.group_blocks else None
-        if blocks is None or rows.size == 0:
+        # No picked unit in a block (hcg's own chunks): every run is one unit, nothing moves.
+        if blocks is None or rows.size == 0 or not (blocks[rows] >= 0).any():
             return rows, score, {}
         order, lead = reading_order(blocks[rows], self.spans[rows, 1])
         led_by = {int(rows[i]): int(rows[j]) for i, j in enumerate(lead.tolist()) if i != j}
