@@ -1032,10 +1032,10 @@ class HybridRanker:
         cfg = self.config
         if not (cfg.fill_language_gap and cfg.bm25_weight > 0 and cfg.dense_weight > 0):
             return None
-        if english_word_counts(query)[0] == 0:
-            return None
         foreign = self._not_english.view(len(self.units))
-        return foreign if foreign.any() else None
+        if not foreign.any():  # checked first: cheaper than reading the question's words
+            return None
+        return foreign if english_word_counts(query)[0] > 0 else None
 
     def _gram_evidence(
         self, query: str, ok: np.ndarray | None
