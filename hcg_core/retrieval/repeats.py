@@ -44,12 +44,15 @@ def array_word_spans(text: str) -> np.ndarray:
         others = "".join(map(chr, np.unique(points[wide]).tolist()))
         if len(word_spans(f"a{others}a")) != 1:  # a space or CJK among them
             return np.asarray(word_spans(text), dtype=np.int32).reshape(-1, 2)
-    word = wide | ~_ASCII_SPACE[points & 127]
-    edge = np.diff(word.astype(np.int8), prepend=np.int8(0), append=np.int8(0))
-    starts, ends = (edge == 1).nonzero()[0], (edge == -1).nonzero()[0]
-    if (ends - starts > MAX_TOKEN_CHARS).any():
+    word = np.zeros(points.size + 2, dtype=bool)  # a non-space character, padded both ends
+    word[1:-1] = wide | ~_ASCII_SPACE[points & 127]
+    starts = (word[1:] > word[:-1]).nonzero()[0]  # a word starts here
+    spans = np.empty((starts.size, 2), dtype=np.int32)
+    spans[:, 0] = starts
+    spans[:, 1] = (word[1:] < word[:-1]).nonzero()[0]  # a word ended just before
+    if (spans[:, 1] - spans[:, 0] > MAX_TOKEN_CHARS).any():
         return np.asarray(word_spans(text), dtype=np.int32).reshape(-1, 2)
-    return np.stack([starts, ends], axis=1).astype(np.int32)
+    return spans
 
 
 def without_repeats(
