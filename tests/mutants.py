@@ -75,7 +75,7 @@ MUTANTS = (
         "bm25_delta_ignored",
         "hcg_core/retrieval/lexical.py",
         "documents added since the last CSR merge are not scored",
-        ("        if delta_nnz:\n", "        if False:\n"),
+        ("        if not delta_nnz:", "        if True:"),
     ),
     m(
         "delete_keeps_sentences",

@@ -377,27 +377,26 @@ class BM25Index:
             return summed.astype(np.float32)
         terms = np.repeat(known, lengths)
         tf = main_tf[offsets]
-        if delta_nnz:
-            # Documents added since the CSR was built: scan their postings, then order them by
-            # query term like the CSR's, so scores sum in the same order as a fresh index.
-            lo = int(self._ptr.view(main_n + 1)[-1])
-            hi = lo + delta_nnz
-            dterms = self._terms.buf[lo:hi]
-            hit = np.flatnonzero(np.isin(dterms, tids))
-            if hit.size:
-                dptr = self._ptr.view(self.n_docs + 1)[main_n:] - lo
-                ddocs = (np.searchsorted(dptr, hit, side="right") - 1 + main_n).astype(np.int32)
-                rank = {int(t): i for i, t in enumerate(tids.tolist())}
-                key_all = np.concatenate(
-                    (
-                        np.array([rank[int(t)] for t in known], np.int64).repeat(lengths),
-                        np.array([rank[int(t)] for t in dterms[hit].tolist()], np.int64),
-                    )
+        # Documents added since the CSR was built: scan their postings, then order them by
+        # query term like the CSR's, so scores sum in the same order as a fresh index.
+        lo = int(self._ptr.view(main_n + 1)[-1])
+        hi = lo + delta_nnz
+        dterms = self._terms.buf[lo:hi]
+        hit = np.flatnonzero(np.isin(dterms, tids))
+        if hit.size:
+            dptr = self._ptr.view(self.n_docs + 1)[main_n:] - lo
+            ddocs = (np.searchsorted(dptr, hit, side="right") - 1 + main_n).astype(np.int32)
+            rank = {int(t): i for i, t in enumerate(tids.tolist())}
+            key_all = np.concatenate(
+                (
+                    np.array([rank[int(t)] for t in known], np.int64).repeat(lengths),
+                    np.array([rank[int(t)] for t in dterms[hit].tolist()], np.int64),
                 )
-                order = np.argsort(key_all, kind="stable")
-                docs = np.concatenate((docs, ddocs))[order]
-                terms = np.concatenate((terms, dterms[hit]))[order]
-                tf = np.concatenate((tf, self._tf.buf[lo:hi][hit]))[order]
+            )
+            order = np.argsort(key_all, kind="stable")
+            docs = np.concatenate((docs, ddocs))[order]
+            terms = np.concatenate((terms, dterms[hit]))[order]
+            tf = np.concatenate((tf, self._tf.buf[lo:hi][hit]))[order]
         w = self._weights(terms, tf, docs, self.idf)
         summed = np.bincount(docs, weights=w, minlength=self.n_docs)
         return summed.astype(np.float32)
