@@ -432,13 +432,13 @@ def top_k_indices(
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=scores.dtype)
     if k < n:
         # argpartition narrows to the k best in O(n); the threshold keeps every tie at the boundary
-        # so the stable lexsort below decides ties by index, not by partition order.
+        # so the stable sort below decides ties by index, not by partition order.
         kth = np.partition(scores, n - k)[n - k]
         cand = (scores >= kth).nonzero()[0]
     else:
         cand = np.arange(n)
-    order = np.lexsort((cand, -scores[cand]))[:k]
-    idx = cand[order]
+    # cand is ascending: a stable sort by score keeps ties in index order (a lexsort's result).
+    idx = cand[np.argsort(-scores[cand], kind="stable")[:k]]
     if positive_only:
         idx = idx[scores[idx] > 0]
-    return idx.astype(np.int64), scores[idx]
+    return idx.astype(np.int64, copy=False), scores[idx]
