@@ -45,6 +45,7 @@ from ..ports import StructuredLLM
 from ..prompts import Prompt, get_prompt
 from ..spec.assemble import ENTITY_CUTOFF, entity_name, entity_ok, match_name
 from ..spec.merge import QUANTITY_SYNONYMS, name_words
+from ..spec.review import choice
 from ..types import Chunk, Dimension, DomainSpec, Metric, Variable
 from .evidence import EntityMentions, SentencePool, normalize_text, snippet
 
@@ -91,24 +92,19 @@ def edge_id(source: str, target: str) -> str:
     return "e-" + hashlib.sha256(f"{source}\x00{target}".encode()).hexdigest()[:12]
 
 
-def _lit(names: Sequence[Any]) -> Any:
-    # Literal of the allowed names; a plain str when there is nothing to choose from (pruned later).
-    return Literal[tuple(names)] if names else str  # type: ignore[return-value]
-
-
 def tier1_model(source: str, candidates: Sequence[str]) -> type[BaseModel]:
     """``Tier1Reply``: the causal targets with a rationale, the others by name only."""
     n = max(1, len(candidates))
     link = create_model(
         "Tier1Link",
-        target=(_lit(candidates), ...),
+        target=(choice(candidates), ...),
         rationale=(str, capped_text(MAX_RATIONALE_CHARS)),
     )
     return create_model(
         "Tier1Reply",
-        source=(_lit([source]), source),
+        source=(choice([source]), source),
         causal=(list[link], capped_list(n)),
-        not_causal=(list[_lit(candidates)], capped_list(n)),
+        not_causal=(list[choice(candidates)], capped_list(n)),
     )
 
 
@@ -124,7 +120,7 @@ def tier2_model(
     no list holds only in ``new_entities``."""
     fields: dict[str, Any] = {}
     if pairs:
-        number = _lit(list(range(1, pairs + 1)))
+        number = choice(list(range(1, pairs + 1)))
         kept = create_model(
             "Tier2Kept",
             candidate=(number, ...),
@@ -142,7 +138,7 @@ def tier2_model(
     def endpoint(name: str, metrics: Sequence[str]) -> type[BaseModel]:
         return create_model(
             name,
-            metric=(_lit(metrics), ...),
+            metric=(choice(metrics), ...),
             entities=(slot_model, ...),
             new_entities=(list[str], capped_list(2, required=False)),
         )
