@@ -220,9 +220,7 @@ def _stage2_context(
         failures,
         Counter(),
         SentencePool(chunks, embedder),
-        opts.prompts,
-        opts.snippets,
-        opts.snippet_chars,
+        opts,
         dict(zip([v.name for v in spec.variables], variable_vectors, strict=True)),
     )
 

@@ -35,7 +35,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field, create_model
 
-from ..config import DEFAULT_SNIPPET_CHARS, DEFAULT_SNIPPETS
+from ..config import LLMBuildConfig
 from ..corpus import word_set
 from ..llm.accounting import Ledger
 from ..llm.budget import completion_budget, tokens_for
@@ -227,9 +227,7 @@ class Stage2Context:
     failures: Failures
     dropped: Counter[str]
     sentences: SentencePool
-    prompts: Mapping[str, Prompt] | None = None
-    snippets: int = DEFAULT_SNIPPETS
-    snippet_chars: int = DEFAULT_SNIPPET_CHARS
+    opts: LLMBuildConfig = field(default_factory=LLMBuildConfig)  # prompts, snippets
     variable_vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
     mentions: EntityMentions = field(init=False)
 
@@ -242,7 +240,7 @@ class Stage2Context:
 
     def excerpt(self, i: int, query: np.ndarray) -> str:
         """Chunk ``i`` as a prompt excerpt: around its sentence nearest to ``query``."""
-        return self.sentences.window(i, query, self.snippet_chars)
+        return self.sentences.window(i, query, self.opts.snippet_chars)
 
 
 def tier1_sources(spec: DomainSpec) -> list[tuple[Metric, list[Metric]]]:
@@ -320,7 +318,7 @@ def evidence_lines(
 
 async def run_tier1(ctx: Stage2Context) -> list[Template]:
     """Metric-level templates, sorted by (source, target)."""
-    prompt = get_prompt("tier1", ctx.prompts)
+    prompt = get_prompt("tier1", ctx.opts.prompts)
     seeds = seed_templates(ctx.spec)
 
     async def judge(
@@ -328,7 +326,7 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
     ) -> tuple[dict[str, bool], bool]:
         """target -> whether it was judged causal, and whether an item failed."""
         src_vec = ctx.metric_vectors[source.name]
-        idx = top_chunks(src_vec, ctx.chunk_embeddings, ctx.snippets)
+        idx = top_chunks(src_vec, ctx.chunk_embeddings, ctx.opts.snippets)
         shown = distinct_excerpts([ctx.excerpt(i, src_vec) for i in idx])
 
         async def ask(sub: Sequence[Metric]) -> Any:
@@ -713,9 +711,9 @@ class Tier2Call:
             if vs:
                 q = q + np.mean(vs, axis=0) * 2
             q = _unit(q)
-            ranked = top_chunks(q, ctx.chunk_embeddings, ctx.snippets * 4)
+            ranked = top_chunks(q, ctx.chunk_embeddings, ctx.opts.snippets * 4)
             ranked = sorted(ranked, key=lambda i: bool(naming) and i not in naming)  # stable
-            for i in ranked[: ctx.snippets]:
+            for i in ranked[: ctx.opts.snippets]:
                 chosen.setdefault(i, q)
         return list(chosen.items())[:MAX_TIER2_SNIPPETS]
 
@@ -861,7 +859,7 @@ async def run_tier2(
         per_template=per_template,
     )
     counts = {"batches": len(batches), **counts, "pairs_per_template": per_template}
-    call = Tier2Call(ctx, get_prompt("tier2", ctx.prompts))
+    call = Tier2Call(ctx, get_prompt("tier2", ctx.opts.prompts))
     results = await gather_or_cancel(*(call.run(n, b) for n, b in enumerate(batches)))
     out = Tier2Replies(spec, ctx.dropped)
     for parts in results:  # batches are sorted, and so are their parts
