@@ -155,14 +155,12 @@ async def abuild_with_llm(
     with stage("tier1"), StageTimer(ledger, "tier1"), stage_progress("tier 1 (metrics)", progress):
         templates = await run_tier1(ctx)
     with stage("tier2"), StageTimer(ledger, "tier2"), stage_progress("tier 2 (edges)", progress):
-        drafts, new_vars, t2_counts, spec = await run_tier2(
-            ctx, templates, opts.max_batch_pairs, tier
-        )
+        drafts, new_vars, t2_counts, spec = await run_tier2(ctx, templates, tier)
     t2_counts["calls_estimated_with_spec"] = refined["tier2"]["calls_expected"]
 
     with StageTimer(ledger, "evidence"):
         link_stats = LinkStats()
-        graph = _graph(ctx, spec, drafts, new_vars, opts, link_stats)
+        graph = _graph(ctx, spec, drafts, new_vars, link_stats)
         spec_var_vectors = np.asarray([ctx.variable_vectors[v.name] for v in ctx.spec.variables])
         new_vectors = _embed(embedder, [variable_text(v) for v in new_vars])
         parts = [x for x in (spec_var_vectors, new_vectors) if len(x)]
@@ -246,12 +244,11 @@ def _graph(
     spec: DomainSpec,
     drafts: Sequence[EdgeDraft],
     new_vars: Sequence[Variable],
-    opts: LLMBuildConfig,
     link_stats: LinkStats,
 ) -> CausalGraph:
     """The graph of ``spec`` (the one Tier 2 extended) with its seed relations and Tier 2's
     drafts (those confident enough), each edge linked to its evidence, validated."""
-    chunks = ctx.chunks
+    chunks, opts = ctx.chunks, ctx.opts
     kept = [d for d in drafts if d.confidence >= opts.min_confidence]
     if len(kept) < len(drafts):
         ctx.dropped["tier2_below_min_confidence"] += len(drafts) - len(kept)

@@ -843,9 +843,10 @@ class Tier2Replies:
 
 
 async def run_tier2(
-    ctx: Stage2Context, templates: Sequence[Template], max_pairs: int, tier: str = "XS"
+    ctx: Stage2Context, templates: Sequence[Template], tier: str = "XS"
 ) -> tuple[list[EdgeDraft], list[Variable], dict[str, int], DomainSpec]:
-    """Judge every template's candidates and let the model populate the templates' metrics.
+    """Judge every template's candidates (packed ``ctx.opts.max_batch_pairs`` to a call) and let
+    the model populate the templates' metrics.
 
     Returns edge drafts, admitted new variables, counts, and the spec with admitted entities.
     """
@@ -854,7 +855,7 @@ async def run_tier2(
     batches, counts = tier2_batches(
         templates,
         spec.variables,
-        max_pairs,
+        ctx.opts.max_batch_pairs,
         lambda s, t: candidate_score(spec, mentions, s, t),
         per_template=per_template,
     )
