@@ -604,18 +604,18 @@ def estimate_build(
     caps = tier_caps(tier)
     factor = cohesion_factor(corpus_cohesion(chunks))
     overhead = sum(len(p.user) + len(p.system) for p in PROMPTS.values()) // len(PROMPTS)
+    density = TEMPLATE_DENSITY * factor
     if spec is None:
         plan = _plan_without_spec(chunks, tier, caps, overhead)
-        pairs = plan["t1"] * (plan["n_metrics"] - 1)
+        templates = round(density * plan["t1"] * (plan["n_metrics"] - 1))
         sent = PAIRS_SENT_PER_TEMPLATE * factor
     else:
         plan = _plan_with_spec(spec, chunks)
-        pairs = len(plan["sizes_all"])
+        templates = round(density * len(plan["sizes_all"]))
         supported = [n for n in plan["sizes_all"] if n]
         # The spec's own pairs give the mean (a template is a pair Tier 1 found causal: about
         # as supported as the average supported pair).
         sent = sum(supported) / len(supported) if supported else 0.0
-    templates = round(TEMPLATE_DENSITY * factor * pairs)
     per = pairs_per_template(tier, templates)
     open_share = OPEN_TEMPLATE_SHARE / factor
     expected_slots = _expected_slots(templates, per, sent, open_share) if sent else [0] * templates
