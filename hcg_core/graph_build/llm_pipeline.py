@@ -271,6 +271,7 @@ def _graph(
 
 
 def _edge(d: EdgeDraft) -> CausalEdge:
+    """A draft (a seed relation or a kept Tier 2 judgement) as an edge, before its evidence."""
     return CausalEdge(
         edge_id(d.source, d.target),
         d.source,
