@@ -239,7 +239,7 @@ MUTANTS = (
         "hcg_core/graph_build/offline.py",
         "the offline build links evidence without its max_evidence cap",
         (
-            "graph, linking = relink_graph(graph, per_edge=cfg.max_evidence)",
+            "graph, linking = relink_graph(graph, per_edge=build.cfg.max_evidence)",
             "graph, linking = relink_graph(graph, per_edge=10**9)",
         ),
     ),

@@ -227,3 +227,15 @@ def test_a_metric_whose_signature_bound_nothing_keeps_its_unbound_form():
     assert [v.name for v in variables] == ["Spread(skin)", "Infection"]
     assert {m.name: m.signature for m in metrics} == {"Infection": (), "Spread": ("body_site",)}
     assert report.repaired["metric_unbound_without_variables"] == 1
+
+
+def test_the_assembly_report_names_only_what_happened():
+    from hcg_core.spec.assemble import merge_variables
+
+    dims = (Dimension("body_site", ("skin", "cervix")),)
+    metrics = (Metric("Spread", ("body_site",), ""),)
+    report = AssemblyReport()
+    merge_variables([[{"metric": "Spread", "entities": ["skin"]}]], metrics, dims, report)
+    assert report.as_dict() == {"dropped": {}, "repaired": {}}  # nothing was repaired
+    merge_variables([[{"metric": "Spread", "entities": ["Skin"]}]], metrics, dims, report)
+    assert report.as_dict()["repaired"] == {"variable_entity": 1}

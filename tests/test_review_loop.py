@@ -134,6 +134,23 @@ def test_an_edge_whose_end_was_folded_away_is_found_by_its_evidence_sentence():
     assert ("Cache(general)", "DatabaseLoad") not in {(e.source, e.target) for e in new.edges}
 
 
+def test_a_merged_edge_is_found_by_a_sentence_of_its_pooled_evidence():
+    g = cache_graph("general")
+    warm = next(e for e in g.edges if e.source == "Cache(warm)")
+    general = next(e for e in g.edges if e.source == "Cache(general)" and e.target == "Latency")
+    lost = {"op": "reject_edge", "edge": "e_gone", "source": "Cache(hot)", "target": "Latency"}
+    entries = [
+        {**lost, "op": "accept_edge", "sentence": "No chunk says this."},  # looks at both edges
+        {"op": "merge_variables", "keep": "Cache(general)", "drop": "Cache(warm)"},
+        {**lost, "sentence": "A warm cache keeps latency low."},  # k3, pooled by the merge
+    ]
+    new, report = apply_corrections(g, entries)
+    assert [r["index"] for r in report.refused] == [1]
+    assert f"joined parallel edges: {warm.id} into {general.id}" in report.applied[0]["change"]
+    assert "by evidence sentence" in report.applied[1]["change"]
+    assert general.id not in {e.id for e in new.edges}
+
+
 # ---------------------------------------------------------------- bulk actions and merges
 
 

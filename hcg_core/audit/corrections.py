@@ -139,19 +139,6 @@ class _State:
         lists = {f.name: list(getattr(self, f.name)) for f in fields(self) if f.name != "spec"}
         return _State(self.spec, **lists)
 
-    def update(
-        self,
-        *ledger_ops: tuple,
-        spec: DomainSpec | None = None,
-        variables: list[Variable] | None = None,
-        edges: list[CausalEdge] | None = None,
-    ) -> None:
-        """Replace the parts given, and record what the support ledger must replay."""
-        self.spec = spec if spec is not None else self.spec
-        self.variables = variables if variables is not None else self.variables
-        self.edges = edges if edges is not None else self.edges
-        self.ledger_ops.extend(ledger_ops)
-
 
 def _text(entry: dict, key: str) -> str:
     value = entry.get(key)
@@ -235,7 +222,7 @@ def _find_variable(state: _State, entry: dict, key: str) -> tuple[str, str]:
 def _reject_edge(state: _State, i: int, entry: dict) -> str:
     e = state.edges.pop(i)
     state.accepted = [a for a in state.accepted if a != e.id]
-    state.update(("reject", (e.source, e.target)))
+    state.ledger_ops.append(("reject", (e.source, e.target)))
     return f"edge {e.id} removed ({e.source} -> {e.target})"
 
 
@@ -259,7 +246,7 @@ def _edit_edge(state: _State, i: int, entry: dict) -> str:
     if not changes:
         raise Refused("edit_edge needs 'mechanism' or 'confidence'")
     state.edges[i] = replace(e, **changes)  # in place: a long file must not copy per edit
-    state.update(("pin", (e.source, e.target), changes))
+    state.ledger_ops.append(("pin", (e.source, e.target), changes))
     return f"edge {e.id}: " + ", ".join(
         f"{k} {getattr(e, k)!r} -> {v!r}" for k, v in changes.items()
     )
@@ -318,12 +305,10 @@ def _merge(state: _State, entry: dict) -> str:
     for r in (_ends(r, {drop: keep}) for r in spec.relations):
         if r.source != r.target:
             relations.setdefault((r.source, r.target), r)
-    state.update(
-        ("rename_variables", {drop: keep}),
-        spec=replace(spec, variables=tuple(spec_vars), relations=tuple(relations.values())),
-        variables=[v for v in state.variables if v.name != drop],
-        edges=merged,
-    )
+    state.ledger_ops.append(("rename_variables", {drop: keep}))
+    state.spec = replace(spec, variables=tuple(spec_vars), relations=tuple(relations.values()))
+    state.variables = [v for v in state.variables if v.name != drop]
+    state.edges = merged
     lists = (
         ("dropped edges that became self-loops", loops),
         ("joined parallel edges", joined),
@@ -335,14 +320,14 @@ def _merge(state: _State, entry: dict) -> str:
 
 def _remove_edges_of(state: _State, name: str) -> list[CausalEdge]:
     gone = [e for e in state.edges if name in (e.source, e.target)]
-    state.update(edges=[e for e in state.edges if name not in (e.source, e.target)])
+    state.edges = [e for e in state.edges if name not in (e.source, e.target)]
     return gone
 
 
 def _reject_variable_edges(state: _State, entry: dict) -> str:
     name, note = _find_variable(state, entry, "variable")
     gone = _remove_edges_of(state, name)
-    state.update(*(("reject", (e.source, e.target)) for e in gone))
+    state.ledger_ops.extend(("reject", (e.source, e.target)) for e in gone)
     if not gone:
         return f"variable {name!r} has no edges left to reject{note}"
     return f"{len(gone)} edges of {name!r} removed{note}: " + ", ".join(e.id for e in gone)
@@ -352,15 +337,13 @@ def _delete_variable(state: _State, entry: dict) -> str:
     name, note = _find_variable(state, entry, "variable")
     gone = _remove_edges_of(state, name)
     spec = state.spec
-    state.update(
-        ("drop_variable", name),
-        spec=replace(
-            spec,
-            variables=tuple(v for v in spec.variables if v.name != name),
-            relations=tuple(r for r in spec.relations if name not in (r.source, r.target)),
-        ),
-        variables=[v for v in state.variables if v.name != name],
+    state.ledger_ops.append(("drop_variable", name))
+    state.spec = replace(
+        spec,
+        variables=tuple(v for v in spec.variables if v.name != name),
+        relations=tuple(r for r in spec.relations if name not in (r.source, r.target)),
     )
+    state.variables = [v for v in state.variables if v.name != name]
     return f"variable {name!r} deleted with its {len(gone)} edges{note}" + (
         ": " + ", ".join(e.id for e in gone) if gone else ""
     )
@@ -385,22 +368,20 @@ def _rename_metric(state: _State, entry: dict) -> str:
     mapping = {v.name: var(v).name for v in (*state.variables, *state.spec.variables)}
     spec = state.spec
     outcome = spec.outcome
-    state.update(
-        ("rename_variables", {a: b for a, b in mapping.items() if a != b}),
-        spec=replace(
-            spec,
-            metrics=tuple(replace(m, name=new) if m.name == old else m for m in spec.metrics),
-            variables=tuple(var(v) for v in spec.variables),
-            relations=tuple(_ends(r, mapping) for r in spec.relations),
-            outcome=replace(
-                outcome,
-                outcomes=tuple(map(metric, outcome.outcomes)),
-                terminals=tuple(map(metric, outcome.terminals)),
-            ),
+    state.ledger_ops.append(("rename_variables", {a: b for a, b in mapping.items() if a != b}))
+    state.spec = replace(
+        spec,
+        metrics=tuple(replace(m, name=new) if m.name == old else m for m in spec.metrics),
+        variables=tuple(var(v) for v in spec.variables),
+        relations=tuple(_ends(r, mapping) for r in spec.relations),
+        outcome=replace(
+            outcome,
+            outcomes=tuple(map(metric, outcome.outcomes)),
+            terminals=tuple(map(metric, outcome.terminals)),
         ),
-        variables=[var(v) for v in state.variables],
-        edges=[_ends(e, mapping) for e in state.edges],
     )
+    state.variables = [var(v) for v in state.variables]
+    state.edges = [_ends(e, mapping) for e in state.edges]
     n = sum(v.metric == new for v in state.variables)
     return f"metric {old!r} renamed {new!r} ({n} variables renamed with it)"
 
@@ -422,7 +403,7 @@ def _accept(state: _State, edge_ids: list[str]) -> list[str]:
         pairs.add((e.source, e.target))
         recorded.append(e.id)
     variables = tuple(spec_vars.values())
-    state.update(spec=replace(spec, variables=variables, relations=tuple(relations)))
+    state.spec = replace(spec, variables=variables, relations=tuple(relations))
     return recorded
 
 

@@ -129,11 +129,12 @@ class EdgeFinder:
 
     def __init__(self, graph: CausalGraph) -> None:
         self._chunks = {c.id: c.text for c in graph.chunks}
-        self._sentences: dict[str, frozenset[str]] = {}
+        self._sentences: dict[tuple, frozenset[str]] = {}
 
     def sentences_of(self, edge: CausalEdge) -> frozenset[str]:
         """The edge's mechanism and the best supporting sentence of each evidence chunk."""
-        key = f"{edge.id}\x00{edge.source}\x00{edge.target}\x00{edge.mechanism}"
+        # Everything the sentences depend on: a merge pools evidence into an edge of one id.
+        key = (edge.source, edge.target, edge.mechanism, edge.evidence)
         found = self._sentences.get(key)
         if found is None:
             out = {_squash(edge.mechanism)} if edge.mechanism else set()

@@ -155,14 +155,12 @@ async def abuild_with_llm(
     with stage("tier1"), StageTimer(ledger, "tier1"), stage_progress("tier 1 (metrics)", progress):
         templates = await run_tier1(ctx)
     with stage("tier2"), StageTimer(ledger, "tier2"), stage_progress("tier 2 (edges)", progress):
-        drafts, new_vars, t2_counts, spec = await run_tier2(
-            ctx, templates, opts.max_batch_pairs, tier
-        )
+        drafts, new_vars, t2_counts, spec = await run_tier2(ctx, templates, tier)
     t2_counts["calls_estimated_with_spec"] = refined["tier2"]["calls_expected"]
 
     with StageTimer(ledger, "evidence"):
         link_stats = LinkStats()
-        graph = _graph(ctx, spec, drafts, new_vars, opts, link_stats)
+        graph = _graph(ctx, spec, drafts, new_vars, link_stats)
         spec_var_vectors = np.asarray([ctx.variable_vectors[v.name] for v in ctx.spec.variables])
         new_vectors = _embed(embedder, [variable_text(v) for v in new_vars])
         parts = [x for x in (spec_var_vectors, new_vectors) if len(x)]
@@ -220,9 +218,7 @@ def _stage2_context(
         failures,
         Counter(),
         SentencePool(chunks, embedder),
-        opts.prompts,
-        opts.snippets,
-        opts.snippet_chars,
+        opts,
         dict(zip([v.name for v in spec.variables], variable_vectors, strict=True)),
     )
 
@@ -248,33 +244,22 @@ def _graph(
     spec: DomainSpec,
     drafts: Sequence[EdgeDraft],
     new_vars: Sequence[Variable],
-    opts: LLMBuildConfig,
     link_stats: LinkStats,
 ) -> CausalGraph:
     """The graph of ``spec`` (the one Tier 2 extended) with its seed relations and Tier 2's
     drafts (those confident enough), each edge linked to its evidence, validated."""
-    chunks = ctx.chunks
-    edges: dict[tuple[str, str], CausalEdge] = {}
-    for r in spec.relations:
-        edges[(r.source, r.target)] = CausalEdge(
-            edge_id(r.source, r.target), r.source, r.target, r.mechanism, SEED_CONFIDENCE
-        )
-    for d in drafts:
-        if d.confidence < opts.min_confidence:
-            ctx.dropped["tier2_below_min_confidence"] += 1
-            continue
-        edges[(d.source, d.target)] = CausalEdge(
-            edge_id(d.source, d.target),
-            d.source,
-            d.target,
-            d.mechanism,
-            round(float(d.confidence), 4),
-            effect=d.effect,
-            quote=d.quote or "",
-        )
+    chunks, opts = ctx.chunks, ctx.opts
+    kept = [d for d in drafts if d.confidence >= opts.min_confidence]
+    if len(kept) < len(drafts):
+        ctx.dropped["tier2_below_min_confidence"] += len(drafts) - len(kept)
+    # A seed relation is a draft of the spec's: given, so never below the minimum confidence.
+    seeds = [
+        EdgeDraft(r.source, r.target, r.mechanism, SEED_CONFIDENCE, "", "") for r in spec.relations
+    ]
+    edges = {(d.source, d.target): d for d in (*seeds, *kept)}
     variables = (*spec.variables, *new_vars)
     linked = link_evidence(
-        [edges[k] for k in sorted(edges)],
+        [_edge(edges[k]) for k in sorted(edges)],
         variables,
         chunks,
         per_edge=opts.evidence_per_edge,
@@ -283,6 +268,19 @@ def _graph(
     )
     validate_graph(spec, variables, linked, {c.id for c in chunks})
     return CausalGraph(spec=spec, variables=variables, edges=linked, chunks=tuple(chunks))
+
+
+def _edge(d: EdgeDraft) -> CausalEdge:
+    """A draft (a seed relation or a kept Tier 2 judgement) as an edge, before its evidence."""
+    return CausalEdge(
+        edge_id(d.source, d.target),
+        d.source,
+        d.target,
+        d.mechanism,
+        round(float(d.confidence), 4),
+        effect=d.effect,
+        quote=d.quote or "",
+    )
 
 
 def corpus_coverage(graph: CausalGraph, chunks_shown: int) -> dict[str, float]:
@@ -456,6 +454,7 @@ TERMINAL_SHARE = 0.1
 ENTITIES_PER_DIMENSION = 20  # assumed without a spec, for prompt sizes
 CHARS_PER_ENTITY = 16
 CHARS_PER_VARIABLE_NAME = 40
+ASSUMED_VARIABLES_PER_METRIC = 4.0  # without a spec, for Tier 2's upper bound
 
 
 def _most_calls(sizes: Sequence[int], tier: str, max_pairs: int) -> tuple[int, int]:
@@ -533,31 +532,30 @@ def _pair_support(spec: DomainSpec, chunks: Sequence[Chunk]) -> list[int]:
 
 
 def _plan_without_spec(
-    chunks: Sequence[Chunk],
-    caps: Any,
-    tier: str,
-    spec_sample_chunks: int | None,
-    chunks_per_call: int,
-    excerpt_chars: int,
-    overhead: int,
+    chunks: Sequence[Chunk], tier: str, caps: Any, overhead: int
 ) -> dict[str, Any]:
-    """Stage 1's calls and prompt size, and Tier 1's calls, before any spec exists."""
-    s1 = stage1_calls(
-        len(chunks), tier=tier, sample_size=spec_sample_chunks, chunks_per_call=chunks_per_call
-    )
-    n_metrics = caps.max_metrics
+    """Stage 1's calls and prompt size, Tier 1's calls, and the vocabulary the tier's caps
+    allow (``ASSUMED_VARIABLES_PER_METRIC`` variables per metric), before any spec exists."""
+    s1 = stage1_calls(len(chunks), tier=tier)
+    n, k = caps.max_metrics, ASSUMED_VARIABLES_PER_METRIC
     entity_chars = caps.max_dimensions * ENTITIES_PER_DIMENSION * CHARS_PER_ENTITY
     # dimensions, metrics and variables prompts list the vocabulary so far; relations the
     # variables.
-    vocab_chars = entity_chars + 40 * n_metrics
-    per_call = overhead + chunks_per_call * excerpt_chars + vocab_chars
+    vocab_chars = entity_chars + 40 * n
+    per_call = overhead + DEFAULT_CHUNKS_PER_CALL * DEFAULT_EXCERPT_CHARS + vocab_chars
     return {
         "s1": s1,
         "s1_prompt": s1 * per_call // CHARS_PER_TOKEN,
-        "n_metrics": n_metrics,
+        "chunks_read": min(len(chunks), stage1_budget(tier, DEFAULT_SPEC_SAMPLE_CHUNKS)),
+        "n_metrics": n,
         "entity_chars": entity_chars,
-        "t1_max": n_metrics,
-        "t1": n_metrics - round(n_metrics * TERMINAL_SHARE),
+        "t1_max": n,
+        "t1": n - round(n * TERMINAL_SHARE),
+        "t1_exact": False,
+        "sizes_all": [int(k * k)] * n * (n - 1),
+        "k": k,
+        "desc_chars": 400 * n,
+        "n_vars": int(n * k),
     }
 
 
@@ -567,9 +565,11 @@ def _plan_with_spec(spec: DomainSpec, chunks: Sequence[Chunk]) -> dict[str, Any]
     return {
         "s1": 0,
         "s1_prompt": 0,
+        "chunks_read": 0,
         "n_metrics": n_metrics,
         "t1": len(tier1_sources(spec)),
         "t1_max": len(tier1_sources(spec)),
+        "t1_exact": True,
         "sizes_all": _pair_support(spec, chunks),
         "k": len(spec.variables) / max(1, n_metrics),
         "desc_chars": sum(len(metric_text(m)) + 3 for m in spec.metrics),
@@ -584,13 +584,6 @@ def estimate_build(
     tier: str = DEFAULT_TIER,
     *,
     max_batch_pairs: int = DEFAULT_MAX_BATCH_PAIRS,
-    spec_sample_chunks: int | None = DEFAULT_SPEC_SAMPLE_CHUNKS,
-    chunks_per_call: int = DEFAULT_CHUNKS_PER_CALL,
-    excerpt_chars: int = DEFAULT_EXCERPT_CHARS,
-    snippets: int = DEFAULT_SNIPPETS,
-    snippet_chars: int = DEFAULT_SNIPPET_CHARS,
-    assumed_variables_per_metric: float = 4.0,
-    template_density: float | None = None,
 ) -> dict[str, Any]:
     """How many calls (and about how many tokens) a build makes, before spending anything.
 
@@ -599,47 +592,35 @@ def estimate_build(
     exact; without a spec Tier 1 expects the tier's metric cap less ``TERMINAL_SHARE``
     terminals, at most the cap. Tier 2 depends on the templates Tier 1 finds, which follow how
     cohesive the corpus is (``corpus_cohesion``, read from its words, scaled by
-    ``cohesion_factor``): ``template_density`` (default ``TEMPLATE_DENSITY`` times the factor) of
-    the ordered metric pairs become templates, the open share (``OPEN_TEMPLATE_SHARE`` over the
-    factor) without candidates, the others sending ``PAIRS_SENT_PER_TEMPLATE`` times the factor
-    (with a spec: the mean the rule finds over the spec's own pairs, ``_pair_support``), at
-    most the tier's share (``pairs_per_template``), packed ``max_batch_pairs`` to a call, no
-    template split. The upper bound assumes every pair becomes a template (without a spec:
-    ``assumed_variables_per_metric`` variables per metric).
-    Prompt sizes include the entity lists; tokens are 4 characters each.
+    ``cohesion_factor``): ``TEMPLATE_DENSITY`` times the factor of the ordered metric pairs
+    become templates, the open share (``OPEN_TEMPLATE_SHARE`` over the factor) without
+    candidates, the others sending ``PAIRS_SENT_PER_TEMPLATE`` times the factor (with a spec:
+    the mean the rule finds over the spec's own pairs, ``_pair_support``), at most the tier's
+    share (``pairs_per_template``), packed ``max_batch_pairs`` to a call, no template split. The
+    upper bound assumes every pair becomes a template (without a spec:
+    ``ASSUMED_VARIABLES_PER_METRIC`` variables per metric). The other settings are the
+    defaults of ``LLMBuildConfig``. Prompt sizes include the entity lists; tokens are 4
+    characters each.
     """
     caps = tier_caps(tier)
     factor = cohesion_factor(corpus_cohesion(chunks))
-    if template_density is None:
-        template_density = TEMPLATE_DENSITY * factor
-    open_share = OPEN_TEMPLATE_SHARE / factor
     overhead = sum(len(p.user) + len(p.system) for p in PROMPTS.values()) // len(PROMPTS)
+    density = TEMPLATE_DENSITY * factor
     if spec is None:
-        plan = _plan_without_spec(
-            chunks, caps, tier, spec_sample_chunks, chunks_per_call, excerpt_chars, overhead
-        )
-        k = assumed_variables_per_metric
-        plan["sizes_all"] = [int(k * k)] * plan["t1_max"] * (plan["n_metrics"] - 1)
-        n, t1 = plan["n_metrics"], plan["t1"]
-        templates = round(template_density * t1 * (n - 1))
+        plan = _plan_without_spec(chunks, tier, caps, overhead)
+        templates = round(density * plan["t1"] * (plan["n_metrics"] - 1))
         sent = PAIRS_SENT_PER_TEMPLATE * factor
-        plan.update(desc_chars=400 * n, n_vars=int(n * k), k=k)
     else:
         plan = _plan_with_spec(spec, chunks)
-        templates = round(template_density * len(plan["sizes_all"]))
+        templates = round(density * len(plan["sizes_all"]))
         supported = [n for n in plan["sizes_all"] if n]
         # The spec's own pairs give the mean (a template is a pair Tier 1 found causal: about
         # as supported as the average supported pair).
         sent = sum(supported) / len(supported) if supported else 0.0
     per = pairs_per_template(tier, templates)
+    open_share = OPEN_TEMPLATE_SHARE / factor
     expected_slots = _expected_slots(templates, per, sent, open_share) if sent else [0] * templates
-    plan["chunks_read"] = (
-        min(len(chunks), stage1_budget(tier, spec_sample_chunks)) if spec is None else 0
-    )
-    plan["t1_exact"] = spec is not None
-    return _estimate_figures(
-        plan, expected_slots, tier, max_batch_pairs, overhead, snippets, snippet_chars
-    )
+    return _estimate_figures(plan, expected_slots, tier, max_batch_pairs, overhead)
 
 
 def _estimate_figures(
@@ -648,8 +629,6 @@ def _estimate_figures(
     tier: str,
     max_batch_pairs: int,
     overhead: int,
-    snippets: int,
-    snippet_chars: int,
 ) -> dict[str, Any]:
     """The estimate's figures per stage and in all, from the plan and Tier 2's expected slots."""
     out: dict[str, Any] = {"tier": tier, "max_batch_pairs": max_batch_pairs}
@@ -658,11 +637,10 @@ def _estimate_figures(
     t2_max, pairs_max = _most_calls(p.sizes_all, tier, max_batch_pairs)
     t2_max = max(t2_max, t2_expected)
     pairs_expected = int(sum(expected_slots))
-    t1_prompt = p.t1_max * (
-        overhead + p.desc_chars + snippets * snippet_chars + SUMMARY_CHARS * p.n_metrics
-    )
+    snippets = DEFAULT_SNIPPETS * DEFAULT_SNIPPET_CHARS
+    t1_prompt = p.t1_max * (overhead + p.desc_chars + snippets + SUMMARY_CHARS * p.n_metrics)
     t1_prompt //= CHARS_PER_TOKEN
-    t2_per_call = overhead + MAX_TIER2_SNIPPETS * snippet_chars + p.entity_chars + 600
+    t2_per_call = overhead + MAX_TIER2_SNIPPETS * DEFAULT_SNIPPET_CHARS + p.entity_chars + 600
 
     def t2_tokens(calls: int, pairs: int) -> int:
         return (calls * t2_per_call + pairs * 2 * CHARS_PER_VARIABLE_NAME) // CHARS_PER_TOKEN

@@ -35,7 +35,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field, create_model
 
-from ..config import DEFAULT_SNIPPET_CHARS, DEFAULT_SNIPPETS
+from ..config import LLMBuildConfig
 from ..corpus import word_set
 from ..llm.accounting import Ledger
 from ..llm.budget import completion_budget, tokens_for
@@ -45,6 +45,7 @@ from ..ports import StructuredLLM
 from ..prompts import Prompt, get_prompt
 from ..spec.assemble import ENTITY_CUTOFF, entity_name, entity_ok, match_name
 from ..spec.merge import QUANTITY_SYNONYMS, name_words
+from ..spec.review import choice
 from ..types import Chunk, Dimension, DomainSpec, Metric, Variable
 from .evidence import EntityMentions, SentencePool, normalize_text, snippet
 
@@ -91,24 +92,19 @@ def edge_id(source: str, target: str) -> str:
     return "e-" + hashlib.sha256(f"{source}\x00{target}".encode()).hexdigest()[:12]
 
 
-def _lit(names: Sequence[Any]) -> Any:
-    # Literal of the allowed names; a plain str when there is nothing to choose from (pruned later).
-    return Literal[tuple(names)] if names else str  # type: ignore[return-value]
-
-
 def tier1_model(source: str, candidates: Sequence[str]) -> type[BaseModel]:
     """``Tier1Reply``: the causal targets with a rationale, the others by name only."""
     n = max(1, len(candidates))
     link = create_model(
         "Tier1Link",
-        target=(_lit(candidates), ...),
+        target=(choice(candidates), ...),
         rationale=(str, capped_text(MAX_RATIONALE_CHARS)),
     )
     return create_model(
         "Tier1Reply",
-        source=(_lit([source]), source),
+        source=(choice([source]), source),
         causal=(list[link], capped_list(n)),
-        not_causal=(list[_lit(candidates)], capped_list(n)),
+        not_causal=(list[choice(candidates)], capped_list(n)),
     )
 
 
@@ -124,7 +120,7 @@ def tier2_model(
     no list holds only in ``new_entities``."""
     fields: dict[str, Any] = {}
     if pairs:
-        number = _lit(list(range(1, pairs + 1)))
+        number = choice(list(range(1, pairs + 1)))
         kept = create_model(
             "Tier2Kept",
             candidate=(number, ...),
@@ -142,7 +138,7 @@ def tier2_model(
     def endpoint(name: str, metrics: Sequence[str]) -> type[BaseModel]:
         return create_model(
             name,
-            metric=(_lit(metrics), ...),
+            metric=(choice(metrics), ...),
             entities=(slot_model, ...),
             new_entities=(list[str], capped_list(2, required=False)),
         )
@@ -231,9 +227,7 @@ class Stage2Context:
     failures: Failures
     dropped: Counter[str]
     sentences: SentencePool
-    prompts: Mapping[str, Prompt] | None = None
-    snippets: int = DEFAULT_SNIPPETS
-    snippet_chars: int = DEFAULT_SNIPPET_CHARS
+    opts: LLMBuildConfig = field(default_factory=LLMBuildConfig)  # prompts, snippets
     variable_vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
     mentions: EntityMentions = field(init=False)
 
@@ -246,7 +240,7 @@ class Stage2Context:
 
     def excerpt(self, i: int, query: np.ndarray) -> str:
         """Chunk ``i`` as a prompt excerpt: around its sentence nearest to ``query``."""
-        return self.sentences.window(i, query, self.snippet_chars)
+        return self.sentences.window(i, query, self.opts.snippet_chars)
 
 
 def tier1_sources(spec: DomainSpec) -> list[tuple[Metric, list[Metric]]]:
@@ -324,7 +318,7 @@ def evidence_lines(
 
 async def run_tier1(ctx: Stage2Context) -> list[Template]:
     """Metric-level templates, sorted by (source, target)."""
-    prompt = get_prompt("tier1", ctx.prompts)
+    prompt = get_prompt("tier1", ctx.opts.prompts)
     seeds = seed_templates(ctx.spec)
 
     async def judge(
@@ -332,7 +326,7 @@ async def run_tier1(ctx: Stage2Context) -> list[Template]:
     ) -> tuple[dict[str, bool], bool]:
         """target -> whether it was judged causal, and whether an item failed."""
         src_vec = ctx.metric_vectors[source.name]
-        idx = top_chunks(src_vec, ctx.chunk_embeddings, ctx.snippets)
+        idx = top_chunks(src_vec, ctx.chunk_embeddings, ctx.opts.snippets)
         shown = distinct_excerpts([ctx.excerpt(i, src_vec) for i in idx])
 
         async def ask(sub: Sequence[Metric]) -> Any:
@@ -717,9 +711,9 @@ class Tier2Call:
             if vs:
                 q = q + np.mean(vs, axis=0) * 2
             q = _unit(q)
-            ranked = top_chunks(q, ctx.chunk_embeddings, ctx.snippets * 4)
+            ranked = top_chunks(q, ctx.chunk_embeddings, ctx.opts.snippets * 4)
             ranked = sorted(ranked, key=lambda i: bool(naming) and i not in naming)  # stable
-            for i in ranked[: ctx.snippets]:
+            for i in ranked[: ctx.opts.snippets]:
                 chosen.setdefault(i, q)
         return list(chosen.items())[:MAX_TIER2_SNIPPETS]
 
@@ -849,9 +843,10 @@ class Tier2Replies:
 
 
 async def run_tier2(
-    ctx: Stage2Context, templates: Sequence[Template], max_pairs: int, tier: str = "XS"
+    ctx: Stage2Context, templates: Sequence[Template], tier: str = "XS"
 ) -> tuple[list[EdgeDraft], list[Variable], dict[str, int], DomainSpec]:
-    """Judge every template's candidates and let the model populate the templates' metrics.
+    """Judge every template's candidates (packed ``ctx.opts.max_batch_pairs`` to a call) and let
+    the model populate the templates' metrics.
 
     Returns edge drafts, admitted new variables, counts, and the spec with admitted entities.
     """
@@ -860,12 +855,12 @@ async def run_tier2(
     batches, counts = tier2_batches(
         templates,
         spec.variables,
-        max_pairs,
+        ctx.opts.max_batch_pairs,
         lambda s, t: candidate_score(spec, mentions, s, t),
         per_template=per_template,
     )
     counts = {"batches": len(batches), **counts, "pairs_per_template": per_template}
-    call = Tier2Call(ctx, get_prompt("tier2", ctx.prompts))
+    call = Tier2Call(ctx, get_prompt("tier2", ctx.opts.prompts))
     results = await gather_or_cancel(*(call.run(n, b) for n, b in enumerate(batches)))
     out = Tier2Replies(spec, ctx.dropped)
     for parts in results:  # batches are sorted, and so are their parts

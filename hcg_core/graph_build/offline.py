@@ -21,7 +21,7 @@ import logging
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -90,14 +90,23 @@ def empty_graph_note(statements: int, sentences: int, chunks: int) -> str:
     )
 
 
-class _Stages:
-    """Times each stage and shows a tqdm bar when asked; collects the report's stage entries."""
+@dataclass
+class _Build:
+    """One build's inputs and settings, shared by its steps; times each step and shows a tqdm
+    bar when asked, and collects the report's stage entries and the build's warnings."""
 
-    def __init__(self, progress: bool | None):
-        if progress is None:
-            progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
-        self.progress = progress
-        self.report: dict[str, dict[str, Any]] = {}
+    chunks: Sequence[Chunk]
+    embedder: Embedder
+    spec: DomainSpec | None
+    outcome: OutcomeConfig | None
+    cfg: OfflineBuildConfig
+    progress: bool | None
+    report: dict[str, dict[str, Any]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.progress is None:
+            self.progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
 
     def iterate(self, items: Sequence[Any], desc: str) -> Iterable[Any]:
         if not self.progress:
@@ -165,30 +174,27 @@ def build_offline(
     caps = tier_caps(tier)
     if not chunks:
         raise BuildError("no chunks to build from: the corpus is empty")
-    stages = _Stages(progress)
-    warnings: list[str] = []
-    corpus = _read_statements(chunks, stages)
-    vocab = _vocabulary(corpus, spec, embedder, caps.max_metrics, cfg, stages)
-    t = stages.begin(f"graph: variables, edges and dimensions of {len(vocab.heads):,} metrics")
-    graph, info, ledger = _assemble(
-        corpus, chunks, vocab, spec, outcome, caps.max_dimensions, embedder, cfg, warnings
-    )
+    build = _Build(chunks, embedder, spec, outcome, cfg, progress)
+    corpus = _read_statements(build)
+    vocab = _vocabulary(build, corpus, caps.max_metrics)
+    t = build.begin(f"graph: variables, edges and dimensions of {len(vocab.heads):,} metrics")
+    graph, info, ledger = _assemble(build, corpus, vocab, caps.max_dimensions)
     validate_graph(graph.spec, graph.variables, graph.edges, {c.id for c in chunks})
-    stages.done("graph", t, **info)
-    graph, linking = _link(graph, cfg, stages)
-    var_vec, chunk_vec = _embed(graph, chunks, embedder, embed_chunks, stages)
+    build.done("graph", t, **info)
+    graph, linking = _link(build, graph)
+    var_vec, chunk_vec = _embed(build, graph, embed_chunks)
     if not graph.edges:
         note = empty_graph_note(len(corpus.statements), len(corpus.sentences), len(chunks))
         logger.warning("%s", note)
-        warnings.append(note)
+        build.warnings.append(note)
     report = {
         "builder": "offline",
         "tier": tier.upper(),
         "embedder": embedder.name,
-        "stages": stages.report,
+        "stages": build.report,
         "evidence": linking.as_dict(),
         "llm": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "retries": 0, "failed": 0},
-        "warnings": warnings,
+        "warnings": build.warnings,
     }
     return BuildResult(
         graph=graph,
@@ -199,11 +205,12 @@ def build_offline(
     )
 
 
-def _read_statements(chunks: Sequence[Chunk], stages: _Stages) -> SentenceCorpus:
+def _read_statements(build: _Build) -> SentenceCorpus:
     """Step 1: the corpus's distinct sentences and their cue-backed statements."""
-    t = stages.begin(f"causal statements: reading the sentences of {len(chunks):,} chunks")
-    corpus = collect_statements(chunks, stages.iterate)
-    stages.done(
+    chunks = build.chunks
+    t = build.begin(f"causal statements: reading the sentences of {len(chunks):,} chunks")
+    corpus = collect_statements(chunks, build.iterate)
+    build.done(
         "statements",
         t,
         chunks=len(chunks),
@@ -214,20 +221,14 @@ def _read_statements(chunks: Sequence[Chunk], stages: _Stages) -> SentenceCorpus
     return corpus
 
 
-def _vocabulary(
-    corpus: SentenceCorpus,
-    spec: DomainSpec | None,
-    embedder: Embedder,
-    max_metrics: int,
-    cfg: OfflineBuildConfig,
-    stages: _Stages,
-) -> Vocabulary:
+def _vocabulary(build: _Build, corpus: SentenceCorpus, max_metrics: int) -> Vocabulary:
     """Step 2 (the offline Stage 1): the metric vocabulary, generated or a given spec's."""
+    spec, embedder, cfg = build.spec, build.embedder, build.cfg
     texts = span_texts(corpus.statements)
-    t = stages.begin(
+    t = build.begin(
         f"vocabulary: {len(corpus.statements):,} statements, embedding {len(texts):,} spans"
     )
-    span_vec = embed_texts(embedder, texts, what="spans", progress=stages.progress)
+    span_vec = embed_texts(embedder, texts, what="spans", progress=build.progress)
     row = {s: i for i, s in enumerate(texts)}
     if spec is None:
         vocab = generate_vocabulary(
@@ -249,19 +250,17 @@ def _vocabulary(
             cfg.span_match_threshold,
             cfg.metric_match_threshold,
         )
-    stages.done(
+    build.done(
         "vocabulary", t, spans=len(texts), metrics=len(vocab.heads), spans_dropped=vocab.dropped
     )
     return vocab
 
 
-def _link(
-    graph: CausalGraph, cfg: OfflineBuildConfig, stages: _Stages
-) -> tuple[CausalGraph, LinkStats]:
+def _link(build: _Build, graph: CausalGraph) -> tuple[CausalGraph, LinkStats]:
     """The evidence step: every edge linked to the chunks that state it (``relink_graph``)."""
-    t = stages.begin(f"evidence: linking {len(graph.edges):,} edges to the chunks that state them")
-    graph, linking = relink_graph(graph, per_edge=cfg.max_evidence)
-    stages.done(
+    t = build.begin(f"evidence: linking {len(graph.edges):,} edges to the chunks that state them")
+    graph, linking = relink_graph(graph, per_edge=build.cfg.max_evidence)
+    build.done(
         "evidence",
         t,
         links=graph.evidence_links,
@@ -273,40 +272,30 @@ def _link(
 
 
 def _embed(
-    graph: CausalGraph,
-    chunks: Sequence[Chunk],
-    embedder: Embedder,
-    embed_chunks: bool,
-    stages: _Stages,
+    build: _Build, graph: CausalGraph, embed_chunks: bool
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The variables' vectors, and the chunks' when ``embed_chunks``."""
+    chunks, embedder, progress = build.chunks, build.embedder, build.progress
     var_texts = [variable_text(v) for v in graph.variables]
-    t = stages.begin(f"embedding {len(var_texts):,} variables")
-    var_vec = embed_texts(embedder, var_texts, what="variables", progress=stages.progress)
-    stages.done("embed_variables", t, variables=len(var_texts))
+    t = build.begin(f"embedding {len(var_texts):,} variables")
+    var_vec = embed_texts(embedder, var_texts, what="variables", progress=progress)
+    build.done("embed_variables", t, variables=len(var_texts))
     if not embed_chunks:
         return var_vec, None
     # A short block a user's splitter cut is embedded once, for all its pieces (blocks.py).
     ctexts, rows = embedding_texts(chunks)
-    t = stages.begin(f"embedding {len(chunks):,} chunks ({len(ctexts):,} texts)")
-    chunk_vec = embed_texts(embedder, ctexts, what="chunks", progress=stages.progress)[rows]
-    stages.done("embed_chunks", t, chunks=len(chunks), texts=len(ctexts))
+    t = build.begin(f"embedding {len(chunks):,} chunks ({len(ctexts):,} texts)")
+    chunk_vec = embed_texts(embedder, ctexts, what="chunks", progress=progress)[rows]
+    build.done("embed_chunks", t, chunks=len(chunks), texts=len(ctexts))
     return var_vec, chunk_vec
 
 
 def _assemble(
-    corpus: SentenceCorpus,
-    chunks: Sequence[Chunk],
-    vocab: Vocabulary,
-    spec: DomainSpec | None,
-    outcome: OutcomeConfig | None,
-    max_dimensions: int,
-    embedder: Embedder,
-    cfg: OfflineBuildConfig,
-    warnings: list[str],
+    build: _Build, corpus: SentenceCorpus, vocab: Vocabulary, max_dimensions: int
 ) -> tuple[CausalGraph, dict[str, Any], SupportLedger]:
     """Steps 3-5 on a vocabulary: variables, supported links, roles, dimensions, edges; and the
     ledger of the support behind each edge (for incremental updates)."""
+    chunks, spec, outcome, cfg = build.chunks, build.spec, build.outcome, build.cfg
     given = vocab.given is not None
     nodes = choose_nodes(
         corpus.statements, vocab, cfg.min_variable_support, cfg.max_variables_per_metric
@@ -327,7 +316,7 @@ def _assemble(
         dropped_generic = drop_nodes(support, {NodeKey(one_word[w]) for w in generic})
     names = vocab.metric_names()
     metric_roles = roles(
-        len(vocab.heads), names, direct_in, direct_out, outcome, vocab.given, warnings
+        len(vocab.heads), names, direct_in, direct_out, outcome, vocab.given, build.warnings
     )
     dropped_terminal = drop_leaving(
         support, {i for i, r in enumerate(metric_roles) if r == "terminal"}
@@ -343,7 +332,7 @@ def _assemble(
     metric_used = sorted(metric_used)
     node_aliases = nodes.node_aliases()
     dims, signature, entity_names = dimensions(
-        used, node_aliases, nodes.support, vocab, spec, max_dimensions, embedder
+        used, node_aliases, nodes.support, vocab, spec, max_dimensions, build.embedder
     )
     metrics_out = _metrics(vocab, metric_used, names, metric_roles, signature)
     var_of: dict[NodeKey, Variable] = {}

@@ -49,9 +49,10 @@ class AssemblyReport:
     repaired: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, dict[str, int]]:
+        # Only what happened: ``counter[reason] += 0`` leaves a key behind.
         return {
-            "dropped": dict(sorted(self.dropped.items())),
-            "repaired": dict(sorted(self.repaired.items())),
+            "dropped": {k: n for k, n in sorted(self.dropped.items()) if n},
+            "repaired": {k: n for k, n in sorted(self.repaired.items()) if n},
         }
 
 

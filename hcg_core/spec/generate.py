@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -281,7 +281,8 @@ def _most_named(values: Iterable[Any]) -> list[str]:
 
 @dataclass
 class Stage1Calls:
-    """Stage 1's calls: a step asks every batch of the sample; a review asks once."""
+    """Stage 1's calls: a step asks every batch of the sample; a review asks once. Beside them,
+    what every step reads and writes: the outcome configuration given and the assembly report."""
 
     llm: StructuredLLM
     ledger: Ledger
@@ -289,6 +290,8 @@ class Stage1Calls:
     batches: Sequence[Sequence[Chunk]]
     excerpt_chars: int
     prompts: Mapping[str, Prompt] | None = None
+    outcome: OutcomeConfig | None = None
+    report: AssemblyReport = field(default_factory=AssemblyReport)
 
     async def step(
         self, name: str, model: type[BaseModel], tokens: int, **values: str
@@ -363,11 +366,11 @@ async def agenerate_spec(
     shown = [chunks[i] for i in idx]
     coverage["share_shown"] = round(len(shown) / max(1, len(chunks)), 4)
     batches = spread_batches(shown, opts.chunks_per_call)
-    calls = Stage1Calls(llm, ledger, failures, batches, opts.excerpt_chars, opts.prompts)
-    report = AssemblyReport()
+    calls = Stage1Calls(llm, ledger, failures, batches, opts.excerpt_chars, opts.prompts, outcome)
+    report = calls.report
     with stage("stage1"), StageTimer(ledger, "stage1"):
         dims, domain, inferred, inferred_outcomes = await _dimensions(
-            calls, caps.max_dimensions, opts.domain, outcome, report
+            calls, caps.max_dimensions, opts.domain
         )
         dom = domain or "unknown"
         metric_replies = await calls.step(
@@ -383,7 +386,7 @@ async def agenerate_spec(
             _items(metric_replies, "metrics"), embedder, chunk_embeddings, report
         )
         metrics, final_outcome = await curated_metrics(
-            calls, metric_drafts, dims, caps.max_metrics, outcome, report, support, dom
+            calls, metric_drafts, dims, caps.max_metrics, support, dom
         )
         if not metrics:
             raise BuildError("Stage 1 produced no metrics; see the failures, or pass --spec")
@@ -391,9 +394,7 @@ async def agenerate_spec(
             note = "candidate outcomes inferred from the corpus: " + ", ".join(inferred_outcomes)
             final_outcome = replace(final_outcome, description=note)
             inferred.append("outcome")
-        metrics, variables, relations = await _variables_and_relations(
-            calls, dims, metrics, dom, report
-        )
+        metrics, variables, relations = await _variables_and_relations(calls, dims, metrics, dom)
         spec = assemble_spec(dims, metrics, variables, relations, final_outcome, domain=domain)
         spec = replace(spec, inferred=tuple(inferred))
     planned = len(STAGE1_STEPS) * len(batches) + REVIEW_CALLS
@@ -409,11 +410,12 @@ async def agenerate_spec(
 
 
 async def _dimensions(
-    calls: Stage1Calls, cap: int, domain: str, outcome: OutcomeConfig | None, report: AssemblyReport
+    calls: Stage1Calls, cap: int, domain: str
 ) -> tuple[Any, str, list[str], list[str]]:
     """The dimensions step, merged and reviewed: (dimensions, domain line, what was inferred,
     the inferred outcomes). Without a ``domain`` the step also asks for one, and the review
     writes it for the whole corpus."""
+    outcome, report = calls.outcome, calls.report
     infer = not domain
     dim_replies = await calls.step(
         "dimensions",
@@ -454,15 +456,12 @@ async def _dimensions(
 
 
 async def _variables_and_relations(
-    calls: Stage1Calls,
-    dims: Sequence[Any],
-    metrics: Sequence[Any],
-    dom: str,
-    report: AssemblyReport,
+    calls: Stage1Calls, dims: Sequence[Any], metrics: Sequence[Any], dom: str
 ) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]:
     """The variables step over the curated metrics, then the relations step over its variables,
     each merged; the metrics come back with the signature of any that bound no variable
     dropped (``unbind_unused``)."""
+    report = calls.report
     used = {d for m in metrics for d in m.signature}
     var_replies = await calls.step(
         "variables",
@@ -495,14 +494,13 @@ async def curated_metrics(
     drafts: list[list[dict[str, Any]]],
     dims: Sequence[Any],
     cap: int,
-    outcome: OutcomeConfig | None,
-    report: AssemblyReport,
     support: Mapping[str, float],
     domain: str,
 ) -> tuple[tuple[Any, ...], OutcomeConfig]:
     """The capped metrics: the metrics review merges by meaning and names the causes (kept
     first), the cap keeps the best, and the check call merges duplicates among the kept ones
     (the slot it frees goes to the next metric of the ranking)."""
+    outcome, report = calls.outcome, calls.report
     listed, names = metrics_text(drafts)
     causes: set[str] = set()
     if names:

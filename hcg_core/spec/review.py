@@ -30,7 +30,7 @@ MAX_GROUPS = 60  # groups one review may list (maxItems)
 MAX_GROUP_MEMBERS = 12
 
 
-def choice(names: Sequence[str]) -> Any:
+def choice(names: Sequence[Any]) -> Any:
     """A ``Literal`` of the allowed names; a plain str when there is nothing to choose from yet."""
     return Literal[tuple(names)] if names else str  # type: ignore[return-value]
 
