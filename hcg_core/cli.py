@@ -524,10 +524,10 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def _graph_to_edit(args: argparse.Namespace) -> Any:
-    """The embedder ``--embedder`` names (or None), after ``args.dir`` is read: a directory that
-    is not a graph is refused before it is locked."""
+    """The embedder ``--embedder`` names (or None), after ``args.dir``'s manifest is read: a
+    directory that is not a graph is refused before it is locked (the lock would write in it)."""
     embedder = _named_embedder(args)
-    store.load_graph(args.dir)
+    store.read_pointer(args.dir)
     return embedder
 
 
