@@ -924,9 +924,8 @@ def _vector_problem(arr: np.ndarray, recorded_zero_rows: Any) -> str | None:
 
     An all-zero row is legitimate only as many times as the manifest recorded at save time (the
     hashing embedder maps a text without content words to zero); more mean a damaged file.
+    Its dtype is a float already (``npy_header_problem`` read it from the header).
     """
-    if arr.dtype.kind != "f":
-        return f"holds {arr.dtype} values, not floats"
     # Checked in blocks of rows, so a memory-mapped file is never copied whole into memory.
     norms = np.zeros(arr.shape[0])
     for start in range(0, arr.shape[0], _CHECK_ROWS):
