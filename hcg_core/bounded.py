@@ -54,8 +54,9 @@ class BoundsError(CorruptFileError):
     """A JSON or YAML file broke a parsing bound (size, depth, integer size, duplicate key, alias)."""
 
 
-class _Violation(Exception):
-    """Raised inside the parsers' hooks; turned into a ``BoundsError`` that names the file."""
+class _Violation(ValueError):
+    """Raised inside the parsers' hooks (and by ``check_depth``); turned into a ``BoundsError``
+    that names the file. A ValueError: ``check_depth`` on an LLM reply is a reply not to use."""
 
 
 def size_cap(

@@ -524,10 +524,10 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def _graph_to_edit(args: argparse.Namespace) -> Any:
-    """The embedder ``--embedder`` names (or None), after ``args.dir`` is read: a directory that
-    is not a graph is refused before it is locked."""
+    """The embedder ``--embedder`` names (or None), after ``args.dir``'s manifest is read: a
+    directory that is not a graph is refused before it is locked (the lock would write in it)."""
     embedder = _named_embedder(args)
-    store.load_graph(args.dir)
+    store.read_pointer(args.dir)
     return embedder
 
 
@@ -815,6 +815,10 @@ _positive_seconds = number_type(
 _temperature = number_type(lambda x: math.isfinite(x) and 0 <= x <= 2, "a finite number in [0, 2]")
 
 
+# The embedder's default of the commands that read a graph.
+FROM_MANIFEST = "default: the one named in the graph's manifest"
+
+
 def _flag(p: argparse.ArgumentParser, flag: str, text: str) -> None:
     p.add_argument(flag, action="store_true", help=text)
 
@@ -886,16 +890,22 @@ def _add_llm_arguments(b: argparse.ArgumentParser) -> None:
     _flag(b, "--estimate", "print the calls and tokens the build would make, and stop")
 
 
+def _graph_command(sub: Any, name: str, text: str, func: Any, dir_help: str | None = None) -> Any:
+    """Subcommand ``name`` (run by ``func``), its first argument a graph directory ``dir``."""
+    p = sub.add_parser(name, help=text)
+    p.add_argument("dir", help=dir_help)
+    p.set_defaults(func=func)
+    return p
+
+
 def _inspect_parser(sub: Any) -> None:
-    i = sub.add_parser("inspect", help="counts, graph health, variables per metric, build report")
-    i.add_argument("dir")
-    i.add_argument("--json", action="store_true")
-    i.set_defaults(func=cmd_inspect)
+    text = "counts, graph health, variables per metric, build report"
+    _graph_command(sub, "inspect", text, cmd_inspect).add_argument("--json", action="store_true")
 
 
 def _query_parser(sub: Any) -> None:
-    q = sub.add_parser("query", help="retrieve chunks for a question, with route, score, paths")
-    q.add_argument("dir")
+    text = "retrieve chunks for a question, with route, score, paths"
+    q = _graph_command(sub, "query", text, cmd_query)
     q.add_argument("question")
     q.add_argument("--k", type=positive_int, default=5)
     q.add_argument("--json", action="store_true")
@@ -913,15 +923,14 @@ def _query_parser(sub: Any) -> None:
         help=f"hybrid mode: words per returned passage (default {DEFAULT_PASSAGE_WORDS}; "
         "0: whole chunks)",
     )
-    add_embedder_arguments(q, "default: the one named in the graph's manifest")
-    q.set_defaults(func=cmd_query)
+    add_embedder_arguments(q, FROM_MANIFEST)
 
 
 def _add_parser(sub: Any) -> None:
-    a = sub.add_parser(
-        "add", help="add documents to a graph directory in place (only the new text is embedded)"
+    text = "add documents to a graph directory in place (only the new text is embedded)"
+    a = _graph_command(
+        sub, "add", text, cmd_add, "an existing graph directory (hcg build's output)"
     )
-    a.add_argument("dir", help="an existing graph directory (hcg build's output)")
     a.add_argument("files", nargs="+", help=".txt, .md, .json, .jsonl files or folders of them")
     _add_chunking_arguments(
         a,
@@ -929,28 +938,28 @@ def _add_parser(sub: Any) -> None:
         (None, f"overlap words (default: the build's, else {corpus.DEFAULT_OVERLAP_WORDS})"),
         "character cap per chunk (default: the build's)",
     )
-    a.add_argument("--json", action="store_true", help="print the update report as JSON")
-    add_embedder_arguments(a, "default: the one named in the graph's manifest")
-    add_lock_timeout_argument(a)
-    a.set_defaults(func=cmd_add)
+    _edit_arguments(a)
 
 
 def _remove_parser(sub: Any) -> None:
-    r = sub.add_parser("remove", help="remove documents (by doc id) from a graph directory")
-    r.add_argument("dir", help="an existing graph directory")
+    text = "remove documents (by doc id) from a graph directory"
+    r = _graph_command(sub, "remove", text, cmd_remove, "an existing graph directory")
     r.add_argument("doc_ids", nargs="+", help="document ids (chunks.jsonl's doc_id)")
-    r.add_argument("--json", action="store_true", help="print the update report as JSON")
-    add_embedder_arguments(r, "default: the one named in the graph's manifest")
-    add_lock_timeout_argument(r)
-    r.set_defaults(func=cmd_remove)
+    _edit_arguments(r)
+
+
+def _edit_arguments(p: argparse.ArgumentParser) -> None:
+    """``hcg add``'s and ``hcg remove``'s last options: ``--json``, the embedder, the lock."""
+    _flag(p, "--json", "print the update report as JSON")
+    add_embedder_arguments(p, FROM_MANIFEST)
+    add_lock_timeout_argument(p)
 
 
 def _relink_parser(sub: Any) -> None:
-    rl = sub.add_parser(
-        "relink",
-        help="link each edge to the chunks that state it again (no LLM call, no edge removed)",
+    text = "link each edge to the chunks that state it again (no LLM call, no edge removed)"
+    rl = _graph_command(
+        sub, "relink", text, cmd_relink, "an existing graph directory (format 1 or 2)"
     )
-    rl.add_argument("dir", help="an existing graph directory (format 1 or 2)")
     _flag(rl, "--dry-run", "print the figures before and after; write nothing")
     rl.add_argument(
         "--per-edge",
@@ -958,9 +967,8 @@ def _relink_parser(sub: Any) -> None:
         default=DEFAULT_EVIDENCE_PER_EDGE,
         help=f"evidence chunks per edge (default {DEFAULT_EVIDENCE_PER_EDGE}, the paper's)",
     )
-    rl.add_argument("--json", action="store_true", help="print the figures as JSON")
+    _flag(rl, "--json", "print the figures as JSON")
     add_lock_timeout_argument(rl)
-    rl.set_defaults(func=cmd_relink)
 
 
 def _eval_parser(sub: Any) -> None:

@@ -924,9 +924,8 @@ def _vector_problem(arr: np.ndarray, recorded_zero_rows: Any) -> str | None:
 
     An all-zero row is legitimate only as many times as the manifest recorded at save time (the
     hashing embedder maps a text without content words to zero); more mean a damaged file.
+    Its dtype is a float already (``npy_header_problem`` read it from the header).
     """
-    if arr.dtype.kind != "f":
-        return f"holds {arr.dtype} values, not floats"
     # Checked in blocks of rows, so a memory-mapped file is never copied whole into memory.
     norms = np.zeros(arr.shape[0])
     for start in range(0, arr.shape[0], _CHECK_ROWS):
@@ -964,6 +963,15 @@ def _read_optional_object(
 _LOAD_ATTEMPTS = 20
 
 
+def read_pointer(directory: str | os.PathLike) -> dict[str, Any]:
+    """A graph directory's top ``manifest.json``: refuses, as ``load_graph`` does, a folder that
+    is not a graph, without reading the graph (``hcg add`` checks this before it locks)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise MissingFileError("is not a graph directory (it does not exist)", path=directory)
+    return read_manifest(directory)
+
+
 def load_graph(directory: str | os.PathLike) -> StoredGraph:
     """Read and validate a graph directory (written by ``save_graph`` or by hand).
 
@@ -973,10 +981,8 @@ def load_graph(directory: str | os.PathLike) -> StoredGraph:
     the result is one whole version, never a mix.
     """
     directory = Path(directory)
-    if not directory.is_dir():
-        raise MissingFileError("is not a graph directory (it does not exist)", path=directory)
     for attempt in range(_LOAD_ATTEMPTS):
-        pointer = read_manifest(directory)
+        pointer = read_pointer(directory)
         try:
             if "current" in pointer:
                 folder = _pointed_dir(directory, pointer)

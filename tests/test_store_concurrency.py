@@ -179,6 +179,35 @@ def test_a_writer_that_cannot_get_the_lock_fails_naming_the_holder(
     assert "note.md" in {c.doc_id for c in load_graph(graph_dir).graph.chunks}
 
 
+def test_add_and_remove_read_the_graph_once_and_refuse_a_non_graph_unlocked(
+    tmp_path, graph_dir, capsys, monkeypatch
+):
+    """The graph is loaded once, under the lock; a folder that is not a graph is refused before
+    the lock (which would write ``.hcg-lock`` into it), with load_graph's own message."""
+    from hcg_core import store
+
+    reads: list[Path] = []
+    real = store._load_files
+    monkeypatch.setattr(store, "_load_files", lambda d, m: (reads.append(d), real(d, m))[1])
+    (tmp_path / "note.md").write_text("Salt raises blood pressure.\n")
+    assert main(["add", str(graph_dir), str(tmp_path / "note.md")]) == 0
+    assert len(reads) == 1, reads
+    assert main(["remove", str(graph_dir), "note.md"]) == 0
+    assert len(reads) == 2, reads
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "notes.md").write_text("Not a graph.\n")
+    for argv in (["add", str(plain), str(tmp_path / "note.md")], ["remove", str(plain), "x"]):
+        capsys.readouterr()
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "manifest.json" in err and "missing; a graph directory needs it" in err, err
+        assert main([argv[0], str(tmp_path / "none"), *argv[2:]]) == 2
+        assert "is not a graph directory (it does not exist)" in capsys.readouterr().err
+    assert sorted(p.name for p in plain.iterdir()) == ["notes.md"]  # no lock file written
+    assert not (tmp_path / "none").exists() and len(reads) == 2
+
+
 def test_the_lock_is_reentrant_in_a_thread_and_refuses_bad_timeouts(tmp_path, monkeypatch):
     from hcg_core.errors import ConfigError
 

@@ -73,24 +73,13 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         default=DEFAULT_MODES,
         help=f"comma list of {', '.join(MODES)} (default %(default)s)",
     )
-    parser.add_argument(
-        "--baseline-chunk-words",
-        type=int,
-        default=DEFAULT_BASELINE_CHUNK_WORDS,
-        help="words per chunk of the re-chunked baselines (default %(default)s)",
-    )
-    parser.add_argument(
-        "--baseline-chunk-overlap",
-        type=int,
-        default=DEFAULT_BASELINE_CHUNK_OVERLAP,
-        help="overlap words of the re-chunked baselines (default %(default)s)",
-    )
-    parser.add_argument(
-        "--baseline-k",
-        type=int,
-        default=DEFAULT_BASELINE_K,
-        help="chunks of the re-chunked baselines, then cut to the budget (default %(default)s)",
-    )
+    rechunked = "of the re-chunked baselines"
+    for flag, default, text in (
+        ("--baseline-chunk-words", DEFAULT_BASELINE_CHUNK_WORDS, f"words per chunk {rechunked}"),
+        ("--baseline-chunk-overlap", DEFAULT_BASELINE_CHUNK_OVERLAP, f"overlap words {rechunked}"),
+        ("--baseline-k", DEFAULT_BASELINE_K, f"chunks {rechunked}, then cut to the budget"),
+    ):
+        parser.add_argument(flag, type=int, default=default, help=f"{text} (default %(default)s)")
     parser.add_argument("--no-baselines", action="store_true", help="only the HCG modes")
     parser.add_argument(
         "--ablations",

@@ -20,6 +20,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
+from ..bounded import check_depth
 from ..errors import LLMError, LLMOutputError
 
 M = TypeVar("M", bound=BaseModel)
@@ -88,13 +89,12 @@ def extract_json(text: str) -> Any:
     for cand in candidates:
         try:
             value = json.loads(cand)
+            if isinstance(value, (dict, list)):  # a ValueError, "nesting deeper than N levels"
+                check_depth(value, MAX_REPLY_DEPTH)
         except ValueError as exc:
             last = exc
             continue
         except RecursionError:  # deeper than the C parser recurses: no reply nests so
-            last = ValueError(f"nesting deeper than {MAX_REPLY_DEPTH} levels")
-            continue
-        if _too_deep(value):
             last = ValueError(f"nesting deeper than {MAX_REPLY_DEPTH} levels")
             continue
         return value
@@ -104,23 +104,6 @@ def extract_json(text: str) -> Any:
 # Far above any response schema (they nest 3 or 4 deep) and far below Python's recursion limit,
 # which pydantic's validation and any later walk of the value would otherwise reach.
 MAX_REPLY_DEPTH = 64
-
-
-def _too_deep(value: Any) -> bool:
-    """Whether ``value`` nests lists and dicts deeper than ``MAX_REPLY_DEPTH`` (no recursion)."""
-    level, depth = [value], 0
-    while level:
-        depth += 1
-        if depth > MAX_REPLY_DEPTH:
-            return True
-        level = [
-            child
-            for item in level
-            if isinstance(item, (dict, list))
-            for child in (item.values() if isinstance(item, dict) else item)
-            if isinstance(child, (dict, list))
-        ]
-    return False
 
 
 def parse_reply(text: str, response_model: type[M]) -> M:
