@@ -235,7 +235,7 @@ def mmr_pack(
         j = int(state.score.argmax())
         if state.take(j) and groups is not None and groups[j] >= 0:
             for m in (groups == groups[j]).nonzero()[0].tolist():
-                if state.available[m] and state.room():
+                if state.gain[m] > -np.inf and state.room():  # not yet taken
                     state.take(m)
     return np.asarray(state.picked, dtype=np.int64)
 
@@ -252,7 +252,6 @@ class _Packing:
     repeats_kept: bool
     span_rows: list[list[int]] | None
     owner_rows: list[int] | None
-    available: np.ndarray = field(init=False)
     redundancy: np.ndarray = field(init=False)
     # Each candidate's MMR score, gain - weight * redundancy; both -inf once it is taken
     # (picked or skipped).
@@ -267,9 +266,7 @@ class _Packing:
     words: int = 0
 
     def __post_init__(self) -> None:
-        n = self.lengths.shape[0]
-        self.available = np.ones(n, dtype=bool)
-        self.redundancy = np.zeros(n)
+        self.redundancy = np.zeros(self.lengths.shape[0])
 
     def room(self) -> bool:
         count = len(self.picked) if self.owner_rows is None else len(self.results)
@@ -279,7 +276,6 @@ class _Packing:
         """Pick candidate ``j`` unless picked spans already cover it whole; True when the picks
         grew (not when ``j`` was skipped, nor when it took back as many parts as it adds)."""
         before = len(self.picked)
-        self.available[j] = False
         self.gain[j] = self.score[j] = -np.inf
         self.taken += 1
         new = 1.0  # share of the candidate's span that no picked span covers
