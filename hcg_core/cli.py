@@ -689,9 +689,22 @@ def _print_result(result: Any) -> None:
             _show(f"    path: {p}")
             for eid, mech in zip(p.edge_ids, p.mechanisms, strict=True):
                 if mech:
-                    _show(f"      {eid}: {mech[:160]}")
-        text = " ".join(rc.chunk.text.split())
-        _show(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
+                    _show(f"      {eid}: {_cut(mech, MECHANISM_CHARS_SHOWN)}")
+        _show(f"    {_cut(' '.join(rc.chunk.text.split()), CHUNK_CHARS_SHOWN)}")
+
+
+# How much of an edge's mechanism and of a chunk's text ``hcg query`` prints (``--json`` has all).
+MECHANISM_CHARS_SHOWN = 160
+CHUNK_CHARS_SHOWN = 400
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` up to ``limit`` characters, with "..." when cut, so a cut never reads as whole.
+
+    >>> _cut("abcdef", 3), _cut("abc", 3)
+    ('abc...', 'abc')
+    """
+    return f"{text[:limit]}..." if len(text) > limit else text
 
 
 # The ranking signals of a hybrid result (``RetrievedChunk.details``), as printed: each in [0, 1]

@@ -1,0 +1,58 @@
+"""What a new user meets in the first hour: messages that say what happened and what to do.
+
+Each test here fails on the code before the fix it names (docs/ record the frictions found).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import hcg_core.cli
+from hcg_core.cli import main
+from hcg_core.store import load_graph
+
+# A lake-ecology paragraph whose causal sentence is longer than hcg query prints of a mechanism.
+LAKE = """# Internal loading
+
+Decades of external inputs leave a large store of phosphorus in the sediment. When the bottom
+water loses its oxygen, iron compounds in the sediment dissolve and release the phosphorus they
+held.
+
+Hypoxia therefore feeds back on itself: more phosphorus leads to more algae, more dead algae
+sinking leads to more oxygen consumption, and lower oxygen leads to more phosphorus release.
+"""
+
+
+# How much of a mechanism ``hcg query`` prints (160 before the constant was named).
+MECHANISM_CHARS_SHOWN = getattr(hcg_core.cli, "MECHANISM_CHARS_SHOWN", 160)
+
+
+@pytest.fixture
+def lake_graph(tmp_path: Path) -> Path:
+    corpus = tmp_path / "lake"
+    corpus.mkdir()
+    (corpus / "internal-loading.md").write_text(LAKE, encoding="utf-8")
+    out = tmp_path / "lake_graph"
+    assert main(["build", str(corpus), "--out", str(out), "--embedder", "hashing", "--quiet"]) == 0
+    return out
+
+
+def test_query_marks_a_cut_mechanism(lake_graph, capsys):
+    edges = load_graph(lake_graph).graph.edges
+    long = [e for e in edges if len(e.mechanism) > MECHANISM_CHARS_SHOWN]
+    assert long, [e.mechanism for e in edges]
+    capsys.readouterr()
+    assert main(["query", str(lake_graph), "What does low oxygen do to phosphorus?"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    shown = [ln.strip() for ln in lines if ln.strip().startswith(f"{long[0].id}: ")]
+    assert shown, lines
+    # Cut, and saying so: the printed mechanism ends with "..." right after its first characters.
+    assert shown[0] == f"{long[0].id}: {long[0].mechanism[:MECHANISM_CHARS_SHOWN]}..."
+    short = [e for e in edges if len(e.mechanism) <= MECHANISM_CHARS_SHOWN]
+    for e in short:  # a whole mechanism is printed as it is
+        assert all(
+            not ln.strip().startswith(f"{e.id}: ") or ln.strip().endswith(e.mechanism)
+            for ln in lines
+        )
