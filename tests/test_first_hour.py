@@ -56,3 +56,25 @@ def test_query_marks_a_cut_mechanism(lake_graph, capsys):
             not ln.strip().startswith(f"{e.id}: ") or ln.strip().endswith(e.mechanism)
             for ln in lines
         )
+
+
+def test_apply_refuses_a_key_its_operation_does_not_read(lake_graph, tmp_path, capsys):
+    """An `effect` on edit_edge (no correction changes a sign) or a typo was dropped unseen."""
+    edge = load_graph(lake_graph).graph.edges[0]
+    corrections = tmp_path / "corrections.yaml"
+    corrections.write_text(
+        "corrections:\n"
+        f"  - {{op: edit_edge, edge: {edge.id}, effect: decreases, confidence: 0.8}}\n"
+        f"  - {{op: edit_edge, edge: {edge.id}, confidance: 0.9}}\n"
+        f"  - {{op: edit_edge, edge: {edge.id}, source: '{edge.source}', confidence: 0.7}}\n",
+        encoding="utf-8",
+    )
+    capsys.readouterr()
+    out = tmp_path / "v2"
+    assert main(["apply", str(lake_graph), str(corrections), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "applied 1, refused 2" in text, text
+    assert "refused #1 edit_edge: edit_edge does not read 'effect'" in text, text
+    assert "refused #2 edit_edge: edit_edge does not read 'confidance'" in text, text
+    (after,) = [e for e in load_graph(out).graph.edges if e.id == edge.id]
+    assert after.confidence == 0.7 and after.effect == edge.effect  # only #3 applied
