@@ -78,3 +78,33 @@ def test_apply_refuses_a_key_its_operation_does_not_read(lake_graph, tmp_path, c
     assert "refused #2 edit_edge: edit_edge does not read 'confidance'" in text, text
     (after,) = [e for e in load_graph(out).graph.edges if e.id == edge.id]
     assert after.confidence == 0.7 and after.effect == edge.effect  # only #3 applied
+
+
+def test_a_skipped_empty_document_is_named(caplog):
+    """'1 document(s) without text skipped' left the user to hunt for the empty file."""
+    from langchain_core.documents import Document as LCDocument
+    from llama_index.core import Document as LIDocument
+
+    from hcg_core.embedders import HashingEmbedder
+    from langchain_hcg import HCGRetriever
+    from llama_index_hcg import HCGIndex
+
+    emb = HashingEmbedder()
+    with caplog.at_level("WARNING"):
+        HCGIndex.from_documents(
+            [
+                LIDocument(text=LAKE),
+                LIDocument(text=" ", metadata={"file_path": "/data/notes/empty-notes.md"}),
+            ],
+            embed_model=emb,
+        )
+    assert "1 document(s) without text skipped: '/data/notes/empty-notes.md'" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        HCGRetriever.from_documents(
+            [LCDocument(page_content=LAKE)]
+            + [LCDocument(page_content="", id=f"empty-{n}.md") for n in range(5)],
+            embeddings=emb,
+        )
+    skipped = "5 document(s) without text skipped: 'empty-0.md', 'empty-1.md', 'empty-2.md'"
+    assert f"{skipped} and 2 more" in caplog.text, caplog.text
