@@ -96,6 +96,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         graph, vectors, ledger = done.graph, done.variable_embeddings, done.ledger
         report["corrections"] = {"file": str(args.corrections), **done.report.as_dict()}
     report["total_seconds"] = round(time.perf_counter() - t0, 2)
+    dropped = _dropped_variables_note(report)
+    if dropped:
+        say(dropped)
     say(f"writing {args.out}")
     store.save_graph(
         graph,
@@ -115,6 +118,25 @@ def cmd_build(args: argparse.Namespace) -> int:
         f"{report['total_seconds']:.1f} s"
     )
     return 0
+
+
+def _dropped_variables_note(report: dict[str, Any]) -> str | None:
+    """What the offline builder's two drop rules took out, said at build time: a corpus whose
+    graph came out thin otherwise shows only its counts (a long log that repeats a topic word in
+    every record makes that word generic, and its variable goes)."""
+    stage = report.get("stages", {}).get("graph", {})
+    weak = stage.get("weak_single_sentence_variables_dropped") or 0
+    generic = stage.get("generic_variables_dropped") or 0
+    parts = [f"{weak:,} stated by one sentence with a weak cue"] if weak else []
+    if generic:
+        words = stage.get("generic_words") or "-"
+        parts.append(f"{generic:,} named by a word spread over the whole corpus ({words})")
+    if not parts:
+        return None
+    return (
+        f"dropped variables, with their edges: {'; '.join(parts)} "
+        "(drop_weak, drop_generic: docs/offline-builder.md)"
+    )
 
 
 def _read_and_chunk(args: argparse.Namespace, say: Any) -> tuple[list, dict[str, Any]]:

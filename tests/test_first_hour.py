@@ -28,6 +28,14 @@ sinking leads to more oxygen consumption, and lower oxygen leads to more phospho
 # How much of a mechanism ``hcg query`` prints (160 before the constant was named).
 MECHANISM_CHARS_SHOWN = getattr(hcg_core.cli, "MECHANISM_CHARS_SHOWN", 160)
 
+# Two variables, each stated by two sentences with a strong cue: nothing for the drop rules.
+STRONG = """# Stroke
+
+Smoking causes atherosclerosis. Atherosclerosis causes stroke.
+
+In smokers, smoking causes atherosclerosis early. Atherosclerosis of the neck arteries causes stroke.
+"""
+
 
 @pytest.fixture
 def lake_graph(tmp_path: Path) -> Path:
@@ -108,3 +116,32 @@ def test_a_skipped_empty_document_is_named(caplog):
         )
     skipped = "5 document(s) without text skipped: 'empty-0.md', 'empty-1.md', 'empty-2.md'"
     assert f"{skipped} and 2 more" in caplog.text, caplog.text
+
+
+def test_build_says_which_variables_its_drop_rules_took(tmp_path, capsys):
+    """A thin offline graph showed only its counts; the build now says what was dropped and why."""
+    corpus = tmp_path / "lake"
+    corpus.mkdir()
+    (corpus / "internal-loading.md").write_text(LAKE, encoding="utf-8")
+    (corpus / "clarity.md").write_text(
+        "Storm runoff affects the clarity of the bay for several days.\n", encoding="utf-8"
+    )
+    out = tmp_path / "g"
+    capsys.readouterr()
+    assert main(["build", str(corpus), "--out", str(out), "--embedder", "hashing"]) == 0
+    err = capsys.readouterr().err
+    stage = load_graph(out).report["stages"]["graph"]
+    weak = stage["weak_single_sentence_variables_dropped"]
+    assert weak >= 1, stage  # "affects" is a weak cue, stated once
+    assert f"dropped variables, with their edges: {weak:,} stated by one sentence" in err, err
+    assert "docs/offline-builder.md" in err
+    # --quiet keeps it quiet, and a build that drops nothing says nothing of it.
+    assert main(["build", str(corpus), "--out", str(out), "--embedder", "hashing", "--quiet"]) == 0
+    assert "dropped variables" not in capsys.readouterr().err
+    for f in corpus.iterdir():
+        f.unlink()
+    (corpus / "stroke.md").write_text(STRONG, encoding="utf-8")
+    assert main(["build", str(corpus), "--out", str(out), "--embedder", "hashing"]) == 0
+    err = capsys.readouterr().err
+    assert load_graph(out).report["stages"]["graph"]["weak_single_sentence_variables_dropped"] == 0
+    assert "dropped variables" not in err, err
