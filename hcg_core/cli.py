@@ -662,8 +662,11 @@ def format_relink(r: dict[str, Any], where: str) -> str:
     ways = ", ".join(f"{w} {n:,}" for w, n in k["links_by_way"].items())
     lines.append(f"links by way: {ways}; edges without evidence {k['edges_without_evidence']:,}")
     lines.append(
-        f"per edge at most {k['per_edge']}, per chunk at most {k['chunk_cap']} edges "
-        f"({k['edges_short_by_cap']:,} edges got fewer links as a chunk stating them was full); "
+        # The cap binds search links only (ways 3 and 4): a chunk can hold more edges by quote or
+        # mechanism, so "max edges per chunk" above may pass it.
+        f"per edge at most {k['per_edge']}, per chunk at most {k['chunk_cap']} edges by search "
+        f"(sentence, chunk; {k['edges_short_by_cap']:,} edges got fewer links as a chunk stating "
+        "them was full); "
         f"{k['seconds']} s"
     )
     lines.append("written as a new version" if r["written"] else "dry run: nothing was written")

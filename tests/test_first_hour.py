@@ -145,3 +145,13 @@ def test_build_says_which_variables_its_drop_rules_took(tmp_path, capsys):
     err = capsys.readouterr().err
     assert load_graph(out).report["stages"]["graph"]["weak_single_sentence_variables_dropped"] == 0
     assert "dropped variables" not in err, err
+
+
+def test_relink_says_its_chunk_cap_is_on_search_links(lake_graph, capsys):
+    """'max edges per chunk 3' above 'per chunk at most 1 edges' read as a broken cap."""
+    capsys.readouterr()
+    assert main(["relink", str(lake_graph), "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("max edges per chunk") for line in lines), lines
+    (cap,) = [line for line in lines if line.startswith("per edge at most")]
+    assert " edges by search (sentence, chunk; " in cap, cap
