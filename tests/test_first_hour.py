@@ -155,3 +155,35 @@ def test_relink_says_its_chunk_cap_is_on_search_links(lake_graph, capsys):
     assert any(line.startswith("max edges per chunk") for line in lines), lines
     (cap,) = [line for line in lines if line.startswith("per edge at most")]
     assert " edges by search (sentence, chunk; " in cap, cap
+
+
+@pytest.mark.parametrize("command", ["query", "inspect", "eval"])
+def test_a_corpus_folder_given_for_a_graph_says_to_build(tmp_path, capsys, command):
+    """'lake/manifest.json: missing' did not say that lake is the corpus, not a graph."""
+    corpus = tmp_path / "lake" / "nutrients"
+    corpus.mkdir(parents=True)
+    (corpus / "internal-loading.md").write_text(LAKE, encoding="utf-8")
+    qa = tmp_path / "qa.json"
+    qa.write_text('[{"question": "Why?", "answer": "oxygen"}]', encoding="utf-8")
+    lake = tmp_path / "lake"
+    args = {
+        "query": ["query", str(lake), "Why?"],
+        "inspect": ["inspect", str(lake)],
+        "eval": ["eval", str(lake), "--questions", str(qa)],
+    }[command]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "manifest.json: missing" in err, err
+    assert f"{lake} holds documents, not a graph: build one from it first" in err, err
+    assert f"(hcg build {lake} --out GRAPH_DIR)" in err, err
+    # An empty folder, or a damaged graph (its graph files there), gets no such hint.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["inspect", str(empty)]) == 2
+    assert "holds documents" not in capsys.readouterr().err
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "graph.json").write_text("{}", encoding="utf-8")
+    (damaged / "chunks.jsonl").write_text("", encoding="utf-8")
+    assert main(["inspect", str(damaged)]) == 2
+    assert "holds documents" not in capsys.readouterr().err

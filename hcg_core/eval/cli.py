@@ -228,7 +228,9 @@ def run_eval(args: argparse.Namespace) -> int:
             systems.update(ablation_systems(retriever, args))
         report = evaluate(systems, questions, budget=args.budget)
     except HCGError as exc:
-        print(f"hcg eval: {exc}", file=sys.stderr)
+        from ..cli import corpus_not_graph_hint  # lazy: hcg_core.cli imports this module
+
+        print(f"hcg eval: {exc}{corpus_not_graph_hint(exc)}", file=sys.stderr)
         return 2
     report.meta.update(
         directory=str(args.directory),
