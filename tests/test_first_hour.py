@@ -187,3 +187,27 @@ def test_a_corpus_folder_given_for_a_graph_says_to_build(tmp_path, capsys, comma
     (damaged / "chunks.jsonl").write_text("", encoding="utf-8")
     assert main(["inspect", str(damaged)]) == 2
     assert "holds documents" not in capsys.readouterr().err
+
+
+def test_eval_says_each_system_done_on_a_terminal(lake_graph, tmp_path, capsys, monkeypatch):
+    """hcg eval ran silent until its table, however many questions; a terminal now sees it go."""
+    import sys
+
+    qa = tmp_path / "qa.json"
+    qa.write_text(
+        '[{"question": "What does low oxygen release?", "answer": "phosphorus"},'
+        ' {"question": "What feeds back on itself?", "answer": "hypoxia"}]',
+        encoding="utf-8",
+    )
+    argv = ["eval", str(lake_graph), "--questions", str(qa), "--budget", "20", "--json"]
+    capsys.readouterr()
+    assert main([*argv, "--modes", "hybrid,paper", "--no-baselines"]) == 0
+    assert "questions done" not in capsys.readouterr().err  # a pipe: no progress
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main([*argv, "--modes", "hybrid,paper", "--no-baselines"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    done = [line for line in err if line.endswith("questions done")]
+    assert done == [
+        "hcg eval: hcg hybrid: 2 questions done",
+        "hcg eval: hcg paper: 2 questions done",
+    ]

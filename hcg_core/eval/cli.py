@@ -188,6 +188,20 @@ def budget_warning(budget: int, corpus_words: int) -> str | None:
     return None
 
 
+def _progress_lines() -> Any:
+    """``evaluate``'s progress: a line as each system finishes, when stderr is a terminal (as
+    ``hcg build``'s bars), so a long run over hundreds of questions is not silent; a pipe or a log
+    gets none."""
+    if not sys.stderr.isatty():
+        return None
+
+    def say(system: str, done: int, total: int) -> None:
+        if done == total:
+            print(f"hcg eval: {system}: {total:,} questions done", file=sys.stderr, flush=True)
+
+    return say
+
+
 def run_eval(args: argparse.Namespace) -> int:
     """Run ``hcg eval`` with parsed arguments; print the table (or JSON); return the exit code."""
     from ..retrieval.retriever import CausalGraphRetriever
@@ -226,7 +240,7 @@ def run_eval(args: argparse.Namespace) -> int:
             systems.update(baseline_systems(retriever, args))
         if args.ablations:
             systems.update(ablation_systems(retriever, args))
-        report = evaluate(systems, questions, budget=args.budget)
+        report = evaluate(systems, questions, budget=args.budget, progress=_progress_lines())
     except HCGError as exc:
         from ..cli import corpus_not_graph_hint  # lazy: hcg_core.cli imports this module
 
