@@ -26,12 +26,17 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from . import corpus, store
-from .arg_types import add_embedder_arguments, non_negative_int, number_type, positive_int
+from .arg_types import (
+    add_embedder_arguments,
+    corpus_not_graph_hint,
+    non_negative_int,
+    number_type,
+    positive_int,
+)
 from .bounded import read_yaml, short
 from .config import (
     DEFAULT_EVIDENCE_PER_EDGE,
@@ -49,7 +54,6 @@ from .errors import (
     IncompleteBuildError,
     InputError,
     LLMError,
-    MissingFileError,
 )
 from .graph_build import build_graph
 from .graph_lock import add_lock_timeout_argument, graph_lock
@@ -1036,34 +1040,6 @@ def build_parser() -> argparse.ArgumentParser:
         add_parser(sub)
     add_review_commands(sub)  # view, apply, diff, export
     return p
-
-
-# The files `hcg build` reads: a folder holding some, and no graph, is a corpus given for a graph.
-CORPUS_SUFFIXES = (".txt", ".md", ".json", ".jsonl")
-CORPUS_FILES_LOOKED_AT = 1000
-GRAPH_FILES = ("versions", "graph.json", "chunks.jsonl", "spec.yaml")
-
-
-def corpus_not_graph_hint(exc: HCGError) -> str:
-    """What to do when a command that reads a graph was given the corpus folder instead (the
-    first-hour mistake: `hcg query my_docs ...`), else ""."""
-    path = getattr(exc, "path", None)
-    if not isinstance(exc, MissingFileError) or path is None or path.name != "manifest.json":
-        return ""
-    folder = path.parent
-    if any((folder / name).exists() for name in GRAPH_FILES):
-        return ""  # a damaged graph: the error itself says what is wrong
-    try:  # a bounded look: the first files of the tree are enough to tell
-        files = islice((f for f in folder.rglob("*") if f.is_file()), CORPUS_FILES_LOOKED_AT)
-        corpus_like = any(f.suffix.lower() in CORPUS_SUFFIXES for f in files)
-    except OSError:
-        return ""
-    if not corpus_like:
-        return ""
-    return (
-        f"; {folder} holds documents, not a graph: build one from it first "
-        f"(hcg build {folder} --out GRAPH_DIR), then give GRAPH_DIR here"
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from ..arg_types import add_embedder_arguments
+from ..arg_types import add_embedder_arguments, corpus_not_graph_hint
 from ..config import DEFAULT_PASSAGE_WORDS
 from ..errors import ConfigError, HCGError
 from .baselines import bm25_system, documents_from_chunks, fill_budget, vector_system, word_windows
@@ -242,8 +242,6 @@ def run_eval(args: argparse.Namespace) -> int:
             systems.update(ablation_systems(retriever, args))
         report = evaluate(systems, questions, budget=args.budget, progress=_progress_lines())
     except HCGError as exc:
-        from ..cli import corpus_not_graph_hint  # lazy: hcg_core.cli imports this module
-
         print(f"hcg eval: {exc}{corpus_not_graph_hint(exc)}", file=sys.stderr)
         return 2
     report.meta.update(
