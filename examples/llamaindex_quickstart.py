@@ -28,7 +28,6 @@ from llama_index.core import Document, StorageContext, load_index_from_storage
 from llama_index.core.base.llms.types import CompletionResponse, CompletionResponseGen, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
-from llama_index.core.node_parser import SentenceSplitter
 
 from llama_index_hcg import HCGIndex
 
@@ -85,10 +84,10 @@ def main() -> None:
     args = parser.parse_args()
     persist_dir = args.persist_dir or Path(tempfile.mkdtemp(prefix="hcg-llamaindex-"))
 
-    # 1. Build: LlamaIndex's own splitter makes the nodes; no llm= means the offline builder.
-    index = HCGIndex.from_documents(
-        load_documents(), transformations=[SentenceSplitter(chunk_size=96, chunk_overlap=16)]
-    )
+    # 1. Build. With no transformations= the nodes are hcg's own chunks (those of `hcg build`,
+    # the door the README measures); pass transformations=[SentenceSplitter(256, 32)] to keep
+    # LlamaIndex's splitter. No llm= means the offline builder; show_progress=True shows bars.
+    index = HCGIndex.from_documents(load_documents())
     g = index.graph
     print(f"graph: {len(g.variables)} variables, {len(g.edges)} edges, {len(g.chunks)} chunks")
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from itertools import islice
+
+from .errors import HCGError, MissingFileError
 
 
 def non_negative_int(text: str) -> int:
@@ -69,4 +72,32 @@ def add_embedder_arguments(parser: argparse.ArgumentParser, default_help: str) -
         action="store_true",
         help="allow an openai: embedder or --llm-model without a base URL, which sends text to "
         "OpenAI's API (or OPENAI_BASE_URL); hcg is offline unless told otherwise",
+    )
+
+
+# The files `hcg build` reads: a folder holding some, and no graph, is a corpus given for a graph.
+CORPUS_SUFFIXES = (".txt", ".md", ".json", ".jsonl")
+CORPUS_FILES_LOOKED_AT = 1000
+GRAPH_FILES = ("versions", "graph.json", "chunks.jsonl", "spec.yaml")
+
+
+def corpus_not_graph_hint(exc: HCGError) -> str:
+    """What to do when a command that reads a graph was given the corpus folder instead (the
+    first-hour mistake: `hcg query my_docs ...`), else ""."""
+    path = getattr(exc, "path", None)
+    if not isinstance(exc, MissingFileError) or path is None or path.name != "manifest.json":
+        return ""
+    folder = path.parent
+    if any((folder / name).exists() for name in GRAPH_FILES):
+        return ""  # a damaged graph: the error itself says what is wrong
+    try:  # a bounded look: the first files of the tree are enough to tell
+        files = islice((f for f in folder.rglob("*") if f.is_file()), CORPUS_FILES_LOOKED_AT)
+        corpus_like = any(f.suffix.lower() in CORPUS_SUFFIXES for f in files)
+    except OSError:
+        return ""
+    if not corpus_like:
+        return ""
+    return (
+        f"; {folder} holds documents, not a graph: build one from it first "
+        f"(hcg build {folder} --out GRAPH_DIR), then give GRAPH_DIR here"
     )

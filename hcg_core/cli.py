@@ -30,7 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from . import corpus, store
-from .arg_types import add_embedder_arguments, non_negative_int, number_type, positive_int
+from .arg_types import (
+    add_embedder_arguments,
+    corpus_not_graph_hint,
+    non_negative_int,
+    number_type,
+    positive_int,
+)
 from .bounded import read_yaml, short
 from .config import (
     DEFAULT_EVIDENCE_PER_EDGE,
@@ -96,6 +102,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         graph, vectors, ledger = done.graph, done.variable_embeddings, done.ledger
         report["corrections"] = {"file": str(args.corrections), **done.report.as_dict()}
     report["total_seconds"] = round(time.perf_counter() - t0, 2)
+    dropped = _dropped_variables_note(report)
+    if dropped:
+        say(dropped)
     say(f"writing {args.out}")
     store.save_graph(
         graph,
@@ -115,6 +124,25 @@ def cmd_build(args: argparse.Namespace) -> int:
         f"{report['total_seconds']:.1f} s"
     )
     return 0
+
+
+def _dropped_variables_note(report: dict[str, Any]) -> str | None:
+    """What the offline builder's two drop rules took out, said at build time: a corpus whose
+    graph came out thin otherwise shows only its counts (a long log that repeats a topic word in
+    every record makes that word generic, and its variable goes)."""
+    stage = report.get("stages", {}).get("graph", {})
+    weak = stage.get("weak_single_sentence_variables_dropped") or 0
+    generic = stage.get("generic_variables_dropped") or 0
+    parts = [f"{weak:,} stated by one sentence with a weak cue"] if weak else []
+    if generic:
+        words = stage.get("generic_words") or "-"
+        parts.append(f"{generic:,} named by a word spread over the whole corpus ({words})")
+    if not parts:
+        return None
+    return (
+        f"dropped variables, with their edges: {'; '.join(parts)} "
+        "(drop_weak, drop_generic: docs/offline-builder.md)"
+    )
 
 
 def _read_and_chunk(args: argparse.Namespace, say: Any) -> tuple[list, dict[str, Any]]:
@@ -640,8 +668,11 @@ def format_relink(r: dict[str, Any], where: str) -> str:
     ways = ", ".join(f"{w} {n:,}" for w, n in k["links_by_way"].items())
     lines.append(f"links by way: {ways}; edges without evidence {k['edges_without_evidence']:,}")
     lines.append(
-        f"per edge at most {k['per_edge']}, per chunk at most {k['chunk_cap']} edges "
-        f"({k['edges_short_by_cap']:,} edges got fewer links as a chunk stating them was full); "
+        # The cap binds search links only (ways 3 and 4): a chunk can hold more edges by quote or
+        # mechanism, so "max edges per chunk" above may pass it.
+        f"per edge at most {k['per_edge']}, per chunk at most {k['chunk_cap']} edges by search "
+        f"(sentence, chunk; {k['edges_short_by_cap']:,} edges got fewer links as a chunk stating "
+        "them was full); "
         f"{k['seconds']} s"
     )
     lines.append("written as a new version" if r["written"] else "dry run: nothing was written")
@@ -689,9 +720,22 @@ def _print_result(result: Any) -> None:
             _show(f"    path: {p}")
             for eid, mech in zip(p.edge_ids, p.mechanisms, strict=True):
                 if mech:
-                    _show(f"      {eid}: {mech[:160]}")
-        text = " ".join(rc.chunk.text.split())
-        _show(f"    {text[:400]}{'...' if len(text) > 400 else ''}")
+                    _show(f"      {eid}: {_cut(mech, MECHANISM_CHARS_SHOWN)}")
+        _show(f"    {_cut(' '.join(rc.chunk.text.split()), CHUNK_CHARS_SHOWN)}")
+
+
+# How much of an edge's mechanism and of a chunk's text ``hcg query`` prints (``--json`` has all).
+MECHANISM_CHARS_SHOWN = 160
+CHUNK_CHARS_SHOWN = 400
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` up to ``limit`` characters, with "..." when cut, so a cut never reads as whole.
+
+    >>> _cut("abcdef", 3), _cut("abc", 3)
+    ('abc...', 'abc')
+    """
+    return f"{text[:limit]}..." if len(text) > limit else text
 
 
 # The ranking signals of a hybrid result (``RetrievedChunk.details``), as printed: each in [0, 1]
@@ -1004,7 +1048,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except HCGError as exc:
-        print(visible(redact(f"hcg {args.command}: error: {exc}", env_secrets())), file=sys.stderr)
+        message = f"hcg {args.command}: error: {exc}{corpus_not_graph_hint(exc)}"
+        print(visible(redact(message, env_secrets())), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"hcg {args.command}: interrupted", file=sys.stderr)

@@ -85,10 +85,20 @@ def refuse_lone_surrogates(items: Sequence[tuple[str | None, str]], *, what: str
             )
 
 
+# How many skipped empty items a warning names.
+EMPTY_NAMED = 3
+
+
 def keep_in_batch(
-    items: Sequence[tuple[str | None, str]], *, insert: bool, what: str = "document"
+    items: Sequence[tuple[str | None, str]],
+    *,
+    insert: bool,
+    what: str = "document",
+    names: Sequence[str | None] | None = None,
 ) -> list[int]:
     """The positions of a batch's ``(id the caller gave, or None; text)`` items to keep.
+
+    ``names``: what a warning calls each item (a file path a reader recorded), else its id.
 
     - an id the caller gave to two items is refused (``InputError``, nothing is added): both
       would be stored under one id, and a later delete would remove both;
@@ -116,7 +126,11 @@ def keep_in_batch(
             f"{first if first is not None else f'item {empty[0]}'!r}); nothing was added"
         )
     if empty:
-        logger.warning("%d %s(s) without text skipped", len(empty), what)
+        # Name them (the first few), so the user can find the empty file or the reader's miss.
+        label = [(names[n] if names else None) or items[n][0] or f"item {n}" for n in empty]
+        shown = ", ".join(map(repr, label[:EMPTY_NAMED]))
+        more = f" and {len(label) - EMPTY_NAMED:,} more" if len(label) > EMPTY_NAMED else ""
+        logger.warning("%d %s(s) without text skipped: %s%s", len(empty), what, shown, more)
     keep, seen, repeats = [], set(), 0
     for n, (given_id, text) in enumerate(items):
         if not text.strip():

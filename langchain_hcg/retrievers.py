@@ -172,9 +172,9 @@ class HCGRetriever(BaseRetriever):
             raise InputError("from_documents got no documents")
         # Ids given twice are refused, empty documents skipped, repeats without an id kept once
         # (each with a warning): a silent last-one-wins would lose a document.
-        docs = [
-            docs[i] for i in keep_in_batch([(d.id, d.page_content) for d in docs], insert=False)
-        ]
+        names = [d.metadata.get("source") for d in docs]  # a LangChain loader's file path
+        keep = keep_in_batch([(d.id, d.page_content) for d in docs], insert=False, names=names)
+        docs = [docs[i] for i in keep]
         if not docs:
             raise InputError("from_documents got no document with text")
         items = _core_items(docs, chunk)

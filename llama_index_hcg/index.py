@@ -204,7 +204,11 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         are skipped with a warning.
         """
         documents = list(documents)
-        keep = keep_in_batch([(d.id_, d.get_content()) for d in documents], insert=False)
+        keep = keep_in_batch(
+            [(d.id_, d.get_content()) for d in documents],
+            insert=False,
+            names=[d.metadata.get("file_path") for d in documents],  # SimpleDirectoryReader's
+        )
         return super().from_documents(
             [documents[i] for i in keep],
             storage_context=storage_context,

@@ -12,7 +12,7 @@ from hcg_core.cli import main
 from hcg_core.store import load_graph
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "corpus"
-# "signals: bm25 0.597 (#1), dense 0.555 (#1), graph walk 0.648 (#4)", a rank "-" when not found.
+# "signals: bm25 0.597 (#1), dense 0.555 (#1), graph walk 0.658 (#1)", a rank "-" when not found.
 _SIGNAL = r"[01]\.\d{3} \((?:#\d+|-)\)"
 SIGNALS_LINE = rf"signals: bm25 {_SIGNAL}, dense {_SIGNAL}, graph walk {_SIGNAL}"
 

@@ -23,6 +23,7 @@ STAGES = [
     "evidence: linking ",
     "embedding ",  # variables
     "embedding 8 chunks",
+    "dropped variables, with their edges: ",  # the offline drop rules took some (test_first_hour)
     "writing ",
 ]
 

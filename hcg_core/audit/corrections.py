@@ -417,6 +417,18 @@ _VARIABLE_OPS = {
     "rename_metric": _rename_metric,
 }
 OPS = (*_EDGE_OPS, *_VARIABLE_OPS)
+# The keys each operation reads. A key it does not read (a typo, or a field no op changes, such
+# as an edge's `effect`) would be dropped without a word, so the correction is refused instead.
+_EDGE_SUBJECT = ("edge", "source", "target", "sentence")
+_OP_KEYS = {
+    "reject_edge": _EDGE_SUBJECT,
+    "accept_edge": _EDGE_SUBJECT,
+    "edit_edge": (*_EDGE_SUBJECT, "mechanism", "confidence"),
+    "reject_variable_edges": ("variable",),
+    "delete_variable": ("variable",),
+    "merge_variables": ("keep", "drop"),
+    "rename_metric": ("metric", "to"),
+}
 
 
 def apply_corrections(
@@ -461,6 +473,12 @@ def _apply_checked(
                 raise Refused("an entry must be a mapping with 'op'")
             if op not in OPS:
                 raise Refused(f"unknown op {op!r}; use one of {', '.join(OPS)}")
+            unread = sorted(set(entry) - {"op", *_OP_KEYS[op]}, key=str)
+            if unread:
+                raise Refused(
+                    f"{op} does not read {', '.join(map(repr, unread))}; its keys are "
+                    f"{', '.join(_OP_KEYS[op])}"
+                )
             if op in _EDGE_OPS:
                 i, note = _find_edge(state, entry, original, finder, named, index)
                 change = _EDGE_OPS[op](state, i, entry) + note

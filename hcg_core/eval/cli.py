@@ -16,7 +16,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from ..arg_types import add_embedder_arguments
+from ..arg_types import add_embedder_arguments, corpus_not_graph_hint
 from ..config import DEFAULT_PASSAGE_WORDS
 from ..errors import ConfigError, HCGError
 from .baselines import bm25_system, documents_from_chunks, fill_budget, vector_system, word_windows
@@ -188,6 +188,20 @@ def budget_warning(budget: int, corpus_words: int) -> str | None:
     return None
 
 
+def _progress_lines() -> Any:
+    """``evaluate``'s progress: a line as each system finishes, when stderr is a terminal (as
+    ``hcg build``'s bars), so a long run over hundreds of questions is not silent; a pipe or a log
+    gets none."""
+    if not sys.stderr.isatty():
+        return None
+
+    def say(system: str, done: int, total: int) -> None:
+        if done == total:
+            print(f"hcg eval: {system}: {total:,} questions done", file=sys.stderr, flush=True)
+
+    return say
+
+
 def run_eval(args: argparse.Namespace) -> int:
     """Run ``hcg eval`` with parsed arguments; print the table (or JSON); return the exit code."""
     from ..retrieval.retriever import CausalGraphRetriever
@@ -226,9 +240,9 @@ def run_eval(args: argparse.Namespace) -> int:
             systems.update(baseline_systems(retriever, args))
         if args.ablations:
             systems.update(ablation_systems(retriever, args))
-        report = evaluate(systems, questions, budget=args.budget)
+        report = evaluate(systems, questions, budget=args.budget, progress=_progress_lines())
     except HCGError as exc:
-        print(f"hcg eval: {exc}", file=sys.stderr)
+        print(f"hcg eval: {exc}{corpus_not_graph_hint(exc)}", file=sys.stderr)
         return 2
     report.meta.update(
         directory=str(args.directory),
