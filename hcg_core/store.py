@@ -141,7 +141,8 @@ def check_output_dir(
 
     Refused (``StoreError``, one line each): an empty path; a path that is a file; the current
     folder or one above it; a path equal to, inside, or containing one of ``inputs`` (the next
-    build would read the graph back as input); an existing folder that is not an hcg graph
+    build would read the graph back as input); a path inside another graph directory (a version
+    folder or any sub-folder, even with ``force``); an existing folder that is not an hcg graph
     directory and holds files, unless ``force`` (its files of the graph's names are then
     replaced, the others kept). With ``probe``, the parent is created and a file written there.
     """
@@ -174,6 +175,15 @@ def check_output_dir(
                 f"the output contains the input {raw}; write the graph to its own folder",
                 path=path,
             )
+    # Refused even with ``force``: a graph written into another's version folder replaces that
+    # version's manifest, and one under ``versions/`` is removed by that graph's next save.
+    holder = next((above for above in real.parents if is_graph_dir(above)), None)
+    if holder is not None:
+        raise StoreError(
+            f"the output lies inside the graph directory {holder}; writing there could replace "
+            "or later remove that graph's files. Write the graph to a folder outside it",
+            path=path,
+        )
     if real.is_dir() and not force and not is_graph_dir(real):
         foreign = sorted(p.name for p in real.iterdir() if p.name not in HCG_OWNED)
         if foreign:

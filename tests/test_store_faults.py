@@ -316,3 +316,33 @@ def test_a_report_link_out_or_a_list_is_ignored_with_a_note(tmp_path, graph, emb
     (g / "build_report.json").write_text("[1, 2]")
     stored = load_graph(g)
     assert stored.report is None and "not an object" in " ".join(stored.notes)
+
+
+@pytest.mark.parametrize(
+    "inside", ["sub", "versions/1", "versions/9", "embeddings", "versions/1/embeddings"]
+)
+def test_an_output_inside_a_graph_directory_is_refused_and_the_graph_untouched(
+    tmp_path, two_graphs, inside, monkeypatch
+):
+    """A save (or ``hcg build --out``) into a folder of an existing graph directory would write
+    a pointer over a version folder's manifest or a version the next save of the graph removes."""
+    old, new = two_graphs
+    g = tmp_path / "g"
+    old.save(g)
+    before = _digest_tree(g)
+    out = g / inside
+    with pytest.raises(StoreError, match="inside the graph directory .*outside it"):
+        check_output_dir(out)
+    with pytest.raises(StoreError, match="inside the graph directory"):
+        save_graph(new.graph, out, force=True)
+    assert _digest_tree(g) == before
+    monkeypatch.chdir(tmp_path)
+    from hcg_core import cli
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Smoking raises blood pressure. " * 5)
+    rc = cli.main(["build", "docs", "--out", str(out), "--embedder", "hashing", "--quiet"])
+    assert rc != 0
+    assert _digest_tree(g) == before
+    assert load_graph(g).graph.chunks == old.graph.chunks
