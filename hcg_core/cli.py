@@ -715,7 +715,10 @@ def result_place(rc: Any) -> dict[str, Any]:
         ("passage", "passage_index"),
     ):
         value = meta.get(key)
-        if isinstance(value, (str, int)) and not isinstance(value, bool):
+        # The numbers are printed 1-based (``+ 1``): a string there, from a user's own metadata
+        # in a hand-made or adapter-built graph, is left out rather than fail the query.
+        kinds = str if key == "source" else int
+        if isinstance(value, kinds) and not isinstance(value, bool):
             place[name] = value
     if "span" in rc.details:
         place["span"] = list(rc.details["span"])
