@@ -27,6 +27,7 @@ The struct must be JSON (never pickle), so the graph is written as plain data
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import json
@@ -453,6 +454,55 @@ def _inline_copy(data: dict, source: VectorSource | None) -> dict:
             _move_vectors(struct, source, None)
             out[collection] = {**out[collection], key: index_struct_to_json(struct)}
     return out
+
+
+# ---------------------------------------------------------------- whole files
+
+_WHOLE = "_hcg_whole_file"  # marks a persist method wrapped by ``persist_whole_files``
+
+
+def persist_whole_files(*stores: Any) -> None:
+    """Make each store's ``persist`` to a local file write a new file beside it and rename it
+    over the old one, so a kill or a full disk mid-write leaves the previous file whole.
+
+    LlamaIndex's docstore, graph and vector stores open their file for writing (emptying it)
+    before the JSON is made: a persist cut there left an empty ``docstore.json`` and no loadable
+    index. The bytes written are the store's own; only where they land first changes. Stores
+    that write elsewhere (another ``fs``, a database) are left as they are.
+    """
+    for store in stores:
+        persist = getattr(store, "persist", None)
+        if persist is None or getattr(persist, _WHOLE, False):
+            continue
+
+        def whole(
+            persist_path: str | None = None,
+            fs: Any = None,
+            _persist: Callable[..., None] = persist,
+            _store: Any = store,
+        ) -> None:
+            if persist_path is None or not local_folder(
+                persist_path, fs or getattr(_store, "_fs", None)
+            ):
+                _persist(*(() if persist_path is None else (persist_path,)), fs=fs)
+                return
+            path = Path(persist_path)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(_store):x}.tmp")
+            try:
+                _persist(str(tmp), fs=fs)
+                if tmp.exists():  # a store with nothing to write writes no file
+                    with open(tmp, "rb+") as f:
+                        os.fsync(f.fileno())
+                    os.replace(tmp, path)
+            finally:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+
+        setattr(whole, _WHOLE, True)
+        try:
+            object.__setattr__(store, "persist", whole)
+        except (AttributeError, TypeError):  # a store class that takes no instance attribute
+            continue
 
 
 # ---------------------------------------------------------------- remembering the folder

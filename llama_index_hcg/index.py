@@ -48,6 +48,7 @@ from ._persist import (
     VectorSource,
     graph_from_dict,
     graph_to_dict,
+    persist_whole_files,
     put_vectors,
     read_vectors,
     store_hooks,
@@ -168,6 +169,8 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
             self._transformations = [HCGNodeParser(**saved)]
         # As VectorStoreIndex does: the query model reports to the index's callback manager.
         self._embed_model.callback_manager = self._callback_manager
+        context = self._storage_context
+        persist_whole_files(context.docstore, context.graph_store, *context.vector_stores.values())
         store = self._storage_context.index_store
         # Where a loaded struct's .npy files are; None: the folder the index store was read from.
         source = VectorSource(os.path.abspath(os.fspath(persist_dir))) if persist_dir else None

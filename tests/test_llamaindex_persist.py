@@ -359,3 +359,74 @@ def test_from_graph_dir_keeps_the_mapped_arrays(
     assert wrapped.index_struct.chunk_embeddings and wrapped.index_struct.graph_json
     wrapped.storage_context.persist(persist_dir=str(tmp_path / "storage"))
     assert results(load(tmp_path / "storage", embed)) == results(wrapped)
+
+
+@pytest.mark.parametrize(
+    ("entry", "value", "words"),
+    [
+        (None, [1, 2], "must be a JSON object"),
+        ("index_id", 7, "'index_id' must be a string"),
+        ("doc_ids", "abc", "'doc_ids' must be a list of strings"),
+        ("node_ids", 3, "'node_ids' must be a list of strings"),
+        ("config", "x", "'config' must be an object"),
+        ("config", {"hybrid": None}, "'config' must be an object"),
+        ("config", {"bogus": 1}, "setting RetrievalConfig does not have"),
+        ("config", {"paper": {"bogus": 1}}, "setting RetrievalConfig does not have"),
+        ("filters", {"filters": 1}, "'filters' are not LlamaIndex MetadataFilters"),
+        ("index_id", "no-such-index", "cannot load the LlamaIndex storage"),
+    ],
+)
+def test_a_damaged_retriever_file_is_a_store_error(
+    index: HCGIndex, embed, tmp_path: Path, entry, value, words
+) -> None:
+    """A string ``doc_ids`` was read as its characters; the others raised AttributeError,
+    TypeError or pydantic's ValidationError from inside ``from_persist_dir``."""
+    index.as_retriever(similarity_top_k=3).persist(tmp_path)
+    settings_file = tmp_path / "hcg_retriever.json"
+    settings = json.loads(settings_file.read_text())
+    if entry is None:
+        settings = value
+    else:
+        settings[entry] = value
+    settings_file.write_text(json.dumps(settings))
+    with pytest.raises(StoreError, match=re.escape(words)):
+        HCGRetriever.from_persist_dir(tmp_path, embed_model=embed)
+
+
+@pytest.mark.parametrize("name", ["docstore.json", "index_store.json", "graph_store.json"])
+@pytest.mark.parametrize("damage", [b"", b'{"docstore/data": {"x', b"[1, 2]"])
+def test_from_persist_dir_names_a_cut_storage_file(
+    index: HCGIndex, embed, tmp_path: Path, name, damage
+) -> None:
+    """LlamaIndex's loaders raise JSONDecodeError, TypeError or AttributeError on a cut file."""
+    index.as_retriever(similarity_top_k=3).persist(tmp_path)
+    (tmp_path / name).write_bytes(damage)
+    with pytest.raises(StoreError, match="cannot load the LlamaIndex storage persisted here"):
+        HCGRetriever.from_persist_dir(tmp_path, embed_model=embed)
+
+
+def test_a_persist_that_fails_writing_the_docstore_leaves_the_previous_one_loadable(
+    index: HCGIndex, embed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LlamaIndex writes docstore.json in place (open "w", then the JSON): a kill or a full disk
+    in the middle left a cut file and no loadable index. HCGIndex's stores write it beside and
+    rename it over, as the index store already was."""
+    index.storage_context.persist(persist_dir=str(tmp_path))
+    expected = results(index)
+    before = (tmp_path / "docstore.json").read_bytes()
+    index.insert(Document(text="Salt raises blood pressure. " * 50, id_="salt"))
+    real_dumps = json.dumps
+
+    def cut_dumps(obj, *args, **kwargs):  # noqa: ANN001, ANN202 (json.dumps' signature)
+        text = real_dumps(obj, *args, **kwargs)
+        if "docstore/data" in text:
+            raise OSError(28, "No space left on device")
+        return text
+
+    monkeypatch.setattr(json, "dumps", cut_dumps)
+    with pytest.raises(OSError, match="No space left"):
+        index.storage_context.persist(persist_dir=str(tmp_path))
+    monkeypatch.setattr(json, "dumps", real_dumps)
+    assert (tmp_path / "docstore.json").read_bytes() == before
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("docstore.json.")]
+    assert results(load(tmp_path, embed)) == expected
