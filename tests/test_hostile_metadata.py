@@ -82,3 +82,12 @@ def test_langchain_documents_with_huge_start_index(chunk, offset):
     assert got and "pressure" in got[0].page_content
     # Kept as given (a passage of a document shifts it by the passage's start).
     assert all(d.metadata["start_index"] - offset in range(200) for d in got)
+
+
+@pytest.mark.parametrize("k", ["0", "-1", "-99"])
+def test_a_k_below_one_gets_one_message(k, capsys):
+    """``--k -1`` said "must be 0 or more" and ``--k 0`` "must be at least 1"."""
+    with pytest.raises(SystemExit):
+        cli.main(["query", "g", "why", "--k", k])
+    err = capsys.readouterr().err
+    assert f"'{k}' must be at least 1" in err and "0 or more" not in err
