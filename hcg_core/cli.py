@@ -742,7 +742,8 @@ def result_signals(rc: Any) -> dict[str, Any]:
 def _place_text(rc: Any) -> str:
     """``04-diabetes.md, chunk 1 (words 1-164)  [c_ab800e17c288]``: 1-based, ends included."""
     place = result_place(rc)
-    text = place["doc_id"] or "(no document)"
+    # A file name may hold a line break or a tab: written as escapes, the header stays one line.
+    text = (place["doc_id"] or "(no document)").replace("\n", "\\n").replace("\t", "\\t")
     if "chunk_index" in place:
         text += f", chunk {place['chunk_index'] + 1}"
     if "start_word" in place and "end_word" in place:

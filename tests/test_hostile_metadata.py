@@ -91,3 +91,20 @@ def test_a_k_below_one_gets_one_message(k, capsys):
         cli.main(["query", "g", "why", "--k", k])
     err = capsys.readouterr().err
     assert f"'{k}' must be at least 1" in err and "0 or more" not in err
+
+
+def test_a_file_name_with_a_line_break_keeps_the_result_header_on_one_line(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "new\nline.md").write_text("Smoking causes inflammation. Inflammation raises pressure.")
+    (docs / "tab\there.md").write_text("A poor diet raises blood pressure. Stress raises pressure.")
+    assert cli.main(["build", "docs", "--out", "g", "--embedder", "hashing", "--quiet"]) == 0
+    capsys.readouterr()
+    assert cli.main(["query", "g", "what raises pressure", "--k", "2"]) == 0
+    headers = [line for line in capsys.readouterr().out.splitlines() if ", chunk 1" in line]
+    assert len(headers) == 2
+    assert any("new\\nline.md, chunk 1" in h for h in headers)
+    assert any("tab\\there.md, chunk 1" in h for h in headers)
