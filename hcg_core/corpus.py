@@ -114,6 +114,13 @@ def load_inputs(
     if not paths:
         raise InputError("no input paths given; pass one or more files or folders")
     missing = [str(p) for p in paths if not os.path.lexists(p) or not Path(p).exists()]
+    dangling = [p for p in missing if os.path.lexists(p)]  # a link that loops or leads nowhere
+    if dangling:
+        raise InputError(
+            f"{', '.join(dangling)}: a symbolic link that leads nowhere (its target is missing, "
+            "or the links loop); point it at a file or folder, or pass the target itself",
+            path=dangling[0],
+        )
     if missing:
         raise InputError(
             f"no such file or folder: {', '.join(missing)}; check the path",
