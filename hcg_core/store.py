@@ -339,11 +339,16 @@ def _pointed_dir(directory: Path, pointer: dict[str, Any]) -> Path:
     return _confined(directory, current)
 
 
+_VERSION_NAME = re.compile(r"[0-9]{1,18}")  # a version folder's name: a number int64 holds
+
+
 def _new_version_dir(real: Path) -> Path:
     """A new, empty ``versions/<n>`` with ``n`` above every existing one (a killed save's too)."""
     versions = real / VERSIONS
     versions.mkdir(exist_ok=True)
-    numbers = [int(p.name) for p in versions.iterdir() if p.name.isdigit()]
+    # ASCII digits only: str.isdigit() also holds for "²", which int() refuses (a stray folder
+    # so named failed every save with a ValueError).
+    numbers = [int(p.name) for p in versions.iterdir() if _VERSION_NAME.fullmatch(p.name)]
     n = max(numbers, default=0) + 1
     while True:
         try:

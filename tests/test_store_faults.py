@@ -346,3 +346,15 @@ def test_an_output_inside_a_graph_directory_is_refused_and_the_graph_untouched(
     assert rc != 0
     assert _digest_tree(g) == before
     assert load_graph(g).graph.chunks == old.graph.chunks
+
+
+@pytest.mark.parametrize("stray", ["\u00b2", "\u0663", "9" * 40, "07x"])
+def test_a_stray_folder_under_versions_does_not_fail_the_next_save(tmp_path, two_graphs, stray):
+    """``"²".isdigit()`` is true and ``int("²")`` raises: every save of the graph failed."""
+    old, new = two_graphs
+    g = tmp_path / "g"
+    old.save(g)
+    (g / "versions" / stray).mkdir()
+    new.save(g)
+    assert load_graph(g).graph.chunks == new.graph.chunks
+    assert store.current_dir(g).name == "2"
