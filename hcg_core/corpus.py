@@ -215,13 +215,17 @@ def _expand(
     would share one (``a/x.md`` and ``b/x.md``), each gets its path as given instead, so ids stay
     unique while a file with a unique name keeps the id it always had. A file named twice is read
     once. A folder that is an hcg graph directory is not corpus (its ``chunks.jsonl`` would be
-    read back as text): it is skipped and listed.
+    read back as text): it is skipped and listed, as is a path inside one.
     """
     found: list[tuple[Path, str]] = []  # (file, short id)
     for raw in paths:  # each exists (``load_inputs`` checked)
         p = Path(raw)
         if p.is_dir() and is_graph_dir(p):
             bad.append((p, _GRAPH_DIR))
+            continue
+        holder = next((d for d in p.resolve().parents if is_graph_dir(d)), None)
+        if holder is not None:  # its chunks.jsonl (or reply cache) named directly
+            bad.append((p, f"lies inside the hcg graph directory {holder}: {_GRAPH_FILES}"))
             continue
         if p.is_dir():
             files = [(f, f.relative_to(p).as_posix()) for f in _walk(p, bad, follow_symlinks)]
@@ -248,6 +252,10 @@ def _expand(
     return [(f, full if short in shared else short) for f, short, full in kept]
 
 
+_GRAPH_FILES = (
+    "a graph's own files are not corpus (its chunks.jsonl would be added again as new text); "
+    "skipped. Pass the documents it was built from"
+)
 _GRAPH_DIR = (
     "an hcg graph directory, not corpus (its chunks.jsonl would be read back as text); "
     "skipped. Pass the documents it was built from"

@@ -1,6 +1,9 @@
-"""Chunk metadata of the wrong type or size, from a user's documents or a hand-edited
+"""Hostile input through the doors users use, found by the hardening pass (H6).
+
+Chunk metadata of the wrong type or size, from a user's documents or a hand-edited
 ``chunks.jsonl``: the offsets hcg reads from it (word and character spans, the chunk's number)
-are ignored when they cannot be offsets, never a crash of the build or the query."""
+are ignored when they cannot be offsets, never a crash of the build or the query. File names
+with line breaks; a graph's own files passed as corpus; counts below one."""
 
 from __future__ import annotations
 
@@ -108,3 +111,22 @@ def test_a_file_name_with_a_line_break_keeps_the_result_header_on_one_line(
     assert len(headers) == 2
     assert any("new\\nline.md, chunk 1" in h for h in headers)
     assert any("tab\\there.md, chunk 1" in h for h in headers)
+
+
+@pytest.mark.parametrize("inside", ["versions/1/chunks.jsonl", "versions/1", ".llm_cache"])
+def test_a_graphs_own_files_are_not_read_as_corpus(built_dir, inside, capsys):
+    """``hcg add g g/versions/1/chunks.jsonl`` added the graph's chunks again as new documents."""
+    (built_dir / ".llm_cache").mkdir(exist_ok=True)
+    (built_dir / ".llm_cache" / "note.md").write_text("Cached text that is not corpus.\n")
+    before = load_graph(built_dir).graph.chunks
+    capsys.readouterr()
+    assert cli.main(["add", str(built_dir), str(built_dir / inside)]) != 0
+    err = capsys.readouterr().err
+    assert "lies inside the hcg graph directory" in err or "an hcg graph directory" in err
+    assert load_graph(built_dir).graph.chunks == before
+    docs = built_dir.parent / "docs"
+    out = built_dir.parent / "g2"
+    args = ["build", str(docs), str(built_dir / inside), "--out", str(out)]
+    assert cli.main([*args, "--embedder", "hashing", "--quiet"]) == 0
+    assert "skipped" in capsys.readouterr().err
+    assert sorted({c.doc_id for c in load_graph(out).graph.chunks}) == ["a.md", "b.md"]
