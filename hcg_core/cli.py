@@ -51,6 +51,7 @@ from .errors import (
 )
 from .graph_build import build_graph
 from .graph_lock import add_lock_timeout_argument, graph_lock
+from .output_paths import check_cache_dir
 from .remote_choice import check_remote_choice
 from .retrieval import CausalGraphRetriever
 from .safe_files import atomic_write_text, check_writable_dir
@@ -179,6 +180,7 @@ def _llm_from_args(args: argparse.Namespace) -> Any:
         raise HCGError("--llm-base-url needs --llm-model NAME")
     cache_dir = _llm_cache_dir(args)
     if not args.estimate:  # a reply that cannot be cached is a paid reply lost
+        check_cache_dir(cache_dir, args.out)
         check_writable_dir(cache_dir, what="LLM reply cache (--llm-cache)")
     return OpenAIStructuredLLM(
         args.llm_model,

@@ -130,3 +130,44 @@ def test_a_graphs_own_files_are_not_read_as_corpus(built_dir, inside, capsys):
     assert cli.main([*args, "--embedder", "hashing", "--quiet"]) == 0
     assert "skipped" in capsys.readouterr().err
     assert sorted({c.doc_id for c in load_graph(out).graph.chunks}) == ["a.md", "b.md"]
+
+
+@pytest.mark.parametrize(
+    ("cache", "refused"),
+    [
+        ("g", True),
+        ("g/versions/1", True),
+        ("g/versions/1/.llm_cache", True),
+        ("g/versions", True),
+        ("g/.llm_cache", False),  # another graph's replies, reused
+        ("g2/.llm_cache", False),  # the default
+        ("g2", True),
+        ("g2/versions/9", True),
+        ("replies", False),
+    ],
+)
+def test_the_reply_cache_is_refused_where_a_save_would_remove_it(built_dir, cache, refused):
+    """``--llm-cache g/versions/1`` put the paid replies in a version folder that g's next save
+    removes; ``--llm-cache g`` mixed them with g's files."""
+    from hcg_core.errors import StoreError
+    from hcg_core.output_paths import check_cache_dir
+
+    base = built_dir.parent
+    if refused:
+        with pytest.raises(StoreError, match="outside its .llm_cache folder"):
+            check_cache_dir(base / cache, base / "g2")
+    else:
+        assert check_cache_dir(base / cache, base / "g2") == base / cache
+
+
+def test_an_llm_build_with_its_cache_in_a_version_folder_writes_nothing(built_dir, capsys):
+    from hcg_core.testing import StubLLMServer
+
+    before = {p: p.read_bytes() for p in built_dir.rglob("*") if p.is_file()}
+    with StubLLMServer(lambda req: {}) as server:
+        args = ["build", "docs", "--out", "g2", "--embedder", "hashing", "--quiet"]
+        llm = ["--llm-model", "m", "--llm-base-url", server.base_url]
+        rc = cli.main([*args, *llm, "--llm-cache", "g/versions/1"])
+        assert server.calls == 0
+    assert rc == 2 and "outside its .llm_cache folder" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in built_dir.rglob("*") if p.is_file()} == before
