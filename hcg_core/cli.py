@@ -330,7 +330,13 @@ def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
 def _read_outcome(path: str):
     """An outcome configuration file: YAML ``{outcomes: [...], terminals: [...]}``."""
     if not Path(path).is_file():
-        raise CorruptFileError("cannot read the outcome configuration: no such file", path=path)
+        kind = "is a folder" if Path(path).is_dir() else "is not a regular file"
+        why = kind if Path(path).exists() else "no such file"
+        raise CorruptFileError(
+            f"cannot read the outcome configuration: {why}; pass a YAML file "
+            "{outcomes: [...], terminals: [...]}",
+            path=path,
+        )
     data = read_yaml(path) or {}
     shape = "a mapping {outcomes: [metric names], terminals: [metric names]}"
     if not isinstance(data, dict):

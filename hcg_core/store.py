@@ -707,6 +707,13 @@ def read_spec_file(path: str | os.PathLike, *, cap: int | None = bounded.BASE_CA
         # ``--spec G/spec.yaml`` (the docs' rebuild story) names the current version's spec.
         with contextlib.suppress(StoreError):
             path = current_dir(path.parent) / SPEC
+    if path.exists() and not path.is_file() and not is_graph_dir(path.parent):
+        # A spec the user names (``--spec``): the graph-directory wording of _read_text is wrong.
+        kind = "a folder" if path.is_dir() else "not a regular file"
+        raise CorruptFileError(
+            f"is {kind}; --spec takes a spec YAML file (e.g. G/spec.yaml of a built graph)",
+            path=path,
+        )
     text = _read_text(path, "no such spec file", cap=cap)
     data = bounded.loads_yaml(text, path=path, error=CorruptFileError)
     if data is None:

@@ -171,3 +171,16 @@ def test_an_llm_build_with_its_cache_in_a_version_folder_writes_nothing(built_di
         assert server.calls == 0
     assert rc == 2 and "outside its .llm_cache folder" in capsys.readouterr().err
     assert {p: p.read_bytes() for p in built_dir.rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.parametrize("option", ["--spec", "--outcome"])
+@pytest.mark.parametrize("target", ["folder", "/dev/null"])
+def test_a_build_file_that_is_a_folder_or_a_device_is_named_so(built_dir, option, target, capsys):
+    """``--outcome DIR`` said "no such file"; ``--spec DIR`` spoke of a graph directory."""
+    if target == "folder":
+        target = str(built_dir.parent / "docs")
+    rc = cli.main(["build", "docs", "--out", "g3", "--embedder", "hashing", option, target])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert ("is a folder" in err) if target.endswith("docs") else ("not a regular file" in err)
+    assert "no such file" not in err and "graph directory holds" not in err
