@@ -990,7 +990,11 @@ def read_pointer(directory: str | os.PathLike) -> dict[str, Any]:
     is not a graph, without reading the graph (``hcg add`` checks this before it locks)."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise MissingFileError("is not a graph directory (it does not exist)", path=directory)
+        why = "it is a file, not a folder" if directory.exists() else "it does not exist"
+        raise MissingFileError(
+            f"is not a graph directory ({why}); pass the folder hcg build --out wrote",
+            path=directory,
+        )
     return read_manifest(directory)
 
 

@@ -184,3 +184,9 @@ def test_a_build_file_that_is_a_folder_or_a_device_is_named_so(built_dir, option
     assert rc == 2
     assert ("is a folder" in err) if target.endswith("docs") else ("not a regular file" in err)
     assert "no such file" not in err and "graph directory holds" not in err
+
+
+def test_a_file_given_as_the_graph_directory_is_not_said_to_be_missing(built_dir, capsys):
+    assert cli.main(["query", "docs/a.md", "why"]) == 2
+    err = capsys.readouterr().err
+    assert "it is a file, not a folder" in err and "does not exist" not in err
