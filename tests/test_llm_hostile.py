@@ -332,3 +332,22 @@ def test_an_empty_choices_list_says_so():
         llm = OpenAIStructuredLLM("m", base_url=url, api_key="x", max_retries=0)
         with pytest.raises(LLMProtocolError, match="'choices' list is empty"):
             llm.complete([{"role": "user", "content": "hi"}], Reply)
+
+
+def test_giving_up_on_a_long_retry_after_says_how_long_the_server_asked():
+    """A 429 with ``Retry-After: 3600`` waited the 60 s cap per retry, then gave up without
+    saying that the server had asked for an hour."""
+
+    def limited(handler: BaseHTTPRequestHandler) -> None:
+        body = b'{"error": {"message": "quota"}}'
+        handler.send_response(429)
+        handler.send_header("retry-after", "3600")
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    with serve(limited) as url:
+        llm = OpenAIStructuredLLM("m", base_url=url, api_key="x", max_retries=1, backoff_max=0.05)
+        with pytest.raises(LLMUnavailableError, match=r"server asks to wait 3,600 s"):
+            llm.complete([{"role": "user", "content": "hi"}], Reply)

@@ -464,10 +464,17 @@ class OpenAIStructuredLLM:
             if self._dead_attempts > self.max_retries:
                 self._down_until = time.monotonic() + BREAKER_COOLDOWN
             if attempt >= self.max_retries or self._down_until > time.monotonic():
+                # A Retry-After beyond the cap on one wait: say when a rerun can succeed.
+                asked = (
+                    f" (the server asks to wait {wait:,.0f} s; each retry waited at most "
+                    f"{self.backoff_max:g} s)"
+                    if wait is not None and wait > self.backoff_max
+                    else ""
+                )
                 raise LLMUnavailableError(
                     f"{self.name}: giving up after {attempt + 1} attempts: "
-                    f"{type(error).__name__}: {self._mask(str(error))}; rerun the build to "
-                    "resume (finished calls are cached)"
+                    f"{type(error).__name__}: {self._mask(str(error))}{asked}; rerun the build "
+                    "to resume (finished calls are cached)"
                 ) from error
             self.ledger.add(retries=1)
             await asyncio.sleep(self._backoff(attempt, wait))
