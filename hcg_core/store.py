@@ -345,6 +345,14 @@ _VERSION_NAME = re.compile(r"[0-9]{1,18}")  # a version folder's name: a number 
 def _new_version_dir(real: Path) -> Path:
     """A new, empty ``versions/<n>`` with ``n`` above every existing one (a killed save's too)."""
     versions = real / VERSIONS
+    if versions.is_symlink() or (versions.exists() and not versions.is_dir()):
+        # Followed, the save would write outside the directory and its tidy-up remove the other
+        # folder's own entries (a linked folder's files were deleted so).
+        raise StoreError(
+            f"{VERSIONS} is a link or a file, where hcg keeps its version folders; move it away "
+            "(hcg writes the graph only inside its directory)",
+            path=versions,
+        )
     versions.mkdir(exist_ok=True)
     # ASCII digits only: str.isdigit() also holds for "²", which int() refuses (a stray folder
     # so named failed every save with a ValueError).

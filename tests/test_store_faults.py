@@ -358,3 +358,31 @@ def test_a_stray_folder_under_versions_does_not_fail_the_next_save(tmp_path, two
     new.save(g)
     assert load_graph(g).graph.chunks == new.graph.chunks
     assert store.current_dir(g).name == "2"
+
+
+@pytest.mark.parametrize("flat", [True, False])
+def test_a_versions_link_out_of_the_directory_is_refused_and_its_target_kept(
+    tmp_path, two_graphs, flat
+):
+    """A flat graph with ``versions`` linked to another folder: the save wrote its version there
+    and its tidy-up deleted that folder's own files."""
+    old, new = two_graphs
+    g, elsewhere = tmp_path / "g", tmp_path / "elsewhere"
+    old.save(g)
+    if flat:  # a version folder copied out: a flat graph directory
+        flat_dir = tmp_path / "flat"
+        (store.current_dir(g)).rename(flat_dir)
+        g = flat_dir
+    else:
+        (g / "versions").rename(tmp_path / "moved")
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("mine\n")
+    (elsewhere / "precious").mkdir()
+    (elsewhere / "precious" / "data.txt").write_text("mine too\n")
+    (g / "versions").symlink_to(elsewhere)
+    before = _digest_tree(elsewhere)
+    # A format 2 graph's pointer already resolves outside (refused on reading it).
+    words = "versions is a link or a file" if flat else "outside the graph directory"
+    with pytest.raises(StoreError, match=words):
+        new.save(g)
+    assert _digest_tree(elsewhere) == before
