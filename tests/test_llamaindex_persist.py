@@ -430,3 +430,50 @@ def test_a_persist_that_fails_writing_the_docstore_leaves_the_previous_one_loada
     assert (tmp_path / "docstore.json").read_bytes() == before
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("docstore.json.")]
     assert results(load(tmp_path, embed)) == expected
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("report", 1, "'report' is int"),
+        ("vector_files", None, "'vector_files' is NoneType"),
+        ("vector_files", {"chunks": "x"}, "'vector_files' entries are not objects"),
+        ("graph_json", "not json", "graph_json is not JSON"),
+        ("graph_json", "[]", "holds no spec object"),
+        ("graph_json", '{"spec": {}, "chunk_ids": 5}', "chunk_ids are not a list"),
+        ("dim", "x", "'dim' is str"),
+        ("dropped_edges", [1], "'dropped_edges' are not strings"),
+        ("node_parser", {"chunk_words": None}, "node_parser settings do not read"),
+        ("node_parser", "x", "'node_parser' is str"),
+    ],
+)
+def test_a_damaged_hcg_struct_is_a_store_error(
+    index: HCGIndex, embed, tmp_path: Path, field, value, words
+) -> None:
+    """dataclasses_json takes any JSON value for a field: a wrong one failed the load later with
+    an AttributeError, a JSONDecodeError or pydantic's ValidationError."""
+    index.storage_context.persist(persist_dir=str(tmp_path))
+    data = json.loads((tmp_path / "index_store.json").read_text(encoding="utf-8"))
+    (key,) = data["index_store/data"]
+    struct = json.loads(data["index_store/data"][key]["__data__"])
+    struct[field] = value
+    data["index_store/data"][key]["__data__"] = json.dumps(struct)
+    (tmp_path / "index_store.json").write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(StoreError, match=re.escape(words)):
+        load(tmp_path, embed).as_retriever().retrieve(QUERIES[0])
+
+
+def test_a_ledger_that_is_not_json_is_noted_and_the_index_loads(
+    index: HCGIndex, embed, tmp_path: Path, caplog
+) -> None:
+    index.storage_context.persist(persist_dir=str(tmp_path))
+    data = json.loads((tmp_path / "index_store.json").read_text(encoding="utf-8"))
+    (key,) = data["index_store/data"]
+    struct = json.loads(data["index_store/data"][key]["__data__"])
+    struct["ledger_json"] = "{cut"
+    data["index_store/data"][key]["__data__"] = json.dumps(struct)
+    (tmp_path / "index_store.json").write_text(json.dumps(data), encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        loaded = load(tmp_path, embed)
+    assert "edits will link evidence only" in caplog.text
+    assert results(loaded) == results(index)
