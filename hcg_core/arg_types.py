@@ -27,8 +27,18 @@ def non_negative_int(text: str) -> int:
 
 
 def positive_int(text: str) -> int:
-    """An argparse type: an integer >= 1 (0 must not silently mean a default)."""
-    value = non_negative_int(text)
+    """An argparse type: an integer >= 1 (0 must not silently mean a default).
+
+    Its own words for every refusal: ``--k -1`` said "must be 0 or more", which 0 is not.
+
+    >>> positive_int("-1")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: '-1' must be at least 1
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
     return value

@@ -164,6 +164,17 @@ def reading_order(blocks: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, n
     return order.astype(np.int64), np.flatnonzero(new_run)[run].astype(np.int64)
 
 
+# An offset beyond any real document (input files are capped at 50 MB) is damaged metadata, not
+# a span; the cap keeps a span's sums and doubles inside int64 (a user's ``start_index`` of 10**30
+# overflowed the array).
+_MAX_OFFSET = 2**40
+
+
+def _offset(value: Any) -> bool:
+    """Whether ``value`` can be a span's offset: an int (not a bool) of at most ``_MAX_OFFSET``."""
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= _MAX_OFFSET
+
+
 def chunk_spans(chunks: Sequence[Chunk], docs: dict[str, int]) -> np.ndarray | None:
     """``(n, 3)`` int64 (document number, start, end) when every chunk carries its span in its
     document; ``docs`` numbers the documents (and learns the new ones).
@@ -184,11 +195,11 @@ def chunk_spans(chunks: Sequence[Chunk], docs: dict[str, int]) -> np.ndarray | N
             (
                 (meta[a], meta[b])
                 for a, b in (("start_word", "end_word"), ("start_char_idx", "end_char_idx"))
-                if isinstance(meta.get(a), int) and isinstance(meta.get(b), int)
+                if _offset(meta.get(a)) and _offset(meta.get(b))
             ),
             None,
         )
-        if span is None and isinstance(meta.get("start_index"), int):
+        if span is None and _offset(meta.get("start_index")):
             span = (meta["start_index"], meta["start_index"] + len(c.text))
         if span is None:
             return None

@@ -57,6 +57,7 @@ from .errors import (
 )
 from .graph_build import build_graph
 from .graph_lock import add_lock_timeout_argument, graph_lock
+from .output_paths import check_cache_dir
 from .remote_choice import check_remote_choice
 from .retrieval import CausalGraphRetriever
 from .safe_files import atomic_write_text, check_writable_dir
@@ -207,6 +208,7 @@ def _llm_from_args(args: argparse.Namespace) -> Any:
         raise HCGError("--llm-base-url needs --llm-model NAME")
     cache_dir = _llm_cache_dir(args)
     if not args.estimate:  # a reply that cannot be cached is a paid reply lost
+        check_cache_dir(cache_dir, args.out)
         check_writable_dir(cache_dir, what="LLM reply cache (--llm-cache)")
     return OpenAIStructuredLLM(
         args.llm_model,
@@ -356,7 +358,13 @@ def _build_or_report(args: argparse.Namespace, build: Any) -> Any:
 def _read_outcome(path: str):
     """An outcome configuration file: YAML ``{outcomes: [...], terminals: [...]}``."""
     if not Path(path).is_file():
-        raise CorruptFileError("cannot read the outcome configuration: no such file", path=path)
+        kind = "is a folder" if Path(path).is_dir() else "is not a regular file"
+        why = kind if Path(path).exists() else "no such file"
+        raise CorruptFileError(
+            f"cannot read the outcome configuration: {why}; pass a YAML file "
+            "{outcomes: [...], terminals: [...]}",
+            path=path,
+        )
     data = read_yaml(path) or {}
     shape = "a mapping {outcomes: [metric names], terminals: [metric names]}"
     if not isinstance(data, dict):
@@ -759,7 +767,10 @@ def result_place(rc: Any) -> dict[str, Any]:
         ("passage", "passage_index"),
     ):
         value = meta.get(key)
-        if isinstance(value, (str, int)) and not isinstance(value, bool):
+        # The numbers are printed 1-based (``+ 1``): a string there, from a user's own metadata
+        # in a hand-made or adapter-built graph, is left out rather than fail the query.
+        kinds = str if key == "source" else int
+        if isinstance(value, kinds) and not isinstance(value, bool):
             place[name] = value
     if "span" in rc.details:
         place["span"] = list(rc.details["span"])
@@ -783,7 +794,8 @@ def result_signals(rc: Any) -> dict[str, Any]:
 def _place_text(rc: Any) -> str:
     """``04-diabetes.md, chunk 1 (words 1-164)  [c_ab800e17c288]``: 1-based, ends included."""
     place = result_place(rc)
-    text = place["doc_id"] or "(no document)"
+    # A file name may hold a line break or a tab: written as escapes, the header stays one line.
+    text = (place["doc_id"] or "(no document)").replace("\n", "\\n").replace("\t", "\\t")
     if "chunk_index" in place:
         text += f", chunk {place['chunk_index'] + 1}"
     if "start_word" in place and "end_word" in place:

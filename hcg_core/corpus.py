@@ -114,6 +114,13 @@ def load_inputs(
     if not paths:
         raise InputError("no input paths given; pass one or more files or folders")
     missing = [str(p) for p in paths if not os.path.lexists(p) or not Path(p).exists()]
+    dangling = [p for p in missing if os.path.lexists(p)]  # a link that loops or leads nowhere
+    if dangling:
+        raise InputError(
+            f"{', '.join(dangling)}: a symbolic link that leads nowhere (its target is missing, "
+            "or the links loop); point it at a file or folder, or pass the target itself",
+            path=dangling[0],
+        )
     if missing:
         raise InputError(
             f"no such file or folder: {', '.join(missing)}; check the path",
@@ -208,13 +215,17 @@ def _expand(
     would share one (``a/x.md`` and ``b/x.md``), each gets its path as given instead, so ids stay
     unique while a file with a unique name keeps the id it always had. A file named twice is read
     once. A folder that is an hcg graph directory is not corpus (its ``chunks.jsonl`` would be
-    read back as text): it is skipped and listed.
+    read back as text): it is skipped and listed, as is a path inside one.
     """
     found: list[tuple[Path, str]] = []  # (file, short id)
     for raw in paths:  # each exists (``load_inputs`` checked)
         p = Path(raw)
         if p.is_dir() and is_graph_dir(p):
             bad.append((p, _GRAPH_DIR))
+            continue
+        holder = next((d for d in p.resolve().parents if is_graph_dir(d)), None)
+        if holder is not None:  # its chunks.jsonl (or reply cache) named directly
+            bad.append((p, f"lies inside the hcg graph directory {holder}: {_GRAPH_FILES}"))
             continue
         if p.is_dir():
             files = [(f, f.relative_to(p).as_posix()) for f in _walk(p, bad, follow_symlinks)]
@@ -241,6 +252,10 @@ def _expand(
     return [(f, full if short in shared else short) for f, short, full in kept]
 
 
+_GRAPH_FILES = (
+    "a graph's own files are not corpus (its chunks.jsonl would be added again as new text); "
+    "skipped. Pass the documents it was built from"
+)
 _GRAPH_DIR = (
     "an hcg graph directory, not corpus (its chunks.jsonl would be read back as text); "
     "skipped. Pass the documents it was built from"

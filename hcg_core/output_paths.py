@@ -14,6 +14,8 @@ from .errors import StoreError
 from .graph_dir import is_graph_dir
 from .safe_files import atomic_write_text, os_reason
 
+LLM_CACHE = ".llm_cache"  # a graph directory's own reply cache, which its saves keep
+
 
 def check_report_path(path: str | os.PathLike) -> Path:
     """Refuse to write a report file over a folder or into a graph directory (its own files).
@@ -73,6 +75,28 @@ def check_output_path(path: str | os.PathLike, *, folder: bool = False) -> Path:
                 path=p,
             )
     return p
+
+
+def check_cache_dir(cache: str | os.PathLike, out: str | os.PathLike) -> Path:
+    """Refuse an LLM reply cache (``--llm-cache``) in a graph directory but outside its
+    ``.llm_cache`` folder: a graph directory itself (the replies mixed with the graph's files)
+    or its ``versions/`` (each save removes the old versions, the paid replies with them).
+    ``out`` counts as a graph directory before it is written. The default, ``out/.llm_cache``,
+    and another graph's ``.llm_cache`` (a rebuild elsewhere reusing its replies) pass.
+    """
+    p, own = Path(cache), Path(out).resolve()
+    real = p.resolve()
+    chain = (real, *real.parents)
+    # The outermost: a version folder (``g/versions/1``) is a graph directory too, inside g.
+    holder = next((d for d in reversed(chain) if is_graph_dir(d) or d == own), None)
+    if holder is None or holder / LLM_CACHE in chain:
+        return p
+    raise StoreError(
+        f"lies in the graph directory {holder}, outside its {LLM_CACHE} folder, where a save "
+        "would remove the paid replies or mix them with the graph's files; leave --llm-cache "
+        f"out (it is then <--out>/{LLM_CACHE}) or name a folder outside graph directories",
+        path=p,
+    )
 
 
 def write_output_file(path: str | os.PathLike, text: str) -> Path:

@@ -141,7 +141,8 @@ def check_output_dir(
 
     Refused (``StoreError``, one line each): an empty path; a path that is a file; the current
     folder or one above it; a path equal to, inside, or containing one of ``inputs`` (the next
-    build would read the graph back as input); an existing folder that is not an hcg graph
+    build would read the graph back as input); a path inside another graph directory (a version
+    folder or any sub-folder, even with ``force``); an existing folder that is not an hcg graph
     directory and holds files, unless ``force`` (its files of the graph's names are then
     replaced, the others kept). With ``probe``, the parent is created and a file written there.
     """
@@ -174,6 +175,15 @@ def check_output_dir(
                 f"the output contains the input {raw}; write the graph to its own folder",
                 path=path,
             )
+    # Refused even with ``force``: a graph written into another's version folder replaces that
+    # version's manifest, and one under ``versions/`` is removed by that graph's next save.
+    holder = next((above for above in real.parents if is_graph_dir(above)), None)
+    if holder is not None:
+        raise StoreError(
+            f"the output lies inside the graph directory {holder}; writing there could replace "
+            "or later remove that graph's files. Write the graph to a folder outside it",
+            path=path,
+        )
     if real.is_dir() and not force and not is_graph_dir(real):
         foreign = sorted(p.name for p in real.iterdir() if p.name not in HCG_OWNED)
         if foreign:
@@ -329,11 +339,24 @@ def _pointed_dir(directory: Path, pointer: dict[str, Any]) -> Path:
     return _confined(directory, current)
 
 
+_VERSION_NAME = re.compile(r"[0-9]{1,18}")  # a version folder's name: a number int64 holds
+
+
 def _new_version_dir(real: Path) -> Path:
     """A new, empty ``versions/<n>`` with ``n`` above every existing one (a killed save's too)."""
     versions = real / VERSIONS
+    if versions.is_symlink() or (versions.exists() and not versions.is_dir()):
+        # Followed, the save would write outside the directory and its tidy-up remove the other
+        # folder's own entries (a linked folder's files were deleted so).
+        raise StoreError(
+            f"{VERSIONS} is a link or a file, where hcg keeps its version folders; move it away "
+            "(hcg writes the graph only inside its directory)",
+            path=versions,
+        )
     versions.mkdir(exist_ok=True)
-    numbers = [int(p.name) for p in versions.iterdir() if p.name.isdigit()]
+    # ASCII digits only: str.isdigit() also holds for "²", which int() refuses (a stray folder
+    # so named failed every save with a ValueError).
+    numbers = [int(p.name) for p in versions.iterdir() if _VERSION_NAME.fullmatch(p.name)]
     n = max(numbers, default=0) + 1
     while True:
         try:
@@ -692,6 +715,13 @@ def read_spec_file(path: str | os.PathLike, *, cap: int | None = bounded.BASE_CA
         # ``--spec G/spec.yaml`` (the docs' rebuild story) names the current version's spec.
         with contextlib.suppress(StoreError):
             path = current_dir(path.parent) / SPEC
+    if path.exists() and not path.is_file() and not is_graph_dir(path.parent):
+        # A spec the user names (``--spec``): the graph-directory wording of _read_text is wrong.
+        kind = "a folder" if path.is_dir() else "not a regular file"
+        raise CorruptFileError(
+            f"is {kind}; --spec takes a spec YAML file (e.g. G/spec.yaml of a built graph)",
+            path=path,
+        )
     text = _read_text(path, "no such spec file", cap=cap)
     data = bounded.loads_yaml(text, path=path, error=CorruptFileError)
     if data is None:
@@ -968,7 +998,11 @@ def read_pointer(directory: str | os.PathLike) -> dict[str, Any]:
     is not a graph, without reading the graph (``hcg add`` checks this before it locks)."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise MissingFileError("is not a graph directory (it does not exist)", path=directory)
+        why = "it is a file, not a folder" if directory.exists() else "it does not exist"
+        raise MissingFileError(
+            f"is not a graph directory ({why}); pass the folder hcg build --out wrote",
+            path=directory,
+        )
     return read_manifest(directory)
 
 

@@ -27,6 +27,7 @@ The struct must be JSON (never pickle), so the graph is written as plain data
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import json
@@ -47,7 +48,7 @@ from llama_index.core.storage.index_store.utils import index_struct_to_json, jso
 from llama_index.core.storage.kvstore.simple_kvstore import SimpleKVStore
 
 from hcg_core import store as core_store
-from hcg_core.errors import StoreError
+from hcg_core.errors import HCGError, StoreError
 from hcg_core.safe_files import atomic_write_bytes, atomic_write_text
 from hcg_core.spec.yaml_io import spec_from_dict, spec_to_dict
 from hcg_core.types import CausalGraph, Chunk
@@ -108,11 +109,68 @@ class HCGIndexStruct(IndexStruct):
     node_parser: dict[str, Any] = field(default_factory=dict)
 
     def graph_data(self) -> dict[str, Any]:
-        return json.loads(self.graph_json) if self.graph_json else self.graph
+        try:
+            data = json.loads(self.graph_json) if self.graph_json else self.graph
+        except ValueError as exc:
+            raise _damaged(f"its graph_json is not JSON ({exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("spec"), dict):
+            raise _damaged("its graph holds no spec object")
+        chunk_ids = data.get("chunk_ids", [])
+        if not (isinstance(chunk_ids, list) and all(isinstance(c, str) for c in chunk_ids)):
+            raise _damaged("its graph's chunk_ids are not a list of node ids")
+        return data
 
     @classmethod
     def get_type(cls) -> str:  # type: ignore[override]  # a str key works like IndexStructType
         return STRUCT_TYPE
+
+    @classmethod
+    def from_dict(cls, kvs: Any, *, infer_missing: bool = False) -> HCGIndexStruct:
+        """The struct as ``index_store.json`` holds it, its fields' JSON types checked first:
+        dataclasses_json takes any value and the load failed later with an AttributeError."""
+        problem = _struct_problem(kvs)
+        if problem is not None:
+            raise _damaged(problem)
+        return super().from_dict(kvs, infer_missing=infer_missing)
+
+
+# Each persisted field's JSON type (None is refused too: the loaders index into these).
+_STRUCT_TYPES: dict[str, type] = {
+    "index_id": str,
+    "graph": dict,
+    "graph_json": str,
+    "embedder_name": str,
+    "dim": int,
+    "variable_embeddings": str,
+    "chunk_embeddings": str,
+    "dropped_edges": list,
+    "report": dict,
+    "ledger_json": str,
+    "vector_files": dict,
+    "node_parser": dict,
+}
+
+
+def _struct_problem(kvs: Any) -> str | None:
+    """What is wrong with a persisted struct's fields, or None."""
+    if not isinstance(kvs, dict):
+        return f"it is a JSON {type(kvs).__name__}, not an object"
+    for name, kind in _STRUCT_TYPES.items():
+        value = kvs.get(name, kind())
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return f"its {name!r} is {type(value).__name__}, where {kind.__name__} belongs"
+    if not all(isinstance(v, dict) for v in kvs.get("vector_files", {}).values()):
+        return "its 'vector_files' entries are not objects"
+    if not all(isinstance(e, str) for e in kvs.get("dropped_edges", [])):
+        return "its 'dropped_edges' are not strings"
+    return None
+
+
+def _damaged(problem: str) -> StoreError:
+    return StoreError(
+        f"the HCGIndex struct in index_store.json is damaged: {problem}; persist the index "
+        "again from its documents, or restore the folder"
+    )
 
 
 # ---------------------------------------------------------------- graph and inline vectors
@@ -135,8 +193,13 @@ def graph_from_dict(data: dict[str, Any], chunks: Sequence[Chunk]) -> CausalGrap
     """Inverse of :func:`graph_to_dict`; ``chunks`` supplies the texts, in ``chunk_ids`` order."""
     # A stored spec was valid when built; re-validating would reject a graph whose entity lists
     # the builder legitimately extended.
-    spec = spec_from_dict(data["spec"], validate=False)
-    variables, edges = core_store.graph_from_dict(data, spec)
+    try:
+        spec = spec_from_dict(data["spec"], validate=False)
+        variables, edges = core_store.graph_from_dict(data, spec)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        if isinstance(exc, HCGError):  # the core's own, naming the entry
+            raise
+        raise _damaged(f"its graph does not read ({type(exc).__name__}: {exc})") from None
     return CausalGraph(spec=spec, variables=variables, edges=edges, chunks=tuple(chunks))
 
 
@@ -453,6 +516,55 @@ def _inline_copy(data: dict, source: VectorSource | None) -> dict:
             _move_vectors(struct, source, None)
             out[collection] = {**out[collection], key: index_struct_to_json(struct)}
     return out
+
+
+# ---------------------------------------------------------------- whole files
+
+_WHOLE = "_hcg_whole_file"  # marks a persist method wrapped by ``persist_whole_files``
+
+
+def persist_whole_files(*stores: Any) -> None:
+    """Make each store's ``persist`` to a local file write a new file beside it and rename it
+    over the old one, so a kill or a full disk mid-write leaves the previous file whole.
+
+    LlamaIndex's docstore, graph and vector stores open their file for writing (emptying it)
+    before the JSON is made: a persist cut there left an empty ``docstore.json`` and no loadable
+    index. The bytes written are the store's own; only where they land first changes. Stores
+    that write elsewhere (another ``fs``, a database) are left as they are.
+    """
+    for store in stores:
+        persist = getattr(store, "persist", None)
+        if persist is None or getattr(persist, _WHOLE, False):
+            continue
+
+        def whole(
+            persist_path: str | None = None,
+            fs: Any = None,
+            _persist: Callable[..., None] = persist,
+            _store: Any = store,
+        ) -> None:
+            if persist_path is None or not local_folder(
+                persist_path, fs or getattr(_store, "_fs", None)
+            ):
+                _persist(*(() if persist_path is None else (persist_path,)), fs=fs)
+                return
+            path = Path(persist_path)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(_store):x}.tmp")
+            try:
+                _persist(str(tmp), fs=fs)
+                if tmp.exists():  # a store with nothing to write writes no file
+                    with open(tmp, "rb+") as f:
+                        os.fsync(f.fileno())
+                    os.replace(tmp, path)
+            finally:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+
+        setattr(whole, _WHOLE, True)
+        try:
+            object.__setattr__(store, "persist", whole)
+        except (AttributeError, TypeError):  # a store class that takes no instance attribute
+            continue
 
 
 # ---------------------------------------------------------------- remembering the folder

@@ -48,6 +48,7 @@ from ._persist import (
     VectorSource,
     graph_from_dict,
     graph_to_dict,
+    persist_whole_files,
     put_vectors,
     read_vectors,
     store_hooks,
@@ -165,9 +166,17 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
         if transformations is None and saved and not user_transformations():
             # A reloaded index built on hcg's chunker: insert, refresh_ref_docs and
             # update_ref_doc chunk as the build did, not with LlamaIndex's default splitter.
-            self._transformations = [HCGNodeParser(**saved)]
+            try:
+                self._transformations = [HCGNodeParser(**saved)]
+            except ValueError as exc:  # pydantic's ValidationError: a damaged struct
+                raise StoreError(
+                    f"the HCGIndex struct in index_store.json is damaged: its node_parser "
+                    f"settings do not read ({str(exc).splitlines()[0]}); persist the index again"
+                ) from None
         # As VectorStoreIndex does: the query model reports to the index's callback manager.
         self._embed_model.callback_manager = self._callback_manager
+        context = self._storage_context
+        persist_whole_files(context.docstore, context.graph_store, *context.vector_stores.values())
         store = self._storage_context.index_store
         # Where a loaded struct's .npy files are; None: the folder the index store was read from.
         source = VectorSource(os.path.abspath(os.fspath(persist_dir))) if persist_dir else None
@@ -317,7 +326,7 @@ class HCGIndex(BaseIndex[HCGIndexStruct]):
 
             try:
                 self._core.ledger = SupportLedger.from_json(json.loads(struct.ledger_json), graph)
-            except StoreError as exc:
+            except (StoreError, ValueError) as exc:  # ValueError: not JSON
                 logger.warning("HCGIndex: %s; edits will link evidence only", exc)
         if not same and struct.embedder_name:  # re-embedded with the new model
             logger.warning(

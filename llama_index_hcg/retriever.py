@@ -27,7 +27,7 @@ from hcg_core.bounded import loads_json
 from hcg_core.config import HybridConfig, PaperConfig, RetrievalConfig
 from hcg_core.contract import DEFAULT_K, filter_mask
 from hcg_core.embedding import embedder_errors
-from hcg_core.errors import ConfigError, StoreError
+from hcg_core.errors import ConfigError, HCGError, StoreError
 from hcg_core.safe_files import atomic_write_text
 from hcg_core.types import Chunk, RetrievalResult
 
@@ -179,23 +179,25 @@ class HCGRetriever(BaseRetriever):
             ) from None
         except (OSError, ValueError, StoreError) as exc:
             raise StoreError(f"cannot read {RETRIEVER_FILE}: {exc}", path=path.parent) from exc
-        storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
-        index = load_index_from_storage(
-            storage,
-            index_id=settings.get("index_id"),
-            embed_model=embed_model,
-            persist_dir=str(persist_dir),
-        )
-        options = {name: settings.get(name) for name in ("similarity_top_k", "doc_ids", "node_ids")}
-        if settings.get("config") is not None:
-            # asdict wrote the nested settings as dicts: each becomes its dataclass again.
-            nested = {"hybrid": HybridConfig, "paper": PaperConfig}
-            config = {
-                k: nested[k](**v) if k in nested else v for k, v in settings["config"].items()
-            }
-            options["config"] = RetrievalConfig(**config)
-        if settings.get("filters"):
-            options["filters"] = MetadataFilters.model_validate(settings["filters"])
+        options = _stored_options(settings, path)
+        try:
+            storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
+            index = load_index_from_storage(
+                storage,
+                index_id=options.pop("index_id"),
+                embed_model=embed_model,
+                persist_dir=str(persist_dir),
+            )
+        except (OSError, ValueError, TypeError, AttributeError, KeyError) as exc:
+            if isinstance(exc, HCGError):  # the index's own, already typed and worded
+                raise
+            # LlamaIndex's own files (docstore.json, index_store.json, ...) cut or replaced: its
+            # loaders raise JSONDecodeError, IsADirectoryError, AttributeError as they meet it.
+            raise StoreError(
+                f"cannot load the LlamaIndex storage persisted here ({type(exc).__name__}: "
+                f"{str(exc)[:200]}); persist the index again, or restore the folder",
+                path=persist_dir,
+            ) from exc
         return cls(index, **{**options, **kwargs})
 
     @property
@@ -295,3 +297,54 @@ def _index_class() -> type:
     from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
 
     return INDEX_STRUCT_TYPE_TO_INDEX_CLASS[STRUCT_TYPE]  # type: ignore[index]
+
+
+def _stored_options(settings: Any, path: Path) -> dict[str, Any]:
+    """The constructor options ``HCGRetriever.persist`` wrote (and ``index_id``), each checked:
+    a hand-edited or damaged ``hcg_retriever.json`` is a ``StoreError`` naming the entry."""
+
+    def bad(what: str, exc: Exception | None = None) -> StoreError:
+        why = f" ({str(exc).splitlines()[0][:200]})" if exc is not None else ""
+        return StoreError(
+            f"{RETRIEVER_FILE}: {what}{why}; persist the retriever again, or fix the entry",
+            path=path.parent,
+        )
+
+    if not isinstance(settings, dict):
+        raise bad(f"must be a JSON object, got {type(settings).__name__}")
+    options: dict[str, Any] = {"index_id": settings.get("index_id")}
+    if not isinstance(options["index_id"], (str, type(None))):
+        raise bad("'index_id' must be a string")
+    top_k = settings.get("similarity_top_k")
+    if top_k is not None:
+        options["similarity_top_k"] = top_k  # the constructor checks its range (ConfigError)
+    for name in ("doc_ids", "node_ids"):
+        ids = settings.get(name)
+        if ids is not None and not (isinstance(ids, list) and all(isinstance(i, str) for i in ids)):
+            raise bad(f"{name!r} must be a list of strings or null")
+        options[name] = ids
+    config = settings.get("config")
+    if config is not None:
+        options["config"] = _stored_config(config, bad)
+    if settings.get("filters"):
+        try:
+            options["filters"] = MetadataFilters.model_validate(settings["filters"])
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            raise bad("'filters' are not LlamaIndex MetadataFilters", exc) from None
+    return options
+
+
+def _stored_config(config: Any, bad: Any) -> RetrievalConfig:
+    """``RetrievalConfig`` from the nested dicts ``asdict`` wrote."""
+    nested = {"hybrid": HybridConfig, "paper": PaperConfig}
+    if not isinstance(config, dict) or not all(
+        isinstance(config[k], dict) for k in nested if k in config
+    ):
+        raise bad("'config' must be an object of RetrievalConfig's settings")
+    try:
+        # asdict wrote the nested settings as dicts: each becomes its dataclass again.
+        return RetrievalConfig(
+            **{k: nested[k](**v) if k in nested else v for k, v in config.items()}
+        )
+    except TypeError as exc:  # a name the dataclasses do not have
+        raise bad("'config' holds a setting RetrievalConfig does not have", exc) from None

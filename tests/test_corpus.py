@@ -300,3 +300,17 @@ def test_the_cap_leaves_english_windows_unchanged():
     capped = chunk_documents([SourceDocument("d", words)])
     uncapped = chunk_documents([SourceDocument("d", words)], max_chars=10**9)
     assert [c.id for c in capped] == [c.id for c in uncapped]
+
+
+@pytest.mark.parametrize("kind", ["loop", "broken"])
+def test_a_given_link_that_leads_nowhere_is_named_as_a_link(tmp_path, kind):
+    """It was reported as "no such file or folder", though ``ls`` shows it."""
+    link = tmp_path / "a.md"
+    if kind == "loop":
+        (tmp_path / "b.md").symlink_to(link)
+        link.symlink_to(tmp_path / "b.md")
+    else:
+        link.symlink_to(tmp_path / "gone.md")
+    with pytest.raises(InputError, match="symbolic link that leads nowhere") as caught:
+        load_inputs([link])
+    assert caught.value.path == link

@@ -359,3 +359,121 @@ def test_from_graph_dir_keeps_the_mapped_arrays(
     assert wrapped.index_struct.chunk_embeddings and wrapped.index_struct.graph_json
     wrapped.storage_context.persist(persist_dir=str(tmp_path / "storage"))
     assert results(load(tmp_path / "storage", embed)) == results(wrapped)
+
+
+@pytest.mark.parametrize(
+    ("entry", "value", "words"),
+    [
+        (None, [1, 2], "must be a JSON object"),
+        ("index_id", 7, "'index_id' must be a string"),
+        ("doc_ids", "abc", "'doc_ids' must be a list of strings"),
+        ("node_ids", 3, "'node_ids' must be a list of strings"),
+        ("config", "x", "'config' must be an object"),
+        ("config", {"hybrid": None}, "'config' must be an object"),
+        ("config", {"bogus": 1}, "setting RetrievalConfig does not have"),
+        ("config", {"paper": {"bogus": 1}}, "setting RetrievalConfig does not have"),
+        ("filters", {"filters": 1}, "'filters' are not LlamaIndex MetadataFilters"),
+        ("index_id", "no-such-index", "cannot load the LlamaIndex storage"),
+    ],
+)
+def test_a_damaged_retriever_file_is_a_store_error(
+    index: HCGIndex, embed, tmp_path: Path, entry, value, words
+) -> None:
+    """A string ``doc_ids`` was read as its characters; the others raised AttributeError,
+    TypeError or pydantic's ValidationError from inside ``from_persist_dir``."""
+    index.as_retriever(similarity_top_k=3).persist(tmp_path)
+    settings_file = tmp_path / "hcg_retriever.json"
+    settings = json.loads(settings_file.read_text())
+    if entry is None:
+        settings = value
+    else:
+        settings[entry] = value
+    settings_file.write_text(json.dumps(settings))
+    with pytest.raises(StoreError, match=re.escape(words)):
+        HCGRetriever.from_persist_dir(tmp_path, embed_model=embed)
+
+
+@pytest.mark.parametrize("name", ["docstore.json", "index_store.json", "graph_store.json"])
+@pytest.mark.parametrize("damage", [b"", b'{"docstore/data": {"x', b"[1, 2]"])
+def test_from_persist_dir_names_a_cut_storage_file(
+    index: HCGIndex, embed, tmp_path: Path, name, damage
+) -> None:
+    """LlamaIndex's loaders raise JSONDecodeError, TypeError or AttributeError on a cut file."""
+    index.as_retriever(similarity_top_k=3).persist(tmp_path)
+    (tmp_path / name).write_bytes(damage)
+    with pytest.raises(StoreError, match="cannot load the LlamaIndex storage persisted here"):
+        HCGRetriever.from_persist_dir(tmp_path, embed_model=embed)
+
+
+def test_a_persist_that_fails_writing_the_docstore_leaves_the_previous_one_loadable(
+    index: HCGIndex, embed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LlamaIndex writes docstore.json in place (open "w", then the JSON): a kill or a full disk
+    in the middle left a cut file and no loadable index. HCGIndex's stores write it beside and
+    rename it over, as the index store already was."""
+    index.storage_context.persist(persist_dir=str(tmp_path))
+    expected = results(index)
+    before = (tmp_path / "docstore.json").read_bytes()
+    index.insert(Document(text="Salt raises blood pressure. " * 50, id_="salt"))
+    real_dumps = json.dumps
+
+    def cut_dumps(obj, *args, **kwargs):  # noqa: ANN001, ANN202 (json.dumps' signature)
+        text = real_dumps(obj, *args, **kwargs)
+        if "docstore/data" in text:
+            raise OSError(28, "No space left on device")
+        return text
+
+    monkeypatch.setattr(json, "dumps", cut_dumps)
+    with pytest.raises(OSError, match="No space left"):
+        index.storage_context.persist(persist_dir=str(tmp_path))
+    monkeypatch.setattr(json, "dumps", real_dumps)
+    assert (tmp_path / "docstore.json").read_bytes() == before
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("docstore.json.")]
+    assert results(load(tmp_path, embed)) == expected
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("report", 1, "'report' is int"),
+        ("vector_files", None, "'vector_files' is NoneType"),
+        ("vector_files", {"chunks": "x"}, "'vector_files' entries are not objects"),
+        ("graph_json", "not json", "graph_json is not JSON"),
+        ("graph_json", "[]", "holds no spec object"),
+        ("graph_json", '{"spec": {}, "chunk_ids": 5}', "chunk_ids are not a list"),
+        ("dim", "x", "'dim' is str"),
+        ("dropped_edges", [1], "'dropped_edges' are not strings"),
+        ("node_parser", {"chunk_words": None}, "node_parser settings do not read"),
+        ("node_parser", "x", "'node_parser' is str"),
+    ],
+)
+def test_a_damaged_hcg_struct_is_a_store_error(
+    index: HCGIndex, embed, tmp_path: Path, field, value, words
+) -> None:
+    """dataclasses_json takes any JSON value for a field: a wrong one failed the load later with
+    an AttributeError, a JSONDecodeError or pydantic's ValidationError."""
+    index.storage_context.persist(persist_dir=str(tmp_path))
+    data = json.loads((tmp_path / "index_store.json").read_text(encoding="utf-8"))
+    (key,) = data["index_store/data"]
+    struct = json.loads(data["index_store/data"][key]["__data__"])
+    struct[field] = value
+    data["index_store/data"][key]["__data__"] = json.dumps(struct)
+    (tmp_path / "index_store.json").write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(StoreError, match=re.escape(words)):
+        load(tmp_path, embed).as_retriever().retrieve(QUERIES[0])
+
+
+def test_a_ledger_that_is_not_json_is_noted_and_the_index_loads(
+    index: HCGIndex, embed, tmp_path: Path, caplog
+) -> None:
+    index.storage_context.persist(persist_dir=str(tmp_path))
+    data = json.loads((tmp_path / "index_store.json").read_text(encoding="utf-8"))
+    (key,) = data["index_store/data"]
+    struct = json.loads(data["index_store/data"][key]["__data__"])
+    struct["ledger_json"] = "{cut"
+    data["index_store/data"][key]["__data__"] = json.dumps(struct)
+    (tmp_path / "index_store.json").write_text(json.dumps(data), encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        loaded = load(tmp_path, embed)
+    assert "edits will link evidence only" in caplog.text
+    assert results(loaded) == results(index)

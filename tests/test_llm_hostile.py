@@ -291,3 +291,63 @@ def test_remote_provider_needs_an_explicit_choice(tmp_path, capsys, monkeypatch)
     err = capsys.readouterr().err
     assert "127.0.0.1:9" in err and "OPENAI_BASE_URL" in err and "--allow-remote" in err
     assert KEY not in err
+
+
+def _completion(content: str = '{"x": 1}', **over: object) -> bytes:
+    message = {"role": "assistant", "content": content}
+    reply = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+    }
+    return json.dumps({**reply, **over}).encode()
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"prompt_tokens": "lots", "completion_tokens": "3"},
+        {"prompt_tokens": -5, "completion_tokens": 10**30, "total_tokens": None},
+        {"prompt_tokens": [1], "completion_tokens": {"n": 1}},
+        None,
+    ],
+    ids=["string", "negative-and-huge", "containers", "null"],
+)
+def test_a_damaged_usage_block_is_counted_as_zero_not_a_crash(usage):
+    """The SDK builds ``usage`` without validating it; a string there failed ``complete`` with a
+    TypeError from the ledger's sum."""
+    with serve(lambda h: _reply(h, 200, _completion(usage=usage))) as url:
+        llm = OpenAIStructuredLLM("m", base_url=url, api_key="x", max_retries=0)
+        assert llm.complete([{"role": "user", "content": "hi"}], Reply) == Reply(x=1)
+    assert llm.ledger.total("calls") == 1
+    for counter in ("prompt_tokens", "completion_tokens"):
+        assert llm.ledger.total(counter) == 0
+
+
+def test_an_empty_choices_list_says_so():
+    with serve(lambda h: _reply(h, 200, _completion(choices=[]))) as url:
+        llm = OpenAIStructuredLLM("m", base_url=url, api_key="x", max_retries=0)
+        with pytest.raises(LLMProtocolError, match="'choices' list is empty"):
+            llm.complete([{"role": "user", "content": "hi"}], Reply)
+
+
+def test_giving_up_on_a_long_retry_after_says_how_long_the_server_asked():
+    """A 429 with ``Retry-After: 3600`` waited the 60 s cap per retry, then gave up without
+    saying that the server had asked for an hour."""
+
+    def limited(handler: BaseHTTPRequestHandler) -> None:
+        body = b'{"error": {"message": "quota"}}'
+        handler.send_response(429)
+        handler.send_header("retry-after", "3600")
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    with serve(limited) as url:
+        llm = OpenAIStructuredLLM("m", base_url=url, api_key="x", max_retries=1, backoff_max=0.05)
+        with pytest.raises(LLMUnavailableError, match=r"server asks to wait 3,600 s"):
+            llm.complete([{"role": "user", "content": "hi"}], Reply)

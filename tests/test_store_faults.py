@@ -316,3 +316,73 @@ def test_a_report_link_out_or_a_list_is_ignored_with_a_note(tmp_path, graph, emb
     (g / "build_report.json").write_text("[1, 2]")
     stored = load_graph(g)
     assert stored.report is None and "not an object" in " ".join(stored.notes)
+
+
+@pytest.mark.parametrize(
+    "inside", ["sub", "versions/1", "versions/9", "embeddings", "versions/1/embeddings"]
+)
+def test_an_output_inside_a_graph_directory_is_refused_and_the_graph_untouched(
+    tmp_path, two_graphs, inside, monkeypatch
+):
+    """A save (or ``hcg build --out``) into a folder of an existing graph directory would write
+    a pointer over a version folder's manifest or a version the next save of the graph removes."""
+    old, new = two_graphs
+    g = tmp_path / "g"
+    old.save(g)
+    before = _digest_tree(g)
+    out = g / inside
+    with pytest.raises(StoreError, match="inside the graph directory .*outside it"):
+        check_output_dir(out)
+    with pytest.raises(StoreError, match="inside the graph directory"):
+        save_graph(new.graph, out, force=True)
+    assert _digest_tree(g) == before
+    monkeypatch.chdir(tmp_path)
+    from hcg_core import cli
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Smoking raises blood pressure. " * 5)
+    rc = cli.main(["build", "docs", "--out", str(out), "--embedder", "hashing", "--quiet"])
+    assert rc != 0
+    assert _digest_tree(g) == before
+    assert load_graph(g).graph.chunks == old.graph.chunks
+
+
+@pytest.mark.parametrize("stray", ["\u00b2", "\u0663", "9" * 40, "07x"])
+def test_a_stray_folder_under_versions_does_not_fail_the_next_save(tmp_path, two_graphs, stray):
+    """``"²".isdigit()`` is true and ``int("²")`` raises: every save of the graph failed."""
+    old, new = two_graphs
+    g = tmp_path / "g"
+    old.save(g)
+    (g / "versions" / stray).mkdir()
+    new.save(g)
+    assert load_graph(g).graph.chunks == new.graph.chunks
+    assert store.current_dir(g).name == "2"
+
+
+@pytest.mark.parametrize("flat", [True, False])
+def test_a_versions_link_out_of_the_directory_is_refused_and_its_target_kept(
+    tmp_path, two_graphs, flat
+):
+    """A flat graph with ``versions`` linked to another folder: the save wrote its version there
+    and its tidy-up deleted that folder's own files."""
+    old, new = two_graphs
+    g, elsewhere = tmp_path / "g", tmp_path / "elsewhere"
+    old.save(g)
+    if flat:  # a version folder copied out: a flat graph directory
+        flat_dir = tmp_path / "flat"
+        (store.current_dir(g)).rename(flat_dir)
+        g = flat_dir
+    else:
+        (g / "versions").rename(tmp_path / "moved")
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("mine\n")
+    (elsewhere / "precious").mkdir()
+    (elsewhere / "precious" / "data.txt").write_text("mine too\n")
+    (g / "versions").symlink_to(elsewhere)
+    before = _digest_tree(elsewhere)
+    # A format 2 graph's pointer already resolves outside (refused on reading it).
+    words = "versions is a link or a file" if flat else "outside the graph directory"
+    with pytest.raises(StoreError, match=words):
+        new.save(g)
+    assert _digest_tree(elsewhere) == before

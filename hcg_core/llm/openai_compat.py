@@ -464,10 +464,17 @@ class OpenAIStructuredLLM:
             if self._dead_attempts > self.max_retries:
                 self._down_until = time.monotonic() + BREAKER_COOLDOWN
             if attempt >= self.max_retries or self._down_until > time.monotonic():
+                # A Retry-After beyond the cap on one wait: say when a rerun can succeed.
+                asked = (
+                    f" (the server asks to wait {wait:,.0f} s; each retry waited at most "
+                    f"{self.backoff_max:g} s)"
+                    if wait is not None and wait > self.backoff_max
+                    else ""
+                )
                 raise LLMUnavailableError(
                     f"{self.name}: giving up after {attempt + 1} attempts: "
-                    f"{type(error).__name__}: {self._mask(str(error))}; rerun the build to "
-                    "resume (finished calls are cached)"
+                    f"{type(error).__name__}: {self._mask(str(error))}{asked}; rerun the build "
+                    "to resume (finished calls are cached)"
                 ) from error
             self.ledger.add(retries=1)
             await asyncio.sleep(self._backoff(attempt, wait))
@@ -519,7 +526,12 @@ class OpenAIStructuredLLM:
         self._account(resp)
         self._dead_attempts = 0
         choices = getattr(resp, "choices", None)
-        if not isinstance(choices, list) or not choices:
+        if isinstance(choices, list) and not choices:
+            raise LLMProtocolError(
+                "the server's 200 reply is not an OpenAI chat completion (its 'choices' list is "
+                "empty: no answer); check the model name and the server's log"
+            )
+        if not isinstance(choices, list):
             raise LLMProtocolError(
                 f"the server's 200 reply is not an OpenAI chat completion (no 'choices' list; got "
                 f"a {type(resp).__name__}); check that the base URL ends in /v1"
@@ -564,8 +576,8 @@ class OpenAIStructuredLLM:
         usage = getattr(resp, "usage", None)
         self.ledger.add(
             calls=1,
-            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            prompt_tokens=_token_count(getattr(usage, "prompt_tokens", 0)),
+            completion_tokens=_token_count(getattr(usage, "completion_tokens", 0)),
         )
 
     async def aclose(self) -> None:
@@ -580,3 +592,22 @@ class OpenAIStructuredLLM:
             f"OpenAIStructuredLLM(model={self.model!r}, base_url={redact(repr(self.base_url))}, "
             f"max_concurrency={self.max_concurrency})"
         )
+
+
+# A count a server reports above this is damaged, not a reply's size (no model's context holds
+# a billion tokens); such a count, a negative one or a non-number is counted as 0 so the ledger
+# stays a sum of real figures (a string here failed the build with a TypeError).
+_MAX_REPORTED_TOKENS = 10**9
+
+
+def _token_count(value: Any) -> int:
+    """A ``usage`` token count as the ledger adds it: a whole number from 0 to the cap, else 0.
+
+    >>> _token_count(12), _token_count("lots"), _token_count(-5), _token_count(None)
+    (12, 0, 0, 0)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if not (0 <= value <= _MAX_REPORTED_TOKENS):  # NaN fails this test too
+        return 0
+    return int(value)
