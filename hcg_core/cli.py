@@ -146,10 +146,21 @@ def _dropped_variables_note(report: dict[str, Any]) -> str | None:
     )
 
 
+def _load_inputs(paths: list, *, follow_symlinks: bool) -> tuple[list, list]:
+    """``corpus.load_inputs``, its warnings (a file read as Windows-1252, front matter that is
+    not YAML) printed as ``warning:`` lines, shown even with --quiet like the skipped files."""
+
+    def warn(message: str) -> None:
+        print(f"warning: {message}", file=sys.stderr)
+
+    with _routed_log("hcg_core.corpus", emit=warn, at=logging.WARNING):
+        return corpus.load_inputs(paths, follow_symlinks=follow_symlinks)
+
+
 def _read_and_chunk(args: argparse.Namespace, say: Any) -> tuple[list, dict[str, Any]]:
     """The inputs read and chunked (skipped ones printed), and what the report records of them."""
     say(f"reading {', '.join(map(str, args.inputs))}")
-    docs, bad = corpus.load_inputs(args.inputs, follow_symlinks=args.follow_symlinks)
+    docs, bad = _load_inputs(args.inputs, follow_symlinks=args.follow_symlinks)
     # A name the disk could not decode, printable.
     bad = [(corpus.display_path(p), r) for p, r in bad]
     for path, reason in bad:  # input left out: shown even with --quiet
@@ -553,7 +564,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     check_remote_choice(args)
     embedder = _graph_to_edit(args)
     # Refused (InputError) when no document is readable: then nothing is added.
-    docs, bad = corpus.load_inputs(args.files, follow_symlinks=False)
+    docs, bad = _load_inputs(args.files, follow_symlinks=False)
     for path, reason in bad:
         print(f"skipped {corpus.display_path(path)}: {reason}", file=sys.stderr)
     return _edit_in_place(args, embedder, lambda retriever: _add_documents(args, retriever, docs))

@@ -53,6 +53,12 @@ MAX_TOKEN_CHARS = 100
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
 # A CJK character with the punctuation after it (。, 」) is one unit; any other non-space run is one.
 _UNIT_RE = re.compile(rf"[{_CJK}][^\s{_CJK}\w]*|[^\s{_CJK}]+")
+# A file that is not UTF-8 is read in these single-byte encodings, in order (``decode_text``):
+# Windows-1252 (Windows "ANSI" text), then Latin-1, which decodes any byte.
+LEGACY_ENCODINGS = ("cp1252", "latin-1")
+# Share of bytes over 0x7F above which a file that is not UTF-8 is refused rather than read in a
+# legacy encoding: French or German text has a few percent; Shift-JIS, GBK or Cyrillic most.
+MAX_LEGACY_HIGH_SHARE = 0.3
 # Share of control characters above which a text is treated as binary junk.
 _MAX_CONTROL_SHARE = 0.05
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
@@ -97,8 +103,12 @@ def load_inputs(
           A symbolic link in a folder that leads outside it is not followed (listed as bad)
           unless ``follow_symlinks``; a link to a folder is never descended without it.
 
+    Text is UTF-8 (a BOM allowed; UTF-16 or UTF-32 with a BOM). A file that is not UTF-8 is read
+    as Windows-1252 (else Latin-1), with a warning naming it and the encoding, unless most of its
+    bytes are not ASCII (then it is bad: a multi-byte legacy encoding would read as nonsense).
+
     A file is bad when it is unreadable, empty, binary (NUL bytes or a high share of control
-    characters), not UTF-8 (the byte offset is reported), larger than ``max_bytes``, malformed
+    characters), larger than ``max_bytes``, malformed
     JSON, or not a regular file (a FIFO, socket or device). Bad files are skipped and returned
     with their reason; the good ones load.
 
@@ -375,7 +385,8 @@ def _json_documents(
 
 def decode_text(data: bytes, *, path: Path | str | None = None) -> str:
     """Decode file bytes as UTF-8 (a BOM is allowed; UTF-16 and UTF-32 with their BOM too),
-    rejecting empty, binary and non-UTF-8 input.
+    else as Windows-1252 or Latin-1 with a warning (``_legacy_text``), rejecting empty and
+    binary input (a NUL byte, or a high share of control characters).
 
     >>> decode_text(b"\\xef\\xbb\\xbfhello"), decode_text("hé".encode("utf-16"))
     ('hello', 'hé')
@@ -405,12 +416,37 @@ def decode_text(data: bytes, *, path: Path | str | None = None) -> str:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(
-            f"file is not UTF-8 text (invalid byte 0x{data[exc.start]:02x} at byte offset "
-            f"{exc.start}); re-save it as UTF-8",
-            path=path,
-        ) from None
+        text = _legacy_text(data, exc.start, path)
     return _checked_text(text, path)
+
+
+def _legacy_text(data: bytes, offset: int, path: Path | str | None) -> str:
+    """Bytes that are not UTF-8 (invalid at ``offset``) read as a single-byte legacy encoding,
+    with a warning naming the file and the encoding; refused when most bytes are not ASCII.
+
+    Windows-1252 first (what Windows editors save as "ANSI" text; its printable characters
+    include all of Latin-1's), then Latin-1 for the five bytes Windows-1252 leaves undefined.
+    Western European text has a few accented letters among ASCII ones; a file mostly of bytes
+    over 0x7F is a multi-byte legacy encoding (Shift-JIS, GBK) or another alphabet (Cyrillic,
+    Greek), which either decoding would turn into nonsense: that is refused.
+    """
+    high = sum(1 for b in data if b > 0x7F)
+    where = f"invalid byte 0x{data[offset]:02x} at byte offset {offset}"
+    if high > MAX_LEGACY_HIGH_SHARE * len(data):
+        raise InputError(
+            f"file is not UTF-8 text ({where}), and {high} of its {len(data)} bytes are not "
+            "ASCII, too many for Western European (Windows-1252) text; re-save it as UTF-8",
+            path=path,
+        )
+    for codec in LEGACY_ENCODINGS:
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError:
+            continue
+        who = display_path(path) if path is not None else "text"
+        logger.warning("%s: not UTF-8 (%s); read as %s", who, where, codec)
+        return text
+    raise AssertionError("latin-1 decodes any bytes")  # pragma: no cover
 
 
 # Byte-order marks of the encodings read besides UTF-8 (UTF-32 first: its LE mark starts with

@@ -93,10 +93,12 @@ def test_folder_with_bad_files_builds_the_good_ones(tmp_path, capsys):
     out = tmp_path / "g"
     assert main(["build", str(src), "--out", str(out), "--quiet", "--embedder", "hashing"]) == 0
     err = capsys.readouterr().err
-    for name in ("junk.txt", "latin1.txt", "empty.md"):
+    for name in ("junk.txt", "empty.md"):
         assert f"skipped {src / name}" in err
+    # Not UTF-8 but Latin-1 text: read, with a warning (docs/configuration.md).
+    assert f"warning: {src / 'latin1.txt'}: not UTF-8" in err
     skipped = {Path(p).name for p, _ in load_graph(out).report["input"]["skipped"]}
-    assert skipped == {"junk.txt", "latin1.txt", "empty.md"}
+    assert skipped == {"junk.txt", "empty.md"}
 
 
 def test_no_usable_input_is_one_clear_error(tmp_path, capsys):
@@ -119,3 +121,22 @@ def test_out_that_is_a_file_fails_before_building(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "not a directory" in err and "read " not in err  # nothing was read or built
     assert target.read_text() == "keep me"
+
+
+def test_build_reads_a_windows_1252_file_with_a_warning(tmp_path, capsys):
+    """A legacy-encoded text file is built from (as LlamaIndex's SimpleDirectoryReader reads
+    it), with a warning line naming it and the encoding; a binary one is still skipped."""
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "notes.txt").write_bytes(
+        "Smoking causes caf\u00e9 stroke \u2013 in Z\u00fcrich.".encode("cp1252")
+    )
+    (src / "blob.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    out = tmp_path / "g"
+    assert main(["build", str(src), "--out", str(out), "--quiet", "--embedder", "hashing"]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"warning: .*notes\.txt: not UTF-8 .*; read as cp1252", err), err
+    assert re.search(r"skipped .*blob\.txt: file looks binary", err), err
+    stored = load_graph(out)
+    assert stored.report["input"]["documents"] == 1
+    assert any("caf\u00e9 stroke \u2013 in Z\u00fcrich" in c.text for c in stored.graph.chunks)

@@ -100,7 +100,8 @@ def test_invalid_json_reports_position(tmp_path):
         (b"   \n\t ", "empty"),
         (b"abc\x00def", "binary"),
         (bytes(range(1, 9)) * 20 + b"text", "binary"),
-        (b"caf\xe9 au lait", "byte offset 3"),
+        # Mostly non-ASCII bytes (Shift-JIS): no single-byte reading is tried.
+        ("日本語のテキスト".encode("shift_jis"), "not UTF-8 text .*re-save it as UTF-8"),
     ],
 )
 def test_bad_single_file_raises_with_reason(tmp_path, data, reason):
@@ -314,3 +315,48 @@ def test_a_given_link_that_leads_nowhere_is_named_as_a_link(tmp_path, kind):
     with pytest.raises(InputError, match="symbolic link that leads nowhere") as caught:
         load_inputs([link])
     assert caught.value.path == link
+
+
+def test_legacy_encoded_text_is_read_with_a_warning(tmp_path, caplog):
+    """A Windows-1252 / Latin-1 file (not UTF-8) is read, not skipped, and the warning names
+    the file and the encoding used; the accented letters survive."""
+    root = tmp_path / "corpus"
+    write(
+        root / "cp1252.txt",
+        "Caf\u00e9 cr\u00e8me \u2013 \u201cna\u00efve\u201d smoking causes stroke.".encode(
+            "cp1252"
+        ),
+    )
+    write(root / "latin1.md", "Stra\u00dfe \u00fcber M\u00fcnchen.\x81".encode("latin-1"))
+    write(root / "utf8.txt", "Caf\u00e9 in UTF-8.")
+    with caplog.at_level("WARNING", logger="hcg_core.corpus"):
+        docs, bad = load_inputs([root])
+    assert bad == []
+    text = {d.id: d.text for d in docs}
+    assert (
+        text["cp1252.txt"]
+        == "Caf\u00e9 cr\u00e8me \u2013 \u201cna\u00efve\u201d smoking causes stroke."
+    )
+    # 0x81 is undefined in Windows-1252: Latin-1 reads it.
+    assert text["latin1.md"] == "Stra\u00dfe \u00fcber M\u00fcnchen.\x81"
+    warned = [r.getMessage() for r in caplog.records]
+    assert any("cp1252.txt" in m and "read as cp1252" in m for m in warned), warned
+    assert any("latin1.md" in m and "read as latin-1" in m for m in warned), warned
+    assert not any("utf8.txt" in m for m in warned)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",  # NUL bytes
+        bytes(range(1, 32)) * 4 + b"\xe9 text",  # control characters, not UTF-8
+        bytes(range(0x80, 0x100)) * 3 + b"abc",  # mostly high bytes, no NUL
+    ],
+)
+def test_binary_that_is_not_utf8_is_still_skipped(tmp_path, data):
+    root = tmp_path / "corpus"
+    write(root / "good.txt", "fine text")
+    write(root / "blob.txt", data)
+    docs, bad = load_inputs([root])
+    assert [d.id for d in docs] == ["good.txt"]
+    assert [(p.name, ("binary" in r or "not UTF-8" in r)) for p, r in bad] == [("blob.txt", True)]
