@@ -221,9 +221,13 @@ def _llm_from_args(args: argparse.Namespace) -> Any:
     if not args.estimate:  # a reply that cannot be cached is a paid reply lost
         check_cache_dir(cache_dir, args.out)
         check_writable_dir(cache_dir, what="LLM reply cache (--llm-cache)")
+    from .llm.openai_compat import NO_KEY
+
     return OpenAIStructuredLLM(
         args.llm_model,
         base_url=args.llm_base_url,
+        # An estimate sends nothing: it needs no key, even for OpenAI's API.
+        api_key=NO_KEY if args.estimate and not os.environ.get("OPENAI_API_KEY") else None,
         max_concurrency=args.max_concurrency,
         timeout=args.timeout,
         max_retries=args.max_retries,

@@ -17,6 +17,10 @@ class ConfigError(HCGError, ValueError):
     """A setting is out of range or inconsistent."""
 
 
+class MissingAPIKeyError(ConfigError):
+    """OpenAI's API was chosen with no key: raised before any call, naming the variable to set."""
+
+
 class SpecError(HCGError, ValueError):
     """A domain spec is invalid: the message names the offending entry."""
 

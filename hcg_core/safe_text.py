@@ -152,3 +152,28 @@ def host_of(url: str | None) -> str:
         return f"{host}:{parsed.port}" if parsed.port else host
     except ValueError:  # a port that is not a number: still name what was given, masked
         return redact(url)
+
+
+# The hosts of OpenAI's own API, which refuse a request without a real key.
+OPENAI_API_DOMAIN = "openai.com"
+
+
+def sends_to_openai(url: str | None) -> bool:
+    """Whether an OpenAI SDK client given base URL ``url`` sends to OpenAI's API: ``url`` (else
+    ``$OPENAI_BASE_URL``, else the SDK's default, api.openai.com) on a host under openai.com.
+
+    A local or other OpenAI-compatible server (127.0.0.1, localhost, a company gateway) is not:
+    it may take any key, or none.
+
+    >>> sends_to_openai("https://api.openai.com/v1"), sends_to_openai("http://127.0.0.1:8000/v1")
+    (True, False)
+    """
+    import os
+    from urllib.parse import urlparse
+
+    url = url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    try:
+        host = (urlparse(url).hostname or "").rstrip(".").lower()
+    except ValueError:
+        return False
+    return host == OPENAI_API_DOMAIN or host.endswith("." + OPENAI_API_DOMAIN)

@@ -424,3 +424,19 @@ def test_embedder_by_name_resolves_cli_names():
     assert isinstance(remote, OpenAIEmbedder)
     with pytest.raises(ConfigError, match="unknown embedder 'nope'"):
         embedder_by_name("nope")
+
+
+def test_openai_embedder_named_openai_url_without_key_explains(monkeypatch):
+    """An OpenAI URL given outright (or by OPENAI_BASE_URL) with no key is refused before any
+    call, not sent a placeholder key; a local URL still needs none."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(EmbedderError, match="OPENAI_API_KEY"):
+        OpenAIEmbedder("text-embedding-3-small", base_url="https://api.openai.com/v1").embed_query(
+            "x"
+        )
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://api.openai.com/v1")
+    with pytest.raises(EmbedderError, match="OPENAI_API_KEY"):
+        OpenAIEmbedder("text-embedding-3-small").embed_query("x")
+    local = OpenAIEmbedder("text-embedding-3-small", base_url="http://127.0.0.1:9/v1")
+    assert local._get_client() is not None  # made with the placeholder key, no call sent

@@ -93,3 +93,19 @@ def test_llm_build_shows_a_progress_bar_per_stage(capsys):
         progress=False,
     )
     assert "tier 2 (edges)" not in capsys.readouterr().err
+
+
+def test_cli_openai_url_without_key_exits_2_naming_the_variable(tmp_path, capsys, monkeypatch):
+    """``--llm-base-url https://api.openai.com/v1`` with no OPENAI_API_KEY: exit 2 naming the
+    variable, before any call and with no graph written; ``--estimate`` (no call) needs no key."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    out = tmp_path / "g"
+    args = ["build", str(CORPUS), "--out", str(out), "--embedder", "hashing", "--quiet"]
+    args += ["--llm-base-url", "https://api.openai.com/v1", "--llm-model", "gpt-4o-mini"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "set OPENAI_API_KEY" in err and "api.openai.com" in err and "Traceback" not in err
+    assert not (out / "manifest.json").exists()
+    assert main([*args, "--estimate"]) == 0
+    assert "calls" in capsys.readouterr().out

@@ -157,3 +157,39 @@ def test_extract_json_from_prose_and_fences():
     assert extract_json('```json\n{"a": [1, 2]}\n```') == {"a": [1, 2]}
     with pytest.raises(ValueError, match="not JSON"):
         extract_json("no json here")
+
+
+@pytest.mark.parametrize(
+    ("base_url", "env_url"),
+    [
+        ("https://api.openai.com/v1", None),  # named outright
+        (None, None),  # the SDK's default
+        (None, "https://api.openai.com/v1"),  # from OPENAI_BASE_URL
+    ],
+)
+def test_openai_without_a_key_fails_before_any_call(monkeypatch, base_url, env_url):
+    """OpenAI's API with no key is a typed error naming the variable, raised when the client is
+    made: no placeholder key reaches OpenAI to be refused at the first call."""
+    from hcg_core.errors import ConfigError, MissingAPIKeyError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    if env_url:
+        monkeypatch.setenv("OPENAI_BASE_URL", env_url)
+    with pytest.raises(MissingAPIKeyError, match="set OPENAI_API_KEY") as info:
+        OpenAIStructuredLLM("gpt-4o-mini", base_url=base_url)
+    assert isinstance(info.value, ConfigError) and "api.openai.com" in str(info.value)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_local_server_needs_no_key(monkeypatch, host):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with StubLLMServer(answer) as srv:
+        url = srv.base_url.replace("127.0.0.1", host)
+        llm = OpenAIStructuredLLM("stub-model", base_url=url, timeout=5)
+        assert llm.complete(MSG, Answer).verdict is True and srv.calls == 1
+        # The local server named by OPENAI_BASE_URL alone: no key needed either.
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        llm = OpenAIStructuredLLM("stub-model", timeout=5)
+        assert llm.complete(MSG, Answer).verdict is True and srv.calls == 2

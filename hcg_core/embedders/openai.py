@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from ..errors import ConfigError, EmbedderError
-from ..safe_text import env_secrets, redact
+from ..safe_text import env_secrets, redact, sends_to_openai
 from ._common import check_count
 from .wrapped import CallableEmbedder
 
@@ -95,7 +95,7 @@ class OpenAIEmbedder(CallableEmbedder):
                     f"OpenAIEmbedder needs the openai SDK ({exc}); run: {OPENAI_INSTALL_HINT}"
                 ) from exc
             key = self._api_key or os.environ.get("OPENAI_API_KEY")
-            if not key and self.base_url is None and not os.environ.get("OPENAI_BASE_URL"):
+            if not key and sends_to_openai(self.base_url):
                 raise EmbedderError(
                     "no API key for OpenAI: set OPENAI_API_KEY or pass api_key=, or pass "
                     "base_url= for a local OpenAI-compatible server"

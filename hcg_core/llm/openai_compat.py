@@ -40,8 +40,9 @@ from ..errors import (
     LLMRejectedError,
     LLMTruncatedError,
     LLMUnavailableError,
+    MissingAPIKeyError,
 )
-from ..safe_text import env_secrets, redact
+from ..safe_text import env_secrets, host_of, redact, sends_to_openai
 from .accounting import Ledger
 from .bridge import run_sync
 from .budget import requested_tokens
@@ -51,6 +52,8 @@ from .structured import DEFAULT_MAX_REASKS, complete_validated, schema_for, stri
 M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_MAX_CONCURRENCY = 8
+# The key sent to a server that is not OpenAI's when none is set: the SDK wants one.
+NO_KEY = "not-needed"
 DEFAULT_TIMEOUT = 60.0  # seconds for a whole request, headers and body (a slow trickle included)
 # A connection that is not up within this (or the timeout, if shorter) will not come up: a dead
 # host must not hold each attempt for the whole request timeout.
@@ -239,12 +242,15 @@ class OpenAIStructuredLLM:
         _check_base_url(self.base_url)
         self.api_key = self.api_key or os.environ.get("OPENAI_API_KEY")
         if not self.api_key:
-            if self.base_url is None:
-                raise ConfigError(
-                    "no API key: set OPENAI_API_KEY or pass api_key (any value works for a "
-                    "local server given by base_url)"
+            # Checked here, before any call: with a placeholder key OpenAI would refuse only the
+            # first request, after the corpus was read and chunked.
+            if sends_to_openai(self.base_url):
+                raise MissingAPIKeyError(
+                    f"no API key for {host_of(self.base_url or os.environ.get('OPENAI_BASE_URL'))}"
+                    ": set OPENAI_API_KEY (or pass api_key); a local server given by base_url "
+                    "needs none"
                 )
-            self.api_key = "not-needed"  # local servers ignore the key but the SDK wants one
+            self.api_key = NO_KEY  # local servers ignore the key but the SDK wants one
         self.timeout = float(self.timeout)
         self.cache = ResponseCache(self.cache_dir) if self.cache_dir is not None else None
         self.ledger = self.ledger if self.ledger is not None else Ledger()
