@@ -635,6 +635,15 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     manifest = _read_json(_confined(directory, MANIFEST), cap=MANIFEST_CAP)
     if not isinstance(manifest, dict):
         raise CorruptFileError("must be a JSON object", path=directory / MANIFEST)
+    # As ``is_graph_dir`` decides: a manifest without "format" is hcg's (hand-written ones
+    # need not say it); another format is another tool's folder, refused, not read as a graph.
+    fmt = manifest.get("format", FORMAT_NAME)
+    if fmt != FORMAT_NAME:
+        raise FormatVersionError(
+            f"'format' is {bounded.short(fmt)}, expected {FORMAT_NAME!r}: this is not an hcg "
+            "graph directory (pass the folder hcg build --out wrote)",
+            path=directory / MANIFEST,
+        )
     version = manifest.get("format_version")
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise FormatVersionError(

@@ -250,3 +250,30 @@ def test_every_unicode_line_break_round_trips(tmp_path, graph, embedder):
     assert back.text == odd and back.metadata == {"note": odd}
     lines = (current_dir(tmp_path / "g") / "chunks.jsonl").read_text().splitlines()
     assert len(lines) == len(graph.chunks)  # even str.splitlines sees one line per chunk
+
+
+@pytest.mark.parametrize("fmt", ["other", 5, None])
+def test_a_manifest_of_another_format_is_refused_as_is_graph_dir_says(tmp_path, fmt):
+    """``load_graph`` and ``is_graph_dir`` agree: a ``format`` other than ``hcg-graph`` is not a
+    graph directory (a typed error naming both formats), and a manifest without one is."""
+    from hcg_core.graph_dir import is_graph_dir
+
+    d = _copy(tmp_path)
+    manifest = json.loads((d / "manifest.json").read_text())
+    manifest.pop("format", None)
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    assert is_graph_dir(d) and load_graph(d).graph.edges  # no "format": hcg's, read
+    (d / "manifest.json").write_text(json.dumps({**manifest, "format": fmt}))
+    assert not is_graph_dir(d)
+    with pytest.raises(FormatVersionError, match="expected 'hcg-graph'") as err:
+        load_graph(d)
+    assert err.value.path == d / "manifest.json" and repr(fmt) in str(err.value)
+
+
+def test_a_version_folder_of_another_format_is_refused(tmp_path, graph, embedder):
+    g = tmp_path / "g"
+    CausalGraphRetriever.from_graph(graph, embedder).save(g)
+    inner = current_dir(g) / "manifest.json"
+    inner.write_text(json.dumps({**json.loads(inner.read_text()), "format": "other"}))
+    with pytest.raises(FormatVersionError, match="'other', expected 'hcg-graph'"):
+        load_graph(g)
