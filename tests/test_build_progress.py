@@ -19,7 +19,9 @@ STAGES = [
     "read 4 documents",
     "causal statements: reading the sentences of 8 chunks",
     "vocabulary: ",
-    "graph: variables, edges and dimensions",
+    "graph: variables, edges and dimensions from the vocabulary's ",
+    # Metrics without an edge are not saved: the line says how many remain (hcg inspect's count).
+    "graph: ",
     "evidence: linking ",
     "embedding ",  # variables
     "embedding 8 chunks",
@@ -50,6 +52,17 @@ def test_every_stage_says_it_starts_in_order(tmp_path, capsys, monkeypatch):
     for line, start in zip(lines, STAGES, strict=True):
         assert line.startswith(start), (line, start)
     assert out.out.startswith("built ")
+    # The count the build said it kept is the count the saved graph holds (hcg inspect's), and
+    # the vocabulary's count is named as such, with the difference.
+    (vocabulary,) = re.findall(r"from the vocabulary's (\d+) metrics", out.err)
+    kept, left_out, of = map(
+        int,
+        re.search(r"graph: (\d+) metrics kept; (\d+) of the (\d+) carry no edge", out.err).groups(),
+    )
+    assert of == int(vocabulary) == kept + left_out and left_out > 0
+    assert f", {kept} metrics, " in out.out
+    assert main(["inspect", str(tmp_path / "g")]) == 0
+    assert re.search(rf"^  metrics +{kept}$", capsys.readouterr().out, re.M)
 
 
 def test_a_terminal_gets_bars_counting_chunks(tmp_path, capsys, monkeypatch):

@@ -177,10 +177,14 @@ def build_offline(
     build = _Build(chunks, embedder, spec, outcome, cfg, progress)
     corpus = _read_statements(build)
     vocab = _vocabulary(build, corpus, caps.max_metrics)
-    t = build.begin(f"graph: variables, edges and dimensions of {len(vocab.heads):,} metrics")
+    t = build.begin(
+        f"graph: variables, edges and dimensions from the vocabulary's {len(vocab.heads):,} metrics"
+    )
     graph, info, ledger = _assemble(build, corpus, vocab, caps.max_dimensions)
     validate_graph(graph.spec, graph.variables, graph.edges, {c.id for c in chunks})
     build.done("graph", t, **info)
+    if left_out := metrics_left_out_note(len(vocab.heads), len(graph.spec.metrics)):
+        progress_log.info("%s", left_out)
     graph, linking = _link(build, graph)
     var_vec, chunk_vec = _embed(build, graph, embed_chunks)
     if not graph.edges:
@@ -202,6 +206,22 @@ def build_offline(
         chunk_embeddings=chunk_vec,
         report=report,
         ledger=ledger,
+    )
+
+
+def metrics_left_out_note(vocabulary: int, kept: int) -> str | None:
+    """The line saying how many of the vocabulary's metrics the graph keeps, when not all: only
+    a metric with an edge (or a given spec's variable) is kept, so the stage line's count and
+    the saved graph's (``hcg inspect``, the ``built`` line) differ by these.
+
+    >>> metrics_left_out_note(46, 43)
+    'graph: 43 metrics kept; 3 of the 46 carry no edge and are left out'
+    """
+    if kept >= vocabulary:
+        return None
+    return (
+        f"graph: {kept:,} metrics kept; {vocabulary - kept:,} of the {vocabulary:,} carry no edge "
+        "and are left out"
     )
 
 
