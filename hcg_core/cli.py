@@ -762,7 +762,8 @@ def _cut(text: str, limit: int) -> str:
 
 
 # The ranking signals of a hybrid result (``RetrievedChunk.details``), as printed: each in [0, 1]
-# with its rank among that signal's candidates (None: not among them).
+# with its rank among that signal's candidates (None: not among them; printed only beside a
+# part above 0, ``_signals_text``).
 RESULT_SIGNALS = (("bm25", "bm25"), ("dense", "dense"), ("graph", "graph walk"), ("grams", "grams"))
 
 
@@ -825,12 +826,22 @@ def _place_text(rc: Any) -> str:
 
 
 def _signals_text(signals: dict[str, Any]) -> str:
-    """``bm25 0.597 (#1), dense 0.555 (#1), graph walk 0.648 (#4)``; ``(-)``: not a candidate."""
+    """``bm25 0.597 (#1), dense 0.555 (#1), graph walk 0.648 (#4)``; ``(-)``: the signal gave
+    the chunk nothing.
+
+    A rank is shown only beside a part above 0: the graph walk ranks the chunks it reached by
+    their walk mass, but its part counts only above the mean of the walk's best chunks, so a
+    chunk it reached can rank #2 and add nothing; ``0.000 (#2)`` read as a match that counted.
+
+    >>> _signals_text({"bm25": 0.5, "bm25_rank": 1, "graph": 0.0, "graph_rank": 2})
+    'bm25 0.500 (#1), graph walk 0.000 (-)'
+    """
     parts = []
     for key, label in RESULT_SIGNALS:
         if key in signals:
-            rank = signals[f"{key}_rank"]
-            parts.append(f"{label} {signals[key]:.3f} ({'#' + str(rank) if rank else '-'})")
+            shown = f"{signals[key]:.3f}"
+            rank = signals[f"{key}_rank"] if float(shown) > 0 else None
+            parts.append(f"{label} {shown} ({'#' + str(rank) if rank else '-'})")
     return ", ".join(parts)
 
 

@@ -140,3 +140,33 @@ def test_build_reads_a_windows_1252_file_with_a_warning(tmp_path, capsys):
     stored = load_graph(out)
     assert stored.report["input"]["documents"] == 1
     assert any("caf\u00e9 stroke \u2013 in Z\u00fcrich" in c.text for c in stored.graph.chunks)
+
+
+def test_query_prints_no_rank_beside_a_zero_signal(tmp_path, capsys):
+    """The graph walk ranks the chunks it reached by walk mass, but its part counts only above
+    the mean of its best chunks: a reached chunk may rank #7 with a part of 0. Printed, such a
+    signal shows ``(-)`` (it gave the chunk nothing), never ``0.000 (#7)``; ``--json`` keeps the
+    rank."""
+    out = tmp_path / "g"
+    assert (
+        main(["build", str(EXAMPLES), "--out", str(out), "--quiet", "--embedder", "hashing"]) == 0
+    )
+    question = ["query", str(out), "Why does smoking raise the risk of stroke?", "--k", "5"]
+    capsys.readouterr()
+    assert main([*question, "--json"]) == 0
+    chunks = json.loads(capsys.readouterr().out)["chunks"]
+    assert main(question) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("    signals: ")]
+    assert len(lines) == len(chunks) == 5
+    reached_for_nothing = 0
+    for chunk, line in zip(chunks, lines, strict=True):
+        s = chunk["signals"]
+        for key, label in (("bm25", "bm25"), ("dense", "dense"), ("graph", "graph walk")):
+            shown = f"{s[key]:.3f}"
+            if float(shown) > 0 and s[f"{key}_rank"]:
+                assert f"{label} {shown} (#{s[f'{key}_rank']})" in line, line
+            else:
+                assert f"{label} {shown} (-)" in line, line
+        reached_for_nothing += s["graph"] == 0 and bool(s["graph_rank"])
+    assert reached_for_nothing, chunks  # the case this test is about occurs here
+    assert not re.search(r"0\.000 \(#\d+\)", "\n".join(lines))
