@@ -56,6 +56,7 @@ from .errors import (
     LLMError,
 )
 from .graph_build import build_graph
+from .graph_dir import LLM_CACHE
 from .graph_lock import add_lock_timeout_argument, graph_lock
 from .output_paths import check_cache_dir
 from .remote_choice import check_remote_choice
@@ -206,7 +207,7 @@ def _read_build_files(args: argparse.Namespace) -> tuple[Any, Any, Any]:
 
 
 def _llm_cache_dir(args: argparse.Namespace) -> str:
-    return args.llm_cache or str(Path(args.out) / ".llm_cache")
+    return args.llm_cache or str(Path(args.out) / LLM_CACHE)
 
 
 def _llm_from_args(args: argparse.Namespace) -> Any:

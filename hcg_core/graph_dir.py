@@ -14,6 +14,7 @@ from .errors import StoreError
 
 FORMAT_NAME = "hcg-graph"
 MANIFEST = "manifest.json"
+LLM_CACHE = ".llm_cache"  # a graph directory's own LLM reply cache, which its saves keep
 # The manifest is small: a larger file is damaged or not hcg's, refused before it is read.
 MANIFEST_CAP = 1024 * 1024
 

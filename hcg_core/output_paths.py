@@ -11,10 +11,8 @@ import os
 from pathlib import Path
 
 from .errors import StoreError
-from .graph_dir import is_graph_dir
+from .graph_dir import LLM_CACHE, is_graph_dir
 from .safe_files import atomic_write_text, os_reason
-
-LLM_CACHE = ".llm_cache"  # a graph directory's own reply cache, which its saves keep
 
 
 def check_report_path(path: str | os.PathLike) -> Path:

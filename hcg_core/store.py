@@ -48,7 +48,7 @@ from .errors import (
     SpecError,
     StoreError,
 )
-from .graph_dir import FORMAT_NAME, MANIFEST, MANIFEST_CAP, is_graph_dir
+from .graph_dir import FORMAT_NAME, LLM_CACHE, MANIFEST, MANIFEST_CAP, is_graph_dir
 from .graph_lock import LOCK_NAME, graph_lock
 from .safe_files import (
     atomic_write_bytes,
@@ -127,7 +127,7 @@ def _atomic_write_npy(path: Path, arr: np.ndarray, like: Path | None = None) -> 
 # Entries of a graph directory that hcg itself puts there besides the graph: the default LLM reply
 # cache, the writers' lock and the version folders (a killed first save leaves them alone). A
 # folder holding only these may be (re)written without ``force``.
-HCG_OWNED: tuple[str, ...] = (".llm_cache", LOCK_NAME, VERSIONS)
+HCG_OWNED: tuple[str, ...] = (LLM_CACHE, LOCK_NAME, VERSIONS)
 
 
 def check_output_dir(
