@@ -444,3 +444,27 @@ def test_no_gold_context_leaves_context_recall_out():
     report = evaluate({"s": lambda q: ["x"]}, QUESTIONS)
     assert report.row("s").context_recall is None
     assert "context@" not in report.format_table()
+
+
+def test_run_eval_says_sentence_ids_without_sentences_as_its_own_warning(tmp_path, capsys):
+    """The loader's warning reaches the user as `hcg eval: warning: ...` on stderr and in the
+    JSON report's meta, not as a Python UserWarning naming a source line (or not at all)."""
+    from conftest import make_graph
+
+    from hcg_core.store import save_graph
+
+    save_graph(make_graph(), tmp_path / "g", embedder_name=HashingEmbedder(dim=256).name)
+    qa = tmp_path / "qa.json"
+    qa.write_text(
+        json.dumps([{"question": "smoking", "answer": "pressure", "context_sentence_ids": ["S1"]}])
+    )
+    parser = add_eval_arguments(argparse.ArgumentParser())
+    args = parser.parse_args(
+        [str(tmp_path / "g"), "--questions", str(qa), "--no-baselines", "--json"]
+    )
+    assert run_eval(args) == 0
+    captured = capsys.readouterr()
+    said = [line for line in captured.err.splitlines() if "--sentences" in line]
+    assert len(said) == 1 and said[0].startswith("hcg eval: warning: ")
+    meta = json.loads(captured.out)["meta"]
+    assert any("--sentences" in w for w in meta["warnings"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -217,7 +218,14 @@ def run_eval(args: argparse.Namespace) -> int:
 
             check_report_path(args.out)
         sentences = load_sentences(args.sentences) if args.sentences else None
-        questions = load_questions(args.questions, limit=args.limit, sentences=sentences)
+        # What the loader warns about (ids without --sentences) is said as hcg's own warning,
+        # on stderr and in the report, not as a Python warning naming a source line.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            questions = load_questions(args.questions, limit=args.limit, sentences=sentences)
+        notes = [str(w.message) for w in caught]
+        for note in notes:
+            print(f"hcg eval: warning: {note}", file=sys.stderr)
         from ..embedders import embedder_by_name
         from ..remote_choice import check_remote_choice
 
@@ -232,6 +240,7 @@ def run_eval(args: argparse.Namespace) -> int:
         warning = budget_warning(args.budget, corpus_words)
         if warning:  # before the (long) run: the user may stop it
             print(f"hcg eval: warning: {warning}", file=sys.stderr)
+            notes.append(warning)
         retriever = retriever.with_config(
             hybrid=replace(retriever.config.hybrid, passage_words=args.passage_words)
         )
@@ -252,8 +261,8 @@ def run_eval(args: argparse.Namespace) -> int:
         corpus_words=corpus_words,
         embedder=getattr(retriever.embedder, "name", "?"),
     )
-    if warning:
-        report.meta["warnings"] = [warning]
+    if notes:
+        report.meta["warnings"] = notes
     if args.out:
         from ..safe_files import atomic_write_text
 
