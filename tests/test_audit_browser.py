@@ -253,6 +253,49 @@ def test_page_edits_merges_and_renames_into_corrections(browser, tmp_path):
     assert console_errors(driver) == []
 
 
+def rename(driver, metric: str, to: str) -> None:
+    open_item(driver, f"metric={metric}", "rename-to").send_keys(to)
+    driver.find_element(By.ID, "rename").click()
+
+
+def merge(driver, drop: str, keep: str) -> None:
+    open_item(driver, f"variable={drop}", "merge-into").send_keys(keep)
+    driver.find_element(By.ID, "merge").click()
+
+
+def test_second_renames_and_merges_replace_or_are_refused_so_apply_takes_all(browser, tmp_path):
+    """What the page records, `hcg apply --strict` applies: a second rename of a metric (or
+    merge of a variable) replaces the first, whose subject would be gone; a name another rename
+    takes, or a merge into a variable merged away, is refused in the page."""
+    driver, _ = browser
+    open_hand_page(driver, tmp_path)
+    rename(driver, "Inflammation", "VesselInflammation")
+    rename(driver, "Inflammation", "ArterialInflammation")
+    rename(driver, "BloodPressure", "ArterialInflammation")
+    assert "is renamed ArterialInflammation already" in driver.find_element(By.ID, "details").text
+    merge(driver, "ExposureLevel(physical inactivity)", "ExposureLevel(tobacco smoking)")
+    merge(driver, "ExposureLevel(physical inactivity)", "ExposureLevel(high salt diet)")
+    merge(driver, "ExposureLevel(tobacco smoking)", "ExposureLevel(physical inactivity)")
+    assert "is merged into ExposureLevel(high salt diet)" in (
+        driver.find_element(By.ID, "details").text
+    )
+    text = driver.execute_script("return window.hcgAudit.correctionsYaml()")
+    assert yaml.safe_load(text)["corrections"] == [
+        {"op": "rename_metric", "metric": "Inflammation", "to": "ArterialInflammation"},
+        {
+            "op": "merge_variables",
+            "keep": "ExposureLevel(high salt diet)",
+            "drop": "ExposureLevel(physical inactivity)",
+        },
+    ]
+    assert driver.find_element(By.ID, "n-corr").text == "2"
+    corrections = tmp_path / "c.yaml"
+    corrections.write_text(text, encoding="utf-8")
+    out = tmp_path / "fixed"
+    assert main(["apply", str(HAND), str(corrections), "--out", str(out), "--strict"]) == 0
+    assert console_errors(driver) == []
+
+
 def test_bulk_actions_reject_a_variables_edges_and_delete_another(browser, tmp_path):
     driver, downloads = browser
     open_hand_page(driver, tmp_path)

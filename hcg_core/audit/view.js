@@ -496,6 +496,8 @@
       el("button", { id: "merge", type: "button", onclick: () => {
         const keep = input.value.trim();
         if (!varIndex.has(keep) || keep === v.name) { alertInline("name another variable of the graph"); return; }
+        const gone = state.corrections.find((c) => (c.op === "merge_variables" && c.drop === keep) || (c.op === "delete_variable" && c.variable === keep));
+        if (gone) { alertInline(keep + (gone.op === "delete_variable" ? " is deleted" : " is merged into " + gone.keep) + " by an earlier correction"); return; }
         addCorrection({ op: "merge_variables", keep, drop: v.name });
       } }, "Merge")));
   }
@@ -517,6 +519,8 @@
         const to = input.value.trim();
         if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(to)) { alertInline("a metric name is letters, digits and _ (CamelCase)"); return; }
         if (metricIndex.has(to)) { alertInline("metric " + to + " exists already"); return; }
+        const taken = state.corrections.find((c) => c.op === "rename_metric" && c.to === to && c.metric !== name);
+        if (taken) { alertInline("metric " + taken.metric + " is renamed " + to + " already"); return; }
         addCorrection({ op: "rename_metric", metric: name, to });
       } }, "Rename")));
   }
@@ -536,6 +540,14 @@
     }
     if (op.op === "reject_variable_edges" || op.op === "delete_variable") {
       state.corrections = state.corrections.filter((c) => !(c.op === op.op && c.variable === op.variable));
+    }
+    // A second rename of a metric, or merge of a variable, would find its subject gone once the
+    // first applied (hcg apply refuses it): the new one replaces the first.
+    if (op.op === "rename_metric") {
+      state.corrections = state.corrections.filter((c) => !(c.op === op.op && c.metric === op.metric));
+    }
+    if (op.op === "merge_variables") {
+      state.corrections = state.corrections.filter((c) => !(c.op === op.op && c.drop === op.drop));
     }
     state.corrections.push(op);
     afterCorrections();
