@@ -296,6 +296,39 @@ def test_second_renames_and_merges_replace_or_are_refused_so_apply_takes_all(bro
     assert console_errors(driver) == []
 
 
+def test_corrections_of_an_edge_or_variable_removed_earlier_are_refused_in_the_page(
+    browser, tmp_path
+):
+    """An edit of a rejected edge, a verdict on an edge of a deleted variable, or a bulk action
+    or merge of a deleted variable would be refused by `hcg apply` ("removed by an earlier
+    correction"): the page says so instead of recording it."""
+    driver, _ = browser
+    open_hand_page(driver, tmp_path)
+    open_item(driver, "edge=salt-kidney", "reject").click()
+    conf = open_item(driver, "edge=salt-kidney", "edit-confidence")
+    conf.clear()
+    conf.send_keys("0.3")
+    driver.find_element(By.ID, "save-edit").click()
+    alert = driver.find_element(By.ID, "inline-alert").text
+    assert alert == "the edge is rejected by an earlier correction: undo that first"
+    open_item(driver, "variable=BloodPressure", "delete-variable").click()
+    open_item(driver, "edge=bp-stroke", "accept").click()
+    assert "BloodPressure is deleted" in driver.find_element(By.ID, "inline-alert").text
+    open_item(driver, "variable=BloodPressure", "reject-variable-edges").click()
+    merge(driver, "BloodPressure", "StrokeRisk")
+    assert "BloodPressure is deleted" in driver.find_element(By.ID, "inline-alert").text
+    text = driver.execute_script("return window.hcgAudit.correctionsYaml()")
+    assert [c["op"] for c in yaml.safe_load(text)["corrections"]] == [
+        "reject_edge",
+        "delete_variable",
+    ]
+    corrections = tmp_path / "c.yaml"
+    corrections.write_text(text, encoding="utf-8")
+    out = tmp_path / "fixed"
+    assert main(["apply", str(HAND), str(corrections), "--out", str(out), "--strict"]) == 0
+    assert console_errors(driver) == []
+
+
 def test_bulk_actions_reject_a_variables_edges_and_delete_another(browser, tmp_path):
     driver, downloads = browser
     open_hand_page(driver, tmp_path)

@@ -48,6 +48,22 @@
     if (variableAction(V[E[i].s].name) || variableAction(V[E[i].t].name)) status = "reject_edge";
     return status;
   }
+  // Why a correction of edge i would find it gone under `hcg apply` (null when it would not):
+  // a bulk action on an end, or (ownToo) the edge's own rejection.
+  function edgeRemovedBy(i, ownToo) {
+    for (const end of [E[i].s, E[i].t]) {
+      const action = variableAction(V[end].name);
+      if (action) return V[end].name + (action === "delete_variable" ? " is deleted" : ": every edge rejected");
+    }
+    if (ownToo && edgeStatus(i) === "reject_edge") return "the edge is rejected";
+    return null;
+  }
+  // The edge verdict or edit, unless an earlier correction removes the edge (said instead).
+  function edgeCorrection(i, op, ownToo) {
+    const why = edgeRemovedBy(i, ownToo);
+    if (why) { alertInline(why + " by an earlier correction: undo that first"); return; }
+    addCorrection(op);
+  }
   // What an edge correction is about, so `hcg apply` finds the edge again after a rebuild has
   // renamed its variables (and so changed its id): its two names and its evidence sentence.
   function edgeSubject(i) {
@@ -424,8 +440,8 @@
     d.append(badges);
     d.append(el("h3", { text: "Mechanism" }), el("p", { id: "mechanism", text: cur.mechanism || "(none)" }));
     d.append(el("div", { class: "row" },
-      el("button", { id: "accept", class: "accept", type: "button", onclick: () => addCorrection({ op: "accept_edge", ...edgeSubject(i) }) }, "Accept"),
-      el("button", { id: "reject", class: "reject", type: "button", onclick: () => addCorrection({ op: "reject_edge", ...edgeSubject(i) }) }, "Reject")));
+      el("button", { id: "accept", class: "accept", type: "button", onclick: () => edgeCorrection(i, { op: "accept_edge", ...edgeSubject(i) }, false) }, "Accept"),
+      el("button", { id: "reject", class: "reject", type: "button", onclick: () => edgeCorrection(i, { op: "reject_edge", ...edgeSubject(i) }, false) }, "Reject")));
     const mech = el("textarea", { id: "edit-mechanism" });
     mech.value = cur.mechanism;
     const conf = el("input", { id: "edit-confidence", type: "number", min: "0", max: "1", step: "0.05", value: String(cur.confidence) });
@@ -437,7 +453,7 @@
         if (mech.value !== e.mechanism) op.mechanism = mech.value;
         if (c !== e.confidence) op.confidence = c;
         if (op.mechanism === undefined && op.confidence === undefined) { alertInline("nothing changed"); return; }
-        addCorrection(op);
+        edgeCorrection(i, op, true);
       } }, "Save edit")));
     d.append(el("h3", { text: "Evidence (" + e.evidence.length + (e.evidence.length === 1 ? " chunk)" : " chunks)") }));
     if (!e.evidence.length) d.append(el("p", { class: "badge bad", text: "No evidence chunk: check this edge against the corpus." }));
@@ -487,7 +503,7 @@
     // Bulk actions: one correction instead of one reject per edge (a bogus hub variable).
     const n = outE[i].length + inE[i].length;
     d.append(el("h3", { text: "All of this variable" }), el("div", { class: "row" },
-      el("button", { id: "reject-variable-edges", class: "reject", type: "button", onclick: () => addCorrection({ op: "reject_variable_edges", variable: v.name }) }, "Reject its " + n + " edges"),
+      el("button", { id: "reject-variable-edges", class: "reject", type: "button", onclick: () => variableCorrection({ op: "reject_variable_edges", variable: v.name }) }, "Reject its " + n + " edges"),
       el("button", { id: "delete-variable", class: "reject", type: "button", onclick: () => addCorrection({ op: "delete_variable", variable: v.name }) }, "Delete the variable")));
     const input = el("input", { id: "merge-into", list: "merge-names", placeholder: "variable to keep", size: "28" });
     const names = el("datalist", { id: "merge-names" });
@@ -496,6 +512,7 @@
       el("button", { id: "merge", type: "button", onclick: () => {
         const keep = input.value.trim();
         if (!varIndex.has(keep) || keep === v.name) { alertInline("name another variable of the graph"); return; }
+        if (variableAction(v.name) === "delete_variable") { alertInline(v.name + " is deleted by an earlier correction: undo that first"); return; }
         const gone = state.corrections.find((c) => (c.op === "merge_variables" && c.drop === keep) || (c.op === "delete_variable" && c.variable === keep));
         if (gone) { alertInline(keep + (gone.op === "delete_variable" ? " is deleted" : " is merged into " + gone.keep) + " by an earlier correction"); return; }
         addCorrection({ op: "merge_variables", keep, drop: v.name });
@@ -523,6 +540,12 @@
         if (taken) { alertInline("metric " + taken.metric + " is renamed " + to + " already"); return; }
         addCorrection({ op: "rename_metric", metric: name, to });
       } }, "Rename")));
+  }
+
+  // A bulk action, unless the variable is deleted by an earlier correction (said instead).
+  function variableCorrection(op) {
+    if (op.op !== "delete_variable" && variableAction(op.variable) === "delete_variable") { alertInline(op.variable + " is deleted by an earlier correction: undo that first"); return; }
+    addCorrection(op);
   }
 
   function alertInline(text) {
