@@ -468,3 +468,20 @@ def test_run_eval_says_sentence_ids_without_sentences_as_its_own_warning(tmp_pat
     assert len(said) == 1 and said[0].startswith("hcg eval: warning: ")
     meta = json.loads(captured.out)["meta"]
     assert any("--sentences" in w for w in meta["warnings"])
+
+
+def test_docs_name_every_key_of_the_json_report():
+    """docs/evaluation.md says what each `hcg eval --json` / `--out` key is: a field added to
+    a row or a per-question score without a word there fails here."""
+    from dataclasses import fields
+    from pathlib import Path
+
+    from hcg_core.eval.runner import QuestionScore, Row
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "evaluation.md").read_text("utf-8")
+    section = doc.split("## Reading the table", 1)[1].split("\n## ", 1)[0]
+    for cls in (Row, QuestionScore):
+        missing = [f.name for f in fields(cls) if f"`{f.name}`" not in section]
+        assert missing == [], f"{cls.__name__} keys not in docs/evaluation.md: {missing}"
+    for key in ("budget", "meta", "rows", "scores", "warnings", "corpus_words"):
+        assert f"`{key}`" in section
