@@ -485,3 +485,42 @@ def test_docs_name_every_key_of_the_json_report():
         assert missing == [], f"{cls.__name__} keys not in docs/evaluation.md: {missing}"
     for key in ("budget", "meta", "rows", "scores", "warnings", "corpus_words"):
         assert f"`{key}`" in section
+
+
+def test_run_eval_does_not_time_what_a_system_loads_on_first_use(tmp_path, capsys, monkeypatch):
+    """A system slow on its first call only (a model session loading) is warmed up untimed, so
+    its p95 is its real query time, not the load (300 ms here, against 0 after)."""
+    import time
+
+    from conftest import make_graph
+
+    import hcg_core.eval.cli as eval_cli
+    from hcg_core.store import save_graph
+
+    save_graph(make_graph(), tmp_path / "g", embedder_name=HashingEmbedder(dim=256).name)
+    qa = tmp_path / "qa.json"
+    qa.write_text(json.dumps([{"question": "smoking", "answer": "pressure"}] * 2))
+    real = eval_cli.hcg_systems
+
+    def slow_first(*a, **kw):
+        loaded = []
+
+        def wrap(system):
+            def call(question):
+                if not loaded:
+                    time.sleep(0.3)
+                    loaded.append(True)
+                return system(question)
+
+            return call
+
+        return {name: wrap(s) for name, s in real(*a, **kw).items()}
+
+    monkeypatch.setattr(eval_cli, "hcg_systems", slow_first)
+    parser = add_eval_arguments(argparse.ArgumentParser())
+    args = parser.parse_args(
+        [str(tmp_path / "g"), "--questions", str(qa), "--no-baselines", "--json"]
+    )
+    assert run_eval(args) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows and all(r["latency_p95_ms"] < 150 for r in rows)
