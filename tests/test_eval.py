@@ -524,3 +524,15 @@ def test_run_eval_does_not_time_what_a_system_loads_on_first_use(tmp_path, capsy
     assert run_eval(args) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rows and all(r["latency_p95_ms"] < 150 for r in rows)
+
+
+def test_a_question_item_without_question_or_answer_names_what_it_has(tmp_path):
+    """A file wrapping its list ({"questions": [...]}) or naming a key otherwise is told what
+    the item holds, not only what it lacks."""
+    qa = tmp_path / "qa.json"
+    qa.write_text(json.dumps({"questions": [{"question": "q", "answer": "a"}]}))
+    with pytest.raises(InputError, match=r"item 0 needs .* it has 'questions' \(list\)"):
+        load_questions(qa)
+    qa.write_text(json.dumps([{"query": "q", "answer": 3}]))
+    with pytest.raises(InputError, match=r"it has 'query' \(str\), 'answer' \(int\)"):
+        load_questions(qa)

@@ -118,6 +118,19 @@ def _gold_context(
     raise InputError(f"{p}: item {i}: 'context' must be a string or a list of strings", path=p)
 
 
+def _item_keys(obj: dict[str, Any]) -> str:
+    """An item's keys and the type of each value, for an error message (at most 8).
+
+    >>> _item_keys({"questions": [], "answer": None})
+    "'questions' (list), 'answer' (NoneType)"
+    >>> _item_keys({})
+    'no keys'
+    """
+    shown = [f"{k!r} ({type(v).__name__})" for k, v in list(obj.items())[:8]]
+    more = f" and {len(obj) - 8} more" if len(obj) > 8 else ""
+    return ", ".join(shown) + more if shown else "no keys"
+
+
 def load_questions(
     path: str | Path,
     *,
@@ -144,8 +157,12 @@ def load_questions(
             raise InputError(f"{p}: item {i} is {type(obj).__name__}, not an object", path=p)
         q, a = obj.get("question"), obj.get("answer")
         if not isinstance(q, str) or not q.strip() or not isinstance(a, str):
+            # Name what the item holds: a file wrapping its list ({"questions": [...]}) or
+            # spelling a key otherwise ("query", "Question") is seen at once.
             raise InputError(
-                f"{p}: item {i} needs a non-empty string 'question' and a string 'answer'", path=p
+                f"{p}: item {i} needs a non-empty string 'question' and a string 'answer'; "
+                f"it has {_item_keys(obj)}",
+                path=p,
             )
         ev = obj.get("evidence") or []
         if not isinstance(ev, (str, list)):
