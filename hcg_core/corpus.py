@@ -59,6 +59,7 @@ LEGACY_ENCODINGS = ("cp1252", "latin-1")
 # Share of bytes over 0x7F above which a file that is not UTF-8 is refused rather than read in a
 # legacy encoding: French or German text has a few percent; Shift-JIS, GBK or Cyrillic most.
 MAX_LEGACY_HIGH_SHARE = 0.3
+_HIGH_BYTES = bytes(range(0x80, 0x100))
 # Share of control characters above which a text is treated as binary junk.
 _MAX_CONTROL_SHARE = 0.05
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
@@ -430,7 +431,7 @@ def _legacy_text(data: bytes, offset: int, path: Path | str | None) -> str:
     over 0x7F is a multi-byte legacy encoding (Shift-JIS, GBK) or another alphabet (Cyrillic,
     Greek), which either decoding would turn into nonsense: that is refused.
     """
-    high = sum(1 for b in data if b > 0x7F)
+    high = len(data) - len(data.translate(None, _HIGH_BYTES))  # counted in C: files run to 50 MB
     where = f"invalid byte 0x{data[offset]:02x} at byte offset {offset}"
     if high > MAX_LEGACY_HIGH_SHARE * len(data):
         raise InputError(
